@@ -1,0 +1,137 @@
+#pragma once
+
+/// Beehive's actor surface: the typed interfaces of its actors and the messages they
+/// exchange, for applications that talk to beehive from their own CAF actors.
+///
+/// An application actor sends the same requests the blocking facade sends and gets
+/// the reply asynchronously:
+///
+///   self->request(bh.store_writer(), caf::infinite,
+///                 beehive::create_request{{"acme.com", "Widget"}, R"({"size":3})"})
+///       .then([](const beehive::ObjectRow& row) { ... },
+///             [](caf::error& err) { auto code = beehive::to_errc(err); ... });
+///
+/// Object rows carry spec and status as JSON text; `beehive::decode_row<Spec, Status>`
+/// turns one into a typed `Object`. Errors arrive as `caf::error` in beehive's category
+/// ("beehive") and convert to and from `beehive::errc`.
+///
+/// This is the only public header that includes CAF.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <beehive/change.hpp>
+#include <beehive/commit_record.hpp>
+#include <beehive/detail/codec.hpp>
+#include <beehive/errors.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/object_row.hpp>
+
+namespace beehive {
+
+// -- errors -------------------------------------------------------------------
+
+/// The category atom of beehive's caf::error values.
+constexpr caf::atom_value error_category_atom = caf::atom("beehive");
+
+/// A caf::error in beehive's category; `what` travels as the error's context.
+caf::error make_error(errc code, std::string what = {});
+
+/// The beehive code of `err`: its own code in beehive's category; `stopped` when the
+/// receiving actor is gone; `deadline_exceeded` for a request timeout; `store` for any
+/// other failure. Empty (`std::nullopt`) for "no error".
+std::optional<errc> to_errc(const caf::error& err);
+
+/// The message `make_error` attached, or "".
+std::string error_message(const caf::error& err);
+
+// -- atoms --------------------------------------------------------------------
+
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscr")>;
+
+// -- store_writer -------------------------------------------------------------
+
+/// Create an object. `spec` is JSON text. Replies the stored row.
+struct create_request {
+  GroupKind gk;
+  std::string spec;
+  std::optional<std::string> slug;
+  std::vector<std::string> finalizers;
+};
+
+/// Replace an object's spec; a spec equal to the stored one writes nothing.
+/// Replies the stored row.
+struct update_request {
+  GroupKind gk;
+  ObjectID id = 0;
+  std::string spec;
+};
+
+/// Update the object holding `slug`, or create it. Replies the stored row.
+struct create_or_update_request {
+  GroupKind gk;
+  std::string slug;
+  std::string spec;
+};
+
+/// Return the object holding `slug` untouched, or create it with the options.
+struct get_or_create_request {
+  GroupKind gk;
+  std::string slug;
+  std::string spec;
+  std::vector<std::string> finalizers;
+};
+
+struct get_or_create_reply {
+  ObjectRow row;
+  bool created = false;
+};
+
+/// Request deletion of an object (a soft delete). Replies the row as it now stands.
+struct remove_request {
+  GroupKind gk;
+  ObjectID id = 0;
+};
+
+/// Request deletion of the object holding `slug`, if any. Replies true when a deletion
+/// was requested by this call.
+struct remove_by_slug_request {
+  GroupKind gk;
+  std::string slug;
+};
+
+/// The sole owner of the database's write connection. Every write is one transaction;
+/// the reply comes only after the commit. Subscribers (`subscribe_atom` + an actor)
+/// receive a `commit_record` for every commit that changed something.
+using store_writer_actor = caf::typed_actor<
+    caf::replies_to<create_request>::with<ObjectRow>,
+    caf::replies_to<update_request>::with<ObjectRow>,
+    caf::replies_to<create_or_update_request>::with<ObjectRow>,
+    caf::replies_to<get_or_create_request>::with<get_or_create_reply>,
+    caf::replies_to<remove_request>::with<ObjectRow>,
+    caf::replies_to<remove_by_slug_request>::with<bool>,
+    caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
+
+/// Decodes a row received from an actor into the application's types.
+template <class Spec, class Status>
+Object<Spec, Status> decode_row(const ObjectRow& row) {
+  return detail::decode_object<Spec, Status>(row);
+}
+
+}  // namespace beehive
+
+// Local-only for now: these messages stay inside one process.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::create_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::update_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::create_or_update_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::get_or_create_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::get_or_create_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_by_slug_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::ObjectRow)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::commit_record)

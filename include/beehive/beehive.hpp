@@ -1,0 +1,81 @@
+#pragma once
+
+/// `Beehive`: an embedded control plane over one store. Construct it over a store,
+/// then reach objects through `Client<Spec, Status>` handles made from it:
+///
+///   auto store = beehive::sqlite::open("var/app.db");
+///   beehive::Beehive bh(store);
+///   beehive::Client<WidgetSpec, WidgetStatus> widgets(bh, {"acme.com", "Widget"});
+///   auto w = widgets.create({}, WidgetSpec{3}, beehive::with_slug("w1"));
+///
+/// A Beehive runs its actors either in an actor system of its own (`Beehive(store)`) or
+/// inside the application's (`Beehive(sys, store)`; call `add_message_types(cfg)` on
+/// the application's config first, see actors.hpp). Clients work from construction.
+/// Destroying the Beehive stops it; calls made through its clients afterwards throw
+/// `Error(errc::stopped)`.
+///
+/// Neither copyable nor movable. Its clients may be used from any thread.
+///
+/// This header brings the whole blocking API.
+
+#include <concepts>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <beehive/change.hpp>
+#include <beehive/client.hpp>
+#include <beehive/condition.hpp>
+#include <beehive/context.hpp>
+#include <beehive/errors.hpp>
+#include <beehive/event.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/migrator.hpp>
+#include <beehive/object.hpp>
+#include <beehive/options.hpp>
+#include <beehive/result.hpp>
+#include <beehive/schedule.hpp>
+#include <beehive/sqlite.hpp>
+#include <beehive/store.hpp>
+#include <beehive/stream.hpp>
+#include <beehive/time.hpp>
+
+namespace caf {
+class actor_system;
+}
+
+namespace beehive {
+
+namespace detail {
+class Runtime;
+}
+
+class Beehive {
+ public:
+  /// Runs in an actor system of its own. Options: with_clock, with_resync_interval,
+  /// with_max_retry_interval, with_event_retention (defaults for every kind).
+  template <class... Opts>
+    requires(std::convertible_to<Opts, Option> && ...)
+  explicit Beehive(std::shared_ptr<Store> store, Opts&&... opts)
+      : Beehive(nullptr, std::move(store), {Option(std::forward<Opts>(opts))...}) {}
+
+  /// Runs inside the application's actor system, which must outlive the Beehive.
+  template <class... Opts>
+    requires(std::convertible_to<Opts, Option> && ...)
+  Beehive(caf::actor_system& sys, std::shared_ptr<Store> store, Opts&&... opts)
+      : Beehive(&sys, std::move(store), {Option(std::forward<Opts>(opts))...}) {}
+
+  ~Beehive();
+  Beehive(const Beehive&) = delete;
+  Beehive& operator=(const Beehive&) = delete;
+
+  /// Internal plumbing shared with clients.
+  const std::shared_ptr<detail::Runtime>& runtime() const { return rt_; }
+
+ private:
+  Beehive(caf::actor_system* sys, std::shared_ptr<Store> store, std::vector<Option> opts);
+
+  std::shared_ptr<detail::Runtime> rt_;
+};
+
+}  // namespace beehive

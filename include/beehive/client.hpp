@@ -1,0 +1,140 @@
+#pragma once
+
+/// `Client<Spec, Status>`: the application's typed handle on one kind of object. It
+/// creates, reads, updates and removes objects and never writes status (only the kind's
+/// controller does). Ids are kind-scoped: another kind's id is `errc::not_found`.
+///
+/// Every write is atomic and decodes the written row back into `Spec` / `Status`
+/// inside its transaction, so an error means nothing was committed. Re-applying the
+/// stored spec writes nothing at all (no generation or resource_version bump).
+///
+/// Reads run on the calling thread against a read-only connection and never wait for
+/// writers. Cheap to copy; thread-safe.
+///
+/// Spec and Status are any types nlohmann/json converts both ways; an empty struct is
+/// stored as `{}` without a converter.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <beehive/context.hpp>
+#include <beehive/detail/client_core.hpp>
+#include <beehive/detail/codec.hpp>
+#include <beehive/errors.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/object.hpp>
+#include <beehive/options.hpp>
+
+namespace beehive {
+
+class Beehive;
+
+template <class Spec, class Status>
+class Client {
+  static_assert(detail::Storable<Spec>,
+                "Spec must convert to and from nlohmann::json, or be an empty struct");
+  static_assert(detail::Storable<Status>,
+                "Status must convert to and from nlohmann::json, or be an empty struct");
+
+ public:
+  using ObjectType = Object<Spec, Status>;
+
+  Client(const Beehive& bh, GroupKind gk) : core_(bh, std::move(gk)) {}
+
+  const GroupKind& group_kind() const { return core_.group_kind(); }
+
+  /// Creates an object. Options: with_slug (`already_exists` when the kind holds it,
+  /// a deletion-pending row included), with_finalizers, with_owner, with_on_create.
+  template <class... Opts>
+  ObjectType create(const Context& ctx, const Spec& spec, Opts&&... opts) const {
+    Decoded out;
+    core_.create(ctx, detail::encode(spec), {Option(std::forward<Opts>(opts))...}, out.check());
+    return out.take();
+  }
+
+  /// Updates the object holding `slug`, or creates it; atomic under concurrency.
+  ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec) const {
+    Decoded out;
+    core_.create_or_update(ctx, slug, detail::encode(spec), out.check());
+    return out.take();
+  }
+
+  /// Returns the object holding `slug` untouched (second: false), or creates it with
+  /// the options (second: true); atomic under concurrency. with_slug here is
+  /// `conflicting_option`.
+  template <class... Opts>
+  std::pair<ObjectType, bool> get_or_create(const Context& ctx, std::string_view slug,
+                                            const Spec& spec, Opts&&... opts) const {
+    Decoded out;
+    auto [row, created] = core_.get_or_create(ctx, slug, detail::encode(spec),
+                                              {Option(std::forward<Opts>(opts))...}, out.check());
+    return {out.take(), created};
+  }
+
+  /// Replaces the spec; generation moves only when the spec really changes.
+  ObjectType update(const Context& ctx, ObjectID id, const Spec& spec) const {
+    Decoded out;
+    core_.update(ctx, id, detail::encode(spec), out.check());
+    return out.take();
+  }
+
+  template <class... Loads>
+  ObjectType get(const Context& ctx, ObjectID id, const Loads&... loads) const {
+    return detail::decode_object<Spec, Status>(core_.get(ctx, id, detail::load_bits(loads...)));
+  }
+
+  template <class... Loads>
+  ObjectType get_by_slug(const Context& ctx, std::string_view slug, const Loads&... loads) const {
+    return detail::decode_object<Spec, Status>(
+        core_.get_by_slug(ctx, slug, detail::load_bits(loads...)));
+  }
+
+  /// Every object of the kind, by id. A row that does not decode is skipped and logged.
+  template <class... Loads>
+  std::vector<ObjectType> list(const Context& ctx, const Loads&... loads) const {
+    std::vector<ObjectType> out;
+    for (auto& row : core_.list(ctx, detail::load_bits(loads...))) {
+      try {
+        out.push_back(detail::decode_object<Spec, Status>(row));
+      } catch (const Error& e) {
+        core_.report_skipped(row, e);
+      }
+    }
+    return out;
+  }
+
+  /// Requests deletion (a soft delete: deletion_requested_at is set, the object stays
+  /// until its finalizers are removed). Repeating it is a no-op.
+  void remove(const Context& ctx, ObjectID id) const { core_.remove(ctx, id); }
+
+  /// Requests deletion of the object holding `slug`; absent or already deleting is a
+  /// successful no-op.
+  void remove_by_slug(const Context& ctx, std::string_view slug) const {
+    core_.remove_by_slug(ctx, slug);
+  }
+
+ private:
+  // Receives the object the writer decoded inside the transaction, so the caller does
+  // not decode it a second time.
+  class Decoded {
+   public:
+    detail::RowCheck check() {
+      return [slot = slot_](const ObjectRow& row) {
+        *slot = detail::decode_object<Spec, Status>(row);
+      };
+    }
+    ObjectType take() { return std::move(**slot_); }
+
+   private:
+    std::shared_ptr<std::optional<ObjectType>> slot_ =
+        std::make_shared<std::optional<ObjectType>>();
+  };
+
+  detail::ClientCore core_;
+};
+
+}  // namespace beehive

@@ -1,0 +1,34 @@
+#pragma once
+
+/// `Condition`: a controller's current observation of one aspect of an object, kept
+/// per (object, type) and overwritten in place. A condition marked `liveness` is valid
+/// only while the store that wrote it is open: after a restart (or a new
+/// `sqlite::open` of the file) it reads back as `Unknown` until re-confirmed.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace beehive {
+
+enum class ConditionStatus { True, False, Unknown };
+
+/// "True", "False" or "Unknown", as stored and as JSON spells it.
+const char* to_string(ConditionStatus s) noexcept;
+/// Inverse of to_string; throws Error(errc::decode) for any other text.
+ConditionStatus condition_status_from_string(const std::string& s);
+
+struct Condition {
+  std::string type;
+  ConditionStatus status = ConditionStatus::Unknown;
+  std::string reason;   ///< machine-readable token, e.g. "DialTimeout"
+  std::string message;  ///< human-readable detail
+  bool liveness = false;
+
+  friend bool operator==(const Condition&, const Condition&) = default;
+};
+
+void to_json(nlohmann::json& j, ConditionStatus s);
+void from_json(const nlohmann::json& j, ConditionStatus& s);
+
+}  // namespace beehive

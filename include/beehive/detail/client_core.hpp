@@ -1,0 +1,63 @@
+#pragma once
+
+// The untyped half of Client<Spec, Status>: everything that does not depend on the
+// application's types, compiled once in the library.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <beehive/context.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/object_row.hpp>
+#include <beehive/options.hpp>
+
+namespace beehive {
+class Beehive;
+}
+
+namespace beehive::detail {
+
+class Runtime;
+
+/// Runs on the writer inside the write transaction with the written row; throwing
+/// rolls the write back.
+using RowCheck = std::function<void(const ObjectRow&)>;
+
+class ClientCore {
+ public:
+  ClientCore(const Beehive& bh, GroupKind gk);
+
+  const GroupKind& group_kind() const { return gk_; }
+
+  ObjectRow create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
+                   RowCheck check) const;
+  ObjectRow create_or_update(const Context& ctx, std::string_view slug, std::string spec,
+                             RowCheck check) const;
+  std::pair<ObjectRow, bool> get_or_create(const Context& ctx, std::string_view slug,
+                                           std::string spec, const std::vector<Option>& opts,
+                                           RowCheck check) const;
+  ObjectRow update(const Context& ctx, ObjectID id, std::string spec, RowCheck check) const;
+  ObjectRow get(const Context& ctx, ObjectID id, unsigned loads) const;
+  ObjectRow get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const;
+  std::vector<ObjectRow> list(const Context& ctx, unsigned loads) const;
+  void remove(const Context& ctx, ObjectID id) const;
+  void remove_by_slug(const Context& ctx, std::string_view slug) const;
+
+  /// Logs a row that list or a watch skipped because it does not decode.
+  void report_skipped(const ObjectRow& row, const std::exception& e) const;
+
+ private:
+  std::shared_ptr<Runtime> rt_;
+  GroupKind gk_;
+};
+
+template <class... Loads>
+unsigned load_bits(const Loads&... loads) {
+  return (0u | ... | loads.bits());
+}
+
+}  // namespace beehive::detail

@@ -1,0 +1,81 @@
+#pragma once
+
+// Conversion between the application's Spec/Status types and stored JSON text. Any
+// type nlohmann/json converts both ways works; an empty struct is stored as "{}"
+// without a converter. Encoding failures throw Error(errc::invalid_argument); decoding
+// failures throw Error(errc::decode).
+
+#include <exception>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include <beehive/object.hpp>
+#include <beehive/object_row.hpp>
+
+namespace beehive::detail {
+
+template <class T>
+concept JsonWritable = requires(nlohmann::json& j, const T& v) {
+  nlohmann::adl_serializer<T>::to_json(j, v);
+};
+
+template <class T>
+concept JsonReadable = requires(const nlohmann::json& j, T& v) {
+  nlohmann::adl_serializer<T>::from_json(j, v);
+};
+
+template <class T>
+concept Storable = (JsonWritable<T> && JsonReadable<T>) || std::is_empty_v<T>;
+
+/// Serializes to compact text with object keys sorted, so that equal values give
+/// equal bytes. Throws invalid_argument (e.g. a string that is not UTF-8).
+std::string dump_json(const nlohmann::json& j);
+/// Parses text; throws decode.
+nlohmann::json parse_json(std::string_view text);
+/// Rethrows the current exception of a user conversion as an Error with `code`.
+[[noreturn]] void rethrow_as(errc code, std::string_view what);
+
+template <Storable T>
+std::string encode(const T& value) {
+  if constexpr (JsonWritable<T>) {
+    nlohmann::json j;
+    try {
+      nlohmann::adl_serializer<T>::to_json(j, value);
+    } catch (...) {
+      rethrow_as(errc::invalid_argument, "cannot encode value");
+    }
+    return dump_json(j);
+  } else {
+    return "{}";
+  }
+}
+
+template <Storable T>
+T decode(std::string_view text) {
+  auto j = parse_json(text);
+  T value{};
+  if constexpr (JsonReadable<T>) {
+    try {
+      nlohmann::adl_serializer<T>::from_json(j, value);
+    } catch (...) {
+      rethrow_as(errc::decode, "cannot decode value");
+    }
+  } else if (!j.is_object()) {
+    throw Error(errc::decode, "expected a JSON object for an empty struct");
+  }
+  return value;
+}
+
+template <class Spec, class Status>
+Object<Spec, Status> decode_object(const ObjectRow& row) {
+  Object<Spec, Status> obj;
+  static_cast<ObjectMeta&>(obj) = row.meta;
+  obj.spec = decode<Spec>(row.spec);
+  if (row.status) obj.status = decode<Status>(*row.status);
+  return obj;
+}
+
+}  // namespace beehive::detail

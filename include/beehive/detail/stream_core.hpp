@@ -1,0 +1,115 @@
+#pragma once
+
+// The shared state behind a Stream<T>: a conflating queue with one producer side (a
+// beehive actor pushing changes) and one consumer (the Stream). Not for direct use.
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <unordered_map>
+
+#include <beehive/context.hpp>
+
+namespace beehive::detail {
+
+class StreamCoreBase {
+ public:
+  using Deadline = std::chrono::steady_clock::time_point;
+
+  explicit StreamCoreBase(Context ctx) : ctx_(std::move(ctx)) {}
+  virtual ~StreamCoreBase() = default;
+
+  /// Consumer side: end now and drop what is pending.
+  void close();
+  /// Producer side: end after what is pending has been delivered; `why` becomes error().
+  void finish(std::error_code why);
+  bool done() const;
+  std::error_code error() const;
+  /// Called once, without the lock, when the stream ends for any reason (unsubscribes).
+  void set_on_end(std::function<void()> fn);
+
+ protected:
+  /// Waits with `lk` held until something is pending or the stream ended, or `until`
+  /// passed. Returns true when something is pending.
+  bool wait_pending(std::unique_lock<std::mutex>& lk, std::optional<Deadline> until);
+  /// Must be called without the lock; runs the end callback once.
+  void run_on_end();
+
+  virtual bool has_pending_locked() const = 0;
+  virtual void drop_pending_locked() = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool ended_ = false;      // nothing more will be pushed
+  bool finishing_ = false;  // producer ended; deliver the rest first
+
+ private:
+  Context ctx_;
+  std::error_code error_;
+  std::function<void()> on_end_;
+};
+
+template <class T>
+class StreamCore : public StreamCoreBase {
+ public:
+  /// Folds `incoming` into the `pending` value of the same key; returns false to drop
+  /// the key altogether. The default keeps the newest value.
+  using Merge = std::function<bool(T& pending, T&& incoming)>;
+
+  explicit StreamCore(Context ctx, Merge merge = {})
+      : StreamCoreBase(std::move(ctx)), merge_(std::move(merge)) {}
+
+  /// Queues `value` under `key`, conflating with a value of that key not yet delivered.
+  /// Returns false when the stream has ended (the producer should unsubscribe).
+  bool push(std::int64_t key, T value) {
+    {
+      std::lock_guard lk(mu_);
+      if (ended_ || finishing_) return false;
+      auto it = pending_.find(key);
+      if (it == pending_.end()) {
+        pending_.emplace(key, std::move(value));
+        order_.push_back(key);
+      } else if (!merge_) {
+        it->second = std::move(value);
+      } else if (!merge_(it->second, std::move(value))) {
+        pending_.erase(it);
+        order_.erase(std::find(order_.begin(), order_.end(), key));
+      }
+    }
+    cv_.notify_one();
+    return true;
+  }
+
+  std::optional<T> pop(std::optional<Deadline> until) {
+    std::unique_lock lk(mu_);
+    if (!wait_pending(lk, until)) {
+      bool end_now = ended_;
+      lk.unlock();
+      if (end_now) run_on_end();
+      return std::nullopt;
+    }
+    auto key = order_.front();
+    order_.pop_front();
+    auto node = pending_.extract(key);
+    return std::move(node.mapped());
+  }
+
+ private:
+  bool has_pending_locked() const override { return !order_.empty(); }
+  void drop_pending_locked() override {
+    order_.clear();
+    pending_.clear();
+  }
+
+  Merge merge_;
+  std::deque<std::int64_t> order_;
+  std::unordered_map<std::int64_t, T> pending_;
+};
+
+}  // namespace beehive::detail

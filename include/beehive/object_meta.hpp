@@ -1,0 +1,61 @@
+#pragma once
+
+/// `ObjectMeta`: everything about a stored object except its spec and status — the
+/// part of `Object<Spec, Status>` that does not depend on the user's types.
+///
+/// Relations (owner, dependencies, dependents, owned children, recent events) are
+/// present only when the read that produced the object asked for them with a
+/// `LoadOption`; their accessors throw `Error(errc::not_loaded)` otherwise, so a
+/// forgotten load fails loudly instead of looking empty.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <beehive/condition.hpp>
+#include <beehive/event.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/time.hpp>
+
+namespace beehive {
+
+/// Relations attached by a read; an empty optional means "not loaded".
+struct LoadedRelations {
+  std::optional<std::optional<Ref>> owner;
+  std::optional<std::vector<Ref>> dependencies;
+  std::optional<std::vector<Ref>> dependents;
+  std::optional<std::vector<Ref>> owned;
+  std::optional<std::vector<Event>> events;
+};
+
+struct ObjectMeta {
+  ObjectID id = 0;
+  std::string group;
+  std::string kind;
+  std::optional<std::string> slug;  ///< nullopt when created without with_slug
+  std::int64_t generation = 0;      ///< 1 at create, +1 per real spec change
+  std::optional<std::int64_t> observed_generation;
+  std::optional<Time> observed_at;  ///< when observed_generation was recorded
+  std::int64_t resource_version = 0;
+  std::optional<Time> deletion_requested_at;
+  std::vector<std::string> finalizers;
+  std::vector<Condition> conditions;
+  Time created_at{};
+  Time updated_at{};
+
+  /// The owner, or nullopt when the object has none. Throws not_loaded without
+  /// load_owner().
+  std::optional<Ref> get_owner() const;
+  /// Throw not_loaded unless the matching load option was given.
+  const std::vector<Ref>& list_dependencies() const;
+  const std::vector<Ref>& list_dependents() const;
+  const std::vector<Ref>& list_owned() const;
+  const std::vector<Event>& list_events() const;
+
+  GroupKind group_kind() const { return {group, kind}; }
+
+  LoadedRelations relations;
+};
+
+}  // namespace beehive

@@ -1,0 +1,124 @@
+#pragma once
+
+/// Options, dispatched by the call that receives them: each call reads the options it
+/// understands and ignores the rest (so one list can be shared), except where an option
+/// contradicts a positional argument (`with_slug` given to `get_or_create` is
+/// `errc::conflicting_option`).
+///
+///   Option      create, get_or_create, Beehive, register_controller
+///   LoadOption  reads: which relations to attach to the returned objects
+///   EventOption list_events / watch_events filters
+///   RequeueOption  requeue
+///
+/// Defaults: no slug, no finalizers, no owner; resync every 30 s; retry backoff from
+/// 1 s doubling to at most 30 s; one worker per kind; the system clock; events kept
+/// without bound until their object is removed.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <beehive/event.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/time.hpp>
+
+namespace beehive {
+
+class Context;
+class Migrator;
+
+namespace detail {
+struct OptionSet;
+struct EventQuery;
+struct RequeueSettings;
+}  // namespace detail
+
+class Option {
+ public:
+  explicit Option(std::function<void(detail::OptionSet&)> apply) : apply_(std::move(apply)) {}
+  void apply(detail::OptionSet& s) const { apply_(s); }
+
+ private:
+  std::function<void(detail::OptionSet&)> apply_;
+};
+
+/// Create: a human-readable key, unique per kind; never generated for you.
+Option with_slug(std::string slug);
+/// Create: finalizers the object carries from the start.
+Option with_finalizers(std::vector<std::string> finalizers);
+/// Create: the owner; deleting it deletes this object too.
+Option with_owner(ObjectID owner);
+/// Create: called once after the create commits (never after a rollback).
+Option with_on_create(std::function<void(const Context&)> fn);
+/// Beehive (default for every kind) or register_controller: resync period;
+/// zero or negative disables resync.
+Option with_resync_interval(std::chrono::milliseconds d);
+/// Beehive or register_controller: cap on the retry backoff; zero or negative is ignored.
+Option with_max_retry_interval(std::chrono::milliseconds d);
+/// register_controller: the kind's schema migrator.
+Option with_migrator(std::shared_ptr<Migrator> m);
+/// Beehive or register_controller: keep the newest `per_object` runs per (object,
+/// category) and, if `max_age` is positive, none older than it.
+Option with_event_retention(int per_object, std::chrono::milliseconds max_age);
+/// register_controller: reconcile workers for the kind; below 1 means 1.
+Option with_concurrency(int workers);
+/// Beehive: where time comes from.
+Option with_clock(std::shared_ptr<Clock> clock);
+
+/// Which relations a read attaches to the objects it returns.
+class LoadOption {
+ public:
+  enum Bits : unsigned {
+    owner = 1,
+    dependencies = 2,
+    dependents = 4,
+    owned = 8,
+    events = 16,
+  };
+  constexpr explicit LoadOption(unsigned bits) : bits_(bits) {}
+  constexpr unsigned bits() const { return bits_; }
+
+ private:
+  unsigned bits_;
+};
+
+LoadOption load_owner();
+LoadOption load_dependencies();
+LoadOption load_dependents();
+LoadOption load_owned();
+/// The 10 most recent runs per (object, category).
+LoadOption load_events();
+
+class EventOption {
+ public:
+  explicit EventOption(std::function<void(detail::EventQuery&)> apply) : apply_(std::move(apply)) {}
+  void apply(detail::EventQuery& q) const { apply_(q); }
+
+ private:
+  std::function<void(detail::EventQuery&)> apply_;
+};
+
+EventOption with_event_category(std::string category);
+EventOption with_event_type(EventType type);
+EventOption with_event_reason(std::string reason);
+/// At most `n` runs, newest first.
+EventOption with_event_limit(int n);
+/// Only runs active at or after `t` (last_at >= t).
+EventOption with_events_since(Time t);
+
+class RequeueOption {
+ public:
+  explicit RequeueOption(std::function<void(detail::RequeueSettings&)> apply)
+      : apply_(std::move(apply)) {}
+  void apply(detail::RequeueSettings& s) const { apply_(s); }
+
+ private:
+  std::function<void(detail::RequeueSettings&)> apply_;
+};
+
+/// Clear the retry backoff before requeuing (by default a requeue keeps it).
+RequeueOption with_reset_backoff();
+
+}  // namespace beehive

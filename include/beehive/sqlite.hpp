@@ -1,0 +1,36 @@
+#pragma once
+
+/// The SQLite store: one database file in WAL mode, one write connection (owned by the
+/// beehive's store_writer actor) and a pool of read-only connections that readers use
+/// on their own threads, so reads never wait for the writer.
+///
+/// `open` creates the file and its parent directory when missing and migrates an older
+/// schema forward; a file written by a newer schema is refused (`errc::store`).
+/// Failures throw `Error(errc::store)` with SQLite's message.
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include <beehive/store.hpp>
+
+namespace beehive::sqlite {
+
+/// PRAGMA synchronous in WAL mode. `normal` survives an application crash but may lose
+/// the last transactions on power loss; `full` survives both and costs an fsync per
+/// commit.
+enum class Synchronous { normal, full };
+
+struct Options {
+  /// Default: normal.
+  Synchronous synchronous = Synchronous::normal;
+  /// Read-only connections kept for readers; a reader waits when all are busy.
+  /// Default: 4; values below 1 mean 1.
+  int read_connections = 4;
+  /// How long a connection waits for a lock held by another process. Default: 5 s.
+  std::chrono::milliseconds busy_timeout{5000};
+};
+
+std::shared_ptr<Store> open(const std::filesystem::path& file, Options options = {});
+
+}  // namespace beehive::sqlite

@@ -1,0 +1,67 @@
+#pragma once
+
+/// `Stream<T>` is the receiving end of a watch: a blocking, move-only queue that
+/// delivers values until it ends. It ends when its context ends, on `close()` or
+/// destruction, or when the beehive stops; values committed before a stop are still
+/// delivered before `next()` reports the end.
+///
+/// Delivery is conflated per key (an object id, an event id): a reader that falls
+/// behind sees each key's latest value instead of every intermediate one, so the
+/// memory a stream holds is bounded by the number of distinct keys pending.
+///
+/// One consumer thread calls `next` / `next_for`; `close`, `done` and `error` may be
+/// called from any thread.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include <beehive/detail/stream_core.hpp>
+
+namespace beehive {
+
+template <class T>
+class Stream {
+ public:
+  /// An ended stream.
+  Stream() = default;
+  explicit Stream(std::shared_ptr<detail::StreamCore<T>> core) : core_(std::move(core)) {}
+  Stream(Stream&&) noexcept = default;
+  Stream& operator=(Stream&& other) noexcept {
+    if (this != &other) {
+      close();
+      core_ = std::move(other.core_);
+    }
+    return *this;
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { close(); }
+
+  /// Blocks for the next value; nullopt when the stream has ended.
+  std::optional<T> next() { return core_ ? core_->pop(std::nullopt) : std::nullopt; }
+
+  /// Like `next`, but also returns nullopt after `timeout` without a value.
+  std::optional<T> next_for(std::chrono::milliseconds timeout) {
+    return core_ ? core_->pop(std::chrono::steady_clock::now() + timeout) : std::nullopt;
+  }
+
+  /// The stream has ended and holds nothing more to deliver.
+  bool done() const { return !core_ || core_->done(); }
+
+  /// Why it ended: empty when its own context or `close()` ended it, `errc::stopped`
+  /// when the beehive stopped.
+  std::error_code error() const { return core_ ? core_->error() : std::error_code{}; }
+
+  /// Ends the stream now, dropping anything undelivered. Idempotent.
+  void close() {
+    if (core_) core_->close();
+  }
+
+ private:
+  std::shared_ptr<detail::StreamCore<T>> core_;
+};
+
+}  // namespace beehive

@@ -1,0 +1,101 @@
+#include <beehive/detail/client_core.hpp>
+
+#include <iostream>
+
+#include <beehive/beehive.hpp>
+
+#include "options_internal.hpp"
+#include "runtime.hpp"
+
+namespace beehive::detail {
+
+namespace {
+
+[[noreturn]] void throw_not_found(const GroupKind& gk, const std::string& what) {
+  throw Error(errc::not_found, "no " + to_string(gk) + " " + what);
+}
+
+bool same_kind(const ObjectRow& row, const GroupKind& gk) {
+  return row.meta.group == gk.group && row.meta.kind == gk.kind;
+}
+
+void run_on_create(const OptionSet& s, const Context& ctx) {
+  for (auto& fn : s.on_create) fn(ctx);
+}
+
+}  // namespace
+
+ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.runtime()), gk_(std::move(gk)) {}
+
+ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
+                             RowCheck check) const {
+  auto s = OptionSet::from(opts);
+  auto r = rt_->write(ctx, create_request{gk_, std::move(spec), s.slug, s.finalizers},
+                      std::move(check));
+  run_on_create(s, ctx);
+  return std::move(r.row);
+}
+
+ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug, std::string spec,
+                                       RowCheck check) const {
+  return rt_->write(ctx, create_or_update_request{gk_, std::string(slug), std::move(spec)},
+                    std::move(check))
+      .row;
+}
+
+std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::string_view slug,
+                                                     std::string spec,
+                                                     const std::vector<Option>& opts,
+                                                     RowCheck check) const {
+  auto s = OptionSet::from(opts);
+  if (s.slug)
+    throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
+  auto r = rt_->write(
+      ctx, get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers},
+      std::move(check));
+  if (r.flag) run_on_create(s, ctx);
+  return {std::move(r.row), r.flag};
+}
+
+ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
+                             RowCheck check) const {
+  return rt_->write(ctx, update_request{gk_, id, std::move(spec)}, std::move(check)).row;
+}
+
+ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned /*loads*/) const {
+  rt_->ensure_running();
+  ctx.throw_if_done();
+  auto row = rt_->backend().reader()->get(id);
+  if (!row || !same_kind(*row, gk_)) throw_not_found(gk_, "with id " + std::to_string(id));
+  return std::move(*row);
+}
+
+ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug,
+                                  unsigned /*loads*/) const {
+  rt_->ensure_running();
+  ctx.throw_if_done();
+  auto row = rt_->backend().reader()->get_by_slug(gk_, slug);
+  if (!row) throw_not_found(gk_, "with slug \"" + std::string(slug) + "\"");
+  return std::move(*row);
+}
+
+std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned /*loads*/) const {
+  rt_->ensure_running();
+  ctx.throw_if_done();
+  return rt_->backend().reader()->list(gk_);
+}
+
+void ClientCore::remove(const Context& ctx, ObjectID id) const {
+  rt_->write(ctx, remove_request{gk_, id}, {});
+}
+
+void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const {
+  rt_->write(ctx, remove_by_slug_request{gk_, std::string(slug)}, {});
+}
+
+void ClientCore::report_skipped(const ObjectRow& row, const std::exception& e) const {
+  std::cerr << "beehive: skipping " << to_string(gk_) << " " << row.meta.id
+            << " that does not decode: " << e.what() << "\n";
+}
+
+}  // namespace beehive::detail

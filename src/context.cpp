@@ -1,0 +1,72 @@
+#include <beehive/context.hpp>
+
+#include <beehive/errors.hpp>
+
+#include "context_internal.hpp"
+
+namespace beehive {
+
+using detail::ContextNode;
+
+namespace {
+
+std::shared_ptr<const ContextNode> child(const std::shared_ptr<const ContextNode>& parent) {
+  auto n = std::make_shared<ContextNode>();
+  n->parent = parent;
+  if (parent) n->deadline = parent->deadline;
+  return n;
+}
+
+}  // namespace
+
+Context Context::with_timeout(std::chrono::milliseconds d) const {
+  return with_deadline(std::chrono::steady_clock::now() + d);
+}
+
+Context Context::with_deadline(Deadline t) const {
+  auto n = std::const_pointer_cast<ContextNode>(child(node_));
+  if (!n->deadline || t < *n->deadline) n->deadline = t;
+  return Context(std::move(n));
+}
+
+std::pair<Context, std::function<void()>> Context::with_cancel() const {
+  auto n = std::const_pointer_cast<ContextNode>(child(node_));
+  auto flag = std::make_shared<std::atomic<bool>>(false);
+  n->cancelled = flag;
+  return {Context(std::move(n)), [flag] { flag->store(true); }};
+}
+
+std::error_code Context::error() const {
+  for (auto n = node_.get(); n; n = n->parent.get())
+    if (n->cancelled && n->cancelled->load()) return errc::cancelled;
+  if (node_ && node_->deadline && std::chrono::steady_clock::now() >= *node_->deadline)
+    return errc::deadline_exceeded;
+  return {};
+}
+
+bool Context::done() const { return static_cast<bool>(error()); }
+
+std::optional<Context::Deadline> Context::deadline() const {
+  return node_ ? node_->deadline : std::nullopt;
+}
+
+void Context::throw_if_done() const {
+  if (auto ec = error()) throw Error(static_cast<errc>(ec.value()));
+}
+
+namespace detail {
+
+std::shared_ptr<Transaction> ContextAccess::transaction(const Context& ctx) {
+  for (auto n = ctx.node_.get(); n; n = n->parent.get())
+    if (n->txn) return n->txn;
+  return nullptr;
+}
+
+Context ContextAccess::with_transaction(const Context& ctx, std::shared_ptr<Transaction> txn) {
+  auto n = std::const_pointer_cast<ContextNode>(child(ctx.node_));
+  n->txn = std::move(txn);
+  return Context(std::move(n));
+}
+
+}  // namespace detail
+}  // namespace beehive

@@ -1,0 +1,30 @@
+#pragma once
+
+// What the library needs from a Context beyond its public surface: the transaction a
+// `within` block attached to it.
+
+#include <atomic>
+#include <memory>
+#include <optional>
+
+#include <beehive/context.hpp>
+
+namespace beehive::detail {
+
+struct ContextNode {
+  std::shared_ptr<const ContextNode> parent;
+  std::optional<Context::Deadline> deadline;          // effective: min along the chain
+  std::shared_ptr<std::atomic<bool>> cancelled;       // this node's own flag, if any
+  std::shared_ptr<Transaction> txn;                   // set on a within block's context
+};
+
+struct ContextAccess {
+  /// The innermost transaction the context belongs to, or null.
+  static std::shared_ptr<Transaction> transaction(const Context& ctx);
+  /// A child of `ctx` that carries `txn`.
+  static Context with_transaction(const Context& ctx, std::shared_ptr<Transaction> txn);
+  /// True when the context can end (has a deadline or a cancel function).
+  static bool can_end(const Context& ctx) { return ctx.node_ != nullptr; }
+};
+
+}  // namespace beehive::detail

@@ -1,0 +1,49 @@
+#pragma once
+
+// What options set, gathered by the call that receives them.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <beehive/context.hpp>
+#include <beehive/options.hpp>
+
+namespace beehive::detail {
+
+struct OptionSet {
+  std::optional<std::string> slug;
+  std::vector<std::string> finalizers;
+  std::optional<ObjectID> owner;
+  std::vector<std::function<void(const Context&)>> on_create;
+  std::optional<std::chrono::milliseconds> resync_interval;
+  std::optional<std::chrono::milliseconds> max_retry_interval;
+  std::shared_ptr<Migrator> migrator;
+  std::optional<std::pair<int, std::chrono::milliseconds>> event_retention;
+  std::optional<int> concurrency;
+  std::shared_ptr<Clock> clock;
+
+  static OptionSet from(const std::vector<Option>& opts) {
+    OptionSet s;
+    for (auto& o : opts) o.apply(s);
+    return s;
+  }
+};
+
+struct EventQuery {
+  std::optional<std::string> category;
+  std::optional<EventType> type;
+  std::optional<std::string> reason;
+  std::optional<int> limit;
+  std::optional<Time> since;
+};
+
+struct RequeueSettings {
+  bool reset_backoff = false;
+};
+
+}  // namespace beehive::detail

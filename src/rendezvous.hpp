@@ -1,0 +1,68 @@
+#pragma once
+
+// A one-shot reply slot between a blocked caller thread and the actor serving it. The
+// caller waits, bounded by its Context; the actor delivers a value or fails it. If the
+// caller gives up first it marks the slot abandoned, and an actor that has not started
+// the work yet skips it.
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <beehive/context.hpp>
+#include <beehive/errors.hpp>
+
+namespace beehive::detail {
+
+class RendezvousBase {
+ public:
+  virtual ~RendezvousBase() = default;
+
+  /// The caller gave up waiting.
+  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
+  /// A value or an error has been delivered.
+  bool ready() const;
+  /// Delivers an error (ignored after the first delivery).
+  void fail(errc code, std::string what);
+
+ protected:
+  /// Blocks until delivery or the end of `ctx`; throws the delivered error or the
+  /// context's. Returns with the value ready.
+  void wait(const Context& ctx);
+  /// Marks delivered; the caller holds `mu_`.
+  bool mark_ready_locked();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+
+ private:
+  bool ready_ = false;
+  std::optional<std::pair<errc, std::string>> error_;
+  std::atomic<bool> abandoned_{false};
+};
+
+template <class T>
+class Rendezvous : public RendezvousBase {
+ public:
+  void deliver(T value) {
+    {
+      std::lock_guard lk(mu_);
+      if (!mark_ready_locked()) return;
+      value_ = std::move(value);
+    }
+    cv_.notify_one();
+  }
+
+  T take(const Context& ctx) {
+    wait(ctx);
+    return std::move(*value_);
+  }
+
+ private:
+  std::optional<T> value_;
+};
+
+}  // namespace beehive::detail

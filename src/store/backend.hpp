@@ -1,0 +1,75 @@
+#pragma once
+
+// The interface beehive's actors and facade use to reach a store. Backends implement
+// it; `beehive::Store` is its opaque public face.
+//
+// Readers run on callers' threads, each on its own connection leased from a pool, and
+// see the last committed state. The writer is owned by the store_writer actor and runs
+// one transaction at a time. Errors are thrown as beehive::Error: errc::store for a
+// failing database, errc::already_exists for a taken slug.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <beehive/object_row.hpp>
+#include <beehive/store.hpp>
+
+namespace beehive::store {
+
+/// A row to insert; the backend assigns the id.
+struct NewObject {
+  GroupKind gk;
+  std::optional<std::string> slug;
+  std::string spec;
+  int spec_version = 0;
+  std::vector<std::string> finalizers;
+  std::int64_t resource_version = 0;
+  Time now{};
+};
+
+class Reader {
+ public:
+  virtual ~Reader() = default;
+  /// Any kind; the caller checks the kind.
+  virtual std::optional<ObjectRow> get(ObjectID id) = 0;
+  virtual std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug) = 0;
+  /// Every object of the kind, by id.
+  virtual std::vector<ObjectRow> list(const GroupKind& gk) = 0;
+};
+
+class Writer : public Reader {
+ public:
+  virtual void begin() = 0;
+  virtual void commit() = 0;
+  virtual void rollback() = 0;
+
+  /// Allocates the next resource version (global, strictly increasing, never reused).
+  virtual std::int64_t next_resource_version() = 0;
+  /// Throws already_exists when the slug is taken in the kind.
+  virtual ObjectID insert_object(const NewObject& o) = 0;
+  virtual void update_spec(ObjectID id, const std::string& spec, int spec_version,
+                           std::int64_t generation, std::int64_t resource_version, Time now) = 0;
+  virtual void request_deletion(ObjectID id, Time at, std::int64_t resource_version) = 0;
+};
+
+using ReaderLease = std::unique_ptr<Reader, std::function<void(Reader*)>>;
+
+class Backend : public Store {
+ public:
+  /// A reader for the calling thread; blocks while every pooled connection is leased.
+  virtual ReaderLease reader() = 0;
+  /// The single writer; throws if it is already open.
+  virtual std::unique_ptr<Writer> open_writer() = 0;
+  /// Distinguishes this open of the store from earlier ones (liveness conditions).
+  virtual std::int64_t session() const = 0;
+};
+
+/// The backend behind a public Store; throws invalid_argument for a foreign Store.
+Backend& backend_of(Store& s);
+
+}  // namespace beehive::store

@@ -1,0 +1,157 @@
+#include "store/sqlite_connection.hpp"
+
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store {
+
+namespace {
+
+// Column layout shared by every object read. Conditions come along as one JSON array
+// from a correlated subquery, so one statement (and one implicit read transaction)
+// returns a consistent row.
+constexpr const char* object_columns = R"sql(
+  o.id, o."group", o.kind, o.slug, o.spec, o.spec_version, o.status, o.status_version,
+  o.generation, o.observed_generation, o.observed_at, o.resource_version,
+  o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at,
+  (SELECT json_group_array(json_array(c.type, c.status, c.reason, c.message, c.liveness,
+                                      c.session))
+     FROM (SELECT * FROM conditions WHERE object_id = o.id ORDER BY type) AS c)
+)sql";
+
+std::string select_objects(const char* where) {
+  return std::string("SELECT ") + object_columns + " FROM objects AS o WHERE " + where;
+}
+
+std::string sql_for(Query q) {
+  switch (q) {
+    case Query::get: return select_objects("o.id = ?1");
+    case Query::get_by_slug:
+      return select_objects(R"(o."group" = ?1 AND o.kind = ?2 AND o.slug = ?3)");
+    case Query::list: return select_objects(R"(o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
+    case Query::next_resource_version:
+      return "UPDATE beehive_meta SET value = value + 1 WHERE key = 'resource_version' "
+             "RETURNING value";
+    case Query::insert_object:
+      return R"sql(INSERT INTO objects ("group", kind, slug, spec, spec_version, generation,
+             resource_version, finalizers, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?8))sql";
+    case Query::update_spec:
+      return "UPDATE objects SET spec = ?2, spec_version = ?3, generation = ?4, "
+             "resource_version = ?5, updated_at = ?6 WHERE id = ?1";
+    case Query::request_deletion:
+      return "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, "
+             "updated_at = ?2 WHERE id = ?1";
+    case Query::count_: break;
+  }
+  throw Error(errc::store, "unknown query");
+}
+
+std::optional<std::int64_t> opt_int(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return c.getInt64();
+}
+
+std::optional<Time> opt_time(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return from_millis(c.getInt64());
+}
+
+}  // namespace
+
+void rethrow_sqlite(const SQLite::Exception& e) {
+  if (e.getExtendedErrorCode() == SQLITE_CONSTRAINT_UNIQUE)
+    throw Error(errc::already_exists, e.what());
+  throw Error(errc::store, e.what());
+}
+
+Connection::Connection(const std::filesystem::path& file, bool read_only,
+                       const sqlite::Options& opts, std::int64_t session)
+    : db_(file.string(),
+          read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE),
+          static_cast<int>(opts.busy_timeout.count())),
+      session_(session) {
+  if (!read_only) {
+    db_.exec("PRAGMA journal_mode = WAL");
+    db_.exec(opts.synchronous == sqlite::Synchronous::full ? "PRAGMA synchronous = FULL"
+                                                          : "PRAGMA synchronous = NORMAL");
+    db_.exec("PRAGMA foreign_keys = ON");
+  }
+}
+
+Connection::Use Connection::use(Query q) {
+  auto& slot = stmts_[static_cast<int>(q)];
+  if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql_for(q));
+  return Use(*slot);
+}
+
+ObjectRow Connection::read_row(SQLite::Statement& s) const {
+  ObjectRow r;
+  auto& m = r.meta;
+  m.id = s.getColumn(0).getInt64();
+  m.group = s.getColumn(1).getString();
+  m.kind = s.getColumn(2).getString();
+  if (!s.getColumn(3).isNull()) m.slug = s.getColumn(3).getString();
+  r.spec = s.getColumn(4).getString();
+  r.spec_version = s.getColumn(5).getInt();
+  if (!s.getColumn(6).isNull()) r.status = s.getColumn(6).getString();
+  r.status_version = s.getColumn(7).getInt();
+  m.generation = s.getColumn(8).getInt64();
+  m.observed_generation = opt_int(s.getColumn(9));
+  m.observed_at = opt_time(s.getColumn(10));
+  m.resource_version = s.getColumn(11).getInt64();
+  m.deletion_requested_at = opt_time(s.getColumn(12));
+  auto finalizers = s.getColumn(13).getString();
+  if (finalizers != "[]")
+    m.finalizers = nlohmann::json::parse(finalizers).get<std::vector<std::string>>();
+  m.created_at = from_millis(s.getColumn(14).getInt64());
+  m.updated_at = from_millis(s.getColumn(15).getInt64());
+  auto conditions = s.getColumn(16).getString();
+  if (conditions != "[]") {
+    for (auto& c : nlohmann::json::parse(conditions)) {
+      Condition cond{c[0].get<std::string>(), condition_status_from_string(c[1]),
+                     c[2].get<std::string>(), c[3].get<std::string>(), c[4].get<int>() != 0};
+      // A liveness condition is only as current as the process that wrote it.
+      if (cond.liveness && c[5].get<std::int64_t>() != session_)
+        cond.status = ConditionStatus::Unknown;
+      m.conditions.push_back(std::move(cond));
+    }
+  }
+  return r;
+}
+
+std::optional<ObjectRow> Connection::get(ObjectID id) {
+  return guarded([&]() -> std::optional<ObjectRow> {
+    auto s = use(Query::get);
+    s->bind(1, id);
+    if (!s->executeStep()) return std::nullopt;
+    return read_row(*s);
+  });
+}
+
+std::optional<ObjectRow> Connection::get_by_slug(const GroupKind& gk, std::string_view slug) {
+  return guarded([&]() -> std::optional<ObjectRow> {
+    auto s = use(Query::get_by_slug);
+    s->bindNoCopy(1, gk.group);
+    s->bindNoCopy(2, gk.kind);
+    s->bind(3, std::string(slug));
+    if (!s->executeStep()) return std::nullopt;
+    return read_row(*s);
+  });
+}
+
+std::vector<ObjectRow> Connection::list(const GroupKind& gk) {
+  return guarded([&] {
+    auto s = use(Query::list);
+    s->bindNoCopy(1, gk.group);
+    s->bindNoCopy(2, gk.kind);
+    std::vector<ObjectRow> rows;
+    while (s->executeStep()) rows.push_back(read_row(*s));
+    return rows;
+  });
+}
+
+}  // namespace beehive::store

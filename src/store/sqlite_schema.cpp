@@ -1,0 +1,118 @@
+#include "store/sqlite_schema.hpp"
+
+#include <string>
+#include <vector>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store::sqlite_schema {
+
+namespace {
+
+// Migration i takes the schema from version i to i + 1. Never edit a released entry;
+// append a new one.
+const std::vector<const char*>& migrations() {
+  static const std::vector<const char*> m = {
+      R"sql(
+CREATE TABLE beehive_meta (
+  key   TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO beehive_meta (key, value) VALUES ('resource_version', 0), ('session', 0);
+
+CREATE TABLE objects (
+  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+  "group"               TEXT NOT NULL,
+  kind                  TEXT NOT NULL,
+  slug                  TEXT,
+  spec                  TEXT NOT NULL,
+  spec_version          INTEGER NOT NULL DEFAULT 0,
+  status                TEXT,
+  status_version        INTEGER NOT NULL DEFAULT 0,
+  generation            INTEGER NOT NULL,
+  observed_generation   INTEGER,
+  observed_at           INTEGER,
+  resource_version      INTEGER NOT NULL,
+  deletion_requested_at INTEGER,
+  finalizers            TEXT NOT NULL DEFAULT '[]',
+  created_at            INTEGER NOT NULL,
+  updated_at            INTEGER NOT NULL,
+  UNIQUE ("group", kind, slug)
+);
+CREATE INDEX objects_by_kind ON objects ("group", kind);
+CREATE INDEX objects_deleting ON objects (deletion_requested_at)
+  WHERE deletion_requested_at IS NOT NULL;
+
+CREATE TABLE conditions (
+  object_id          INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  type               TEXT NOT NULL,
+  status             TEXT NOT NULL,
+  reason             TEXT NOT NULL,
+  message            TEXT NOT NULL,
+  liveness           INTEGER NOT NULL DEFAULT 0,
+  session            INTEGER NOT NULL DEFAULT 0,
+  last_transition_at INTEGER NOT NULL,
+  PRIMARY KEY (object_id, type)
+) WITHOUT ROWID;
+
+CREATE TABLE refs (
+  from_id  INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  relation TEXT NOT NULL CHECK (relation IN ('owned_by', 'depends_on')),
+  to_id    INTEGER NOT NULL REFERENCES objects (id) ON DELETE RESTRICT,
+  PRIMARY KEY (from_id, relation, to_id)
+) WITHOUT ROWID;
+CREATE INDEX refs_by_target ON refs (to_id, relation, from_id);
+
+CREATE TABLE events (
+  id        INTEGER PRIMARY KEY AUTOINCREMENT,
+  object_id INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  category  TEXT NOT NULL,
+  type      TEXT NOT NULL,
+  reason    TEXT NOT NULL,
+  message   TEXT NOT NULL,
+  detail    TEXT,
+  count     INTEGER NOT NULL,
+  first_at  INTEGER NOT NULL,
+  last_at   INTEGER NOT NULL
+);
+CREATE INDEX events_by_object ON events (object_id, category, last_at);
+)sql",
+  };
+  return m;
+}
+
+int stored_version(SQLite::Database& db) {
+  if (!db.tableExists("beehive_schema")) return 0;
+  SQLite::Statement q(db, "SELECT version FROM beehive_schema");
+  return q.executeStep() ? q.getColumn(0).getInt() : 0;
+}
+
+}  // namespace
+
+int latest_version() { return static_cast<int>(migrations().size()); }
+
+std::int64_t migrate_and_open_session(SQLite::Database& db) {
+  SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
+  int version = stored_version(db);
+  if (version > latest_version())
+    throw Error(errc::store, "database schema version " + std::to_string(version) +
+                                 " is newer than this build's " +
+                                 std::to_string(latest_version()));
+  if (version == 0) db.exec("CREATE TABLE beehive_schema (version INTEGER NOT NULL)");
+  for (int v = version; v < latest_version(); ++v) db.exec(migrations()[v]);
+  db.exec("DELETE FROM beehive_schema");
+  db.exec("INSERT INTO beehive_schema (version) VALUES (" + std::to_string(latest_version()) +
+          ")");
+  SQLite::Statement s(db,
+                      "UPDATE beehive_meta SET value = value + 1 WHERE key = 'session' "
+                      "RETURNING value");
+  s.executeStep();
+  std::int64_t session = s.getColumn(0).getInt64();
+  s.reset();
+  txn.commit();
+  return session;
+}
+
+}  // namespace beehive::store::sqlite_schema

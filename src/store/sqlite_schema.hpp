@@ -1,0 +1,21 @@
+#pragma once
+
+// The SQLite schema and its forward migration.
+
+#include <cstdint>
+
+namespace SQLite {
+class Database;
+}
+
+namespace beehive::store::sqlite_schema {
+
+/// The version this build writes.
+int latest_version();
+
+/// Creates or migrates the schema to the latest version inside one transaction and
+/// starts a new store session (returned). Throws Error(errc::store) for a file written
+/// by a newer schema.
+std::int64_t migrate_and_open_session(SQLite::Database& db);
+
+}  // namespace beehive::store::sqlite_schema

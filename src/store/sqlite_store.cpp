@@ -1,0 +1,195 @@
+// The SQLite backend: an anchor connection that keeps the WAL files in place for the
+// store's lifetime, a pool of read-only connections, and write connections handed to
+// store_writer actors.
+
+#include <condition_variable>
+#include <mutex>
+
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+
+#include <beehive/errors.hpp>
+#include <beehive/sqlite.hpp>
+
+#include "store/sqlite_connection.hpp"
+#include "store/sqlite_schema.hpp"
+
+namespace beehive::store {
+
+namespace {
+
+class SqliteReader : public Reader {
+ public:
+  SqliteReader(const std::filesystem::path& file, const sqlite::Options& opts,
+               std::int64_t session)
+      : conn_(file, true, opts, session) {}
+
+  std::optional<ObjectRow> get(ObjectID id) override { return conn_.get(id); }
+  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug) override {
+    return conn_.get_by_slug(gk, slug);
+  }
+  std::vector<ObjectRow> list(const GroupKind& gk) override { return conn_.list(gk); }
+
+ private:
+  Connection conn_;
+};
+
+class SqliteWriter : public Writer {
+ public:
+  SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
+               std::int64_t session)
+      : conn_(file, false, opts, session) {}
+
+  std::optional<ObjectRow> get(ObjectID id) override { return conn_.get(id); }
+  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug) override {
+    return conn_.get_by_slug(gk, slug);
+  }
+  std::vector<ObjectRow> list(const GroupKind& gk) override { return conn_.list(gk); }
+
+  void begin() override {
+    guarded([&] { conn_.db().exec("BEGIN IMMEDIATE"); });
+  }
+  void commit() override {
+    guarded([&] { conn_.db().exec("COMMIT"); });
+  }
+  void rollback() override {
+    // A failed statement may already have rolled the transaction back.
+    if (!sqlite3_get_autocommit(conn_.db().getHandle())) conn_.db().tryExec("ROLLBACK");
+  }
+
+  std::int64_t next_resource_version() override {
+    return guarded([&] {
+      auto s = conn_.use(Query::next_resource_version);
+      s->executeStep();
+      return s->getColumn(0).getInt64();
+    });
+  }
+
+  ObjectID insert_object(const NewObject& o) override {
+    return guarded([&] {
+      auto s = conn_.use(Query::insert_object);
+      s->bindNoCopy(1, o.gk.group);
+      s->bindNoCopy(2, o.gk.kind);
+      if (o.slug) s->bindNoCopy(3, *o.slug);
+      s->bindNoCopy(4, o.spec);
+      s->bind(5, o.spec_version);
+      s->bind(6, o.resource_version);
+      s->bind(7, nlohmann::json(o.finalizers).dump());
+      s->bind(8, to_millis(o.now));
+      s->exec();
+      return conn_.db().getLastInsertRowid();
+    });
+  }
+
+  void update_spec(ObjectID id, const std::string& spec, int spec_version,
+                   std::int64_t generation, std::int64_t rv, Time now) override {
+    guarded([&] {
+      auto s = conn_.use(Query::update_spec);
+      s->bind(1, id);
+      s->bindNoCopy(2, spec);
+      s->bind(3, spec_version);
+      s->bind(4, generation);
+      s->bind(5, rv);
+      s->bind(6, to_millis(now));
+      s->exec();
+    });
+  }
+
+  void request_deletion(ObjectID id, Time at, std::int64_t rv) override {
+    guarded([&] {
+      auto s = conn_.use(Query::request_deletion);
+      s->bind(1, id);
+      s->bind(2, to_millis(at));
+      s->bind(3, rv);
+      s->exec();
+    });
+  }
+
+ private:
+  Connection conn_;
+};
+
+class SqliteStore : public Backend {
+ public:
+  SqliteStore(std::filesystem::path file, sqlite::Options opts)
+      : file_(std::move(file)), opts_(opts), anchor_(file_, false, opts_, 0) {
+    session_ = guarded([&] { return sqlite_schema::migrate_and_open_session(anchor_.db()); });
+    if (opts_.read_connections < 1) opts_.read_connections = 1;
+  }
+
+  std::string describe() const override { return "sqlite:" + file_.string(); }
+
+  ReaderLease reader() override {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !free_.empty() || opened_ < opts_.read_connections; });
+    std::unique_ptr<Reader> r;
+    if (!free_.empty()) {
+      r = std::move(free_.back());
+      free_.pop_back();
+    } else {
+      ++opened_;
+      lk.unlock();
+      try {
+        r = guarded([&] { return std::make_unique<SqliteReader>(file_, opts_, session_); });
+      } catch (...) {
+        lk.lock();
+        --opened_;
+        cv_.notify_one();
+        throw;
+      }
+    }
+    return ReaderLease(r.release(), [this](Reader* p) {
+      {
+        std::lock_guard g(mu_);
+        free_.emplace_back(p);
+      }
+      cv_.notify_one();
+    });
+  }
+
+  std::unique_ptr<Writer> open_writer() override {
+    return guarded([&] { return std::make_unique<SqliteWriter>(file_, opts_, session_); });
+  }
+
+  std::int64_t session() const override { return session_; }
+
+ private:
+  std::filesystem::path file_;
+  sqlite::Options opts_;
+  Connection anchor_;
+  std::int64_t session_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Reader>> free_;
+  int opened_ = 0;
+};
+
+}  // namespace
+
+Backend& backend_of(Store& s) {
+  auto* b = dynamic_cast<Backend*>(&s);
+  if (!b) throw Error(errc::invalid_argument, "not a beehive store backend");
+  return *b;
+}
+
+}  // namespace beehive::store
+
+namespace beehive::sqlite {
+
+std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) {
+  std::error_code ec;
+  if (file.has_parent_path()) {
+    std::filesystem::create_directories(file.parent_path(), ec);
+    if (ec) throw Error(errc::store, "cannot create " + file.parent_path().string() + ": " +
+                                         ec.message());
+  }
+  try {
+    return std::make_shared<store::SqliteStore>(file, options);
+  } catch (const SQLite::Exception& e) {
+    store::rethrow_sqlite(e);
+  }
+}
+
+}  // namespace beehive::sqlite

@@ -1,0 +1,50 @@
+#pragma once
+
+// The semantics of object writes (slugs, no-op detection, generations, resource
+// versions), written once over the backend's Writer primitives. Every function runs
+// inside a transaction the caller opened, appends what it changed to `changes`, and
+// throws beehive::Error on failure (the caller rolls back).
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <beehive/commit_record.hpp>
+
+#include "store/backend.hpp"
+
+namespace beehive::store {
+
+class WriteOps {
+ public:
+  WriteOps(Writer& w, Time now, std::vector<object_change>& changes)
+      : w_(w), now_(now), changes_(changes) {}
+
+  ObjectRow create(const GroupKind& gk, const std::string& spec,
+                   const std::optional<std::string>& slug,
+                   const std::vector<std::string>& finalizers);
+  ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec);
+  ObjectRow create_or_update(const GroupKind& gk, const std::string& slug,
+                             const std::string& spec);
+  /// The row holding the slug untouched (false), or a new one (true).
+  std::pair<ObjectRow, bool> get_or_create(const GroupKind& gk, const std::string& slug,
+                                           const std::string& spec,
+                                           const std::vector<std::string>& finalizers);
+  ObjectRow remove(const GroupKind& gk, ObjectID id);
+  /// True when this call requested the deletion.
+  bool remove_by_slug(const GroupKind& gk, const std::string& slug);
+
+ private:
+  /// The kind's row with this id, or not_found.
+  ObjectRow require(const GroupKind& gk, ObjectID id);
+  ObjectRow update_row(const ObjectRow& row, const std::string& spec);
+  ObjectRow mark_deleted(const ObjectRow& row);
+  ObjectRow reread(ObjectID id);
+
+  Writer& w_;
+  Time now_;
+  std::vector<object_change>& changes_;
+};
+
+}  // namespace beehive::store

@@ -1,0 +1,90 @@
+#include <beehive/detail/stream_core.hpp>
+
+#include <beehive/errors.hpp>
+
+#include "context_internal.hpp"
+
+namespace beehive::detail {
+
+namespace {
+// How often a waiting consumer looks at a context that can be cancelled: cancellation
+// has no wake-up of its own, so this bounds how late a cancelled stream notices.
+constexpr auto cancel_poll = std::chrono::milliseconds(10);
+}  // namespace
+
+void StreamCoreBase::close() {
+  {
+    std::lock_guard lk(mu_);
+    ended_ = true;
+    drop_pending_locked();
+  }
+  cv_.notify_all();
+  run_on_end();
+}
+
+void StreamCoreBase::finish(std::error_code why) {
+  bool end_now;
+  {
+    std::lock_guard lk(mu_);
+    if (ended_ || finishing_) return;
+    finishing_ = true;
+    error_ = why;
+    end_now = !has_pending_locked();
+    if (end_now) ended_ = true;
+  }
+  cv_.notify_all();
+  if (end_now) run_on_end();
+}
+
+bool StreamCoreBase::done() const {
+  std::lock_guard lk(mu_);
+  return ended_ || (finishing_ && !has_pending_locked()) || ctx_.done();
+}
+
+std::error_code StreamCoreBase::error() const {
+  std::lock_guard lk(mu_);
+  return error_;
+}
+
+void StreamCoreBase::set_on_end(std::function<void()> fn) {
+  std::lock_guard lk(mu_);
+  on_end_ = std::move(fn);
+}
+
+void StreamCoreBase::run_on_end() {
+  std::function<void()> fn;
+  {
+    std::lock_guard lk(mu_);
+    fn.swap(on_end_);
+  }
+  if (fn) fn();
+}
+
+bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk,
+                                  std::optional<Deadline> until) {
+  for (;;) {
+    if (ended_) return false;
+    if (ctx_.done()) {
+      ended_ = true;  // the consumer's own context: no error, drop the rest
+      drop_pending_locked();
+      return false;
+    }
+    if (has_pending_locked()) return true;
+    if (finishing_) {
+      ended_ = true;
+      return false;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (until && now >= *until) return false;
+    std::optional<Deadline> wake = until;
+    if (auto d = ctx_.deadline(); d && (!wake || *d < *wake)) wake = *d;
+    if (ContextAccess::can_end(ctx_) && (!wake || now + cancel_poll < *wake))
+      wake = now + cancel_poll;
+    if (wake)
+      cv_.wait_until(lk, *wake);
+    else
+      cv_.wait(lk);
+  }
+}
+
+}  // namespace beehive::detail

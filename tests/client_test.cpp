@@ -1,0 +1,272 @@
+// The Client's object writes and reads: the reference's "Writes" rules.
+
+#include <thread>
+
+#include "fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+class ClientTest : public BeehiveTest {};
+
+TEST_F(ClientTest, CreateStoresSpecAndMetadata) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"red", 3});
+  EXPECT_GT(o.id, 0);
+  EXPECT_EQ(o.group, "acme.com");
+  EXPECT_EQ(o.kind, "Widget");
+  EXPECT_FALSE(o.slug.has_value());
+  EXPECT_EQ(o.spec, (WidgetSpec{"red", 3}));
+  EXPECT_FALSE(o.status.has_value());
+  EXPECT_EQ(o.generation, 1);
+  EXPECT_FALSE(o.observed_generation.has_value());
+  EXPECT_FALSE(o.deletion_requested_at.has_value());
+  EXPECT_GT(o.resource_version, 0);
+  EXPECT_EQ(o.created_at, o.updated_at);
+
+  auto got = w.get(ctx_, o.id);
+  EXPECT_EQ(got.spec, o.spec);
+  EXPECT_EQ(got.resource_version, o.resource_version);
+  EXPECT_EQ(got.created_at, o.created_at);
+}
+
+TEST_F(ClientTest, CreateWithSlugAndFinalizers) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"blue", 1}, with_slug("w1"), with_finalizers({"acme.com/cleanup"}));
+  EXPECT_EQ(o.slug, "w1");
+  EXPECT_EQ(o.finalizers, std::vector<std::string>{"acme.com/cleanup"});
+  auto got = w.get_by_slug(ctx_, "w1");
+  EXPECT_EQ(got.id, o.id);
+  EXPECT_EQ(got.finalizers, o.finalizers);
+}
+
+TEST_F(ClientTest, NullSlugsNeverCollideButEmptySlugIsAValue) {
+  Widgets w(bh(), widget_kind);
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 2});
+  EXPECT_NE(a.id, b.id);
+  auto e = w.create(ctx_, {"e", 3}, with_slug(""));
+  EXPECT_EQ(e.slug, "");
+  EXPECT_ERRC(w.create(ctx_, {"e2", 3}, with_slug("")), errc::already_exists);
+  EXPECT_EQ(w.get_by_slug(ctx_, "").id, e.id);
+  auto [same, created] = w.get_or_create(ctx_, "", {"other", 9});
+  EXPECT_FALSE(created);
+  EXPECT_EQ(same.id, e.id);
+  EXPECT_EQ(w.list(ctx_).size(), 3u);
+}
+
+TEST_F(ClientTest, TakenSlugIsAlreadyExistsAndWritesNothing) {
+  Widgets w(bh(), widget_kind);
+  auto first = w.create(ctx_, {"red", 1}, with_slug("dup"));
+  EXPECT_ERRC(w.create(ctx_, {"blue", 2}, with_slug("dup")), errc::already_exists);
+  auto all = w.list(ctx_);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].spec, first.spec);
+  EXPECT_EQ(all[0].resource_version, first.resource_version);
+}
+
+TEST_F(ClientTest, DeletionPendingRowStillHoldsItsSlug) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"red", 1}, with_slug("held"), with_finalizers({"f"}));
+  w.remove(ctx_, o.id);
+  EXPECT_ERRC(w.create(ctx_, {"blue", 2}, with_slug("held")), errc::already_exists);
+  auto [got, created] = w.get_or_create(ctx_, "held", {"blue", 2});
+  EXPECT_FALSE(created);
+  EXPECT_EQ(got.id, o.id);
+  EXPECT_TRUE(got.deletion_requested_at.has_value());
+  EXPECT_EQ(got.spec, (WidgetSpec{"red", 1}));  // returned as it is, not resurrected
+}
+
+TEST_F(ClientTest, SlugsAreScopedByKind) {
+  Widgets w(bh(), widget_kind);
+  Widgets g(bh(), gadget_kind);
+  auto a = w.create(ctx_, {"w", 1}, with_slug("same"));
+  auto b = g.create(ctx_, {"g", 1}, with_slug("same"));
+  EXPECT_NE(a.id, b.id);
+  EXPECT_EQ(w.get_by_slug(ctx_, "same").spec.color, "w");
+  EXPECT_EQ(g.get_by_slug(ctx_, "same").spec.color, "g");
+  Widgets other_group(bh(), {"other.org", "Widget"});
+  EXPECT_ERRC(other_group.get_by_slug(ctx_, "same"), errc::not_found);
+}
+
+TEST_F(ClientTest, IdsAreKindScoped) {
+  Widgets w(bh(), widget_kind);
+  Widgets g(bh(), gadget_kind);
+  auto gadget = g.create(ctx_, {"g", 1}, with_slug("g1"));
+  EXPECT_ERRC(w.get(ctx_, gadget.id), errc::not_found);
+  EXPECT_ERRC(w.update(ctx_, gadget.id, {"x", 2}), errc::not_found);
+  EXPECT_ERRC(w.remove(ctx_, gadget.id), errc::not_found);
+  EXPECT_ERRC(w.get(ctx_, 999999), errc::not_found);
+  EXPECT_EQ(g.get(ctx_, gadget.id).spec.color, "g");  // untouched
+  EXPECT_FALSE(g.get(ctx_, gadget.id).deletion_requested_at.has_value());
+  w.remove_by_slug(ctx_, "g1");  // another kind's slug: not found, which is success
+  EXPECT_FALSE(g.get(ctx_, gadget.id).deletion_requested_at.has_value());
+}
+
+TEST_F(ClientTest, UpdateBumpsGenerationOnlyOnRealChange) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"red", 1});
+  auto same = w.update(ctx_, o.id, {"red", 1});
+  EXPECT_EQ(same.generation, 1);
+  EXPECT_EQ(same.resource_version, o.resource_version);
+  EXPECT_EQ(same.updated_at, o.updated_at);
+  auto changed = w.update(ctx_, o.id, {"red", 2});
+  EXPECT_EQ(changed.generation, 2);
+  EXPECT_GT(changed.resource_version, o.resource_version);
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 2);
+  auto again = w.update(ctx_, o.id, {"red", 2});
+  EXPECT_EQ(again.generation, 2);
+  EXPECT_EQ(again.resource_version, changed.resource_version);
+}
+
+TEST_F(ClientTest, ResourceVersionIsGlobalAndStrictlyIncreasing) {
+  Widgets w(bh(), widget_kind);
+  Widgets g(bh(), gadget_kind);
+  std::int64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto a = w.create(ctx_, {"w", i});
+    EXPECT_GT(a.resource_version, last);
+    auto b = g.create(ctx_, {"g", i});
+    EXPECT_GT(b.resource_version, a.resource_version);
+    auto c = w.update(ctx_, a.id, {"w", i + 100});
+    EXPECT_GT(c.resource_version, b.resource_version);
+    last = c.resource_version;
+  }
+}
+
+TEST_F(ClientTest, CreateOrUpdateCreatesThenUpdates) {
+  Widgets w(bh(), widget_kind);
+  auto a = w.create_or_update(ctx_, "cu", {"red", 1});
+  EXPECT_EQ(a.slug, "cu");
+  EXPECT_EQ(a.generation, 1);
+  auto b = w.create_or_update(ctx_, "cu", {"red", 2});
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(b.generation, 2);
+  auto c = w.create_or_update(ctx_, "cu", {"red", 2});
+  EXPECT_EQ(c.generation, 2);
+  EXPECT_EQ(c.resource_version, b.resource_version);
+}
+
+TEST_F(ClientTest, CreateOrUpdateUpdatesADeletionPendingRow) {
+  Widgets w(bh(), widget_kind);
+  auto a = w.create(ctx_, {"red", 1}, with_slug("dp"), with_finalizers({"f"}));
+  w.remove(ctx_, a.id);
+  auto b = w.create_or_update(ctx_, "dp", {"red", 7});
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(b.spec.size, 7);
+  EXPECT_TRUE(b.deletion_requested_at.has_value());
+  auto c = w.update(ctx_, a.id, {"red", 8});
+  EXPECT_EQ(c.spec.size, 8);
+}
+
+TEST_F(ClientTest, GetOrCreateAppliesOptionsOnlyWhenCreating) {
+  Widgets w(bh(), widget_kind);
+  int callbacks = 0;
+  auto [a, created] = w.get_or_create(ctx_, "goc", {"red", 1}, with_finalizers({"f1"}),
+                                      with_on_create([&](const Context&) { ++callbacks; }));
+  EXPECT_TRUE(created);
+  EXPECT_EQ(a.finalizers, std::vector<std::string>{"f1"});
+  EXPECT_EQ(callbacks, 1);
+  auto [b, created2] = w.get_or_create(ctx_, "goc", {"blue", 9}, with_finalizers({"f2"}),
+                                       with_on_create([&](const Context&) { ++callbacks; }));
+  EXPECT_FALSE(created2);
+  EXPECT_EQ(b.id, a.id);
+  EXPECT_EQ(b.spec, (WidgetSpec{"red", 1}));
+  EXPECT_EQ(b.finalizers, std::vector<std::string>{"f1"});
+  EXPECT_EQ(b.resource_version, a.resource_version);
+  EXPECT_EQ(callbacks, 1);
+}
+
+TEST_F(ClientTest, GetOrCreateRejectsWithSlug) {
+  Widgets w(bh(), widget_kind);
+  EXPECT_ERRC(w.get_or_create(ctx_, "x", {"red", 1}, with_slug("y")), errc::conflicting_option);
+  EXPECT_TRUE(w.list(ctx_).empty());
+}
+
+TEST_F(ClientTest, OnCreateRunsAfterCreate) {
+  Widgets w(bh(), widget_kind);
+  ObjectID seen = 0;
+  auto o = w.create(ctx_, {"red", 1}, with_slug("cb"), with_on_create([&](const Context&) {
+                      seen = w.get_by_slug(ctx_, "cb").id;  // already committed
+                    }));
+  EXPECT_EQ(seen, o.id);
+}
+
+TEST_F(ClientTest, RemoveIsASoftDeleteAndIdempotent) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"red", 1}, with_finalizers({"f"}));
+  w.remove(ctx_, o.id);
+  auto d = w.get(ctx_, o.id);
+  ASSERT_TRUE(d.deletion_requested_at.has_value());
+  EXPECT_GT(d.resource_version, o.resource_version);
+  EXPECT_EQ(d.generation, o.generation);
+  w.remove(ctx_, o.id);
+  auto d2 = w.get(ctx_, o.id);
+  EXPECT_EQ(d2.resource_version, d.resource_version);
+  EXPECT_EQ(d2.deletion_requested_at, d.deletion_requested_at);
+  EXPECT_ERRC(w.remove(ctx_, o.id + 1000), errc::not_found);
+}
+
+TEST_F(ClientTest, RemoveBySlugIsIdempotent) {
+  Widgets w(bh(), widget_kind);
+  w.remove_by_slug(ctx_, "absent");
+  auto o = w.create(ctx_, {"red", 1}, with_slug("rs"), with_finalizers({"f"}));
+  w.remove_by_slug(ctx_, "rs");
+  auto d = w.get(ctx_, o.id);
+  ASSERT_TRUE(d.deletion_requested_at.has_value());
+  w.remove_by_slug(ctx_, "rs");
+  EXPECT_EQ(w.get(ctx_, o.id).resource_version, d.resource_version);
+}
+
+TEST_F(ClientTest, ListReturnsTheKindByIdOnly) {
+  Widgets w(bh(), widget_kind);
+  Widgets g(bh(), gadget_kind);
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(w.create(ctx_, {"w", i}).id);
+    g.create(ctx_, {"g", i});
+  }
+  auto all = w.list(ctx_);
+  ASSERT_EQ(all.size(), 4u);
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].id, ids[i]);
+    EXPECT_EQ(all[i].spec.size, static_cast<int>(i));
+  }
+}
+
+TEST_F(ClientTest, IdsAreNeverReused) {
+  Widgets w(bh(), widget_kind);
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 1});
+  EXPECT_GT(b.id, a.id);
+}
+
+TEST_F(ClientTest, ClientsAreCheapCopies) {
+  Widgets w(bh(), widget_kind);
+  Widgets copy = w;
+  auto o = copy.create(ctx_, {"red", 1});
+  EXPECT_EQ(w.get(ctx_, o.id).id, o.id);
+}
+
+TEST_F(ClientTest, CallsAfterTheBeehiveIsGoneAreStopped) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"red", 1});
+  bh_.reset();
+  EXPECT_ERRC(w.get(ctx_, o.id), errc::stopped);
+  EXPECT_ERRC(w.create(ctx_, {"red", 1}), errc::stopped);
+  EXPECT_ERRC(w.list(ctx_), errc::stopped);
+}
+
+TEST_F(ClientTest, EndedContextFailsTheCallAndWritesNothing) {
+  Widgets w(bh(), widget_kind);
+  auto [cctx, cancel] = ctx_.with_cancel();
+  cancel();
+  EXPECT_ERRC(w.create(cctx, {"red", 1}), errc::cancelled);
+  EXPECT_ERRC(w.get(cctx, 1), errc::cancelled);
+  auto expired = ctx_.with_deadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
+  EXPECT_ERRC(w.create(expired, {"red", 1}), errc::deadline_exceeded);
+  EXPECT_TRUE(w.list(ctx_).empty());
+}
+
+}  // namespace
+}  // namespace beehive::test

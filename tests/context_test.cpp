@@ -1,0 +1,173 @@
+// Context, Stream and the error types.
+
+#include <thread>
+
+#include <beehive/detail/stream_core.hpp>
+
+#include "fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ContextTest, BackgroundNeverEnds) {
+  Context ctx;
+  EXPECT_FALSE(ctx.done());
+  EXPECT_FALSE(ctx.error());
+  EXPECT_FALSE(ctx.deadline().has_value());
+  ctx.throw_if_done();
+}
+
+TEST(ContextTest, TimeoutEndsTheContext) {
+  Context ctx = Context{}.with_timeout(20ms);
+  EXPECT_FALSE(ctx.done());
+  std::this_thread::sleep_for(30ms);
+  EXPECT_TRUE(ctx.done());
+  EXPECT_EQ(ctx.error(), errc::deadline_exceeded);
+  EXPECT_ERRC(ctx.throw_if_done(), errc::deadline_exceeded);
+}
+
+TEST(ContextTest, ChildKeepsTheEarlierDeadline) {
+  auto parent = Context{}.with_deadline(std::chrono::steady_clock::now() - 1s);
+  auto child = parent.with_timeout(1h);
+  EXPECT_TRUE(child.done());
+  EXPECT_LE(*child.deadline(), *parent.deadline());
+}
+
+TEST(ContextTest, CancelEndsTheContextAndItsChildrenOnly) {
+  auto [ctx, cancel] = Context{}.with_cancel();
+  auto child = ctx.with_timeout(1h);
+  Context unrelated = Context{}.with_timeout(1h);
+  EXPECT_FALSE(child.done());
+  cancel();
+  cancel();  // idempotent
+  EXPECT_EQ(ctx.error(), errc::cancelled);
+  EXPECT_EQ(child.error(), errc::cancelled);
+  EXPECT_FALSE(unrelated.done());
+}
+
+TEST(ErrorTest, ErrorsCompareWithErrc) {
+  Error e(errc::not_found, "no widget 7");
+  EXPECT_EQ(e.code(), errc::not_found);
+  EXPECT_NE(e.code(), errc::already_exists);
+  EXPECT_EQ(e.value(), errc::not_found);
+  EXPECT_EQ(e.message(), "no widget 7");
+  EXPECT_STREQ(e.code().category().name(), "beehive");
+  EXPECT_EQ(e.code().message(), "not_found");
+  std::error_code ec = errc::stopped;
+  EXPECT_EQ(ec, errc::stopped);
+  const std::system_error& base = e;
+  EXPECT_NE(std::string(base.what()).find("no widget 7"), std::string::npos);
+}
+
+TEST(ClockTest, ManualClockMovesOnlyForwardAndNotifies) {
+  ManualClock clock;
+  auto t0 = clock.now();
+  EXPECT_GT(t0, Time{});
+  int calls = 0;
+  int token = clock.subscribe([&] { ++calls; });
+  clock.advance(1500ms);
+  EXPECT_EQ(clock.now(), t0 + 1500ms);
+  clock.set(t0);  // backwards: ignored
+  EXPECT_EQ(clock.now(), t0 + 1500ms);
+  clock.advance(-5s);  // ignored
+  EXPECT_EQ(calls, 1);
+  clock.unsubscribe(token);
+  clock.advance(1s);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(from_millis(to_millis(clock.now())), clock.now());
+}
+
+using Core = detail::StreamCore<int>;
+
+TEST(StreamTest, DefaultStreamHasEnded) {
+  Stream<int> s;
+  EXPECT_TRUE(s.done());
+  EXPECT_FALSE(s.next().has_value());
+}
+
+TEST(StreamTest, DeliversInOrderAndConflatesPerKey) {
+  auto core = std::make_shared<Core>(Context{});
+  Stream<int> s(core);
+  core->push(1, 10);
+  core->push(2, 20);
+  core->push(1, 11);  // replaces the pending value of key 1, keeps its place
+  EXPECT_EQ(s.next_for(0ms), 11);
+  EXPECT_EQ(s.next_for(0ms), 20);
+  EXPECT_FALSE(s.next_for(10ms).has_value());  // timeout
+  EXPECT_FALSE(s.done());
+}
+
+TEST(StreamTest, MergeCanDropAKey) {
+  auto core = std::make_shared<Core>(Context{}, [](int& pending, int&& incoming) {
+    pending += incoming;
+    return pending != 0;
+  });
+  Stream<int> s(core);
+  core->push(1, 5);
+  core->push(2, 7);
+  core->push(1, -5);  // cancels out
+  EXPECT_EQ(s.next_for(0ms), 7);
+  EXPECT_FALSE(s.next_for(0ms).has_value());
+}
+
+TEST(StreamTest, FinishDeliversWhatIsPendingThenEndsWithTheError) {
+  auto core = std::make_shared<Core>(Context{});
+  Stream<int> s(core);
+  core->push(1, 1);
+  core->finish(errc::stopped);
+  EXPECT_FALSE(core->push(2, 2));
+  EXPECT_EQ(s.next(), 1);
+  EXPECT_FALSE(s.next().has_value());
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.error(), errc::stopped);
+}
+
+TEST(StreamTest, CloseEndsWithoutErrorAndRunsTheEndCallbackOnce) {
+  auto core = std::make_shared<Core>(Context{});
+  int ended = 0;
+  core->set_on_end([&] { ++ended; });
+  Stream<int> s(core);
+  core->push(1, 1);
+  s.close();
+  s.close();
+  EXPECT_TRUE(s.done());
+  EXPECT_FALSE(s.error());
+  EXPECT_FALSE(s.next().has_value());
+  EXPECT_EQ(ended, 1);
+}
+
+TEST(StreamTest, DestructionCloses) {
+  auto core = std::make_shared<Core>(Context{});
+  { Stream<int> s(core); }
+  EXPECT_FALSE(core->push(1, 1));
+}
+
+TEST(StreamTest, ContextEndUnblocksNext) {
+  auto [ctx, cancel] = Context{}.with_cancel();
+  auto core = std::make_shared<Core>(ctx);
+  Stream<int> s(core);
+  std::thread t([c = cancel] {
+    std::this_thread::sleep_for(20ms);
+    c();
+  });
+  EXPECT_FALSE(s.next().has_value());
+  t.join();
+  EXPECT_TRUE(s.done());
+  EXPECT_FALSE(s.error());  // its own context: no error
+}
+
+TEST(StreamTest, BlockedNextWakesOnPush) {
+  auto core = std::make_shared<Core>(Context{});
+  Stream<int> s(core);
+  std::thread t([core] {
+    std::this_thread::sleep_for(10ms);
+    core->push(3, 33);
+  });
+  EXPECT_EQ(s.next(), 33);
+  t.join();
+}
+
+}  // namespace
+}  // namespace beehive::test

@@ -1,0 +1,87 @@
+#pragma once
+
+// Shared test helpers: a fresh database file per test, and sample Spec/Status types.
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include <beehive/beehive.hpp>
+
+namespace beehive::test {
+
+/// A temporary directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("beehive-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path file(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct WidgetSpec {
+  std::string color;
+  int size = 0;
+  friend bool operator==(const WidgetSpec&, const WidgetSpec&) = default;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WidgetSpec, color, size)
+
+struct WidgetStatus {
+  bool ready = false;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WidgetStatus, ready)
+
+inline const GroupKind widget_kind{"acme.com", "Widget"};
+inline const GroupKind gadget_kind{"acme.com", "Gadget"};
+
+using Widgets = Client<WidgetSpec, WidgetStatus>;
+
+/// A store in a temp dir and a beehive over it.
+class BeehiveTest : public ::testing::Test {
+ protected:
+  std::filesystem::path db_path() const { return dir_.file("beehive.db"); }
+  void open() {
+    bh_.reset();
+    store_.reset();
+    store_ = sqlite::open(db_path());
+    bh_ = std::make_unique<Beehive>(store_);
+  }
+  void SetUp() override { open(); }
+  void TearDown() override {
+    bh_.reset();
+    store_.reset();
+  }
+  Beehive& bh() { return *bh_; }
+
+  TempDir dir_;
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  Context ctx_;
+};
+
+/// Asserts that `expr` throws beehive::Error with code `code`.
+#define EXPECT_ERRC(expr, expected_errc)                                                     \
+  do {                                                                              \
+    try {                                                                           \
+      (void)(expr);                                                                 \
+      ADD_FAILURE() << #expr " did not throw";                                      \
+    } catch (const ::beehive::Error& e_) {                                          \
+      EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what();          \
+    }                                                                               \
+  } while (0)
+
+}  // namespace beehive::test

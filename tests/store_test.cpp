@@ -1,0 +1,122 @@
+// The SQLite store: opening, schema versioning, durability across restarts.
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+TEST(StoreTest, OpenCreatesTheFileAndItsFolders) {
+  TempDir dir;
+  auto path = dir.path() / "a" / "b" / "c.db";
+  auto store = sqlite::open(path);
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_NE(store->describe().find("c.db"), std::string::npos);
+}
+
+TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
+  TempDir dir;
+  auto path = dir.file("s.db");
+  { auto store = sqlite::open(path); }
+  SQLite::Database db(path.string());
+  EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 1);
+}
+
+TEST(StoreTest, ReopeningKeepsTheSchemaAndStartsANewSession) {
+  TempDir dir;
+  auto path = dir.file("s.db");
+  { auto store = sqlite::open(path); }
+  { auto store = sqlite::open(path); }
+  SQLite::Database db(path.string());
+  EXPECT_EQ(db.execAndGet("SELECT value FROM beehive_meta WHERE key = 'session'").getInt(), 2);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM beehive_schema").getInt(), 1);
+}
+
+TEST(StoreTest, NewerSchemaIsRefused) {
+  TempDir dir;
+  auto path = dir.file("s.db");
+  { auto store = sqlite::open(path); }
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    db.exec("UPDATE beehive_schema SET version = 999");
+  }
+  EXPECT_ERRC(sqlite::open(path), errc::store);
+}
+
+TEST(StoreTest, NotADatabaseIsAStoreError) {
+  TempDir dir;
+  auto path = dir.file("junk.db");
+  {
+    std::ofstream f(path);
+    f << std::string(4096, 'j');
+  }
+  EXPECT_ERRC(sqlite::open(path), errc::store);
+}
+
+TEST(StoreTest, ObjectsSurviveARestart) {
+  TempDir dir;
+  auto path = dir.file("r.db");
+  Context ctx;
+  ObjectID id;
+  std::int64_t rv;
+  {
+    auto store = sqlite::open(path, {.synchronous = sqlite::Synchronous::full});
+    Beehive bh(store);
+    Widgets w(bh, widget_kind);
+    auto o = w.create(ctx, {"red", 1}, with_slug("keep"), with_finalizers({"f"}));
+    o = w.update(ctx, o.id, {"red", 2});
+    w.create(ctx, {"gone", 1}, with_slug("del"), with_finalizers({"f"}));
+    w.remove_by_slug(ctx, "del");
+    id = o.id;
+    rv = w.get_by_slug(ctx, "del").resource_version;
+  }
+  auto store = sqlite::open(path);
+  Beehive bh(store);
+  Widgets w(bh, widget_kind);
+  auto o = w.get(ctx, id);
+  EXPECT_EQ(o.slug, "keep");
+  EXPECT_EQ(o.spec, (WidgetSpec{"red", 2}));
+  EXPECT_EQ(o.generation, 2);
+  EXPECT_EQ(o.finalizers, std::vector<std::string>{"f"});
+  EXPECT_TRUE(w.get_by_slug(ctx, "del").deletion_requested_at.has_value());
+  // Resource versions continue where they were, never reused.
+  auto n = w.create(ctx, {"new", 1});
+  EXPECT_GT(n.resource_version, rv);
+  EXPECT_GT(n.id, id);
+}
+
+TEST(StoreTest, TwoBeehivesOnOneFileSeeEachOthersWrites) {
+  TempDir dir;
+  auto path = dir.file("two.db");
+  Context ctx;
+  auto s1 = sqlite::open(path);
+  auto s2 = sqlite::open(path);
+  Beehive a(s1), b(s2);
+  Widgets wa(a, widget_kind), wb(b, widget_kind);
+  auto o = wa.create(ctx, {"red", 1}, with_slug("shared"));
+  EXPECT_EQ(wb.get_by_slug(ctx, "shared").id, o.id);
+  EXPECT_ERRC(wb.create(ctx, {"red", 1}, with_slug("shared")), errc::already_exists);
+}
+
+TEST(StoreTest, ManyReadersShareFewConnections) {
+  TempDir dir;
+  auto store = sqlite::open(dir.file("pool.db"), {.read_connections = 1});
+  Beehive bh(store);
+  Widgets w(bh, widget_kind);
+  Context ctx;
+  auto o = w.create(ctx, {"red", 1});
+  std::vector<std::thread> ts;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i)
+    ts.emplace_back([&] {
+      for (int j = 0; j < 50; ++j)
+        if (w.get(ctx, o.id).id == o.id) ++ok;
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok.load(), 200);
+}
+
+}  // namespace
+}  // namespace beehive::test
