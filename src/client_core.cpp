@@ -62,27 +62,27 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
   return rt_->write(ctx, update_request{gk_, id, std::move(spec)}, std::move(check)).row;
 }
 
-ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned /*loads*/) const {
+ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const {
   rt_->ensure_running();
   ctx.throw_if_done();
-  auto row = rt_->backend().reader()->get(id);
+  auto row = rt_->backend().reader()->get(id, loads);
   if (!row || !same_kind(*row, gk_)) throw_not_found(gk_, "with id " + std::to_string(id));
   return std::move(*row);
 }
 
 ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug,
-                                  unsigned /*loads*/) const {
+                                  unsigned loads) const {
   rt_->ensure_running();
   ctx.throw_if_done();
-  auto row = rt_->backend().reader()->get_by_slug(gk_, slug);
+  auto row = rt_->backend().reader()->get_by_slug(gk_, slug, loads);
   if (!row) throw_not_found(gk_, "with slug \"" + std::string(slug) + "\"");
   return std::move(*row);
 }
 
-std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned /*loads*/) const {
+std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned loads) const {
   rt_->ensure_running();
   ctx.throw_if_done();
-  return rt_->backend().reader()->list(gk_);
+  return rt_->backend().reader()->list(gk_, loads);
 }
 
 void ClientCore::remove(const Context& ctx, ObjectID id) const {

@@ -35,11 +35,14 @@ struct NewObject {
 class Reader {
  public:
   virtual ~Reader() = default;
+  // `loads` is a set of LoadOption bits: relations attached from the same snapshot.
+
   /// Any kind; the caller checks the kind.
-  virtual std::optional<ObjectRow> get(ObjectID id) = 0;
-  virtual std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug) = 0;
+  virtual std::optional<ObjectRow> get(ObjectID id, unsigned loads = 0) = 0;
+  virtual std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
+                                               unsigned loads = 0) = 0;
   /// Every object of the kind, by id.
-  virtual std::vector<ObjectRow> list(const GroupKind& gk) = 0;
+  virtual std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0) = 0;
 };
 
 class Writer : public Reader {

@@ -2,13 +2,19 @@
 
 #include <sqlite3.h>
 
+#include <unordered_map>
+
 #include <nlohmann/json.hpp>
 
 #include <beehive/errors.hpp>
+#include <beehive/options.hpp>
 
 namespace beehive::store {
 
 namespace {
+
+// load_events() attaches this many of the newest runs per (object, category).
+constexpr int recent_events_per_category = 10;
 
 // Column layout shared by every object read. Conditions come along as one JSON array
 // from a correlated subquery, so one statement (and one implicit read transaction)
@@ -45,6 +51,28 @@ std::string sql_for(Query q) {
     case Query::request_deletion:
       return "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, "
              "updated_at = ?2 WHERE id = ?1";
+    case Query::owner_of:
+    case Query::dependencies_of:
+      return std::string(R"sql(SELECT r.from_id, o.id, o."group", o.kind FROM refs AS r
+             JOIN objects AS o ON o.id = r.to_id WHERE r.relation = ')sql") +
+             (q == Query::owner_of ? "owned_by" : "depends_on") +
+             "' AND r.from_id IN (SELECT value FROM json_each(?1)) ORDER BY r.from_id, o.id";
+    case Query::dependents_of:
+    case Query::owned_by:
+      return std::string(R"sql(SELECT r.to_id, o.id, o."group", o.kind FROM refs AS r
+             JOIN objects AS o ON o.id = r.from_id WHERE r.relation = ')sql") +
+             (q == Query::owned_by ? "owned_by" : "depends_on") +
+             "' AND r.to_id IN (SELECT value FROM json_each(?1)) ORDER BY r.to_id, o.id";
+    case Query::recent_events:
+      // The newest runs per (object, category), as load_events() promises.
+      return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
+             first_at, last_at FROM (
+               SELECT e.*, row_number() OVER (PARTITION BY object_id, category
+                                              ORDER BY last_at DESC, id DESC) AS n
+               FROM events AS e WHERE object_id IN (SELECT value FROM json_each(?1)))
+             WHERE n <= ?2 ORDER BY object_id, last_at DESC, id DESC)sql";
+    case Query::begin_read: return "BEGIN";
+    case Query::end_read: return "COMMIT";
     case Query::count_: break;
   }
   throw Error(errc::store, "unknown query");
@@ -123,35 +151,130 @@ ObjectRow Connection::read_row(SQLite::Statement& s) const {
   return r;
 }
 
-std::optional<ObjectRow> Connection::get(ObjectID id) {
-  return guarded([&]() -> std::optional<ObjectRow> {
-    auto s = use(Query::get);
-    s->bind(1, id);
-    if (!s->executeStep()) return std::nullopt;
-    return read_row(*s);
-  });
-}
+bool Connection::in_transaction() const { return !sqlite3_get_autocommit(db_.getHandle()); }
 
-std::optional<ObjectRow> Connection::get_by_slug(const GroupKind& gk, std::string_view slug) {
-  return guarded([&]() -> std::optional<ObjectRow> {
-    auto s = use(Query::get_by_slug);
-    s->bindNoCopy(1, gk.group);
-    s->bindNoCopy(2, gk.kind);
-    s->bind(3, std::string(slug));
-    if (!s->executeStep()) return std::nullopt;
-    return read_row(*s);
-  });
-}
-
-std::vector<ObjectRow> Connection::list(const GroupKind& gk) {
+template <class Fn>
+auto Connection::snapshot(unsigned loads, Fn&& fn) -> decltype(fn()) {
   return guarded([&] {
-    auto s = use(Query::list);
-    s->bindNoCopy(1, gk.group);
-    s->bindNoCopy(2, gk.kind);
+    if (loads == 0 || in_transaction()) return fn();
+    use(Query::begin_read)->exec();
+    try {
+      auto result = fn();
+      use(Query::end_read)->exec();
+      return result;
+    } catch (...) {
+      db_.tryExec("ROLLBACK");
+      throw;
+    }
+  });
+}
+
+std::optional<ObjectRow> Connection::get(ObjectID id, unsigned loads) {
+  return snapshot(loads, [&]() -> std::optional<ObjectRow> {
+    std::optional<ObjectRow> row;
+    {
+      auto s = use(Query::get);
+      s->bind(1, id);
+      if (!s->executeStep()) return std::nullopt;
+      row = read_row(*s);
+    }
+    if (loads) load({&*row}, loads);
+    return row;
+  });
+}
+
+std::optional<ObjectRow> Connection::get_by_slug(const GroupKind& gk, std::string_view slug,
+                                                 unsigned loads) {
+  return snapshot(loads, [&]() -> std::optional<ObjectRow> {
+    std::optional<ObjectRow> row;
+    {
+      auto s = use(Query::get_by_slug);
+      s->bindNoCopy(1, gk.group);
+      s->bindNoCopy(2, gk.kind);
+      s->bind(3, std::string(slug));
+      if (!s->executeStep()) return std::nullopt;
+      row = read_row(*s);
+    }
+    if (loads) load({&*row}, loads);
+    return row;
+  });
+}
+
+std::vector<ObjectRow> Connection::list(const GroupKind& gk, unsigned loads) {
+  return snapshot(loads, [&] {
     std::vector<ObjectRow> rows;
-    while (s->executeStep()) rows.push_back(read_row(*s));
+    {
+      auto s = use(Query::list);
+      s->bindNoCopy(1, gk.group);
+      s->bindNoCopy(2, gk.kind);
+      while (s->executeStep()) rows.push_back(read_row(*s));
+    }
+    if (loads && !rows.empty()) {
+      std::vector<ObjectRow*> ptrs;
+      for (auto& r : rows) ptrs.push_back(&r);
+      load(std::move(ptrs), loads);
+    }
     return rows;
   });
+}
+
+std::vector<std::pair<ObjectID, Ref>> Connection::edges(Query q, const std::string& ids) {
+  auto s = use(q);
+  s->bindNoCopy(1, ids);
+  std::vector<std::pair<ObjectID, Ref>> out;
+  while (s->executeStep())
+    out.emplace_back(s->getColumn(0).getInt64(),
+                     Ref{s->getColumn(1).getInt64(), s->getColumn(2).getString(),
+                         s->getColumn(3).getString()});
+  return out;
+}
+
+std::vector<Event> Connection::recent_events(const std::string& ids) {
+  auto s = use(Query::recent_events);
+  s->bindNoCopy(1, ids);
+  s->bind(2, recent_events_per_category);
+  std::vector<Event> out;
+  while (s->executeStep()) {
+    Event e;
+    e.id = s->getColumn(0).getInt64();
+    e.object_id = s->getColumn(1).getInt64();
+    e.category = s->getColumn(2).getString();
+    e.type = event_type_from_string(s->getColumn(3).getString());
+    e.reason = s->getColumn(4).getString();
+    e.message = s->getColumn(5).getString();
+    if (!s->getColumn(6).isNull()) e.detail = nlohmann::json::parse(s->getColumn(6).getString());
+    e.count = s->getColumn(7).getInt();
+    e.first_at = from_millis(s->getColumn(8).getInt64());
+    e.last_at = from_millis(s->getColumn(9).getInt64());
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void Connection::load(std::vector<ObjectRow*> rows, unsigned loads) {
+  nlohmann::json id_list = nlohmann::json::array();
+  std::unordered_map<ObjectID, ObjectRow*> by_id;
+  for (auto* r : rows) {
+    id_list.push_back(r->meta.id);
+    by_id[r->meta.id] = r;
+  }
+  auto ids = id_list.dump();
+  auto attach = [&](Query q, auto member) {
+    for (auto* r : rows) (r->meta.relations.*member).emplace();
+    for (auto& [id, ref] : edges(q, ids)) (by_id[id]->meta.relations.*member)->push_back(ref);
+  };
+  if (loads & LoadOption::owner) {
+    for (auto* r : rows) r->meta.relations.owner.emplace();
+    for (auto& [id, ref] : edges(Query::owner_of, ids)) by_id[id]->meta.relations.owner = ref;
+  }
+  if (loads & LoadOption::dependencies)
+    attach(Query::dependencies_of, &LoadedRelations::dependencies);
+  if (loads & LoadOption::dependents) attach(Query::dependents_of, &LoadedRelations::dependents);
+  if (loads & LoadOption::owned) attach(Query::owned_by, &LoadedRelations::owned);
+  if (loads & LoadOption::events) {
+    for (auto* r : rows) r->meta.relations.events.emplace();
+    for (auto& e : recent_events(ids)) by_id[e.object_id]->meta.relations.events->push_back(e);
+  }
 }
 
 }  // namespace beehive::store

@@ -24,6 +24,13 @@ enum class Query : int {
   insert_object,
   update_spec,
   request_deletion,
+  owner_of,
+  dependencies_of,
+  dependents_of,
+  owned_by,
+  recent_events,
+  begin_read,
+  end_read,
   count_,  // not a query
 };
 
@@ -49,14 +56,25 @@ class Connection {
   };
   Use use(Query q);
 
-  std::optional<ObjectRow> get(ObjectID id);
-  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug);
-  std::vector<ObjectRow> list(const GroupKind& gk);
+  /// `loads` is a set of LoadOption bits: the relations to attach, read in the same
+  /// snapshot as the rows.
+  std::optional<ObjectRow> get(ObjectID id, unsigned loads = 0);
+  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
+                                       unsigned loads = 0);
+  std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0);
 
   SQLite::Database& db() { return db_; }
 
  private:
   ObjectRow read_row(SQLite::Statement& s) const;
+  /// Runs `fn` in one read snapshot when relations are loaded too.
+  template <class Fn>
+  auto snapshot(unsigned loads, Fn&& fn) -> decltype(fn());
+  void load(std::vector<ObjectRow*> rows, unsigned loads);
+  std::vector<std::pair<ObjectID, Ref>> edges(Query q, const std::string& ids);
+  std::vector<Event> recent_events(const std::string& ids);
+  /// True when this connection is inside a transaction already (the writer's).
+  bool in_transaction() const;
 
   SQLite::Database db_;
   std::int64_t session_;

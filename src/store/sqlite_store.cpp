@@ -25,11 +25,16 @@ class SqliteReader : public Reader {
                std::int64_t session)
       : conn_(file, true, opts, session) {}
 
-  std::optional<ObjectRow> get(ObjectID id) override { return conn_.get(id); }
-  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug) override {
-    return conn_.get_by_slug(gk, slug);
+  std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
+    return conn_.get(id, loads);
   }
-  std::vector<ObjectRow> list(const GroupKind& gk) override { return conn_.list(gk); }
+  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
+                                       unsigned loads) override {
+    return conn_.get_by_slug(gk, slug, loads);
+  }
+  std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
+    return conn_.list(gk, loads);
+  }
 
  private:
   Connection conn_;
@@ -41,11 +46,16 @@ class SqliteWriter : public Writer {
                std::int64_t session)
       : conn_(file, false, opts, session) {}
 
-  std::optional<ObjectRow> get(ObjectID id) override { return conn_.get(id); }
-  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug) override {
-    return conn_.get_by_slug(gk, slug);
+  std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
+    return conn_.get(id, loads);
   }
-  std::vector<ObjectRow> list(const GroupKind& gk) override { return conn_.list(gk); }
+  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
+                                       unsigned loads) override {
+    return conn_.get_by_slug(gk, slug, loads);
+  }
+  std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
+    return conn_.list(gk, loads);
+  }
 
   void begin() override {
     guarded([&] { conn_.db().exec("BEGIN IMMEDIATE"); });
