@@ -26,6 +26,7 @@
 
 #include <beehive/change.hpp>
 #include <beehive/commit_record.hpp>
+#include <beehive/condition.hpp>
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/group_kind.hpp>
@@ -105,6 +106,33 @@ struct remove_by_slug_request {
   std::string slug;
 };
 
+/// Controller writes (kind-folded: another kind's id is wrong_kind). Each replies the
+/// row as it now stands.
+struct update_status_request {
+  GroupKind gk;
+  ObjectID id = 0;
+  std::int64_t observed_generation = 0;
+  std::string status;  ///< JSON text
+};
+
+struct set_condition_request {
+  GroupKind gk;
+  ObjectID id = 0;
+  Condition condition;
+};
+
+struct remove_condition_request {
+  GroupKind gk;
+  ObjectID id = 0;
+  std::string type;
+};
+
+struct remove_finalizer_request {
+  GroupKind gk;
+  ObjectID id = 0;
+  std::string finalizer;
+};
+
 /// The sole owner of the database's write connection. Every write is one transaction;
 /// the reply comes only after the commit. Subscribers (`subscribe_atom` + an actor)
 /// receive a `commit_record` for every commit that changed something.
@@ -115,6 +143,10 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<get_or_create_request>::with<get_or_create_reply>,
     caf::replies_to<remove_request>::with<ObjectRow>,
     caf::replies_to<remove_by_slug_request>::with<bool>,
+    caf::replies_to<update_status_request>::with<ObjectRow>,
+    caf::replies_to<set_condition_request>::with<ObjectRow>,
+    caf::replies_to<remove_condition_request>::with<ObjectRow>,
+    caf::replies_to<remove_finalizer_request>::with<ObjectRow>,
     caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
 /// Decodes a row received from an actor into the application's types.
@@ -133,5 +165,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::get_or_create_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::get_or_create_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_by_slug_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::update_status_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::set_condition_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_condition_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_finalizer_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::ObjectRow)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::commit_record)

@@ -10,10 +10,21 @@
 
 namespace beehive {
 
-/// One object a commit changed, with its new row (for `Deleted`, the final body).
+/// One object a commit changed, with its new row (for `Deleted`, the final body), and
+/// what changed (a set of `object_change::Part` bits).
 struct object_change {
+  enum Part : unsigned {
+    created = 1,
+    spec = 2,
+    status = 4,         ///< status or observed generation
+    conditions = 8,
+    finalizers = 16,
+    deletion = 32,      ///< deletion requested
+    removed = 64,       ///< physically removed
+  };
   ChangeType type = ChangeType::Added;
   ObjectRow row;
+  unsigned parts = 0;
 };
 
 struct commit_record {

@@ -7,6 +7,7 @@ namespace beehive::detail {
 namespace {
 
 using store::WriteOps;
+using Self = store_writer_impl::stateful_pointer<StoreWriterState>;
 
 WriteReply run_op(WriteOps& ops, const create_request& r) {
   return {ops.create(r.gk, r.spec, r.slug, r.finalizers)};
@@ -25,51 +26,173 @@ WriteReply run_op(WriteOps& ops, const remove_request& r) { return {ops.remove(r
 WriteReply run_op(WriteOps& ops, const remove_by_slug_request& r) {
   return {{}, ops.remove_by_slug(r.gk, r.slug)};
 }
-
-bool needs_check(const WriteOp& op) {
-  return !std::holds_alternative<remove_request>(op) &&
-         !std::holds_alternative<remove_by_slug_request>(op);
+WriteReply run_op(WriteOps& ops, const update_status_request& r) {
+  return {ops.update_status(r.gk, r.id, r.observed_generation, r.status)};
+}
+WriteReply run_op(WriteOps& ops, const set_condition_request& r) {
+  return {ops.set_condition(r.gk, r.id, r.condition)};
+}
+WriteReply run_op(WriteOps& ops, const remove_condition_request& r) {
+  return {ops.remove_condition(r.gk, r.id, r.type)};
+}
+WriteReply run_op(WriteOps& ops, const remove_finalizer_request& r) {
+  return {ops.remove_finalizer(r.gk, r.id, r.finalizer)};
+}
+WriteReply run_op(WriteOps&, const SessionCmd&) {
+  throw Error(errc::store, "session command outside the session handler");
 }
 
-/// One write in one transaction; publishes what it changed after the commit.
+void publish(StoreWriterState& st, std::vector<object_change> changes) {
+  if (changes.empty()) return;
+  commit_record rec{std::move(changes)};
+  for (auto& s : st.subscribers) caf::anon_send(s, rec);
+}
+
+/// Runs one write and its check; throws with nothing of it left in the transaction.
+WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
+                 std::vector<object_change>& changes) {
+  WriteOps ops(*st.cfg->writer, st.cfg->clock->now(), changes);
+  auto reply = std::visit([&](const auto& r) { return run_op(ops, r); }, op);
+  if (check) {
+    try {
+      check(reply.row);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(errc::decode, e.what());
+    }
+  }
+  return reply;
+}
+
 WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& check) {
   auto& w = *st.cfg->writer;
-  std::vector<object_change> changes;
-  WriteReply reply;
-  w.begin();
-  try {
-    WriteOps ops(w, st.cfg->clock->now(), changes);
-    reply = std::visit([&](const auto& r) { return run_op(ops, r); }, op);
-    if (check && needs_check(op)) {
-      try {
-        check(reply.row);
-      } catch (const Error&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw Error(errc::decode, e.what());
-      }
+  if (st.session) {
+    // Inside a session: a savepoint per write, so that a failing one rolls back alone.
+    int sp = st.depth + 1;
+    std::vector<object_change> changes;
+    w.savepoint(sp);
+    try {
+      auto reply = apply(st, op, check, changes);
+      w.release(sp);
+      for (auto& c : changes) st.session_changes.push_back(std::move(c));
+      return reply;
+    } catch (...) {
+      w.rollback_to(sp);
+      throw;
     }
+  }
+  std::vector<object_change> changes;
+  w.begin();
+  WriteReply reply;
+  try {
+    reply = apply(st, op, check, changes);
     w.commit();
   } catch (...) {
     w.rollback();
     throw;
   }
-  if (!changes.empty()) {
-    commit_record rec{std::move(changes)};
-    for (auto& s : st.subscribers) caf::anon_send(s, rec);
-  }
+  publish(st, std::move(changes));
   return reply;
 }
 
-template <class Reply, class Request>
-caf::result<Reply> serve(StoreWriterState& st, const Request& r, Reply (*pick)(WriteReply&&)) {
-  try {
-    return pick(execute(st, WriteOp{r}, {}));
-  } catch (const Error& e) {
-    return make_error(e.value(), e.message());
-  } catch (const std::exception& e) {
-    return make_error(errc::store, e.what());
+void end_session(StoreWriterState& st) {
+  st.session = 0;
+  st.depth = 0;
+  st.marks.clear();
+  st.session_changes.clear();
+  while (!st.session && !st.deferred.empty()) {
+    auto job = std::move(st.deferred.front());
+    st.deferred.pop_front();
+    job();
   }
+}
+
+WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind) {
+  auto& w = *st.cfg->writer;
+  switch (kind) {
+    case SessionCmd::begin:
+      w.begin();
+      st.session = ++st.last_session;
+      return {{}, false, st.session};
+    case SessionCmd::savepoint:
+      w.savepoint(++st.depth);
+      st.marks.push_back(st.session_changes.size());
+      break;
+    case SessionCmd::release:
+      w.release(st.depth--);
+      st.marks.pop_back();
+      break;
+    case SessionCmd::rollback_to:
+      w.rollback_to(st.depth--);
+      st.session_changes.resize(st.marks.back());
+      st.marks.pop_back();
+      break;
+    case SessionCmd::commit: {
+      auto changes = std::move(st.session_changes);
+      try {
+        w.commit();
+      } catch (...) {
+        w.rollback();
+        end_session(st);
+        throw;
+      }
+      end_session(st);
+      publish(st, std::move(changes));
+      break;
+    }
+    case SessionCmd::rollback:
+      w.rollback();
+      end_session(st);
+      break;
+  }
+  return {};
+}
+
+void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
+  if (st.session && w->session != st.session && w->session == 0) {
+    st.deferred.push_back([&st, w] { serve_blocking(st, w); });
+    return;
+  }
+  auto& reply = *w->reply;
+  if (w->session != st.session) {
+    reply.fail(errc::invalid_argument, "the within block this context belongs to has ended");
+    return;
+  }
+  auto* cmd = std::get_if<SessionCmd>(&w->op);
+  if (!cmd && reply.abandoned()) {
+    reply.fail(errc::cancelled, "the caller stopped waiting");
+    return;
+  }
+  try {
+    reply.deliver(cmd ? session_step(st, cmd->kind) : execute(st, w->op, w->check));
+  } catch (const Error& e) {
+    reply.fail(e.value(), e.message());
+  } catch (const std::exception& e) {
+    reply.fail(errc::store, e.what());
+  }
+}
+
+/// Serves a request from an actor: now, or after the open session ends.
+template <class Reply, class Request>
+caf::typed_response_promise<Reply> serve(Self self, const Request& r,
+                                         Reply (*pick)(WriteReply&&)) {
+  auto rp = self->template make_response_promise<Reply>();
+  auto& st = self->state;
+  auto job = [&st, r, pick, rp]() mutable {
+    try {
+      rp.deliver(pick(execute(st, WriteOp{r}, {})));
+    } catch (const Error& e) {
+      rp.deliver(make_error(e.value(), e.message()));
+    } catch (const std::exception& e) {
+      rp.deliver(make_error(errc::store, e.what()));
+    }
+  };
+  if (st.session)
+    st.deferred.push_back(std::move(job));
+  else
+    job();
+  return rp;
 }
 
 ObjectRow pick_row(WriteReply&& r) { return std::move(r.row); }
@@ -78,32 +201,29 @@ get_or_create_reply pick_goc(WriteReply&& r) { return {std::move(r.row), r.flag}
 
 }  // namespace
 
-store_writer_impl::behavior_type store_writer(
-    store_writer_impl::stateful_pointer<StoreWriterState> self,
-    std::shared_ptr<StoreWriterConfig> cfg) {
+store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWriterConfig> cfg) {
   self->state.cfg = std::move(cfg);
   auto& st = self->state;
   return {
-      [&st](const create_request& r) { return serve(st, r, pick_row); },
-      [&st](const update_request& r) { return serve(st, r, pick_row); },
-      [&st](const create_or_update_request& r) { return serve(st, r, pick_row); },
-      [&st](const get_or_create_request& r) { return serve(st, r, pick_goc); },
-      [&st](const remove_request& r) { return serve(st, r, pick_row); },
-      [&st](const remove_by_slug_request& r) { return serve(st, r, pick_flag); },
+      [self](const create_request& r) { return serve(self, r, pick_row); },
+      [self](const update_request& r) { return serve(self, r, pick_row); },
+      [self](const create_or_update_request& r) { return serve(self, r, pick_row); },
+      [self](const get_or_create_request& r) { return serve(self, r, pick_goc); },
+      [self](const remove_request& r) { return serve(self, r, pick_row); },
+      [self](const remove_by_slug_request& r) { return serve(self, r, pick_flag); },
+      [self](const update_status_request& r) { return serve(self, r, pick_row); },
+      [self](const set_condition_request& r) { return serve(self, r, pick_row); },
+      [self](const remove_condition_request& r) { return serve(self, r, pick_row); },
+      [self](const remove_finalizer_request& r) { return serve(self, r, pick_row); },
       [&st](subscribe_atom, const caf::actor& a) { st.subscribers.push_back(a); },
       [&st](unsubscribe_atom, const caf::actor& a) { std::erase(st.subscribers, a); },
-      [&st](const BlockingWritePtr& w) {
-        if (w->reply->abandoned()) {
-          w->reply->fail(errc::cancelled, "the caller stopped waiting");
-          return;
-        }
-        try {
-          w->reply->deliver(execute(st, w->op, w->check));
-        } catch (const Error& e) {
-          w->reply->fail(e.value(), e.message());
-        } catch (const std::exception& e) {
-          w->reply->fail(errc::store, e.what());
-        }
+      [&st](const BlockingWritePtr& w) { serve_blocking(st, w); },
+      [self](shutdown_atom) {
+        auto& s = self->state;
+        if (s.session)
+          s.deferred.push_back([self] { self->quit(); });
+        else
+          self->quit();
       },
   };
 }

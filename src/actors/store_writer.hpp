@@ -1,11 +1,20 @@
 #pragma once
 
-// The store_writer actor: sole owner of the write connection. It runs each write in
-// its own transaction, replies after the commit, and publishes a commit_record to its
-// subscribers. Besides the public store_writer_actor interface it serves the blocking
-// facade through BlockingWrite messages, which carry a reply slot instead of a
-// response promise (one thread hand-off each way, no scoped_actor).
+// The store_writer actor: sole owner of the write connection. Outside a transaction
+// session each write is its own transaction; it replies after the commit and then
+// publishes a commit_record to its subscribers.
+//
+// A `within` block opens a session: until it commits or rolls back, the writer serves
+// only that session's writes (each in a savepoint, so a failing one rolls back alone)
+// and defers everything else, in arrival order. Changes made in a session are
+// published once, after the outermost commit, and never after a rollback.
+//
+// Besides the public store_writer_actor interface it serves the blocking facade
+// through BlockingWrite messages, which carry a reply slot instead of a response
+// promise (one thread hand-off each way, no scoped_actor).
 
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <variant>
@@ -18,8 +27,16 @@
 
 namespace beehive::detail {
 
-using WriteOp = std::variant<create_request, update_request, create_or_update_request,
-                             get_or_create_request, remove_request, remove_by_slug_request>;
+/// The steps of a `within` session.
+struct SessionCmd {
+  enum Kind { begin, savepoint, release, rollback_to, commit, rollback } kind = begin;
+};
+
+using WriteOp =
+    std::variant<create_request, update_request, create_or_update_request, get_or_create_request,
+                 remove_request, remove_by_slug_request, update_status_request,
+                 set_condition_request, remove_condition_request, remove_finalizer_request,
+                 SessionCmd>;
 
 /// Decodes a written row back into the caller's types inside the transaction; throwing
 /// rolls the write back.
@@ -27,12 +44,14 @@ using RowCheck = std::function<void(const ObjectRow&)>;
 
 struct WriteReply {
   ObjectRow row;
-  bool flag = false;  // get_or_create: created; remove_by_slug: deletion requested
+  bool flag = false;          // get_or_create: created; remove_by_slug: deletion requested
+  std::uint64_t session = 0;  // SessionCmd::begin: the session opened
 };
 
 struct BlockingWrite {
   WriteOp op;
   RowCheck check;
+  std::uint64_t session = 0;  // the within session the write belongs to; 0 = none
   std::shared_ptr<Rendezvous<WriteReply>> reply = std::make_shared<Rendezvous<WriteReply>>();
 
   /// A write dropped unserved (its actor is gone) releases its caller.
@@ -41,21 +60,35 @@ struct BlockingWrite {
 
 using BlockingWritePtr = std::shared_ptr<BlockingWrite>;
 
-using store_writer_impl = store_writer_actor::extend<caf::reacts_to<BlockingWritePtr>>;
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+
+/// The writer's full interface: the public one plus the facade's messages. A
+/// `shutdown_atom` makes it quit once everything queued before it has been served.
+using store_writer_impl =
+    store_writer_actor::extend<caf::reacts_to<BlockingWritePtr>, caf::reacts_to<shutdown_atom>>;
 
 struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   std::shared_ptr<Clock> clock;
 };
 
-store_writer_impl::behavior_type store_writer(store_writer_impl::stateful_pointer<struct StoreWriterState> self,
-                                              std::shared_ptr<StoreWriterConfig> cfg);
-
 struct StoreWriterState {
   std::shared_ptr<StoreWriterConfig> cfg;
   std::vector<caf::actor> subscribers;
+
+  std::uint64_t session = 0;  // the open within session; 0 = none
+  std::uint64_t last_session = 0;
+  int depth = 0;                     // savepoints open inside the session
+  std::vector<std::size_t> marks;    // session_changes size at each savepoint
+  std::vector<object_change> session_changes;
+  std::deque<std::function<void()>> deferred;  // arrived while a session was open
+
   static inline const char* name = "beehive.store_writer";
 };
+
+store_writer_impl::behavior_type store_writer(
+    store_writer_impl::stateful_pointer<StoreWriterState> self,
+    std::shared_ptr<StoreWriterConfig> cfg);
 
 }  // namespace beehive::detail
 

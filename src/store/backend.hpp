@@ -43,6 +43,9 @@ class Reader {
                                                unsigned loads = 0) = 0;
   /// Every object of the kind, by id.
   virtual std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0) = 0;
+  /// Ids of the kind; with `unsettled_only`, those whose observed generation lags the
+  /// generation or whose deletion was requested.
+  virtual std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only) = 0;
 };
 
 class Writer : public Reader {
@@ -58,6 +61,24 @@ class Writer : public Reader {
   virtual void update_spec(ObjectID id, const std::string& spec, int spec_version,
                            std::int64_t generation, std::int64_t resource_version, Time now) = 0;
   virtual void request_deletion(ObjectID id, Time at, std::int64_t resource_version) = 0;
+  virtual void update_status(ObjectID id, const std::optional<std::string>& status,
+                             int status_version, std::optional<std::int64_t> observed_generation,
+                             std::optional<Time> observed_at, std::int64_t resource_version,
+                             Time now) = 0;
+  /// Inserts or replaces the condition of its type, stamped with this store session;
+  /// the transition time moves only when the status changes.
+  virtual void upsert_condition(ObjectID id, const Condition& c, Time now) = 0;
+  /// True when a condition of that type existed.
+  virtual bool delete_condition(ObjectID id, const std::string& type) = 0;
+  virtual void set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
+                              std::int64_t resource_version, Time now) = 0;
+  /// Moves the object's resource version (a write to a row it owns, e.g. a condition).
+  virtual void touch(ObjectID id, std::int64_t resource_version, Time now) = 0;
+
+  /// Nested transactions, named by depth.
+  virtual void savepoint(int depth) = 0;
+  virtual void release(int depth) = 0;
+  virtual void rollback_to(int depth) = 0;
 };
 
 using ReaderLease = std::unique_ptr<Reader, std::function<void(Reader*)>>;
@@ -70,6 +91,9 @@ class Backend : public Store {
   virtual std::unique_ptr<Writer> open_writer() = 0;
   /// Distinguishes this open of the store from earlier ones (liveness conditions).
   virtual std::int64_t session() const = 0;
+  /// Names the underlying database, the same for every store opened on it (running
+  /// two beehives on one database in a process is refused).
+  virtual std::string identity() const = 0;
 };
 
 /// The backend behind a public Store; throws invalid_argument for a foreign Store.

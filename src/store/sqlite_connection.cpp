@@ -71,6 +71,27 @@ std::string sql_for(Query q) {
                                               ORDER BY last_at DESC, id DESC) AS n
                FROM events AS e WHERE object_id IN (SELECT value FROM json_each(?1)))
              WHERE n <= ?2 ORDER BY object_id, last_at DESC, id DESC)sql";
+    case Query::list_ids: return R"(SELECT id FROM objects WHERE "group" = ?1 AND kind = ?2)";
+    case Query::list_unsettled_ids:
+      return R"(SELECT id FROM objects WHERE "group" = ?1 AND kind = ?2 AND
+             (observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL))";
+    case Query::update_status:
+      return "UPDATE objects SET status = ?2, status_version = ?3, observed_generation = ?4, "
+             "observed_at = ?5, resource_version = ?6, updated_at = ?7 WHERE id = ?1";
+    case Query::upsert_condition:
+      return R"sql(INSERT INTO conditions (object_id, type, status, reason, message, liveness,
+             session, last_transition_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (object_id, type) DO UPDATE SET status = excluded.status,
+               reason = excluded.reason, message = excluded.message,
+               liveness = excluded.liveness, session = excluded.session,
+               last_transition_at = CASE WHEN conditions.status = excluded.status
+                 THEN conditions.last_transition_at ELSE excluded.last_transition_at END)sql";
+    case Query::delete_condition: return "DELETE FROM conditions WHERE object_id = ?1 AND type = ?2";
+    case Query::set_finalizers:
+      return "UPDATE objects SET finalizers = ?2, resource_version = ?3, updated_at = ?4 "
+             "WHERE id = ?1";
+    case Query::touch:
+      return "UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1";
     case Query::begin_read: return "BEGIN";
     case Query::end_read: return "COMMIT";
     case Query::count_: break;
@@ -215,6 +236,17 @@ std::vector<ObjectRow> Connection::list(const GroupKind& gk, unsigned loads) {
       load(std::move(ptrs), loads);
     }
     return rows;
+  });
+}
+
+std::vector<ObjectID> Connection::list_ids(const GroupKind& gk, bool unsettled_only) {
+  return guarded([&] {
+    auto s = use(unsettled_only ? Query::list_unsettled_ids : Query::list_ids);
+    s->bindNoCopy(1, gk.group);
+    s->bindNoCopy(2, gk.kind);
+    std::vector<ObjectID> ids;
+    while (s->executeStep()) ids.push_back(s->getColumn(0).getInt64());
+    return ids;
   });
 }
 

@@ -29,6 +29,13 @@ enum class Query : int {
   dependents_of,
   owned_by,
   recent_events,
+  list_ids,
+  list_unsettled_ids,
+  update_status,
+  upsert_condition,
+  delete_condition,
+  set_finalizers,
+  touch,
   begin_read,
   end_read,
   count_,  // not a query
@@ -62,6 +69,8 @@ class Connection {
   std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
                                        unsigned loads = 0);
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0);
+  std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only);
+  std::int64_t session() const { return session_; }
 
   SQLite::Database& db() { return db_; }
 

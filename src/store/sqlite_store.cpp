@@ -35,6 +35,9 @@ class SqliteReader : public Reader {
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
     return conn_.list(gk, loads);
   }
+  std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only) override {
+    return conn_.list_ids(gk, unsettled_only);
+  }
 
  private:
   Connection conn_;
@@ -55,6 +58,9 @@ class SqliteWriter : public Writer {
   }
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
     return conn_.list(gk, loads);
+  }
+  std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only) override {
+    return conn_.list_ids(gk, unsettled_only);
   }
 
   void begin() override {
@@ -116,6 +122,81 @@ class SqliteWriter : public Writer {
     });
   }
 
+  void update_status(ObjectID id, const std::optional<std::string>& status, int status_version,
+                     std::optional<std::int64_t> observed_generation,
+                     std::optional<Time> observed_at, std::int64_t rv, Time now) override {
+    guarded([&] {
+      auto s = conn_.use(Query::update_status);
+      s->bind(1, id);
+      if (status) s->bindNoCopy(2, *status);
+      s->bind(3, status_version);
+      if (observed_generation) s->bind(4, *observed_generation);
+      if (observed_at) s->bind(5, to_millis(*observed_at));
+      s->bind(6, rv);
+      s->bind(7, to_millis(now));
+      s->exec();
+    });
+  }
+
+  void upsert_condition(ObjectID id, const Condition& c, Time now) override {
+    guarded([&] {
+      auto s = conn_.use(Query::upsert_condition);
+      s->bind(1, id);
+      s->bindNoCopy(2, c.type);
+      s->bind(3, to_string(c.status));
+      s->bindNoCopy(4, c.reason);
+      s->bindNoCopy(5, c.message);
+      s->bind(6, c.liveness ? 1 : 0);
+      s->bind(7, conn_.session());
+      s->bind(8, to_millis(now));
+      s->exec();
+    });
+  }
+
+  bool delete_condition(ObjectID id, const std::string& type) override {
+    return guarded([&] {
+      auto s = conn_.use(Query::delete_condition);
+      s->bind(1, id);
+      s->bindNoCopy(2, type);
+      return s->exec() > 0;
+    });
+  }
+
+  void set_finalizers(ObjectID id, const std::vector<std::string>& finalizers, std::int64_t rv,
+                      Time now) override {
+    guarded([&] {
+      auto s = conn_.use(Query::set_finalizers);
+      s->bind(1, id);
+      s->bind(2, nlohmann::json(finalizers).dump());
+      s->bind(3, rv);
+      s->bind(4, to_millis(now));
+      s->exec();
+    });
+  }
+
+  void touch(ObjectID id, std::int64_t rv, Time now) override {
+    guarded([&] {
+      auto s = conn_.use(Query::touch);
+      s->bind(1, id);
+      s->bind(2, rv);
+      s->bind(3, to_millis(now));
+      s->exec();
+    });
+  }
+
+  void savepoint(int depth) override {
+    guarded([&] { conn_.db().exec("SAVEPOINT s" + std::to_string(depth)); });
+  }
+  void release(int depth) override {
+    guarded([&] { conn_.db().exec("RELEASE s" + std::to_string(depth)); });
+  }
+  void rollback_to(int depth) override {
+    guarded([&] {
+      conn_.db().exec("ROLLBACK TO s" + std::to_string(depth));
+      conn_.db().exec("RELEASE s" + std::to_string(depth));
+    });
+  }
+
  private:
   Connection conn_;
 };
@@ -163,6 +244,12 @@ class SqliteStore : public Backend {
   }
 
   std::int64_t session() const override { return session_; }
+
+  std::string identity() const override {
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(file_, ec);
+    return (ec ? file_ : canonical).string();
+  }
 
  private:
   std::filesystem::path file_;

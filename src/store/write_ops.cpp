@@ -10,6 +10,23 @@ ObjectRow WriteOps::reread(ObjectID id) {
   return std::move(*row);
 }
 
+ObjectRow WriteOps::changed(ObjectID id, unsigned parts) {
+  auto row = reread(id);
+  bool created = parts & object_change::created;
+  changes_.push_back({created ? ChangeType::Added : ChangeType::Modified, row, parts});
+  return row;
+}
+
+ObjectRow WriteOps::require_own(const GroupKind& gk, ObjectID id) {
+  auto row = w_.get(id);
+  if (!row) throw Error(errc::not_found, "no object with id " + std::to_string(id));
+  if (row->meta.group != gk.group || row->meta.kind != gk.kind)
+    throw Error(errc::wrong_kind, "object " + std::to_string(id) + " is a " +
+                                      to_string(row->meta.group_kind()) + ", not a " +
+                                      to_string(gk));
+  return std::move(*row);
+}
+
 ObjectRow WriteOps::require(const GroupKind& gk, ObjectID id) {
   auto row = w_.get(id);
   if (!row || row->meta.group != gk.group || row->meta.kind != gk.kind)
@@ -23,9 +40,7 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
   if (slug && w_.get_by_slug(gk, *slug))
     throw Error(errc::already_exists, to_string(gk) + " slug \"" + *slug + "\" is taken");
   NewObject o{gk, slug, spec, 0, finalizers, w_.next_resource_version(), now_};
-  auto row = reread(w_.insert_object(o));
-  changes_.push_back({ChangeType::Added, row});
-  return row;
+  return changed(w_.insert_object(o), object_change::created);
 }
 
 ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec) {
@@ -33,9 +48,7 @@ ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec) {
   if (row.spec == spec && row.spec_version == 0) return row;
   w_.update_spec(row.meta.id, spec, 0, row.meta.generation + 1, w_.next_resource_version(),
                  now_);
-  auto updated = reread(row.meta.id);
-  changes_.push_back({ChangeType::Modified, updated});
-  return updated;
+  return changed(row.meta.id, object_change::spec);
 }
 
 ObjectRow WriteOps::update(const GroupKind& gk, ObjectID id, const std::string& spec) {
@@ -58,9 +71,7 @@ std::pair<ObjectRow, bool> WriteOps::get_or_create(const GroupKind& gk, const st
 ObjectRow WriteOps::mark_deleted(const ObjectRow& row) {
   if (row.meta.deletion_requested_at) return row;
   w_.request_deletion(row.meta.id, now_, w_.next_resource_version());
-  auto updated = reread(row.meta.id);
-  changes_.push_back({ChangeType::Modified, updated});
-  return updated;
+  return changed(row.meta.id, object_change::deletion);
 }
 
 ObjectRow WriteOps::remove(const GroupKind& gk, ObjectID id) {
@@ -72,6 +83,48 @@ bool WriteOps::remove_by_slug(const GroupKind& gk, const std::string& slug) {
   if (!row || row->meta.deletion_requested_at) return false;
   mark_deleted(*row);
   return true;
+}
+
+ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
+                                  std::int64_t observed_generation, const std::string& status) {
+  auto row = require_own(gk, id);
+  if (observed_generation > row.meta.generation)
+    throw Error(errc::observed_generation_future,
+                "observed generation " + std::to_string(observed_generation) + " is ahead of " +
+                    std::to_string(row.meta.generation));
+  bool same_status = row.status == status && row.status_version == 0;
+  bool same_generation = row.meta.observed_generation == observed_generation;
+  // Unchanged bytes write nothing, unless they settle a generation not yet recorded.
+  if (same_status && same_generation) return row;
+  auto observed_at = same_generation ? row.meta.observed_at : std::optional<Time>(now_);
+  w_.update_status(id, status, 0, observed_generation, observed_at, w_.next_resource_version(),
+                   now_);
+  return changed(id, object_change::status);
+}
+
+ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condition& c) {
+  auto row = require_own(gk, id);
+  for (const auto& existing : row.meta.conditions)
+    if (existing == c) return row;  // identical and current: nothing to write
+  w_.upsert_condition(id, c, now_);
+  w_.touch(id, w_.next_resource_version(), now_);
+  return changed(id, object_change::conditions);
+}
+
+ObjectRow WriteOps::remove_condition(const GroupKind& gk, ObjectID id, const std::string& type) {
+  auto row = require_own(gk, id);
+  if (!w_.delete_condition(id, type)) return row;
+  w_.touch(id, w_.next_resource_version(), now_);
+  return changed(id, object_change::conditions);
+}
+
+ObjectRow WriteOps::remove_finalizer(const GroupKind& gk, ObjectID id,
+                                     const std::string& finalizer) {
+  auto row = require_own(gk, id);
+  auto finalizers = row.meta.finalizers;
+  if (std::erase(finalizers, finalizer) == 0) return row;
+  w_.set_finalizers(id, finalizers, w_.next_resource_version(), now_);
+  return changed(id, object_change::finalizers);
 }
 
 }  // namespace beehive::store

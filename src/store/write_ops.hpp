@@ -35,9 +35,23 @@ class WriteOps {
   /// True when this call requested the deletion.
   bool remove_by_slug(const GroupKind& gk, const std::string& slug);
 
+  // Controller writes: kind-folded, so another kind's id is wrong_kind.
+
+  /// Records status and the observed generation; unchanged bytes at an already
+  /// recorded generation write nothing.
+  ObjectRow update_status(const GroupKind& gk, ObjectID id, std::int64_t observed_generation,
+                          const std::string& status);
+  ObjectRow set_condition(const GroupKind& gk, ObjectID id, const Condition& c);
+  ObjectRow remove_condition(const GroupKind& gk, ObjectID id, const std::string& type);
+  ObjectRow remove_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer);
+
  private:
   /// The kind's row with this id, or not_found.
   ObjectRow require(const GroupKind& gk, ObjectID id);
+  /// The row with this id, not_found when missing, wrong_kind for another kind's.
+  ObjectRow require_own(const GroupKind& gk, ObjectID id);
+  /// Re-reads a row the transaction changed and records the change.
+  ObjectRow changed(ObjectID id, unsigned parts);
   ObjectRow update_row(const ObjectRow& row, const std::string& spec);
   ObjectRow mark_deleted(const ObjectRow& row);
   ObjectRow reread(ObjectID id);
