@@ -7,6 +7,13 @@ namespace beehive {
 Beehive::Beehive(caf::actor_system* sys, std::shared_ptr<Store> store, std::vector<Option> opts)
     : rt_(std::make_shared<detail::Runtime>(sys, std::move(store), opts)) {}
 
-Beehive::~Beehive() { rt_->shutdown(); }
+Beehive::~Beehive() {
+  try {
+    rt_->stop(Context{});
+  } catch (...) {
+  }
+}
+
+Stop Beehive::start(const Context& ctx) { return rt_->start(ctx); }
 
 }  // namespace beehive

@@ -19,8 +19,8 @@ bool same_kind(const ObjectRow& row, const GroupKind& gk) {
   return row.meta.group == gk.group && row.meta.kind == gk.kind;
 }
 
-void run_on_create(const OptionSet& s, const Context& ctx) {
-  for (auto& fn : s.on_create) fn(ctx);
+void run_on_create(Runtime& rt, const OptionSet& s, const Context& ctx) {
+  for (auto& fn : s.on_create) rt.after_commit(ctx, [fn, ctx] { fn(ctx); });
 }
 
 }  // namespace
@@ -32,7 +32,7 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::ve
   auto s = OptionSet::from(opts);
   auto r = rt_->write(ctx, create_request{gk_, std::move(spec), s.slug, s.finalizers},
                       std::move(check));
-  run_on_create(s, ctx);
+  run_on_create(*rt_, s, ctx);
   return std::move(r.row);
 }
 
@@ -53,7 +53,7 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   auto r = rt_->write(
       ctx, get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers},
       std::move(check));
-  if (r.flag) run_on_create(s, ctx);
+  if (r.flag) run_on_create(*rt_, s, ctx);
   return {std::move(r.row), r.flag};
 }
 
@@ -63,7 +63,7 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
 }
 
 ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const {
-  rt_->ensure_running();
+  rt_->ensure_running(ctx);
   ctx.throw_if_done();
   auto row = rt_->backend().reader()->get(id, loads);
   if (!row || !same_kind(*row, gk_)) throw_not_found(gk_, "with id " + std::to_string(id));
@@ -72,7 +72,7 @@ ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const
 
 ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug,
                                   unsigned loads) const {
-  rt_->ensure_running();
+  rt_->ensure_running(ctx);
   ctx.throw_if_done();
   auto row = rt_->backend().reader()->get_by_slug(gk_, slug, loads);
   if (!row) throw_not_found(gk_, "with slug \"" + std::string(slug) + "\"");
@@ -80,7 +80,7 @@ ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug,
 }
 
 std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned loads) const {
-  rt_->ensure_running();
+  rt_->ensure_running(ctx);
   ctx.throw_if_done();
   return rt_->backend().reader()->list(gk_, loads);
 }
@@ -91,6 +91,19 @@ void ClientCore::remove(const Context& ctx, ObjectID id) const {
 
 void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const {
   rt_->write(ctx, remove_by_slug_request{gk_, std::string(slug)}, {});
+}
+
+Schedule ClientCore::get_schedule(ObjectID id) const {
+  auto kind = rt_->kind(gk_);
+  return kind ? kind->board->get(id) : Schedule{};
+}
+
+void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) const {
+  get(ctx, id, 0);  // not_found for a missing or foreign id
+  auto kind = rt_->kind(gk_);
+  if (!kind) throw Error(errc::no_controller, to_string(gk_) + " has no controller");
+  if (kind->controller)
+    caf::anon_send(kind->controller, requeue_atom::value, id, reset_backoff);
 }
 
 void ClientCore::report_skipped(const ObjectRow& row, const std::exception& e) const {

@@ -68,5 +68,17 @@ Context ContextAccess::with_transaction(const Context& ctx, std::shared_ptr<Tran
   return Context(std::move(n));
 }
 
+Context ContextAccess::for_reconcile(const Context& ctx) {
+  auto n = std::const_pointer_cast<ContextNode>(child(ctx.node_));
+  n->reconcile = true;
+  return Context(std::move(n));
+}
+
+bool ContextAccess::is_reconcile(const Context& ctx) {
+  for (auto n = ctx.node_.get(); n; n = n->parent.get())
+    if (n->reconcile) return true;
+  return false;
+}
+
 }  // namespace detail
 }  // namespace beehive

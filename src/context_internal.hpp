@@ -16,6 +16,7 @@ struct ContextNode {
   std::optional<Context::Deadline> deadline;          // effective: min along the chain
   std::shared_ptr<std::atomic<bool>> cancelled;       // this node's own flag, if any
   std::shared_ptr<Transaction> txn;                   // set on a within block's context
+  bool reconcile = false;                             // a reconcile's context
 };
 
 struct ContextAccess {
@@ -23,6 +24,10 @@ struct ContextAccess {
   static std::shared_ptr<Transaction> transaction(const Context& ctx);
   /// A child of `ctx` that carries `txn`.
   static Context with_transaction(const Context& ctx, std::shared_ptr<Transaction> txn);
+  /// A child of `ctx` marked as a reconcile's context: calls made with it are served
+  /// while the beehive drains.
+  static Context for_reconcile(const Context& ctx);
+  static bool is_reconcile(const Context& ctx);
   /// True when the context can end (has a deadline or a cancel function).
   static bool can_end(const Context& ctx) { return ctx.node_ != nullptr; }
 };

@@ -42,8 +42,4 @@ struct EventQuery {
   std::optional<Time> since;
 };
 
-struct RequeueSettings {
-  bool reset_backoff = false;
-};
-
 }  // namespace beehive::detail

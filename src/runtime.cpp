@@ -1,6 +1,24 @@
 #include "runtime.hpp"
 
+#include <iostream>
+#include <set>
+
+#include "context_internal.hpp"
+#include "transaction.hpp"
+
 namespace beehive::detail {
+
+namespace {
+
+// Databases claimed by a running beehive in this process.
+std::mutex claims_mu;
+std::set<std::string> claims;
+
+// within blocks open on this thread: a write from here outside them would wait for
+// them forever.
+thread_local int open_sessions = 0;
+
+}  // namespace
 
 Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
                  const std::vector<Option>& opts)
@@ -24,16 +42,31 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   writer_public_ = caf::actor_cast<store_writer_actor>(writer_);
 }
 
-Runtime::~Runtime() { shutdown(); }
+Runtime::~Runtime() {
+  try {
+    stop(Context{});
+  } catch (...) {
+  }
+  stop_writer();
+}
 
-void Runtime::ensure_running() const {
-  if (stopped_.load(std::memory_order_acquire)) throw Error(errc::stopped, "beehive stopped");
+void Runtime::ensure_running(const Context& ctx) const {
+  auto s = state_.load(std::memory_order_acquire);
+  if (s == State::created || s == State::running) return;
+  if (s == State::draining && ContextAccess::is_reconcile(ctx)) return;
+  throw Error(errc::stopped, "beehive stopped");
 }
 
 WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
-  ensure_running();
+  ensure_running(ctx);
   ctx.throw_if_done();
   auto w = std::make_shared<BlockingWrite>();
+  if (auto txn = ContextAccess::transaction(ctx))
+    w->session = txn->session();
+  else if (open_sessions > 0)
+    throw Error(errc::invalid_argument,
+                "a write outside the within block open on this thread would wait for it "
+                "forever; use the context within passes to its function");
   w->op = std::move(op);
   w->check = std::move(check);
   auto reply = w->reply;
@@ -41,9 +74,194 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   return reply->take(ctx);
 }
 
-void Runtime::shutdown() {
-  if (stopped_.exchange(true)) return;
-  caf::anon_send_exit(writer_, caf::exit_reason::user_shutdown);
+void Runtime::after_commit(const Context& ctx, std::function<void()> fn) {
+  if (auto txn = ContextAccess::transaction(ctx))
+    txn->after_commit(std::move(fn));
+  else
+    fn();
+}
+
+void Runtime::within(const Context& ctx, const std::function<void(const Context&)>& fn) {
+  // Session steps never give up half-way: they wait without the caller's deadline.
+  auto step = [this](const std::shared_ptr<Transaction>& txn, SessionCmd::Kind k) {
+    return write(ContextAccess::with_transaction(Context{}, txn), SessionCmd{k}, {});
+  };
+  if (auto txn = ContextAccess::transaction(ctx)) {
+    step(txn, SessionCmd::savepoint);
+    txn->mark();
+    try {
+      fn(ctx);
+    } catch (...) {
+      txn->drop_to_mark();
+      step(txn, SessionCmd::rollback_to);
+      throw;
+    }
+    txn->keep();
+    step(txn, SessionCmd::release);
+    return;
+  }
+  auto begun = write(ctx, SessionCmd{SessionCmd::begin}, {});
+  auto txn = std::make_shared<Transaction>(begun.session);
+  auto inner = ContextAccess::with_transaction(ctx, txn);
+  ++open_sessions;
+  try {
+    fn(inner);
+  } catch (...) {
+    --open_sessions;
+    step(txn, SessionCmd::rollback);
+    throw;
+  }
+  --open_sessions;
+  step(txn, SessionCmd::commit);
+  for (auto& f : txn->take_post_commit()) f();
+}
+
+void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vector<Option>& opts) {
+  std::lock_guard lk(mu_);
+  if (state_ == State::stopped || state_ == State::draining)
+    throw Error(errc::stopped, "beehive stopped");
+  if (state_ != State::created)
+    throw Error(errc::already_started, "register controllers before start");
+  if (kinds_.count(gk))
+    throw Error(errc::already_registered, to_string(gk) + " already has a controller");
+  auto kind_opts = OptionSet::from(opts);
+  auto entry = std::make_shared<KindEntry>();
+  entry->gk = gk;
+  entry->reconcile = std::move(fn);
+  auto& s = entry->settings;
+  s.concurrency = kind_opts.concurrency.value_or(1);
+  if (auto r = kind_opts.resync_interval.has_value() ? kind_opts.resync_interval
+                                                      : settings_.resync_interval)
+    s.resync = *r;
+  for (auto r : {settings_.max_retry_interval, kind_opts.max_retry_interval})
+    if (r && r->count() > 0) s.max_retry = *r;
+  kinds_.emplace(gk, std::move(entry));
+}
+
+std::shared_ptr<KindEntry> Runtime::kind(const GroupKind& gk) const {
+  std::lock_guard lk(mu_);
+  auto it = kinds_.find(gk);
+  return it == kinds_.end() ? nullptr : it->second;
+}
+
+Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
+  {
+    std::lock_guard lk(flight_mu_);
+    ++in_flight_;
+  }
+  Outcome out;
+  try {
+    auto row = backend_->reader()->get(id);
+    if (!row || row->meta.group != kind.gk.group || row->meta.kind != kind.gk.kind) {
+      out.kind = Outcome::gone;
+    } else {
+      ControllerClientCore core(shared_from_this(), kind.gk);
+      out = kind.reconcile(ContextAccess::for_reconcile(Context{}), core, *row);
+      if (out.kind == Outcome::quarantined)
+        std::cerr << "beehive: quarantined " << to_string(kind.gk) << " " << id
+                  << ", which does not decode: " << out.message << "\n";
+    }
+  } catch (const std::exception& e) {
+    out = {Outcome::error, {}, e.what()};  // the store failed to read it: retry later
+  }
+  {
+    std::lock_guard lk(flight_mu_);
+    --in_flight_;
+  }
+  flight_cv_.notify_all();
+  return out;
+}
+
+std::function<void(const Context&)> Runtime::start(const Context& ctx) {
+  std::lock_guard lk(mu_);
+  if (state_ == State::running) throw Error(errc::already_started, "beehive already started");
+  if (state_ != State::created) throw Error(errc::stopped, "beehive stopped");
+  ctx.throw_if_done();
+  auto id = backend_->identity();
+  {
+    std::lock_guard c(claims_mu);
+    if (!claims.insert(id).second)
+      throw Error(errc::store_in_use, id + " is used by another running beehive");
+  }
+  claimed_ = id;
+  spawn_controllers();
+  if (ctx.done()) {  // a start cancelled half-way leaves nothing running
+    kill_controllers();
+    std::lock_guard c(claims_mu);
+    claims.erase(claimed_);
+    claimed_.clear();
+    ctx.throw_if_done();
+  }
+  state_ = State::running;
+  std::weak_ptr<Runtime> weak = shared_from_this();
+  return [weak](const Context& stop_ctx) {
+    if (auto rt = weak.lock()) rt->stop(stop_ctx);
+  };
+}
+
+void Runtime::spawn_controllers() {
+  scheduler_ = sys_->spawn(detail::scheduler, clock_);
+  if (auto* manual = dynamic_cast<ManualClock*>(clock_.get())) {
+    caf::actor_addr addr = caf::actor_cast<caf::actor_addr>(scheduler_);
+    clock_token_ = manual->subscribe([addr] {
+      if (auto s = caf::actor_cast<caf::actor>(addr)) caf::anon_send(s, tick_atom::value);
+    });
+  }
+  for (auto& [gk, entry] : kinds_) {
+    entry->controller = sys_->spawn(detail::controller, entry, this, scheduler_);
+    caf::anon_send(writer_, subscribe_atom::value, entry->controller);
+  }
+  // The writer serves messages from one sender in order: once this read returns, every
+  // commit after it reaches the controllers, and their start lists everything before.
+  write(Context{}, SessionCmd{SessionCmd::rollback}, {});
+  for (auto& [gk, entry] : kinds_) caf::anon_send(entry->controller, start_atom::value);
+}
+
+void Runtime::kill_controllers() {
+  for (auto& [gk, entry] : kinds_) {
+    if (!entry->controller) continue;
+    caf::anon_send(writer_, unsubscribe_atom::value, entry->controller);
+    caf::anon_send_exit(entry->controller, caf::exit_reason::user_shutdown);
+    entry->controller = nullptr;
+  }
+  if (auto* manual = dynamic_cast<ManualClock*>(clock_.get()); manual && clock_token_)
+    manual->unsubscribe(clock_token_);
+  clock_token_ = 0;
+  if (scheduler_) caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
+  scheduler_ = nullptr;
+}
+
+void Runtime::stop(const Context& ctx) {
+  std::unique_lock lk(mu_);
+  if (state_ == State::created) stop_writer();  // never started: nothing to drain
+  if (state_ != State::running) return;
+  state_ = State::draining;
+  for (auto& [gk, entry] : kinds_) caf::anon_send(entry->controller, drain_atom::value);
+  bool drained;
+  {
+    std::unique_lock f(flight_mu_);
+    auto idle = [&] { return in_flight_ == 0; };
+    if (auto d = ctx.deadline())
+      drained = flight_cv_.wait_until(f, *d, idle);
+    else
+      drained = (flight_cv_.wait(f, idle), true);
+  }
+  kill_controllers();
+  state_ = State::stopped;
+  stop_writer();
+  {
+    std::lock_guard c(claims_mu);
+    claims.erase(claimed_);
+  }
+  claimed_.clear();
+  if (!drained)
+    throw Error(errc::deadline_exceeded, "reconciles still running when the stop deadline passed");
+}
+
+void Runtime::stop_writer() {
+  if (!writer_) return;
+  state_ = State::stopped;
+  caf::anon_send(writer_, shutdown_atom::value);
   {
     caf::scoped_actor self{*sys_, true};
     self->wait_for(writer_);

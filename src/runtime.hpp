@@ -1,21 +1,28 @@
 #pragma once
 
 // Runtime: what a Beehive and its clients share — the actor system, the store, the
-// clock, the actors' handles — and the blocking hand-off to the store_writer.
+// clock, the registered kinds and the actors — with the lifecycle (start, drain, stop)
+// and the blocking hand-off to the store_writer.
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include <beehive/actors.hpp>
 #include <beehive/options.hpp>
 
+#include "actors/controller.hpp"
+#include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
 #include "options_internal.hpp"
 #include "store/backend.hpp"
 
 namespace beehive::detail {
 
-class Runtime {
+class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
   Runtime(caf::actor_system* sys, std::shared_ptr<Store> store, const std::vector<Option>& opts);
   ~Runtime();
@@ -24,16 +31,42 @@ class Runtime {
   Clock& clock() { return *clock_; }
   const store_writer_actor& store_writer() const { return writer_public_; }
 
-  /// Throws stopped once the beehive has stopped.
-  void ensure_running() const;
+  /// Throws stopped unless calls are being served: before start, while running, and,
+  /// for a reconcile's own calls, while draining.
+  void ensure_running(const Context& ctx) const;
 
-  /// Sends `op` to the store_writer and waits for the commit, bounded by `ctx`.
+  /// Sends `op` to the store_writer and waits for the commit, bounded by `ctx`. A
+  /// context inside `within` sends it to that transaction.
   WriteReply write(const Context& ctx, WriteOp op, RowCheck check);
 
-  /// Stops the actors and waits for them; idempotent.
-  void shutdown();
+  /// Runs `fn` as a transaction (see ControllerClient::within).
+  void within(const Context& ctx, const std::function<void(const Context&)>& fn);
+
+  /// Runs `fn` after the commit of `ctx`'s transaction, or now outside one.
+  void after_commit(const Context& ctx, std::function<void()> fn);
+
+  // -- controllers ----------------------------------------------------------------
+
+  void register_kind(const GroupKind& gk, ReconcileFn fn, const std::vector<Option>& opts);
+  /// One reconcile pass of `id`, on a worker's thread.
+  Outcome reconcile_once(const KindEntry& kind, ObjectID id);
+  /// The kind's registration, or null for a client-only kind.
+  std::shared_ptr<KindEntry> kind(const GroupKind& gk) const;
+
+  // -- lifecycle ------------------------------------------------------------------
+
+  std::function<void(const Context&)> start(const Context& ctx);
+  /// Drains and stops; throws deadline_exceeded when in-flight reconciles outlive
+  /// `ctx` (stopped either way). Idempotent.
+  void stop(const Context& ctx);
 
  private:
+  enum class State { created, running, draining, stopped };
+
+  void spawn_controllers();
+  void kill_controllers();
+  void stop_writer();
+
   std::unique_ptr<caf::actor_system_config> own_cfg_;
   std::unique_ptr<caf::actor_system> own_sys_;
   caf::actor_system* sys_;
@@ -43,7 +76,17 @@ class Runtime {
   std::shared_ptr<Clock> clock_;
   store_writer_impl writer_;
   store_writer_actor writer_public_;
-  std::atomic<bool> stopped_{false};
+  scheduler_actor scheduler_;
+  int clock_token_ = 0;
+
+  mutable std::mutex mu_;  // lifecycle and registrations
+  std::atomic<State> state_{State::created};
+  std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
+  std::string claimed_;  // the database this running beehive claimed
+
+  std::mutex flight_mu_;
+  std::condition_variable flight_cv_;
+  int in_flight_ = 0;
 };
 
 }  // namespace beehive::detail

@@ -19,6 +19,7 @@
 /// This header brings the whole blocking API.
 
 #include <concepts>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include <beehive/client.hpp>
 #include <beehive/condition.hpp>
 #include <beehive/context.hpp>
+#include <beehive/controller.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
@@ -50,6 +52,13 @@ namespace detail {
 class Runtime;
 }
 
+/// Stops a started beehive: `stop(ctx)`. Drains in this order: refuses new calls
+/// (`errc::stopped`), stops dispatching, waits for in-flight reconciles (bounded by
+/// `ctx`; past it, throws `deadline_exceeded` and is stopped all the same), lets the
+/// writer finish what is queued, then ends streams and closes the store. Stopping twice
+/// is a no-op.
+using Stop = std::function<void(const Context&)>;
+
 class Beehive {
  public:
   /// Runs in an actor system of its own. Options: with_clock, with_resync_interval,
@@ -65,7 +74,14 @@ class Beehive {
   Beehive(caf::actor_system& sys, std::shared_ptr<Store> store, Opts&&... opts)
       : Beehive(&sys, std::move(store), {Option(std::forward<Opts>(opts))...}) {}
 
+  /// Stops, draining in-flight reconciles without a deadline.
   ~Beehive();
+
+  /// Launches the controllers, timers and GC; every object of a registered kind is
+  /// reconciled once. Throws already_started when running, stopped after a stop,
+  /// store_in_use when another running beehive in this process uses the same database,
+  /// and cancelled / deadline_exceeded when `ctx` ends first (nothing is left running).
+  Stop start(const Context& ctx);
   Beehive(const Beehive&) = delete;
   Beehive& operator=(const Beehive&) = delete;
 

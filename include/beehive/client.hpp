@@ -117,6 +117,24 @@ class Client {
     core_.remove_by_slug(ctx, slug);
   }
 
+  /// Reconciles the object soon: a latency hint, returning once it is queued. Keeps the
+  /// retry backoff unless with_reset_backoff() is given. not_found for a missing or
+  /// another kind's id; no_controller for a kind without a controller.
+  template <class... Opts>
+  void requeue(const Context& ctx, ObjectID id, const Opts&... opts) const {
+    detail::RequeueSettings s;
+    (opts.apply(s), ...);
+    core_.requeue(ctx, id, s.reset_backoff);
+  }
+
+  /// When the object is next due to reconcile (a pending backoff retry or
+  /// requeue_after, or now when queued); the epoch when nothing is scheduled, for an
+  /// unknown id, or for a kind without a controller. Never blocks, never throws.
+  Schedule get_schedule(const Context& ctx, ObjectID id) const {
+    (void)ctx;
+    return core_.get_schedule(id);
+  }
+
  private:
   // Receives the object the writer decoded inside the transaction, so the caller does
   // not decode it a second time.

@@ -32,7 +32,9 @@ class Migrator;
 namespace detail {
 struct OptionSet;
 struct EventQuery;
-struct RequeueSettings;
+struct RequeueSettings {
+  bool reset_backoff = false;
+};
 }  // namespace detail
 
 class Option {

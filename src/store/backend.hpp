@@ -45,7 +45,9 @@ class Reader {
   virtual std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0) = 0;
   /// Ids of the kind; with `unsettled_only`, those whose observed generation lags the
   /// generation or whose deletion was requested.
-  virtual std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only) = 0;
+  /// Each with its resource version.
+  virtual std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
+                                                                  bool unsettled_only) = 0;
 };
 
 class Writer : public Reader {

@@ -71,9 +71,10 @@ std::string sql_for(Query q) {
                                               ORDER BY last_at DESC, id DESC) AS n
                FROM events AS e WHERE object_id IN (SELECT value FROM json_each(?1)))
              WHERE n <= ?2 ORDER BY object_id, last_at DESC, id DESC)sql";
-    case Query::list_ids: return R"(SELECT id FROM objects WHERE "group" = ?1 AND kind = ?2)";
+    case Query::list_ids:
+      return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2)";
     case Query::list_unsettled_ids:
-      return R"(SELECT id FROM objects WHERE "group" = ?1 AND kind = ?2 AND
+      return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2 AND
              (observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL))";
     case Query::update_status:
       return "UPDATE objects SET status = ?2, status_version = ?3, observed_generation = ?4, "
@@ -239,13 +240,14 @@ std::vector<ObjectRow> Connection::list(const GroupKind& gk, unsigned loads) {
   });
 }
 
-std::vector<ObjectID> Connection::list_ids(const GroupKind& gk, bool unsettled_only) {
+std::vector<std::pair<ObjectID, std::int64_t>> Connection::list_ids(const GroupKind& gk,
+                                                                    bool unsettled_only) {
   return guarded([&] {
     auto s = use(unsettled_only ? Query::list_unsettled_ids : Query::list_ids);
     s->bindNoCopy(1, gk.group);
     s->bindNoCopy(2, gk.kind);
-    std::vector<ObjectID> ids;
-    while (s->executeStep()) ids.push_back(s->getColumn(0).getInt64());
+    std::vector<std::pair<ObjectID, std::int64_t>> ids;
+    while (s->executeStep()) ids.emplace_back(s->getColumn(0).getInt64(), s->getColumn(1).getInt64());
     return ids;
   });
 }

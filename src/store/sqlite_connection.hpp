@@ -69,7 +69,8 @@ class Connection {
   std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
                                        unsigned loads = 0);
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0);
-  std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only);
+  std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
+                                                          bool unsettled_only);
   std::int64_t session() const { return session_; }
 
   SQLite::Database& db() { return db_; }

@@ -35,7 +35,8 @@ class SqliteReader : public Reader {
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
     return conn_.list(gk, loads);
   }
-  std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only) override {
+  std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
+                                                          bool unsettled_only) override {
     return conn_.list_ids(gk, unsettled_only);
   }
 
@@ -59,7 +60,8 @@ class SqliteWriter : public Writer {
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
     return conn_.list(gk, loads);
   }
-  std::vector<ObjectID> list_ids(const GroupKind& gk, bool unsettled_only) override {
+  std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
+                                                          bool unsettled_only) override {
     return conn_.list_ids(gk, unsettled_only);
   }
 

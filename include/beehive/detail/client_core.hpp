@@ -14,6 +14,7 @@
 #include <beehive/group_kind.hpp>
 #include <beehive/object_row.hpp>
 #include <beehive/options.hpp>
+#include <beehive/schedule.hpp>
 
 namespace beehive {
 class Beehive;
@@ -46,6 +47,10 @@ class ClientCore {
   std::vector<ObjectRow> list(const Context& ctx, unsigned loads) const;
   void remove(const Context& ctx, ObjectID id) const;
   void remove_by_slug(const Context& ctx, std::string_view slug) const;
+
+  /// Non-blocking read of the kind's per-object timers; the epoch when nothing is due.
+  Schedule get_schedule(ObjectID id) const;
+  void requeue(const Context& ctx, ObjectID id, bool reset_backoff) const;
 
   /// Logs a row that list or a watch skipped because it does not decode.
   void report_skipped(const ObjectRow& row, const std::exception& e) const;

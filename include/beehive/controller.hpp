@@ -1,0 +1,136 @@
+#pragma once
+
+/// Controllers: the application's reconcile logic for one kind, and the
+/// `ControllerClient` through which it reports what it observes.
+///
+/// `register_controller<Spec, Status>(bh, gk, controller, opts...)` registers a
+/// controller before `start` and returns the kind's ControllerClient, usable from the
+/// application's own threads too. `controller` is a `std::shared_ptr` to a class
+/// derived from `Controller<Spec, Status>`, or any callable
+/// `Result(const Context&, ControllerClient<Status>&, const Object<Spec, Status>&)`.
+///
+/// Reconciliation is level-triggered: a pass derives everything from the object as it
+/// is stored now. An object is reconciled when a commit creates it, changes its spec or
+/// requests its deletion, once at start, at each resync while it is unsettled
+/// (observed generation behind generation, or deletion requested), when its
+/// `requeue_after` falls due, and on retries. A controller is never called concurrently
+/// for one object; `with_concurrency(n)` runs up to n different objects at once, on
+/// threads of their own (reconcile may block). An exception thrown out of reconcile is
+/// retried with exponential backoff (1 s doubling, capped at 30 s or
+/// `with_max_retry_interval`), cleared only by a successful pass. A row that does not
+/// decode is quarantined: logged, treated as a successful no-op, logged again at each
+/// resync.
+///
+/// ControllerClient writes are kind-folded (another kind's id is `errc::wrong_kind`, a
+/// missing one `errc::not_found`) and each commits on its own unless made inside
+/// `within`. Cheap to copy; thread-safe.
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <beehive/condition.hpp>
+#include <beehive/context.hpp>
+#include <beehive/detail/codec.hpp>
+#include <beehive/detail/controller_core.hpp>
+#include <beehive/object.hpp>
+#include <beehive/options.hpp>
+#include <beehive/result.hpp>
+
+namespace beehive {
+
+class Beehive;
+
+template <class Status>
+class ControllerClient {
+ public:
+  explicit ControllerClient(detail::ControllerClientCore core) : core_(std::move(core)) {}
+
+  const GroupKind& group_kind() const { return core_.group_kind(); }
+
+  /// Records status and the generation it reflects. Status bytes equal to the stored
+  /// ones write nothing, unless they settle a generation not yet recorded (that write
+  /// happens once and emits). A generation above the object's is
+  /// `observed_generation_future`; an older one leaves the object unsettled.
+  void update_status(const Context& ctx, ObjectID id, std::int64_t observed_generation,
+                     const Status& status) const {
+    core_.update_status(ctx, id, observed_generation, detail::encode(status),
+                        [](const ObjectRow& row) {
+                          if (row.status) detail::decode<Status>(*row.status);
+                        });
+  }
+
+  /// Sets the condition of `c.type`; an identical, current condition writes nothing.
+  /// Text must be valid UTF-8 (`invalid_argument`).
+  void set_condition(const Context& ctx, ObjectID id, const Condition& c) const {
+    core_.set_condition(ctx, id, c);
+  }
+
+  void remove_condition(const Context& ctx, ObjectID id, std::string_view type) const {
+    core_.remove_condition(ctx, id, type);
+  }
+
+  /// Removes one finalizer; absent is a no-op.
+  void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const {
+    core_.remove_finalizer(ctx, id, finalizer);
+  }
+
+  /// Runs `fn` in one transaction: its writes made with the context it receives (from
+  /// this client, other ControllerClients and Clients) commit together when it returns
+  /// and roll back when it throws (the exception propagates). Nested blocks are
+  /// savepoints. Side effects (reconcile wakes, watch changes, with_on_create callbacks)
+  /// happen after the outermost commit only. The transaction holds the store's single
+  /// writer: keep slow I/O outside it.
+  void within(const Context& ctx, const std::function<void(const Context&)>& fn) const {
+    core_.within(ctx, fn);
+  }
+
+ private:
+  detail::ControllerClientCore core_;
+};
+
+template <class Spec, class Status>
+class Controller {
+ public:
+  virtual ~Controller() = default;
+  virtual Result reconcile(const Context& ctx, ControllerClient<Status>& client,
+                           const Object<Spec, Status>& obj) = 0;
+};
+
+/// Registers `controller` for `gk`. Options: with_concurrency, with_resync_interval,
+/// with_max_retry_interval, with_migrator, with_event_retention. Throws
+/// `already_registered` for a kind registered before and `already_started` after start.
+template <class Spec, class Status, class C, class... Opts>
+  requires(std::convertible_to<Opts, Option> && ...)
+ControllerClient<Status> register_controller(Beehive& bh, const GroupKind& gk, C controller,
+                                             Opts&&... opts) {
+  static_assert(detail::Storable<Spec> && detail::Storable<Status>,
+                "Spec and Status must convert to and from nlohmann::json, or be empty structs");
+  using Obj = Object<Spec, Status>;
+  std::function<Result(const Context&, ControllerClient<Status>&, const Obj&)> call;
+  if constexpr (requires(C c, const Context& ctx, ControllerClient<Status>& cc, const Obj& o) {
+                  c->reconcile(ctx, cc, o);
+                }) {
+    call = [c = std::move(controller)](const Context& ctx, ControllerClient<Status>& cc,
+                                       const Obj& o) { return c->reconcile(ctx, cc, o); };
+  } else {
+    call = std::move(controller);
+  }
+  auto fn = [call = std::move(call)](const Context& ctx, const detail::ControllerClientCore& core,
+                                     const ObjectRow& row) -> detail::Outcome {
+    Obj obj;
+    return detail::run_reconcile([&] { obj = detail::decode_object<Spec, Status>(row); },
+                                 [&] {
+                                   ControllerClient<Status> cc(core);
+                                   return call(ctx, cc, obj).requeue_after;
+                                 });
+  };
+  auto rt = detail::register_kind(bh, gk, std::move(fn), {Option(std::forward<Opts>(opts))...});
+  return ControllerClient<Status>(detail::ControllerClientCore(std::move(rt), gk));
+}
+
+}  // namespace beehive

@@ -1,0 +1,68 @@
+#pragma once
+
+// The untyped halves of ControllerClient<Status> and register_controller.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <beehive/condition.hpp>
+#include <beehive/context.hpp>
+#include <beehive/detail/client_core.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/object_row.hpp>
+#include <beehive/options.hpp>
+
+namespace beehive {
+class Beehive;
+}
+
+namespace beehive::detail {
+
+class Runtime;
+
+/// How one reconcile pass ended.
+struct Outcome {
+  enum Kind { success, error, quarantined, gone } kind = success;
+  std::chrono::milliseconds requeue_after{0};
+  std::string message;
+};
+
+
+/// Runs `decode` then `reconcile`, turning their exceptions into the outcome: a row that
+/// does not decode is quarantined, an exception from reconcile is an error.
+Outcome run_reconcile(const std::function<void()>& decode,
+                      const std::function<std::chrono::milliseconds()>& reconcile);
+
+class ControllerClientCore {
+ public:
+  ControllerClientCore(std::shared_ptr<Runtime> rt, GroupKind gk)
+      : rt_(std::move(rt)), gk_(std::move(gk)) {}
+
+  const GroupKind& group_kind() const { return gk_; }
+
+  void update_status(const Context& ctx, ObjectID id, std::int64_t observed_generation,
+                     std::string status, RowCheck check) const;
+  void set_condition(const Context& ctx, ObjectID id, const Condition& c) const;
+  void remove_condition(const Context& ctx, ObjectID id, std::string_view type) const;
+  void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const;
+  void within(const Context& ctx, const std::function<void(const Context&)>& fn) const;
+
+ private:
+  std::shared_ptr<Runtime> rt_;
+  GroupKind gk_;
+};
+
+/// Decodes a row and runs the user's reconcile on it, handing it a client on `core`.
+using ReconcileFn =
+    std::function<Outcome(const Context&, const ControllerClientCore& core, const ObjectRow&)>;
+
+/// Registers a kind's reconcile; returns the runtime shared with its ControllerClient.
+std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
+                                       const std::vector<Option>& opts);
+
+}  // namespace beehive::detail

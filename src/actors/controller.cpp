@@ -1,0 +1,187 @@
+#include "actors/controller.hpp"
+
+#include "runtime.hpp"
+
+namespace beehive::detail {
+
+Schedule ScheduleBoard::get(ObjectID id) const {
+  std::lock_guard lk(mu_);
+  auto it = next_.find(id);
+  return it == next_.end() ? Schedule{} : Schedule{it->second};
+}
+
+void ScheduleBoard::set(ObjectID id, Time t) {
+  std::lock_guard lk(mu_);
+  next_[id] = t;
+}
+
+void ScheduleBoard::clear(ObjectID id) {
+  std::lock_guard lk(mu_);
+  next_.erase(id);
+}
+
+namespace {
+
+using Self = caf::stateful_actor<ControllerState>*;
+
+caf::behavior worker(caf::event_based_actor* self, caf::actor controller,
+                     std::shared_ptr<KindEntry> kind, Runtime* rt) {
+  return {
+      [=](reconcile_atom, ObjectID id) {
+        auto outcome = rt->reconcile_once(*kind, id);
+        self->send(controller, done_atom::value, id, std::move(outcome),
+                   caf::actor_cast<caf::actor>(self));
+      },
+  };
+}
+
+Time now(Self self) { return self->state.rt->clock().now(); }
+
+void dispatch(Self self) {
+  auto& st = self->state;
+  while (st.dispatching && !st.idle.empty() && !st.queue.empty()) {
+    auto id = st.queue.front();
+    st.queue.pop_front();
+    st.queued.erase(id);
+    st.in_flight.insert(id);
+    st.kind->board->clear(id);
+    auto w = st.idle.back();
+    st.idle.pop_back();
+    self->send(w, reconcile_atom::value, id);
+  }
+}
+
+void enqueue(Self self, ObjectID id) {
+  auto& st = self->state;
+  if (st.in_flight.count(id)) {
+    st.dirty.insert(id);
+    return;
+  }
+  if (st.queued.insert(id).second) {
+    st.queue.push_back(id);
+    st.kind->board->set(id, now(self));
+  }
+}
+
+/// Asks the scheduler to wake us at the earliest pending time, if that moved.
+void rearm(Self self) {
+  auto& st = self->state;
+  Time earliest = st.next_resync;
+  for (auto& [id, due] : st.timers) earliest = std::min(earliest, due);
+  if (earliest == Time::max() || earliest == st.requested_wake) return;
+  st.requested_wake = earliest;
+  self->send(st.scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(self), earliest);
+}
+
+void arm_timer(Self self, ObjectID id, Time due) {
+  self->state.timers[id] = due;
+  self->state.kind->board->set(id, due);
+}
+
+void resync(Self self) {
+  auto& st = self->state;
+  for (auto [id, rv] : st.rt->backend().reader()->list_ids(st.kind->gk, true)) enqueue(self, id);
+}
+
+void on_wake(Self self) {
+  auto& st = self->state;
+  st.requested_wake = Time::max();
+  auto t = now(self);
+  std::vector<ObjectID> due;
+  for (auto& [id, at] : st.timers)
+    if (at <= t) due.push_back(id);
+  for (auto id : due) {
+    st.timers.erase(id);
+    enqueue(self, id);
+  }
+  if (st.next_resync <= t) {
+    st.next_resync = t + st.kind->settings.resync;
+    resync(self);
+  }
+  dispatch(self);
+  rearm(self);
+}
+
+void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
+  auto& st = self->state;
+  st.in_flight.erase(id);
+  st.idle.push_back(w);
+  st.timers.erase(id);
+  const auto& cfg = st.kind->settings;
+  switch (o.kind) {
+    case Outcome::error: {
+      auto& d = st.backoff[id];
+      d = d.count() == 0 ? cfg.base_retry : std::min(d * 2, cfg.max_retry);
+      d = std::min(d, cfg.max_retry);
+      arm_timer(self, id, now(self) + d);
+      break;
+    }
+    case Outcome::success:
+    case Outcome::quarantined:
+      st.backoff.erase(id);
+      if (o.requeue_after.count() > 0) arm_timer(self, id, now(self) + o.requeue_after);
+      break;
+    case Outcome::gone: st.backoff.erase(id); break;
+  }
+  if (!st.timers.count(id)) st.kind->board->clear(id);
+  if (st.dirty.erase(id)) enqueue(self, id);
+  dispatch(self);
+  rearm(self);
+}
+
+}  // namespace
+
+caf::behavior controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt,
+                         scheduler_actor scheduler) {
+  auto& st = self->state;
+  st.kind = std::move(kind);
+  st.rt = rt;
+  st.scheduler = std::move(scheduler);
+  auto me = caf::actor_cast<caf::actor>(self);
+  for (int i = 0; i < st.kind->settings.concurrency; ++i) {
+    // Detached: reconcile may block. Linked: workers end with their controller.
+    auto w = self->spawn<caf::detached + caf::linked>(worker, me, st.kind, rt);
+    st.workers.push_back(w);
+    st.idle.push_back(w);
+  }
+  return {
+      [self](start_atom) {
+        auto& st = self->state;
+        for (auto [id, rv] : st.rt->backend().reader()->list_ids(st.kind->gk, false)) {
+          enqueue(self, id);
+          st.listed_rv = std::max(st.listed_rv, rv);
+        }
+        st.dispatching = true;
+        if (st.kind->settings.resync.count() > 0)
+          st.next_resync = now(self) + st.kind->settings.resync;
+        dispatch(self);
+        rearm(self);
+      },
+      [self](const commit_record& rec) {
+        auto& st = self->state;
+        auto& gk = st.kind->gk;
+        constexpr unsigned wakes =
+            object_change::created | object_change::spec | object_change::deletion;
+        for (auto& c : rec.changes)
+          // Rows at or below the start listing's versions were reconciled from it.
+          if ((c.parts & wakes) && c.row.meta.resource_version > st.listed_rv &&
+              c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)
+            enqueue(self, c.row.meta.id);
+        dispatch(self);
+      },
+      [self](wake_atom) { on_wake(self); },
+      [self](done_atom, ObjectID id, const Outcome& o, const caf::actor& w) {
+        on_done(self, id, o, w);
+      },
+      [self](requeue_atom, ObjectID id, bool reset_backoff) {
+        auto& st = self->state;
+        if (reset_backoff) st.backoff.erase(id);
+        st.timers.erase(id);
+        enqueue(self, id);
+        dispatch(self);
+      },
+      [self](drain_atom) { self->state.dispatching = false; },
+  };
+}
+
+}  // namespace beehive::detail

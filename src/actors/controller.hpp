@@ -1,0 +1,94 @@
+#pragma once
+
+// The controller actor of one kind: its work queue, its workers, its per-object timers
+// (backoff ladder, requeue_after) and the kind's resync.
+//
+// Queue semantics: an id queued twice runs once; an id is never handed to two workers
+// at once; an id re-added while it is being reconciled runs once more afterwards.
+// Workers are detached actors (reconcile may block) that read the row, run the typed
+// reconcile and report an Outcome back.
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include <beehive/actors.hpp>
+#include <beehive/detail/controller_core.hpp>
+#include <beehive/schedule.hpp>
+
+#include "actors/scheduler.hpp"
+
+namespace beehive::detail {
+
+class Runtime;
+
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
+using requeue_atom = caf::atom_constant<caf::atom("requeue")>;
+
+/// A kind's controller settings, resolved from the Beehive's and the kind's options.
+struct KindSettings {
+  int concurrency = 1;
+  std::chrono::milliseconds resync{30000};  // <= 0: no resync
+  std::chrono::milliseconds max_retry{30000};
+  std::chrono::milliseconds base_retry{1000};
+};
+
+/// Per-object next-reconcile times, readable from any thread without a message.
+class ScheduleBoard {
+ public:
+  Schedule get(ObjectID id) const;
+  void set(ObjectID id, Time t);
+  void clear(ObjectID id);
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<ObjectID, Time> next_;
+};
+
+/// Everything registration records about a kind.
+struct KindEntry {
+  GroupKind gk;
+  KindSettings settings;
+  ReconcileFn reconcile;
+  std::shared_ptr<ScheduleBoard> board = std::make_shared<ScheduleBoard>();
+  caf::actor controller;  // set at start
+};
+
+struct ControllerState {
+  std::shared_ptr<KindEntry> kind;
+  Runtime* rt = nullptr;
+  scheduler_actor scheduler;
+
+  std::deque<ObjectID> queue;
+  std::unordered_set<ObjectID> queued;
+  std::unordered_set<ObjectID> in_flight;
+  std::unordered_set<ObjectID> dirty;  // re-added while in flight
+  std::vector<caf::actor> idle;        // workers waiting for an id
+  std::vector<caf::actor> workers;
+  std::unordered_map<ObjectID, std::chrono::milliseconds> backoff;  // last retry delay
+  std::unordered_map<ObjectID, Time> timers;  // pending backoff / requeue_after
+  std::int64_t listed_rv = 0;  // highest resource version the start listing saw
+  Time next_resync{Time::max()};
+  Time requested_wake{Time::max()};
+  // Off until start has listed the kind (commits arriving earlier only queue, so that
+  // start reconciles each object once) and again once draining.
+  bool dispatching = false;
+
+  static inline const char* name = "beehive.controller";
+};
+
+caf::behavior controller(caf::stateful_actor<ControllerState>* self,
+                         std::shared_ptr<KindEntry> kind, Runtime* rt,
+                         scheduler_actor scheduler);
+
+}  // namespace beehive::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::Outcome)

@@ -1,0 +1,53 @@
+#include "actors/scheduler.hpp"
+
+namespace beehive::detail {
+
+namespace {
+
+using Self = scheduler_actor::stateful_pointer<SchedulerState>;
+
+void fire_and_rearm(Self self) {
+  auto& st = self->state;
+  auto now = st.clock->now();
+  Time earliest = Time::max();
+  for (auto it = st.wakes.begin(); it != st.wakes.end();) {
+    if (it->second <= now) {
+      caf::anon_send(it->first, wake_atom::value);
+      it = st.wakes.erase(it);
+    } else {
+      earliest = std::min(earliest, it->second);
+      ++it;
+    }
+  }
+  if (st.manual || earliest == Time::max()) return;
+  if (earliest < st.armed) {
+    st.armed = earliest;
+    auto delay = std::chrono::duration_cast<std::chrono::microseconds>(earliest - now);
+    self->delayed_send(self, delay, tick_atom::value);
+  }
+}
+
+}  // namespace
+
+scheduler_actor::behavior_type scheduler(Self self, std::shared_ptr<Clock> clock) {
+  self->state.manual = dynamic_cast<ManualClock*>(clock.get()) != nullptr;
+  self->state.clock = std::move(clock);
+  return {
+      [self](wake_at_atom, const caf::actor& target, Time due) {
+        auto& wakes = self->state.wakes;
+        auto it = std::find_if(wakes.begin(), wakes.end(),
+                               [&](auto& w) { return w.first == target; });
+        if (it == wakes.end())
+          wakes.emplace_back(target, due);
+        else
+          it->second = due;
+        fire_and_rearm(self);
+      },
+      [self](tick_atom) {
+        self->state.armed = Time::max();
+        fire_and_rearm(self);
+      },
+  };
+}
+
+}  // namespace beehive::detail

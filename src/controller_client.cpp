@@ -1,0 +1,74 @@
+#include <beehive/controller.hpp>
+
+#include <beehive/beehive.hpp>
+
+#include "runtime.hpp"
+
+namespace beehive::detail {
+
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  try {
+    (void)nlohmann::json(s).dump();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+Outcome run_reconcile(const std::function<void()>& decode,
+                      const std::function<std::chrono::milliseconds()>& reconcile) {
+  try {
+    decode();
+  } catch (const std::exception& e) {
+    return {Outcome::quarantined, {}, e.what()};
+  }
+  try {
+    return {Outcome::success, reconcile(), {}};
+  } catch (const std::exception& e) {
+    return {Outcome::error, {}, e.what()};
+  } catch (...) {
+    return {Outcome::error, {}, "unknown exception"};
+  }
+}
+
+void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
+                                         std::int64_t observed_generation, std::string status,
+                                         RowCheck check) const {
+  rt_->write(ctx, update_status_request{gk_, id, observed_generation, std::move(status)},
+             std::move(check));
+}
+
+void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
+                                         const Condition& c) const {
+  for (auto* text : {&c.type, &c.reason, &c.message})
+    if (!valid_utf8(*text)) throw Error(errc::invalid_argument, "condition text is not UTF-8");
+  if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
+  rt_->write(ctx, set_condition_request{gk_, id, c}, {});
+}
+
+void ControllerClientCore::remove_condition(const Context& ctx, ObjectID id,
+                                            std::string_view type) const {
+  rt_->write(ctx, remove_condition_request{gk_, id, std::string(type)}, {});
+}
+
+void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
+                                            std::string_view finalizer) const {
+  rt_->write(ctx, remove_finalizer_request{gk_, id, std::string(finalizer)}, {});
+}
+
+void ControllerClientCore::within(const Context& ctx,
+                                  const std::function<void(const Context&)>& fn) const {
+  rt_->within(ctx, fn);
+}
+
+std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
+                                       const std::vector<Option>& opts) {
+  bh.runtime()->register_kind(gk, std::move(fn), opts);
+  return bh.runtime();
+}
+
+}  // namespace beehive::detail

@@ -1,0 +1,39 @@
+#pragma once
+
+// A `within` block's transaction as its contexts carry it: the writer session it runs
+// in, and the side effects to run after the outermost commit.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace beehive::detail {
+
+class Transaction {
+ public:
+  explicit Transaction(std::uint64_t session) : session_(session) {}
+
+  std::uint64_t session() const { return session_; }
+
+  /// Runs `fn` after the outermost commit; dropped on rollback.
+  void after_commit(std::function<void()> fn) { post_commit_.push_back(std::move(fn)); }
+
+  /// Nested block boundaries: side effects registered inside a block that rolls back
+  /// are dropped with it.
+  void mark() { marks_.push_back(post_commit_.size()); }
+  void keep() { marks_.pop_back(); }
+  void drop_to_mark() {
+    post_commit_.resize(marks_.back());
+    marks_.pop_back();
+  }
+
+  std::vector<std::function<void()>> take_post_commit() { return std::move(post_commit_); }
+
+ private:
+  std::uint64_t session_;
+  std::vector<std::function<void()>> post_commit_;
+  std::vector<std::size_t> marks_;
+};
+
+}  // namespace beehive::detail

@@ -1,0 +1,132 @@
+#pragma once
+
+// Helpers for tests with controllers: a manual clock, a beehive built on it, a
+// recording controller, and a bounded wait for asynchronous effects (never a sleep
+// through a backoff or a resync: time moves only through the manual clock).
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "fixture.hpp"
+
+namespace beehive::test {
+
+using namespace std::chrono_literals;
+
+/// Polls `pred` until it holds or `limit` passes; returns whether it held.
+inline bool eventually(const std::function<bool()>& pred,
+                       std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+/// Gives asynchronous work a moment to (wrongly) happen, for "nothing more happens"
+/// checks. Not a wait for a timer: timers only move with the manual clock.
+inline void settle() { std::this_thread::sleep_for(30ms); }
+
+/// Counts reconciles per id and runs a test-provided body.
+class Recorder {
+ public:
+  using Body = std::function<Result(const Context&, ControllerClient<WidgetStatus>&,
+                                    const Object<WidgetSpec, WidgetStatus>&)>;
+
+  void set_body(Body b) {
+    std::lock_guard lk(mu_);
+    body_ = std::move(b);
+  }
+
+  Result operator()(const Context& ctx, ControllerClient<WidgetStatus>& cc,
+                    const Object<WidgetSpec, WidgetStatus>& o) {
+    Body body;
+    {
+      std::lock_guard lk(mu_);
+      ++counts_[o.id];
+      ++total_;
+      last_[o.id] = o;
+      body = body_;
+    }
+    if (body) return body(ctx, cc, o);
+    return {};
+  }
+
+  int count(ObjectID id) const {
+    std::lock_guard lk(mu_);
+    auto it = counts_.find(id);
+    return it == counts_.end() ? 0 : it->second;
+  }
+  int total() const {
+    std::lock_guard lk(mu_);
+    return total_;
+  }
+  Object<WidgetSpec, WidgetStatus> last(ObjectID id) const {
+    std::lock_guard lk(mu_);
+    auto it = last_.find(id);
+    return it == last_.end() ? Object<WidgetSpec, WidgetStatus>{} : it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Body body_;
+  std::map<ObjectID, int> counts_;
+  std::map<ObjectID, Object<WidgetSpec, WidgetStatus>> last_;
+  int total_ = 0;
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { open(); }
+  void TearDown() override { close(); }
+
+  template <class... Opts>
+  void open(Opts&&... opts) {
+    close();
+    store_ = sqlite::open(dir_.file("beehive.db"));
+    bh_ = std::make_unique<Beehive>(store_, with_clock(clock_), std::forward<Opts>(opts)...);
+  }
+  void close() {
+    if (stop_) {
+      try {
+        stop_(Context{}.with_timeout(10s));
+      } catch (...) {
+      }
+      stop_ = nullptr;
+    }
+    bh_.reset();
+    store_.reset();
+  }
+
+  /// Registers the recorder for widgets.
+  template <class... Opts>
+  ControllerClient<WidgetStatus> register_widgets(Opts&&... opts) {
+    return register_controller<WidgetSpec, WidgetStatus>(
+        *bh_, widget_kind, [r = recorder_](auto& ctx, auto& cc, auto& o) { return (*r)(ctx, cc, o); },
+        std::forward<Opts>(opts)...);
+  }
+
+  void start() { stop_ = bh_->start(ctx_); }
+
+  Widgets widgets() { return Widgets(*bh_, widget_kind); }
+
+  /// Waits until the object's schedule is `t`.
+  bool scheduled_at(ObjectID id, Time t) {
+    auto w = widgets();
+    return eventually([&] { return w.get_schedule(ctx_, id).next_requeue_at == t; });
+  }
+
+  TempDir dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::shared_ptr<Recorder> recorder_ = std::make_shared<Recorder>();
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  Stop stop_;
+  Context ctx_;
+};
+
+}  // namespace beehive::test

@@ -1,0 +1,149 @@
+// Registration and lifecycle: start, stop, drain, store_in_use.
+
+#include <future>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using LifecycleTest = ControllerTest;
+
+TEST_F(LifecycleTest, RegisterTwiceIsAlreadyRegistered) {
+  register_widgets();
+  EXPECT_ERRC(register_widgets(), errc::already_registered);
+}
+
+TEST_F(LifecycleTest, RegisterAfterStartIsAlreadyStartedAndAfterStopIsStopped) {
+  start();
+  EXPECT_ERRC(register_widgets(), errc::already_started);
+  stop_(ctx_);
+  EXPECT_ERRC(register_widgets(), errc::stopped);
+}
+
+TEST_F(LifecycleTest, StartTwiceAndStartAfterStop) {
+  start();
+  EXPECT_ERRC(bh_->start(ctx_), errc::already_started);
+  stop_(ctx_);
+  stop_(ctx_);  // twice: a no-op
+  EXPECT_ERRC(bh_->start(ctx_), errc::stopped);
+}
+
+TEST_F(LifecycleTest, CallsAfterStopAreStopped) {
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  stop_(ctx_);
+  EXPECT_ERRC(w.get(ctx_, o.id), errc::stopped);
+  EXPECT_ERRC(w.create(ctx_, {"b", 1}), errc::stopped);
+  EXPECT_ERRC(w.remove(ctx_, o.id), errc::stopped);
+}
+
+TEST_F(LifecycleTest, CancelledStartContextAbortsStart) {
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  auto [cctx, cancel] = ctx_.with_cancel();
+  cancel();
+  EXPECT_ERRC(bh_->start(cctx), errc::cancelled);
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 0);
+  start();  // a later start works
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+}
+
+TEST_F(LifecycleTest, ClientsWorkBeforeStart) {
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1);
+  settle();
+  EXPECT_EQ(recorder_->total(), 0);  // nothing reconciles before start
+}
+
+TEST_F(LifecycleTest, SecondRunningBeehiveOnTheSameFileIsStoreInUse) {
+  start();
+  auto other_store = sqlite::open(dir_.file("beehive.db"));
+  auto other = std::make_unique<Beehive>(other_store);
+  EXPECT_ERRC(other->start(ctx_), errc::store_in_use);
+  stop_(ctx_);
+  auto other_stop = other->start(ctx_);  // free again once the first stopped
+  other_stop(ctx_);
+}
+
+TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
+  std::promise<void> entered, release;
+  auto release_f = release.get_future().share();
+  std::atomic<bool> finished{false};
+  recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
+    entered.set_value();
+    release_f.wait();
+    // Calls made with the reconcile's context are still served while draining.
+    cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});
+    finished = true;
+    return Result{};
+  });
+  register_widgets();
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  entered.get_future().wait();
+  auto stopping = std::async(std::launch::async, [&] { stop_(Context{}.with_timeout(10s)); });
+  EXPECT_EQ(stopping.wait_for(50ms), std::future_status::timeout);
+  EXPECT_ERRC(widgets().get(ctx_, o.id), errc::stopped);  // new calls are refused
+  release.set_value();
+  stopping.get();
+  EXPECT_TRUE(finished);
+  auto reopened_store = sqlite::open(dir_.file("beehive.db"));
+  Beehive reopened(reopened_store);
+  EXPECT_TRUE(Widgets(reopened, widget_kind).get(ctx_, o.id).status->ready);
+}
+
+TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
+  std::promise<void> entered;
+  std::promise<void> release;
+  auto release_f = release.get_future().share();
+  recorder_->set_body([&](auto&, auto&, auto&) {
+    entered.set_value();
+    release_f.wait();
+    return Result{};
+  });
+  register_widgets();
+  widgets().create(ctx_, {"a", 1});
+  start();
+  entered.get_future().wait();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(stop_(Context{}.with_timeout(100ms)), errc::deadline_exceeded);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 100ms);
+  EXPECT_ERRC(widgets().list(ctx_), errc::stopped);  // stopped either way
+  stop_(ctx_);  // a second stop is a no-op
+  release.set_value();
+}
+
+TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
+  register_widgets(with_concurrency(2));
+  for (int i = 0; i < 10; ++i) widgets().create(ctx_, {"a", i});
+  start();
+  bh_.reset();  // must not hang or crash
+  stop_(ctx_);  // the stop function outliving its beehive is a no-op
+  stop_ = nullptr;
+}
+
+TEST_F(LifecycleTest, ControllerAcceptsASharedPtrToAController) {
+  struct Counting : Controller<WidgetSpec, WidgetStatus> {
+    std::atomic<int> n{0};
+    Result reconcile(const Context&, ControllerClient<WidgetStatus>&,
+                     const Object<WidgetSpec, WidgetStatus>&) override {
+      ++n;
+      return {};
+    }
+  };
+  auto c = std::make_shared<Counting>();
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, c);
+  widgets().create(ctx_, {"a", 1});
+  start();
+  EXPECT_TRUE(eventually([&] { return c->n == 1; }));
+}
+
+}  // namespace
+}  // namespace beehive::test

@@ -1,0 +1,315 @@
+// The reconcile loop: wakes, work-queue semantics, backoff, requeue_after, resync,
+// quarantine, concurrency. Time moves only through the manual clock.
+
+#include <barrier>
+#include <future>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using ReconcileTest = ControllerTest;
+
+TEST_F(ReconcileTest, StartReconcilesEveryObjectOnce) {
+  register_widgets();
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
+  Widgets(*bh_, gadget_kind).create(ctx_, {"other kind", 0});
+  start();
+  EXPECT_TRUE(eventually([&] { return recorder_->total() == 5; }));
+  settle();
+  EXPECT_EQ(recorder_->total(), 5);
+  for (auto id : ids) EXPECT_EQ(recorder_->count(id), 1);
+}
+
+TEST_F(ReconcileTest, CreateSpecChangeAndDeletionRequestWake) {
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_finalizers({"f"}));
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  w.update(ctx_, o.id, {"a", 2});
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
+  EXPECT_EQ(recorder_->last(o.id).spec.size, 2);
+  w.update(ctx_, o.id, {"a", 2});  // no-op write: no wake
+  w.remove(ctx_, o.id);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 3; }));
+  EXPECT_TRUE(recorder_->last(o.id).deletion_requested_at.has_value());
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 3);
+}
+
+TEST_F(ReconcileTest, StatusWritesDoNotWakeTheirOwnObject) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    cc.update_status(ctx, o.id, o.generation, WidgetStatus{o.spec.size % 2 == 0});
+    cc.set_condition(ctx, o.id, {"Ready", ConditionStatus::True, "Fine", "", false});
+    return Result{};
+  });
+  register_widgets();
+  start();
+  auto o = widgets().create(ctx_, {"a", 1});
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 1);
+}
+
+TEST_F(ReconcileTest, AnIdQueuedTwiceRunsOnceAndAReAddDuringReconcileRunsOnceAfter) {
+  std::promise<void> entered, release;
+  auto release_f = release.get_future().share();
+  ObjectID blocker = 0;
+  recorder_->set_body([&](auto&, auto&, auto& o) {
+    if (o.id == blocker && o.spec.size == 0) {
+      entered.set_value();
+      release_f.wait();
+    }
+    return Result{};
+  });
+  register_widgets();  // one worker
+  auto w = widgets();
+  blocker = w.create(ctx_, {"blocker", 0}).id;
+  start();
+  entered.get_future().wait();
+  auto other = w.create(ctx_, {"other", 1});
+  for (int i = 2; i < 6; ++i) {
+    w.update(ctx_, other.id, {"other", i});  // queued while the worker is busy
+    w.update(ctx_, blocker, {"blocker", i});  // re-added while in flight
+  }
+  release.set_value();
+  EXPECT_TRUE(eventually([&] { return recorder_->total() == 3; }));
+  settle();
+  EXPECT_EQ(recorder_->count(other.id), 1);
+  EXPECT_EQ(recorder_->last(other.id).spec.size, 5);  // level-triggered: the latest state
+  EXPECT_EQ(recorder_->count(blocker), 2);
+  EXPECT_EQ(recorder_->last(blocker).spec.size, 5);
+  close();  // before the locals the controller uses go away
+}
+
+TEST_F(ReconcileTest, ErrorsBackOffExponentiallyUpToThirtySeconds) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("boom"); });
+  register_widgets(with_resync_interval(0s));  // only the ladder wakes it
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  int expected = 1;
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == expected; }));
+  for (auto step : {1s, 2s, 4s, 8s, 16s, 30s, 30s}) {
+    ASSERT_TRUE(scheduled_at(o.id, clock_->now() + step)) << step.count();
+    clock_->advance(step - 1ms);
+    settle();
+    EXPECT_EQ(recorder_->count(o.id), expected) << "fired early at step " << step.count();
+    clock_->advance(1ms);
+    ++expected;
+    EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == expected; }))
+        << "step " << step.count();
+  }
+}
+
+TEST_F(ReconcileTest, MaxRetryIntervalCapsTheLadder) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw 42; });  // not a std::exception
+  register_widgets(with_max_retry_interval(3s));
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  int expected = 1;
+  for (auto step : {1s, 2s, 3s, 3s}) {
+    EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == expected; }));
+    ASSERT_TRUE(scheduled_at(o.id, clock_->now() + step)) << step.count();
+    clock_->advance(step);
+    ++expected;
+  }
+}
+
+TEST_F(ReconcileTest, SuccessClearsTheBackoffAndAPlainRequeueKeepsIt) {
+  std::atomic<bool> fail{true};
+  std::atomic<int> successes{0};
+  recorder_->set_body([&](auto&, auto&, auto&) -> Result {
+    if (fail) throw std::runtime_error("boom");
+    ++successes;
+    return {};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 1s));
+  clock_->advance(1s);
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 2s));
+  w.requeue(ctx_, o.id);  // keeps the ladder: the next failure waits 4 s
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 4s));
+  w.requeue(ctx_, o.id, with_reset_backoff());
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 1s));
+  fail = false;
+  clock_->advance(1s);
+  ASSERT_TRUE(eventually([&] { return successes == 1; }));
+  EXPECT_TRUE(scheduled_at(o.id, Time{}));  // success: nothing scheduled
+  fail = true;
+  w.update(ctx_, o.id, {"a", 2});
+  EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 1s));  // the ladder starts over
+  close();  // before the locals the controller uses go away
+}
+
+TEST_F(ReconcileTest, RequeueAfterReconcilesAgainAndTheNewestScheduleWins) {
+  std::atomic<int> delay_ms{10000};
+  recorder_->set_body([&](auto&, auto&, auto&) {
+    return Result{std::chrono::milliseconds(delay_ms.load())};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 10s));
+  delay_ms = 3000;
+  w.update(ctx_, o.id, {"a", 2});  // reconciles now, returns 3 s: replaces the 10 s timer
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 3s));
+  EXPECT_EQ(recorder_->count(o.id), 2);
+  delay_ms = 0;
+  clock_->advance(3s);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 3; }));
+  clock_->advance(10s);  // the replaced 10 s timer never fires
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 3);
+  EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+  close();  // before the locals the controller uses go away
+}
+
+TEST_F(ReconcileTest, ResyncRequeuesUnsettledAndDeletionPendingObjectsOnly) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    if (o.spec.color == "settles") cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+    return Result{};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto settled = w.create(ctx_, {"settles", 1});
+  auto unsettled = w.create(ctx_, {"never", 1});
+  auto deleting = w.create(ctx_, {"settles", 1}, with_finalizers({"f"}));
+  start();
+  EXPECT_TRUE(eventually([&] { return recorder_->total() == 3; }));
+  w.remove(ctx_, deleting.id);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(deleting.id) == 2; }));
+  clock_->advance(29s);
+  settle();
+  EXPECT_EQ(recorder_->total(), 4);
+  clock_->advance(1s);  // default resync: 30 s
+  EXPECT_TRUE(eventually([&] { return recorder_->count(unsettled.id) == 2; }));
+  EXPECT_TRUE(eventually([&] { return recorder_->count(deleting.id) == 3; }));
+  EXPECT_EQ(recorder_->count(settled.id), 1);
+  clock_->advance(30s);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(unsettled.id) == 3; }));
+  EXPECT_EQ(recorder_->count(settled.id), 1);
+}
+
+TEST_F(ReconcileTest, ResyncIntervalFromTheBeehiveAndPerKind) {
+  open(with_resync_interval(5s));
+  register_widgets();
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, gadget_kind, [r = recorder_](auto& c, auto& cc, auto& o) { return (*r)(c, cc, o); },
+      with_resync_interval(0s));  // disabled for gadgets
+  auto w = widgets().create(ctx_, {"w", 1});
+  auto g = Widgets(*bh_, gadget_kind).create(ctx_, {"g", 1});
+  start();
+  EXPECT_TRUE(eventually([&] { return recorder_->total() == 2; }));
+  clock_->advance(5s);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(w.id) == 2; }));
+  clock_->advance(1h);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(w.id) == 3; }));
+  settle();
+  EXPECT_EQ(recorder_->count(g.id), 1);
+}
+
+struct Picky {
+  int v = 0;
+};
+void to_json(nlohmann::json& j, const Picky& p) { j = {{"v", p.v}}; }
+void from_json(const nlohmann::json& j, Picky& p) { p.v = j.at("v").get<int>(); }
+
+TEST_F(ReconcileTest, UndecodableRowsAreQuarantinedAndWarnedAboutAtEachResync) {
+  std::atomic<int> calls{0};
+  register_controller<Picky, WidgetStatus>(
+      *bh_, widget_kind, [&](auto&, auto&, auto&) {
+        ++calls;
+        return Result{};
+      });
+  auto good = Client<Picky, WidgetStatus>(*bh_, widget_kind).create(ctx_, Picky{1});
+  auto poison = widgets().create(ctx_, {"not a picky", 1});  // same kind, other shape
+  testing::internal::CaptureStderr();
+  start();
+  ASSERT_TRUE(eventually([&] { return calls == 1; }));
+  settle();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(widgets().get_schedule(ctx_, poison.id), Schedule{});  // no backoff
+  clock_->advance(30s);
+  ASSERT_TRUE(eventually([&] { return calls == 2; }));  // good is unsettled too
+  settle();
+  auto err = testing::internal::GetCapturedStderr();
+  auto needle = "quarantined Widget.acme.com " + std::to_string(poison.id);
+  size_t n = 0;
+  for (auto p = err.find(needle); p != std::string::npos; p = err.find(needle, p + 1)) ++n;
+  EXPECT_EQ(n, 2u) << err;
+  (void)good;
+  close();  // before the locals the controller uses go away
+}
+
+TEST_F(ReconcileTest, WorkersRunDifferentIdsInParallel) {
+  std::barrier all(4);
+  recorder_->set_body([&](auto&, auto&, auto&) {
+    all.arrive_and_wait();  // only completes if four reconciles run at once
+    return Result{};
+  });
+  register_widgets(with_concurrency(4));
+  for (int i = 0; i < 4; ++i) widgets().create(ctx_, {"a", i});
+  start();
+  EXPECT_TRUE(eventually([&] { return recorder_->total() == 4; }));
+  close();  // before the locals the controller uses go away
+}
+
+TEST_F(ReconcileTest, NoIdIsEverReconciledConcurrently) {
+  std::mutex mu;
+  std::set<ObjectID> running;
+  std::atomic<int> overlaps{0};
+  recorder_->set_body([&](auto&, auto&, auto& o) {
+    {
+      std::lock_guard lk(mu);
+      if (!running.insert(o.id).second) ++overlaps;
+    }
+    std::this_thread::yield();
+    {
+      std::lock_guard lk(mu);
+      running.erase(o.id);
+    }
+    return Result{};
+  });
+  register_widgets(with_concurrency(4));
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(w.create(ctx_, {"a", 0}).id);
+  start();
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 1; i <= 60; ++i) {
+        w.update(ctx_, ids[(i + t) % ids.size()], {"a", i * 10 + t});
+        w.requeue(ctx_, ids[i % ids.size()]);
+      }
+    });
+  for (auto& t : writers) t.join();
+  // Every object ends reconciled at its latest spec.
+  for (auto id : ids) {
+    auto latest = w.get(ctx_, id).spec.size;
+    EXPECT_TRUE(eventually([&] { return recorder_->last(id).spec.size == latest; }));
+  }
+  EXPECT_EQ(overlaps, 0);
+  close();  // before the locals the controller uses go away
+}
+
+TEST_F(ReconcileTest, RequeueChecksTheIdAndTheController) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  EXPECT_ERRC(w.requeue(ctx_, o.id), errc::no_controller);
+  auto g = Widgets(*bh_, gadget_kind).create(ctx_, {"g", 1});
+  EXPECT_ERRC(w.requeue(ctx_, g.id), errc::not_found);
+  EXPECT_ERRC(w.requeue(ctx_, 424242), errc::not_found);
+  EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+}
+
+}  // namespace
+}  // namespace beehive::test
