@@ -4,6 +4,7 @@
 
 #include <beehive/beehive.hpp>
 
+#include "context_internal.hpp"
 #include "options_internal.hpp"
 #include "runtime.hpp"
 
@@ -62,10 +63,20 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
   return rt_->write(ctx, update_request{gk_, id, std::move(spec)}, std::move(check)).row;
 }
 
+std::vector<ObjectRow> ClientCore::read_in_transaction(const Context& ctx, ReadOp op) const {
+  return rt_->write(ctx, std::move(op), {}).rows;
+}
+
 ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
-  auto row = rt_->backend().reader()->get(id, loads);
+  std::optional<ObjectRow> row;
+  if (ContextAccess::transaction(ctx)) {
+    auto rows = read_in_transaction(ctx, ReadOp{ReadOp::get, gk_, id, {}, loads});
+    if (!rows.empty()) row = std::move(rows[0]);
+  } else {
+    row = rt_->backend().reader()->get(id, loads);
+  }
   if (!row || !same_kind(*row, gk_)) throw_not_found(gk_, "with id " + std::to_string(id));
   return std::move(*row);
 }
@@ -74,7 +85,14 @@ ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug,
                                   unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
-  auto row = rt_->backend().reader()->get_by_slug(gk_, slug, loads);
+  std::optional<ObjectRow> row;
+  if (ContextAccess::transaction(ctx)) {
+    auto rows =
+        read_in_transaction(ctx, ReadOp{ReadOp::get_by_slug, gk_, 0, std::string(slug), loads});
+    if (!rows.empty()) row = std::move(rows[0]);
+  } else {
+    row = rt_->backend().reader()->get_by_slug(gk_, slug, loads);
+  }
   if (!row) throw_not_found(gk_, "with slug \"" + std::string(slug) + "\"");
   return std::move(*row);
 }
@@ -82,6 +100,8 @@ ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug,
 std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx))
+    return read_in_transaction(ctx, ReadOp{ReadOp::list, gk_, 0, {}, loads});
   return rt_->backend().reader()->list(gk_, loads);
 }
 

@@ -144,11 +144,12 @@ std::shared_ptr<KindEntry> Runtime::kind(const GroupKind& gk) const {
   return it == kinds_.end() ? nullptr : it->second;
 }
 
+void Runtime::begin_flight() {
+  std::lock_guard lk(flight_mu_);
+  ++in_flight_;
+}
+
 Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
-  {
-    std::lock_guard lk(flight_mu_);
-    ++in_flight_;
-  }
   Outcome out;
   try {
     auto row = backend_->reader()->get(id);
@@ -236,7 +237,12 @@ void Runtime::stop(const Context& ctx) {
   if (state_ == State::created) stop_writer();  // never started: nothing to drain
   if (state_ != State::running) return;
   state_ = State::draining;
-  for (auto& [gk, entry] : kinds_) caf::anon_send(entry->controller, drain_atom::value);
+  {
+    caf::scoped_actor self{*sys_, true};
+    for (auto& [gk, entry] : kinds_)
+      self->request(entry->controller, caf::infinite, drain_atom::value)
+          .receive([](bool) {}, [](caf::error&) {});
+  }
   bool drained;
   {
     std::unique_lock f(flight_mu_);

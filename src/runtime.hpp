@@ -48,6 +48,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // -- controllers ----------------------------------------------------------------
 
   void register_kind(const GroupKind& gk, ReconcileFn fn, const std::vector<Option>& opts);
+  /// A controller handed an id to a worker; reconcile_once ends the flight.
+  void begin_flight();
   /// One reconcile pass of `id`, on a worker's thread.
   Outcome reconcile_once(const KindEntry& kind, ObjectID id);
   /// The kind's registration, or null for a client-only kind.

@@ -45,6 +45,7 @@ void dispatch(Self self) {
     st.queued.erase(id);
     st.in_flight.insert(id);
     st.kind->board->clear(id);
+    st.rt->begin_flight();  // counted from dispatch, so a drain waits for queued jobs too
     auto w = st.idle.back();
     st.idle.pop_back();
     self->send(w, reconcile_atom::value, id);
@@ -180,7 +181,10 @@ caf::behavior controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt
         enqueue(self, id);
         dispatch(self);
       },
-      [self](drain_atom) { self->state.dispatching = false; },
+      [self](drain_atom) {
+        self->state.dispatching = false;
+        return true;  // acknowledged: nothing more will be dispatched
+      },
   };
 }
 

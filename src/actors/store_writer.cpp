@@ -41,6 +41,23 @@ WriteReply run_op(WriteOps& ops, const remove_finalizer_request& r) {
 WriteReply run_op(WriteOps&, const SessionCmd&) {
   throw Error(errc::store, "session command outside the session handler");
 }
+WriteReply run_op(WriteOps&, const ReadOp&) {
+  throw Error(errc::store, "read outside the read handler");
+}
+
+WriteReply read(store::Writer& w, const ReadOp& r) {
+  WriteReply reply;
+  switch (r.what) {
+    case ReadOp::get:
+      if (auto row = w.get(r.id, r.loads)) reply.rows.push_back(std::move(*row));
+      break;
+    case ReadOp::get_by_slug:
+      if (auto row = w.get_by_slug(r.gk, r.slug, r.loads)) reply.rows.push_back(std::move(*row));
+      break;
+    case ReadOp::list: reply.rows = w.list(r.gk, r.loads); break;
+  }
+  return reply;
+}
 
 void publish(StoreWriterState& st, std::vector<object_change> changes) {
   if (changes.empty()) return;
@@ -165,7 +182,10 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
     return;
   }
   try {
-    reply.deliver(cmd ? session_step(st, cmd->kind) : execute(st, w->op, w->check));
+    if (auto* r = std::get_if<ReadOp>(&w->op))
+      reply.deliver(read(*st.cfg->writer, *r));
+    else
+      reply.deliver(cmd ? session_step(st, cmd->kind) : execute(st, w->op, w->check));
   } catch (const Error& e) {
     reply.fail(e.value(), e.message());
   } catch (const std::exception& e) {

@@ -32,11 +32,21 @@ struct SessionCmd {
   enum Kind { begin, savepoint, release, rollback_to, commit, rollback } kind = begin;
 };
 
+/// A read inside a within block: served by the writer, so that it sees the block's
+/// own uncommitted writes.
+struct ReadOp {
+  enum What { get, get_by_slug, list } what = get;
+  GroupKind gk;
+  ObjectID id = 0;
+  std::string slug;
+  unsigned loads = 0;
+};
+
 using WriteOp =
     std::variant<create_request, update_request, create_or_update_request, get_or_create_request,
                  remove_request, remove_by_slug_request, update_status_request,
                  set_condition_request, remove_condition_request, remove_finalizer_request,
-                 SessionCmd>;
+                 SessionCmd, ReadOp>;
 
 /// Decodes a written row back into the caller's types inside the transaction; throwing
 /// rolls the write back.
@@ -46,6 +56,7 @@ struct WriteReply {
   ObjectRow row;
   bool flag = false;          // get_or_create: created; remove_by_slug: deletion requested
   std::uint64_t session = 0;  // SessionCmd::begin: the session opened
+  std::vector<ObjectRow> rows;  // ReadOp
 };
 
 struct BlockingWrite {

@@ -56,6 +56,8 @@ class ClientCore {
   void report_skipped(const ObjectRow& row, const std::exception& e) const;
 
  private:
+  std::vector<ObjectRow> read_in_transaction(const Context& ctx, struct ReadOp op) const;
+
   std::shared_ptr<Runtime> rt_;
   GroupKind gk_;
 };

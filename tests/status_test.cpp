@@ -1,0 +1,166 @@
+// ControllerClient writes: update_status and its generation handshake, conditions
+// (liveness across restarts), finalizers, kind folding.
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+class StatusTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    ControllerTest::SetUp();
+    cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  }
+  void reopen() {
+    close();
+    ControllerTest::open();
+    cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  }
+  std::unique_ptr<ControllerClient<WidgetStatus>> cc_;
+};
+
+TEST_F(StatusTest, UpdateStatusRecordsStatusAndObservedGeneration) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  clock_->advance(5s);
+  cc_->update_status(ctx_, o.id, 1, {true});
+  auto got = w.get(ctx_, o.id);
+  ASSERT_TRUE(got.status.has_value());
+  EXPECT_TRUE(got.status->ready);
+  EXPECT_EQ(got.observed_generation, 1);
+  EXPECT_EQ(got.observed_at, clock_->now());
+  EXPECT_GT(got.resource_version, o.resource_version);
+  EXPECT_EQ(got.generation, 1);  // status never moves the generation
+}
+
+TEST_F(StatusTest, UnchangedStatusAtARecordedGenerationWritesNothing) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  cc_->update_status(ctx_, o.id, 1, {true});
+  auto first = w.get(ctx_, o.id);
+  clock_->advance(30s);
+  cc_->update_status(ctx_, o.id, 1, {true});
+  auto second = w.get(ctx_, o.id);
+  EXPECT_EQ(second.resource_version, first.resource_version);
+  EXPECT_EQ(second.observed_at, first.observed_at);  // when it settled, not last polled
+  EXPECT_EQ(second.updated_at, first.updated_at);
+}
+
+TEST_F(StatusTest, SettlingANewGenerationWithUnchangedStatusIsRecordedOnce) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  cc_->update_status(ctx_, o.id, 1, {true});
+  auto settled1 = w.get(ctx_, o.id);
+  w.update(ctx_, o.id, {"a", 2});
+  clock_->advance(1s);
+  cc_->update_status(ctx_, o.id, 2, {true});  // same bytes, new generation
+  auto settled2 = w.get(ctx_, o.id);
+  EXPECT_EQ(settled2.observed_generation, 2);
+  EXPECT_EQ(settled2.observed_at, clock_->now());
+  EXPECT_GT(settled2.resource_version, settled1.resource_version);
+  cc_->update_status(ctx_, o.id, 2, {true});  // again: nothing
+  EXPECT_EQ(w.get(ctx_, o.id).resource_version, settled2.resource_version);
+}
+
+TEST_F(StatusTest, FutureGenerationIsRejectedAndOlderLeavesTheObjectUnsettled) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  EXPECT_ERRC(cc_->update_status(ctx_, o.id, 2, {true}), errc::observed_generation_future);
+  EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
+  w.update(ctx_, o.id, {"a", 2});
+  cc_->update_status(ctx_, o.id, 1, {true});  // a pass that saw the old spec
+  auto got = w.get(ctx_, o.id);
+  EXPECT_TRUE(got.status->ready);
+  EXPECT_EQ(got.observed_generation, 1);
+  EXPECT_LT(*got.observed_generation, got.generation);
+}
+
+TEST_F(StatusTest, WritesAreKindFolded) {
+  auto gadget = Widgets(*bh_, gadget_kind).create(ctx_, {"g", 1});
+  EXPECT_ERRC(cc_->update_status(ctx_, gadget.id, 1, {true}), errc::wrong_kind);
+  EXPECT_ERRC(cc_->set_condition(ctx_, gadget.id, {"Ready", ConditionStatus::True}),
+              errc::wrong_kind);
+  EXPECT_ERRC(cc_->remove_condition(ctx_, gadget.id, "Ready"), errc::wrong_kind);
+  EXPECT_ERRC(cc_->remove_finalizer(ctx_, gadget.id, "f"), errc::wrong_kind);
+  EXPECT_ERRC(cc_->update_status(ctx_, 987654, 1, {true}), errc::not_found);
+  EXPECT_ERRC(cc_->set_condition(ctx_, 987654, {"Ready", ConditionStatus::True}),
+              errc::not_found);
+}
+
+TEST_F(StatusTest, ConditionsAreUpsertedPerTypeAndIdenticalOnesWriteNothing) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  Condition ready{"Ready", ConditionStatus::False, "Starting", "warming up", false};
+  cc_->set_condition(ctx_, o.id, ready);
+  cc_->set_condition(ctx_, o.id, {"Synced", ConditionStatus::True, "Done", "", false});
+  auto a = w.get(ctx_, o.id);
+  ASSERT_EQ(a.conditions.size(), 2u);
+  EXPECT_EQ(a.conditions[0], ready);  // ordered by type
+  EXPECT_EQ(a.conditions[1].type, "Synced");
+  cc_->set_condition(ctx_, o.id, ready);
+  EXPECT_EQ(w.get(ctx_, o.id).resource_version, a.resource_version);
+  ready.status = ConditionStatus::True;
+  ready.reason = "Up";
+  cc_->set_condition(ctx_, o.id, ready);
+  auto b = w.get(ctx_, o.id);
+  EXPECT_GT(b.resource_version, a.resource_version);
+  EXPECT_EQ(b.conditions[0], ready);
+  cc_->remove_condition(ctx_, o.id, "Synced");
+  auto c = w.get(ctx_, o.id);
+  ASSERT_EQ(c.conditions.size(), 1u);
+  EXPECT_GT(c.resource_version, b.resource_version);
+  cc_->remove_condition(ctx_, o.id, "Synced");  // absent: nothing
+  EXPECT_EQ(w.get(ctx_, o.id).resource_version, c.resource_version);
+}
+
+TEST_F(StatusTest, ConditionTextMustBeUtf8) {
+  auto o = widgets().create(ctx_, {"a", 1});
+  EXPECT_ERRC(cc_->set_condition(ctx_, o.id, {"Ready", ConditionStatus::True, "bad\xff"}),
+              errc::invalid_argument);
+  EXPECT_ERRC(cc_->set_condition(ctx_, o.id, {"Ready", ConditionStatus::True, "", "\xc3"}),
+              errc::invalid_argument);
+  EXPECT_TRUE(widgets().get(ctx_, o.id).conditions.empty());
+}
+
+TEST_F(StatusTest, LivenessConditionsReadUnknownAfterARestartUntilReconfirmed) {
+  auto o = widgets().create(ctx_, {"a", 1});
+  Condition live{"Connected", ConditionStatus::True, "Dialed", "", true};
+  Condition durable{"Configured", ConditionStatus::True, "Applied", "", false};
+  cc_->set_condition(ctx_, o.id, live);
+  cc_->set_condition(ctx_, o.id, durable);
+  EXPECT_EQ(widgets().get(ctx_, o.id).conditions[1].status, ConditionStatus::True);
+  reopen();
+  auto after = widgets().get(ctx_, o.id);
+  ASSERT_EQ(after.conditions.size(), 2u);
+  EXPECT_EQ(after.conditions[0].type, "Configured");
+  EXPECT_EQ(after.conditions[0].status, ConditionStatus::True);  // durable survives
+  EXPECT_EQ(after.conditions[1].type, "Connected");
+  EXPECT_EQ(after.conditions[1].status, ConditionStatus::Unknown);  // verifying
+  cc_->set_condition(ctx_, o.id, live);  // the identical re-confirmation counts
+  auto confirmed = widgets().get(ctx_, o.id);
+  EXPECT_EQ(confirmed.conditions[1].status, ConditionStatus::True);
+  EXPECT_GT(confirmed.resource_version, after.resource_version);
+}
+
+TEST_F(StatusTest, RemoveFinalizer) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_finalizers({"a.com/one", "a.com/two"}));
+  cc_->remove_finalizer(ctx_, o.id, "a.com/one");
+  auto got = w.get(ctx_, o.id);
+  EXPECT_EQ(got.finalizers, std::vector<std::string>{"a.com/two"});
+  EXPECT_GT(got.resource_version, o.resource_version);
+  cc_->remove_finalizer(ctx_, o.id, "a.com/one");  // absent: nothing
+  EXPECT_EQ(w.get(ctx_, o.id).resource_version, got.resource_version);
+}
+
+TEST_F(StatusTest, ControllerClientWorksFromTheApplicationsOwnThreads) {
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  std::thread t([&] { cc_->update_status(ctx_, o.id, 1, {true}); });
+  t.join();
+  EXPECT_TRUE(widgets().get(ctx_, o.id).status->ready);
+}
+
+}  // namespace
+}  // namespace beehive::test

@@ -1,0 +1,181 @@
+// within: one transaction for several writes, nested savepoints, side effects only
+// after the outermost commit.
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+class WithinTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    ControllerTest::SetUp();
+    cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  }
+  std::unique_ptr<ControllerClient<WidgetStatus>> cc_;
+};
+
+TEST_F(WithinTest, CommitsEverythingTogether) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  ObjectID child = 0;
+  cc_->within(ctx_, [&](const Context& tx) {
+    cc_->update_status(tx, o.id, 1, {true});
+    cc_->set_condition(tx, o.id, {"Ready", ConditionStatus::True});
+    child = w.create(tx, {"child", 1}, with_slug("child")).id;
+    w.update(tx, o.id, {"a", 2});
+  });
+  auto got = w.get(ctx_, o.id);
+  EXPECT_TRUE(got.status->ready);
+  EXPECT_EQ(got.conditions.size(), 1u);
+  EXPECT_EQ(got.spec.size, 2);
+  EXPECT_EQ(w.get_by_slug(ctx_, "child").id, child);
+}
+
+TEST_F(WithinTest, ReadsWithTheBlocksContextSeeItsOwnWrites) {
+  auto w = widgets();
+  cc_->within(ctx_, [&](const Context& tx) {
+    auto o = w.create(tx, {"mine", 1}, with_slug("mine"));
+    cc_->update_status(tx, o.id, 1, {true});
+    EXPECT_EQ(w.get_by_slug(tx, "mine").id, o.id);
+    EXPECT_TRUE(w.get(tx, o.id).status->ready);
+    EXPECT_EQ(w.list(tx).size(), 1u);
+    EXPECT_ERRC(w.get_by_slug(ctx_, "mine"), errc::not_found);  // not committed yet
+  });
+  EXPECT_EQ(w.list(ctx_).size(), 1u);
+}
+
+TEST_F(WithinTest, AThrowRollsEverythingBackAndPropagates) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  EXPECT_THROW(cc_->within(ctx_,
+                           [&](const Context& tx) {
+                             cc_->update_status(tx, o.id, 1, {true});
+                             w.create(tx, {"child", 1}, with_slug("child"));
+                             throw std::runtime_error("changed my mind");
+                           }),
+               std::runtime_error);
+  auto got = w.get(ctx_, o.id);
+  EXPECT_FALSE(got.status.has_value());
+  EXPECT_EQ(got.resource_version, o.resource_version);
+  EXPECT_ERRC(w.get_by_slug(ctx_, "child"), errc::not_found);
+  w.create(ctx_, {"child", 1}, with_slug("child"));  // the slug is free
+}
+
+TEST_F(WithinTest, AFailedWriteInsideRollsBackAloneWhenCaught) {
+  auto w = widgets();
+  w.create(ctx_, {"taken", 1}, with_slug("taken"));
+  cc_->within(ctx_, [&](const Context& tx) {
+    w.create(tx, {"ok", 1}, with_slug("ok"));
+    EXPECT_ERRC(w.create(tx, {"dup", 1}, with_slug("taken")), errc::already_exists);
+    w.create(tx, {"ok2", 1}, with_slug("ok2"));
+  });
+  EXPECT_EQ(w.list(ctx_).size(), 3u);
+}
+
+TEST_F(WithinTest, NestedBlocksAreSavepoints) {
+  auto w = widgets();
+  cc_->within(ctx_, [&](const Context& outer) {
+    w.create(outer, {"outer", 1}, with_slug("outer"));
+    try {
+      cc_->within(outer, [&](const Context& inner) {
+        w.create(inner, {"inner", 1}, with_slug("inner"));
+        throw std::runtime_error("inner fails");
+      });
+    } catch (const std::runtime_error&) {
+    }
+    cc_->within(outer, [&](const Context& inner) {
+      w.create(inner, {"kept", 1}, with_slug("kept"));
+    });
+  });
+  EXPECT_NO_THROW(w.get_by_slug(ctx_, "outer"));
+  EXPECT_NO_THROW(w.get_by_slug(ctx_, "kept"));
+  EXPECT_ERRC(w.get_by_slug(ctx_, "inner"), errc::not_found);
+}
+
+TEST_F(WithinTest, OnCreateRunsAfterTheOutermostCommitAndNeverAfterARollback) {
+  auto w = widgets();
+  std::vector<std::string> log;
+  cc_->within(ctx_, [&](const Context& tx) {
+    w.create(tx, {"a", 1}, with_slug("a"), with_on_create([&](const Context&) {
+               log.push_back("created a");
+             }));
+    log.push_back("body done");
+    try {
+      cc_->within(tx, [&](const Context& inner) {
+        w.create(inner, {"b", 1}, with_slug("b"),
+                 with_on_create([&](const Context&) { log.push_back("created b"); }));
+        throw std::runtime_error("roll b back");
+      });
+    } catch (const std::runtime_error&) {
+    }
+  });
+  EXPECT_EQ(log, (std::vector<std::string>{"body done", "created a"}));
+  log.clear();
+  EXPECT_THROW(cc_->within(ctx_,
+                           [&](const Context& tx) {
+                             w.get_or_create(tx, "c", {"c", 1}, with_on_create([&](const Context&) {
+                                               log.push_back("created c");
+                                             }));
+                             throw std::runtime_error("rollback");
+                           }),
+               std::runtime_error);
+  EXPECT_TRUE(log.empty());
+}
+
+TEST_F(WithinTest, WakesHappenAfterCommitAndNeverAfterRollback) {
+  start();
+  auto w = widgets();
+  EXPECT_THROW(cc_->within(ctx_,
+                           [&](const Context& tx) {
+                             w.create(tx, {"never", 1});
+                             throw std::runtime_error("rollback");
+                           }),
+               std::runtime_error);
+  ObjectID id = 0;
+  cc_->within(ctx_, [&](const Context& tx) {
+    id = w.create(tx, {"a", 1}).id;
+    settle();
+    EXPECT_EQ(recorder_->total(), 0);  // not before the commit
+  });
+  EXPECT_TRUE(eventually([&] { return recorder_->count(id) == 1; }));
+  settle();
+  EXPECT_EQ(recorder_->total(), 1);
+}
+
+TEST_F(WithinTest, OtherWritersWaitForTheTransaction) {
+  auto w = widgets();
+  std::atomic<bool> other_done{false};
+  std::thread other;
+  cc_->within(ctx_, [&](const Context& tx) {
+    w.create(tx, {"first", 1}, with_slug("first"));
+    other = std::thread([&] {
+      w.create(ctx_, {"second", 1}, with_slug("second"));
+      other_done = true;
+    });
+    settle();
+    EXPECT_FALSE(other_done);  // serialized behind the open transaction
+  });
+  other.join();
+  auto all = w.list(ctx_);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].slug, "first");
+  EXPECT_EQ(all[1].slug, "second");
+}
+
+TEST_F(WithinTest, AWriteOutsideTheBlockFromItsOwnThreadIsRefused) {
+  auto w = widgets();
+  cc_->within(ctx_, [&](const Context&) {
+    EXPECT_ERRC(w.create(ctx_, {"a", 1}), errc::invalid_argument);  // would deadlock
+  });
+}
+
+TEST_F(WithinTest, AContextUsedAfterItsBlockEndedIsRefused) {
+  auto w = widgets();
+  Context leaked;
+  cc_->within(ctx_, [&](const Context& tx) { leaked = tx; });
+  EXPECT_ERRC(w.create(leaked, {"a", 1}), errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace beehive::test
