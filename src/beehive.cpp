@@ -8,10 +8,8 @@ Beehive::Beehive(caf::actor_system* sys, std::shared_ptr<Store> store, std::vect
     : rt_(std::make_shared<detail::Runtime>(sys, std::move(store), opts)) {}
 
 Beehive::~Beehive() {
-  try {
-    rt_->stop(Context{});
-  } catch (...) {
-  }
+  // Clients may keep the runtime alive; the actors and their system end here.
+  rt_->shutdown_system();
 }
 
 Stop Beehive::start(const Context& ctx) { return rt_->start(ctx); }

@@ -113,6 +113,11 @@ void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const
   rt_->write(ctx, remove_by_slug_request{gk_, std::string(slug)}, {});
 }
 
+std::shared_ptr<StreamCore<object_change>> ClientCore::watch(const Context& ctx,
+                                                             std::optional<ObjectID> id) const {
+  return rt_->watch(ctx, gk_, id);
+}
+
 Schedule ClientCore::get_schedule(ObjectID id) const {
   auto kind = rt_->kind(gk_);
   return kind ? kind->board->get(id) : Schedule{};

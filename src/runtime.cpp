@@ -40,14 +40,42 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   // hand-off one wake each way.
   writer_ = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
   writer_public_ = caf::actor_cast<store_writer_actor>(writer_);
+  hub_ = sys_->spawn(detail::watch_hub, this);
+  caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(hub_));
 }
 
-Runtime::~Runtime() {
+std::shared_ptr<ChangeCore> Runtime::watch(const Context& ctx, const GroupKind& gk,
+                                           std::optional<ObjectID> id) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto core = std::make_shared<ChangeCore>(ctx, merge_changes);
+  auto w = std::make_shared<StreamWatch>();
+  w->gk = gk;
+  w->id = id;
+  w->core = core;
+  w->subscription = next_subscription();
+  std::weak_ptr<Runtime> weak = weak_from_this();
+  core->set_on_end([weak, sub = w->subscription] {
+    if (auto rt = weak.lock())
+      if (rt->hub_) caf::anon_send(rt->hub_, unsubscribe_atom::value, sub);
+  });
+  caf::anon_send(hub_, std::move(w));
+  return core;
+}
+
+Runtime::~Runtime() { shutdown_system(); }
+
+void Runtime::shutdown_system() {
   try {
     stop(Context{});
   } catch (...) {
   }
   stop_writer();
+  std::lock_guard lk(mu_);
+  for (auto& [gk, entry] : kinds_) entry->controller = nullptr;
+  scheduler_ = nullptr;
+  own_sys_.reset();
+  own_cfg_.reset();
 }
 
 void Runtime::ensure_running(const Context& ctx) const {
@@ -108,12 +136,14 @@ void Runtime::within(const Context& ctx, const std::function<void(const Context&
     fn(inner);
   } catch (...) {
     --open_sessions;
+    txn->take_post_commit();  // dropped; they hold the block's context, which holds txn
     step(txn, SessionCmd::rollback);
     throw;
   }
   --open_sessions;
+  auto hooks = txn->take_post_commit();
   step(txn, SessionCmd::commit);
-  for (auto& f : txn->take_post_commit()) f();
+  for (auto& f : hooks) f();
 }
 
 void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vector<Option>& opts) {
@@ -269,11 +299,14 @@ void Runtime::stop_writer() {
   state_ = State::stopped;
   caf::anon_send(writer_, shutdown_atom::value);
   {
+    // The writer forwards its shutdown to the hub after the last commit record; the
+    // hub ends every watch and quits.
     caf::scoped_actor self{*sys_, true};
-    self->wait_for(writer_);
+    self->wait_for(writer_, hub_);
   }
   writer_ = nullptr;
   writer_public_ = nullptr;
+  hub_ = nullptr;
 }
 
 }  // namespace beehive::detail

@@ -17,6 +17,7 @@
 #include "actors/controller.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
+#include "actors/watch_hub.hpp"
 #include "options_internal.hpp"
 #include "store/backend.hpp"
 
@@ -45,6 +46,14 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Runs `fn` after the commit of `ctx`'s transaction, or now outside one.
   void after_commit(const Context& ctx, std::function<void()> fn);
 
+  // -- watches --------------------------------------------------------------------
+
+  /// Subscribes a conflating stream core to the kind (or one object of it).
+  std::shared_ptr<ChangeCore> watch(const Context& ctx, const GroupKind& gk,
+                                    std::optional<ObjectID> id);
+  std::uint64_t next_subscription() { return ++last_subscription_; }
+  const watch_hub_impl& watch_hub() const { return hub_; }
+
   // -- controllers ----------------------------------------------------------------
 
   void register_kind(const GroupKind& gk, ReconcileFn fn, const std::vector<Option>& opts);
@@ -61,6 +70,11 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Drains and stops; throws deadline_exceeded when in-flight reconciles outlive
   /// `ctx` (stopped either way). Idempotent.
   void stop(const Context& ctx);
+
+  /// After stop: releases every actor handle and, for an actor system of its own,
+  /// destroys it (waiting for reconciles still running). Called by ~Beehive, never from
+  /// an actor's thread.
+  void shutdown_system();
 
  private:
   enum class State { created, running, draining, stopped };
@@ -79,6 +93,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   store_writer_impl writer_;
   store_writer_actor writer_public_;
   scheduler_actor scheduler_;
+  watch_hub_impl hub_;
+  std::atomic<std::uint64_t> last_subscription_{0};
   int clock_token_ = 0;
 
   mutable std::mutex mu_;  // lifecycle and registrations

@@ -94,6 +94,7 @@ TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
   release.set_value();
   stopping.get();
   EXPECT_TRUE(finished);
+  close();
   auto reopened_store = sqlite::open(dir_.file("beehive.db"));
   Beehive reopened(reopened_store);
   EXPECT_TRUE(Widgets(reopened, widget_kind).get(ctx_, o.id).status->ready);
@@ -118,6 +119,7 @@ TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
   EXPECT_ERRC(widgets().list(ctx_), errc::stopped);  // stopped either way
   stop_(ctx_);  // a second stop is a no-op
   release.set_value();
+  bh_.reset();  // waits for the released reconcile, before the locals it uses go away
 }
 
 TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {

@@ -149,6 +149,29 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<remove_finalizer_request>::with<ObjectRow>,
     caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
+// -- watch_hub ----------------------------------------------------------------
+
+/// Subscribes `subscriber` to the objects of `gk` (or to the one object `id`). The hub
+/// replies the subscription id, then sends the subscriber an `object_change` for each
+/// object as it stands (`Added`), followed by every later change in commit order.
+/// Actor subscribers are not conflated. The subscription ends with
+/// `unsubscribe_atom` + the id, when the subscriber terminates, or when the beehive
+/// stops (the subscriber then receives `watch_ended`).
+struct watch_request {
+  GroupKind gk;
+  std::optional<ObjectID> id;
+  caf::actor subscriber;
+};
+
+/// Sent to an actor subscriber when its subscription ends because the beehive stopped.
+struct watch_ended {
+  std::uint64_t subscription = 0;
+};
+
+/// Fans committed changes out to watches: blocking streams and actor subscribers.
+using watch_hub_actor = caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
+                                         caf::reacts_to<unsubscribe_atom, std::uint64_t>>;
+
 /// Decodes a row received from an actor into the application's types.
 template <class Spec, class Status>
 Object<Spec, Status> decode_row(const ObjectRow& row) {
@@ -170,4 +193,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::set_condition_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_condition_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_finalizer_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::ObjectRow)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::watch_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::watch_ended)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::object_change)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::commit_record)

@@ -21,7 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include <beehive/change.hpp>
 #include <beehive/context.hpp>
+#include <beehive/stream.hpp>
 #include <beehive/detail/client_core.hpp>
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
@@ -117,6 +119,18 @@ class Client {
     core_.remove_by_slug(ctx, slug);
   }
 
+  /// Watches one object: its current state as `Added` (nothing if it does not exist
+  /// yet; its creation then arrives as `Added`), then every later change. Conflated: a
+  /// slow reader gets the latest state, a deletion the final body.
+  Stream<Change<Spec, Status>> watch(const Context& ctx, ObjectID id) const {
+    return typed(core_.watch(ctx, id));
+  }
+
+  /// Watches the whole kind, as `watch` does one object.
+  Stream<Change<Spec, Status>> watch_list(const Context& ctx) const {
+    return typed(core_.watch(ctx, std::nullopt));
+  }
+
   /// Reconciles the object soon: a latency hint, returning once it is queued. Keeps the
   /// retry backoff unless with_reset_backoff() is given. not_found for a missing or
   /// another kind's id; no_controller for a kind without a controller.
@@ -136,6 +150,19 @@ class Client {
   }
 
  private:
+  Stream<Change<Spec, Status>> typed(std::shared_ptr<detail::StreamCore<object_change>> c) const {
+    using Out = std::optional<Change<Spec, Status>>;
+    std::function<Out(object_change &&)> convert = [core = core_](object_change&& ch) -> Out {
+      try {
+        return Change<Spec, Status>{ch.type, detail::decode_object<Spec, Status>(ch.row)};
+      } catch (const Error& e) {
+        core.report_skipped(ch.row, e);  // undecodable rows are skipped; the watch goes on
+        return std::nullopt;
+      }
+    };
+    return Stream<Change<Spec, Status>>(std::move(c), std::move(convert));
+  }
+
   // Receives the object the writer decoded inside the transaction, so the caller does
   // not decode it a second time.
   class Decoded {

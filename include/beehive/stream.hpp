@@ -13,6 +13,7 @@
 /// called from any thread.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <system_error>
@@ -25,14 +26,33 @@ namespace beehive {
 template <class T>
 class Stream {
  public:
+  using Deadline = std::chrono::steady_clock::time_point;
+
   /// An ended stream.
   Stream() = default;
-  explicit Stream(std::shared_ptr<detail::StreamCore<T>> core) : core_(std::move(core)) {}
+
+  explicit Stream(std::shared_ptr<detail::StreamCore<T>> core)
+      : core_(core), pop_([core](std::optional<Deadline> until) { return core->pop(until); }) {}
+
+  /// A stream of T over a core of U: `convert` turns each U into a T, or into nullopt to
+  /// skip it (a row that does not decode, say).
+  template <class U>
+  Stream(std::shared_ptr<detail::StreamCore<U>> core,
+         std::function<std::optional<T>(U&&)> convert)
+      : core_(core), pop_([core, convert = std::move(convert)](std::optional<Deadline> until) {
+          for (;;) {
+            auto u = core->pop(until);
+            if (!u) return std::optional<T>{};
+            if (auto t = convert(std::move(*u))) return t;
+          }
+        }) {}
+
   Stream(Stream&&) noexcept = default;
   Stream& operator=(Stream&& other) noexcept {
     if (this != &other) {
       close();
       core_ = std::move(other.core_);
+      pop_ = std::move(other.pop_);
     }
     return *this;
   }
@@ -41,11 +61,11 @@ class Stream {
   ~Stream() { close(); }
 
   /// Blocks for the next value; nullopt when the stream has ended.
-  std::optional<T> next() { return core_ ? core_->pop(std::nullopt) : std::nullopt; }
+  std::optional<T> next() { return pop_ ? pop_(std::nullopt) : std::nullopt; }
 
   /// Like `next`, but also returns nullopt after `timeout` without a value.
   std::optional<T> next_for(std::chrono::milliseconds timeout) {
-    return core_ ? core_->pop(std::chrono::steady_clock::now() + timeout) : std::nullopt;
+    return pop_ ? pop_(std::chrono::steady_clock::now() + timeout) : std::nullopt;
   }
 
   /// The stream has ended and holds nothing more to deliver.
@@ -61,7 +81,8 @@ class Stream {
   }
 
  private:
-  std::shared_ptr<detail::StreamCore<T>> core_;
+  std::shared_ptr<detail::StreamCoreBase> core_;
+  std::function<std::optional<T>(std::optional<Deadline>)> pop_;
 };
 
 }  // namespace beehive

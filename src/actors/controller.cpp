@@ -181,6 +181,7 @@ caf::behavior controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt
         enqueue(self, id);
         dispatch(self);
       },
+      [](shutdown_atom) {},  // the writer's last word; stop ends us
       [self](drain_atom) {
         self->state.dispatching = false;
         return true;  // acknowledged: nothing more will be dispatched

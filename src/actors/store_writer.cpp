@@ -239,11 +239,15 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [&st](unsubscribe_atom, const caf::actor& a) { std::erase(st.subscribers, a); },
       [&st](const BlockingWritePtr& w) { serve_blocking(st, w); },
       [self](shutdown_atom) {
-        auto& s = self->state;
-        if (s.session)
-          s.deferred.push_back([self] { self->quit(); });
-        else
+        // After the last commit: subscribers learn that nothing more will come.
+        auto quit = [self] {
+          for (auto& s : self->state.subscribers) caf::anon_send(s, shutdown_atom::value);
           self->quit();
+        };
+        if (self->state.session)
+          self->state.deferred.push_back(quit);
+        else
+          quit();
       },
   };
 }

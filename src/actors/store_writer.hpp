@@ -54,9 +54,9 @@ using RowCheck = std::function<void(const ObjectRow&)>;
 
 struct WriteReply {
   ObjectRow row;
-  bool flag = false;          // get_or_create: created; remove_by_slug: deletion requested
-  std::uint64_t session = 0;  // SessionCmd::begin: the session opened
-  std::vector<ObjectRow> rows;  // ReadOp
+  bool flag{};                // get_or_create: created; remove_by_slug: deletion requested
+  std::uint64_t session{};  // SessionCmd::begin: the session opened
+  std::vector<ObjectRow> rows{};  // ReadOp
 };
 
 struct BlockingWrite {

@@ -45,6 +45,10 @@ class Reader {
   virtual std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0) = 0;
   /// Ids of the kind; with `unsettled_only`, those whose observed generation lags the
   /// generation or whose deletion was requested.
+  /// One object (`id`) or the whole kind, read with the store's resource version in the
+  /// same snapshot: every commit after the snapshot has greater versions.
+  virtual std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                          std::int64_t& resource_version) = 0;
   /// Each with its resource version.
   virtual std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                                   bool unsettled_only) = 0;

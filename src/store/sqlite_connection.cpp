@@ -93,6 +93,8 @@ std::string sql_for(Query q) {
              "WHERE id = ?1";
     case Query::touch:
       return "UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1";
+    case Query::current_resource_version:
+      return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
     case Query::begin_read: return "BEGIN";
     case Query::end_read: return "COMMIT";
     case Query::count_: break;
@@ -249,6 +251,23 @@ std::vector<std::pair<ObjectID, std::int64_t>> Connection::list_ids(const GroupK
     std::vector<std::pair<ObjectID, std::int64_t>> ids;
     while (s->executeStep()) ids.emplace_back(s->getColumn(0).getInt64(), s->getColumn(1).getInt64());
     return ids;
+  });
+}
+
+std::vector<ObjectRow> Connection::snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                            std::int64_t& resource_version) {
+  return snapshot(LoadOption::owner /* any: forces one read transaction */, [&] {
+    {
+      auto s = use(Query::current_resource_version);
+      s->executeStep();
+      resource_version = s->getColumn(0).getInt64();
+    }
+    std::vector<ObjectRow> rows;
+    if (!id) return list(gk);
+    auto row = get(*id);
+    if (row && row->meta.group == gk.group && row->meta.kind == gk.kind)
+      rows.push_back(std::move(*row));
+    return rows;
   });
 }
 

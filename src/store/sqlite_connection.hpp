@@ -36,6 +36,7 @@ enum class Query : int {
   delete_condition,
   set_finalizers,
   touch,
+  current_resource_version,
   begin_read,
   end_read,
   count_,  // not a query
@@ -71,6 +72,8 @@ class Connection {
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0);
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                           bool unsettled_only);
+  std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  std::int64_t& resource_version);
   std::int64_t session() const { return session_; }
 
   SQLite::Database& db() { return db_; }

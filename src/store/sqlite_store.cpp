@@ -35,6 +35,10 @@ class SqliteReader : public Reader {
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
     return conn_.list(gk, loads);
   }
+  std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  std::int64_t& rv) override {
+    return conn_.snapshot(gk, id, rv);
+  }
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                           bool unsettled_only) override {
     return conn_.list_ids(gk, unsettled_only);
@@ -59,6 +63,10 @@ class SqliteWriter : public Writer {
   }
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
     return conn_.list(gk, loads);
+  }
+  std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  std::int64_t& rv) override {
+    return conn_.snapshot(gk, id, rv);
   }
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                           bool unsettled_only) override {

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include <beehive/commit_record.hpp>
 #include <beehive/context.hpp>
+#include <beehive/detail/stream_core.hpp>
 #include <beehive/group_kind.hpp>
 #include <beehive/object_row.hpp>
 #include <beehive/options.hpp>
@@ -47,6 +49,10 @@ class ClientCore {
   std::vector<ObjectRow> list(const Context& ctx, unsigned loads) const;
   void remove(const Context& ctx, ObjectID id) const;
   void remove_by_slug(const Context& ctx, std::string_view slug) const;
+
+  /// A conflating stream of the kind's changes (or one object's), snapshot first.
+  std::shared_ptr<StreamCore<object_change>> watch(const Context& ctx,
+                                                   std::optional<ObjectID> id) const;
 
   /// Non-blocking read of the kind's per-object timers; the epoch when nothing is due.
   Schedule get_schedule(ObjectID id) const;

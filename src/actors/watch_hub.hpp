@@ -1,0 +1,72 @@
+#pragma once
+
+// The watch_hub actor: receives the store_writer's commit records and fans each change
+// out to the watches of its kind (and id). A new watch gets the current state first
+// (`Added`), read in the hub's own handler together with the store's resource
+// version; live changes at or below that version were in the snapshot and are
+// dropped, so there is no gap and no duplicate at the seam.
+//
+// Blocking watches are conflating stream cores, so a slow reader holds one pending
+// change per object, never one per write. When the writer has published its last
+// commit (it forwards its shutdown), every watch ends with errc::stopped after what
+// is already queued.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include <beehive/actors.hpp>
+#include <beehive/detail/stream_core.hpp>
+
+#include "actors/store_writer.hpp"
+
+namespace beehive::detail {
+
+class Runtime;
+
+using ChangeCore = StreamCore<object_change>;
+
+/// A blocking watch's subscription, from the facade.
+struct StreamWatch {
+  GroupKind gk;
+  std::optional<ObjectID> id;
+  std::shared_ptr<ChangeCore> core;
+  std::uint64_t subscription = 0;
+  bool served = false;
+
+  /// A watch the hub never served (it had quit) ends as stopped.
+  ~StreamWatch() {
+    if (!served) core->finish(errc::stopped);
+  }
+};
+using StreamWatchPtr = std::shared_ptr<StreamWatch>;
+
+using watch_hub_impl =
+    watch_hub_actor::extend<caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>,
+                            caf::reacts_to<StreamWatchPtr>>;
+
+struct WatchHubState {
+  struct Sub {
+    GroupKind gk;
+    std::optional<ObjectID> id;
+    std::shared_ptr<ChangeCore> core;  // a blocking stream, or
+    caf::actor actor;                  // an actor subscriber
+    std::int64_t floor = 0;            // changes at or below were in the snapshot
+  };
+  Runtime* rt = nullptr;
+  std::unordered_map<std::uint64_t, Sub> subs;
+  bool stopped = false;
+  static inline const char* name = "beehive.watch_hub";
+};
+
+watch_hub_impl::behavior_type watch_hub(watch_hub_impl::stateful_pointer<WatchHubState> self,
+                                        Runtime* rt);
+
+/// The conflation rule for object changes: a pending `Added` stays `Added` with the
+/// newest body; anything followed by a removal becomes the `Deleted` with the final body.
+bool merge_changes(object_change& pending, object_change&& incoming);
+
+}  // namespace beehive::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StreamWatchPtr)
