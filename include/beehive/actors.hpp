@@ -24,6 +24,7 @@
 
 #include <caf/all.hpp>
 
+#include <beehive/beehive.hpp>
 #include <beehive/change.hpp>
 #include <beehive/commit_record.hpp>
 #include <beehive/condition.hpp>
@@ -171,6 +172,21 @@ struct watch_ended {
 /// Fans committed changes out to watches: blocking streams and actor subscribers.
 using watch_hub_actor = caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
                                          caf::reacts_to<unsubscribe_atom, std::uint64_t>>;
+
+namespace detail {
+store_writer_actor store_writer_of(const Beehive& bh);
+watch_hub_actor watch_hub_of(const Beehive& bh);
+}  // namespace detail
+
+template <class Dummy>
+auto Beehive::store_writer() const {
+  return detail::store_writer_of(*this);
+}
+
+template <class Dummy>
+auto Beehive::watch_hub() const {
+  return detail::watch_hub_of(*this);
+}
 
 /// Decodes a row received from an actor into the application's types.
 template <class Spec, class Status>

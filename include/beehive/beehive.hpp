@@ -85,6 +85,13 @@ class Beehive {
   Beehive(const Beehive&) = delete;
   Beehive& operator=(const Beehive&) = delete;
 
+  /// The handles of beehive's actors, for application actors that talk to it
+  /// directly; these need `#include <beehive/actors.hpp>`.
+  template <class Dummy = void>
+  auto store_writer() const;
+  template <class Dummy = void>
+  auto watch_hub() const;
+
   /// Internal plumbing shared with clients.
   const std::shared_ptr<detail::Runtime>& runtime() const { return rt_; }
 

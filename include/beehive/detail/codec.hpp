@@ -28,7 +28,12 @@ concept JsonReadable = requires(const nlohmann::json& j, T& v) {
 };
 
 template <class T>
-concept Storable = (JsonWritable<T> && JsonReadable<T>) || std::is_empty_v<T>;
+concept RawJson = std::is_same_v<T, nlohmann::json>;
+
+template <class T>
+concept Storable = (JsonWritable<T> && JsonReadable<T>) || std::is_empty_v<T> || RawJson<T>;
+
+/// Spec and Status may also be `nlohmann::json` itself, stored as is.
 
 /// Serializes to compact text with object keys sorted, so that equal values give
 /// equal bytes. Throws invalid_argument (e.g. a string that is not UTF-8).
@@ -40,7 +45,9 @@ nlohmann::json parse_json(std::string_view text);
 
 template <Storable T>
 std::string encode(const T& value) {
-  if constexpr (JsonWritable<T>) {
+  if constexpr (RawJson<T>) {
+    return dump_json(value);
+  } else if constexpr (JsonWritable<T>) {
     nlohmann::json j;
     try {
       nlohmann::adl_serializer<T>::to_json(j, value);
@@ -56,8 +63,10 @@ std::string encode(const T& value) {
 template <Storable T>
 T decode(std::string_view text) {
   auto j = parse_json(text);
+  if constexpr (RawJson<T>) return j;
   T value{};
-  if constexpr (JsonReadable<T>) {
+  if constexpr (RawJson<T>) {
+  } else if constexpr (JsonReadable<T>) {
     try {
       nlohmann::adl_serializer<T>::from_json(j, value);
     } catch (...) {

@@ -1,4 +1,8 @@
+// The public actor surface: error conversion and the actors' handles.
+
 #include <beehive/actors.hpp>
+
+#include "runtime.hpp"
 
 namespace beehive {
 
@@ -22,4 +26,13 @@ std::string error_message(const caf::error& err) {
   return {};
 }
 
+namespace detail {
+
+store_writer_actor store_writer_of(const Beehive& bh) { return bh.runtime()->store_writer(); }
+
+watch_hub_actor watch_hub_of(const Beehive& bh) {
+  return caf::actor_cast<watch_hub_actor>(bh.runtime()->watch_hub());
+}
+
+}  // namespace detail
 }  // namespace beehive

@@ -1,0 +1,247 @@
+// Watches: snapshot then live, conflation, the seam, endings, actor subscribers.
+
+#include <barrier>
+#include <caf/all.hpp>
+
+#include <beehive/actors.hpp>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using WatchTest = ControllerTest;
+using WidgetChange = Change<WidgetSpec, WidgetStatus>;
+
+WidgetChange next(Stream<WidgetChange>& s) {
+  auto c = s.next_for(5s);
+  if (!c) throw std::runtime_error("no change within 5 s");
+  return std::move(*c);
+}
+
+TEST_F(WatchTest, WatchListGivesTheSnapshotThenLiveChanges) {
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 2});
+  Widgets(*bh_, gadget_kind).create(ctx_, {"other kind", 0});
+  auto s = w.watch_list(ctx_);
+  auto c1 = next(s), c2 = next(s);
+  EXPECT_EQ(c1.type, ChangeType::Added);
+  EXPECT_EQ(c1.object.id, a.id);
+  EXPECT_EQ(c2.type, ChangeType::Added);
+  EXPECT_EQ(c2.object.spec.size, 2);
+  w.update(ctx_, a.id, {"a", 1});  // no-op: nothing
+  auto c = w.create(ctx_, {"c", 3});
+  auto c3 = next(s);
+  EXPECT_EQ(c3.type, ChangeType::Added);
+  EXPECT_EQ(c3.object.id, c.id);
+  w.update(ctx_, b.id, {"b", 20});
+  auto c4 = next(s);
+  EXPECT_EQ(c4.type, ChangeType::Modified);
+  EXPECT_EQ(c4.object.spec.size, 20);
+  EXPECT_FALSE(s.next_for(30ms).has_value());
+}
+
+TEST_F(WatchTest, WatchOneObjectAndOneNotYetCreated) {
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto sa = w.watch(ctx_, a.id);
+  auto future_id = a.id + 1;
+  auto sf = w.watch(ctx_, future_id);
+  EXPECT_EQ(next(sa).object.id, a.id);
+  EXPECT_FALSE(sf.next_for(30ms).has_value());  // empty snapshot
+  auto b = w.create(ctx_, {"b", 2});
+  ASSERT_EQ(b.id, future_id);
+  auto cb = next(sf);
+  EXPECT_EQ(cb.type, ChangeType::Added);
+  EXPECT_EQ(cb.object.spec.color, "b");
+  EXPECT_FALSE(sa.next_for(30ms).has_value());  // b is not a's business
+}
+
+TEST_F(WatchTest, SoftDeleteIsModifiedAndStatusChangesAreVisible) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_finalizers({"f"}));
+  auto s = w.watch(ctx_, o.id);
+  next(s);
+  cc.update_status(ctx_, o.id, 1, {true});
+  auto st = next(s);
+  EXPECT_EQ(st.type, ChangeType::Modified);
+  EXPECT_TRUE(st.object.status->ready);
+  w.update(ctx_, o.id, {"a", 2});
+  auto spec = next(s);
+  EXPECT_EQ(spec.object.generation, 2);
+  cc.update_status(ctx_, o.id, 2, {true});  // settles generation 2, status unchanged
+  auto settled = next(s);
+  EXPECT_EQ(settled.type, ChangeType::Modified);
+  EXPECT_EQ(settled.object.observed_generation, settled.object.generation);
+  w.remove(ctx_, o.id);
+  auto del = next(s);
+  EXPECT_EQ(del.type, ChangeType::Modified);
+  EXPECT_TRUE(del.object.deletion_requested_at.has_value());
+}
+
+TEST_F(WatchTest, ASlowReaderConvergesToTheLatestState) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 0});
+  auto s = w.watch_list(ctx_);
+  for (int i = 1; i <= 10000; ++i) w.update(ctx_, o.id, {"a", i});
+  std::vector<WidgetChange> got;
+  while (auto c = s.next_for(200ms)) got.push_back(std::move(*c));
+  ASSERT_FALSE(got.empty());
+  EXPECT_LE(got.size(), 5u);  // a handful, not ten thousand
+  EXPECT_EQ(got.back().object.spec.size, 10000);
+}
+
+TEST_F(WatchTest, ACreateFollowedByUpdatesStaysOneAdded) {
+  auto w = widgets();
+  auto s = w.watch_list(ctx_);
+  auto o = w.create(ctx_, {"a", 1});
+  w.update(ctx_, o.id, {"a", 2});
+  w.update(ctx_, o.id, {"a", 3});
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  // Let the hub deliver everything before reading, so the three writes conflate.
+  ASSERT_TRUE(eventually([&] { return w.get(ctx_, o.id).spec.size == 3; }));
+  settle();
+  auto c = next(s);
+  EXPECT_EQ(c.type, ChangeType::Added);
+  EXPECT_EQ(c.object.spec.size, 3);
+  EXPECT_FALSE(s.next_for(30ms).has_value());
+  (void)deadline;
+}
+
+TEST_F(WatchTest, UndecodableRowsAreSkippedAndTheStreamGoesOn) {
+  auto w = widgets();
+  Client<nlohmann::json, nlohmann::json> raw(*bh_, widget_kind);
+  raw.create(ctx_, nlohmann::json{{"not", "a widget"}});
+  auto good = w.create(ctx_, {"ok", 1});
+  testing::internal::CaptureStderr();
+  auto s = w.watch_list(ctx_);
+  auto c = next(s);
+  EXPECT_EQ(c.object.id, good.id);
+  raw.create(ctx_, nlohmann::json{{"still", "not"}});
+  auto later = w.create(ctx_, {"later", 2});
+  EXPECT_EQ(next(s).object.id, later.id);
+  EXPECT_FALSE(s.done());
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("does not decode"), std::string::npos);
+}
+
+TEST_F(WatchTest, StreamsEndOnContextCloseAndDestruction) {
+  auto w = widgets();
+  auto [cctx, cancel] = ctx_.with_cancel();
+  auto s1 = w.watch_list(cctx);
+  cancel();
+  EXPECT_FALSE(s1.next_for(1s).has_value());
+  EXPECT_TRUE(s1.done());
+  EXPECT_FALSE(s1.error());
+  auto s2 = w.watch_list(ctx_);
+  s2.close();
+  EXPECT_TRUE(s2.done());
+  EXPECT_FALSE(s2.error());
+  { auto s3 = w.watch_list(ctx_); }  // destroyed: unsubscribed
+  w.create(ctx_, {"a", 1});  // the hub copes with ended streams
+  auto s4 = w.watch_list(ctx_);
+  EXPECT_EQ(next(s4).object.spec.color, "a");
+}
+
+TEST_F(WatchTest, StopEndsStreamsAfterDeliveringEverythingCommitted) {
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto s = w.watch_list(ctx_);
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
+  stop_(ctx_);
+  std::set<ObjectID> seen;
+  while (auto c = s.next()) seen.insert(c->object.id);
+  EXPECT_EQ(seen.size(), ids.size());
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.error(), errc::stopped);
+  EXPECT_ERRC(w.watch_list(ctx_), errc::stopped);
+}
+
+TEST_F(WatchTest, WatchesWorkWithoutAController) {
+  Widgets gadgets(*bh_, gadget_kind);
+  auto s = gadgets.watch_list(ctx_);
+  gadgets.create(ctx_, {"g", 1});
+  EXPECT_EQ(next(s).object.spec.color, "g");
+}
+
+TEST_F(WatchTest, TheSeamHasNoGapAndNoDuplicateUnderConcurrentWriters) {
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(w.create(ctx_, {"a", 0}).id);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 1; !stop; ++i) w.update(ctx_, ids[(i * 7 + t) % ids.size()], {"a", i});
+    });
+  std::this_thread::sleep_for(5ms);
+  auto s = w.watch_list(ctx_);
+  std::this_thread::sleep_for(20ms);
+  stop = true;
+  for (auto& t : writers) t.join();
+  std::map<ObjectID, int> latest, added;
+  while (auto c = s.next_for(300ms)) {
+    latest[c->object.id] = c->object.spec.size;
+    if (c->type == ChangeType::Added) ++added[c->object.id];
+  }
+  for (auto& o : w.list(ctx_)) {
+    EXPECT_EQ(latest[o.id], o.spec.size) << o.id;
+    EXPECT_EQ(added[o.id], 1) << o.id;
+  }
+}
+
+TEST_F(WatchTest, AnActorSubscribesAndReceivesChanges) {
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  struct Seen {
+    std::mutex mu;
+    std::vector<object_change> changes;
+    bool ended = false;
+  };
+  auto seen = std::make_shared<Seen>();
+  auto hub = bh_->watch_hub();
+  auto subscriber = sys.spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {
+        [seen](const object_change& c) {
+          std::lock_guard lk(seen->mu);
+          seen->changes.push_back(c);
+        },
+        [seen](const watch_ended&) {
+          std::lock_guard lk(seen->mu);
+          seen->ended = true;
+        },
+    };
+  });
+  caf::scoped_actor self{sys};
+  std::uint64_t sub = 0;
+  self->request(hub, caf::infinite, watch_request{widget_kind, std::nullopt, subscriber})
+      .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
+  EXPECT_GT(sub, 0u);
+  auto b = w.create(ctx_, {"b", 2});
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lk(seen->mu);
+    return seen->changes.size() == 2;
+  }));
+  {
+    std::lock_guard lk(seen->mu);
+    EXPECT_EQ(seen->changes[0].type, ChangeType::Added);
+    EXPECT_EQ(seen->changes[0].row.meta.id, a.id);
+    EXPECT_EQ((decode_row<WidgetSpec, WidgetStatus>(seen->changes[1].row).spec.color), "b");
+    EXPECT_EQ(seen->changes[1].row.meta.id, b.id);
+  }
+  close();  // the beehive stops: the subscriber hears it
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lk(seen->mu);
+    return seen->ended;
+  }));
+  caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace beehive::test
