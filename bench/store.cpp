@@ -1,0 +1,399 @@
+// beehive vs raw SQLite, same run, same file settings, one thread.
+//
+// Each pair runs against a fresh database file (WAL, the same PRAGMA synchronous) in a
+// temp dir under $BENCH_DB_DIR (default: the system temp dir, /tmp):
+//
+//   BM_RawInsert       vs BM_BeehiveCreate  one new row, one commit per iteration
+//   BM_RawUpdate       vs BM_BeehiveUpdate  one row's spec changed, one commit per iteration
+//   BM_RawPointSelect  vs BM_BeehiveGet     one row read by id
+//
+// Writes run at synchronous NORMAL and FULL, reads at NORMAL; the suffix of each name
+// says which (BM_RawInsert/full/real_time). Times are wall-clock (UseRealTime): a
+// blocking beehive write sleeps while the writer thread works, so CPU time would flatter
+// it. `python3 bench/ratios.py` runs this binary and prints beehive / raw per pair.
+//
+// The raw side is what an application would write by hand with SQLiteCpp: a table
+// shaped like beehive's `objects` (same columns, constraints and indexes, see
+// src/store/sqlite_schema.cpp), prepared statements reused, BEGIN IMMEDIATE ... COMMIT
+// around each write. Everything beehive does beyond that (resource version counter,
+// re-reading the row, JSON encode/decode, the hand-off to the writer actor, the reader
+// pool) is what the ratio measures.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
+#include <unistd.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <benchmark/benchmark.h>
+
+#include <beehive/beehive.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using beehive::sqlite::Synchronous;
+
+// --- sample types ------------------------------------------------------------------------
+
+struct WidgetSpec {
+  std::string name;
+  int replicas = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WidgetSpec, name, replicas)
+
+struct WidgetStatus {};  // stored as {} without a converter
+
+using Widgets = beehive::Client<WidgetSpec, WidgetStatus>;
+const beehive::GroupKind widget_kind{"acme.com", "Widget"};
+
+// The text beehive stores for WidgetSpec{"widget", n} (compact JSON, keys sorted); the
+// raw benchmarks bind the same bytes.
+std::string spec_text(int replicas) {
+  return R"({"name":"widget","replicas":)" + std::to_string(replicas) + "}";
+}
+
+// Rows present before a read/update benchmark starts; the target is in the middle.
+constexpr int kRows = 100;
+constexpr beehive::ObjectID kTarget = kRows / 2;
+
+// --- database files ----------------------------------------------------------------------
+
+// One temp dir per process, removed at exit; one fresh file per benchmark run.
+class TempDir {
+ public:
+  TempDir() {
+    const char* env = std::getenv("BENCH_DB_DIR");
+    fs::path base = (env && *env) ? fs::path(env) : fs::temp_directory_path();
+    path_ = base / ("beehive-bench-" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  fs::path fresh(const std::string& tag) {
+    return path_ / (tag + "-" + std::to_string(++counter_) + ".db");
+  }
+
+ private:
+  fs::path path_;
+  std::atomic<int> counter_{0};
+};
+
+TempDir& temp_dir() {
+  static TempDir d;
+  return d;
+}
+
+// Removes the database file and its WAL/SHM companions when a benchmark run ends.
+struct DbFile {
+  explicit DbFile(const std::string& tag) : path(temp_dir().fresh(tag)) {}
+  ~DbFile() {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      fs::remove(fs::path(path.string() + suffix), ec);
+  }
+  fs::path path;
+};
+
+const char* sync_pragma(Synchronous s) {
+  return s == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
+}
+
+constexpr int kBusyTimeoutMs = 5000;  // beehive's default
+
+std::int64_t now_millis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Folds the WAL back into the main file so both sides start a timed loop from the same
+// state (a short WAL), whatever their setup wrote.
+void checkpoint(const fs::path& file) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READWRITE, kBusyTimeoutMs);
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+}
+
+// --- raw SQLite --------------------------------------------------------------------------
+
+// The `objects` table as beehive creates it (src/store/sqlite_schema.cpp).
+constexpr const char* kRawSchema = R"sql(
+CREATE TABLE objects (
+  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+  "group"               TEXT NOT NULL,
+  kind                  TEXT NOT NULL,
+  slug                  TEXT,
+  spec                  TEXT NOT NULL,
+  spec_version          INTEGER NOT NULL DEFAULT 0,
+  status                TEXT,
+  status_version        INTEGER NOT NULL DEFAULT 0,
+  generation            INTEGER NOT NULL,
+  observed_generation   INTEGER,
+  observed_at           INTEGER,
+  resource_version      INTEGER NOT NULL,
+  deletion_requested_at INTEGER,
+  finalizers            TEXT NOT NULL DEFAULT '[]',
+  created_at            INTEGER NOT NULL,
+  updated_at            INTEGER NOT NULL,
+  UNIQUE ("group", kind, slug)
+);
+CREATE INDEX objects_by_kind ON objects ("group", kind);
+CREATE INDEX objects_deleting ON objects (deletion_requested_at)
+  WHERE deletion_requested_at IS NOT NULL;
+)sql";
+
+constexpr const char* kRawInsert = R"sql(
+INSERT INTO objects ("group", kind, slug, spec, spec_version, generation, resource_version,
+                     finalizers, created_at, updated_at)
+VALUES (?1, ?2, NULL, ?3, 0, 1, ?4, '[]', ?5, ?5))sql";
+
+// The same statement beehive's writer runs for a spec change.
+constexpr const char* kRawUpdate =
+    "UPDATE objects SET spec = ?2, spec_version = 0, generation = ?3, resource_version = ?4, "
+    "updated_at = ?5 WHERE id = ?1";
+
+constexpr const char* kRawSelect = R"sql(
+SELECT id, "group", kind, slug, spec, spec_version, status, status_version, generation,
+       observed_generation, observed_at, resource_version, deletion_requested_at,
+       finalizers, created_at, updated_at
+  FROM objects WHERE id = ?1)sql";
+
+// A write connection set up like beehive's (WAL, synchronous, foreign keys).
+struct RawDb {
+  RawDb(const fs::path& file, Synchronous sync)
+      : db(file.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs) {
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec(sync_pragma(sync));
+    db.exec("PRAGMA foreign_keys = ON");
+    db.exec(kRawSchema);
+  }
+
+  // Inserts `n` rows in one transaction (setup only).
+  void populate(int n) {
+    SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
+    SQLite::Statement ins(db, kRawInsert);
+    for (int i = 0; i < n; ++i) {
+      ins.bind(1, "acme.com");
+      ins.bind(2, "Widget");
+      ins.bind(3, spec_text(-1));
+      ins.bind(4, static_cast<std::int64_t>(i + 1));
+      ins.bind(5, now_millis());
+      ins.exec();
+      ins.reset();
+    }
+    txn.commit();
+  }
+
+  SQLite::Database db;
+};
+
+// What a raw reader fills from one row.
+struct RawRow {
+  std::int64_t id = 0;
+  std::string group, kind;
+  std::optional<std::string> slug;
+  std::string spec;
+  int spec_version = 0;
+  std::optional<std::string> status;
+  int status_version = 0;
+  std::int64_t generation = 0;
+  std::optional<std::int64_t> observed_generation, observed_at;
+  std::int64_t resource_version = 0;
+  std::optional<std::int64_t> deletion_requested_at;
+  std::string finalizers;
+  std::int64_t created_at = 0, updated_at = 0;
+};
+
+std::optional<std::string> opt_text(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return c.getString();
+}
+std::optional<std::int64_t> opt_int(const SQLite::Column& c) {
+  if (c.isNull()) return std::nullopt;
+  return c.getInt64();
+}
+
+void set_rate(benchmark::State& state) {
+  state.counters["items/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void BM_RawInsert(benchmark::State& state, Synchronous sync) {
+  DbFile file("raw-insert");
+  RawDb raw(file.path, sync);
+  checkpoint(file.path);
+  SQLite::Statement ins(raw.db, kRawInsert);
+  const std::string spec = spec_text(3);
+  std::int64_t rv = 0;
+  for (auto _ : state) {
+    raw.db.exec("BEGIN IMMEDIATE");
+    ins.bindNoCopy(1, "acme.com");
+    ins.bindNoCopy(2, "Widget");
+    ins.bindNoCopy(3, spec);
+    ins.bind(4, ++rv);
+    ins.bind(5, now_millis());
+    ins.exec();
+    ins.reset();
+    benchmark::DoNotOptimize(raw.db.getLastInsertRowid());
+    raw.db.exec("COMMIT");
+  }
+  set_rate(state);
+}
+
+void BM_RawUpdate(benchmark::State& state, Synchronous sync) {
+  DbFile file("raw-update");
+  RawDb raw(file.path, sync);
+  raw.populate(kRows);
+  checkpoint(file.path);
+  SQLite::Statement upd(raw.db, kRawUpdate);
+  std::int64_t rv = kRows;
+  std::int64_t generation = 1;
+  int i = 0;
+  for (auto _ : state) {
+    std::string spec = spec_text(i++);  // a new value every iteration
+    raw.db.exec("BEGIN IMMEDIATE");
+    upd.bind(1, kTarget);
+    upd.bindNoCopy(2, spec);
+    upd.bind(3, ++generation);
+    upd.bind(4, ++rv);
+    upd.bind(5, now_millis());
+    upd.exec();
+    upd.reset();
+    raw.db.exec("COMMIT");
+  }
+  set_rate(state);
+}
+
+void BM_RawPointSelect(benchmark::State& state, Synchronous sync) {
+  DbFile file("raw-select");
+  RawDb raw(file.path, sync);  // stays open, like beehive's write connection
+  raw.populate(kRows);
+  checkpoint(file.path);
+  // Read-only connection, as beehive's readers use.
+  SQLite::Database ro(file.path.string(), SQLite::OPEN_READONLY, kBusyTimeoutMs);
+  SQLite::Statement sel(ro, kRawSelect);
+  for (auto _ : state) {
+    sel.bind(1, kTarget);
+    if (!sel.executeStep()) {
+      state.SkipWithError("row not found");
+      break;
+    }
+    RawRow r;
+    r.id = sel.getColumn(0).getInt64();
+    r.group = sel.getColumn(1).getString();
+    r.kind = sel.getColumn(2).getString();
+    r.slug = opt_text(sel.getColumn(3));
+    r.spec = sel.getColumn(4).getString();
+    r.spec_version = sel.getColumn(5).getInt();
+    r.status = opt_text(sel.getColumn(6));
+    r.status_version = sel.getColumn(7).getInt();
+    r.generation = sel.getColumn(8).getInt64();
+    r.observed_generation = opt_int(sel.getColumn(9));
+    r.observed_at = opt_int(sel.getColumn(10));
+    r.resource_version = sel.getColumn(11).getInt64();
+    r.deletion_requested_at = opt_int(sel.getColumn(12));
+    r.finalizers = sel.getColumn(13).getString();
+    r.created_at = sel.getColumn(14).getInt64();
+    r.updated_at = sel.getColumn(15).getInt64();
+    sel.reset();
+    benchmark::DoNotOptimize(r);
+  }
+  set_rate(state);
+}
+
+// --- beehive -----------------------------------------------------------------------------
+
+// A store and a beehive over a fresh file; the file goes when the run ends.
+struct Hive {
+  Hive(const std::string& tag, Synchronous sync) : file(tag) {
+    beehive::sqlite::Options opts;
+    opts.synchronous = sync;
+    store = beehive::sqlite::open(file.path, opts);
+    bh = std::make_unique<beehive::Beehive>(store);
+    widgets.emplace(*bh, widget_kind);
+  }
+  ~Hive() {
+    widgets.reset();
+    bh.reset();
+    store.reset();
+  }
+
+  // Creates `n` objects (ids 1..n in a fresh file), then checkpoints the WAL.
+  void populate(int n) {
+    for (int i = 0; i < n; ++i) widgets->create(ctx, WidgetSpec{"widget", -1});
+    checkpoint(file.path);
+  }
+
+  DbFile file;
+  std::shared_ptr<beehive::Store> store;
+  std::unique_ptr<beehive::Beehive> bh;
+  std::optional<Widgets> widgets;
+  beehive::Context ctx;
+};
+
+void BM_BeehiveCreate(benchmark::State& state, Synchronous sync) {
+  Hive hive("beehive-create", sync);
+  checkpoint(hive.file.path);
+  const WidgetSpec spec{"widget", 3};
+  for (auto _ : state) {
+    auto obj = hive.widgets->create(hive.ctx, spec);
+    benchmark::DoNotOptimize(obj.id);
+  }
+  set_rate(state);
+}
+
+void BM_BeehiveUpdate(benchmark::State& state, Synchronous sync) {
+  Hive hive("beehive-update", sync);
+  hive.populate(kRows);
+  int i = 0;
+  std::int64_t expected_generation = 1;
+  for (auto _ : state) {
+    auto obj = hive.widgets->update(hive.ctx, kTarget, WidgetSpec{"widget", i++});
+    benchmark::DoNotOptimize(obj.generation);
+    ++expected_generation;
+  }
+  // Every iteration must have been a real write (the spec changed each time).
+  auto last = hive.widgets->get(hive.ctx, kTarget);
+  if (last.generation != expected_generation)
+    state.SkipWithError("an update did not bump the generation");
+  set_rate(state);
+}
+
+void BM_BeehiveGet(benchmark::State& state, Synchronous sync) {
+  Hive hive("beehive-get", sync);
+  hive.populate(kRows);
+  for (auto _ : state) {
+    auto obj = hive.widgets->get(hive.ctx, kTarget);
+    benchmark::DoNotOptimize(obj);
+  }
+  set_rate(state);
+}
+
+// Pairs next to each other so that drift of the disk affects both sides alike.
+#define BEEHIVE_BENCH(fn, mode, sync) \
+  BENCHMARK_CAPTURE(fn, mode, sync)->UseRealTime()->Unit(benchmark::kMicrosecond)
+
+BEEHIVE_BENCH(BM_RawInsert, normal, Synchronous::normal);
+BEEHIVE_BENCH(BM_BeehiveCreate, normal, Synchronous::normal);
+BEEHIVE_BENCH(BM_RawInsert, full, Synchronous::full);
+BEEHIVE_BENCH(BM_BeehiveCreate, full, Synchronous::full);
+
+BEEHIVE_BENCH(BM_RawUpdate, normal, Synchronous::normal);
+BEEHIVE_BENCH(BM_BeehiveUpdate, normal, Synchronous::normal);
+BEEHIVE_BENCH(BM_RawUpdate, full, Synchronous::full);
+BEEHIVE_BENCH(BM_BeehiveUpdate, full, Synchronous::full);
+
+BEEHIVE_BENCH(BM_RawPointSelect, normal, Synchronous::normal);
+BEEHIVE_BENCH(BM_BeehiveGet, normal, Synchronous::normal);
+
+}  // namespace
