@@ -31,7 +31,7 @@ ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.runtime()), gk_
 ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
                              RowCheck check) const {
   auto s = OptionSet::from(opts);
-  auto r = rt_->write(ctx, create_request{gk_, std::move(spec), s.slug, s.finalizers},
+  auto r = rt_->write(ctx, create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner},
                       std::move(check));
   run_on_create(*rt_, s, ctx);
   return std::move(r.row);
@@ -52,7 +52,8 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   if (s.slug)
     throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
   auto r = rt_->write(
-      ctx, get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers},
+      ctx,
+      get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers, s.owner},
       std::move(check));
   if (r.flag) run_on_create(*rt_, s, ctx);
   return {std::move(r.row), r.flag};
@@ -103,6 +104,19 @@ std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned loads) cons
   if (ContextAccess::transaction(ctx))
     return read_in_transaction(ctx, ReadOp{ReadOp::list, gk_, 0, {}, loads});
   return rt_->backend().reader()->list(gk_, loads);
+}
+
+std::vector<ObjectRow> ClientCore::list_owned_objects(const Context& ctx, ObjectID owner,
+                                                      unsigned loads) const {
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  return rt_->backend().reader()->list_owned_objects(gk_, owner, loads);
+}
+
+std::vector<Ref> ClientCore::related(const Context& ctx, ObjectID id, unsigned relation) const {
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  return rt_->backend().reader()->related(id, relation);
 }
 
 void ClientCore::remove(const Context& ctx, ObjectID id) const {

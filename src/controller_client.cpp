@@ -60,6 +60,28 @@ void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
   rt_->write(ctx, remove_finalizer_request{gk_, id, std::string(finalizer)}, {});
 }
 
+void ControllerClientCore::add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
+  rt_->write(ctx, add_dependency_request{gk_, from, to}, {});
+}
+
+void ControllerClientCore::remove_dependency(const Context& ctx, ObjectID from,
+                                             ObjectID to) const {
+  rt_->write(ctx, remove_dependency_request{gk_, from, to}, {});
+}
+
+bool ControllerClientCore::has_incoming_refs(const Context& ctx, ObjectID id) const {
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  return rt_->backend().reader()->has_incoming_refs(id);
+}
+
+std::vector<Ref> ControllerClientCore::related(const Context& ctx, ObjectID id,
+                                               unsigned relation) const {
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  return rt_->backend().reader()->related(id, relation);
+}
+
 void ControllerClientCore::within(const Context& ctx,
                                   const std::function<void(const Context&)>& fn) const {
   rt_->within(ctx, fn);

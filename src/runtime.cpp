@@ -242,10 +242,14 @@ void Runtime::spawn_controllers() {
     entry->controller = sys_->spawn(detail::controller, entry, this, scheduler_);
     caf::anon_send(writer_, subscribe_atom::value, entry->controller);
   }
+  auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
+  gc_ = sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence);
+  caf::anon_send(writer_, subscribe_atom::value, gc_);
   // The writer serves messages from one sender in order: once this read returns, every
   // commit after it reaches the controllers, and their start lists everything before.
   write(Context{}, SessionCmd{SessionCmd::rollback}, {});
   for (auto& [gk, entry] : kinds_) caf::anon_send(entry->controller, start_atom::value);
+  caf::anon_send(gc_, start_atom::value);
 }
 
 void Runtime::kill_controllers() {
@@ -254,6 +258,11 @@ void Runtime::kill_controllers() {
     caf::anon_send(writer_, unsubscribe_atom::value, entry->controller);
     caf::anon_send_exit(entry->controller, caf::exit_reason::user_shutdown);
     entry->controller = nullptr;
+  }
+  if (gc_) {
+    caf::anon_send(writer_, unsubscribe_atom::value, gc_);
+    caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);
+    gc_ = nullptr;
   }
   if (auto* manual = dynamic_cast<ManualClock*>(clock_.get()); manual && clock_token_)
     manual->unsubscribe(clock_token_);

@@ -15,6 +15,7 @@
 #include <beehive/options.hpp>
 
 #include "actors/controller.hpp"
+#include "actors/gc.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
 #include "actors/watch_hub.hpp"
@@ -94,6 +95,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   store_writer_actor writer_public_;
   scheduler_actor scheduler_;
   watch_hub_impl hub_;
+  caf::actor gc_;
   std::atomic<std::uint64_t> last_subscription_{0};
   int clock_token_ = 0;
 

@@ -1,6 +1,7 @@
 // Names and accessors of the small public value types.
 
 #include <beehive/change.hpp>
+#include <beehive/commit_record.hpp>
 #include <beehive/condition.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/event.hpp>
@@ -71,6 +72,12 @@ const std::vector<Ref>& ObjectMeta::list_dependents() const {
 const std::vector<Ref>& ObjectMeta::list_owned() const { return loaded(relations.owned, "owned"); }
 const std::vector<Event>& ObjectMeta::list_events() const {
   return loaded(relations.events, "events");
+}
+
+void commit_record::append(commit_record&& other) {
+  for (auto& c : other.changes) changes.push_back(std::move(c));
+  for (auto& w : other.wakes) wakes.push_back(std::move(w));
+  edges_removed |= other.edges_removed;
 }
 
 }  // namespace beehive

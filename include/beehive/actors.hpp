@@ -64,6 +64,7 @@ struct create_request {
   std::string spec;
   std::optional<std::string> slug;
   std::vector<std::string> finalizers;
+  std::optional<ObjectID> owner;  ///< must exist; its owned_by edge is written with the row
 };
 
 /// Replace an object's spec; a spec equal to the stored one writes nothing.
@@ -87,6 +88,7 @@ struct get_or_create_request {
   std::string slug;
   std::string spec;
   std::vector<std::string> finalizers;
+  std::optional<ObjectID> owner;
 };
 
 struct get_or_create_reply {
@@ -134,6 +136,23 @@ struct remove_finalizer_request {
   std::string finalizer;
 };
 
+/// Adds or removes a depends_on edge from this kind's `from` to any object `to`.
+/// Replies true when the edge was added (removed); repeating it writes nothing.
+struct add_dependency_request {
+  GroupKind gk;
+  ObjectID from = 0;
+  ObjectID to = 0;
+};
+
+struct remove_dependency_request {
+  GroupKind gk;
+  ObjectID from = 0;
+  ObjectID to = 0;
+};
+
+/// Runs one garbage-collection pass; replies the number of objects removed.
+using collect_atom = caf::atom_constant<caf::atom("collect")>;
+
 /// The sole owner of the database's write connection. Every write is one transaction;
 /// the reply comes only after the commit. Subscribers (`subscribe_atom` + an actor)
 /// receive a `commit_record` for every commit that changed something.
@@ -148,6 +167,9 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<set_condition_request>::with<ObjectRow>,
     caf::replies_to<remove_condition_request>::with<ObjectRow>,
     caf::replies_to<remove_finalizer_request>::with<ObjectRow>,
+    caf::replies_to<add_dependency_request>::with<bool>,
+    caf::replies_to<remove_dependency_request>::with<bool>,
+    caf::replies_to<collect_atom>::with<int>,
     caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
 // -- watch_hub ----------------------------------------------------------------
@@ -208,6 +230,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::update_status_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::set_condition_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_condition_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_finalizer_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::add_dependency_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_dependency_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::ObjectRow)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::watch_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::watch_ended)

@@ -50,7 +50,9 @@ class Client {
   const GroupKind& group_kind() const { return core_.group_kind(); }
 
   /// Creates an object. Options: with_slug (`already_exists` when the kind holds it,
-  /// a deletion-pending row included), with_finalizers, with_owner, with_on_create.
+  /// a deletion-pending row included), with_finalizers, with_owner (the owner must
+  /// exist: `not_found` otherwise, nothing written; deleting the owner deletes this
+  /// object too), with_on_create.
   template <class... Opts>
   ObjectType create(const Context& ctx, const Spec& spec, Opts&&... opts) const {
     Decoded out;
@@ -98,15 +100,32 @@ class Client {
   /// Every object of the kind, by id. A row that does not decode is skipped and logged.
   template <class... Loads>
   std::vector<ObjectType> list(const Context& ctx, const Loads&... loads) const {
-    std::vector<ObjectType> out;
-    for (auto& row : core_.list(ctx, detail::load_bits(loads...))) {
-      try {
-        out.push_back(detail::decode_object<Spec, Status>(row));
-      } catch (const Error& e) {
-        core_.report_skipped(row, e);
-      }
-    }
-    return out;
+    return decode_all(core_.list(ctx, detail::load_bits(loads...)));
+  }
+
+  /// This kind's objects owned by `owner`, decoded, by id (deletion-pending ones
+  /// included), in one query; loads as for list.
+  template <class... Loads>
+  std::vector<ObjectType> list_owned_objects(const Context& ctx, ObjectID owner,
+                                             const Loads&... loads) const {
+    return decode_all(core_.list_owned_objects(ctx, owner, detail::load_bits(loads...)));
+  }
+
+  // Lazy relation lookups: not kind-scoped (any object's edges), a missing id reads
+  // empty. Meant for ids the caller owns.
+
+  std::optional<Ref> get_owner(const Context& ctx, ObjectID id) const {
+    auto refs = core_.related(ctx, id, LoadOption::owner);
+    return refs.empty() ? std::nullopt : std::optional<Ref>(refs.front());
+  }
+  std::vector<Ref> list_dependencies(const Context& ctx, ObjectID id) const {
+    return core_.related(ctx, id, LoadOption::dependencies);
+  }
+  std::vector<Ref> list_dependents(const Context& ctx, ObjectID id) const {
+    return core_.related(ctx, id, LoadOption::dependents);
+  }
+  std::vector<Ref> list_owned(const Context& ctx, ObjectID id) const {
+    return core_.related(ctx, id, LoadOption::owned);
   }
 
   /// Requests deletion (a soft delete: deletion_requested_at is set, the object stays
@@ -150,6 +169,19 @@ class Client {
   }
 
  private:
+  std::vector<ObjectType> decode_all(const std::vector<ObjectRow>& rows) const {
+    std::vector<ObjectType> out;
+    out.reserve(rows.size());
+    for (auto& row : rows) {
+      try {
+        out.push_back(detail::decode_object<Spec, Status>(row));
+      } catch (const Error& e) {
+        core_.report_skipped(row, e);
+      }
+    }
+    return out;
+  }
+
   Stream<Change<Spec, Status>> typed(std::shared_ptr<detail::StreamCore<object_change>> c) const {
     using Out = std::optional<Change<Spec, Status>>;
     std::function<Out(object_change &&)> convert = [core = core_](object_change&& ch) -> Out {

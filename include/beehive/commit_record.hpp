@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include <beehive/group_kind.hpp>
+
 #include <beehive/change.hpp>
 #include <beehive/object_row.hpp>
 
@@ -29,6 +31,15 @@ struct object_change {
 
 struct commit_record {
   std::vector<object_change> changes;
+  /// Dependents of objects whose conditions changed: each is requeued by its kind's
+  /// controller.
+  std::vector<Ref> wakes;
+  /// An edge was removed (it may have been what kept a deletion-pending object).
+  bool edges_removed = false;
+
+  bool empty() const { return changes.empty() && wakes.empty() && !edges_removed; }
+  /// Appends `other`, as one transaction made of both.
+  void append(commit_record&& other);
 };
 
 }  // namespace beehive

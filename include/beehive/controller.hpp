@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -77,6 +79,38 @@ class ControllerClient {
   /// Removes one finalizer; absent is a no-op.
   void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const {
     core_.remove_finalizer(ctx, id, finalizer);
+  }
+
+  /// Adds a depends_on edge from this kind's `from` to any existing `to`: when `to`'s
+  /// conditions change, `from` is reconciled. Repeating an existing edge writes
+  /// nothing. Commits alone, or joins `within`.
+  void add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
+    core_.add_dependency(ctx, from, to);
+  }
+  void remove_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
+    core_.remove_dependency(ctx, from, to);
+  }
+
+  /// Whether anything with a live claim points at `id`: an owned child, or a dependent
+  /// not itself being deleted. A finalizer can gate teardown on it.
+  bool has_incoming_refs(const Context& ctx, ObjectID id) const {
+    return core_.has_incoming_refs(ctx, id);
+  }
+
+  // Lazy relation lookups, as on Client: not kind-scoped, a missing id reads empty.
+
+  std::optional<Ref> get_owner(const Context& ctx, ObjectID id) const {
+    auto refs = core_.related(ctx, id, LoadOption::owner);
+    return refs.empty() ? std::nullopt : std::optional<Ref>(refs.front());
+  }
+  std::vector<Ref> list_dependencies(const Context& ctx, ObjectID id) const {
+    return core_.related(ctx, id, LoadOption::dependencies);
+  }
+  std::vector<Ref> list_dependents(const Context& ctx, ObjectID id) const {
+    return core_.related(ctx, id, LoadOption::dependents);
+  }
+  std::vector<Ref> list_owned(const Context& ctx, ObjectID id) const {
+    return core_.related(ctx, id, LoadOption::owned);
   }
 
   /// Runs `fn` in one transaction: its writes made with the context it receives (from

@@ -168,6 +168,8 @@ caf::behavior controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt
           if ((c.parts & wakes) && c.row.meta.resource_version > st.listed_rv &&
               c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)
             enqueue(self, c.row.meta.id);
+        for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
+          if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
         dispatch(self);
       },
       [self](wake_atom) { on_wake(self); },

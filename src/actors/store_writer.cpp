@@ -10,7 +10,7 @@ using store::WriteOps;
 using Self = store_writer_impl::stateful_pointer<StoreWriterState>;
 
 WriteReply run_op(WriteOps& ops, const create_request& r) {
-  return {ops.create(r.gk, r.spec, r.slug, r.finalizers)};
+  return {ops.create(r.gk, r.spec, r.slug, r.finalizers, r.owner)};
 }
 WriteReply run_op(WriteOps& ops, const update_request& r) {
   return {ops.update(r.gk, r.id, r.spec)};
@@ -19,7 +19,7 @@ WriteReply run_op(WriteOps& ops, const create_or_update_request& r) {
   return {ops.create_or_update(r.gk, r.slug, r.spec)};
 }
 WriteReply run_op(WriteOps& ops, const get_or_create_request& r) {
-  auto [row, created] = ops.get_or_create(r.gk, r.slug, r.spec, r.finalizers);
+  auto [row, created] = ops.get_or_create(r.gk, r.slug, r.spec, r.finalizers, r.owner);
   return {std::move(row), created};
 }
 WriteReply run_op(WriteOps& ops, const remove_request& r) { return {ops.remove(r.gk, r.id)}; }
@@ -37,6 +37,17 @@ WriteReply run_op(WriteOps& ops, const remove_condition_request& r) {
 }
 WriteReply run_op(WriteOps& ops, const remove_finalizer_request& r) {
   return {ops.remove_finalizer(r.gk, r.id, r.finalizer)};
+}
+WriteReply run_op(WriteOps& ops, const add_dependency_request& r) {
+  return {{}, ops.add_dependency(r.gk, r.from, r.to)};
+}
+WriteReply run_op(WriteOps& ops, const remove_dependency_request& r) {
+  return {{}, ops.remove_dependency(r.gk, r.from, r.to)};
+}
+WriteReply run_op(WriteOps& ops, const collect_atom&) {
+  WriteReply reply;
+  reply.count = ops.collect_garbage();
+  return reply;
 }
 WriteReply run_op(WriteOps&, const SessionCmd&) {
   throw Error(errc::store, "session command outside the session handler");
@@ -59,16 +70,15 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
   return reply;
 }
 
-void publish(StoreWriterState& st, std::vector<object_change> changes) {
-  if (changes.empty()) return;
-  commit_record rec{std::move(changes)};
+void publish(StoreWriterState& st, commit_record rec) {
+  if (rec.empty()) return;
   for (auto& s : st.subscribers) caf::anon_send(s, rec);
 }
 
 /// Runs one write and its check; throws with nothing of it left in the transaction.
 WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
-                 std::vector<object_change>& changes) {
-  WriteOps ops(*st.cfg->writer, st.cfg->clock->now(), changes);
+                 commit_record& rec) {
+  WriteOps ops(*st.cfg->writer, st.cfg->clock->now(), rec);
   auto reply = std::visit([&](const auto& r) { return run_op(ops, r); }, op);
   if (check) {
     try {
@@ -87,29 +97,29 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
   if (st.session) {
     // Inside a session: a savepoint per write, so that a failing one rolls back alone.
     int sp = st.depth + 1;
-    std::vector<object_change> changes;
+    commit_record rec;
     w.savepoint(sp);
     try {
-      auto reply = apply(st, op, check, changes);
+      auto reply = apply(st, op, check, rec);
       w.release(sp);
-      for (auto& c : changes) st.session_changes.push_back(std::move(c));
+      st.session_rec.append(std::move(rec));
       return reply;
     } catch (...) {
       w.rollback_to(sp);
       throw;
     }
   }
-  std::vector<object_change> changes;
+  commit_record rec;
   w.begin();
   WriteReply reply;
   try {
-    reply = apply(st, op, check, changes);
+    reply = apply(st, op, check, rec);
     w.commit();
   } catch (...) {
     w.rollback();
     throw;
   }
-  publish(st, std::move(changes));
+  publish(st, std::move(rec));
   return reply;
 }
 
@@ -117,7 +127,7 @@ void end_session(StoreWriterState& st) {
   st.session = 0;
   st.depth = 0;
   st.marks.clear();
-  st.session_changes.clear();
+  st.session_rec = {};
   while (!st.session && !st.deferred.empty()) {
     auto job = std::move(st.deferred.front());
     st.deferred.pop_front();
@@ -134,7 +144,8 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind) {
       return {{}, false, st.session};
     case SessionCmd::savepoint:
       w.savepoint(++st.depth);
-      st.marks.push_back(st.session_changes.size());
+      st.marks.push_back({st.session_rec.changes.size(), st.session_rec.wakes.size(),
+                          st.session_rec.edges_removed});
       break;
     case SessionCmd::release:
       w.release(st.depth--);
@@ -142,11 +153,13 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind) {
       break;
     case SessionCmd::rollback_to:
       w.rollback_to(st.depth--);
-      st.session_changes.resize(st.marks.back());
+      st.session_rec.changes.resize(st.marks.back().changes);
+      st.session_rec.wakes.resize(st.marks.back().wakes);
+      st.session_rec.edges_removed = st.marks.back().edges_removed;
       st.marks.pop_back();
       break;
     case SessionCmd::commit: {
-      auto changes = std::move(st.session_changes);
+      auto changes = std::move(st.session_rec);
       try {
         w.commit();
       } catch (...) {
@@ -217,6 +230,7 @@ caf::typed_response_promise<Reply> serve(Self self, const Request& r,
 
 ObjectRow pick_row(WriteReply&& r) { return std::move(r.row); }
 bool pick_flag(WriteReply&& r) { return r.flag; }
+int pick_count(WriteReply&& r) { return r.count; }
 get_or_create_reply pick_goc(WriteReply&& r) { return {std::move(r.row), r.flag}; }
 
 }  // namespace
@@ -235,6 +249,9 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const set_condition_request& r) { return serve(self, r, pick_row); },
       [self](const remove_condition_request& r) { return serve(self, r, pick_row); },
       [self](const remove_finalizer_request& r) { return serve(self, r, pick_row); },
+      [self](const add_dependency_request& r) { return serve(self, r, pick_flag); },
+      [self](const remove_dependency_request& r) { return serve(self, r, pick_flag); },
+      [self](collect_atom a) { return serve(self, a, pick_count); },
       [&st](subscribe_atom, const caf::actor& a) { st.subscribers.push_back(a); },
       [&st](unsubscribe_atom, const caf::actor& a) { std::erase(st.subscribers, a); },
       [&st](const BlockingWritePtr& w) { serve_blocking(st, w); },

@@ -46,7 +46,8 @@ using WriteOp =
     std::variant<create_request, update_request, create_or_update_request, get_or_create_request,
                  remove_request, remove_by_slug_request, update_status_request,
                  set_condition_request, remove_condition_request, remove_finalizer_request,
-                 SessionCmd, ReadOp>;
+                 add_dependency_request, remove_dependency_request, collect_atom, SessionCmd,
+                 ReadOp>;
 
 /// Decodes a written row back into the caller's types inside the transaction; throwing
 /// rolls the write back.
@@ -57,6 +58,7 @@ struct WriteReply {
   bool flag{};                // get_or_create: created; remove_by_slug: deletion requested
   std::uint64_t session{};  // SessionCmd::begin: the session opened
   std::vector<ObjectRow> rows{};  // ReadOp
+  int count{};                    // collect_atom: objects removed
 };
 
 struct BlockingWrite {
@@ -89,9 +91,13 @@ struct StoreWriterState {
 
   std::uint64_t session = 0;  // the open within session; 0 = none
   std::uint64_t last_session = 0;
-  int depth = 0;                     // savepoints open inside the session
-  std::vector<std::size_t> marks;    // session_changes size at each savepoint
-  std::vector<object_change> session_changes;
+  int depth = 0;  // savepoints open inside the session
+  struct Mark {
+    std::size_t changes, wakes;
+    bool edges_removed;
+  };
+  std::vector<Mark> marks;    // the session record's extent at each savepoint
+  commit_record session_rec;  // what the session changed so far
   std::deque<std::function<void()>> deferred;  // arrived while a session was open
 
   static inline const char* name = "beehive.store_writer";

@@ -28,6 +28,7 @@ struct NewObject {
   std::string spec;
   int spec_version = 0;
   std::vector<std::string> finalizers;
+  std::optional<ObjectID> owner;
   std::int64_t resource_version = 0;
   Time now{};
 };
@@ -49,6 +50,14 @@ class Reader {
   /// same snapshot: every commit after the snapshot has greater versions.
   virtual std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
                                           std::int64_t& resource_version) = 0;
+  /// One relation (a LoadOption bit: owner, dependencies, dependents, owned) of any
+  /// object, by id; empty for a missing id.
+  virtual std::vector<Ref> related(ObjectID id, unsigned relation) = 0;
+  /// An owned child, or a dependent not itself being deleted, points at `id`.
+  virtual bool has_incoming_refs(ObjectID id) = 0;
+  /// The kind's objects owned by `owner`, by id.
+  virtual std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
+                                                    unsigned loads) = 0;
   /// Each with its resource version.
   virtual std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                                   bool unsettled_only) = 0;
@@ -80,6 +89,17 @@ class Writer : public Reader {
                               std::int64_t resource_version, Time now) = 0;
   /// Moves the object's resource version (a write to a row it owns, e.g. a condition).
   virtual void touch(ObjectID id, std::int64_t resource_version, Time now) = 0;
+
+  /// An edge; false when it existed (added) or did not (removed).
+  virtual bool add_ref(ObjectID from, const char* relation, ObjectID to) = 0;
+  virtual bool remove_ref(ObjectID from, const char* relation, ObjectID to) = 0;
+  virtual bool exists(ObjectID id) = 0;
+  /// Live children of owners whose deletion was requested.
+  virtual std::vector<ObjectID> cascade_candidates() = 0;
+  /// Deletion-pending objects without finalizers that nothing points at.
+  virtual std::vector<ObjectID> collectible() = 0;
+  /// Physically removes a row (its conditions, events and outgoing edges go with it).
+  virtual void delete_object(ObjectID id) = 0;
 
   /// Nested transactions, named by depth.
   virtual void savepoint(int depth) = 0;

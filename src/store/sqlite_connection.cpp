@@ -95,6 +95,30 @@ std::string sql_for(Query q) {
       return "UPDATE objects SET resource_version = ?2, updated_at = ?3 WHERE id = ?1";
     case Query::current_resource_version:
       return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
+    case Query::has_incoming_refs:
+      // A live claim: an owned child, or a dependent that is not being deleted itself.
+      return R"sql(SELECT EXISTS (SELECT 1 FROM refs AS r JOIN objects AS o ON o.id = r.from_id
+             WHERE r.to_id = ?1 AND (r.relation = 'owned_by' OR o.deletion_requested_at IS NULL)))sql";
+    case Query::list_owned_objects:
+      return select_objects(R"(o.id IN (SELECT from_id FROM refs WHERE to_id = ?3 AND
+             relation = 'owned_by') AND o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
+    case Query::add_ref:
+      return "INSERT OR IGNORE INTO refs (from_id, relation, to_id) VALUES (?1, ?2, ?3)";
+    case Query::remove_ref:
+      return "DELETE FROM refs WHERE from_id = ?1 AND relation = ?2 AND to_id = ?3";
+    case Query::object_exists: return "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?1)";
+    case Query::cascade_candidates:
+      return R"sql(SELECT child.id FROM refs AS r
+             JOIN objects AS owner ON owner.id = r.to_id
+             JOIN objects AS child ON child.id = r.from_id
+             WHERE r.relation = 'owned_by' AND owner.deletion_requested_at IS NOT NULL
+               AND child.deletion_requested_at IS NULL ORDER BY child.id)sql";
+    case Query::collectible:
+      // Deletion requested, every finalizer removed, and nothing points at it any more.
+      return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
+             AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs WHERE to_id = o.id)
+             ORDER BY o.id)sql";
+    case Query::delete_object: return "DELETE FROM objects WHERE id = ?1";
     case Query::begin_read: return "BEGIN";
     case Query::end_read: return "COMMIT";
     case Query::count_: break;
@@ -267,6 +291,47 @@ std::vector<ObjectRow> Connection::snapshot(const GroupKind& gk, std::optional<O
     auto row = get(*id);
     if (row && row->meta.group == gk.group && row->meta.kind == gk.kind)
       rows.push_back(std::move(*row));
+    return rows;
+  });
+}
+
+std::vector<Ref> Connection::related(ObjectID id, unsigned relation) {
+  Query q = relation == LoadOption::owner          ? Query::owner_of
+            : relation == LoadOption::dependencies ? Query::dependencies_of
+            : relation == LoadOption::dependents   ? Query::dependents_of
+                                                   : Query::owned_by;
+  return guarded([&] {
+    std::vector<Ref> out;
+    for (auto& [from, ref] : edges(q, "[" + std::to_string(id) + "]")) out.push_back(ref);
+    return out;
+  });
+}
+
+bool Connection::has_incoming_refs(ObjectID id) {
+  return guarded([&] {
+    auto s = use(Query::has_incoming_refs);
+    s->bind(1, id);
+    s->executeStep();
+    return s->getColumn(0).getInt() != 0;
+  });
+}
+
+std::vector<ObjectRow> Connection::list_owned_objects(const GroupKind& gk, ObjectID owner,
+                                                      unsigned loads) {
+  return snapshot(loads, [&] {
+    std::vector<ObjectRow> rows;
+    {
+      auto s = use(Query::list_owned_objects);
+      s->bindNoCopy(1, gk.group);
+      s->bindNoCopy(2, gk.kind);
+      s->bind(3, owner);
+      while (s->executeStep()) rows.push_back(read_row(*s));
+    }
+    if (loads && !rows.empty()) {
+      std::vector<ObjectRow*> ptrs;
+      for (auto& r : rows) ptrs.push_back(&r);
+      load(std::move(ptrs), loads);
+    }
     return rows;
   });
 }

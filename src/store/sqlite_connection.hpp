@@ -37,6 +37,14 @@ enum class Query : int {
   set_finalizers,
   touch,
   current_resource_version,
+  has_incoming_refs,
+  list_owned_objects,
+  add_ref,
+  remove_ref,
+  object_exists,
+  cascade_candidates,
+  collectible,
+  delete_object,
   begin_read,
   end_read,
   count_,  // not a query
@@ -74,6 +82,10 @@ class Connection {
                                                           bool unsettled_only);
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
                                   std::int64_t& resource_version);
+  /// One relation (a LoadOption bit) of one object; empty for a missing id.
+  std::vector<Ref> related(ObjectID id, unsigned relation);
+  bool has_incoming_refs(ObjectID id);
+  std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner, unsigned loads);
   std::int64_t session() const { return session_; }
 
   SQLite::Database& db() { return db_; }

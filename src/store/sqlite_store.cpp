@@ -39,6 +39,14 @@ class SqliteReader : public Reader {
                                   std::int64_t& rv) override {
     return conn_.snapshot(gk, id, rv);
   }
+  std::vector<Ref> related(ObjectID id, unsigned relation) override {
+    return conn_.related(id, relation);
+  }
+  bool has_incoming_refs(ObjectID id) override { return conn_.has_incoming_refs(id); }
+  std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
+                                            unsigned loads) override {
+    return conn_.list_owned_objects(gk, owner, loads);
+  }
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                           bool unsettled_only) override {
     return conn_.list_ids(gk, unsettled_only);
@@ -67,6 +75,14 @@ class SqliteWriter : public Writer {
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
                                   std::int64_t& rv) override {
     return conn_.snapshot(gk, id, rv);
+  }
+  std::vector<Ref> related(ObjectID id, unsigned relation) override {
+    return conn_.related(id, relation);
+  }
+  bool has_incoming_refs(ObjectID id) override { return conn_.has_incoming_refs(id); }
+  std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
+                                            unsigned loads) override {
+    return conn_.list_owned_objects(gk, owner, loads);
   }
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                           bool unsettled_only) override {
@@ -104,7 +120,49 @@ class SqliteWriter : public Writer {
       s->bind(7, nlohmann::json(o.finalizers).dump());
       s->bind(8, to_millis(o.now));
       s->exec();
-      return conn_.db().getLastInsertRowid();
+      auto id = conn_.db().getLastInsertRowid();
+      if (o.owner) add_ref(id, "owned_by", *o.owner);
+      return id;
+    });
+  }
+
+  bool add_ref(ObjectID from, const char* relation, ObjectID to) override {
+    return guarded([&] {
+      auto s = conn_.use(Query::add_ref);
+      s->bind(1, from);
+      s->bindNoCopy(2, relation);
+      s->bind(3, to);
+      return s->exec() > 0;
+    });
+  }
+
+  bool remove_ref(ObjectID from, const char* relation, ObjectID to) override {
+    return guarded([&] {
+      auto s = conn_.use(Query::remove_ref);
+      s->bind(1, from);
+      s->bindNoCopy(2, relation);
+      s->bind(3, to);
+      return s->exec() > 0;
+    });
+  }
+
+  bool exists(ObjectID id) override {
+    return guarded([&] {
+      auto s = conn_.use(Query::object_exists);
+      s->bind(1, id);
+      s->executeStep();
+      return s->getColumn(0).getInt() != 0;
+    });
+  }
+
+  std::vector<ObjectID> cascade_candidates() override { return ids(Query::cascade_candidates); }
+  std::vector<ObjectID> collectible() override { return ids(Query::collectible); }
+
+  void delete_object(ObjectID id) override {
+    guarded([&] {
+      auto s = conn_.use(Query::delete_object);
+      s->bind(1, id);
+      s->exec();
     });
   }
 
@@ -208,6 +266,15 @@ class SqliteWriter : public Writer {
   }
 
  private:
+  std::vector<ObjectID> ids(Query q) {
+    return guarded([&] {
+      auto s = conn_.use(q);
+      std::vector<ObjectID> out;
+      while (s->executeStep()) out.push_back(s->getColumn(0).getInt64());
+      return out;
+    });
+  }
+
   Connection conn_;
 };
 

@@ -1,6 +1,7 @@
 #include "store/write_ops.hpp"
 
 #include <beehive/errors.hpp>
+#include <beehive/options.hpp>
 
 namespace beehive::store {
 
@@ -13,7 +14,7 @@ ObjectRow WriteOps::reread(ObjectID id) {
 ObjectRow WriteOps::changed(ObjectID id, unsigned parts) {
   auto row = reread(id);
   bool created = parts & object_change::created;
-  changes_.push_back({created ? ChangeType::Added : ChangeType::Modified, row, parts});
+  rec_.changes.push_back({created ? ChangeType::Added : ChangeType::Modified, row, parts});
   return row;
 }
 
@@ -36,10 +37,13 @@ ObjectRow WriteOps::require(const GroupKind& gk, ObjectID id) {
 
 ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
                            const std::optional<std::string>& slug,
-                           const std::vector<std::string>& finalizers) {
+                           const std::vector<std::string>& finalizers,
+                           std::optional<ObjectID> owner) {
   if (slug && w_.get_by_slug(gk, *slug))
     throw Error(errc::already_exists, to_string(gk) + " slug \"" + *slug + "\" is taken");
-  NewObject o{gk, slug, spec, 0, finalizers, w_.next_resource_version(), now_};
+  if (owner && !w_.exists(*owner))
+    throw Error(errc::not_found, "owner " + std::to_string(*owner) + " does not exist");
+  NewObject o{gk, slug, spec, 0, finalizers, owner, w_.next_resource_version(), now_};
   return changed(w_.insert_object(o), object_change::created);
 }
 
@@ -58,14 +62,15 @@ ObjectRow WriteOps::update(const GroupKind& gk, ObjectID id, const std::string& 
 ObjectRow WriteOps::create_or_update(const GroupKind& gk, const std::string& slug,
                                      const std::string& spec) {
   if (auto row = w_.get_by_slug(gk, slug)) return update_row(*row, spec);
-  return create(gk, spec, slug, {});
+  return create(gk, spec, slug, {}, std::nullopt);
 }
 
 std::pair<ObjectRow, bool> WriteOps::get_or_create(const GroupKind& gk, const std::string& slug,
                                                    const std::string& spec,
-                                                   const std::vector<std::string>& finalizers) {
+                                                   const std::vector<std::string>& finalizers,
+                                                   std::optional<ObjectID> owner) {
   if (auto row = w_.get_by_slug(gk, slug)) return {std::move(*row), false};
-  return {create(gk, spec, slug, finalizers), true};
+  return {create(gk, spec, slug, finalizers, owner), true};
 }
 
 ObjectRow WriteOps::mark_deleted(const ObjectRow& row) {
@@ -108,6 +113,7 @@ ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condit
     if (existing == c) return row;  // identical and current: nothing to write
   w_.upsert_condition(id, c, now_);
   w_.touch(id, w_.next_resource_version(), now_);
+  wake_dependents(id);
   return changed(id, object_change::conditions);
 }
 
@@ -115,6 +121,7 @@ ObjectRow WriteOps::remove_condition(const GroupKind& gk, ObjectID id, const std
   auto row = require_own(gk, id);
   if (!w_.delete_condition(id, type)) return row;
   w_.touch(id, w_.next_resource_version(), now_);
+  wake_dependents(id);
   return changed(id, object_change::conditions);
 }
 
@@ -125,6 +132,45 @@ ObjectRow WriteOps::remove_finalizer(const GroupKind& gk, ObjectID id,
   if (std::erase(finalizers, finalizer) == 0) return row;
   w_.set_finalizers(id, finalizers, w_.next_resource_version(), now_);
   return changed(id, object_change::finalizers);
+}
+
+void WriteOps::wake_dependents(ObjectID id) {
+  for (auto& ref : w_.related(id, LoadOption::dependents)) rec_.wakes.push_back(std::move(ref));
+}
+
+bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
+  require_own(gk, from);
+  if (!w_.exists(to)) throw Error(errc::not_found, "no object with id " + std::to_string(to));
+  return w_.add_ref(from, "depends_on", to);
+}
+
+bool WriteOps::remove_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
+  require_own(gk, from);
+  bool removed = w_.remove_ref(from, "depends_on", to);
+  rec_.edges_removed |= removed;
+  return removed;
+}
+
+int WriteOps::collect_garbage() {
+  int removed = 0;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (auto id : w_.cascade_candidates()) {
+      mark_deleted(reread(id));
+      progress = true;
+    }
+    for (auto id : w_.collectible()) {
+      auto final_body = reread(id);
+      w_.delete_object(id);
+      // The removal is a change of its own: it gets a resource version, so that a
+      // watch whose snapshot holds the last body still sees it.
+      final_body.meta.resource_version = w_.next_resource_version();
+      rec_.changes.push_back({ChangeType::Deleted, std::move(final_body), object_change::removed});
+      ++removed;
+      progress = true;
+    }
+  }
+  return removed;
 }
 
 }  // namespace beehive::store

@@ -18,19 +18,21 @@ namespace beehive::store {
 
 class WriteOps {
  public:
-  WriteOps(Writer& w, Time now, std::vector<object_change>& changes)
-      : w_(w), now_(now), changes_(changes) {}
+  WriteOps(Writer& w, Time now, commit_record& rec) : w_(w), now_(now), rec_(rec) {}
 
+  /// `owner` must exist (not_found); its edge is written with the row.
   ObjectRow create(const GroupKind& gk, const std::string& spec,
                    const std::optional<std::string>& slug,
-                   const std::vector<std::string>& finalizers);
+                   const std::vector<std::string>& finalizers,
+                   std::optional<ObjectID> owner = std::nullopt);
   ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec);
   ObjectRow create_or_update(const GroupKind& gk, const std::string& slug,
                              const std::string& spec);
   /// The row holding the slug untouched (false), or a new one (true).
   std::pair<ObjectRow, bool> get_or_create(const GroupKind& gk, const std::string& slug,
                                            const std::string& spec,
-                                           const std::vector<std::string>& finalizers);
+                                           const std::vector<std::string>& finalizers,
+                                           std::optional<ObjectID> owner);
   ObjectRow remove(const GroupKind& gk, ObjectID id);
   /// True when this call requested the deletion.
   bool remove_by_slug(const GroupKind& gk, const std::string& slug);
@@ -44,6 +46,14 @@ class WriteOps {
   ObjectRow set_condition(const GroupKind& gk, ObjectID id, const Condition& c);
   ObjectRow remove_condition(const GroupKind& gk, ObjectID id, const std::string& type);
   ObjectRow remove_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer);
+  /// `from` is this kind's; `to` any existing object. True when the edge is new.
+  bool add_dependency(const GroupKind& gk, ObjectID from, ObjectID to);
+  bool remove_dependency(const GroupKind& gk, ObjectID from, ObjectID to);
+
+  /// Garbage collection: soft-deletes the live children of deletion-pending owners and
+  /// removes every collectible row, repeating while that unblocks more. Returns the
+  /// number of rows removed.
+  int collect_garbage();
 
  private:
   /// The kind's row with this id, or not_found.
@@ -52,13 +62,15 @@ class WriteOps {
   ObjectRow require_own(const GroupKind& gk, ObjectID id);
   /// Re-reads a row the transaction changed and records the change.
   ObjectRow changed(ObjectID id, unsigned parts);
+  /// Queues the dependents of `id` for a wake (its conditions changed).
+  void wake_dependents(ObjectID id);
   ObjectRow update_row(const ObjectRow& row, const std::string& spec);
   ObjectRow mark_deleted(const ObjectRow& row);
   ObjectRow reread(ObjectID id);
 
   Writer& w_;
   Time now_;
-  std::vector<object_change>& changes_;
+  commit_record& rec_;
 };
 
 }  // namespace beehive::store

@@ -47,8 +47,13 @@ class ClientCore {
   ObjectRow get(const Context& ctx, ObjectID id, unsigned loads) const;
   ObjectRow get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const;
   std::vector<ObjectRow> list(const Context& ctx, unsigned loads) const;
+  std::vector<ObjectRow> list_owned_objects(const Context& ctx, ObjectID owner,
+                                            unsigned loads) const;
   void remove(const Context& ctx, ObjectID id) const;
   void remove_by_slug(const Context& ctx, std::string_view slug) const;
+
+  /// One relation (a LoadOption bit) of any object; not kind-scoped, empty when missing.
+  std::vector<Ref> related(const Context& ctx, ObjectID id, unsigned relation) const;
 
   /// A conflating stream of the kind's changes (or one object's), snapshot first.
   std::shared_ptr<StreamCore<object_change>> watch(const Context& ctx,

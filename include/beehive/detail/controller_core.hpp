@@ -50,6 +50,10 @@ class ControllerClientCore {
   void set_condition(const Context& ctx, ObjectID id, const Condition& c) const;
   void remove_condition(const Context& ctx, ObjectID id, std::string_view type) const;
   void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const;
+  void add_dependency(const Context& ctx, ObjectID from, ObjectID to) const;
+  void remove_dependency(const Context& ctx, ObjectID from, ObjectID to) const;
+  bool has_incoming_refs(const Context& ctx, ObjectID id) const;
+  std::vector<Ref> related(const Context& ctx, ObjectID id, unsigned relation) const;
   void within(const Context& ctx, const std::function<void(const Context&)>& fn) const;
 
  private:

@@ -1,0 +1,71 @@
+#include "actors/gc.hpp"
+
+#include <iostream>
+
+#include "actors/controller.hpp"
+
+namespace beehive::detail {
+
+namespace {
+
+using Self = caf::stateful_actor<GcState>*;
+
+void pass(Self self) {
+  auto& st = self->state;
+  if (st.running) {
+    st.again = true;
+    return;
+  }
+  st.running = true;
+  self->request(st.writer, caf::infinite, collect_atom::value)
+      .then(
+          [self](int) {
+            auto& st = self->state;
+            st.running = false;
+            ++st.passes;
+            if (std::exchange(st.again, false)) pass(self);
+          },
+          [self](caf::error& err) {
+            // The next trigger or the cadence retries.
+            self->state.running = false;
+            std::cerr << "beehive: garbage collection failed: " << error_message(err) << "\n";
+          });
+}
+
+void arm(Self self) {
+  auto& st = self->state;
+  if (st.cadence.count() <= 0) return;
+  self->send(st.scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(self),
+             st.clock->now() + st.cadence);
+}
+
+}  // namespace
+
+caf::behavior gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
+                 std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence) {
+  auto& st = self->state;
+  st.writer = std::move(writer);
+  st.scheduler = std::move(scheduler);
+  st.clock = std::move(clock);
+  st.cadence = cadence;
+  return {
+      [self](start_atom) {
+        pass(self);
+        arm(self);
+      },
+      [self](wake_atom) {
+        pass(self);
+        arm(self);
+      },
+      [self](const commit_record& rec) {
+        constexpr unsigned unblocking =
+            object_change::deletion | object_change::finalizers | object_change::removed;
+        bool trigger = rec.edges_removed;
+        for (auto& c : rec.changes) trigger |= (c.parts & unblocking) != 0;
+        if (trigger) pass(self);
+      },
+      [](shutdown_atom) {},
+  };
+}
+
+}  // namespace beehive::detail

@@ -1,0 +1,40 @@
+#pragma once
+
+// The gc actor: decides when garbage collection runs; the store_writer runs it (one
+// transaction: cascade deletion requests to the children of deletion-pending owners,
+// then remove every deletion-pending object whose finalizers are gone and that nothing
+// points at, repeating while that unblocks more).
+//
+// It runs at start, on the resync cadence, and promptly after commits that may unblock
+// a collection: a deletion request, a finalizer removal, a physical removal, a removed
+// edge. Triggers that arrive while a pass runs fold into one more pass.
+
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include <beehive/actors.hpp>
+
+#include "actors/scheduler.hpp"
+#include "actors/store_writer.hpp"
+
+namespace beehive::detail {
+
+class Runtime;
+
+struct GcState {
+  store_writer_actor writer;
+  scheduler_actor scheduler;
+  std::shared_ptr<Clock> clock;
+  std::chrono::milliseconds cadence{0};  // <= 0: no periodic pass
+  bool running = false;  // a pass is in flight
+  bool again = false;    // triggered while in flight
+  int passes = 0;
+  static inline const char* name = "beehive.gc";
+};
+
+caf::behavior gc(caf::stateful_actor<GcState>* self, store_writer_actor writer,
+                 scheduler_actor scheduler, std::shared_ptr<Clock> clock,
+                 std::chrono::milliseconds cadence);
+
+}  // namespace beehive::detail
