@@ -59,7 +59,9 @@ std::shared_ptr<ChangeCore> Runtime::watch(const Context& ctx, const GroupKind& 
     if (auto rt = weak.lock())
       if (rt->hub_) caf::anon_send(rt->hub_, unsubscribe_atom::value, sub);
   });
+  auto ready = w->ready;
   caf::anon_send(hub_, std::move(w));
+  ready->take(Context{});  // the snapshot is in: every later commit arrives live
   return core;
 }
 

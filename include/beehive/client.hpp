@@ -139,8 +139,11 @@ class Client {
   }
 
   /// Watches one object: its current state as `Added` (nothing if it does not exist
-  /// yet; its creation then arrives as `Added`), then every later change. Conflated: a
-  /// slow reader gets the latest state, a deletion the final body.
+  /// yet; its creation then arrives as `Added`), then every change committed after
+  /// that snapshot — everything committed once `watch` has returned included. A soft
+  /// delete is `Modified`; the physical removal `Deleted`, with the final body.
+  /// Conflated: a slow reader gets each object's latest state. The stream ends with its
+  /// context, on close, or with `errc::stopped` when the beehive stops.
   Stream<Change<Spec, Status>> watch(const Context& ctx, ObjectID id) const {
     return typed(core_.watch(ctx, id));
   }

@@ -67,6 +67,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
       [self](const StreamWatchPtr& w) {
         w->served = true;
         add(self, w->subscription, {w->gk, w->id, w->core, nullptr, 0});
+        w->ready->deliver(true);
       },
       [self](unsubscribe_atom, std::uint64_t id) { self->state.subs.erase(id); },
       [self](const commit_record& rec) {

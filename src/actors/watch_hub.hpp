@@ -20,6 +20,7 @@
 #include <beehive/detail/stream_core.hpp>
 
 #include "actors/store_writer.hpp"
+#include "rendezvous.hpp"
 
 namespace beehive::detail {
 
@@ -34,10 +35,15 @@ struct StreamWatch {
   std::shared_ptr<ChangeCore> core;
   std::uint64_t subscription = 0;
   bool served = false;
+  /// Released once the snapshot is queued: the caller's later commits are all live.
+  std::shared_ptr<Rendezvous<bool>> ready = std::make_shared<Rendezvous<bool>>();
 
   /// A watch the hub never served (it had quit) ends as stopped.
   ~StreamWatch() {
-    if (!served) core->finish(errc::stopped);
+    if (!served) {
+      core->finish(errc::stopped);
+      ready->fail(errc::stopped, "beehive stopped");
+    }
   }
 };
 using StreamWatchPtr = std::shared_ptr<StreamWatch>;

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -158,7 +159,14 @@ Connection::Connection(const std::filesystem::path& file, bool read_only,
   }
 }
 
+namespace {
+std::atomic<std::uint64_t> statement_count{0};
+}  // namespace
+
+std::uint64_t statements_run() { return statement_count.load(std::memory_order_relaxed); }
+
 Connection::Use Connection::use(Query q) {
+  statement_count.fetch_add(1, std::memory_order_relaxed);
   auto& slot = stmts_[static_cast<int>(q)];
   if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql_for(q));
   return Use(*slot);

@@ -106,6 +106,10 @@ class Connection {
   std::array<std::unique_ptr<SQLite::Statement>, static_cast<int>(Query::count_)> stmts_;
 };
 
+/// Statements run by every connection of the process so far; tests use it to show
+/// that batched reads stay a constant number of queries.
+std::uint64_t statements_run();
+
 /// Runs `fn`, turning SQLite failures into Error(errc::store) with SQLite's message.
 template <class Fn>
 auto guarded(Fn&& fn) -> decltype(fn());

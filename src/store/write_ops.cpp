@@ -147,8 +147,17 @@ bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
 bool WriteOps::remove_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
   require_own(gk, from);
   bool removed = w_.remove_ref(from, "depends_on", to);
-  rec_.edges_removed |= removed;
+  if (removed) released({Ref{to}});
   return removed;
+}
+
+void WriteOps::released(const std::vector<Ref>& targets) {
+  rec_.edges_removed = true;
+  // A deletion-pending target may be waiting for its last claim to go (a finalizer
+  // gated on has_incoming_refs): reconcile it now rather than at the next resync.
+  for (auto& t : targets)
+    if (auto row = w_.get(t.id); row && row->meta.deletion_requested_at)
+      rec_.wakes.push_back({row->meta.id, row->meta.group, row->meta.kind});
 }
 
 int WriteOps::collect_garbage() {
@@ -161,7 +170,10 @@ int WriteOps::collect_garbage() {
     }
     for (auto id : w_.collectible()) {
       auto final_body = reread(id);
+      auto targets = w_.related(id, LoadOption::dependencies);
+      for (auto& owner : w_.related(id, LoadOption::owner)) targets.push_back(owner);
       w_.delete_object(id);
+      released(targets);
       // The removal is a change of its own: it gets a resource version, so that a
       // watch whose snapshot holds the last body still sees it.
       final_body.meta.resource_version = w_.next_resource_version();

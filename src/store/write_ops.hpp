@@ -62,6 +62,8 @@ class WriteOps {
   ObjectRow require_own(const GroupKind& gk, ObjectID id);
   /// Re-reads a row the transaction changed and records the change.
   ObjectRow changed(ObjectID id, unsigned parts);
+  /// Edges to `targets` are gone: wakes those being deleted, and tells GC.
+  void released(const std::vector<Ref>& targets);
   /// Queues the dependents of `id` for a wake (its conditions changed).
   void wake_dependents(ObjectID id);
   ObjectRow update_row(const ObjectRow& row, const std::string& spec);

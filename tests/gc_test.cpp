@@ -1,0 +1,285 @@
+// Deletion and relations: GC, owner cascade, finalizers, dependencies, lookups.
+
+#include "controller_fixture.hpp"
+#include "store/sqlite_connection.hpp"
+
+namespace beehive::test {
+namespace {
+
+using GcTest = ControllerTest;
+using WidgetChange = Change<WidgetSpec, WidgetStatus>;
+
+/// Reads changes until `pred` holds for one; returns the changes read.
+std::vector<WidgetChange> read_until(Stream<WidgetChange>& s,
+                                     const std::function<bool(const WidgetChange&)>& pred) {
+  std::vector<WidgetChange> seen;
+  while (auto c = s.next_for(5s)) {
+    seen.push_back(*c);
+    if (pred(*c)) return seen;
+  }
+  throw std::runtime_error("the awaited change never came");
+}
+
+bool deleted(const WidgetChange& c, ObjectID id) {
+  return c.type == ChangeType::Deleted && c.object.id == id;
+}
+
+TEST_F(GcTest, AnObjectWithoutFinalizersIsCollectedAndReleasesItsSlug) {
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_slug("s"));
+  auto s = w.watch(ctx_, o.id);
+  w.remove(ctx_, o.id);
+  auto seen = read_until(s, [&](auto& c) { return deleted(c, o.id); });
+  EXPECT_TRUE(seen.back().object.deletion_requested_at.has_value());  // the final body
+  EXPECT_EQ(seen.back().object.spec.color, "a");
+  EXPECT_ERRC(w.get(ctx_, o.id), errc::not_found);
+  auto again = w.create(ctx_, {"b", 1}, with_slug("s"));
+  EXPECT_GT(again.id, o.id);  // ids are never reused
+}
+
+TEST_F(GcTest, FinalizersHoldTheObjectUntilTheControllerRemovesThem) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    if (o.deletion_requested_at && o.spec.color == "clean up")
+      cc.remove_finalizer(ctx, o.id, "acme.com/cleanup");
+    return Result{};
+  });
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"keep", 1}, with_finalizers({"acme.com/cleanup"}));
+  ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  auto s = w.watch(ctx_, o.id);
+  w.remove(ctx_, o.id);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; })) << recorder_->count(o.id);  // reconciled to clean up
+  settle();
+  EXPECT_TRUE(w.get(ctx_, o.id).deletion_requested_at.has_value());  // still held
+  w.update(ctx_, o.id, {"clean up", 1});
+  read_until(s, [&](auto& c) { return deleted(c, o.id); });
+  EXPECT_ERRC(w.get(ctx_, o.id), errc::not_found);
+}
+
+TEST_F(GcTest, CollectsAtStartForKindsWithoutAController) {
+  Widgets gadgets(*bh_, gadget_kind);
+  auto g = gadgets.create(ctx_, {"g", 1});
+  gadgets.remove(ctx_, g.id);
+  EXPECT_TRUE(gadgets.get(ctx_, g.id).deletion_requested_at.has_value());  // no GC before start
+  start();
+  EXPECT_TRUE(eventually([&] {
+    try {
+      gadgets.get(ctx_, g.id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  }));
+}
+
+TEST_F(GcTest, AThrowingReconcileDoesNotStopCollection) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("broken"); });
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  auto s = w.watch(ctx_, o.id);
+  w.remove(ctx_, o.id);
+  read_until(s, [&](auto& c) { return deleted(c, o.id); });
+}
+
+TEST_F(GcTest, WithOwnerNeedsAnExistingOwner) {
+  auto w = widgets();
+  EXPECT_ERRC(w.create(ctx_, {"orphan", 1}, with_slug("c"), with_owner(424242)), errc::not_found);
+  EXPECT_ERRC(w.get_by_slug(ctx_, "c"), errc::not_found);
+  auto owner = w.create(ctx_, {"owner", 1});
+  auto child = w.create(ctx_, {"child", 1}, with_slug("c"), with_owner(owner.id));
+  EXPECT_EQ(w.get_owner(ctx_, child.id), (Ref{owner.id, "acme.com", "Widget"}));
+}
+
+TEST_F(GcTest, GetOrCreateAppliesTheOwnerOnlyWhenCreating) {
+  auto w = widgets();
+  auto owner = w.create(ctx_, {"owner", 1});
+  auto plain = w.create(ctx_, {"plain", 1}, with_slug("p"));
+  auto [found, created] = w.get_or_create(ctx_, "p", {"x", 1}, with_owner(owner.id));
+  EXPECT_FALSE(created);
+  EXPECT_FALSE(w.get_owner(ctx_, found.id).has_value());  // not adopted
+  auto [fresh, created2] = w.get_or_create(ctx_, "q", {"x", 1}, with_owner(owner.id));
+  EXPECT_TRUE(created2);
+  EXPECT_EQ(w.get_owner(ctx_, fresh.id)->id, owner.id);
+  (void)plain;
+}
+
+TEST_F(GcTest, ThreeLevelCascadeIsCollectedBottomUpOwnerLast) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
+      cc.remove_finalizer(ctx, o.id, "f");
+    return Result{};
+  });
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto root = w.create(ctx_, {"root", 0}, with_finalizers({"f"}));
+  auto mid = w.create(ctx_, {"mid", 1}, with_finalizers({"f"}), with_owner(root.id));
+  std::vector<ObjectID> leaves;
+  for (int i = 0; i < 3; ++i)
+    leaves.push_back(w.create(ctx_, {"leaf", 2}, with_finalizers({"f"}), with_owner(mid.id)).id);
+  auto s = w.watch_list(ctx_);
+  w.remove(ctx_, root.id);
+  std::vector<ObjectID> order;
+  read_until(s, [&](auto& c) {
+    if (c.type == ChangeType::Deleted) order.push_back(c.object.id);
+    return deleted(c, root.id);
+  });
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(order[3], mid.id);
+  EXPECT_EQ(order[4], root.id);
+  EXPECT_TRUE(w.list(ctx_).empty());
+}
+
+TEST_F(GcTest, AFinalizerGatedOnIncomingRefsKeepsASharedResourceUntilItsLastUser) {
+  // Widgets depend on a shared gadget; the gadget's controller releases it only when
+  // nothing with a live claim points at it any more.
+  register_widgets();
+  std::atomic<int> gadget_passes{0};
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, gadget_kind, [&](const Context& ctx, auto& cc, const auto& o) {
+        ++gadget_passes;
+        if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
+          cc.remove_finalizer(ctx, o.id, "shared");
+        return Result{};
+      });
+  auto widget_cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, {"acme.com", "User"}, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets gadgets(*bh_, gadget_kind);
+  Widgets users(*bh_, {"acme.com", "User"});
+  auto shared = gadgets.create(ctx_, {"conn", 1}, with_finalizers({"shared"}));
+  auto u1 = users.create(ctx_, {"u1", 1});
+  auto u2 = users.create(ctx_, {"u2", 1});
+  widget_cc.add_dependency(ctx_, u1.id, shared.id);
+  widget_cc.add_dependency(ctx_, u2.id, shared.id);
+  start();
+  auto s = gadgets.watch(ctx_, shared.id);
+  gadgets.remove(ctx_, shared.id);
+  users.remove(ctx_, u1.id);
+  settle();
+  EXPECT_TRUE(gadgets.get(ctx_, shared.id).deletion_requested_at.has_value());  // u2 holds it
+  EXPECT_EQ(gadgets.list_dependents(ctx_, shared.id).size(), 1u);
+  users.remove(ctx_, u2.id);
+  auto seen = read_until(s, [&](auto& c) { return deleted(c, shared.id); });
+  close();
+}
+
+TEST_F(GcTest, RestrictKeepsATargetUntilItsDependentsAreGone) {
+  auto cc = register_widgets();
+  Widgets w = widgets();
+  auto target = w.create(ctx_, {"target", 1});
+  auto dep = w.create(ctx_, {"dep", 1}, with_finalizers({"f"}));
+  cc.add_dependency(ctx_, dep.id, target.id);
+  start();
+  auto s = w.watch(ctx_, target.id);
+  w.remove(ctx_, target.id);
+  w.remove(ctx_, dep.id);  // deletion-pending, but its edge still points at target
+  clock_->advance(30s);    // a resync and a GC pass come and go
+  settle();
+  EXPECT_NO_THROW(w.get(ctx_, target.id));
+  cc.remove_finalizer(ctx_, dep.id, "f");
+  read_until(s, [&](auto& c) { return deleted(c, target.id); });
+}
+
+TEST_F(GcTest, AConditionChangeWakesDependentsOfAnyKind) {
+  auto cc = register_widgets();
+  auto gadget_cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, gadget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto w = widgets();
+  auto target = Widgets(*bh_, gadget_kind).create(ctx_, {"target", 1});
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 1});
+  cc.add_dependency(ctx_, a.id, target.id);
+  cc.add_dependency(ctx_, a.id, target.id);  // again: nothing new
+  EXPECT_EQ(w.list_dependencies(ctx_, a.id).size(), 1u);
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 1 && recorder_->count(b.id) == 1; }));
+  gadget_cc.set_condition(ctx_, target.id, {"Ready", ConditionStatus::True});
+  EXPECT_TRUE(eventually([&] { return recorder_->count(a.id) == 2; }));
+  gadget_cc.set_condition(ctx_, target.id, {"Ready", ConditionStatus::True});  // unchanged
+  gadget_cc.update_status(ctx_, target.id, 1, {true});  // status is not a condition
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 2);
+  EXPECT_EQ(recorder_->count(b.id), 1);
+  cc.remove_dependency(ctx_, a.id, target.id);
+  gadget_cc.remove_condition(ctx_, target.id, "Ready");
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 2);
+}
+
+TEST_F(GcTest, DependencyWritesJoinWithinAndCheckTheirIds) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 1});
+  auto gadget = Widgets(*bh_, gadget_kind).create(ctx_, {"g", 1});
+  EXPECT_THROW(cc.within(ctx_,
+                         [&](const Context& tx) {
+                           cc.add_dependency(tx, a.id, b.id);
+                           throw std::runtime_error("rollback");
+                         }),
+               std::runtime_error);
+  EXPECT_TRUE(w.list_dependencies(ctx_, a.id).empty());
+  EXPECT_ERRC(cc.add_dependency(ctx_, gadget.id, a.id), errc::wrong_kind);
+  EXPECT_ERRC(cc.add_dependency(ctx_, a.id, 999999), errc::not_found);
+  cc.add_dependency(ctx_, a.id, gadget.id);  // the target may be any kind
+  EXPECT_EQ(cc.list_dependencies(ctx_, a.id), (std::vector<Ref>{{gadget.id, "acme.com", "Gadget"}}));
+  EXPECT_EQ(cc.list_dependents(ctx_, gadget.id), (std::vector<Ref>{{a.id, "acme.com", "Widget"}}));
+}
+
+TEST_F(GcTest, LazyLookupsAreNotKindScoped) {
+  auto w = widgets();
+  Widgets g(*bh_, gadget_kind);
+  auto owner = g.create(ctx_, {"owner", 1});
+  auto c1 = w.create(ctx_, {"c1", 1}, with_owner(owner.id));
+  auto c2 = g.create(ctx_, {"c2", 1}, with_owner(owner.id));
+  EXPECT_EQ(w.list_owned(ctx_, owner.id).size(), 2u);  // a gadget's children, from widgets
+  EXPECT_EQ(w.get_owner(ctx_, c2.id)->id, owner.id);
+  EXPECT_FALSE(w.get_owner(ctx_, 999999).has_value());
+  EXPECT_TRUE(w.list_owned(ctx_, 999999).empty());
+  auto owned_widgets = w.list_owned_objects(ctx_, owner.id, load_owner());
+  ASSERT_EQ(owned_widgets.size(), 1u);  // this kind only
+  EXPECT_EQ(owned_widgets[0].id, c1.id);
+  EXPECT_EQ(owned_widgets[0].get_owner()->id, owner.id);
+  EXPECT_ERRC(owned_widgets[0].list_dependencies(), errc::not_loaded);
+}
+
+TEST_F(GcTest, ListOwnedObjectsIncludesDeletionPendingChildrenById) {
+  auto w = widgets();
+  auto owner = w.create(ctx_, {"owner", 1});
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 3; ++i)
+    ids.push_back(w.create(ctx_, {"c", i}, with_owner(owner.id), with_finalizers({"f"})).id);
+  w.remove(ctx_, ids[1]);
+  auto children = w.list_owned_objects(ctx_, owner.id);
+  ASSERT_EQ(children.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(children[i].id, ids[i]);
+  EXPECT_TRUE(children[1].deletion_requested_at.has_value());
+}
+
+TEST_F(GcTest, EagerLoadsAreOneQueryPerRelationForAWholeList) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto owner = w.create(ctx_, {"owner", 0});
+  cc.within(ctx_, [&](const Context& tx) {
+    for (int i = 0; i < 2000; ++i) w.create(tx, {"c", i}, with_owner(owner.id));
+  });
+  auto before = store::statements_run();
+  auto plain = w.list(ctx_);
+  auto plain_cost = store::statements_run() - before;
+  before = store::statements_run();
+  auto loaded = w.list(ctx_, load_owner(), load_dependencies(), load_dependents(), load_owned());
+  auto loaded_cost = store::statements_run() - before;
+  ASSERT_EQ(loaded.size(), 2001u);
+  EXPECT_LE(loaded_cost, plain_cost + 6);  // four relations, plus the read transaction
+  EXPECT_EQ(loaded[1].get_owner()->id, owner.id);
+  EXPECT_EQ(loaded[0].list_owned().size(), 2000u);
+}
+
+}  // namespace
+}  // namespace beehive::test
