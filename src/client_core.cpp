@@ -132,6 +132,23 @@ std::shared_ptr<StreamCore<object_change>> ClientCore::watch(const Context& ctx,
   return rt_->watch(ctx, gk_, id);
 }
 
+std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
+                                           const EventQuery& q) const {
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  return rt_->backend().reader()->list_events(id, q);
+}
+
+std::shared_ptr<StreamCore<event_run>> ClientCore::watch_events(const Context& ctx, ObjectID id,
+                                                                const EventQuery& q) const {
+  return rt_->watch_events(ctx, id, q);
+}
+
+std::shared_ptr<StreamCore<Schedule>> ClientCore::watch_schedule(const Context& ctx,
+                                                                 ObjectID id) const {
+  return rt_->watch_schedule(ctx, gk_, id);
+}
+
 Schedule ClientCore::get_schedule(ObjectID id) const {
   auto kind = rt_->kind(gk_);
   return kind ? kind->board->get(id) : Schedule{};

@@ -50,6 +50,13 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
   rt_->write(ctx, set_condition_request{gk_, id, c}, {});
 }
 
+void ControllerClientCore::record_event(const Context& ctx, ObjectID id,
+                                        const EventSpec& e) const {
+  for (auto* text : {&e.category, &e.reason, &e.message})
+    if (!valid_utf8(*text)) throw Error(errc::invalid_argument, "event text is not UTF-8");
+  rt_->write(ctx, record_event_request{gk_, id, e}, {});
+}
+
 void ControllerClientCore::remove_condition(const Context& ctx, ObjectID id,
                                             std::string_view type) const {
   rt_->write(ctx, remove_condition_request{gk_, id, std::string(type)}, {});

@@ -34,12 +34,4 @@ struct OptionSet {
   }
 };
 
-struct EventQuery {
-  std::optional<std::string> category;
-  std::optional<EventType> type;
-  std::optional<std::string> reason;
-  std::optional<int> limit;
-  std::optional<Time> since;
-};
-
 }  // namespace beehive::detail

@@ -44,6 +44,37 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(hub_));
 }
 
+std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id,
+                                                 const EventQuery& q) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto core = std::make_shared<EventCore>(ctx);
+  auto w = std::make_shared<EventStreamWatch>();
+  w->filter = {id, q.category, q.type, q.reason, q.since, q.limit, nullptr};
+  w->core = core;
+  w->subscription = next_subscription();
+  std::weak_ptr<Runtime> weak = weak_from_this();
+  core->set_on_end([weak, sub = w->subscription] {
+    if (auto rt = weak.lock())
+      if (rt->hub_) caf::anon_send(rt->hub_, unsubscribe_atom::value, sub);
+  });
+  auto ready = w->ready;
+  caf::anon_send(hub_, std::move(w));
+  ready->take(Context{});
+  return core;
+}
+
+std::shared_ptr<StreamCore<Schedule>> Runtime::watch_schedule(const Context& ctx,
+                                                              const GroupKind& gk, ObjectID id) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto entry = kind(gk);
+  if (!entry) throw Error(errc::no_controller, to_string(gk) + " has no controller");
+  auto core = std::make_shared<StreamCore<Schedule>>(ctx);
+  entry->board->watch(id, core);
+  return core;
+}
+
 std::shared_ptr<ChangeCore> Runtime::watch(const Context& ctx, const GroupKind& gk,
                                            std::optional<ObjectID> id) {
   ensure_running(ctx);
@@ -165,6 +196,7 @@ void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vect
   if (auto r = kind_opts.resync_interval.has_value() ? kind_opts.resync_interval
                                                       : settings_.resync_interval)
     s.resync = *r;
+  entry->event_retention = kind_opts.event_retention;
   for (auto r : {settings_.max_retry_interval, kind_opts.max_retry_interval})
     if (r && r->count() > 0) s.max_retry = *r;
   kinds_.emplace(gk, std::move(entry));
@@ -245,7 +277,14 @@ void Runtime::spawn_controllers() {
     caf::anon_send(writer_, subscribe_atom::value, entry->controller);
   }
   auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
-  gc_ = sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence);
+  collect_request policy;
+  auto retention = [](const std::pair<int, std::chrono::milliseconds>& r) {
+    return event_retention{r.first, r.second};
+  };
+  if (settings_.event_retention) policy.fallback = retention(*settings_.event_retention);
+  for (auto& [gk, entry] : kinds_)
+    if (entry->event_retention) policy.retention.emplace_back(gk, retention(*entry->event_retention));
+  gc_ = sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy));
   caf::anon_send(writer_, subscribe_atom::value, gc_);
   // The writer serves messages from one sender in order: once this read returns, every
   // commit after it reaches the controllers, and their start lists everything before.
@@ -275,7 +314,10 @@ void Runtime::kill_controllers() {
 
 void Runtime::stop(const Context& ctx) {
   std::unique_lock lk(mu_);
-  if (state_ == State::created) stop_writer();  // never started: nothing to drain
+  if (state_ == State::created) {  // never started: nothing to drain
+    stop_writer();
+    for (auto& [gk, entry] : kinds_) entry->board->finish_all(errc::stopped);
+  }
   if (state_ != State::running) return;
   state_ = State::draining;
   {
@@ -296,6 +338,7 @@ void Runtime::stop(const Context& ctx) {
   kill_controllers();
   state_ = State::stopped;
   stop_writer();
+  for (auto& [gk, entry] : kinds_) entry->board->finish_all(errc::stopped);
   {
     std::lock_guard c(claims_mu);
     claims.erase(claimed_);

@@ -52,6 +52,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Subscribes a conflating stream core to the kind (or one object of it).
   std::shared_ptr<ChangeCore> watch(const Context& ctx, const GroupKind& gk,
                                     std::optional<ObjectID> id);
+  std::shared_ptr<EventCore> watch_events(const Context& ctx, ObjectID id, const EventQuery& q);
+  /// `no_controller` for a client-only kind.
+  std::shared_ptr<StreamCore<Schedule>> watch_schedule(const Context& ctx, const GroupKind& gk,
+                                                       ObjectID id);
   std::uint64_t next_subscription() { return ++last_subscription_; }
   const watch_hub_impl& watch_hub() const { return hub_; }
 

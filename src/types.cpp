@@ -77,6 +77,7 @@ const std::vector<Event>& ObjectMeta::list_events() const {
 void commit_record::append(commit_record&& other) {
   for (auto& c : other.changes) changes.push_back(std::move(c));
   for (auto& w : other.wakes) wakes.push_back(std::move(w));
+  for (auto& e : other.events) events.push_back(std::move(e));
   edges_removed |= other.edges_removed;
 }
 

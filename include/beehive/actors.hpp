@@ -150,8 +150,28 @@ struct remove_dependency_request {
   ObjectID to = 0;
 };
 
-/// Runs one garbage-collection pass; replies the number of objects removed.
-using collect_atom = caf::atom_constant<caf::atom("collect")>;
+/// Records an observation on this kind's object `id`: extends the current run of its
+/// category when (type, reason) match, starts a new run otherwise. Replies the run.
+struct record_event_request {
+  GroupKind gk;
+  ObjectID id = 0;
+  EventSpec event;
+};
+
+/// Event retention: keep the newest `per_object` runs per (object, category) (all when
+/// 0) and none older than `max_age` (no bound when 0).
+struct event_retention {
+  int per_object = 0;
+  std::chrono::milliseconds max_age{0};
+};
+
+/// One garbage-collection pass: cascades deletion to the children of deletion-pending
+/// owners, removes collectible objects, and trims event timelines by `retention` (per
+/// kind; `fallback` for kinds not listed). Replies the number of objects removed.
+struct collect_request {
+  std::optional<event_retention> fallback;
+  std::vector<std::pair<GroupKind, event_retention>> retention;
+};
 
 /// The sole owner of the database's write connection. Every write is one transaction;
 /// the reply comes only after the commit. Subscribers (`subscribe_atom` + an actor)
@@ -169,7 +189,8 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<remove_finalizer_request>::with<ObjectRow>,
     caf::replies_to<add_dependency_request>::with<bool>,
     caf::replies_to<remove_dependency_request>::with<bool>,
-    caf::replies_to<collect_atom>::with<int>,
+    caf::replies_to<record_event_request>::with<Event>,
+    caf::replies_to<collect_request>::with<int>,
     caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
 // -- watch_hub ----------------------------------------------------------------
@@ -186,14 +207,30 @@ struct watch_request {
   caf::actor subscriber;
 };
 
+/// Subscribes `subscriber` to the event runs of object `id` that pass the filters: the
+/// newest `limit` runs first (oldest of them first... newest first, as list_events),
+/// then every new run and extension as an `event_run` message. Replies the
+/// subscription id; ends as watch_request does.
+struct event_watch_request {
+  ObjectID id = 0;
+  std::optional<std::string> category;
+  std::optional<EventType> type;
+  std::optional<std::string> reason;
+  std::optional<Time> since;
+  std::optional<int> limit;
+  caf::actor subscriber;
+};
+
 /// Sent to an actor subscriber when its subscription ends because the beehive stopped.
 struct watch_ended {
   std::uint64_t subscription = 0;
 };
 
 /// Fans committed changes out to watches: blocking streams and actor subscribers.
-using watch_hub_actor = caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
-                                         caf::reacts_to<unsubscribe_atom, std::uint64_t>>;
+using watch_hub_actor =
+    caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
+                     caf::replies_to<event_watch_request>::with<std::uint64_t>,
+                     caf::reacts_to<unsubscribe_atom, std::uint64_t>>;
 
 namespace detail {
 store_writer_actor store_writer_of(const Beehive& bh);
@@ -232,8 +269,13 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_condition_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_finalizer_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::add_dependency_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::remove_dependency_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::record_event_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::collect_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::Event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::event_run)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::ObjectRow)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::watch_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::watch_ended)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::event_watch_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::object_change)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::commit_record)

@@ -153,6 +153,40 @@ class Client {
     return typed(core_.watch(ctx, std::nullopt));
   }
 
+  /// The object's event runs, newest first (by last_at), filtered by
+  /// with_event_category / _type / _reason / with_events_since and capped by
+  /// with_event_limit.
+  template <class... Opts>
+  std::vector<Event> list_events(const Context& ctx, ObjectID id, const Opts&... opts) const {
+    return core_.list_events(ctx, id, query(opts...));
+  }
+
+  /// The current run of one category, or nullopt before its first event.
+  std::optional<Event> get_latest_event(const Context& ctx, ObjectID id,
+                                        std::string_view category) const {
+    auto runs = list_events(ctx, id, with_event_category(std::string(category)),
+                            with_event_limit(1));
+    return runs.empty() ? std::nullopt : std::optional<Event>(std::move(runs.front()));
+  }
+
+  /// The runs list_events would return, then every new run and extension that passes the
+  /// filters, conflated per run (a slow reader sees a run's latest count). Same ending
+  /// rules as watch.
+  template <class... Opts>
+  Stream<Event> watch_events(const Context& ctx, ObjectID id, const Opts&... opts) const {
+    std::function<std::optional<Event>(event_run &&)> strip = [](event_run&& r) {
+      return std::optional<Event>(std::move(r.event));
+    };
+    return Stream<Event>(core_.watch_events(ctx, id, query(opts...)), std::move(strip));
+  }
+
+  /// The object's schedule now, then every reschedule (backoff step, requeue_after,
+  /// queued, dispatched, requeue), conflated. `no_controller` for a kind without a
+  /// controller; an id nothing schedules streams the epoch.
+  Stream<Schedule> watch_schedule(const Context& ctx, ObjectID id) const {
+    return Stream<Schedule>(core_.watch_schedule(ctx, id));
+  }
+
   /// Reconciles the object soon: a latency hint, returning once it is queued. Keeps the
   /// retry backoff unless with_reset_backoff() is given. not_found for a missing or
   /// another kind's id; no_controller for a kind without a controller.
@@ -172,6 +206,13 @@ class Client {
   }
 
  private:
+  template <class... Opts>
+  static detail::EventQuery query(const Opts&... opts) {
+    detail::EventQuery q;
+    (opts.apply(q), ...);
+    return q;
+  }
+
   std::vector<ObjectType> decode_all(const std::vector<ObjectRow>& rows) const {
     std::vector<ObjectType> out;
     out.reserve(rows.size());

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
 
 #include <beehive/change.hpp>
@@ -29,15 +30,25 @@ struct object_change {
   unsigned parts = 0;
 };
 
+/// An event run a commit wrote (a new run, or an extension of the current one), with
+/// the resource version of that write. Actor subscribers of event watches receive these.
+struct event_run {
+  Event event;
+  std::int64_t resource_version = 0;
+};
+
 struct commit_record {
   std::vector<object_change> changes;
+  std::vector<event_run> events;
   /// Dependents of objects whose conditions changed: each is requeued by its kind's
   /// controller.
   std::vector<Ref> wakes;
   /// An edge was removed (it may have been what kept a deletion-pending object).
   bool edges_removed = false;
 
-  bool empty() const { return changes.empty() && wakes.empty() && !edges_removed; }
+  bool empty() const {
+    return changes.empty() && events.empty() && wakes.empty() && !edges_removed;
+  }
   /// Appends `other`, as one transaction made of both.
   void append(commit_record&& other);
 };

@@ -76,6 +76,13 @@ class ControllerClient {
     core_.remove_condition(ctx, id, type);
   }
 
+  /// Appends an observation to the object's event log: it extends the current run of
+  /// its category when type and reason match, and starts a new run otherwise. Never
+  /// moves the object's resource version nor wakes object watches. Text must be UTF-8.
+  void record_event(const Context& ctx, ObjectID id, const EventSpec& e) const {
+    core_.record_event(ctx, id, e);
+  }
+
   /// Removes one finalizer; absent is a no-op.
   void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const {
     core_.remove_finalizer(ctx, id, finalizer);

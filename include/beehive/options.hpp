@@ -17,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,14 @@ class Migrator;
 
 namespace detail {
 struct OptionSet;
-struct EventQuery;
+/// What EventOptions select.
+struct EventQuery {
+  std::optional<std::string> category;
+  std::optional<EventType> type;
+  std::optional<std::string> reason;
+  std::optional<int> limit;
+  std::optional<Time> since;
+};
 struct RequeueSettings {
   bool reset_backoff = false;
 };

@@ -12,12 +12,43 @@ Schedule ScheduleBoard::get(ObjectID id) const {
 
 void ScheduleBoard::set(ObjectID id, Time t) {
   std::lock_guard lk(mu_);
-  next_[id] = t;
+  auto& slot = next_[id];
+  if (slot == t) return;
+  slot = t;
+  publish_locked(id, {t});
 }
 
 void ScheduleBoard::clear(ObjectID id) {
   std::lock_guard lk(mu_);
-  next_.erase(id);
+  if (next_.erase(id)) publish_locked(id, {});
+}
+
+void ScheduleBoard::publish_locked(ObjectID id, Schedule s) {
+  auto [first, last] = watches_.equal_range(id);
+  for (auto it = first; it != last;) {
+    auto core = it->second.lock();
+    if (core && core->push(id, s))
+      ++it;
+    else
+      it = watches_.erase(it);
+  }
+}
+
+void ScheduleBoard::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core) {
+  std::lock_guard lk(mu_);
+  auto it = next_.find(id);
+  core->push(id, it == next_.end() ? Schedule{} : Schedule{it->second});
+  watches_.emplace(id, core);
+}
+
+void ScheduleBoard::finish_all(std::error_code why) {
+  std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches;
+  {
+    std::lock_guard lk(mu_);
+    watches.swap(watches_);
+  }
+  for (auto& [id, weak] : watches)
+    if (auto core = weak.lock()) core->finish(why);
 }
 
 namespace {

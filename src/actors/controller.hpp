@@ -19,6 +19,7 @@
 
 #include <beehive/actors.hpp>
 #include <beehive/detail/controller_core.hpp>
+#include <beehive/detail/stream_core.hpp>
 #include <beehive/schedule.hpp>
 
 #include "actors/scheduler.hpp"
@@ -41,16 +42,25 @@ struct KindSettings {
   std::chrono::milliseconds base_retry{1000};
 };
 
-/// Per-object next-reconcile times, readable from any thread without a message.
+/// Per-object next-reconcile times, readable from any thread without a message, and
+/// streamed to schedule watches on every change.
 class ScheduleBoard {
  public:
   Schedule get(ObjectID id) const;
   void set(ObjectID id, Time t);
   void clear(ObjectID id);
 
+  /// Streams `id`'s schedule: the current value, then every change (conflated).
+  void watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core);
+  /// Ends every schedule watch with `why`.
+  void finish_all(std::error_code why);
+
  private:
+  void publish_locked(ObjectID id, Schedule s);
+
   mutable std::mutex mu_;
   std::unordered_map<ObjectID, Time> next_;
+  std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
 };
 
 /// Everything registration records about a kind.
@@ -59,6 +69,7 @@ struct KindEntry {
   KindSettings settings;
   ReconcileFn reconcile;
   std::shared_ptr<ScheduleBoard> board = std::make_shared<ScheduleBoard>();
+  std::optional<std::pair<int, std::chrono::milliseconds>> event_retention;
   caf::actor controller;  // set at start
 };
 

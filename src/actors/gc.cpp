@@ -17,7 +17,7 @@ void pass(Self self) {
     return;
   }
   st.running = true;
-  self->request(st.writer, caf::infinite, collect_atom::value)
+  self->request(st.writer, caf::infinite, st.policy)
       .then(
           [self](int) {
             auto& st = self->state;
@@ -42,12 +42,14 @@ void arm(Self self) {
 }  // namespace
 
 caf::behavior gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
-                 std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence) {
+                 std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence,
+                 collect_request policy) {
   auto& st = self->state;
   st.writer = std::move(writer);
   st.scheduler = std::move(scheduler);
   st.clock = std::move(clock);
   st.cadence = cadence;
+  st.policy = std::move(policy);
   return {
       [self](start_atom) {
         pass(self);

@@ -27,6 +27,7 @@ struct GcState {
   scheduler_actor scheduler;
   std::shared_ptr<Clock> clock;
   std::chrono::milliseconds cadence{0};  // <= 0: no periodic pass
+  collect_request policy;                 // event retention per kind
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
   int passes = 0;
@@ -35,6 +36,6 @@ struct GcState {
 
 caf::behavior gc(caf::stateful_actor<GcState>* self, store_writer_actor writer,
                  scheduler_actor scheduler, std::shared_ptr<Clock> clock,
-                 std::chrono::milliseconds cadence);
+                 std::chrono::milliseconds cadence, collect_request policy);
 
 }  // namespace beehive::detail

@@ -44,9 +44,15 @@ WriteReply run_op(WriteOps& ops, const add_dependency_request& r) {
 WriteReply run_op(WriteOps& ops, const remove_dependency_request& r) {
   return {{}, ops.remove_dependency(r.gk, r.from, r.to)};
 }
-WriteReply run_op(WriteOps& ops, const collect_atom&) {
+WriteReply run_op(WriteOps& ops, const record_event_request& r) {
+  WriteReply reply;
+  reply.event = ops.record_event(r.gk, r.id, r.event);
+  return reply;
+}
+WriteReply run_op(WriteOps& ops, const collect_request& r) {
   WriteReply reply;
   reply.count = ops.collect_garbage();
+  ops.trim_events(r);
   return reply;
 }
 WriteReply run_op(WriteOps&, const SessionCmd&) {
@@ -231,6 +237,7 @@ caf::typed_response_promise<Reply> serve(Self self, const Request& r,
 ObjectRow pick_row(WriteReply&& r) { return std::move(r.row); }
 bool pick_flag(WriteReply&& r) { return r.flag; }
 int pick_count(WriteReply&& r) { return r.count; }
+Event pick_event(WriteReply&& r) { return std::move(r.event); }
 get_or_create_reply pick_goc(WriteReply&& r) { return {std::move(r.row), r.flag}; }
 
 }  // namespace
@@ -251,7 +258,8 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const remove_finalizer_request& r) { return serve(self, r, pick_row); },
       [self](const add_dependency_request& r) { return serve(self, r, pick_flag); },
       [self](const remove_dependency_request& r) { return serve(self, r, pick_flag); },
-      [self](collect_atom a) { return serve(self, a, pick_count); },
+      [self](const record_event_request& r) { return serve(self, r, pick_event); },
+      [self](const collect_request& r) { return serve(self, r, pick_count); },
       [&st](subscribe_atom, const caf::actor& a) { st.subscribers.push_back(a); },
       [&st](unsubscribe_atom, const caf::actor& a) { std::erase(st.subscribers, a); },
       [&st](const BlockingWritePtr& w) { serve_blocking(st, w); },

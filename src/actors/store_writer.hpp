@@ -46,7 +46,8 @@ using WriteOp =
     std::variant<create_request, update_request, create_or_update_request, get_or_create_request,
                  remove_request, remove_by_slug_request, update_status_request,
                  set_condition_request, remove_condition_request, remove_finalizer_request,
-                 add_dependency_request, remove_dependency_request, collect_atom, SessionCmd,
+                 add_dependency_request, remove_dependency_request, record_event_request,
+                 collect_request, SessionCmd,
                  ReadOp>;
 
 /// Decodes a written row back into the caller's types inside the transaction; throwing
@@ -58,7 +59,8 @@ struct WriteReply {
   bool flag{};                // get_or_create: created; remove_by_slug: deletion requested
   std::uint64_t session{};  // SessionCmd::begin: the session opened
   std::vector<ObjectRow> rows{};  // ReadOp
-  int count{};                    // collect_atom: objects removed
+  int count{};                    // collect_request: objects removed
+  Event event{};                  // record_event_request: the run
 };
 
 struct BlockingWrite {

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "options_internal.hpp"
 #include "runtime.hpp"
 
 namespace beehive::detail {
@@ -43,6 +44,43 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
   return id;
 }
 
+detail::EventQuery query_of(const event_watch_request& f) {
+  return {f.category, f.type, f.reason, f.limit, f.since};
+}
+
+bool passes(const event_watch_request& f, const Event& e) {
+  return e.object_id == f.id && (!f.category || e.category == *f.category) &&
+         (!f.type || e.type == *f.type) && (!f.reason || e.reason == *f.reason) &&
+         (!f.since || e.last_at >= *f.since);
+}
+
+bool deliver(const WatchHubState::EventSub& s, const event_run& r) {
+  if (s.core) return s.core->push(r.event.id, r);
+  caf::anon_send(s.filter.subscriber, r);
+  return true;
+}
+
+std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub) {
+  auto& st = self->state;
+  if (st.stopped) {
+    if (sub.core) sub.core->finish(errc::stopped);
+    if (sub.filter.subscriber) caf::anon_send(sub.filter.subscriber, watch_ended{id});
+    return id;
+  }
+  try {
+    auto runs = st.rt->backend().reader()->event_snapshot(sub.filter.id, query_of(sub.filter),
+                                                          sub.floor);
+    for (auto& r : runs) deliver(sub, r);
+  } catch (const std::exception& e) {
+    std::cerr << "beehive: event watch snapshot failed: " << e.what() << "\n";
+    if (sub.core) sub.core->finish(errc::store);
+    return id;
+  }
+  if (sub.filter.subscriber) self->monitor(sub.filter.subscriber);
+  st.event_subs.emplace(id, std::move(sub));
+  return id;
+}
+
 }  // namespace
 
 bool merge_changes(object_change& pending, object_change&& incoming) {
@@ -59,6 +97,8 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
   self->state.rt = rt;
   self->set_down_handler([self](caf::down_msg& m) {
     std::erase_if(self->state.subs, [&](auto& kv) { return kv.second.actor.address() == m.source; });
+    std::erase_if(self->state.event_subs,
+                  [&](auto& kv) { return kv.second.filter.subscriber.address() == m.source; });
   });
   return {
       [self](const watch_request& r) -> std::uint64_t {
@@ -69,7 +109,18 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         add(self, w->subscription, {w->gk, w->id, w->core, nullptr, 0});
         w->ready->deliver(true);
       },
-      [self](unsubscribe_atom, std::uint64_t id) { self->state.subs.erase(id); },
+      [self](const event_watch_request& r) -> std::uint64_t {
+        return add_events(self, self->state.rt->next_subscription(), {r, nullptr, 0});
+      },
+      [self](const EventStreamWatchPtr& w) {
+        w->served = true;
+        add_events(self, w->subscription, {w->filter, w->core, 0});
+        w->ready->deliver(true);
+      },
+      [self](unsubscribe_atom, std::uint64_t id) {
+        self->state.subs.erase(id);
+        self->state.event_subs.erase(id);
+      },
       [self](const commit_record& rec) {
         auto& subs = self->state.subs;
         for (auto it = subs.begin(); it != subs.end();) {
@@ -78,6 +129,14 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
             if (c.row.meta.resource_version > it->second.floor && matches(it->second, c.row))
               alive = deliver(it->second, c) && alive;
           it = alive ? std::next(it) : subs.erase(it);
+        }
+        auto& esubs = self->state.event_subs;
+        for (auto it = esubs.begin(); it != esubs.end();) {
+          bool alive = true;
+          for (auto& r : rec.events)
+            if (r.resource_version > it->second.floor && passes(it->second.filter, r.event))
+              alive = deliver(it->second, r) && alive;
+          it = alive ? std::next(it) : esubs.erase(it);
         }
       },
       [self](shutdown_atom) {
@@ -88,6 +147,11 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
           if (s.actor) caf::anon_send(s.actor, watch_ended{id});
         }
         st.subs.clear();
+        for (auto& [id, s] : st.event_subs) {
+          if (s.core) s.core->finish(errc::stopped);
+          if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
+        }
+        st.event_subs.clear();
         self->quit();
       },
   };

@@ -27,6 +27,7 @@ namespace beehive::detail {
 class Runtime;
 
 using ChangeCore = StreamCore<object_change>;
+using EventCore = StreamCore<event_run>;
 
 /// A blocking watch's subscription, from the facade.
 struct StreamWatch {
@@ -48,9 +49,26 @@ struct StreamWatch {
 };
 using StreamWatchPtr = std::shared_ptr<StreamWatch>;
 
+/// A blocking event watch's subscription, from the facade.
+struct EventStreamWatch {
+  event_watch_request filter;  // without a subscriber
+  std::shared_ptr<EventCore> core;
+  std::uint64_t subscription = 0;
+  bool served = false;
+  std::shared_ptr<Rendezvous<bool>> ready = std::make_shared<Rendezvous<bool>>();
+
+  ~EventStreamWatch() {
+    if (!served) {
+      core->finish(errc::stopped);
+      ready->fail(errc::stopped, "beehive stopped");
+    }
+  }
+};
+using EventStreamWatchPtr = std::shared_ptr<EventStreamWatch>;
+
 using watch_hub_impl =
     watch_hub_actor::extend<caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>,
-                            caf::reacts_to<StreamWatchPtr>>;
+                            caf::reacts_to<StreamWatchPtr>, caf::reacts_to<EventStreamWatchPtr>>;
 
 struct WatchHubState {
   struct Sub {
@@ -60,8 +78,14 @@ struct WatchHubState {
     caf::actor actor;                  // an actor subscriber
     std::int64_t floor = 0;            // changes at or below were in the snapshot
   };
+  struct EventSub {
+    event_watch_request filter;
+    std::shared_ptr<EventCore> core;  // a blocking stream, or filter.subscriber
+    std::int64_t floor = 0;
+  };
   Runtime* rt = nullptr;
   std::unordered_map<std::uint64_t, Sub> subs;
+  std::unordered_map<std::uint64_t, EventSub> event_subs;
   bool stopped = false;
   static inline const char* name = "beehive.watch_hub";
 };
@@ -76,3 +100,4 @@ bool merge_changes(object_change& pending, object_change&& incoming);
 }  // namespace beehive::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StreamWatchPtr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::EventStreamWatchPtr)

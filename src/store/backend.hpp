@@ -16,8 +16,13 @@
 #include <string_view>
 #include <vector>
 
+#include <beehive/commit_record.hpp>
 #include <beehive/object_row.hpp>
 #include <beehive/store.hpp>
+
+namespace beehive::detail {
+struct EventQuery;
+}
 
 namespace beehive::store {
 
@@ -58,6 +63,11 @@ class Reader {
   /// The kind's objects owned by `owner`, by id.
   virtual std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
                                                     unsigned loads) = 0;
+  /// An object's event runs matching `q`, newest first (by last_at).
+  virtual std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) = 0;
+  /// As list_events, with the store's resource version read in the same snapshot.
+  virtual std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
+                                                std::int64_t& resource_version) = 0;
   /// Each with its resource version.
   virtual std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                                   bool unsettled_only) = 0;
@@ -100,6 +110,22 @@ class Writer : public Reader {
   virtual std::vector<ObjectID> collectible() = 0;
   /// Physically removes a row (its conditions, events and outgoing edges go with it).
   virtual void delete_object(ObjectID id) = 0;
+
+  /// The current (latest) run of an object's category, if any.
+  virtual std::optional<Event> current_run(ObjectID id, const std::string& category) = 0;
+  /// A new run (count 1, first_at = last_at = now); returns its id.
+  virtual EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
+                               Time now, std::int64_t resource_version) = 0;
+  /// Extends a run: count + 1, last_at = now, message and detail from the latest.
+  virtual void extend_event(EventID id, const std::string& message,
+                            const std::optional<std::string>& detail, Time now,
+                            std::int64_t resource_version) = 0;
+  /// Kinds whose objects have events.
+  virtual std::vector<GroupKind> kinds_with_events() = 0;
+  /// Keeps the newest `per_object` runs per (object, category) of the kind's objects
+  /// (all when <= 0) and none whose last_at is before `older_than`; returns the number
+  /// removed.
+  virtual int trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) = 0;
 
   /// Nested transactions, named by depth.
   virtual void savepoint(int depth) = 0;

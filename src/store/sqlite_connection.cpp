@@ -10,6 +10,8 @@
 #include <beehive/errors.hpp>
 #include <beehive/options.hpp>
 
+#include "options_internal.hpp"
+
 namespace beehive::store {
 
 namespace {
@@ -67,7 +69,7 @@ std::string sql_for(Query q) {
     case Query::recent_events:
       // The newest runs per (object, category), as load_events() promises.
       return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
-             first_at, last_at FROM (
+             first_at, last_at, resource_version FROM (
                SELECT e.*, row_number() OVER (PARTITION BY object_id, category
                                               ORDER BY last_at DESC, id DESC) AS n
                FROM events AS e WHERE object_id IN (SELECT value FROM json_each(?1)))
@@ -120,6 +122,34 @@ std::string sql_for(Query q) {
              AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs WHERE to_id = o.id)
              ORDER BY o.id)sql";
     case Query::delete_object: return "DELETE FROM objects WHERE id = ?1";
+    case Query::list_events:
+      return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
+             first_at, last_at, resource_version FROM events WHERE object_id = ?1
+             AND (?2 IS NULL OR category = ?2) AND (?3 IS NULL OR type = ?3)
+             AND (?4 IS NULL OR reason = ?4) AND (?5 IS NULL OR last_at >= ?5)
+             ORDER BY last_at DESC, id DESC LIMIT ?6)sql";
+    case Query::current_run:
+      return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
+             first_at, last_at, resource_version FROM events
+             WHERE object_id = ?1 AND category = ?2 ORDER BY last_at DESC, id DESC LIMIT 1)sql";
+    case Query::insert_event:
+      return R"sql(INSERT INTO events (object_id, category, type, reason, message, detail,
+             count, first_at, last_at, resource_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8))sql";
+    case Query::extend_event:
+      return "UPDATE events SET count = count + 1, message = ?2, detail = ?3, last_at = ?4, "
+             "resource_version = ?5 WHERE id = ?1";
+    case Query::kinds_with_events:
+      return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
+             WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
+    case Query::trim_events:
+      return R"sql(DELETE FROM events WHERE id IN (
+               SELECT id FROM (
+                 SELECT e.id, e.last_at, row_number() OVER (PARTITION BY e.object_id, e.category
+                                                            ORDER BY e.last_at DESC, e.id DESC) AS n
+                 FROM events AS e JOIN objects AS o ON o.id = e.object_id
+                 WHERE o."group" = ?1 AND o.kind = ?2)
+               WHERE (?3 > 0 AND n > ?3) OR (?4 IS NOT NULL AND last_at < ?4)))sql";
     case Query::begin_read: return "BEGIN";
     case Query::end_read: return "COMMIT";
     case Query::count_: break;
@@ -355,26 +385,79 @@ std::vector<std::pair<ObjectID, Ref>> Connection::edges(Query q, const std::stri
   return out;
 }
 
+namespace {
+
+// Columns: id, object_id, category, type, reason, message, detail, count, first_at,
+// last_at, resource_version.
+event_run read_event(SQLite::Statement& s) {
+  event_run r;
+  auto& e = r.event;
+  e.id = s.getColumn(0).getInt64();
+  e.object_id = s.getColumn(1).getInt64();
+  e.category = s.getColumn(2).getString();
+  e.type = event_type_from_string(s.getColumn(3).getString());
+  e.reason = s.getColumn(4).getString();
+  e.message = s.getColumn(5).getString();
+  if (!s.getColumn(6).isNull()) e.detail = nlohmann::json::parse(s.getColumn(6).getString());
+  e.count = s.getColumn(7).getInt();
+  e.first_at = from_millis(s.getColumn(8).getInt64());
+  e.last_at = from_millis(s.getColumn(9).getInt64());
+  r.resource_version = s.getColumn(10).getInt64();
+  return r;
+}
+
+}  // namespace
+
 std::vector<Event> Connection::recent_events(const std::string& ids) {
   auto s = use(Query::recent_events);
   s->bindNoCopy(1, ids);
   s->bind(2, recent_events_per_category);
   std::vector<Event> out;
-  while (s->executeStep()) {
-    Event e;
-    e.id = s->getColumn(0).getInt64();
-    e.object_id = s->getColumn(1).getInt64();
-    e.category = s->getColumn(2).getString();
-    e.type = event_type_from_string(s->getColumn(3).getString());
-    e.reason = s->getColumn(4).getString();
-    e.message = s->getColumn(5).getString();
-    if (!s->getColumn(6).isNull()) e.detail = nlohmann::json::parse(s->getColumn(6).getString());
-    e.count = s->getColumn(7).getInt();
-    e.first_at = from_millis(s->getColumn(8).getInt64());
-    e.last_at = from_millis(s->getColumn(9).getInt64());
-    out.push_back(std::move(e));
-  }
+  while (s->executeStep()) out.push_back(read_event(*s).event);
   return out;
+}
+
+std::vector<event_run> Connection::query_events(ObjectID id, const detail::EventQuery& q) {
+  auto s = use(Query::list_events);
+  s->bind(1, id);
+  if (q.category) s->bindNoCopy(2, *q.category);
+  if (q.type) s->bind(3, to_string(*q.type));
+  if (q.reason) s->bindNoCopy(4, *q.reason);
+  if (q.since) s->bind(5, to_millis(*q.since));
+  s->bind(6, q.limit ? *q.limit : -1);
+  std::vector<event_run> out;
+  while (s->executeStep()) out.push_back(read_event(*s));
+  return out;
+}
+
+std::vector<Event> Connection::list_events(ObjectID id, const detail::EventQuery& q) {
+  return guarded([&] {
+    std::vector<Event> out;
+    for (auto& r : query_events(id, q)) out.push_back(std::move(r.event));
+    return out;
+  });
+}
+
+std::vector<event_run> Connection::event_snapshot(ObjectID id, const detail::EventQuery& q,
+                                                  std::int64_t& resource_version) {
+  return snapshot(LoadOption::events /* any: forces one read transaction */, [&] {
+    {
+      auto s = use(Query::current_resource_version);
+      s->executeStep();
+      resource_version = s->getColumn(0).getInt64();
+    }
+    return query_events(id, q);
+  });
+}
+
+std::optional<Event> Connection::current_run(ObjectID id, const std::string& category) {
+  return guarded([&]() -> std::optional<Event> {
+    auto s = use(Query::current_run);
+    s->bind(1, id);
+    s->bindNoCopy(2, category);
+    if (!s->executeStep()) return std::nullopt;
+    return read_event(*s).event;
+  });
 }
 
 void Connection::load(std::vector<ObjectRow*> rows, unsigned loads) {

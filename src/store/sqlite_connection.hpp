@@ -45,6 +45,12 @@ enum class Query : int {
   cascade_candidates,
   collectible,
   delete_object,
+  list_events,
+  current_run,
+  insert_event,
+  extend_event,
+  kinds_with_events,
+  trim_events,
   begin_read,
   end_read,
   count_,  // not a query
@@ -86,6 +92,10 @@ class Connection {
   std::vector<Ref> related(ObjectID id, unsigned relation);
   bool has_incoming_refs(ObjectID id);
   std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner, unsigned loads);
+  std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q);
+  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
+                                        std::int64_t& resource_version);
+  std::optional<Event> current_run(ObjectID id, const std::string& category);
   std::int64_t session() const { return session_; }
 
   SQLite::Database& db() { return db_; }
@@ -98,6 +108,7 @@ class Connection {
   void load(std::vector<ObjectRow*> rows, unsigned loads);
   std::vector<std::pair<ObjectID, Ref>> edges(Query q, const std::string& ids);
   std::vector<Event> recent_events(const std::string& ids);
+  std::vector<event_run> query_events(ObjectID id, const detail::EventQuery& q);
   /// True when this connection is inside a transaction already (the writer's).
   bool in_transaction() const;
 

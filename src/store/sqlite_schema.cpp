@@ -79,6 +79,11 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_object ON events (object_id, category, last_at);
 )sql",
+      // 1 -> 2: event runs carry the resource version of their last write, so that an
+      // event watch joins its snapshot to live runs without gap or duplicate.
+      R"sql(
+ALTER TABLE events ADD COLUMN resource_version INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return m;
 }

@@ -42,6 +42,13 @@ class SqliteReader : public Reader {
   std::vector<Ref> related(ObjectID id, unsigned relation) override {
     return conn_.related(id, relation);
   }
+  std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) override {
+    return conn_.list_events(id, q);
+  }
+  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
+                                        std::int64_t& rv) override {
+    return conn_.event_snapshot(id, q, rv);
+  }
   bool has_incoming_refs(ObjectID id) override { return conn_.has_incoming_refs(id); }
   std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
                                             unsigned loads) override {
@@ -78,6 +85,13 @@ class SqliteWriter : public Writer {
   }
   std::vector<Ref> related(ObjectID id, unsigned relation) override {
     return conn_.related(id, relation);
+  }
+  std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) override {
+    return conn_.list_events(id, q);
+  }
+  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
+                                        std::int64_t& rv) override {
+    return conn_.event_snapshot(id, q, rv);
   }
   bool has_incoming_refs(ObjectID id) override { return conn_.has_incoming_refs(id); }
   std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
@@ -152,6 +166,62 @@ class SqliteWriter : public Writer {
       s->bind(1, id);
       s->executeStep();
       return s->getColumn(0).getInt() != 0;
+    });
+  }
+
+  std::optional<Event> current_run(ObjectID id, const std::string& category) override {
+    return conn_.current_run(id, category);
+  }
+
+  EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
+                       Time now, std::int64_t rv) override {
+    return guarded([&] {
+      auto s = conn_.use(Query::insert_event);
+      s->bind(1, id);
+      s->bindNoCopy(2, e.category);
+      s->bind(3, to_string(e.type));
+      s->bindNoCopy(4, e.reason);
+      s->bindNoCopy(5, e.message);
+      if (detail) s->bindNoCopy(6, *detail);
+      s->bind(7, to_millis(now));
+      s->bind(8, rv);
+      s->exec();
+      return conn_.db().getLastInsertRowid();
+    });
+  }
+
+  void extend_event(EventID id, const std::string& message,
+                    const std::optional<std::string>& detail, Time now,
+                    std::int64_t rv) override {
+    guarded([&] {
+      auto s = conn_.use(Query::extend_event);
+      s->bind(1, id);
+      s->bindNoCopy(2, message);
+      if (detail) s->bindNoCopy(3, *detail);
+      s->bind(4, to_millis(now));
+      s->bind(5, rv);
+      s->exec();
+    });
+  }
+
+  std::vector<GroupKind> kinds_with_events() override {
+    return guarded([&] {
+      auto s = conn_.use(Query::kinds_with_events);
+      std::vector<GroupKind> out;
+      while (s->executeStep())
+        out.push_back({s->getColumn(0).getString(), s->getColumn(1).getString()});
+      return out;
+    });
+  }
+
+  int trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) override {
+    return guarded([&] {
+      auto s = conn_.use(Query::trim_events);
+      s->bindNoCopy(1, gk.group);
+      s->bindNoCopy(2, gk.kind);
+      s->bind(3, per_object);
+      if (older_than) s->bind(4, to_millis(*older_than));
+      return s->exec();
     });
   }
 

@@ -1,5 +1,8 @@
 #include "store/write_ops.hpp"
 
+#include <algorithm>
+
+#include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/options.hpp>
 
@@ -158,6 +161,37 @@ void WriteOps::released(const std::vector<Ref>& targets) {
   for (auto& t : targets)
     if (auto row = w_.get(t.id); row && row->meta.deletion_requested_at)
       rec_.wakes.push_back({row->meta.id, row->meta.group, row->meta.kind});
+}
+
+Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& e) {
+  require_own(gk, id);
+  std::optional<std::string> detail;
+  if (!e.detail.is_null()) detail = detail::dump_json(e.detail);
+  auto rv = w_.next_resource_version();
+  auto current = w_.current_run(id, e.category);
+  EventID run;
+  if (current && current->type == e.type && current->reason == e.reason) {
+    run = current->id;
+    w_.extend_event(run, e.message, detail, now_, rv);
+  } else {
+    run = w_.insert_event(id, e, detail, now_, rv);
+  }
+  auto written = w_.current_run(id, e.category);
+  if (!written || written->id != run) throw Error(errc::store, "event run vanished");
+  rec_.events.push_back({*written, rv});
+  return *written;
+}
+
+void WriteOps::trim_events(const collect_request& policy) {
+  for (auto& gk : w_.kinds_with_events()) {
+    auto it = std::find_if(policy.retention.begin(), policy.retention.end(),
+                           [&](auto& p) { return p.first == gk; });
+    auto r = it != policy.retention.end() ? std::optional(it->second) : policy.fallback;
+    if (!r || (r->per_object <= 0 && r->max_age.count() <= 0)) continue;
+    std::optional<Time> older_than;
+    if (r->max_age.count() > 0) older_than = now_ - r->max_age;
+    w_.trim_events(gk, r->per_object, older_than);
+  }
 }
 
 int WriteOps::collect_garbage() {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <beehive/actors.hpp>
 #include <beehive/commit_record.hpp>
 
 #include "store/backend.hpp"
@@ -49,6 +50,12 @@ class WriteOps {
   /// `from` is this kind's; `to` any existing object. True when the edge is new.
   bool add_dependency(const GroupKind& gk, ObjectID from, ObjectID to);
   bool remove_dependency(const GroupKind& gk, ObjectID from, ObjectID to);
+
+  /// Extends the current run of the event's category or starts a new one; never moves
+  /// the object's resource version.
+  Event record_event(const GroupKind& gk, ObjectID id, const EventSpec& e);
+  /// Applies event retention to every kind with events.
+  void trim_events(const collect_request& policy);
 
   /// Garbage collection: soft-deletes the live children of deletion-pending owners and
   /// removes every collectible row, repeating while that unblocks more. Returns the

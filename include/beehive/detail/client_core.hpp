@@ -59,6 +59,11 @@ class ClientCore {
   std::shared_ptr<StreamCore<object_change>> watch(const Context& ctx,
                                                    std::optional<ObjectID> id) const;
 
+  std::vector<Event> list_events(const Context& ctx, ObjectID id, const EventQuery& q) const;
+  std::shared_ptr<StreamCore<event_run>> watch_events(const Context& ctx, ObjectID id,
+                                                      const EventQuery& q) const;
+  std::shared_ptr<StreamCore<Schedule>> watch_schedule(const Context& ctx, ObjectID id) const;
+
   /// Non-blocking read of the kind's per-object timers; the epoch when nothing is due.
   Schedule get_schedule(ObjectID id) const;
   void requeue(const Context& ctx, ObjectID id, bool reset_backoff) const;

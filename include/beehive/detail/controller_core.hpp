@@ -12,6 +12,7 @@
 
 #include <beehive/condition.hpp>
 #include <beehive/context.hpp>
+#include <beehive/event.hpp>
 #include <beehive/detail/client_core.hpp>
 #include <beehive/group_kind.hpp>
 #include <beehive/object_row.hpp>
@@ -50,6 +51,7 @@ class ControllerClientCore {
   void set_condition(const Context& ctx, ObjectID id, const Condition& c) const;
   void remove_condition(const Context& ctx, ObjectID id, std::string_view type) const;
   void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const;
+  void record_event(const Context& ctx, ObjectID id, const EventSpec& e) const;
   void add_dependency(const Context& ctx, ObjectID from, ObjectID to) const;
   void remove_dependency(const Context& ctx, ObjectID from, ObjectID to) const;
   bool has_incoming_refs(const Context& ctx, ObjectID id) const;
