@@ -20,11 +20,17 @@ class LoadTest : public BeehiveTest {
          rel + "', " + std::to_string(to) + ")");
   }
   void event(ObjectID id, const std::string& category, const std::string& reason, int at) {
-    exec("INSERT INTO events (object_id, category, type, reason, message, detail, count, "
-         "first_at, last_at) VALUES (" +
-         std::to_string(id) + ", '" + category + "', 'Normal', '" + reason +
-         "', 'm', '{\"n\":" + std::to_string(at) + "}', 1, " + std::to_string(at) + ", " +
-         std::to_string(at) + ")");
+    SQLite::Database db(db_path().string(), SQLite::OPEN_READWRITE);
+    SQLite::Statement s(db,
+                        "INSERT INTO events (object_id, category, type, reason, message, detail, "
+                        "count, first_at, last_at) VALUES (?, ?, 'Normal', ?, 'm', ?, 1, ?, ?)");
+    s.bind(1, id);
+    s.bind(2, category);
+    s.bind(3, reason);
+    s.bind(4, nlohmann::json{{"n", at}}.dump());
+    s.bind(5, at);
+    s.bind(6, at);
+    s.exec();
   }
 };
 

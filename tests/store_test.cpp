@@ -21,7 +21,31 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 1);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 2);
+}
+
+TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
+  TempDir dir;
+  auto path = dir.file("old.db");
+  Context ctx;
+  ObjectID id;
+  {
+    auto store = sqlite::open(path);
+    Beehive bh(store);
+    id = Widgets(bh, widget_kind).create(ctx, {"kept", 1}).id;
+  }
+  {  // turn the file back into a version-1 database
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    db.exec("ALTER TABLE events DROP COLUMN resource_version");
+    db.exec("UPDATE beehive_schema SET version = 1");
+  }
+  auto store = sqlite::open(path);
+  Beehive bh(store);
+  EXPECT_EQ(Widgets(bh, widget_kind).get(ctx, id).spec.color, "kept");
+  SQLite::Database db(path.string());
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 2);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM pragma_table_info('events') "
+                          "WHERE name = 'resource_version'").getInt(), 1);
 }
 
 TEST(StoreTest, ReopeningKeepsTheSchemaAndStartsANewSession) {
