@@ -21,8 +21,8 @@ ConditionStatus condition_status_from_string(const std::string& s);
 struct Condition {
   std::string type;
   ConditionStatus status = ConditionStatus::Unknown;
-  std::string reason;   ///< machine-readable token, e.g. "DialTimeout"
-  std::string message;  ///< human-readable detail
+  std::string reason{};   ///< machine-readable token, e.g. "DialTimeout"
+  std::string message{};  ///< human-readable detail
   bool liveness = false;
 
   friend bool operator==(const Condition&, const Condition&) = default;

@@ -27,8 +27,8 @@ std::string to_string(const GroupKind& gk);
 
 struct Ref {
   ObjectID id = 0;
-  std::string group;
-  std::string kind;
+  std::string group{};
+  std::string kind{};
 
   friend bool operator==(const Ref&, const Ref&) = default;
 };
