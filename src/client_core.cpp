@@ -28,10 +28,14 @@ void run_on_create(Runtime& rt, const OptionSet& s, const Context& ctx) {
 
 ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.runtime()), gk_(std::move(gk)) {}
 
+const Migrator* ClientCore::migrator() const { return rt_->migrator(gk_); }
+
 ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
                              RowCheck check) const {
   auto s = OptionSet::from(opts);
-  auto r = rt_->write(ctx, create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner},
+  auto r = rt_->write(ctx,
+                      create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner,
+                                     rt_->spec_version(gk_)},
                       std::move(check));
   run_on_create(*rt_, s, ctx);
   return std::move(r.row);
@@ -39,7 +43,9 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::ve
 
 ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug, std::string spec,
                                        RowCheck check) const {
-  return rt_->write(ctx, create_or_update_request{gk_, std::string(slug), std::move(spec)},
+  return rt_->write(ctx,
+                    create_or_update_request{gk_, std::string(slug), std::move(spec),
+                                             rt_->spec_version(gk_)},
                     std::move(check))
       .row;
 }
@@ -53,7 +59,8 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
     throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
   auto r = rt_->write(
       ctx,
-      get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers, s.owner},
+      get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers, s.owner,
+                            rt_->spec_version(gk_)},
       std::move(check));
   if (r.flag) run_on_create(*rt_, s, ctx);
   return {std::move(r.row), r.flag};
@@ -61,7 +68,9 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
 
 ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
                              RowCheck check) const {
-  return rt_->write(ctx, update_request{gk_, id, std::move(spec)}, std::move(check)).row;
+  return rt_->write(ctx, update_request{gk_, id, std::move(spec), rt_->spec_version(gk_)},
+                    std::move(check))
+      .row;
 }
 
 std::vector<ObjectRow> ClientCore::read_in_transaction(const Context& ctx, ReadOp op) const {
@@ -156,10 +165,7 @@ Schedule ClientCore::get_schedule(ObjectID id) const {
 
 void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) const {
   get(ctx, id, 0);  // not_found for a missing or foreign id
-  auto kind = rt_->kind(gk_);
-  if (!kind) throw Error(errc::no_controller, to_string(gk_) + " has no controller");
-  if (kind->controller)
-    caf::anon_send(kind->controller, requeue_atom::value, id, reset_backoff);
+  rt_->requeue(gk_, id, reset_backoff);
 }
 
 void ClientCore::report_skipped(const ObjectRow& row, const std::exception& e) const {

@@ -35,10 +35,14 @@ Outcome run_reconcile(const std::function<void()>& decode,
   }
 }
 
+const Migrator* ControllerClientCore::migrator() const { return rt_->migrator(gk_); }
+
 void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          std::int64_t observed_generation, std::string status,
                                          RowCheck check) const {
-  rt_->write(ctx, update_status_request{gk_, id, observed_generation, std::move(status)},
+  rt_->write(ctx,
+             update_status_request{gk_, id, observed_generation, std::move(status),
+                                   rt_->status_version(gk_)},
              std::move(check));
 }
 

@@ -105,7 +105,10 @@ void Runtime::shutdown_system() {
   }
   stop_writer();
   std::lock_guard lk(mu_);
-  for (auto& [gk, entry] : kinds_) entry->controller = nullptr;
+  {
+    std::lock_guard k(kinds_mu_);
+    for (auto& [gk, entry] : kinds_) entry->controller = nullptr;
+  }
   scheduler_ = nullptr;
   own_sys_.reset();
   own_cfg_.reset();
@@ -185,8 +188,7 @@ void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vect
     throw Error(errc::stopped, "beehive stopped");
   if (state_ != State::created)
     throw Error(errc::already_started, "register controllers before start");
-  if (kinds_.count(gk))
-    throw Error(errc::already_registered, to_string(gk) + " already has a controller");
+  if (kind(gk)) throw Error(errc::already_registered, to_string(gk) + " already has a controller");
   auto kind_opts = OptionSet::from(opts);
   auto entry = std::make_shared<KindEntry>();
   entry->gk = gk;
@@ -197,13 +199,39 @@ void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vect
                                                       : settings_.resync_interval)
     s.resync = *r;
   entry->event_retention = kind_opts.event_retention;
+  entry->migrator = kind_opts.migrator;
   for (auto r : {settings_.max_retry_interval, kind_opts.max_retry_interval})
     if (r && r->count() > 0) s.max_retry = *r;
+  std::lock_guard k(kinds_mu_);
   kinds_.emplace(gk, std::move(entry));
 }
 
+const Migrator* Runtime::migrator(const GroupKind& gk) const {
+  auto k = kind(gk);
+  return k ? k->migrator.get() : nullptr;
+}
+
+int Runtime::spec_version(const GroupKind& gk) const {
+  auto* m = migrator(gk);
+  return m ? m->schema_version_spec() : 0;
+}
+
+int Runtime::status_version(const GroupKind& gk) const {
+  auto* m = migrator(gk);
+  return m ? m->schema_version_status() : 0;
+}
+
+void Runtime::requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
+  std::lock_guard lk(kinds_mu_);
+  auto it = kinds_.find(gk);
+  if (it == kinds_.end()) throw Error(errc::no_controller, to_string(gk) + " has no controller");
+  // Before start the request has nowhere to go: start reconciles everything anyway.
+  if (it->second->controller)
+    caf::anon_send(it->second->controller, requeue_atom::value, id, reset_backoff);
+}
+
 std::shared_ptr<KindEntry> Runtime::kind(const GroupKind& gk) const {
-  std::lock_guard lk(mu_);
+  std::lock_guard lk(kinds_mu_);
   auto it = kinds_.find(gk);
   return it == kinds_.end() ? nullptr : it->second;
 }
@@ -273,8 +301,10 @@ void Runtime::spawn_controllers() {
     });
   }
   for (auto& [gk, entry] : kinds_) {
-    entry->controller = sys_->spawn(detail::controller, entry, this, scheduler_);
-    caf::anon_send(writer_, subscribe_atom::value, entry->controller);
+    auto c = sys_->spawn(detail::controller, entry, this, scheduler_);
+    caf::anon_send(writer_, subscribe_atom::value, c);
+    std::lock_guard k(kinds_mu_);
+    entry->controller = c;
   }
   auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
   collect_request policy;
@@ -295,10 +325,14 @@ void Runtime::spawn_controllers() {
 
 void Runtime::kill_controllers() {
   for (auto& [gk, entry] : kinds_) {
-    if (!entry->controller) continue;
-    caf::anon_send(writer_, unsubscribe_atom::value, entry->controller);
-    caf::anon_send_exit(entry->controller, caf::exit_reason::user_shutdown);
-    entry->controller = nullptr;
+    caf::actor c;
+    {
+      std::lock_guard k(kinds_mu_);
+      c.swap(entry->controller);
+    }
+    if (!c) continue;
+    caf::anon_send(writer_, unsubscribe_atom::value, c);
+    caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
   }
   if (gc_) {
     caf::anon_send(writer_, unsubscribe_atom::value, gc_);

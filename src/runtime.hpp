@@ -66,6 +66,12 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void begin_flight();
   /// One reconcile pass of `id`, on a worker's thread.
   Outcome reconcile_once(const KindEntry& kind, ObjectID id);
+  /// The kind's migrator (null without one) and the schema versions it writes.
+  const Migrator* migrator(const GroupKind& gk) const;
+  int spec_version(const GroupKind& gk) const;
+  int status_version(const GroupKind& gk) const;
+  /// Queues `id` in its kind's controller; no_controller for a client-only kind.
+  void requeue(const GroupKind& gk, ObjectID id, bool reset_backoff);
   /// The kind's registration, or null for a client-only kind.
   std::shared_ptr<KindEntry> kind(const GroupKind& gk) const;
 
@@ -103,8 +109,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::atomic<std::uint64_t> last_subscription_{0};
   int clock_token_ = 0;
 
-  mutable std::mutex mu_;  // lifecycle and registrations
+  mutable std::mutex mu_;  // lifecycle; held while stop drains, so never by calls
   std::atomic<State> state_{State::created};
+  mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
   std::string claimed_;  // the database this running beehive claimed
 

@@ -65,6 +65,7 @@ struct create_request {
   std::optional<std::string> slug;
   std::vector<std::string> finalizers;
   std::optional<ObjectID> owner;  ///< must exist; its owned_by edge is written with the row
+  int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 /// Replace an object's spec; a spec equal to the stored one writes nothing.
@@ -73,6 +74,7 @@ struct update_request {
   GroupKind gk;
   ObjectID id = 0;
   std::string spec;
+  int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 /// Update the object holding `slug`, or create it. Replies the stored row.
@@ -80,6 +82,7 @@ struct create_or_update_request {
   GroupKind gk;
   std::string slug;
   std::string spec;
+  int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 /// Return the object holding `slug` untouched, or create it with the options.
@@ -89,6 +92,7 @@ struct get_or_create_request {
   std::string spec;
   std::vector<std::string> finalizers;
   std::optional<ObjectID> owner;
+  int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 struct get_or_create_reply {
@@ -116,6 +120,7 @@ struct update_status_request {
   ObjectID id = 0;
   std::int64_t observed_generation = 0;
   std::string status;  ///< JSON text
+  int status_version = 0;  ///< the schema version `status` is written at
 };
 
 struct set_condition_request {
@@ -247,10 +252,11 @@ auto Beehive::watch_hub() const {
   return detail::watch_hub_of(*this);
 }
 
-/// Decodes a row received from an actor into the application's types.
+/// Decodes a row received from an actor into the application's types, converting blobs
+/// written at older schema versions through `m` when the kind has a migrator.
 template <class Spec, class Status>
-Object<Spec, Status> decode_row(const ObjectRow& row) {
-  return detail::decode_object<Spec, Status>(row);
+Object<Spec, Status> decode_row(const ObjectRow& row, const Migrator* m = nullptr) {
+  return detail::decode_object<Spec, Status>(row, m);
 }
 
 }  // namespace beehive

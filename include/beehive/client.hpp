@@ -56,14 +56,14 @@ class Client {
   template <class... Opts>
   ObjectType create(const Context& ctx, const Spec& spec, Opts&&... opts) const {
     Decoded out;
-    core_.create(ctx, detail::encode(spec), {Option(std::forward<Opts>(opts))...}, out.check());
+    core_.create(ctx, detail::encode(spec), {Option(std::forward<Opts>(opts))...}, out.check(core_.migrator()));
     return out.take();
   }
 
   /// Updates the object holding `slug`, or creates it; atomic under concurrency.
   ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec) const {
     Decoded out;
-    core_.create_or_update(ctx, slug, detail::encode(spec), out.check());
+    core_.create_or_update(ctx, slug, detail::encode(spec), out.check(core_.migrator()));
     return out.take();
   }
 
@@ -75,26 +75,27 @@ class Client {
                                             const Spec& spec, Opts&&... opts) const {
     Decoded out;
     auto [row, created] = core_.get_or_create(ctx, slug, detail::encode(spec),
-                                              {Option(std::forward<Opts>(opts))...}, out.check());
+                                              {Option(std::forward<Opts>(opts))...}, out.check(core_.migrator()));
     return {out.take(), created};
   }
 
   /// Replaces the spec; generation moves only when the spec really changes.
   ObjectType update(const Context& ctx, ObjectID id, const Spec& spec) const {
     Decoded out;
-    core_.update(ctx, id, detail::encode(spec), out.check());
+    core_.update(ctx, id, detail::encode(spec), out.check(core_.migrator()));
     return out.take();
   }
 
   template <class... Loads>
   ObjectType get(const Context& ctx, ObjectID id, const Loads&... loads) const {
-    return detail::decode_object<Spec, Status>(core_.get(ctx, id, detail::load_bits(loads...)));
+    return detail::decode_object<Spec, Status>(core_.get(ctx, id, detail::load_bits(loads...)),
+                                               core_.migrator());
   }
 
   template <class... Loads>
   ObjectType get_by_slug(const Context& ctx, std::string_view slug, const Loads&... loads) const {
     return detail::decode_object<Spec, Status>(
-        core_.get_by_slug(ctx, slug, detail::load_bits(loads...)));
+        core_.get_by_slug(ctx, slug, detail::load_bits(loads...)), core_.migrator());
   }
 
   /// Every object of the kind, by id. A row that does not decode is skipped and logged.
@@ -216,9 +217,10 @@ class Client {
   std::vector<ObjectType> decode_all(const std::vector<ObjectRow>& rows) const {
     std::vector<ObjectType> out;
     out.reserve(rows.size());
+    auto* m = core_.migrator();
     for (auto& row : rows) {
       try {
-        out.push_back(detail::decode_object<Spec, Status>(row));
+        out.push_back(detail::decode_object<Spec, Status>(row, m));
       } catch (const Error& e) {
         core_.report_skipped(row, e);
       }
@@ -230,7 +232,8 @@ class Client {
     using Out = std::optional<Change<Spec, Status>>;
     std::function<Out(object_change &&)> convert = [core = core_](object_change&& ch) -> Out {
       try {
-        return Change<Spec, Status>{ch.type, detail::decode_object<Spec, Status>(ch.row)};
+        return Change<Spec, Status>{ch.type,
+                                    detail::decode_object<Spec, Status>(ch.row, core.migrator())};
       } catch (const Error& e) {
         core.report_skipped(ch.row, e);  // undecodable rows are skipped; the watch goes on
         return std::nullopt;
@@ -243,9 +246,9 @@ class Client {
   // not decode it a second time.
   class Decoded {
    public:
-    detail::RowCheck check() {
-      return [slot = slot_](const ObjectRow& row) {
-        *slot = detail::decode_object<Spec, Status>(row);
+    detail::RowCheck check(const Migrator* m) {
+      return [slot = slot_, m](const ObjectRow& row) {
+        *slot = detail::decode_object<Spec, Status>(row, m);
       };
     }
     ObjectType take() { return std::move(**slot_); }

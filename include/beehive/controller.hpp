@@ -61,8 +61,10 @@ class ControllerClient {
   void update_status(const Context& ctx, ObjectID id, std::int64_t observed_generation,
                      const Status& status) const {
     core_.update_status(ctx, id, observed_generation, detail::encode(status),
-                        [](const ObjectRow& row) {
-                          if (row.status) detail::decode<Status>(*row.status);
+                        [m = core_.migrator()](const ObjectRow& row) {
+                          if (row.status)
+                            detail::from_json_value<Status>(
+                                detail::load_blob(*row.status, row.status_version, m, false));
                         });
   }
 
@@ -164,7 +166,7 @@ ControllerClient<Status> register_controller(Beehive& bh, const GroupKind& gk, C
   auto fn = [call = std::move(call)](const Context& ctx, const detail::ControllerClientCore& core,
                                      const ObjectRow& row) -> detail::Outcome {
     Obj obj;
-    return detail::run_reconcile([&] { obj = detail::decode_object<Spec, Status>(row); },
+    return detail::run_reconcile([&] { obj = detail::decode_object<Spec, Status>(row, core.migrator()); },
                                  [&] {
                                    ControllerClient<Status> cc(core);
                                    return call(ctx, cc, obj).requeue_after;

@@ -70,7 +70,8 @@ struct KindEntry {
   ReconcileFn reconcile;
   std::shared_ptr<ScheduleBoard> board = std::make_shared<ScheduleBoard>();
   std::optional<std::pair<int, std::chrono::milliseconds>> event_retention;
-  caf::actor controller;  // set at start
+  std::shared_ptr<Migrator> migrator;
+  caf::actor controller;  // set at start; guarded by the runtime's registry lock
 };
 
 struct ControllerState {

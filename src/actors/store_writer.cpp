@@ -10,16 +10,17 @@ using store::WriteOps;
 using Self = store_writer_impl::stateful_pointer<StoreWriterState>;
 
 WriteReply run_op(WriteOps& ops, const create_request& r) {
-  return {ops.create(r.gk, r.spec, r.slug, r.finalizers, r.owner)};
+  return {ops.create(r.gk, r.spec, r.slug, r.finalizers, r.owner, r.spec_version)};
 }
 WriteReply run_op(WriteOps& ops, const update_request& r) {
-  return {ops.update(r.gk, r.id, r.spec)};
+  return {ops.update(r.gk, r.id, r.spec, r.spec_version)};
 }
 WriteReply run_op(WriteOps& ops, const create_or_update_request& r) {
-  return {ops.create_or_update(r.gk, r.slug, r.spec)};
+  return {ops.create_or_update(r.gk, r.slug, r.spec, r.spec_version)};
 }
 WriteReply run_op(WriteOps& ops, const get_or_create_request& r) {
-  auto [row, created] = ops.get_or_create(r.gk, r.slug, r.spec, r.finalizers, r.owner);
+  auto [row, created] =
+      ops.get_or_create(r.gk, r.slug, r.spec, r.finalizers, r.owner, r.spec_version);
   return {std::move(row), created};
 }
 WriteReply run_op(WriteOps& ops, const remove_request& r) { return {ops.remove(r.gk, r.id)}; }
@@ -27,7 +28,7 @@ WriteReply run_op(WriteOps& ops, const remove_by_slug_request& r) {
   return {{}, ops.remove_by_slug(r.gk, r.slug)};
 }
 WriteReply run_op(WriteOps& ops, const update_status_request& r) {
-  return {ops.update_status(r.gk, r.id, r.observed_generation, r.status)};
+  return {ops.update_status(r.gk, r.id, r.observed_generation, r.status, r.status_version)};
 }
 WriteReply run_op(WriteOps& ops, const set_condition_request& r) {
   return {ops.set_condition(r.gk, r.id, r.condition)};

@@ -41,39 +41,52 @@ ObjectRow WriteOps::require(const GroupKind& gk, ObjectID id) {
 ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
                            const std::optional<std::string>& slug,
                            const std::vector<std::string>& finalizers,
-                           std::optional<ObjectID> owner) {
+                           std::optional<ObjectID> owner, int spec_version) {
   if (slug && w_.get_by_slug(gk, *slug))
     throw Error(errc::already_exists, to_string(gk) + " slug \"" + *slug + "\" is taken");
   if (owner && !w_.exists(*owner))
     throw Error(errc::not_found, "owner " + std::to_string(*owner) + " does not exist");
-  NewObject o{gk, slug, spec, 0, finalizers, owner, w_.next_resource_version(), now_};
+  NewObject o{gk, slug, spec, spec_version, finalizers, owner, w_.next_resource_version(), now_};
   return changed(w_.insert_object(o), object_change::created);
 }
 
-ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec) {
+namespace {
+void refuse_downgrade(const char* what, int stored, int writing) {
+  if (stored > writing)
+    throw Error(errc::schema_version_downgrade,
+                std::string(what) + " stored at schema version " + std::to_string(stored) +
+                    " cannot be overwritten at version " + std::to_string(writing));
+}
+}  // namespace
+
+ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec, int spec_version) {
+  refuse_downgrade("spec", row.spec_version, spec_version);
   // Re-applying the stored bytes is no write at all: no generation, no version, no wake.
-  if (row.spec == spec && row.spec_version == 0) return row;
-  w_.update_spec(row.meta.id, spec, 0, row.meta.generation + 1, w_.next_resource_version(),
-                 now_);
+  // The same bytes at a newer schema version are a real write: they re-stamp the blob.
+  if (row.spec == spec && row.spec_version == spec_version) return row;
+  w_.update_spec(row.meta.id, spec, spec_version, row.meta.generation + 1,
+                 w_.next_resource_version(), now_);
   return changed(row.meta.id, object_change::spec);
 }
 
-ObjectRow WriteOps::update(const GroupKind& gk, ObjectID id, const std::string& spec) {
-  return update_row(require(gk, id), spec);
+ObjectRow WriteOps::update(const GroupKind& gk, ObjectID id, const std::string& spec,
+                           int spec_version) {
+  return update_row(require(gk, id), spec, spec_version);
 }
 
 ObjectRow WriteOps::create_or_update(const GroupKind& gk, const std::string& slug,
-                                     const std::string& spec) {
-  if (auto row = w_.get_by_slug(gk, slug)) return update_row(*row, spec);
-  return create(gk, spec, slug, {}, std::nullopt);
+                                     const std::string& spec, int spec_version) {
+  if (auto row = w_.get_by_slug(gk, slug)) return update_row(*row, spec, spec_version);
+  return create(gk, spec, slug, {}, std::nullopt, spec_version);
 }
 
 std::pair<ObjectRow, bool> WriteOps::get_or_create(const GroupKind& gk, const std::string& slug,
                                                    const std::string& spec,
                                                    const std::vector<std::string>& finalizers,
-                                                   std::optional<ObjectID> owner) {
+                                                   std::optional<ObjectID> owner,
+                                                   int spec_version) {
   if (auto row = w_.get_by_slug(gk, slug)) return {std::move(*row), false};
-  return {create(gk, spec, slug, finalizers, owner), true};
+  return {create(gk, spec, slug, finalizers, owner, spec_version), true};
 }
 
 ObjectRow WriteOps::mark_deleted(const ObjectRow& row) {
@@ -94,19 +107,21 @@ bool WriteOps::remove_by_slug(const GroupKind& gk, const std::string& slug) {
 }
 
 ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
-                                  std::int64_t observed_generation, const std::string& status) {
+                                  std::int64_t observed_generation, const std::string& status,
+                                  int status_version) {
   auto row = require_own(gk, id);
   if (observed_generation > row.meta.generation)
     throw Error(errc::observed_generation_future,
                 "observed generation " + std::to_string(observed_generation) + " is ahead of " +
                     std::to_string(row.meta.generation));
-  bool same_status = row.status == status && row.status_version == 0;
+  refuse_downgrade("status", row.status ? row.status_version : 0, status_version);
+  bool same_status = row.status == status && row.status_version == status_version;
   bool same_generation = row.meta.observed_generation == observed_generation;
   // Unchanged bytes write nothing, unless they settle a generation not yet recorded.
   if (same_status && same_generation) return row;
   auto observed_at = same_generation ? row.meta.observed_at : std::optional<Time>(now_);
-  w_.update_status(id, status, 0, observed_generation, observed_at, w_.next_resource_version(),
-                   now_);
+  w_.update_status(id, status, status_version, observed_generation, observed_at,
+                   w_.next_resource_version(), now_);
   return changed(id, object_change::status);
 }
 

@@ -25,15 +25,16 @@ class WriteOps {
   ObjectRow create(const GroupKind& gk, const std::string& spec,
                    const std::optional<std::string>& slug,
                    const std::vector<std::string>& finalizers,
-                   std::optional<ObjectID> owner = std::nullopt);
-  ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec);
+                   std::optional<ObjectID> owner = std::nullopt, int spec_version = 0);
+  ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec,
+                   int spec_version = 0);
   ObjectRow create_or_update(const GroupKind& gk, const std::string& slug,
-                             const std::string& spec);
+                             const std::string& spec, int spec_version = 0);
   /// The row holding the slug untouched (false), or a new one (true).
   std::pair<ObjectRow, bool> get_or_create(const GroupKind& gk, const std::string& slug,
                                            const std::string& spec,
                                            const std::vector<std::string>& finalizers,
-                                           std::optional<ObjectID> owner);
+                                           std::optional<ObjectID> owner, int spec_version = 0);
   ObjectRow remove(const GroupKind& gk, ObjectID id);
   /// True when this call requested the deletion.
   bool remove_by_slug(const GroupKind& gk, const std::string& slug);
@@ -43,7 +44,7 @@ class WriteOps {
   /// Records status and the observed generation; unchanged bytes at an already
   /// recorded generation write nothing.
   ObjectRow update_status(const GroupKind& gk, ObjectID id, std::int64_t observed_generation,
-                          const std::string& status);
+                          const std::string& status, int status_version = 0);
   ObjectRow set_condition(const GroupKind& gk, ObjectID id, const Condition& c);
   ObjectRow remove_condition(const GroupKind& gk, ObjectID id, const std::string& type);
   ObjectRow remove_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer);
@@ -73,7 +74,7 @@ class WriteOps {
   void released(const std::vector<Ref>& targets);
   /// Queues the dependents of `id` for a wake (its conditions changed).
   void wake_dependents(ObjectID id);
-  ObjectRow update_row(const ObjectRow& row, const std::string& spec);
+  ObjectRow update_row(const ObjectRow& row, const std::string& spec, int spec_version);
   ObjectRow mark_deleted(const ObjectRow& row);
   ObjectRow reread(ObjectID id);
 

@@ -20,6 +20,7 @@
 
 namespace beehive {
 class Beehive;
+class Migrator;
 }
 
 namespace beehive::detail {
@@ -35,6 +36,8 @@ class ClientCore {
   ClientCore(const Beehive& bh, GroupKind gk);
 
   const GroupKind& group_kind() const { return gk_; }
+  /// The kind's migrator, or null (a client-only kind, or none registered).
+  const Migrator* migrator() const;
 
   ObjectRow create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
                    RowCheck check) const;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <beehive/migrator.hpp>
 #include <beehive/object.hpp>
 #include <beehive/object_row.hpp>
 
@@ -60,9 +61,13 @@ std::string encode(const T& value) {
   }
 }
 
+/// Parses a stored blob and converts it from `stored` up to the migrator's version
+/// (`spec` picks the spec or the status converter). A blob above the current version
+/// is schema_version_downgrade; a converter that throws is decode.
+nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, bool spec);
+
 template <Storable T>
-T decode(std::string_view text) {
-  auto j = parse_json(text);
+T from_json_value(nlohmann::json j) {
   if constexpr (RawJson<T>) return j;
   T value{};
   if constexpr (RawJson<T>) {
@@ -78,12 +83,20 @@ T decode(std::string_view text) {
   return value;
 }
 
+template <Storable T>
+T decode(std::string_view text) {
+  return from_json_value<T>(parse_json(text));
+}
+
+/// Decodes a row, converting blobs written at older schema versions through `m` (no
+/// migrator: every blob must be unversioned).
 template <class Spec, class Status>
-Object<Spec, Status> decode_object(const ObjectRow& row) {
+Object<Spec, Status> decode_object(const ObjectRow& row, const Migrator* m = nullptr) {
   Object<Spec, Status> obj;
   static_cast<ObjectMeta&>(obj) = row.meta;
-  obj.spec = decode<Spec>(row.spec);
-  if (row.status) obj.status = decode<Status>(*row.status);
+  obj.spec = from_json_value<Spec>(load_blob(row.spec, row.spec_version, m, true));
+  if (row.status)
+    obj.status = from_json_value<Status>(load_blob(*row.status, row.status_version, m, false));
   return obj;
 }
 

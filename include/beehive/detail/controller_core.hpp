@@ -20,6 +20,7 @@
 
 namespace beehive {
 class Beehive;
+class Migrator;
 }
 
 namespace beehive::detail {
@@ -45,6 +46,7 @@ class ControllerClientCore {
       : rt_(std::move(rt)), gk_(std::move(gk)) {}
 
   const GroupKind& group_kind() const { return gk_; }
+  const Migrator* migrator() const;
 
   void update_status(const Context& ctx, ObjectID id, std::int64_t observed_generation,
                      std::string status, RowCheck check) const;

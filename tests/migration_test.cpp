@@ -1,0 +1,236 @@
+// Schema-version migration: lazy per-column conversion through a Migrator, re-stamping
+// on write, downgrades refused on every path.
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+// Version 0: unversioned.
+struct SpecV0 {
+  std::string name;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SpecV0, name)
+
+// Version 1: `name` renamed to `title`.
+struct SpecV1 {
+  std::string title;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SpecV1, title)
+
+// Version 2: `title` ("first last") split in two.
+struct SpecV2 {
+  std::string first;
+  std::string last;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SpecV2, first, last)
+
+struct StatusV {
+  int seen = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(StatusV, seen)
+
+nlohmann::json rename(nlohmann::json j) { return {{"title", j.at("name")}}; }
+nlohmann::json split(nlohmann::json j) {
+  auto t = j.at("title").get<std::string>();
+  auto sp = t.find(' ');
+  return {{"first", t.substr(0, sp)}, {"last", sp == std::string::npos ? "" : t.substr(sp + 1)}};
+}
+
+class MigratorV1 : public Migrator {
+ public:
+  int schema_version_spec() const override { return 1; }
+  int schema_version_status() const override { return 1; }
+  nlohmann::json convert_spec(int from, nlohmann::json raw) const override {
+    if (from == 0) return rename(std::move(raw));
+    throw std::runtime_error("unknown version");
+  }
+  nlohmann::json convert_status(int, nlohmann::json raw) const override { return raw; }
+};
+
+class MigratorV2 : public Migrator {
+ public:
+  int schema_version_spec() const override { return 2; }
+  int schema_version_status() const override { return 1; }
+  nlohmann::json convert_spec(int from, nlohmann::json raw) const override {
+    if (from == 0) raw = rename(std::move(raw));
+    return split(std::move(raw));
+  }
+  nlohmann::json convert_status(int, nlohmann::json raw) const override { return raw; }
+};
+
+/// Always refuses: a converter that throws.
+class BrokenMigrator : public MigratorV1 {
+ public:
+  nlohmann::json convert_spec(int, nlohmann::json) const override {
+    throw std::runtime_error("cannot convert");
+  }
+};
+
+const GroupKind person_kind{"acme.com", "Person"};
+
+class MigrationTest : public ::testing::Test {
+ protected:
+  template <class Spec, class M = void>
+  void open(std::shared_ptr<Migrator> m = nullptr) {
+    close();
+    store_ = sqlite::open(dir_.file("m.db"));
+    bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+    if (m)
+      cc_ = std::make_shared<ControllerClient<StatusV>>(register_controller<Spec, StatusV>(
+          *bh_, person_kind, [this](auto&, auto&, auto& o) {
+            std::lock_guard lk(mu_);
+            ++reconciles_[o.id];
+            return Result{};
+          },
+          with_migrator(m)));
+  }
+  void close() {
+    cc_.reset();
+    bh_.reset();
+    store_.reset();
+  }
+  void TearDown() override { close(); }
+  std::pair<int, int> versions(ObjectID id) {
+    SQLite::Database db(dir_.file("m.db").string());
+    SQLite::Statement q(db, "SELECT spec_version, status_version FROM objects WHERE id = ?");
+    q.bind(1, id);
+    q.executeStep();
+    return {q.getColumn(0).getInt(), q.getColumn(1).getInt()};
+  }
+
+  TempDir dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  std::shared_ptr<ControllerClient<StatusV>> cc_;
+  int reconciles(ObjectID id) {
+    std::lock_guard lk(mu_);
+    return reconciles_[id];
+  }
+  std::mutex mu_;
+  std::map<ObjectID, int> reconciles_;
+  Context ctx_;
+};
+
+TEST_F(MigrationTest, UpgradeStoryAcrossRestarts) {
+  open<SpecV0>();
+  auto a = Client<SpecV0, StatusV>(*bh_, person_kind).create(ctx_, {"Ada Lovelace"});
+  auto b = Client<SpecV0, StatusV>(*bh_, person_kind).create(ctx_, {"Alan Turing"});
+  EXPECT_EQ(versions(a.id), std::make_pair(0, 0));
+
+  // v1: a migrator added to a kind that already has unversioned rows.
+  open<SpecV1>(std::make_shared<MigratorV1>());
+  Client<SpecV1, StatusV> v1(*bh_, person_kind);
+  EXPECT_EQ(v1.get(ctx_, a.id).spec.title, "Ada Lovelace");
+  EXPECT_EQ(versions(a.id), std::make_pair(0, 0));  // lazy: reading writes nothing
+  v1.update(ctx_, b.id, {"Alan M. Turing"});
+  EXPECT_EQ(versions(b.id), std::make_pair(1, 0));
+  cc_->update_status(ctx_, a.id, 1, {7});  // a status-only write re-stamps only status
+  EXPECT_EQ(versions(a.id), std::make_pair(0, 1));
+
+  // v2: rows at 0 and at 1 both convert up.
+  open<SpecV2>(std::make_shared<MigratorV2>());
+  Client<SpecV2, StatusV> v2(*bh_, person_kind);
+  auto all = v2.list(ctx_);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].spec.first, "Ada");
+  EXPECT_EQ(all[0].spec.last, "Lovelace");
+  EXPECT_EQ(all[0].status->seen, 7);
+  EXPECT_EQ(all[1].spec.first, "Alan");
+  EXPECT_EQ(all[1].spec.last, "M. Turing");
+  v2.update(ctx_, a.id, {"Ada", "King"});
+  EXPECT_EQ(versions(a.id), std::make_pair(2, 1));
+  auto stop = bh_->start(ctx_);  // the reconcile loop decodes through the migrator too
+  EXPECT_TRUE(eventually([&] { return reconciles(a.id) == 1 && reconciles(b.id) == 1; }));
+  stop(ctx_);
+}
+
+class IdentityV1 : public Migrator {
+ public:
+  int schema_version_spec() const override { return 1; }
+  int schema_version_status() const override { return 1; }
+  nlohmann::json convert_spec(int, nlohmann::json raw) const override { return raw; }
+  nlohmann::json convert_status(int, nlohmann::json raw) const override { return raw; }
+};
+
+TEST_F(MigrationTest, IdenticalBytesAtANewerVersionAreARealWrite) {
+  open<SpecV0>();
+  auto a = Client<SpecV0, StatusV>(*bh_, person_kind).create(ctx_, {"same"});
+  open<SpecV0>(std::make_shared<IdentityV1>());
+  Client<SpecV0, StatusV> c(*bh_, person_kind);
+  auto updated = c.update(ctx_, a.id, {"same"});
+  EXPECT_EQ(updated.generation, 2);
+  EXPECT_EQ(versions(a.id).first, 1);
+  EXPECT_EQ(c.update(ctx_, a.id, {"same"}).generation, 2);  // now a no-op
+}
+
+TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
+  open<SpecV2>(std::make_shared<MigratorV2>());
+  auto newer = Client<SpecV2, StatusV>(*bh_, person_kind).create(ctx_, {"Grace", "Hopper"},
+                                                                   with_slug("g"));
+  close();
+  open<SpecV1>(std::make_shared<MigratorV1>());  // an older build
+  Client<SpecV1, StatusV> v1(*bh_, person_kind);
+  auto ok = v1.create(ctx_, {"Ok Row"});
+  EXPECT_ERRC(v1.get(ctx_, newer.id), errc::schema_version_downgrade);
+  EXPECT_ERRC(v1.get_by_slug(ctx_, "g"), errc::schema_version_downgrade);
+  testing::internal::CaptureStderr();
+  auto all = v1.list(ctx_);  // skipped and logged
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].id, ok.id);
+  auto s = v1.watch_list(ctx_);
+  auto first = s.next_for(5s);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->object.id, ok.id);
+  EXPECT_FALSE(s.next_for(30ms).has_value());
+  auto stop = bh_->start(ctx_);  // the reconcile loop quarantines it
+  EXPECT_TRUE(eventually([&] { return reconciles(ok.id) == 1; }));
+  settle();
+  EXPECT_EQ(reconciles(newer.id), 0);
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("quarantined Person.acme.com " + std::to_string(newer.id)), std::string::npos)
+      << err;
+  EXPECT_ERRC(v1.update(ctx_, newer.id, {"Overwrite"}), errc::schema_version_downgrade);
+  // A deletion-pending poison row is still collected: GC needs no decode.
+  v1.remove(ctx_, newer.id);
+  EXPECT_TRUE(eventually([&] {
+    try {
+      Client<SpecV2, StatusV>(*bh_, person_kind).get(ctx_, newer.id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  }));
+  stop(ctx_);
+}
+
+TEST_F(MigrationTest, AConverterThatThrowsIsADecodeError) {
+  open<SpecV0>();
+  auto a = Client<SpecV0, StatusV>(*bh_, person_kind).create(ctx_, {"x"});
+  open<SpecV1>(std::make_shared<BrokenMigrator>());
+  Client<SpecV1, StatusV> c(*bh_, person_kind);
+  EXPECT_ERRC(c.get(ctx_, a.id), errc::decode);
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(c.list(ctx_).empty());
+  testing::internal::GetCapturedStderr();
+}
+
+TEST_F(MigrationTest, WithoutAMigratorAVersionedRowIsADowngrade) {
+  open<SpecV1>(std::make_shared<MigratorV1>());
+  auto a = Client<SpecV1, StatusV>(*bh_, person_kind).create(ctx_, {"versioned"});
+  open<SpecV1>();  // the migrator is gone: only unversioned rows read
+  Client<SpecV1, StatusV> plain(*bh_, person_kind);
+  EXPECT_ERRC(plain.get(ctx_, a.id), errc::schema_version_downgrade);
+  // with_migrator is for registered kinds only: a Beehive-level one is ignored.
+  close();
+  store_ = sqlite::open(dir_.file("m.db"));
+  bh_ = std::make_unique<Beehive>(store_, with_migrator(std::make_shared<MigratorV1>()));
+  Client<SpecV1, StatusV> still_plain(*bh_, person_kind);
+  EXPECT_ERRC(still_plain.get(ctx_, a.id), errc::schema_version_downgrade);
+}
+
+}  // namespace
+}  // namespace beehive::test
