@@ -171,11 +171,13 @@ struct event_retention {
 };
 
 /// One garbage-collection pass: cascades deletion to the children of deletion-pending
-/// owners, removes collectible objects, and trims event timelines by `retention` (per
-/// kind; `fallback` for kinds not listed). Replies the number of objects removed.
+/// owners and removes collectible objects; a `full` pass (at start and on the resync
+/// cadence) also trims event timelines by `retention` (per kind; `fallback` for kinds
+/// not listed). Replies the number of objects removed.
 struct collect_request {
   std::optional<event_retention> fallback;
   std::vector<std::pair<GroupKind, event_retention>> retention;
+  bool full = false;
 };
 
 /// The sole owner of the database's write connection. Every write is one transaction;

@@ -10,20 +10,23 @@ namespace {
 
 using Self = caf::stateful_actor<GcState>*;
 
-void pass(Self self) {
+void pass(Self self, bool full) {
   auto& st = self->state;
   if (st.running) {
     st.again = true;
+    st.again_full |= full;
     return;
   }
   st.running = true;
-  self->request(st.writer, caf::infinite, st.policy)
+  auto req = st.policy;
+  req.full = full;
+  self->request(st.writer, caf::infinite, std::move(req))
       .then(
           [self](int) {
             auto& st = self->state;
             st.running = false;
             ++st.passes;
-            if (std::exchange(st.again, false)) pass(self);
+            if (std::exchange(st.again, false)) pass(self, std::exchange(st.again_full, false));
           },
           [self](caf::error& err) {
             // The next trigger or the cadence retries.
@@ -52,11 +55,11 @@ caf::behavior gc(Self self, store_writer_actor writer, scheduler_actor scheduler
   st.policy = std::move(policy);
   return {
       [self](start_atom) {
-        pass(self);
+        pass(self, true);
         arm(self);
       },
       [self](wake_atom) {
-        pass(self);
+        pass(self, true);
         arm(self);
       },
       [self](const commit_record& rec) {
@@ -64,7 +67,7 @@ caf::behavior gc(Self self, store_writer_actor writer, scheduler_actor scheduler
             object_change::deletion | object_change::finalizers | object_change::removed;
         bool trigger = rec.edges_removed;
         for (auto& c : rec.changes) trigger |= (c.parts & unblocking) != 0;
-        if (trigger) pass(self);
+        if (trigger) pass(self, false);
       },
       [](shutdown_atom) {},
   };

@@ -7,7 +7,9 @@
 //
 // It runs at start, on the resync cadence, and promptly after commits that may unblock
 // a collection: a deletion request, a finalizer removal, a physical removal, a removed
-// edge. Triggers that arrive while a pass runs fold into one more pass.
+// edge. Triggers that arrive while a pass runs fold into one more pass. Event
+// retention, whose trimming reads every timeline, runs only in the full passes: at start
+// and on the cadence.
 
 #include <memory>
 
@@ -30,6 +32,7 @@ struct GcState {
   collect_request policy;                 // event retention per kind
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
+  bool again_full = false;
   int passes = 0;
   static inline const char* name = "beehive.gc";
 };

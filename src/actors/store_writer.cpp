@@ -53,7 +53,7 @@ WriteReply run_op(WriteOps& ops, const record_event_request& r) {
 WriteReply run_op(WriteOps& ops, const collect_request& r) {
   WriteReply reply;
   reply.count = ops.collect_garbage();
-  ops.trim_events(r);
+  if (r.full) ops.trim_events(r);
   return reply;
 }
 WriteReply run_op(WriteOps&, const SessionCmd&) {

@@ -198,6 +198,7 @@ Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& 
 }
 
 void WriteOps::trim_events(const collect_request& policy) {
+  if (!policy.fallback && policy.retention.empty()) return;  // keep everything
   for (auto& gk : w_.kinds_with_events()) {
     auto it = std::find_if(policy.retention.begin(), policy.retention.end(),
                            [&](auto& p) { return p.first == gk; });
