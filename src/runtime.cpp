@@ -30,6 +30,7 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
     sys_ = sys;
   } else {
     own_cfg_ = std::make_unique<caf::actor_system_config>();
+    add_message_types(*own_cfg_);
     own_sys_ = std::make_unique<caf::actor_system>(*own_cfg_);
     sys_ = own_sys_.get();
   }
@@ -108,8 +109,9 @@ void Runtime::shutdown_system() {
   {
     std::lock_guard k(kinds_mu_);
     for (auto& [gk, entry] : kinds_) entry->controller = nullptr;
+    scheduler_ = nullptr;
+    gc_ = nullptr;
   }
-  scheduler_ = nullptr;
   own_sys_.reset();
   own_cfg_.reset();
 }
@@ -221,13 +223,29 @@ int Runtime::status_version(const GroupKind& gk) const {
   return m ? m->schema_version_status() : 0;
 }
 
+caf::actor Runtime::controller(const GroupKind& gk) const {
+  std::lock_guard lk(kinds_mu_);
+  auto it = kinds_.find(gk);
+  return it == kinds_.end() ? caf::actor{} : it->second->controller;
+}
+
+caf::actor Runtime::gc() const {
+  std::lock_guard lk(kinds_mu_);
+  return gc_;
+}
+
+scheduler_actor Runtime::scheduler() const {
+  std::lock_guard lk(kinds_mu_);
+  return scheduler_;
+}
+
 void Runtime::requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
   std::lock_guard lk(kinds_mu_);
   auto it = kinds_.find(gk);
   if (it == kinds_.end()) throw Error(errc::no_controller, to_string(gk) + " has no controller");
   // Before start the request has nowhere to go: start reconciles everything anyway.
   if (it->second->controller)
-    caf::anon_send(it->second->controller, requeue_atom::value, id, reset_backoff);
+    caf::anon_send(it->second->controller, requeue_request{id, reset_backoff});
 }
 
 std::shared_ptr<KindEntry> Runtime::kind(const GroupKind& gk) const {
@@ -293,7 +311,11 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
 }
 
 void Runtime::spawn_controllers() {
-  scheduler_ = sys_->spawn(detail::scheduler, clock_);
+  {
+    auto sched = caf::actor_cast<scheduler_actor>(sys_->spawn(detail::scheduler, clock_));
+    std::lock_guard k(kinds_mu_);
+    scheduler_ = sched;
+  }
   if (auto* manual = dynamic_cast<ManualClock*>(clock_.get())) {
     caf::actor_addr addr = caf::actor_cast<caf::actor_addr>(scheduler_);
     clock_token_ = manual->subscribe([addr] {
@@ -301,7 +323,7 @@ void Runtime::spawn_controllers() {
     });
   }
   for (auto& [gk, entry] : kinds_) {
-    auto c = sys_->spawn(detail::controller, entry, this, scheduler_);
+    auto c = caf::actor_cast<caf::actor>(sys_->spawn(detail::controller, entry, this, scheduler_));
     caf::anon_send(writer_, subscribe_atom::value, c);
     std::lock_guard k(kinds_mu_);
     entry->controller = c;
@@ -314,7 +336,12 @@ void Runtime::spawn_controllers() {
   if (settings_.event_retention) policy.fallback = retention(*settings_.event_retention);
   for (auto& [gk, entry] : kinds_)
     if (entry->event_retention) policy.retention.emplace_back(gk, retention(*entry->event_retention));
-  gc_ = sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy));
+  {
+    auto g = caf::actor_cast<caf::actor>(
+        sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy)));
+    std::lock_guard k(kinds_mu_);
+    gc_ = g;
+  }
   caf::anon_send(writer_, subscribe_atom::value, gc_);
   // The writer serves messages from one sender in order: once this read returns, every
   // commit after it reaches the controllers, and their start lists everything before.
@@ -337,12 +364,14 @@ void Runtime::kill_controllers() {
   if (gc_) {
     caf::anon_send(writer_, unsubscribe_atom::value, gc_);
     caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);
+    std::lock_guard k(kinds_mu_);
     gc_ = nullptr;
   }
   if (auto* manual = dynamic_cast<ManualClock*>(clock_.get()); manual && clock_token_)
     manual->unsubscribe(clock_token_);
   clock_token_ = 0;
   if (scheduler_) caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
+  std::lock_guard k(kinds_mu_);
   scheduler_ = nullptr;
 }
 

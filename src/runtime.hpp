@@ -58,6 +58,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
                                                        ObjectID id);
   std::uint64_t next_subscription() { return ++last_subscription_; }
   const watch_hub_impl& watch_hub() const { return hub_; }
+  /// Handles for the actor surface (null before start / for unknown kinds).
+  caf::actor controller(const GroupKind& gk) const;
+  caf::actor gc() const;
+  scheduler_actor scheduler() const;
 
   // -- controllers ----------------------------------------------------------------
 

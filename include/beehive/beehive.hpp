@@ -91,6 +91,14 @@ class Beehive {
   auto store_writer() const;
   template <class Dummy = void>
   auto watch_hub() const;
+  /// The kind's controller; nullopt before start or for a kind without one.
+  template <class Dummy = void>
+  auto controller(const GroupKind& gk) const;
+  /// Valid after start.
+  template <class Dummy = void>
+  auto gc() const;
+  template <class Dummy = void>
+  auto scheduler() const;
 
   /// Internal plumbing shared with clients.
   const std::shared_ptr<detail::Runtime>& runtime() const { return rt_; }

@@ -23,7 +23,16 @@ void ScheduleBoard::clear(ObjectID id) {
   if (next_.erase(id)) publish_locked(id, {});
 }
 
+void ScheduleBoard::watch_actor(ObjectID id, caf::actor subscriber) {
+  std::lock_guard lk(mu_);
+  auto it = next_.find(id);
+  caf::anon_send(subscriber, schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
+  actor_watches_.emplace(id, std::move(subscriber));
+}
+
 void ScheduleBoard::publish_locked(ObjectID id, Schedule s) {
+  auto [a, b] = actor_watches_.equal_range(id);
+  for (auto it = a; it != b; ++it) caf::anon_send(it->second, schedule_change{id, s});
   auto [first, last] = watches_.equal_range(id);
   for (auto it = first; it != last;) {
     auto core = it->second.lock();
@@ -43,17 +52,20 @@ void ScheduleBoard::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule
 
 void ScheduleBoard::finish_all(std::error_code why) {
   std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches;
+  std::unordered_multimap<ObjectID, caf::actor> actors;
   {
     std::lock_guard lk(mu_);
     watches.swap(watches_);
+    actors.swap(actor_watches_);
   }
+  for (auto& [id, a] : actors) caf::anon_send(a, watch_ended{0});
   for (auto& [id, weak] : watches)
     if (auto core = weak.lock()) core->finish(why);
 }
 
 namespace {
 
-using Self = caf::stateful_actor<ControllerState>*;
+using Self = controller_impl::stateful_pointer<ControllerState>;
 
 caf::behavior worker(caf::event_based_actor* self, caf::actor controller,
                      std::shared_ptr<KindEntry> kind, Runtime* rt) {
@@ -79,7 +91,7 @@ void dispatch(Self self) {
     st.rt->begin_flight();  // counted from dispatch, so a drain waits for queued jobs too
     auto w = st.idle.back();
     st.idle.pop_back();
-    self->send(w, reconcile_atom::value, id);
+    caf::anon_send(w, reconcile_atom::value, id);
   }
 }
 
@@ -163,8 +175,8 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
 
 }  // namespace
 
-caf::behavior controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt,
-                         scheduler_actor scheduler) {
+controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind,
+                                          Runtime* rt, scheduler_actor scheduler) {
   auto& st = self->state;
   st.kind = std::move(kind);
   st.rt = rt;
@@ -207,12 +219,38 @@ caf::behavior controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt
       [self](done_atom, ObjectID id, const Outcome& o, const caf::actor& w) {
         on_done(self, id, o, w);
       },
-      [self](requeue_atom, ObjectID id, bool reset_backoff) {
+      [self](const requeue_request& r) -> caf::result<bool> {
         auto& st = self->state;
-        if (reset_backoff) st.backoff.erase(id);
-        st.timers.erase(id);
-        enqueue(self, id);
+        auto row = st.rt->backend().reader()->get(r.id);
+        if (!row || row->meta.group != st.kind->gk.group || row->meta.kind != st.kind->gk.kind)
+          return make_error(errc::not_found, "no " + to_string(st.kind->gk) + " with id " +
+                                                 std::to_string(r.id));
+        if (r.reset_backoff) st.backoff.erase(r.id);
+        st.timers.erase(r.id);
+        enqueue(self, r.id);
         dispatch(self);
+        return true;
+      },
+      [self](schedule_atom, ObjectID id) { return self->state.kind->board->get(id); },
+      [self](const schedule_watch_request& r) {
+        self->state.kind->board->watch_actor(r.id, r.subscriber);
+        return true;
+      },
+      [self](inspect_atom) {
+        auto& st = self->state;
+        controller_state out;
+        out.gk = st.kind->gk;
+        out.queue_length = st.queue.size();
+        out.in_flight.assign(st.in_flight.begin(), st.in_flight.end());
+        std::sort(out.in_flight.begin(), out.in_flight.end());
+        out.backoff.assign(st.backoff.begin(), st.backoff.end());
+        std::sort(out.backoff.begin(), out.backoff.end());
+        out.timers.assign(st.timers.begin(), st.timers.end());
+        std::sort(out.timers.begin(), out.timers.end());
+        out.dispatching = st.dispatching;
+        out.workers = static_cast<int>(st.workers.size());
+        out.restarts = st.kind->restarts;
+        return out;
       },
       [](shutdown_atom) {},  // the writer's last word; stop ends us
       [self](drain_atom) {

@@ -23,6 +23,7 @@
 #include <beehive/schedule.hpp>
 
 #include "actors/scheduler.hpp"
+#include "actors/store_writer.hpp"
 
 namespace beehive::detail {
 
@@ -32,7 +33,6 @@ using start_atom = caf::atom_constant<caf::atom("start")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
-using requeue_atom = caf::atom_constant<caf::atom("requeue")>;
 
 /// A kind's controller settings, resolved from the Beehive's and the kind's options.
 struct KindSettings {
@@ -52,6 +52,8 @@ class ScheduleBoard {
 
   /// Streams `id`'s schedule: the current value, then every change (conflated).
   void watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core);
+  /// Sends `subscriber` a schedule_change now and on every change of `id`.
+  void watch_actor(ObjectID id, caf::actor subscriber);
   /// Ends every schedule watch with `why`.
   void finish_all(std::error_code why);
 
@@ -61,6 +63,7 @@ class ScheduleBoard {
   mutable std::mutex mu_;
   std::unordered_map<ObjectID, Time> next_;
   std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
+  std::unordered_multimap<ObjectID, caf::actor> actor_watches_;
 };
 
 /// Everything registration records about a kind.
@@ -71,8 +74,16 @@ struct KindEntry {
   std::shared_ptr<ScheduleBoard> board = std::make_shared<ScheduleBoard>();
   std::optional<std::pair<int, std::chrono::milliseconds>> event_retention;
   std::shared_ptr<Migrator> migrator;
-  caf::actor controller;  // set at start; guarded by the runtime's registry lock
+  caf::actor controller;  // controller_impl, set at start; guarded by the runtime's registry lock
+  std::uint64_t restarts = 0;
 };
+
+/// The controller's full interface: the public one plus the runtime's, the scheduler's,
+/// the writer's and its workers' messages.
+using controller_impl = controller_actor::extend<
+    caf::reacts_to<start_atom>, caf::reacts_to<commit_record>, caf::reacts_to<wake_atom>,
+    caf::reacts_to<done_atom, ObjectID, Outcome, caf::actor>,
+    caf::replies_to<drain_atom>::with<bool>, caf::reacts_to<shutdown_atom>>;
 
 struct ControllerState {
   std::shared_ptr<KindEntry> kind;
@@ -97,9 +108,9 @@ struct ControllerState {
   static inline const char* name = "beehive.controller";
 };
 
-caf::behavior controller(caf::stateful_actor<ControllerState>* self,
-                         std::shared_ptr<KindEntry> kind, Runtime* rt,
-                         scheduler_actor scheduler);
+controller_impl::behavior_type controller(controller_impl::stateful_pointer<ControllerState> self,
+                                          std::shared_ptr<KindEntry> kind, Runtime* rt,
+                                          scheduler_actor scheduler);
 
 }  // namespace beehive::detail
 

@@ -2,13 +2,12 @@
 
 #include <iostream>
 
-#include "actors/controller.hpp"
 
 namespace beehive::detail {
 
 namespace {
 
-using Self = caf::stateful_actor<GcState>*;
+using Self = gc_impl::stateful_pointer<GcState>;
 
 void pass(Self self, bool full) {
   auto& st = self->state;
@@ -44,7 +43,7 @@ void arm(Self self) {
 
 }  // namespace
 
-caf::behavior gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
+gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
                  std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence,
                  collect_request policy) {
   auto& st = self->state;
@@ -70,6 +69,13 @@ caf::behavior gc(Self self, store_writer_actor writer, scheduler_actor scheduler
         if (trigger) pass(self, false);
       },
       [](shutdown_atom) {},
+      [self](collect_atom) {
+        auto& st = self->state;
+        auto req = st.policy;
+        req.full = true;
+        return self->delegate(st.writer, std::move(req));
+      },
+      [self](inspect_atom) { return gc_state{self->state.passes, self->state.running}; },
   };
 }
 

@@ -17,6 +17,7 @@
 
 #include <beehive/actors.hpp>
 
+#include "actors/controller.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
 
@@ -24,7 +25,13 @@ namespace beehive::detail {
 
 class Runtime;
 
+using gc_impl = gc_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+                                 caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>>;
+
 struct GcState {
+  // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
+  GcState() = default;
+
   store_writer_actor writer;
   scheduler_actor scheduler;
   std::shared_ptr<Clock> clock;
@@ -33,11 +40,11 @@ struct GcState {
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
   bool again_full = false;
-  int passes = 0;
+  std::uint64_t passes = 0;
   static inline const char* name = "beehive.gc";
 };
 
-caf::behavior gc(caf::stateful_actor<GcState>* self, store_writer_actor writer,
+gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, store_writer_actor writer,
                  scheduler_actor scheduler, std::shared_ptr<Clock> clock,
                  std::chrono::milliseconds cadence, collect_request policy);
 

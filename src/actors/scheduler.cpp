@@ -4,7 +4,7 @@ namespace beehive::detail {
 
 namespace {
 
-using Self = scheduler_actor::stateful_pointer<SchedulerState>;
+using Self = scheduler_impl::stateful_pointer<SchedulerState>;
 
 void fire_and_rearm(Self self) {
   auto& st = self->state;
@@ -29,7 +29,7 @@ void fire_and_rearm(Self self) {
 
 }  // namespace
 
-scheduler_actor::behavior_type scheduler(Self self, std::shared_ptr<Clock> clock) {
+scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<Clock> clock) {
   self->state.manual = dynamic_cast<ManualClock*>(clock.get()) != nullptr;
   self->state.clock = std::move(clock);
   return {
@@ -46,6 +46,13 @@ scheduler_actor::behavior_type scheduler(Self self, std::shared_ptr<Clock> clock
       [self](tick_atom) {
         self->state.armed = Time::max();
         fire_and_rearm(self);
+      },
+      [self](inspect_atom) {
+        scheduler_state out;
+        out.wakes = self->state.wakes.size();
+        for (auto& [target, due] : self->state.wakes)
+          if (out.earliest == Time{} || due < out.earliest) out.earliest = due;
+        return out;
       },
   };
 }

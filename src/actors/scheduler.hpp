@@ -9,18 +9,15 @@
 #include <memory>
 #include <vector>
 
-#include <caf/all.hpp>
-
+#include <beehive/actors.hpp>
 #include <beehive/time.hpp>
 
 namespace beehive::detail {
 
-using wake_at_atom = caf::atom_constant<caf::atom("wake_at")>;
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
-using scheduler_actor = caf::typed_actor<caf::reacts_to<wake_at_atom, caf::actor, Time>,
-                                         caf::reacts_to<tick_atom>>;
+using scheduler_impl = scheduler_actor::extend<caf::reacts_to<tick_atom>>;
 
 struct SchedulerState {
   std::shared_ptr<Clock> clock;
@@ -30,7 +27,7 @@ struct SchedulerState {
   static inline const char* name = "beehive.scheduler";
 };
 
-scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<SchedulerState> self,
-                                         std::shared_ptr<Clock> clock);
+scheduler_impl::behavior_type scheduler(scheduler_impl::stateful_pointer<SchedulerState> self,
+                                        std::shared_ptr<Clock> clock);
 
 }  // namespace beehive::detail

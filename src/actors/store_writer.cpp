@@ -1,5 +1,6 @@
 #include "actors/store_writer.hpp"
 
+#include "options_internal.hpp"
 #include "store/write_ops.hpp"
 
 namespace beehive::detail {
@@ -78,6 +79,7 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
 }
 
 void publish(StoreWriterState& st, commit_record rec) {
+  ++st.transactions;
   if (rec.empty()) return;
   for (auto& s : st.subscribers) caf::anon_send(s, rec);
 }
@@ -235,6 +237,34 @@ caf::typed_response_promise<Reply> serve(Self self, const Request& r,
   return rp;
 }
 
+/// A read from an actor: served now, or after the open session (so that it sees the
+/// session's outcome, not its uncommitted writes).
+template <class Reply, class Request, class Fn>
+caf::typed_response_promise<Reply> serve_read(Self self, const Request& r, Fn fn) {
+  auto rp = self->template make_response_promise<Reply>();
+  auto& st = self->state;
+  auto job = [&st, r, fn, rp]() mutable {
+    try {
+      rp.deliver(fn(*st.cfg->writer, r));
+    } catch (const Error& e) {
+      rp.deliver(make_error(e.value(), e.message()));
+    } catch (const std::exception& e) {
+      rp.deliver(make_error(errc::store, e.what()));
+    }
+  };
+  if (st.session)
+    st.deferred.push_back(std::move(job));
+  else
+    job();
+  return rp;
+}
+
+ObjectRow require_kind(std::optional<ObjectRow> row, const GroupKind& gk, const std::string& what) {
+  if (!row || row->meta.group != gk.group || row->meta.kind != gk.kind)
+    throw Error(errc::not_found, "no " + to_string(gk) + " " + what);
+  return std::move(*row);
+}
+
 ObjectRow pick_row(WriteReply&& r) { return std::move(r.row); }
 bool pick_flag(WriteReply&& r) { return r.flag; }
 int pick_count(WriteReply&& r) { return r.count; }
@@ -261,6 +291,45 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const remove_dependency_request& r) { return serve(self, r, pick_flag); },
       [self](const record_event_request& r) { return serve(self, r, pick_event); },
       [self](const collect_request& r) { return serve(self, r, pick_count); },
+      [self](const get_request& r) {
+        return serve_read<ObjectRow>(self, r, [](store::Writer& w, const get_request& r) {
+          return require_kind(w.get(r.id, r.loads), r.gk, "with id " + std::to_string(r.id));
+        });
+      },
+      [self](const get_by_slug_request& r) {
+        return serve_read<ObjectRow>(self, r, [](store::Writer& w, const get_by_slug_request& r) {
+          return require_kind(w.get_by_slug(r.gk, r.slug, r.loads), r.gk,
+                              "with slug \"" + r.slug + "\"");
+        });
+      },
+      [self](const list_request& r) {
+        return serve_read<std::vector<ObjectRow>>(self, r, [](store::Writer& w,
+                                                              const list_request& r) {
+          return r.owner ? w.list_owned_objects(r.gk, *r.owner, r.loads) : w.list(r.gk, r.loads);
+        });
+      },
+      [self](const relation_request& r) {
+        return serve_read<std::vector<Ref>>(
+            self, r, [](store::Writer& w, const relation_request& r) {
+              return w.related(r.id, r.relation);
+            });
+      },
+      [self](const has_incoming_refs_request& r) {
+        return serve_read<bool>(self, r, [](store::Writer& w, const has_incoming_refs_request& r) {
+          return w.has_incoming_refs(r.id);
+        });
+      },
+      [self](const list_events_request& r) {
+        return serve_read<std::vector<Event>>(
+            self, r, [](store::Writer& w, const list_events_request& r) {
+              return w.list_events(r.id, {r.category, r.type, r.reason, r.limit, r.since});
+            });
+      },
+      [self](inspect_atom) {
+        auto& s = self->state;
+        return store_writer_state{s.transactions, s.session, s.deferred.size(),
+                                  s.subscribers.size()};
+      },
       [&st](subscribe_atom, const caf::actor& a) { st.subscribers.push_back(a); },
       [&st](unsubscribe_atom, const caf::actor& a) { std::erase(st.subscribers, a); },
       [&st](const BlockingWritePtr& w) { serve_blocking(st, w); },

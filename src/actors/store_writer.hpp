@@ -82,6 +82,10 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using store_writer_impl =
     store_writer_actor::extend<caf::reacts_to<BlockingWritePtr>, caf::reacts_to<shutdown_atom>>;
 
+// The reads of the actor surface, answered by the writer in order with its writes.
+using ActorRead = std::variant<get_request, get_by_slug_request, list_request, relation_request,
+                               has_incoming_refs_request, list_events_request>;
+
 struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   std::shared_ptr<Clock> clock;
@@ -101,6 +105,7 @@ struct StoreWriterState {
   std::vector<Mark> marks;    // the session record's extent at each savepoint
   commit_record session_rec;  // what the session changed so far
   std::deque<std::function<void()>> deferred;  // arrived while a session was open
+  std::uint64_t transactions = 0;              // committed
 
   static inline const char* name = "beehive.store_writer";
 };

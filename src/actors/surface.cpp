@@ -26,6 +26,61 @@ std::string error_message(const caf::error& err) {
   return {};
 }
 
+void add_message_types(caf::actor_system_config& cfg) {
+#define BEEHIVE_TYPE(T) cfg.add_message_type<T>("beehive::" #T)
+  BEEHIVE_TYPE(GroupKind);
+  BEEHIVE_TYPE(Ref);
+  BEEHIVE_TYPE(Condition);
+  BEEHIVE_TYPE(EventSpec);
+  BEEHIVE_TYPE(Event);
+  BEEHIVE_TYPE(Schedule);
+  BEEHIVE_TYPE(ObjectRow);
+  BEEHIVE_TYPE(object_change);
+  BEEHIVE_TYPE(event_run);
+  BEEHIVE_TYPE(commit_record);
+  BEEHIVE_TYPE(create_request);
+  BEEHIVE_TYPE(update_request);
+  BEEHIVE_TYPE(create_or_update_request);
+  BEEHIVE_TYPE(get_or_create_request);
+  BEEHIVE_TYPE(get_or_create_reply);
+  BEEHIVE_TYPE(remove_request);
+  BEEHIVE_TYPE(remove_by_slug_request);
+  BEEHIVE_TYPE(update_status_request);
+  BEEHIVE_TYPE(set_condition_request);
+  BEEHIVE_TYPE(remove_condition_request);
+  BEEHIVE_TYPE(remove_finalizer_request);
+  BEEHIVE_TYPE(add_dependency_request);
+  BEEHIVE_TYPE(remove_dependency_request);
+  BEEHIVE_TYPE(record_event_request);
+  BEEHIVE_TYPE(collect_request);
+  BEEHIVE_TYPE(get_request);
+  BEEHIVE_TYPE(get_by_slug_request);
+  BEEHIVE_TYPE(list_request);
+  BEEHIVE_TYPE(relation_request);
+  BEEHIVE_TYPE(has_incoming_refs_request);
+  BEEHIVE_TYPE(list_events_request);
+  BEEHIVE_TYPE(store_writer_state);
+  BEEHIVE_TYPE(watch_request);
+  BEEHIVE_TYPE(event_watch_request);
+  BEEHIVE_TYPE(watch_ended);
+  BEEHIVE_TYPE(watch_hub_state);
+  BEEHIVE_TYPE(requeue_request);
+  BEEHIVE_TYPE(schedule_watch_request);
+  BEEHIVE_TYPE(schedule_change);
+  BEEHIVE_TYPE(controller_state);
+  BEEHIVE_TYPE(gc_state);
+  BEEHIVE_TYPE(scheduler_state);
+#undef BEEHIVE_TYPE
+  cfg.add_error_category(error_category_atom,
+                         [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
+                           std::string out = "beehive: ";
+                           out += to_string(static_cast<errc>(code));
+                           if (ctx.match_elements<std::string>())
+                             out += " (" + ctx.get_as<std::string>(0) + ")";
+                           return out;
+                         });
+}
+
 namespace detail {
 
 store_writer_actor store_writer_of(const Beehive& bh) { return bh.runtime()->store_writer(); }
@@ -33,6 +88,16 @@ store_writer_actor store_writer_of(const Beehive& bh) { return bh.runtime()->sto
 watch_hub_actor watch_hub_of(const Beehive& bh) {
   return caf::actor_cast<watch_hub_actor>(bh.runtime()->watch_hub());
 }
+
+std::optional<controller_actor> controller_of(const Beehive& bh, const GroupKind& gk) {
+  auto c = bh.runtime()->controller(gk);
+  if (!c) return std::nullopt;
+  return caf::actor_cast<controller_actor>(c);
+}
+
+gc_actor gc_of(const Beehive& bh) { return caf::actor_cast<gc_actor>(bh.runtime()->gc()); }
+
+scheduler_actor scheduler_of(const Beehive& bh) { return bh.runtime()->scheduler(); }
 
 }  // namespace detail
 }  // namespace beehive

@@ -117,6 +117,15 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         add_events(self, w->subscription, {w->filter, w->core, 0});
         w->ready->deliver(true);
       },
+      [self](inspect_atom) {
+        auto& st = self->state;
+        watch_hub_state out{st.subs.size(), st.event_subs.size(), 0};
+        for (auto& [id, s] : st.subs)
+          if (s.core) out.pending += s.core->pending();
+        for (auto& [id, s] : st.event_subs)
+          if (s.core) out.pending += s.core->pending();
+        return out;
+      },
       [self](unsubscribe_atom, std::uint64_t id) {
         self->state.subs.erase(id);
         self->state.event_subs.erase(id);

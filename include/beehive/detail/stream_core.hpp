@@ -86,6 +86,12 @@ class StreamCore : public StreamCoreBase {
     return true;
   }
 
+  /// Values queued and not yet delivered.
+  std::size_t pending() const {
+    std::lock_guard lk(mu_);
+    return order_.size();
+  }
+
   std::optional<T> pop(std::optional<Deadline> until) {
     std::unique_lock lk(mu_);
     if (!wait_pending(lk, until)) {

@@ -1,0 +1,31 @@
+#pragma once
+
+/// Errors on the actor surface: beehive's failures travel between actors as
+/// `caf::error` values in the "beehive" category whose code is the `beehive::errc`
+/// value; `make_error` builds one and `to_errc` reads one back (mapping CAF's own
+/// errors onto the closest code).
+
+#include <optional>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include <beehive/errors.hpp>
+
+namespace beehive {
+
+/// The category atom of beehive's caf::error values.
+constexpr caf::atom_value error_category_atom = caf::atom("beehive");
+
+/// A caf::error in beehive's category; `what` travels as the error's context.
+caf::error make_error(errc code, std::string what = {});
+
+/// The beehive code of `err`: its own code in beehive's category; `stopped` when the
+/// receiving actor is gone; `deadline_exceeded` for a request timeout; `store` for any
+/// other failure. Empty (`std::nullopt`) for "no error".
+std::optional<errc> to_errc(const caf::error& err);
+
+/// The message `make_error` attached, or "".
+std::string error_message(const caf::error& err);
+
+}  // namespace beehive

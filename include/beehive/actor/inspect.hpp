@@ -1,0 +1,153 @@
+#pragma once
+
+/// `inspect` overloads for every value beehive's actors exchange, so that CAF can
+/// serialize them (to another node, say) and print them (`caf::deep_to_string`).
+/// `std::optional` members and JSON payloads go through small proxies, since CAF 0.17
+/// knows neither.
+
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include <beehive/actor/messages.hpp>
+
+namespace beehive::detail {
+
+template <class Inspector>
+constexpr bool saving = Inspector::reads_state;
+
+/// An optional as (present, value).
+template <class T>
+struct OptRef {
+  std::optional<T>& ref;
+};
+
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+/// What CAF sees of a value: the value, or an OptRef for a nested optional.
+template <class T>
+decltype(auto) as_inspectable(T& value) {
+  if constexpr (is_optional<T>::value)
+    return OptRef<typename T::value_type>{value};
+  else
+    return (value);
+}
+
+template <class Inspector, class T>
+typename Inspector::result_type inspect(Inspector& f, OptRef<T> x) {
+  bool present = x.ref.has_value();
+  T value = present ? *x.ref : T{};
+  if constexpr (saving<Inspector>) {
+    return f(caf::meta::type_name("optional"), present, as_inspectable(value));
+  } else {
+    auto result = f(caf::meta::type_name("optional"), present, as_inspectable(value));
+    if (present)
+      x.ref = std::move(value);
+    else
+      x.ref.reset();
+    return result;
+  }
+}
+
+template <class T>
+OptRef<T> opt(std::optional<T>& x) {
+  return {x};
+}
+
+/// A JSON value as its text ("" for null).
+struct JsonRef {
+  nlohmann::json& ref;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, JsonRef x) {
+  std::string text = x.ref.is_null() ? std::string() : x.ref.dump();
+  if constexpr (saving<Inspector>) {
+    return f(caf::meta::type_name("json"), text);
+  } else {
+    auto result = f(caf::meta::type_name("json"), text);
+    x.ref = text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+    return result;
+  }
+}
+
+inline JsonRef json(nlohmann::json& x) { return {x}; }
+
+}  // namespace beehive::detail
+
+namespace beehive {
+
+#define BEEHIVE_INSPECT(T, ...)                                         \
+  template <class Inspector>                                            \
+  typename Inspector::result_type inspect(Inspector& f, T& x) {         \
+    using detail::opt;                                                  \
+    using detail::json;                                                 \
+    return f(caf::meta::type_name("beehive::" #T), __VA_ARGS__);        \
+  }
+
+BEEHIVE_INSPECT(GroupKind, x.group, x.kind)
+BEEHIVE_INSPECT(Ref, x.id, x.group, x.kind)
+BEEHIVE_INSPECT(Condition, x.type, x.status, x.reason, x.message, x.liveness)
+BEEHIVE_INSPECT(EventSpec, x.category, x.type, x.reason, x.message, json(x.detail))
+BEEHIVE_INSPECT(Event, x.id, x.object_id, x.category, x.type, x.reason, x.message,
+                json(x.detail), x.count, x.first_at, x.last_at)
+BEEHIVE_INSPECT(Schedule, x.next_requeue_at)
+BEEHIVE_INSPECT(LoadedRelations, opt(x.owner), opt(x.dependencies), opt(x.dependents),
+                opt(x.owned), opt(x.events))
+BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
+                opt(x.observed_generation), opt(x.observed_at), x.resource_version,
+                opt(x.deletion_requested_at), x.finalizers, x.conditions, x.created_at,
+                x.updated_at, x.relations)
+BEEHIVE_INSPECT(ObjectRow, x.meta, x.spec, x.spec_version, opt(x.status), x.status_version)
+BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts)
+BEEHIVE_INSPECT(event_run, x.event, x.resource_version)
+BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.edges_removed)
+BEEHIVE_INSPECT(create_request, x.gk, x.spec, opt(x.slug), x.finalizers, opt(x.owner),
+                x.spec_version)
+BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, x.spec_version)
+BEEHIVE_INSPECT(create_or_update_request, x.gk, x.slug, x.spec, x.spec_version)
+BEEHIVE_INSPECT(get_or_create_request, x.gk, x.slug, x.spec, x.finalizers, opt(x.owner),
+                x.spec_version)
+BEEHIVE_INSPECT(get_or_create_reply, x.row, x.created)
+BEEHIVE_INSPECT(remove_request, x.gk, x.id)
+BEEHIVE_INSPECT(remove_by_slug_request, x.gk, x.slug)
+BEEHIVE_INSPECT(update_status_request, x.gk, x.id, x.observed_generation, x.status,
+                x.status_version)
+BEEHIVE_INSPECT(set_condition_request, x.gk, x.id, x.condition)
+BEEHIVE_INSPECT(remove_condition_request, x.gk, x.id, x.type)
+BEEHIVE_INSPECT(remove_finalizer_request, x.gk, x.id, x.finalizer)
+BEEHIVE_INSPECT(add_dependency_request, x.gk, x.from, x.to)
+BEEHIVE_INSPECT(remove_dependency_request, x.gk, x.from, x.to)
+BEEHIVE_INSPECT(record_event_request, x.gk, x.id, x.event)
+BEEHIVE_INSPECT(event_retention, x.per_object, x.max_age)
+BEEHIVE_INSPECT(collect_request, opt(x.fallback), x.retention, x.full)
+BEEHIVE_INSPECT(get_request, x.gk, x.id, x.loads)
+BEEHIVE_INSPECT(get_by_slug_request, x.gk, x.slug, x.loads)
+BEEHIVE_INSPECT(list_request, x.gk, x.loads, opt(x.owner))
+BEEHIVE_INSPECT(relation_request, x.id, x.relation)
+BEEHIVE_INSPECT(has_incoming_refs_request, x.id)
+BEEHIVE_INSPECT(list_events_request, x.id, opt(x.category), opt(x.type), opt(x.reason),
+                opt(x.since), opt(x.limit))
+BEEHIVE_INSPECT(store_writer_state, x.transactions, x.session, x.deferred, x.subscribers)
+BEEHIVE_INSPECT(watch_request, x.gk, opt(x.id), x.subscriber)
+BEEHIVE_INSPECT(event_watch_request, x.id, opt(x.category), opt(x.type), opt(x.reason),
+                opt(x.since), opt(x.limit), x.subscriber)
+BEEHIVE_INSPECT(watch_ended, x.subscription)
+BEEHIVE_INSPECT(watch_hub_state, x.object_watches, x.event_watches, x.pending)
+BEEHIVE_INSPECT(requeue_request, x.id, x.reset_backoff)
+BEEHIVE_INSPECT(schedule_watch_request, x.id, x.subscriber)
+BEEHIVE_INSPECT(schedule_change, x.id, x.schedule)
+BEEHIVE_INSPECT(controller_state, x.gk, x.queue_length, x.in_flight, x.backoff, x.timers,
+                x.dispatching, x.workers, x.restarts)
+BEEHIVE_INSPECT(gc_state, x.passes, x.running)
+BEEHIVE_INSPECT(scheduler_state, x.wakes, x.earliest)
+
+#undef BEEHIVE_INSPECT
+
+}  // namespace beehive
