@@ -1,6 +1,7 @@
 #include "runtime.hpp"
 
 #include <iostream>
+#include <string>
 #include <set>
 
 #include "context_internal.hpp"
@@ -41,8 +42,57 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   // hand-off one wake each way.
   writer_ = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
   writer_public_ = caf::actor_cast<store_writer_actor>(writer_);
-  hub_ = sys_->spawn(detail::watch_hub, this);
-  caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(hub_));
+  // Detached: restarting a controller waits for the writer (see spawn_controller).
+  supervisor_ = sys_->spawn<caf::detached + caf::hidden>(detail::supervisor, this);
+  spawn_hub();
+}
+
+void Runtime::spawn_hub() {
+  auto h = sys_->spawn(detail::watch_hub, this);
+  caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(h));
+  caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(h));
+  std::lock_guard k(kinds_mu_);
+  hub_ = std::move(h);
+}
+
+watch_hub_impl Runtime::hub() const {
+  std::lock_guard k(kinds_mu_);
+  return hub_;
+}
+
+void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
+  std::lock_guard lk(mu_);
+  auto s = state_.load();
+  if (s == State::draining || s == State::stopped) return;  // stop ends them on purpose
+  auto say = [&](const std::string& what) {
+    std::cerr << "beehive: " << what << " failed (" << caf::to_string(reason)
+              << "); restarted from the store\n";
+  };
+  if (hub_ && hub_.address() == dead) {
+    say("the watch hub");
+    spawn_hub();
+    return;
+  }
+  if (s != State::running) return;
+  for (auto& [gk, entry] : kinds_) {
+    if (entry->controller && entry->controller.address() == dead) {
+      say("the controller of " + to_string(gk));
+      ++entry->restarts;
+      spawn_controller(entry);
+      return;
+    }
+  }
+  if (gc_ && gc_.address() == dead) {
+    say("the gc");
+    spawn_gc();
+    return;
+  }
+  if (scheduler_ && scheduler_.address() == dead) {
+    // Controllers and the gc hold the scheduler: they restart with the new one.
+    say("the scheduler");
+    kill_controllers();
+    spawn_controllers();
+  }
 }
 
 std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id,
@@ -57,10 +107,10 @@ std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id
   std::weak_ptr<Runtime> weak = weak_from_this();
   core->set_on_end([weak, sub = w->subscription] {
     if (auto rt = weak.lock())
-      if (rt->hub_) caf::anon_send(rt->hub_, unsubscribe_atom::value, sub);
+      if (auto h = rt->hub()) caf::anon_send(h, unsubscribe_atom::value, sub);
   });
   auto ready = w->ready;
-  caf::anon_send(hub_, std::move(w));
+  caf::anon_send(hub(), std::move(w));
   ready->take(Context{});
   return core;
 }
@@ -89,10 +139,10 @@ std::shared_ptr<ChangeCore> Runtime::watch(const Context& ctx, const GroupKind& 
   std::weak_ptr<Runtime> weak = weak_from_this();
   core->set_on_end([weak, sub = w->subscription] {
     if (auto rt = weak.lock())
-      if (rt->hub_) caf::anon_send(rt->hub_, unsubscribe_atom::value, sub);
+      if (auto h = rt->hub()) caf::anon_send(h, unsubscribe_atom::value, sub);
   });
   auto ready = w->ready;
-  caf::anon_send(hub_, std::move(w));
+  caf::anon_send(hub(), std::move(w));
   ready->take(Context{});  // the snapshot is in: every later commit arrives live
   return core;
 }
@@ -112,6 +162,8 @@ void Runtime::shutdown_system() {
     scheduler_ = nullptr;
     gc_ = nullptr;
   }
+  if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
+  supervisor_ = nullptr;
   own_sys_.reset();
   own_cfg_.reset();
 }
@@ -313,6 +365,7 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
 void Runtime::spawn_controllers() {
   {
     auto sched = caf::actor_cast<scheduler_actor>(sys_->spawn(detail::scheduler, clock_));
+    caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(sched));
     std::lock_guard k(kinds_mu_);
     scheduler_ = sched;
   }
@@ -322,12 +375,25 @@ void Runtime::spawn_controllers() {
       if (auto s = caf::actor_cast<caf::actor>(addr)) caf::anon_send(s, tick_atom::value);
     });
   }
-  for (auto& [gk, entry] : kinds_) {
-    auto c = caf::actor_cast<caf::actor>(sys_->spawn(detail::controller, entry, this, scheduler_));
-    caf::anon_send(writer_, subscribe_atom::value, c);
+  for (auto& [gk, entry] : kinds_) spawn_controller(entry);
+  spawn_gc();
+}
+
+void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
+  auto c = caf::actor_cast<caf::actor>(sys_->spawn(detail::controller, entry, this, scheduler_));
+  caf::anon_send(writer_, subscribe_atom::value, c);
+  caf::anon_send(supervisor_, c);
+  {
     std::lock_guard k(kinds_mu_);
     entry->controller = c;
   }
+  // The writer serves messages from one sender in order: once this returns, every commit
+  // after it reaches the controller, and its start lists everything before.
+  write(Context{}, SessionCmd{SessionCmd::rollback}, {});
+  caf::anon_send(c, start_atom::value);
+}
+
+void Runtime::spawn_gc() {
   auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
   collect_request policy;
   auto retention = [](const std::pair<int, std::chrono::milliseconds>& r) {
@@ -335,19 +401,17 @@ void Runtime::spawn_controllers() {
   };
   if (settings_.event_retention) policy.fallback = retention(*settings_.event_retention);
   for (auto& [gk, entry] : kinds_)
-    if (entry->event_retention) policy.retention.emplace_back(gk, retention(*entry->event_retention));
+    if (entry->event_retention)
+      policy.retention.emplace_back(gk, retention(*entry->event_retention));
+  auto g = caf::actor_cast<caf::actor>(
+      sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy)));
+  caf::anon_send(writer_, subscribe_atom::value, g);
+  caf::anon_send(supervisor_, g);
   {
-    auto g = caf::actor_cast<caf::actor>(
-        sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy)));
     std::lock_guard k(kinds_mu_);
     gc_ = g;
   }
-  caf::anon_send(writer_, subscribe_atom::value, gc_);
-  // The writer serves messages from one sender in order: once this read returns, every
-  // commit after it reaches the controllers, and their start lists everything before.
-  write(Context{}, SessionCmd{SessionCmd::rollback}, {});
-  for (auto& [gk, entry] : kinds_) caf::anon_send(entry->controller, start_atom::value);
-  caf::anon_send(gc_, start_atom::value);
+  caf::anon_send(g, start_atom::value);
 }
 
 void Runtime::kill_controllers() {
@@ -419,10 +483,11 @@ void Runtime::stop_writer() {
     // The writer forwards its shutdown to the hub after the last commit record; the
     // hub ends every watch and quits.
     caf::scoped_actor self{*sys_, true};
-    self->wait_for(writer_, hub_);
+    self->wait_for(writer_, hub());
   }
   writer_ = nullptr;
   writer_public_ = nullptr;
+  std::lock_guard k(kinds_mu_);
   hub_ = nullptr;
 }
 

@@ -18,6 +18,7 @@
 #include "actors/gc.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
+#include "actors/supervisor.hpp"
 #include "actors/watch_hub.hpp"
 #include "options_internal.hpp"
 #include "store/backend.hpp"
@@ -86,6 +87,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// `ctx` (stopped either way). Idempotent.
   void stop(const Context& ctx);
 
+  /// Restarts the failed actor `dead` (called by the supervisor); logs it.
+  void restart(const caf::actor_addr& dead, const caf::error& reason);
+
   /// After stop: releases every actor handle and, for an actor system of its own,
   /// destroys it (waiting for reconciles still running). Called by ~Beehive, never from
   /// an actor's thread.
@@ -95,6 +99,12 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   enum class State { created, running, draining, stopped };
 
   void spawn_controllers();
+  /// Spawns `entry`'s controller, subscribes it, starts it; the caller holds mu_.
+  void spawn_controller(const std::shared_ptr<KindEntry>& entry);
+  void spawn_gc();
+  void spawn_hub();
+  /// The hub handle, safe from any thread.
+  watch_hub_impl hub() const;
   void kill_controllers();
   void stop_writer();
 
@@ -110,6 +120,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   scheduler_actor scheduler_;
   watch_hub_impl hub_;
   caf::actor gc_;
+  caf::actor supervisor_;
   std::atomic<std::uint64_t> last_subscription_{0};
   int clock_token_ = 0;
 

@@ -83,6 +83,17 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
 
 }  // namespace
 
+WatchHubState::~WatchHubState() {
+  for (auto& [id, s] : subs) {
+    if (s.core) s.core->finish(errc::store);
+    if (s.actor) caf::anon_send(s.actor, watch_ended{id});
+  }
+  for (auto& [id, s] : event_subs) {
+    if (s.core) s.core->finish(errc::store);
+    if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
+  }
+}
+
 bool merge_changes(object_change& pending, object_change&& incoming) {
   auto type = pending.type == ChangeType::Added && incoming.type == ChangeType::Modified
                   ? ChangeType::Added

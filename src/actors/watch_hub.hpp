@@ -83,6 +83,10 @@ struct WatchHubState {
     std::shared_ptr<EventCore> core;  // a blocking stream, or filter.subscriber
     std::int64_t floor = 0;
   };
+  /// A hub that dies without the writer's shutdown (a crash) ends its watches as a
+  /// store failure, so readers learn that they must reopen them.
+  ~WatchHubState();
+
   Runtime* rt = nullptr;
   std::unordered_map<std::uint64_t, Sub> subs;
   std::unordered_map<std::uint64_t, EventSub> event_subs;

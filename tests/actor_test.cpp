@@ -1,0 +1,268 @@
+// The actor surface: beehive driven purely by typed messages, inside the application's
+// actor system; inspection; supervision; serialization of the messages.
+
+#include <caf/all.hpp>
+
+#include <beehive/actors.hpp>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+/// Beehive running inside an application's own actor system.
+struct AppConfig : caf::actor_system_config {
+  AppConfig() { beehive::add_message_types(*this); }  // the one line an application adds
+};
+
+class ActorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = sqlite::open(dir_.file("a.db"));
+    bh_ = std::make_unique<Beehive>(sys_, store_, with_clock(clock_));
+  }
+  void TearDown() override {
+    bh_.reset();
+    store_.reset();
+  }
+
+  /// A blocking request from the test thread (the application's actors would use
+  /// request(...).then(...)).
+  template <class Reply, class Handle, class... Ts>
+  Reply ask(const Handle& h, Ts&&... xs) {
+    caf::scoped_actor self{sys_};
+    std::optional<Reply> out;
+    caf::error err;
+    self->request(h, std::chrono::seconds(10), std::forward<Ts>(xs)...)
+        .receive([&](Reply& r) { out = std::move(r); }, [&](caf::error& e) { err = e; });
+    if (!out) throw Error(to_errc(err).value_or(errc::store), error_message(err));
+    return std::move(*out);
+  }
+
+  TempDir dir_;
+  AppConfig cfg_;
+  caf::actor_system sys_{cfg_};
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  Context ctx_;
+};
+
+std::string spec(const std::string& color, int size) {
+  return nlohmann::json(WidgetSpec{color, size}).dump();
+}
+
+TEST_F(ActorTest, WritesAndReadsThroughTypedMessages) {
+  auto w = bh_->store_writer();
+  auto row = ask<ObjectRow>(w, create_request{widget_kind, spec("red", 1), "r1", {"f"}});
+  EXPECT_EQ(row.meta.slug, "r1");
+  EXPECT_EQ((decode_row<WidgetSpec, WidgetStatus>(row).spec), (WidgetSpec{"red", 1}));
+  auto updated = ask<ObjectRow>(w, update_request{widget_kind, row.meta.id, spec("red", 2)});
+  EXPECT_EQ(updated.meta.generation, 2);
+  auto goc = ask<get_or_create_reply>(w, get_or_create_request{widget_kind, "r1", spec("x", 0)});
+  EXPECT_FALSE(goc.created);
+  auto got = ask<ObjectRow>(w, get_by_slug_request{widget_kind, "r1", LoadOption::owner});
+  EXPECT_EQ(got.meta.id, row.meta.id);
+  EXPECT_FALSE(got.meta.get_owner().has_value());  // loaded: none
+  auto all = ask<std::vector<ObjectRow>>(w, list_request{widget_kind});
+  EXPECT_EQ(all.size(), 1u);
+  try {
+    ask<ObjectRow>(w, get_request{gadget_kind, row.meta.id});
+    ADD_FAILURE() << "another kind's id must be not_found";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::not_found);
+  }
+  try {
+    ask<ObjectRow>(w, create_request{widget_kind, spec("dup", 1), "r1"});
+    ADD_FAILURE() << "a taken slug must be already_exists";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::already_exists);
+  }
+  EXPECT_TRUE(ask<bool>(w, remove_by_slug_request{widget_kind, "r1"}));
+  auto removed = ask<ObjectRow>(w, get_request{widget_kind, row.meta.id});
+  EXPECT_TRUE(removed.meta.deletion_requested_at.has_value());
+  // What the blocking facade sees is the same store.
+  EXPECT_EQ(Widgets(*bh_, widget_kind).get(ctx_, row.meta.id).spec.size, 2);
+  auto state = ask<store_writer_state>(w, inspect_atom::value);
+  EXPECT_GE(state.transactions, 3u);
+  EXPECT_EQ(state.session, 0u);
+}
+
+TEST_F(ActorTest, ControllerWritesEventsAndRelationsAsMessages) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto w = bh_->store_writer();
+  auto a = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1)});
+  auto b = ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), {}, {}, a.meta.id});
+  ask<ObjectRow>(w, update_status_request{widget_kind, a.meta.id, 1, R"({"ready":true})"});
+  ask<ObjectRow>(w, set_condition_request{widget_kind, a.meta.id, {"Ready", ConditionStatus::True}});
+  EXPECT_TRUE(ask<bool>(w, add_dependency_request{widget_kind, b.meta.id, a.meta.id}));
+  auto ev = ask<Event>(w, record_event_request{widget_kind, a.meta.id, {"", EventType::Normal, "Up"}});
+  EXPECT_EQ(ev.count, 1);
+  EXPECT_EQ(ask<std::vector<Event>>(w, list_events_request{a.meta.id}).size(), 1u);
+  EXPECT_EQ(ask<std::vector<Ref>>(w, relation_request{a.meta.id, LoadOption::owned}).size(), 1u);
+  EXPECT_TRUE(ask<bool>(w, has_incoming_refs_request{a.meta.id}));
+  auto owned = ask<std::vector<ObjectRow>>(w, list_request{widget_kind, 0, a.meta.id});
+  ASSERT_EQ(owned.size(), 1u);
+  EXPECT_EQ(owned[0].meta.id, b.meta.id);
+  auto typed = decode_row<WidgetSpec, WidgetStatus>(ask<ObjectRow>(w, get_request{widget_kind, a.meta.id}));
+  EXPECT_TRUE(typed.status->ready);
+}
+
+TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
+  std::atomic<int> reconciles{0};
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [&](auto&, auto&, auto&) {
+    ++reconciles;
+    return Result{};
+  });
+  auto stop = bh_->start(ctx_);
+  struct Seen {
+    std::mutex mu;
+    std::vector<ObjectID> added;
+    std::vector<Schedule> schedules;
+  };
+  auto seen = std::make_shared<Seen>();
+  auto app = sys_.spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {
+        [seen](const object_change& c) {
+          std::lock_guard lk(seen->mu);
+          if (c.type == ChangeType::Added) seen->added.push_back(c.row.meta.id);
+        },
+        [seen](const schedule_change& s) {
+          std::lock_guard lk(seen->mu);
+          seen->schedules.push_back(s.schedule);
+        },
+        [](const watch_ended&) {},
+    };
+  });
+  ask<std::uint64_t>(bh_->watch_hub(), watch_request{widget_kind, std::nullopt, app});
+  auto row = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("a", 1)});
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lk(seen->mu);
+    return seen->added.size() == 1 && seen->added[0] == row.meta.id;
+  }));
+  auto controller = bh_->controller(widget_kind);
+  ASSERT_TRUE(controller.has_value());
+  EXPECT_TRUE(eventually([&] { return reconciles == 1; }));
+  ask<bool>(*controller, schedule_watch_request{row.meta.id, app});
+  EXPECT_TRUE(ask<bool>(*controller, requeue_request{row.meta.id}));
+  EXPECT_TRUE(eventually([&] { return reconciles == 2; }));
+  try {
+    ask<bool>(*controller, requeue_request{999999});
+    ADD_FAILURE() << "requeue of a missing id must be not_found";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::not_found);
+  }
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lk(seen->mu);
+    return !seen->schedules.empty();
+  }));
+  stop(ctx_);
+  caf::anon_send_exit(app, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(ActorTest, InspectShowsTheBackoffLadderOfAFailingObject) {
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) -> Result { throw std::runtime_error("down"); },
+      with_resync_interval(0s));
+  auto o = Widgets(*bh_, widget_kind).create(ctx_, {"a", 1});
+  auto stop = bh_->start(ctx_);
+  auto controller = *bh_->controller(widget_kind);
+  auto backoff_of = [&] {
+    auto st = ask<controller_state>(controller, inspect_atom::value);
+    return st.backoff.empty() ? 0ms : st.backoff[0].second;
+  };
+  for (auto step : {1s, 2s, 4s, 8s}) {
+    ASSERT_TRUE(eventually([&] { return backoff_of() == step; })) << step.count();
+    auto st = ask<controller_state>(controller, inspect_atom::value);
+    EXPECT_EQ(st.gk, widget_kind);
+    ASSERT_EQ(st.timers.size(), 1u);
+    EXPECT_EQ(st.timers[0], std::make_pair(o.id, clock_->now() + step));
+    clock_->advance(step);
+  }
+  auto hub = ask<watch_hub_state>(bh_->watch_hub(), inspect_atom::value);
+  EXPECT_EQ(hub.object_watches, 0u);
+  auto gc = ask<gc_state>(bh_->gc(), inspect_atom::value);
+  EXPECT_GE(gc.passes, 1u);
+  stop(ctx_);
+}
+
+TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
+  auto cc = std::make_shared<std::optional<ControllerClient<WidgetStatus>>>();
+  *cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](const Context& ctx, auto& client, const auto& o) {
+        client.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+        return Result{};
+      });
+  Widgets w(*bh_, widget_kind);
+  auto a = w.create(ctx_, {"a", 1});
+  testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
+  auto old = *bh_->controller(widget_kind);
+  caf::anon_send_exit(old, caf::exit_reason::kill);  // a crash
+  ASSERT_TRUE(eventually([&] {
+    auto now = bh_->controller(widget_kind);
+    return now && *now != old;
+  }));
+  auto b = w.create(ctx_, {"b", 1});  // reconciled by the new controller
+  w.update(ctx_, a.id, {"a", 2});
+  EXPECT_TRUE(eventually([&] {
+    return w.get(ctx_, b.id).observed_generation == 1 &&
+           w.get(ctx_, a.id).observed_generation == 2;
+  }));
+  auto st = ask<controller_state>(*bh_->controller(widget_kind), inspect_atom::value);
+  EXPECT_EQ(st.restarts, 1u);
+  stop(ctx_);
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("the controller of Widget.acme.com failed"), std::string::npos) << err;
+}
+
+TEST_F(ActorTest, MessagesSerializeAndPrint) {
+  ObjectRow row;
+  row.meta.id = 7;
+  row.meta.slug = "s";
+  row.meta.observed_at = clock_->now();
+  row.meta.conditions.push_back({"Ready", ConditionStatus::True, "Ok", "", true});
+  row.meta.relations.owner.emplace(Ref{3, "g", "k"});
+  row.spec = R"({"a":1})";
+  row.status = R"({"b":2})";
+  row.status_version = 2;
+  object_change change{ChangeType::Modified, row, object_change::status};
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys_, buf};
+  ASSERT_FALSE(sink(change));
+  object_change back;
+  caf::binary_deserializer source{sys_, buf};
+  ASSERT_FALSE(source(back));
+  EXPECT_EQ(back.type, ChangeType::Modified);
+  EXPECT_EQ(back.row.meta.slug, "s");
+  EXPECT_EQ(back.row.meta.observed_at, row.meta.observed_at);
+  EXPECT_EQ(back.row.meta.conditions, row.meta.conditions);
+  EXPECT_EQ(back.row.meta.relations.owner, row.meta.relations.owner);
+  EXPECT_FALSE(back.row.meta.relations.events.has_value());
+  EXPECT_EQ(back.row.status, row.status);
+  EXPECT_EQ(back.row.status_version, 2);
+  EventSpec e{"c", EventType::Warning, "R", "m", nlohmann::json{{"x", 1}}};
+  buf.clear();
+  caf::binary_serializer sink2{sys_, buf};
+  ASSERT_FALSE(sink2(e));
+  EventSpec e2;
+  caf::binary_deserializer source2{sys_, buf};
+  ASSERT_FALSE(source2(e2));
+  EXPECT_EQ(e2.detail, e.detail);
+  EXPECT_EQ(e2.type, EventType::Warning);
+  EXPECT_NE(caf::deep_to_string(change).find("beehive::object_change"), std::string::npos);
+}
+
+TEST(ActorErrorTest, ErrcRoundTripsThroughCafErrors) {
+  auto err = make_error(errc::wrong_kind, "no such thing");
+  EXPECT_EQ(to_errc(err), errc::wrong_kind);
+  EXPECT_EQ(error_message(err), "no such thing");
+  EXPECT_EQ(to_errc(caf::make_error(caf::sec::request_receiver_down)), errc::stopped);
+  EXPECT_EQ(to_errc(caf::make_error(caf::sec::request_timeout)), errc::deadline_exceeded);
+  EXPECT_FALSE(to_errc(caf::error{}).has_value());
+}
+
+}  // namespace
+}  // namespace beehive::test
