@@ -1,0 +1,107 @@
+// actor_app: a CAF application that runs beehive inside its own actor system and talks
+// to it only with typed messages. An "operator" actor creates a few objects through the
+// store_writer, watches the kind through the watch_hub, and asks the controller to
+// requeue one; it quits once the controller has reported status for every object.
+
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include <caf/all.hpp>
+
+#include <beehive/actors.hpp>
+#include <beehive/beehive.hpp>
+
+struct JobSpec {
+  std::string command;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(JobSpec, command)
+
+struct JobStatus {
+  int runs = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(JobStatus, runs)
+
+const beehive::GroupKind job_kind{"example.org", "Job"};
+
+// The application's configuration: beehive's message types added in one line.
+struct AppConfig : caf::actor_system_config {
+  AppConfig() { beehive::add_message_types(*this); }
+};
+
+caf::behavior operator_actor(caf::event_based_actor* self, beehive::store_writer_actor writer,
+                             beehive::watch_hub_actor hub, beehive::controller_actor controller,
+                             int jobs) {
+  auto done = std::make_shared<std::set<beehive::ObjectID>>();
+  // Subscribe first, then create: every creation arrives as a change.
+  self->request(hub, caf::infinite, beehive::watch_request{job_kind, std::nullopt, self})
+      .then([=](std::uint64_t subscription) {
+        std::cout << "watching Jobs (subscription " << subscription << ")\n";
+        for (int i = 0; i < jobs; ++i) {
+          auto spec = nlohmann::json(JobSpec{"echo " + std::to_string(i)}).dump();
+          self->request(writer, caf::infinite,
+                        beehive::create_request{job_kind, spec, "job-" + std::to_string(i)})
+              .then([=](const beehive::ObjectRow& row) {
+                std::cout << "created " << *row.meta.slug << " as " << row.meta.id << "\n";
+                if (i == 0)  // a manual nudge, as an operator would after fixing something
+                  self->request(controller, caf::infinite,
+                                beehive::requeue_request{row.meta.id})
+                      .then([](bool) { std::cout << "requeued job-0\n"; },
+                            [](caf::error& e) {
+                              std::cerr << "requeue failed: " << beehive::error_message(e) << "\n";
+                            });
+              },
+              [=](caf::error& e) {
+                std::cerr << "create failed: " << beehive::error_message(e) << "\n";
+                self->quit(e);
+              });
+        }
+      },
+      [=](caf::error& e) { self->quit(e); });
+  return {
+      [=](const beehive::object_change& change) {
+        auto job = beehive::decode_row<JobSpec, JobStatus>(change.row);
+        if (job.status && job.observed_generation == job.generation && done->insert(job.id).second) {
+          std::cout << "job " << job.id << " (" << job.spec.command << ") settled after "
+                    << job.status->runs << " run(s)\n";
+          if (static_cast<int>(done->size()) == jobs) self->quit();
+        }
+      },
+      [=](const beehive::watch_ended&) { self->quit(); },
+  };
+}
+
+int main() {
+  std::filesystem::remove("var/actor_app.db");
+  AppConfig cfg;
+  caf::actor_system sys{cfg};
+  {
+    beehive::Beehive bh(sys, beehive::sqlite::open("var/actor_app.db"));
+    // The controller itself is ordinary blocking code on beehive's worker threads.
+    beehive::register_controller<JobSpec, JobStatus>(
+        bh, job_kind,
+        [](const beehive::Context& ctx, beehive::ControllerClient<JobStatus>& client,
+           const beehive::Object<JobSpec, JobStatus>& job) {
+          int runs = job.status ? job.status->runs + 1 : 1;
+          client.update_status(ctx, job.id, job.generation, JobStatus{runs});
+          return beehive::Result{};
+        });
+    beehive::Context ctx;
+    auto stop = bh.start(ctx);
+    auto app = sys.spawn(operator_actor, bh.store_writer(), bh.watch_hub(),
+                         *bh.controller(job_kind), 3);
+    // Wait for the operator to finish, bounded.
+    caf::scoped_actor self{sys};
+    self->monitor(app);
+    bool finished = false;
+    self->receive([&](const caf::down_msg&) { finished = true; },
+                  caf::after(std::chrono::seconds(20)) >> [] {});
+    stop(ctx.with_timeout(std::chrono::seconds(10)));
+    if (!finished) {
+      std::cerr << "the operator did not finish in time\n";
+      return 1;
+    }
+  }
+  std::cout << "done\n";
+  return 0;
+}
