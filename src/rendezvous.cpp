@@ -7,6 +7,8 @@ namespace beehive::detail {
 namespace {
 // Cancellation has no wake-up of its own; a waiting caller looks this often.
 constexpr auto cancel_poll = std::chrono::milliseconds(10);
+// How long a caller spins for its reply before it sleeps.
+constexpr auto spin = std::chrono::microseconds(80);
 }  // namespace
 
 bool RendezvousBase::ready() const {
@@ -17,6 +19,7 @@ bool RendezvousBase::ready() const {
 bool RendezvousBase::mark_ready_locked() {
   if (ready_) return false;
   ready_ = true;
+  ready_flag_.store(true, std::memory_order_release);
   return true;
 }
 
@@ -30,6 +33,15 @@ void RendezvousBase::fail(errc code, std::string what) {
 }
 
 void RendezvousBase::wait(const Context& ctx) {
+  // A reply usually comes within tens of microseconds: spinning that long is cheaper
+  // than sleeping and being woken (a thread wake-up costs about as much here).
+  auto spin_until = std::chrono::steady_clock::now() + spin;
+  while (!ready_flag_.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < spin_until) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
   std::unique_lock lk(mu_);
   for (;;) {
     if (ready_) {

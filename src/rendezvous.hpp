@@ -40,6 +40,7 @@ class RendezvousBase {
 
  private:
   bool ready_ = false;
+  std::atomic<bool> ready_flag_{false};  // ready_, readable without the lock (spinning)
   std::optional<std::pair<errc, std::string>> error_;
   std::atomic<bool> abandoned_{false};
 };

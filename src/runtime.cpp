@@ -38,6 +38,7 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   auto cfg = std::make_shared<StoreWriterConfig>();
   cfg->writer = backend_->open_writer();
   cfg->clock = clock_;
+  cfg->queue = queue_;
   // Detached: the writer blocks on disk, and a dedicated thread makes the blocking
   // hand-off one wake each way.
   writer_ = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
@@ -188,7 +189,7 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->op = std::move(op);
   w->check = std::move(check);
   auto reply = w->reply;
-  caf::anon_send(writer_, std::move(w));
+  if (queue_->push(std::move(w))) caf::anon_send(writer_, drain_queue_atom::value);
   return reply->take(ctx);
 }
 
@@ -387,9 +388,14 @@ void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
     std::lock_guard k(kinds_mu_);
     entry->controller = c;
   }
-  // The writer serves messages from one sender in order: once this returns, every commit
-  // after it reaches the controller, and its start lists everything before.
-  write(Context{}, SessionCmd{SessionCmd::rollback}, {});
+  // The writer's mailbox is in order: once it answers this, it has the subscription,
+  // so every commit after it reaches the controller, and its start lists everything
+  // before.
+  {
+    caf::scoped_actor self{*sys_, true};
+    self->request(writer_public_, caf::infinite, inspect_atom::value)
+        .receive([](const store_writer_state&) {}, [](caf::error&) {});
+  }
   caf::anon_send(c, start_atom::value);
 }
 

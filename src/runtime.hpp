@@ -115,6 +115,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   store::Backend* backend_;
   OptionSet settings_;
   std::shared_ptr<Clock> clock_;
+  std::shared_ptr<WriteQueue> queue_ = std::make_shared<WriteQueue>();
   store_writer_impl writer_;
   store_writer_actor writer_public_;
   scheduler_actor scheduler_;

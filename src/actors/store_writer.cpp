@@ -215,6 +215,102 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   }
 }
 
+bool groupable(const StoreWriterState& st, const BlockingWrite& w) {
+  return !st.session && w.session == 0 && !std::holds_alternative<SessionCmd>(w.op) &&
+         !std::holds_alternative<ReadOp>(w.op);
+}
+
+/// Applies plain writes in one transaction, each in a savepoint so that a failing one
+/// rolls back alone; replies and publishes only after the commit.
+void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
+  if (group.size() == 1) {
+    serve_blocking(st, group.front());
+    group.clear();
+    return;
+  }
+  auto& w = *st.cfg->writer;
+  struct Outcome {
+    std::optional<WriteReply> reply;
+    errc code = errc::store;
+    std::string what;
+  };
+  std::vector<Outcome> outcomes(group.size());
+  commit_record rec;
+  try {
+    w.begin();
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      auto& item = *group[i];
+      if (item.reply->abandoned()) {
+        outcomes[i] = {std::nullopt, errc::cancelled, "the caller stopped waiting"};
+        continue;
+      }
+      commit_record one;
+      w.savepoint(1);
+      try {
+        outcomes[i].reply = apply(st, item.op, item.check, one);
+        w.release(1);
+        rec.append(std::move(one));
+      } catch (const Error& e) {
+        w.rollback_to(1);
+        outcomes[i] = {std::nullopt, e.value(), e.message()};
+      } catch (const std::exception& e) {
+        w.rollback_to(1);
+        outcomes[i] = {std::nullopt, errc::store, e.what()};
+      }
+    }
+    w.commit();
+  } catch (const std::exception& e) {  // the transaction itself failed: nothing landed
+    w.rollback();
+    for (auto& item : group) item->reply->fail(errc::store, e.what());
+    group.clear();
+    return;
+  }
+  publish(st, std::move(rec));
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    if (outcomes[i].reply)
+      group[i]->reply->deliver(std::move(*outcomes[i].reply));
+    else
+      group[i]->reply->fail(outcomes[i].code, outcomes[i].what);
+  }
+  group.clear();
+}
+
+/// Serves one drain of the queue, in arrival order.
+void serve_batch(StoreWriterState& st, std::vector<BlockingWritePtr> batch) {
+  std::vector<BlockingWritePtr> group;
+  for (auto& w : batch) {
+    if (groupable(st, *w)) {
+      group.push_back(std::move(w));
+      continue;
+    }
+    if (!group.empty()) commit_group(st, group);
+    serve_blocking(st, w);
+  }
+  if (!group.empty()) commit_group(st, group);
+}
+
+/// Drains the queue until it stays empty for `linger`, then lets the writer sleep.
+void drain_queue(StoreWriterState& st) {
+  auto& q = *st.cfg->queue;
+  for (;;) {
+    auto batch = q.take();
+    if (!batch.empty()) {
+      serve_batch(st, std::move(batch));
+      continue;
+    }
+    auto until = std::chrono::steady_clock::now() + st.cfg->linger;
+    while (!q.maybe_nonempty() && std::chrono::steady_clock::now() < until) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (q.maybe_nonempty()) continue;
+    batch = q.take_or_idle();
+    if (batch.empty()) return;
+    serve_batch(st, std::move(batch));
+  }
+}
+
 /// Serves a request from an actor: now, or after the open session ends.
 template <class Reply, class Request>
 caf::typed_response_promise<Reply> serve(Self self, const Request& r,
@@ -332,10 +428,12 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [&st](subscribe_atom, const caf::actor& a) { st.subscribers.push_back(a); },
       [&st](unsubscribe_atom, const caf::actor& a) { std::erase(st.subscribers, a); },
-      [&st](const BlockingWritePtr& w) { serve_blocking(st, w); },
+      [&st](drain_queue_atom) { drain_queue(st); },
       [self](shutdown_atom) {
         // After the last commit: subscribers learn that nothing more will come.
         auto quit = [self] {
+          // Serve what callers queued before the shutdown; refuse the rest.
+          serve_batch(self->state, self->state.cfg->queue->close());
           for (auto& s : self->state.subscribers) caf::anon_send(s, shutdown_atom::value);
           self->quit();
         };

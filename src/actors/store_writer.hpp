@@ -10,8 +10,8 @@
 // published once, after the outermost commit, and never after a rollback.
 //
 // Besides the public store_writer_actor interface it serves the blocking facade
-// through BlockingWrite messages, which carry a reply slot instead of a response
-// promise (one thread hand-off each way, no scoped_actor).
+// through a WriteQueue of BlockingWrites, which carry a reply slot instead of a response
+// promise, and commits the plain writes of each drain together (group commit).
 
 #include <cstdint>
 #include <deque>
@@ -22,6 +22,7 @@
 #include <beehive/actors.hpp>
 #include <beehive/time.hpp>
 
+#include "actors/write_queue.hpp"
 #include "rendezvous.hpp"
 #include "store/backend.hpp"
 
@@ -73,14 +74,15 @@ struct BlockingWrite {
   ~BlockingWrite() { reply->fail(errc::stopped, "beehive stopped"); }
 };
 
-using BlockingWritePtr = std::shared_ptr<BlockingWrite>;
-
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 
 /// The writer's full interface: the public one plus the facade's messages. A
 /// `shutdown_atom` makes it quit once everything queued before it has been served.
+/// Wakes the writer to drain its WriteQueue.
+using drain_queue_atom = caf::atom_constant<caf::atom("drainq")>;
+
 using store_writer_impl =
-    store_writer_actor::extend<caf::reacts_to<BlockingWritePtr>, caf::reacts_to<shutdown_atom>>;
+    store_writer_actor::extend<caf::reacts_to<drain_queue_atom>, caf::reacts_to<shutdown_atom>>;
 
 // The reads of the actor surface, answered by the writer in order with its writes.
 using ActorRead = std::variant<get_request, get_by_slug_request, list_request, relation_request,
@@ -89,6 +91,9 @@ using ActorRead = std::variant<get_request, get_by_slug_request, list_request, r
 struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   std::shared_ptr<Clock> clock;
+  std::shared_ptr<WriteQueue> queue;
+  /// How long the writer keeps polling its queue after a drain before it sleeps.
+  std::chrono::microseconds linger{100};
 };
 
 struct StoreWriterState {
@@ -116,4 +121,4 @@ store_writer_impl::behavior_type store_writer(
 
 }  // namespace beehive::detail
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::BlockingWritePtr)
+

@@ -1,0 +1,45 @@
+#pragma once
+
+// The hand-off between blocking callers and the store_writer. Callers push requests
+// here; only the push that finds the writer idle sends it a CAF message. The writer
+// drains everything queued at once, applies the plain writes of a drain together in one
+// transaction (group commit: each in its own savepoint, replies after the commit), and
+// then polls the queue briefly before going back to sleep, so that a caller issuing
+// writes back to back finds it awake instead of paying a thread wake-up per write.
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace beehive::detail {
+
+struct BlockingWrite;
+using BlockingWritePtr = std::shared_ptr<BlockingWrite>;
+
+class WriteQueue {
+ public:
+  /// Queues `w`; returns true when the writer must be woken (it was idle). Throws
+  /// Error(errc::stopped) once closed.
+  bool push(BlockingWritePtr w);
+
+  /// Takes everything queued; when nothing is, marks the writer idle and returns empty.
+  std::vector<BlockingWritePtr> take_or_idle();
+  /// Takes everything queued, if anything (the writer stays awake).
+  std::vector<BlockingWritePtr> take();
+  /// Requests queued, readable without the lock (for polling).
+  bool maybe_nonempty() const { return size_.load(std::memory_order_acquire) > 0; }
+
+  /// Refuses further pushes and returns what is left.
+  std::vector<BlockingWritePtr> close();
+
+ private:
+  std::mutex mu_;
+  std::deque<BlockingWritePtr> items_;
+  std::atomic<std::size_t> size_{0};
+  bool awake_ = false;  // the writer has been woken and has not gone idle yet
+  bool closed_ = false;
+};
+
+}  // namespace beehive::detail
