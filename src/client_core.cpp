@@ -41,8 +41,26 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::ve
   return std::move(r.row);
 }
 
+/// A converged write: the stored row already holds these bytes at this version, so the
+/// write would change nothing and need not take the writer at all. Not inside `within`,
+/// whose reads must see the transaction.
+bool already_stored(const Context& ctx, const std::optional<ObjectRow>& row, const GroupKind& gk,
+                    const std::string& spec, int version) {
+  return !ContextAccess::transaction(ctx) && row && same_kind(*row, gk) && row->spec == spec &&
+         row->spec_version == version;
+}
+
 ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug, std::string spec,
                                        RowCheck check) const {
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  if (!ContextAccess::transaction(ctx)) {
+    auto row = rt_->backend().reader()->get_by_slug(gk_, slug);
+    if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
+      if (check) check(*row);
+      return std::move(*row);
+    }
+  }
   return rt_->write(ctx,
                     create_or_update_request{gk_, std::string(slug), std::move(spec),
                                              rt_->spec_version(gk_)},
@@ -68,6 +86,15 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
 
 ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
                              RowCheck check) const {
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  if (!ContextAccess::transaction(ctx)) {
+    auto row = rt_->backend().reader()->get(id);
+    if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
+      if (check) check(*row);
+      return std::move(*row);
+    }
+  }
   return rt_->write(ctx, update_request{gk_, id, std::move(spec), rt_->spec_version(gk_)},
                     std::move(check))
       .row;

@@ -2,6 +2,7 @@
 
 #include <beehive/beehive.hpp>
 
+#include "context_internal.hpp"
 #include "runtime.hpp"
 
 namespace beehive::detail {
@@ -37,9 +38,28 @@ Outcome run_reconcile(const std::function<void()>& decode,
 
 const Migrator* ControllerClientCore::migrator() const { return rt_->migrator(gk_); }
 
+namespace {
+
+/// The kind's row, read without the writer, when a converged write may be skipped.
+std::optional<ObjectRow> peek(Runtime& rt, const Context& ctx, const GroupKind& gk, ObjectID id) {
+  if (ContextAccess::transaction(ctx)) return std::nullopt;  // within sees its own writes
+  rt.ensure_running(ctx);
+  ctx.throw_if_done();
+  auto row = rt.backend().reader()->get(id);
+  if (!row || row->meta.group != gk.group || row->meta.kind != gk.kind) return std::nullopt;
+  return row;
+}
+
+}  // namespace
+
 void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          std::int64_t observed_generation, std::string status,
                                          RowCheck check) const {
+  // Unchanged status at the recorded generation: nothing to write (and no writer taken).
+  if (auto row = peek(*rt_, ctx, gk_, id);
+      row && row->status == status && row->status_version == rt_->status_version(gk_) &&
+      row->meta.observed_generation == observed_generation)
+    return;
   rt_->write(ctx,
              update_status_request{gk_, id, observed_generation, std::move(status),
                                    rt_->status_version(gk_)},
@@ -51,6 +71,9 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
   for (auto* text : {&c.type, &c.reason, &c.message})
     if (!valid_utf8(*text)) throw Error(errc::invalid_argument, "condition text is not UTF-8");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
+  if (auto row = peek(*rt_, ctx, gk_, id))
+    for (const auto& existing : row->meta.conditions)
+      if (existing == c) return;  // identical and current (a stale liveness reads Unknown)
   rt_->write(ctx, set_condition_request{gk_, id, c}, {});
 }
 
@@ -72,6 +95,9 @@ void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
 }
 
 void ControllerClientCore::add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
+  if (peek(*rt_, ctx, gk_, from))
+    for (const auto& ref : rt_->backend().reader()->related(from, LoadOption::dependencies))
+      if (ref.id == to) return;  // the edge exists
   rt_->write(ctx, add_dependency_request{gk_, from, to}, {});
 }
 

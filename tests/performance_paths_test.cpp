@@ -1,0 +1,89 @@
+// The fast paths: converged writes that never take the writer, and group commit that
+// keeps per-request atomicity and errors.
+
+#include <barrier>
+#include <thread>
+
+#include <beehive/actors.hpp>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+class FastPathTest : public ControllerTest {
+ protected:
+  std::uint64_t transactions() {
+    caf::scoped_actor self{*sys_};
+    std::uint64_t n = 0;
+    self->request(bh_->store_writer(), caf::infinite, inspect_atom::value)
+        .receive([&](const store_writer_state& s) { n = s.transactions; }, [](caf::error&) {});
+    return n;
+  }
+  void SetUp() override {
+    ControllerTest::SetUp();
+    sys_ = std::make_unique<caf::actor_system>(cfg_);
+  }
+  void TearDown() override {
+    ControllerTest::TearDown();
+    sys_.reset();
+  }
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+};
+
+TEST_F(FastPathTest, ConvergedWritesTakeNoWriteTransaction) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1}, with_slug("a"));
+  auto b = w.create(ctx_, {"b", 1});
+  cc.update_status(ctx_, a.id, 1, {true});
+  cc.set_condition(ctx_, a.id, {"Ready", ConditionStatus::True, "Ok"});
+  cc.add_dependency(ctx_, a.id, b.id);
+  auto before = transactions();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(w.update(ctx_, a.id, {"a", 1}).generation, 1);
+    EXPECT_EQ(w.create_or_update(ctx_, "a", {"a", 1}).generation, 1);
+    cc.update_status(ctx_, a.id, 1, {true});
+    cc.set_condition(ctx_, a.id, {"Ready", ConditionStatus::True, "Ok"});
+    cc.add_dependency(ctx_, a.id, b.id);
+  }
+  EXPECT_EQ(transactions(), before);
+  w.update(ctx_, a.id, {"a", 2});  // a real change still writes
+  EXPECT_EQ(transactions(), before + 1);
+  // Kind checks still apply on the fast path's fallback.
+  EXPECT_ERRC(cc.update_status(ctx_, 999999, 1, {true}), errc::not_found);
+}
+
+TEST_F(FastPathTest, GroupedWritesKeepTheirOwnOutcomes) {
+  auto w = widgets();
+  constexpr int threads = 8, each = 40;
+  std::barrier start(threads);
+  std::atomic<int> created{0}, duplicates{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < each; ++i) {
+        w.create(ctx_, {"t", t}, with_slug("s-" + std::to_string(t) + "-" + std::to_string(i)));
+        ++created;
+        try {
+          w.create(ctx_, {"dup", t}, with_slug("dup-" + std::to_string(i)));  // one wins
+        } catch (const Error& e) {
+          if (e.code() == errc::already_exists) ++duplicates;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(created, threads * each);
+  EXPECT_EQ(duplicates, (threads - 1) * each);
+  auto all = w.list(ctx_);
+  EXPECT_EQ(all.size(), static_cast<size_t>(threads * each + each));
+  // Every write got its own resource version.
+  std::set<std::int64_t> rvs;
+  for (auto& o : all) rvs.insert(o.resource_version);
+  EXPECT_EQ(rvs.size(), all.size());
+}
+
+}  // namespace
+}  // namespace beehive::test
