@@ -165,8 +165,18 @@ void Runtime::shutdown_system() {
   }
   if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
   supervisor_ = nullptr;
-  own_sys_.reset();
+  own_sys_.reset();  // waits for every actor, reconciles still running included
   own_cfg_.reset();
+  {
+    // In an application's system, wait for reconciles that outlived stop's deadline. A
+    // job dropped unserved releases its flight too, so this cannot wait for nothing.
+    std::unique_lock f(flight_mu_);
+    flight_cv_.wait(f, [&] { return in_flight_ == 0; });
+  }
+  // A controller that captured a Client holds this runtime: drop the controllers so the
+  // cycle breaks and the store closes.
+  std::lock_guard k(kinds_mu_);
+  for (auto& [gk, entry] : kinds_) entry->reconcile = nullptr;
 }
 
 void Runtime::ensure_running(const Context& ctx) const {
@@ -307,9 +317,22 @@ std::shared_ptr<KindEntry> Runtime::kind(const GroupKind& gk) const {
   return it == kinds_.end() ? nullptr : it->second;
 }
 
-void Runtime::begin_flight() {
-  std::lock_guard lk(flight_mu_);
-  ++in_flight_;
+FlightPtr Runtime::begin_flight() {
+  {
+    std::lock_guard lk(flight_mu_);
+    ++in_flight_;
+  }
+  return std::make_shared<Flight>(weak_from_this());
+}
+
+Flight::~Flight() {
+  if (auto r = rt.lock()) {
+    {
+      std::lock_guard lk(r->flight_mu_);
+      --r->in_flight_;
+    }
+    r->flight_cv_.notify_all();
+  }
 }
 
 Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
@@ -328,11 +351,6 @@ Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
   } catch (const std::exception& e) {
     out = {Outcome::error, {}, e.what()};  // the store failed to read it: retry later
   }
-  {
-    std::lock_guard lk(flight_mu_);
-    --in_flight_;
-  }
-  flight_cv_.notify_all();
   return out;
 }
 

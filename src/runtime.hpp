@@ -25,6 +25,16 @@
 
 namespace beehive::detail {
 
+class Runtime;
+
+/// One reconcile in flight, counted for stop's drain until destroyed.
+struct Flight {
+  explicit Flight(std::weak_ptr<Runtime> r) : rt(std::move(r)) {}
+  ~Flight();
+  std::weak_ptr<Runtime> rt;
+};
+using FlightPtr = std::shared_ptr<Flight>;
+
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
   Runtime(caf::actor_system* sys, std::shared_ptr<Store> store, const std::vector<Option>& opts);
@@ -67,8 +77,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // -- controllers ----------------------------------------------------------------
 
   void register_kind(const GroupKind& gk, ReconcileFn fn, const std::vector<Option>& opts);
-  /// A controller handed an id to a worker; reconcile_once ends the flight.
-  void begin_flight();
+  /// A controller hands an id to a worker: the reconcile is in flight until the
+  /// returned token is released (after the pass, or when the job is dropped unserved).
+  FlightPtr begin_flight();
   /// One reconcile pass of `id`, on a worker's thread.
   Outcome reconcile_once(const KindEntry& kind, ObjectID id);
   /// The kind's migrator (null without one) and the schema versions it writes.
@@ -131,6 +142,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
   std::string claimed_;  // the database this running beehive claimed
 
+  friend struct Flight;
   std::mutex flight_mu_;
   std::condition_variable flight_cv_;
   int in_flight_ = 0;

@@ -147,5 +147,25 @@ TEST_F(LifecycleTest, ControllerAcceptsASharedPtrToAController) {
   EXPECT_TRUE(eventually([&] { return c->n == 1; }));
 }
 
+TEST(LifecycleCycleTest, AControllerHoldingAClientDoesNotKeepTheStoreOpen) {
+  TempDir dir;
+  std::weak_ptr<Store> weak;
+  {
+    auto store = sqlite::open(dir.file("c.db"));
+    weak = store;
+    Beehive bh(store);
+    Widgets gadgets(bh, gadget_kind);  // wired once, as the reference suggests
+    register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind,
+                                                  [gadgets](auto&, auto&, auto&) {
+                                                    (void)gadgets;
+                                                    return Result{};
+                                                  });
+    store.reset();
+    bh.start(Context{})(Context{});
+  }
+  EXPECT_TRUE(weak.expired());
+  EXPECT_FALSE(std::filesystem::exists(dir.file("c.db-wal")));
+}
+
 }  // namespace
 }  // namespace beehive::test

@@ -21,7 +21,7 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 2);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 3);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
@@ -36,6 +36,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   }
   {  // turn the file back into a version-1 database
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    db.exec("DROP INDEX objects_unsettled");
     db.exec("ALTER TABLE events DROP COLUMN resource_version");
     db.exec("UPDATE beehive_schema SET version = 1");
   }
@@ -43,7 +44,10 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   Beehive bh(store);
   EXPECT_EQ(Widgets(bh, widget_kind).get(ctx, id).spec.color, "kept");
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 2);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 3);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'")
+                .getInt(),
+            1);
   EXPECT_EQ(db.execAndGet("SELECT count(*) FROM pragma_table_info('events') "
                           "WHERE name = 'resource_version'").getInt(), 1);
 }

@@ -70,8 +70,9 @@ using Self = controller_impl::stateful_pointer<ControllerState>;
 caf::behavior worker(caf::event_based_actor* self, caf::actor controller,
                      std::shared_ptr<KindEntry> kind, Runtime* rt) {
   return {
-      [=](reconcile_atom, ObjectID id) {
+      [=](reconcile_atom, ObjectID id, const FlightPtr& flight) {
         auto outcome = rt->reconcile_once(*kind, id);
+        (void)flight;  // released with the message, after the pass
         self->send(controller, done_atom::value, id, std::move(outcome),
                    caf::actor_cast<caf::actor>(self));
       },
@@ -88,10 +89,11 @@ void dispatch(Self self) {
     st.queued.erase(id);
     st.in_flight.insert(id);
     st.kind->board->clear(id);
-    st.rt->begin_flight();  // counted from dispatch, so a drain waits for queued jobs too
+    // Counted from dispatch, so that a drain also waits for jobs not yet started.
+    auto flight = st.rt->begin_flight();
     auto w = st.idle.back();
     st.idle.pop_back();
-    caf::anon_send(w, reconcile_atom::value, id);
+    caf::anon_send(w, reconcile_atom::value, id, std::move(flight));
   }
 }
 

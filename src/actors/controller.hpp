@@ -28,6 +28,8 @@
 namespace beehive::detail {
 
 class Runtime;
+struct Flight;
+using FlightPtr = std::shared_ptr<Flight>;
 
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
@@ -115,3 +117,4 @@ controller_impl::behavior_type controller(controller_impl::stateful_pointer<Cont
 }  // namespace beehive::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::Outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::FlightPtr)

@@ -84,6 +84,12 @@ CREATE INDEX events_by_object ON events (object_id, category, last_at);
       R"sql(
 ALTER TABLE events ADD COLUMN resource_version INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 2 -> 3: resync reads only the unsettled objects of a kind, through this index,
+      // instead of scanning every object of the kind.
+      R"sql(
+CREATE INDEX objects_unsettled ON objects ("group", kind)
+  WHERE observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL;
+)sql",
   };
   return m;
 }
