@@ -63,7 +63,9 @@ Option with_owner(ObjectID owner);
 /// Create: called once after the create commits (never after a rollback).
 Option with_on_create(std::function<void(const Context&)> fn);
 /// Beehive (default for every kind) or register_controller: resync period;
-/// zero or negative disables resync.
+/// zero or negative disables resync. Given to the Beehive it is also the cadence of
+/// garbage collection and event retention (which otherwise run at start and after the
+/// commits that unblock a deletion).
 Option with_resync_interval(std::chrono::milliseconds d);
 /// Beehive or register_controller: cap on the retry backoff; zero or negative is ignored.
 Option with_max_retry_interval(std::chrono::milliseconds d);
