@@ -109,6 +109,34 @@ TEST_F(ActorTest, ControllerWritesEventsAndRelationsAsMessages) {
   EXPECT_TRUE(typed.status->ready);
 }
 
+TEST_F(ActorTest, ATransactionOfMessagesCommitsAllOrNothing) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto w = bh_->store_writer();
+  auto a = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1)});
+  auto replies = ask<std::vector<caf::message>>(
+      w, transaction_request{{caf::make_message(create_request{widget_kind, spec("b", 1), "b"}),
+                              caf::make_message(set_condition_request{
+                                  widget_kind, a.meta.id, {"Ready", ConditionStatus::True}}),
+                              caf::make_message(remove_by_slug_request{widget_kind, "none"})}});
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_TRUE(replies[0].match_elements<ObjectRow>());
+  EXPECT_EQ(replies[0].get_as<ObjectRow>(0).meta.slug, "b");
+  EXPECT_FALSE(replies[2].get_as<bool>(0));
+  try {
+    ask<std::vector<caf::message>>(
+        w, transaction_request{{caf::make_message(create_request{widget_kind, spec("c", 1), "c"}),
+                                caf::make_message(create_request{widget_kind, spec("b", 2), "b"})}});
+    ADD_FAILURE() << "the second create must fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::already_exists);
+    EXPECT_NE(e.message().find("write 1"), std::string::npos);
+  }
+  Widgets widgets(*bh_, widget_kind);
+  EXPECT_ERRC(widgets.get_by_slug(ctx_, "c"), errc::not_found);  // rolled back with it
+  EXPECT_EQ(widgets.get(ctx_, a.meta.id).conditions.size(), 1u);
+}
+
 TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   std::atomic<int> reconciles{0};
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [&](auto&, auto&, auto&) {

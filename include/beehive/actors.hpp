@@ -65,6 +65,7 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<remove_dependency_request>::with<bool>,
     caf::replies_to<record_event_request>::with<Event>,
     caf::replies_to<collect_request>::with<int>,
+    caf::replies_to<transaction_request>::with<std::vector<caf::message>>,
     caf::replies_to<get_request>::with<ObjectRow>,
     caf::replies_to<get_by_slug_request>::with<ObjectRow>,
     caf::replies_to<list_request>::with<std::vector<ObjectRow>>,

@@ -311,6 +311,72 @@ void drain_queue(StoreWriterState& st) {
   }
 }
 
+/// The write a message holds, as a WriteOp.
+std::optional<WriteOp> write_of(const caf::message& m) {
+  std::optional<WriteOp> op;
+  auto take = [&](auto tag) {
+    using T = decltype(tag);
+    if (!op && m.match_elements<T>()) op = m.get_as<T>(0);
+  };
+  take(create_request{});
+  take(update_request{});
+  take(create_or_update_request{});
+  take(get_or_create_request{});
+  take(remove_request{});
+  take(remove_by_slug_request{});
+  take(update_status_request{});
+  take(set_condition_request{});
+  take(remove_condition_request{});
+  take(remove_finalizer_request{});
+  take(add_dependency_request{});
+  take(remove_dependency_request{});
+  take(record_event_request{});
+  return op;
+}
+
+/// The reply message of one write, as its request's interface names it.
+caf::message reply_of(const WriteOp& op, WriteReply&& r) {
+  if (std::holds_alternative<get_or_create_request>(op))
+    return caf::make_message(get_or_create_reply{std::move(r.row), r.flag});
+  if (std::holds_alternative<remove_by_slug_request>(op) ||
+      std::holds_alternative<add_dependency_request>(op) ||
+      std::holds_alternative<remove_dependency_request>(op))
+    return caf::make_message(r.flag);
+  if (std::holds_alternative<record_event_request>(op)) return caf::make_message(std::move(r.event));
+  return caf::make_message(std::move(r.row));
+}
+
+/// All the writes in one transaction, or none.
+std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_request& t) {
+  std::vector<WriteOp> ops;
+  for (std::size_t i = 0; i < t.writes.size(); ++i) {
+    auto op = write_of(t.writes[i]);
+    if (!op)
+      throw Error(errc::invalid_argument,
+                  "write " + std::to_string(i) + " of the transaction is not a write request");
+    ops.push_back(std::move(*op));
+  }
+  auto& w = *st.cfg->writer;
+  commit_record rec;
+  std::vector<caf::message> replies;
+  w.begin();
+  try {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      try {
+        replies.push_back(reply_of(ops[i], apply(st, ops[i], {}, rec)));
+      } catch (const Error& e) {
+        throw Error(e.value(), "write " + std::to_string(i) + ": " + e.message());
+      }
+    }
+    w.commit();
+  } catch (...) {
+    w.rollback();
+    throw;
+  }
+  publish(st, std::move(rec));
+  return replies;
+}
+
 /// Serves a request from an actor: now, or after the open session ends.
 template <class Reply, class Request>
 caf::typed_response_promise<Reply> serve(Self self, const Request& r,
@@ -387,6 +453,24 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const remove_dependency_request& r) { return serve(self, r, pick_flag); },
       [self](const record_event_request& r) { return serve(self, r, pick_event); },
       [self](const collect_request& r) { return serve(self, r, pick_count); },
+      [self](const transaction_request& t) {
+        auto rp = self->make_response_promise<std::vector<caf::message>>();
+        auto& st = self->state;
+        auto job = [&st, t, rp]() mutable {
+          try {
+            rp.deliver(execute_all(st, t));
+          } catch (const Error& e) {
+            rp.deliver(make_error(e.value(), e.message()));
+          } catch (const std::exception& e) {
+            rp.deliver(make_error(errc::store, e.what()));
+          }
+        };
+        if (st.session)
+          st.deferred.push_back(std::move(job));
+        else
+          job();
+        return rp;
+      },
       [self](const get_request& r) {
         return serve_read<ObjectRow>(self, r, [](store::Writer& w, const get_request& r) {
           return require_kind(w.get(r.id, r.loads), r.gk, "with id " + std::to_string(r.id));

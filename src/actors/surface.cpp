@@ -53,6 +53,7 @@ void add_message_types(caf::actor_system_config& cfg) {
   BEEHIVE_TYPE(remove_dependency_request);
   BEEHIVE_TYPE(record_event_request);
   BEEHIVE_TYPE(collect_request);
+  BEEHIVE_TYPE(transaction_request);
   BEEHIVE_TYPE(get_request);
   BEEHIVE_TYPE(get_by_slug_request);
   BEEHIVE_TYPE(list_request);

@@ -155,6 +155,14 @@ struct collect_request {
   bool full = false;
 };
 
+/// The actor form of `within`: the writes in `writes` (each a message holding one write
+/// request above) applied in one transaction, in order, all or nothing. Replies one
+/// message per write holding that request's reply; if any write fails, nothing is
+/// committed and the error names the failing index.
+struct transaction_request {
+  std::vector<caf::message> writes;
+};
+
 // -- reads (served by the store_writer, in commit order with the writes) -------
 
 /// The kind's object `id`; not_found for a missing or another kind's id. `loads` is a
