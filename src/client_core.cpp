@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include <beehive/beehive.hpp>
+#include <beehive/detail/codec.hpp>
 
 #include "context_internal.hpp"
 #include "options_internal.hpp"
@@ -26,13 +27,24 @@ void run_on_create(Runtime& rt, const OptionSet& s, const Context& ctx) {
 
 }  // namespace
 
-ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.runtime()), gk_(std::move(gk)) {}
+ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.runtime()), gk_(std::move(gk)) {
+  require_utf8(gk_.group, "group");
+  require_utf8(gk_.kind, "kind");
+}
+
+namespace {
+void check_text(const OptionSet& s) {
+  if (s.slug) require_utf8(*s.slug, "slug");
+  for (auto& f : s.finalizers) require_utf8(f, "finalizer");
+}
+}  // namespace
 
 const Migrator* ClientCore::migrator() const { return rt_->migrator(gk_); }
 
 ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
                              RowCheck check) const {
   auto s = OptionSet::from(opts);
+  check_text(s);
   auto r = rt_->write(ctx,
                       create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner,
                                      rt_->spec_version(gk_)},
@@ -52,6 +64,7 @@ bool already_stored(const Context& ctx, const std::optional<ObjectRow>& row, con
 
 ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug, std::string spec,
                                        RowCheck check) const {
+  require_utf8(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
@@ -75,6 +88,8 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   auto s = OptionSet::from(opts);
   if (s.slug)
     throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
+  check_text(s);
+  require_utf8(slug, "slug");
   auto r = rt_->write(
       ctx,
       get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers, s.owner,

@@ -38,6 +38,27 @@ nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, b
   }
 }
 
+void require_utf8(std::string_view text, std::string_view what) {
+  // Walks the bytes by the UTF-8 rules (no overlongs, no surrogates, <= U+10FFFF).
+  auto bad = [&] { throw Error(errc::invalid_argument, std::string(what) + " is not UTF-8"); };
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    unsigned c = *p++;
+    int more = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (more < 0 || end - p < more) bad();
+    unsigned cp = more == 0 ? c : more == 1 ? (c & 0x1F) : more == 2 ? (c & 0x0F) : (c & 0x07);
+    for (int i = 0; i < more; ++i) {
+      if ((p[i] & 0xC0) != 0x80) bad();
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    p += more;
+    if ((more == 1 && cp < 0x80) || (more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      bad();
+  }
+}
+
 void rethrow_as(errc code, std::string_view what) {
   try {
     throw;

@@ -1,4 +1,5 @@
 #include <beehive/controller.hpp>
+#include <beehive/detail/codec.hpp>
 
 #include <beehive/beehive.hpp>
 
@@ -9,14 +10,6 @@ namespace beehive::detail {
 
 namespace {
 
-bool valid_utf8(std::string_view s) {
-  try {
-    (void)nlohmann::json(s).dump();
-    return true;
-  } catch (const nlohmann::json::exception&) {
-    return false;
-  }
-}
 
 }  // namespace
 
@@ -68,8 +61,7 @@ void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
                                          const Condition& c) const {
-  for (auto* text : {&c.type, &c.reason, &c.message})
-    if (!valid_utf8(*text)) throw Error(errc::invalid_argument, "condition text is not UTF-8");
+  for (auto* text : {&c.type, &c.reason, &c.message}) require_utf8(*text, "condition text");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
   if (auto row = peek(*rt_, ctx, gk_, id))
     for (const auto& existing : row->meta.conditions)
@@ -79,18 +71,19 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::record_event(const Context& ctx, ObjectID id,
                                         const EventSpec& e) const {
-  for (auto* text : {&e.category, &e.reason, &e.message})
-    if (!valid_utf8(*text)) throw Error(errc::invalid_argument, "event text is not UTF-8");
+  for (auto* text : {&e.category, &e.reason, &e.message}) require_utf8(*text, "event text");
   rt_->write(ctx, record_event_request{gk_, id, e}, {});
 }
 
 void ControllerClientCore::remove_condition(const Context& ctx, ObjectID id,
                                             std::string_view type) const {
+  require_utf8(type, "condition type");
   rt_->write(ctx, remove_condition_request{gk_, id, std::string(type)}, {});
 }
 
 void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
                                             std::string_view finalizer) const {
+  require_utf8(finalizer, "finalizer");
   rt_->write(ctx, remove_finalizer_request{gk_, id, std::string(finalizer)}, {});
 }
 

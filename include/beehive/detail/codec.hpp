@@ -41,6 +41,8 @@ concept Storable = (JsonWritable<T> && JsonReadable<T>) || std::is_empty_v<T> ||
 std::string dump_json(const nlohmann::json& j);
 /// Parses text; throws decode.
 nlohmann::json parse_json(std::string_view text);
+/// Throws Error(errc::invalid_argument) naming `what` unless `text` is valid UTF-8.
+void require_utf8(std::string_view text, std::string_view what);
 /// Rethrows the current exception of a user conversion as an Error with `code`.
 [[noreturn]] void rethrow_as(errc code, std::string_view what);
 
