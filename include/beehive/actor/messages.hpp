@@ -35,97 +35,97 @@ using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscr")>;
 
 /// Create an object. `spec` is JSON text. Replies the stored row.
 struct create_request {
-  GroupKind gk;
-  std::string spec;
-  std::optional<std::string> slug;
-  std::vector<std::string> finalizers;
-  std::optional<ObjectID> owner;  ///< must exist; its owned_by edge is written with the row
+  GroupKind gk{};
+  std::string spec{};
+  std::optional<std::string> slug{};
+  std::vector<std::string> finalizers{};
+  std::optional<ObjectID> owner{};  ///< must exist; its owned_by edge is written with the row
   int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 /// Replace an object's spec; a spec equal to the stored one writes nothing.
 /// Replies the stored row.
 struct update_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
-  std::string spec;
+  std::string spec{};
   int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 /// Update the object holding `slug`, or create it. Replies the stored row.
 struct create_or_update_request {
-  GroupKind gk;
-  std::string slug;
-  std::string spec;
+  GroupKind gk{};
+  std::string slug{};
+  std::string spec{};
   int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 /// Return the object holding `slug` untouched, or create it with the options.
 struct get_or_create_request {
-  GroupKind gk;
-  std::string slug;
-  std::string spec;
-  std::vector<std::string> finalizers;
-  std::optional<ObjectID> owner;
+  GroupKind gk{};
+  std::string slug{};
+  std::string spec{};
+  std::vector<std::string> finalizers{};
+  std::optional<ObjectID> owner{};
   int spec_version = 0;  ///< the schema version `spec` is written at
 };
 
 struct get_or_create_reply {
-  ObjectRow row;
+  ObjectRow row{};
   bool created = false;
 };
 
 /// Request deletion of an object (a soft delete). Replies the row as it now stands.
 struct remove_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
 };
 
 /// Request deletion of the object holding `slug`, if any. Replies true when a deletion
 /// was requested by this call.
 struct remove_by_slug_request {
-  GroupKind gk;
-  std::string slug;
+  GroupKind gk{};
+  std::string slug{};
 };
 
 /// Controller writes (kind-folded: another kind's id is wrong_kind). Each replies the
 /// row as it now stands.
 struct update_status_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
   std::int64_t observed_generation = 0;
-  std::string status;  ///< JSON text
+  std::string status{};  ///< JSON text
   int status_version = 0;  ///< the schema version `status` is written at
 };
 
 struct set_condition_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
-  Condition condition;
+  Condition condition{};
 };
 
 struct remove_condition_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
-  std::string type;
+  std::string type{};
 };
 
 struct remove_finalizer_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
-  std::string finalizer;
+  std::string finalizer{};
 };
 
 /// Adds or removes a depends_on edge from this kind's `from` to any object `to`.
 /// Replies true when the edge was added (removed); repeating it writes nothing.
 struct add_dependency_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID from = 0;
   ObjectID to = 0;
 };
 
 struct remove_dependency_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID from = 0;
   ObjectID to = 0;
 };
@@ -133,9 +133,9 @@ struct remove_dependency_request {
 /// Records an observation on this kind's object `id`: extends the current run of its
 /// category when (type, reason) match, starts a new run otherwise. Replies the run.
 struct record_event_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
-  EventSpec event;
+  EventSpec event{};
 };
 
 /// Event retention: keep the newest `per_object` runs per (object, category) (all when
@@ -150,8 +150,8 @@ struct event_retention {
 /// cadence) also trims event timelines by `retention` (per kind; `fallback` for kinds
 /// not listed). Replies the number of objects removed.
 struct collect_request {
-  std::optional<event_retention> fallback;
-  std::vector<std::pair<GroupKind, event_retention>> retention;
+  std::optional<event_retention> fallback{};
+  std::vector<std::pair<GroupKind, event_retention>> retention{};
   bool full = false;
 };
 
@@ -160,7 +160,7 @@ struct collect_request {
 /// message per write holding that request's reply; if any write fails, nothing is
 /// committed and the error names the failing index.
 struct transaction_request {
-  std::vector<caf::message> writes;
+  std::vector<caf::message> writes{};
 };
 
 // -- reads (served by the store_writer, in commit order with the writes) -------
@@ -168,22 +168,22 @@ struct transaction_request {
 /// The kind's object `id`; not_found for a missing or another kind's id. `loads` is a
 /// set of LoadOption bits (LoadOption::owner | LoadOption::events ...).
 struct get_request {
-  GroupKind gk;
+  GroupKind gk{};
   ObjectID id = 0;
   unsigned loads = 0;
 };
 
 struct get_by_slug_request {
-  GroupKind gk;
-  std::string slug;
+  GroupKind gk{};
+  std::string slug{};
   unsigned loads = 0;
 };
 
 /// Every object of the kind by id, or (with `owner`) those `owner` owns.
 struct list_request {
-  GroupKind gk;
+  GroupKind gk{};
   unsigned loads = 0;
-  std::optional<ObjectID> owner;
+  std::optional<ObjectID> owner{};
 };
 
 /// One relation of any object (a LoadOption bit: owner, dependencies, dependents,
@@ -200,11 +200,11 @@ struct has_incoming_refs_request {
 /// An object's event runs, newest first, filtered as list_events filters.
 struct list_events_request {
   ObjectID id = 0;
-  std::optional<std::string> category;
-  std::optional<EventType> type;
-  std::optional<std::string> reason;
-  std::optional<Time> since;
-  std::optional<int> limit;
+  std::optional<std::string> category{};
+  std::optional<EventType> type{};
+  std::optional<std::string> reason{};
+  std::optional<Time> since{};
+  std::optional<int> limit{};
 };
 
 /// The store_writer's state, for `inspect_atom`.
@@ -224,9 +224,9 @@ struct store_writer_state {
 /// `unsubscribe_atom` + the id, when the subscriber terminates, or when the beehive
 /// stops (the subscriber then receives `watch_ended`).
 struct watch_request {
-  GroupKind gk;
-  std::optional<ObjectID> id;
-  caf::actor subscriber;
+  GroupKind gk{};
+  std::optional<ObjectID> id{};
+  caf::actor subscriber{};
 };
 
 /// Subscribes `subscriber` to the event runs of object `id` that pass the filters: the
@@ -235,12 +235,12 @@ struct watch_request {
 /// subscription id; ends as watch_request does.
 struct event_watch_request {
   ObjectID id = 0;
-  std::optional<std::string> category;
-  std::optional<EventType> type;
-  std::optional<std::string> reason;
-  std::optional<Time> since;
-  std::optional<int> limit;
-  caf::actor subscriber;
+  std::optional<std::string> category{};
+  std::optional<EventType> type{};
+  std::optional<std::string> reason{};
+  std::optional<Time> since{};
+  std::optional<int> limit{};
+  caf::actor subscriber{};
 };
 
 /// Sent to an actor subscriber when its subscription ends because the beehive stopped.
@@ -272,21 +272,21 @@ struct requeue_request {
 /// each as a `schedule_change`. Replies true.
 struct schedule_watch_request {
   ObjectID id = 0;
-  caf::actor subscriber;
+  caf::actor subscriber{};
 };
 
 struct schedule_change {
   ObjectID id = 0;
-  Schedule schedule;
+  Schedule schedule{};
 };
 
 /// A controller's state, for `inspect_atom`.
 struct controller_state {
-  GroupKind gk;
+  GroupKind gk{};
   std::size_t queue_length = 0;
-  std::vector<ObjectID> in_flight;
-  std::vector<std::pair<ObjectID, std::chrono::milliseconds>> backoff;  ///< last retry delay
-  std::vector<std::pair<ObjectID, Time>> timers;  ///< pending backoff / requeue_after
+  std::vector<ObjectID> in_flight{};
+  std::vector<std::pair<ObjectID, std::chrono::milliseconds>> backoff{};  ///< last retry delay
+  std::vector<std::pair<ObjectID, Time>> timers{};  ///< pending backoff / requeue_after
   bool dispatching = false;
   int workers = 0;
   std::uint64_t restarts = 0;  ///< times the supervisor restarted this controller
