@@ -211,8 +211,10 @@ void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) co
 }
 
 void ClientCore::report_skipped(const ObjectRow& row, const std::exception& e) const {
-  std::cerr << "beehive: skipping " << to_string(gk_) << " " << row.meta.id
-            << " that does not decode: " << e.what() << "\n";
+  rt_->log(LogLevel::warning,
+           "skipping " + to_string(gk_) + " " + std::to_string(row.meta.id) +
+               " that does not decode",
+           {{"kind", to_string(gk_)}, {"id", std::to_string(row.meta.id)}, {"reason", e.what()}});
 }
 
 }  // namespace beehive::detail

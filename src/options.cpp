@@ -39,6 +39,10 @@ Option with_clock(std::shared_ptr<Clock> clock) {
   return Option([c = std::move(clock)](OptionSet& s) { s.clock = c; });
 }
 
+Option with_logger(Logger logger) {
+  return Option([l = std::move(logger)](OptionSet& s) { s.logger = l; });
+}
+
 LoadOption load_owner() { return LoadOption(LoadOption::owner); }
 LoadOption load_dependencies() { return LoadOption(LoadOption::dependencies); }
 LoadOption load_dependents() { return LoadOption(LoadOption::dependents); }

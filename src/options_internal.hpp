@@ -26,6 +26,7 @@ struct OptionSet {
   std::optional<std::pair<int, std::chrono::milliseconds>> event_retention;
   std::optional<int> concurrency;
   std::shared_ptr<Clock> clock;
+  Logger logger;
 
   static OptionSet from(const std::vector<Option>& opts) {
     OptionSet s;

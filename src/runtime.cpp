@@ -27,6 +27,7 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   if (!store_) throw Error(errc::invalid_argument, "no store");
   backend_ = &store::backend_of(*store_);
   clock_ = settings_.clock ? settings_.clock : std::make_shared<SystemClock>();
+  logger_ = settings_.logger ? settings_.logger : stderr_logger();
   if (sys) {
     sys_ = sys;
   } else {
@@ -66,8 +67,8 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
   auto s = state_.load();
   if (s == State::draining || s == State::stopped) return;  // stop ends them on purpose
   auto say = [&](const std::string& what) {
-    std::cerr << "beehive: " << what << " failed (" << caf::to_string(reason)
-              << "); restarted from the store\n";
+    log(LogLevel::error, what + " failed; restarted from the store",
+        {{"reason", caf::to_string(reason)}});
   };
   if (hub_ && hub_.address() == dead) {
     say("the watch hub");
@@ -345,8 +346,10 @@ Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
       ControllerClientCore core(shared_from_this(), kind.gk);
       out = kind.reconcile(ContextAccess::for_reconcile(Context{}), core, *row);
       if (out.kind == Outcome::quarantined)
-        std::cerr << "beehive: quarantined " << to_string(kind.gk) << " " << id
-                  << ", which does not decode: " << out.message << "\n";
+        log(LogLevel::warning,
+            "quarantined " + to_string(kind.gk) + " " + std::to_string(id) +
+                ", which does not decode",
+            {{"kind", to_string(kind.gk)}, {"id", std::to_string(id)}, {"reason", out.message}});
     }
   } catch (const std::exception& e) {
     out = {Outcome::error, {}, e.what()};  // the store failed to read it: retry later
@@ -428,7 +431,7 @@ void Runtime::spawn_gc() {
     if (entry->event_retention)
       policy.retention.emplace_back(gk, retention(*entry->event_retention));
   auto g = caf::actor_cast<caf::actor>(
-      sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy)));
+      sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy), logger_));
   caf::anon_send(writer_, subscribe_atom::value, g);
   caf::anon_send(supervisor_, g);
   {

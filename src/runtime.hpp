@@ -44,6 +44,12 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   Clock& clock() { return *clock_; }
   const store_writer_actor& store_writer() const { return writer_public_; }
 
+  /// Reports to the application's logger.
+  void log(LogLevel level, std::string_view message, const LogFields& fields = {}) const {
+    if (logger_) logger_(level, message, fields);
+  }
+  const Logger& logger() const { return logger_; }
+
   /// Throws stopped unless calls are being served: before start, while running, and,
   /// for a reconcile's own calls, while draining.
   void ensure_running(const Context& ctx) const;
@@ -126,6 +132,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   store::Backend* backend_;
   OptionSet settings_;
   std::shared_ptr<Clock> clock_;
+  Logger logger_;
   std::shared_ptr<WriteQueue> queue_ = std::make_shared<WriteQueue>();
   store_writer_impl writer_;
   store_writer_actor writer_public_;

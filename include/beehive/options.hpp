@@ -23,6 +23,7 @@
 
 #include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
+#include <beehive/logger.hpp>
 #include <beehive/time.hpp>
 
 namespace beehive {
@@ -78,6 +79,8 @@ Option with_event_retention(int per_object, std::chrono::milliseconds max_age);
 Option with_concurrency(int workers);
 /// Beehive: where time comes from.
 Option with_clock(std::shared_ptr<Clock> clock);
+/// Beehive: where log entries go (default: warnings and errors to stderr).
+Option with_logger(Logger logger);
 
 /// Which relations a read attaches to the objects it returns.
 class LoadOption {

@@ -160,6 +160,11 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       d = d.count() == 0 ? cfg.base_retry : std::min(d * 2, cfg.max_retry);
       d = std::min(d, cfg.max_retry);
       arm_timer(self, id, now(self) + d);
+      st.rt->log(LogLevel::warning, "reconcile failed; retrying with backoff",
+                 {{"kind", to_string(st.kind->gk)},
+                  {"id", std::to_string(id)},
+                  {"reason", o.message},
+                  {"retry_in_ms", std::to_string(d.count())}});
       break;
     }
     case Outcome::success:

@@ -30,7 +30,9 @@ void pass(Self self, bool full) {
           [self](caf::error& err) {
             // The next trigger or the cadence retries.
             self->state.running = false;
-            std::cerr << "beehive: garbage collection failed: " << error_message(err) << "\n";
+            if (self->state.logger)
+              self->state.logger(LogLevel::error, "garbage collection failed",
+                                 {{"reason", error_message(err)}});
           });
 }
 
@@ -45,13 +47,14 @@ void arm(Self self) {
 
 gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
                  std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence,
-                 collect_request policy) {
+                 collect_request policy, Logger logger) {
   auto& st = self->state;
   st.writer = std::move(writer);
   st.scheduler = std::move(scheduler);
   st.clock = std::move(clock);
   st.cadence = cadence;
   st.policy = std::move(policy);
+  st.logger = std::move(logger);
   return {
       [self](start_atom) {
         pass(self, true);

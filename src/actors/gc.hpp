@@ -37,6 +37,7 @@ struct GcState {
   std::shared_ptr<Clock> clock;
   std::chrono::milliseconds cadence{0};  // <= 0: no periodic pass
   collect_request policy;                 // event retention per kind
+  Logger logger;
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
   bool again_full = false;
@@ -46,6 +47,6 @@ struct GcState {
 
 gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, store_writer_actor writer,
                  scheduler_actor scheduler, std::shared_ptr<Clock> clock,
-                 std::chrono::milliseconds cadence, collect_request policy);
+                 std::chrono::milliseconds cadence, collect_request policy, Logger logger);
 
 }  // namespace beehive::detail

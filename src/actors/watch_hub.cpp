@@ -35,7 +35,7 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
       deliver(sub, {ChangeType::Added, std::move(row), object_change::created});
   } catch (const std::exception& e) {
     // The store failed to read the snapshot: end the watch rather than hide a gap.
-    std::cerr << "beehive: watch snapshot failed: " << e.what() << "\n";
+    st.rt->log(LogLevel::error, "watch snapshot failed", {{"reason", e.what()}});
     if (sub.core) sub.core->finish(errc::store);
     return id;
   }
@@ -72,7 +72,7 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
                                                           sub.floor);
     for (auto& r : runs) deliver(sub, r);
   } catch (const std::exception& e) {
-    std::cerr << "beehive: event watch snapshot failed: " << e.what() << "\n";
+    st.rt->log(LogLevel::error, "event watch snapshot failed", {{"reason", e.what()}});
     if (sub.core) sub.core->finish(errc::store);
     return id;
   }

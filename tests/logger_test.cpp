@@ -1,0 +1,59 @@
+// with_logger: the entries an operator needs, with structured fields.
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+struct Captured {
+  std::mutex mu;
+  std::vector<std::tuple<LogLevel, std::string, LogFields>> entries;
+  bool has(const std::string& needle, const std::string& key, const std::string& value) {
+    std::lock_guard lk(mu);
+    for (auto& [level, message, fields] : entries)
+      if (message.find(needle) != std::string::npos)
+        for (auto& [k, v] : fields)
+          if (k == key && v == value) return true;
+    return false;
+  }
+};
+
+class LoggerTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    open(with_logger([c = captured_](LogLevel l, std::string_view m, const LogFields& f) {
+      std::lock_guard lk(c->mu);
+      c->entries.emplace_back(l, std::string(m), f);
+    }));
+  }
+  std::shared_ptr<Captured> captured_ = std::make_shared<Captured>();
+};
+
+TEST_F(LoggerTest, FailedReconcilesAreLoggedWithTheObjectKindReasonAndRetry) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("dial timeout"); });
+  register_widgets();
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  EXPECT_TRUE(eventually([&] {
+    return captured_->has("reconcile failed", "id", std::to_string(o.id)) &&
+           captured_->has("reconcile failed", "kind", "Widget.acme.com") &&
+           captured_->has("reconcile failed", "reason", "dial timeout") &&
+           captured_->has("reconcile failed", "retry_in_ms", "1000");
+  }));
+}
+
+TEST_F(LoggerTest, SkippedRowsAndStderrDefault) {
+  auto w = widgets();
+  Client<nlohmann::json, nlohmann::json> raw(*bh_, widget_kind);
+  auto bad = raw.create(ctx_, nlohmann::json{{"not", "a widget"}});
+  EXPECT_TRUE(w.list(ctx_).empty());
+  EXPECT_TRUE(captured_->has("does not decode", "id", std::to_string(bad.id)));
+  // The default logger writes warnings and errors to stderr, one line each.
+  testing::internal::CaptureStderr();
+  stderr_logger()(LogLevel::warning, "something", {{"id", "7"}});
+  stderr_logger()(LogLevel::info, "quiet", {});
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "beehive: something id=7\n");
+}
+
+}  // namespace
+}  // namespace beehive::test
