@@ -1,0 +1,155 @@
+#pragma once
+
+// Helpers shared by bench/controller.cpp, bench/watch.cpp and bench/relations.cpp (not a
+// benchmark itself: only bench/*.cpp become binaries). bench/store.cpp predates it and
+// keeps its own copies.
+//
+// Database files: one temp dir per process under $BENCH_DB_DIR (default: the system temp
+// dir, /tmp), removed at exit; one fresh file per benchmark run (or per iteration where
+// an iteration needs a fresh beehive).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include <unistd.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <benchmark/benchmark.h>
+
+#include <beehive/beehive.hpp>
+
+namespace bench {
+
+namespace fs = std::filesystem;
+
+// --- sample types ------------------------------------------------------------------------
+
+struct Spec {
+  std::string name;
+  int n = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Spec, name, n)
+
+struct Status {
+  std::string phase;
+  std::int64_t seen = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Status, phase, seen)
+
+using Objects = beehive::Client<Spec, Status>;
+using Obj = beehive::Object<Spec, Status>;
+using ObjChange = beehive::Change<Spec, Status>;
+
+// --- database files ----------------------------------------------------------------------
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* env = std::getenv("BENCH_DB_DIR");
+    fs::path base = (env && *env) ? fs::path(env) : fs::temp_directory_path();
+    path_ = base / ("beehive-bench-" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  fs::path fresh(const std::string& tag) {
+    return path_ / (tag + "-" + std::to_string(++counter_) + ".db");
+  }
+
+ private:
+  fs::path path_;
+  std::atomic<int> counter_{0};
+};
+
+inline TempDir& temp_dir() {
+  static TempDir d;
+  return d;
+}
+
+// Removes the database file and its WAL/SHM companions when it goes out of scope.
+struct DbFile {
+  explicit DbFile(const std::string& tag) : path(temp_dir().fresh(tag)) {}
+  ~DbFile() {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      fs::remove(fs::path(path.string() + suffix), ec);
+  }
+  DbFile(const DbFile&) = delete;
+  DbFile& operator=(const DbFile&) = delete;
+  fs::path path;
+};
+
+constexpr int kBusyTimeoutMs = 5000;  // beehive's default
+
+// Folds the WAL back into the main file so that a timed part starts from a short WAL,
+// whatever the setup wrote.
+inline void checkpoint(const fs::path& file) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READWRITE, kBusyTimeoutMs);
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+}
+
+// A store and a beehive over a fresh file. Members go in reverse order: the beehive
+// (which stops it) before the store, the file last.
+struct Hive {
+  explicit Hive(const std::string& tag,
+                beehive::sqlite::Synchronous sync = beehive::sqlite::Synchronous::normal)
+      : file(tag) {
+    beehive::sqlite::Options opts;
+    opts.synchronous = sync;
+    store = beehive::sqlite::open(file.path, opts);
+    bh = std::make_unique<beehive::Beehive>(store);
+  }
+  ~Hive() { close(); }
+  Hive(const Hive&) = delete;
+  Hive& operator=(const Hive&) = delete;
+
+  void start() { stop = bh->start(ctx); }
+  void close() {
+    if (stop) {
+      stop(ctx);
+      stop = nullptr;
+    }
+    bh.reset();
+    store.reset();
+  }
+
+  DbFile file;
+  std::shared_ptr<beehive::Store> store;
+  std::unique_ptr<beehive::Beehive> bh;
+  beehive::Stop stop;
+  beehive::Context ctx;
+};
+
+// --- measurement helpers -----------------------------------------------------------------
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The iteration rate, as bench/store.cpp reports it.
+inline void set_rate(benchmark::State& state) {
+  state.counters["items/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+// Resident set size of this process in KiB (/proc/self/statm), 0 when unavailable.
+inline long rss_kib() {
+  std::ifstream f("/proc/self/statm");
+  long size = 0, resident = 0;
+  if (!(f >> size >> resident)) return 0;
+  return resident * (::sysconf(_SC_PAGESIZE) / 1024);
+}
+
+}  // namespace bench
