@@ -344,7 +344,8 @@ std::vector<Ref> Connection::related(ObjectID id, unsigned relation) {
                                                    : Query::owned_by;
   return guarded([&] {
     std::vector<Ref> out;
-    for (auto& [from, ref] : edges(q, "[" + std::to_string(id) + "]")) out.push_back(ref);
+    auto ids = nlohmann::json::array({id}).dump();  // a one-id list, as load() passes
+    for (auto& [from, ref] : edges(q, ids)) out.push_back(ref);
     return out;
   });
 }
