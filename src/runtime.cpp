@@ -44,6 +44,7 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   // hand-off one wake each way.
   writer_ = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
   writer_public_ = caf::actor_cast<store_writer_actor>(writer_);
+  queue_->set_wake([w = writer_] { caf::anon_send(w, drain_queue_atom::value); });
   // Detached: restarting a controller waits for the writer (see spawn_controller).
   supervisor_ = sys_->spawn<caf::detached + caf::hidden>(detail::supervisor, this);
   spawn_hub();
@@ -200,7 +201,7 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->op = std::move(op);
   w->check = std::move(check);
   auto reply = w->reply;
-  if (queue_->push(std::move(w))) caf::anon_send(writer_, drain_queue_atom::value);
+  queue_->push(std::move(w));
   return reply->take(ctx);
 }
 

@@ -4,14 +4,19 @@
 
 namespace beehive::detail {
 
-bool WriteQueue::push(BlockingWritePtr w) {
+void WriteQueue::set_wake(std::function<void()> wake) {
+  std::lock_guard lk(mu_);
+  wake_ = std::move(wake);
+}
+
+void WriteQueue::push(BlockingWritePtr w) {
   std::lock_guard lk(mu_);
   if (closed_) throw Error(errc::stopped, "beehive stopped");
   items_.push_back(std::move(w));
   size_.store(items_.size(), std::memory_order_release);
-  if (awake_) return false;
+  if (awake_) return;
   awake_ = true;
-  return true;
+  if (wake_) wake_();  // a message send: quick, never blocks
 }
 
 std::vector<BlockingWritePtr> WriteQueue::take() {
@@ -39,6 +44,7 @@ std::vector<BlockingWritePtr> WriteQueue::take_or_idle() {
 std::vector<BlockingWritePtr> WriteQueue::close() {
   std::lock_guard lk(mu_);
   closed_ = true;
+  wake_ = nullptr;
   std::vector<BlockingWritePtr> out(std::make_move_iterator(items_.begin()),
                                     std::make_move_iterator(items_.end()));
   items_.clear();

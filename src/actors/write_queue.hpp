@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -20,9 +21,12 @@ using BlockingWritePtr = std::shared_ptr<BlockingWrite>;
 
 class WriteQueue {
  public:
-  /// Queues `w`; returns true when the writer must be woken (it was idle). Throws
-  /// Error(errc::stopped) once closed.
-  bool push(BlockingWritePtr w);
+  /// How the writer is woken; set once the writer exists, cleared by close().
+  void set_wake(std::function<void()> wake);
+
+  /// Queues `w`, waking the writer if it was idle. Throws Error(errc::stopped) once
+  /// closed.
+  void push(BlockingWritePtr w);
 
   /// Takes everything queued; when nothing is, marks the writer idle and returns empty.
   std::vector<BlockingWritePtr> take_or_idle();
@@ -38,6 +42,7 @@ class WriteQueue {
   std::mutex mu_;
   std::deque<BlockingWritePtr> items_;
   std::atomic<std::size_t> size_{0};
+  std::function<void()> wake_;
   bool awake_ = false;  // the writer has been woken and has not gone idle yet
   bool closed_ = false;
 };
