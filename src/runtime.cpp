@@ -36,23 +36,41 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
     own_sys_ = std::make_unique<caf::actor_system>(*own_cfg_);
     sys_ = own_sys_.get();
   }
+  // Detached: restarting a controller waits for the writer (see spawn_controller).
+  supervisor_ = sys_->spawn<caf::detached + caf::hidden>(detail::supervisor, this);
+  spawn_writer();
+  spawn_hub();
+}
+
+void Runtime::spawn_writer() {
   auto cfg = std::make_shared<StoreWriterConfig>();
   cfg->writer = backend_->open_writer();
   cfg->clock = clock_;
   cfg->queue = queue_;
   // Detached: the writer blocks on disk, and a dedicated thread makes the blocking
   // hand-off one wake each way.
-  writer_ = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
-  writer_public_ = caf::actor_cast<store_writer_actor>(writer_);
-  queue_->set_wake([w = writer_] { caf::anon_send(w, drain_queue_atom::value); });
-  // Detached: restarting a controller waits for the writer (see spawn_controller).
-  supervisor_ = sys_->spawn<caf::detached + caf::hidden>(detail::supervisor, this);
-  spawn_hub();
+  auto w = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
+  {
+    std::lock_guard k(kinds_mu_);
+    writer_ = w;
+    writer_public_ = caf::actor_cast<store_writer_actor>(w);
+  }
+  caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(w));
+  queue_->set_wake([w] { caf::anon_send(w, drain_queue_atom::value); });
+}
+
+void Runtime::sync_with_writer() {
+  // The writer's mailbox is in order: once it answers this, it has handled every message
+  // sent to it before (subscriptions above all), before it serves queued writes again.
+  caf::scoped_actor self{*sys_, true};
+  self->request(writer_public_, caf::infinite, inspect_atom::value)
+      .receive([](const store_writer_state&) {}, [](caf::error&) {});
 }
 
 void Runtime::spawn_hub() {
   auto h = sys_->spawn(detail::watch_hub, this);
   caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(h));
+  sync_with_writer();  // no commit may escape the hub once it serves watches
   caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(h));
   std::lock_guard k(kinds_mu_);
   hub_ = std::move(h);
@@ -71,6 +89,22 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
     log(LogLevel::error, what + " failed; restarted from the store",
         {{"reason", caf::to_string(reason)}});
   };
+  if (writer_ && writer_.address() == dead) {
+    // Its transaction, if any, died with its connection (SQLite rolls it back); what
+    // callers queued is served by the new writer, which the other actors subscribe to.
+    say("the store writer");
+    spawn_writer();
+    caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(hub()));
+    for (auto& [gk, entry] : kinds_)
+      if (entry->controller) caf::anon_send(writer_, subscribe_atom::value, entry->controller);
+    sync_with_writer();
+    caf::anon_send(writer_, drain_queue_atom::value);  // what callers queued meanwhile
+    if (gc_) {  // it holds the writer's handle: a new one for the new writer
+      caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);
+      spawn_gc();
+    }
+    return;
+  }
   if (hub_ && hub_.address() == dead) {
     say("the watch hub");
     spawn_hub();
@@ -410,14 +444,9 @@ void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
     std::lock_guard k(kinds_mu_);
     entry->controller = c;
   }
-  // The writer's mailbox is in order: once it answers this, it has the subscription,
-  // so every commit after it reaches the controller, and its start lists everything
-  // before.
-  {
-    caf::scoped_actor self{*sys_, true};
-    self->request(writer_public_, caf::infinite, inspect_atom::value)
-        .receive([](const store_writer_state&) {}, [](caf::error&) {});
-  }
+  // Once the writer has the subscription, every commit after it reaches the controller,
+  // and its start lists everything before.
+  sync_with_writer();
   caf::anon_send(c, start_atom::value);
 }
 
@@ -434,6 +463,7 @@ void Runtime::spawn_gc() {
   auto g = caf::actor_cast<caf::actor>(
       sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy), logger_));
   caf::anon_send(writer_, subscribe_atom::value, g);
+  sync_with_writer();
   caf::anon_send(supervisor_, g);
   {
     std::lock_guard k(kinds_mu_);
@@ -513,9 +543,9 @@ void Runtime::stop_writer() {
     caf::scoped_actor self{*sys_, true};
     self->wait_for(writer_, hub());
   }
+  std::lock_guard k(kinds_mu_);
   writer_ = nullptr;
   writer_public_ = nullptr;
-  std::lock_guard k(kinds_mu_);
   hub_ = nullptr;
 }
 

@@ -42,7 +42,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
 
   store::Backend& backend() { return *backend_; }
   Clock& clock() { return *clock_; }
-  const store_writer_actor& store_writer() const { return writer_public_; }
+  store_writer_actor store_writer() const {
+    std::lock_guard k(kinds_mu_);
+    return writer_public_;
+  }
 
   /// Reports to the application's logger.
   void log(LogLevel level, std::string_view message, const LogFields& fields = {}) const {
@@ -120,6 +123,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void spawn_controller(const std::shared_ptr<KindEntry>& entry);
   void spawn_gc();
   void spawn_hub();
+  void spawn_writer();
+  /// Returns once the writer has handled every message sent to it before.
+  void sync_with_writer();
   /// The hub handle, safe from any thread.
   watch_hub_impl hub() const;
   void kill_controllers();

@@ -246,6 +246,36 @@ TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
   EXPECT_NE(err.find("the controller of Widget.acme.com failed"), std::string::npos) << err;
 }
 
+TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](const Context& ctx, auto& client, const auto& o) {
+        client.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+        return Result{};
+      });
+  Widgets w(*bh_, widget_kind);
+  auto a = w.create(ctx_, {"a", 1}, with_slug("a"));
+  testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
+  auto s = w.watch_list(ctx_);
+  auto old = bh_->store_writer();
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return bh_->store_writer() != old; }));
+  auto b = w.create(ctx_, {"b", 1}, with_slug("b"));  // served by the new writer
+  EXPECT_EQ(w.get_by_slug(ctx_, "a").spec.size, 1);   // committed before: still there
+  EXPECT_TRUE(eventually([&] { return w.get(ctx_, b.id).observed_generation == 1; }));
+  bool saw_b = false;
+  while (auto c = s.next_for(2s))  // the hub follows the new writer too
+    if (c->object.id == b.id) {
+      saw_b = true;
+      break;
+    }
+  EXPECT_TRUE(saw_b);
+  stop(ctx_);
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("the store writer failed"), std::string::npos) << err;
+}
+
 TEST_F(ActorTest, MessagesSerializeAndPrint) {
   ObjectRow row;
   row.meta.id = 7;
