@@ -19,11 +19,14 @@ namespace beehive::store {
 
 namespace {
 
-class SqliteReader : public Reader {
+/// The Reader interface over a Connection, shared by the read-only connections and the
+/// write connection (whose reads see its own open transaction).
+template <class Interface>
+class ConnectionReader : public Interface {
  public:
-  SqliteReader(const std::filesystem::path& file, const sqlite::Options& opts,
-               std::int64_t session)
-      : conn_(file, true, opts, session) {}
+  ConnectionReader(const std::filesystem::path& file, bool read_only,
+                   const sqlite::Options& opts, std::int64_t session)
+      : conn_(file, read_only, opts, session) {}
 
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
     return conn_.get(id, loads);
@@ -59,49 +62,22 @@ class SqliteReader : public Reader {
     return conn_.list_ids(gk, unsettled_only);
   }
 
- private:
+ protected:
   Connection conn_;
 };
 
-class SqliteWriter : public Writer {
+class SqliteReader : public ConnectionReader<Reader> {
+ public:
+  SqliteReader(const std::filesystem::path& file, const sqlite::Options& opts,
+               std::int64_t session)
+      : ConnectionReader(file, true, opts, session) {}
+};
+
+class SqliteWriter : public ConnectionReader<Writer> {
  public:
   SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
                std::int64_t session)
-      : conn_(file, false, opts, session) {}
-
-  std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
-    return conn_.get(id, loads);
-  }
-  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
-                                       unsigned loads) override {
-    return conn_.get_by_slug(gk, slug, loads);
-  }
-  std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
-    return conn_.list(gk, loads);
-  }
-  std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
-                                  std::int64_t& rv) override {
-    return conn_.snapshot(gk, id, rv);
-  }
-  std::vector<Ref> related(ObjectID id, unsigned relation) override {
-    return conn_.related(id, relation);
-  }
-  std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) override {
-    return conn_.list_events(id, q);
-  }
-  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
-                                        std::int64_t& rv) override {
-    return conn_.event_snapshot(id, q, rv);
-  }
-  bool has_incoming_refs(ObjectID id) override { return conn_.has_incoming_refs(id); }
-  std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
-                                            unsigned loads) override {
-    return conn_.list_owned_objects(gk, owner, loads);
-  }
-  std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
-                                                          bool unsettled_only) override {
-    return conn_.list_ids(gk, unsettled_only);
-  }
+      : ConnectionReader(file, false, opts, session) {}
 
   void begin() override {
     guarded([&] { conn_.db().exec("BEGIN IMMEDIATE"); });
@@ -344,8 +320,6 @@ class SqliteWriter : public Writer {
       return out;
     });
   }
-
-  Connection conn_;
 };
 
 class SqliteStore : public Backend {
