@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Runs bench_store and prints beehive time / raw SQLite time per pair and mode.
+"""Runs a bench_* binary and prints its ratio table (medians of repetitions).
 
-    python3 bench/ratios.py                      # 3 repetitions, medians
-    python3 bench/ratios.py --repetitions 5      # more repetitions
+    python3 bench/ratios.py                      # bench_store: beehive / raw SQLite
+    python3 bench/ratios.py --suite watch        # bench_watch: ratios to 0 watchers
+    python3 bench/ratios.py --suite all          # store, controller, watch, relations
+    python3 bench/ratios.py --repetitions 5      # more repetitions (default 3, watch 7)
     python3 bench/ratios.py --json out.json      # only read an earlier JSON result
     python3 bench/ratios.py -- --benchmark_filter=Get   # extra args for the binary
 
-The binary's own console output is shown while it runs; the JSON result is kept in
-build/default/bench_store.json (or --out). Standard library only.
+Suites: store (bench/store.cpp), controller (bench/controller.cpp), watch
+(bench/watch.cpp), relations (bench/relations.cpp). Every ratio divides two medians
+measured in the same run. The binary's own console output is shown while it runs; the
+JSON result is kept in build/default/bench_<suite>.json (or --out). Standard library
+only.
 """
 
 import argparse
@@ -90,24 +95,172 @@ def table(times, cvs):
     return "\n".join(lines)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "build/default/bench_store"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "build/default/bench_store.json"))
-    ap.add_argument("--repetitions", type=int, default=3)
-    ap.add_argument("--json", help="read this JSON result instead of running the binary")
-    ap.add_argument("extra", nargs="*", help="arguments passed to the binary (after --)")
-    args = ap.parse_args()
+# --- the suites added after bench_store: generic parsing -----------------------------------
 
-    path = args.json
-    if not path:
-        if not os.access(args.binary, os.X_OK):
-            sys.exit(f"{args.binary} not found: build first "
-                     "(cmake --preset default && cmake --build --preset default)")
-        run(args.binary, args.out, args.repetitions, args.extra)
-        path = args.out
+# Name parts Google Benchmark appends that are not part of a case's identity.
+def _case(run_name):
+    parts = [p for p in run_name.split("/")
+             if p not in ("real_time", "manual_time")
+             and not p.startswith(("iterations:", "min_time:", "repeats:", "threads:"))]
+    return "/".join(parts)
 
+
+def results(path):
+    """({case: {"time": median real time in µs, "cv": cv of real time or None,
+    counter: median value, ...}}, context). A case is the run name without the
+    iterations:/real_time/manual_time parts, e.g. "BM_Converge/objects:1000/workers:4"."""
+    with open(path) as f:
+        data = json.load(f)
+    out = {}
+    runs = {}
+    skip = {"name", "run_name", "run_type", "aggregate_name", "aggregate_unit", "family_index",
+            "per_family_instance_index", "repetitions", "repetition_index", "threads",
+            "iterations", "real_time", "cpu_time", "time_unit", "error_occurred",
+            "error_message", "label"}
+    for b in data["benchmarks"]:
+        case = _case(b.get("run_name", b["name"]))
+        unit = TO_US[b.get("time_unit", "ns")]
+        if b.get("error_occurred"):
+            out.setdefault(case, {})["error"] = b.get("error_message", "error")
+            continue
+        if b.get("run_type") == "aggregate":
+            entry = out.setdefault(case, {})
+            if b.get("aggregate_name") == "median":
+                entry["time"] = b["real_time"] * unit
+                entry.update({k: v for k, v in b.items() if k not in skip})
+            elif b.get("aggregate_name") == "cv":
+                entry["cv"] = b["real_time"]
+            continue
+        runs.setdefault(case, []).append(b)
+    for case, bs in runs.items():  # no aggregates (a single repetition)
+        entry = out.setdefault(case, {})
+        if "time" in entry:
+            continue
+        entry["time"] = statistics.median(b["real_time"] * TO_US[b.get("time_unit", "ns")]
+                                          for b in bs)
+        for k in bs[0]:
+            if k not in skip and isinstance(bs[0][k], (int, float)):
+                entry[k] = statistics.median(b[k] for b in bs)
+        if len(bs) > 1:
+            ts = [b["real_time"] for b in bs]
+            entry["cv"] = statistics.stdev(ts) / statistics.mean(ts)
+    return out, data.get("context", {})
+
+
+def _cv(entry):
+    return f"{entry['cv']:.0%}" if entry.get("cv") is not None else "-"
+
+
+def _num(x, fmt):
+    return format(x, fmt) if x is not None else "-"
+
+
+def controller_table(res):
+    lines = [
+        "| objects | workers | start → all settled (ms) | objects settled/s | µs/object "
+        "| start() (ms) | cv |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for objects in (1000, 10000):
+        for workers in (1, 4):
+            e = res.get(f"BM_Converge/objects:{objects}/workers:{workers}")
+            if not e or "time" not in e:
+                continue
+            lines.append(f"| {objects} | {workers} | {e['time'] / 1e3:.1f} | "
+                         f"{_num(e.get('objects/s'), ',.0f')} | {_num(e.get('us/object'), '.1f')} "
+                         f"| {_num(e.get('start_ms'), '.2f')} | {_cv(e)} |")
+    raw, bh = res.get("BM_RawUpdateStatus"), res.get("BM_BeehiveUpdateStatus")
+    if raw and bh and "time" in raw and "time" in bh:
+        ratio = bh["time"] / raw["time"]
+        lines += [
+            "",
+            "| op | synchronous | raw SQLite (µs) | beehive (µs) | beehive / raw | write target "
+            "| met | cv raw / beehive |",
+            "|---|---|---:|---:|---:|---:|---|---:|",
+            f"| update_status | NORMAL | {raw['time']:.2f} | {bh['time']:.2f} | {ratio:.2f}x "
+            f"| ≤ 3x | {'yes' if ratio <= 3 else '**no**'} | {_cv(raw)} / {_cv(bh)} |",
+        ]
+    return "\n".join(lines)
+
+
+WATCH_CASES = [
+    ("none", "no watch (baseline)"),
+    ("one", "1 watcher on the written kind, consumed"),
+    ("many", "64 watchers on the written kind, consumed"),
+    ("other_kinds", "16 watchers, one on each of 16 other kinds"),
+    ("slow", "1 watcher on the written kind, never read"),
+]
+
+
+def watch_table(res):
+    base = res.get("BM_WatchedUpdate/none", {}).get("time")
+    lines = [
+        "| case | update (µs) | ratio to no watch | delivered / write / watcher "
+        "| pending after | RSS growth (KiB) | cv |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in WATCH_CASES:
+        e = res.get(f"BM_WatchedUpdate/{key}")
+        if not e or "time" not in e:
+            continue
+        ratio = f"{e['time'] / base:.2f}x" if base else "-"
+        lines.append(f"| {label} | {e['time']:.1f} | {ratio} | "
+                     f"{_num(e.get('delivered/write'), '.2f')} | "
+                     f"{_num(e.get('pending_after'), '.0f')} | "
+                     f"{_num(e.get('rss_growth_KiB'), '.0f')} | {_cv(e)} |")
+    return "\n".join(lines)
+
+
+LIST_LOADS = ["plain", "owner", "dependencies", "dependents", "owned", "events", "all"]
+
+
+def relations_table(res):
+    lines = [
+        "| children | beehive | remove(owner) → Deleted (ms) | µs per child | cv |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for n, warmed in ((1, 0), (1, 1), (16, 1), (256, 1), (4096, 1)):
+        e = res.get(f"BM_CascadeDelete/children:{n}/warmed:{warmed}")
+        if not e or "time" not in e:
+            continue
+        lines.append(f"| {n} | {'warmed' if warmed else 'fresh'} | {e['time'] / 1e3:.2f} "
+                     f"| {_num(e.get('us/child'), '.1f')} | {_cv(e)} |")
+    base = res.get("BM_List/plain", {}).get("time")
+    lines += [
+        "",
+        "| list of 10 000 with | time (ms) | ratio to plain list | objects/s | cv |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for load in LIST_LOADS:
+        e = res.get(f"BM_List/{load}")
+        if not e or "time" not in e:
+            continue
+        name = {"plain": "nothing (plain)", "all": "all five"}.get(load, f"load_{load}()")
+        ratio = f"{e['time'] / base:.2f}x" if base else "-"
+        lines.append(f"| {name} | {e['time'] / 1e3:.1f} | {ratio} | "
+                     f"{_num(e.get('objects/s'), ',.0f')} | {_cv(e)} |")
+    return "\n".join(lines)
+
+
+SUITE_TABLES = {
+    "controller": controller_table,
+    "watch": watch_table,
+    "relations": relations_table,
+}
+SUITES = ["store", "controller", "watch", "relations"]
+# Per-suite defaults: repetitions, and arguments put before the ones given after --.
+# Random interleaving runs the repetitions of all cases in a shuffled order, so that a
+# slow drift of the machine (or a short disturbance) spreads over every case instead of
+# landing on one side of a ratio.
+SUITE_DEFAULTS = {
+    "store": (3, []),
+    "controller": (3, ["--benchmark_enable_random_interleaving=true"]),
+    "watch": (7, ["--benchmark_enable_random_interleaving=true"]),
+    "relations": (3, ["--benchmark_enable_random_interleaving=true"]),
+}
+
+
+def report_store(path):
     times, cvs, ctx = medians(path)
     print()
     if not times:
@@ -118,6 +271,52 @@ def main():
     print("(cv: coefficient of variation of real time across repetitions; a few % is a "
           "quiet machine)")
 
+
+def report_suite(suite, path):
+    res, ctx = results(path)
+    print()
+    if not res:
+        sys.exit(f"no benchmark results in {path}")
+    print(f"bench_{suite}, medians ({ctx.get('date', '')}, {ctx.get('num_cpus', '?')} CPUs, "
+          f"load average {ctx.get('load_avg', '?')})")
+    print(SUITE_TABLES[suite](res))
+    errors = {k: v["error"] for k, v in res.items() if "error" in v}
+    for k, msg in errors.items():
+        print(f"ERROR {k}: {msg}")
+    print("(cv: coefficient of variation of real time across repetitions; a few % is a "
+          "quiet machine)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", default="store", choices=SUITES + ["all"],
+                    help="which bench_<suite> binary (default: store)")
+    ap.add_argument("--binary", help="default: build/default/bench_<suite>")
+    ap.add_argument("--out", help="default: build/default/bench_<suite>.json")
+    ap.add_argument("--repetitions", type=int,
+                    help="default: 3 (watch: 7); all but store interleave repetitions")
+    ap.add_argument("--json", help="read this JSON result instead of running the binary")
+    ap.add_argument("extra", nargs="*", help="arguments passed to the binary (after --)")
+    args = ap.parse_args()
+
+    suites = SUITES if args.suite == "all" else [args.suite]
+    if len(suites) > 1 and (args.binary or args.out or args.json):
+        sys.exit("--binary, --out and --json take one suite")
+    for suite in suites:
+        path = args.json
+        if not path:
+            binary = args.binary or os.path.join(ROOT, f"build/default/bench_{suite}")
+            path = args.out or os.path.join(ROOT, f"build/default/bench_{suite}.json")
+            if not os.access(binary, os.X_OK):
+                sys.exit(f"{binary} not found: build first "
+                         "(cmake --preset default && cmake --build --preset default)")
+            reps, suite_args = SUITE_DEFAULTS[suite]
+            run(binary, path, args.repetitions or reps, suite_args + args.extra)
+        if suite == "store":
+            report_store(path)
+        else:
+            report_suite(suite, path)
 
 if __name__ == "__main__":
     main()
