@@ -333,18 +333,45 @@ std::int64_t scalar(const fs::path& file, const std::string& sql) {
 
 // --- beehive -----------------------------------------------------------------------------
 
+// Where a beehive's actors run. `own`: the actor system a Beehive builds for itself (CAF's
+// defaults: the work-stealing scheduler, whose idle workers poll). `sharing`: an
+// application actor system with CAF's `sharing` scheduler policy (idle workers block on a
+// condition variable), handed to Beehive(sys, store). The `sharing` variants are a
+// diagnostic: they show how much of a figure is CAF's scheduler polling, without any
+// change to the library.
+enum class Caf { own, sharing };
+
+struct SharingSystem {
+  SharingSystem() {
+    beehive::add_message_types(cfg);
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+    sys.emplace(cfg);
+  }
+  caf::actor_system_config cfg;
+  std::optional<caf::actor_system> sys;
+};
+
 // A store and a beehive over an existing path (the caller owns the file, so that a second
-// Beehive can reopen it). Members go in reverse order: the beehive before the store.
+// Beehive can reopen it). Members go in reverse order: the beehive before the store, the
+// actor system (for Caf::sharing) last.
 struct Plane {
   explicit Plane(const fs::path& file, Synchronous sync = Synchronous::normal,
-                 std::chrono::milliseconds resync = 0ms) {
+                 std::chrono::milliseconds resync = 0ms, Caf caf = Caf::own) {
     beehive::sqlite::Options opts;
     opts.synchronous = sync;
     store = beehive::sqlite::open(file, opts);
-    if (resync.count() > 0)
+    if (caf == Caf::sharing) {
+      system = std::make_unique<SharingSystem>();
+      auto& sys = *system->sys;
+      if (resync.count() > 0)
+        bh = std::make_unique<beehive::Beehive>(sys, store, beehive::with_resync_interval(resync));
+      else
+        bh = std::make_unique<beehive::Beehive>(sys, store);
+    } else if (resync.count() > 0) {
       bh = std::make_unique<beehive::Beehive>(store, beehive::with_resync_interval(resync));
-    else
+    } else {
       bh = std::make_unique<beehive::Beehive>(store);
+    }
   }
   ~Plane() { close(); }
   Plane(const Plane&) = delete;
@@ -358,8 +385,10 @@ struct Plane {
     }
     bh.reset();
     store.reset();
+    system.reset();
   }
 
+  std::unique_ptr<SharingSystem> system;
   std::shared_ptr<beehive::Store> store;
   std::unique_ptr<beehive::Beehive> bh;
   beehive::Stop stop;
@@ -442,9 +471,10 @@ void BM_RawFullCommit(benchmark::State& state) {
 
 void BM_GroupCommit(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
+  const Caf caf = state.range(1) ? Caf::sharing : Caf::own;
   constexpr int kPerThread = 64;
   DbFile file("group-commit");
-  Plane plane(file.path, Synchronous::full);
+  Plane plane(file.path, Synchronous::full, 0ms, caf);
   Objects items(*plane.bh, item_kind);
   items.create(plane.ctx, Spec{"warm", 0});  // opens the writer's statements
   checkpoint(file.path);
@@ -504,10 +534,11 @@ BENCHMARK(BM_RawFullCommit)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GroupCommit)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(4)
-    ->Arg(8)
+    ->ArgNames({"threads", "caf_sharing"})
+    ->Args({1, 0})
+    ->Args({4, 0})
+    ->Args({8, 0})
+    ->Args({8, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -541,8 +572,9 @@ void BM_RawPointSelect(benchmark::State& state) {
 
 // A beehive over a fresh file holding kRows objects (ids 1..kRows), not started.
 struct SmallHive {
-  SmallHive(const std::string& tag, bool with_controller = false) : file(tag) {
-    plane.emplace(file.path);
+  SmallHive(const std::string& tag, bool with_controller = false, Caf caf = Caf::own)
+      : file(tag) {
+    plane.emplace(file.path, Synchronous::normal, 0ms, caf);
     if (with_controller)
       cc.emplace(beehive::register_controller<Spec, Status>(
           *plane->bh, item_kind,
@@ -628,8 +660,8 @@ void BM_RawUpdate(benchmark::State& state) {
   set_baseline("update_us", finish_loop(state, sw));
 }
 
-void BM_BeehiveUpdate(benchmark::State& state) {
-  SmallHive h("update");
+void BM_BeehiveUpdate(benchmark::State& state, Caf caf) {
+  SmallHive h("update", false, caf);
   checkpoint(h.file.path);
   int i = 0;
   std::int64_t expected_generation = 1;
@@ -643,6 +675,10 @@ void BM_BeehiveUpdate(benchmark::State& state) {
   if (h.items->get(h.plane->ctx, kTarget).generation != expected_generation)
     state.SkipWithError("an update did not bump the generation");
   ratio_counter(state, "x_raw", "update_us", us);
+  if (caf == Caf::own)
+    set_baseline("beehive_update_us", us);
+  else
+    ratio_counter(state, "x_own", "beehive_update_us", us);
 }
 
 void BM_NoopUpdate(benchmark::State& state) {
@@ -682,7 +718,12 @@ PERF_BENCH(BM_RawPointSelect);
 PERF_BENCH(BM_BeehiveGet);
 PERF_BENCH(BM_BeehiveGetWhileWriting);
 PERF_BENCH(BM_RawUpdate);
-PERF_BENCH(BM_BeehiveUpdate);
+BENCHMARK_CAPTURE(BM_BeehiveUpdate, caf_own, Caf::own)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BeehiveUpdate, caf_sharing, Caf::sharing)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 PERF_BENCH(BM_NoopUpdate);
 PERF_BENCH(BM_NoopUpdateStatus);
 
@@ -707,10 +748,11 @@ std::uintmax_t file_size_or_zero(const fs::path& p) {
 
 void BM_Idle(benchmark::State& state) {
   const int objects = static_cast<int>(state.range(0));
+  const Caf caf = state.range(1) ? Caf::sharing : Caf::own;
   const double idle = idle_seconds();
   for (auto _ : state) {
     DbFile file("idle");
-    Plane plane(file.path, Synchronous::normal, kIdleResync);
+    Plane plane(file.path, Synchronous::normal, kIdleResync, caf);
     auto reconciles = std::make_shared<Counter>();
     std::vector<ControllerClient<Status>> ccs;
     std::vector<Objects> clients;
@@ -785,9 +827,10 @@ void BM_Idle(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Idle)
-    ->ArgName("objects")
-    ->Arg(100)
-    ->Arg(10000)
+    ->ArgNames({"objects", "caf_sharing"})
+    ->Args({100, 0})
+    ->Args({10000, 0})
+    ->Args({10000, 1})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kSecond);
@@ -859,13 +902,14 @@ void BM_ScaleList(benchmark::State& state) {
 void BM_ScaleConverge(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const int workers = static_cast<int>(state.range(1));
+  const Caf caf = state.range(2) ? Caf::sharing : Caf::own;
   double converge = 0, restart = 0, start_call = 0, create = 0, rss = 0, rss_delta = 0;
   for (auto _ : state) {
     const double rss0 = trimmed_rss_mib();
     DbFile file("converge");
     {
       // Converge: N unsettled objects, one status write each.
-      Plane plane(file.path);
+      Plane plane(file.path, Synchronous::normal, 0ms, caf);
       auto reconciles = std::make_shared<Counter>();
       auto cc = beehive::register_controller<Spec, Status>(
           *plane.bh, item_kind, status_writer(reconciles), beehive::with_concurrency(workers));
@@ -895,7 +939,7 @@ void BM_ScaleConverge(benchmark::State& state) {
     {
       // Restart over the settled file: every object is reconciled once more; its status
       // write is a converged no-op.
-      Plane plane(file.path);
+      Plane plane(file.path, Synchronous::normal, 0ms, caf);
       auto reconciles = std::make_shared<Counter>();
       beehive::register_controller<Spec, Status>(*plane.bh, item_kind, status_writer(reconciles),
                                                  beehive::with_concurrency(workers));
@@ -935,18 +979,19 @@ BENCHMARK(BM_RawScaleList)->ArgName("objects")->Arg(1000)->Arg(10000)->Arg(10000
 BENCHMARK(BM_ScaleList)->ArgName("objects")->Arg(1000)->Arg(10000)->Arg(100000)
     ->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScaleConverge)
-    ->ArgNames({"objects", "workers"})
-    ->Args({1000, 1})
-    ->Args({1000, 4})
+    ->ArgNames({"objects", "workers", "caf_sharing"})
+    ->Args({1000, 1, 0})
+    ->Args({1000, 4, 0})
     ->Iterations(3)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScaleConverge)
-    ->ArgNames({"objects", "workers"})
-    ->Args({10000, 1})
-    ->Args({10000, 4})
-    ->Args({100000, 1})
-    ->Args({100000, 4})
+    ->ArgNames({"objects", "workers", "caf_sharing"})
+    ->Args({10000, 1, 0})
+    ->Args({10000, 4, 0})
+    ->Args({10000, 1, 1})
+    ->Args({100000, 1, 0})
+    ->Args({100000, 4, 0})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
