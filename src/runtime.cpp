@@ -42,8 +42,9 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   spawn_hub();
 }
 
-void Runtime::spawn_writer() {
+void Runtime::spawn_writer(std::vector<caf::actor> subscribers) {
   auto cfg = std::make_shared<StoreWriterConfig>();
+  cfg->subscribers = std::move(subscribers);
   cfg->writer = backend_->open_writer();
   cfg->clock = clock_;
   cfg->queue = queue_;
@@ -93,11 +94,12 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
     // Its transaction, if any, died with its connection (SQLite rolls it back); what
     // callers queued is served by the new writer, which the other actors subscribe to.
     say("the store writer");
-    spawn_writer();
-    caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(hub()));
+    // The subscribers come with the writer, not in later messages: a caller's write can
+    // reach the new writer before anything this thread sends it.
+    std::vector<caf::actor> subscribers{caf::actor_cast<caf::actor>(hub())};
     for (auto& [gk, entry] : kinds_)
-      if (entry->controller) caf::anon_send(writer_, subscribe_atom::value, entry->controller);
-    sync_with_writer();
+      if (entry->controller) subscribers.push_back(entry->controller);
+    spawn_writer(std::move(subscribers));
     caf::anon_send(writer_, drain_queue_atom::value);  // what callers queued meanwhile
     if (gc_) {  // it holds the writer's handle: a new one for the new writer
       caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);

@@ -436,6 +436,7 @@ get_or_create_reply pick_goc(WriteReply&& r) { return {std::move(r.row), r.flag}
 }  // namespace
 
 store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWriterConfig> cfg) {
+  self->state.subscribers = std::move(cfg->subscribers);
   self->state.cfg = std::move(cfg);
   auto& st = self->state;
   return {

@@ -92,6 +92,9 @@ struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   std::shared_ptr<Clock> clock;
   std::shared_ptr<WriteQueue> queue;
+  /// Subscribed before the writer serves anything: a restarted writer must not commit
+  /// a write its predecessor's subscribers would miss.
+  std::vector<caf::actor> subscribers;
   /// How long the writer keeps polling its queue after a drain before it sleeps.
   std::chrono::microseconds linger{100};
 };
