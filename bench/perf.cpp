@@ -11,12 +11,15 @@
 //                                 shaped like beehive's `objects`, COMMIT. Baseline.
 //   BM_RawFullCommit/batch:8      the same with 8 INSERTs per commit: the ceiling a group
 //                                 commit of 8 callers could approach (x_raw).
-//   BM_GroupCommit/threads:N      N threads (1, 4, 8) each doing blocking Client::create
+//   BM_GroupCommit/threads:N/caf_sharing:S
+//                                 N threads (1, 4, 8) each doing blocking Client::create
 //                                 on one Beehive opened with Synchronous::full; one
 //                                 iteration = N x 64 creates, timed from the release of
 //                                 the threads to the last join (manual time). Counters:
-//                                 rows/s, rows/commit (writer transactions, inspect_atom)
-//                                 and x_raw = rows/s / BM_RawFullCommit rows/s (>= 5).
+//                                 rows/s, rows/commit (writer transactions, inspect_atom),
+//                                 cpu_us/row (process CPU) and x_raw = rows/s /
+//                                 BM_RawFullCommit/batch:1 rows/s (target >= 5 at N = 8).
+//                                 S = 1: the diagnostic CAF variant (see `Caf` below).
 //
 // 2. Reads and blocking-write latency (synchronous = NORMAL)
 //   BM_RawPointSelect             prepared SELECT of the 16 object columns by id on a
@@ -26,8 +29,9 @@
 //                                 another object (100 us pause between them).
 //   BM_RawUpdate                  BEGIN IMMEDIATE, UPDATE objects SET spec = ... (beehive's
 //                                 statement), COMMIT; new spec every call. Baseline.
-//   BM_BeehiveUpdate              blocking Client::update, new spec every call.
+//   BM_BeehiveUpdate/caf_own      blocking Client::update, new spec every call.
 //                                                                  x_raw target <= 2
+//   BM_BeehiveUpdate/caf_sharing  the same, diagnostic CAF variant; x_own compares them.
 //   Both write cases report cpu_us/op: process CPU (CLOCK_PROCESS_CPUTIME_ID, all threads)
 //   per call, beside the wall time per call.
 //
@@ -38,7 +42,8 @@
 //   Both check that the writer committed no transaction during the loop.
 //
 // 4. Idle cost
-//   BM_Idle/objects:N             a started beehive, 5 kinds with controllers that write
+//   BM_Idle/objects:N/caf_sharing:S
+//                                 a started beehive, 5 kinds with controllers that write
 //                                 status once, N settled objects in all, resync interval
 //                                 2 s (which is also the GC cadence). After convergence and
 //                                 1 s of settling, it measures $BENCH_IDLE_SECONDS (default
@@ -48,6 +53,7 @@
 //                                 when a commit wrote pages), WAL size, context switches,
 //                                 reconciles. N = 100 and 10 000: the same cost at both
 //                                 shows that resync reads do not scan settled objects.
+//                                 It fails if data_version or the WAL size changed.
 //                                 Expected statements: one unsettled-index read per kind per
 //                                 resync, plus the GC pass (2 reads) per cadence.
 //
@@ -56,7 +62,7 @@
 //   BM_RawScaleList/objects:N     raw SELECT of all columns of the kind, ORDER BY id, into
 //                                 structs, on a read-only connection. Baseline.
 //   BM_ScaleList/objects:N        Client::list, decoded. objects/s, x_raw.
-//   BM_ScaleConverge/objects:N/workers:W
+//   BM_ScaleConverge/objects:N/workers:W/caf_sharing:S
 //                                 one iteration: fresh file with N unsettled objects;
 //                                 start; time until the controller (W workers) has written
 //                                 every status once = the convergence time (objects/s,
@@ -69,7 +75,15 @@
 //                                 rss_MiB and its growth over the process before the
 //                                 iteration (rss_delta_MiB). Run one case alone for a clean
 //                                 absolute RSS:
-//     bench_perf --benchmark_filter='ScaleConverge/objects:100000/workers:1$'
+//     bench_perf --benchmark_filter='ScaleConverge/objects:100000/workers:1/caf_sharing:0'
+//
+// The whole binary takes about 2 minutes on a quiet 2-vCPU VM, more when other work
+// competes (idle cases 3 x ~13 s, the 100 000-object convergence cases 20-35 s each).
+// Sections alone:
+//   bench_perf --benchmark_filter='FullCommit|GroupCommit' --benchmark_repetitions=5
+//   bench_perf --benchmark_filter='PointSelect|BeehiveGet|Update|Noop' --benchmark_repetitions=5
+//   BENCH_IDLE_SECONDS=60 bench_perf --benchmark_filter=Idle
+//   bench_perf --benchmark_filter=Scale
 //
 // Ratios: a baseline benchmark stores its per-operation figure when it finishes; the
 // benchmark compared with it reports x_raw (or x_get) when that baseline ran earlier in
