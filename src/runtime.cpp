@@ -220,7 +220,10 @@ void Runtime::shutdown_system() {
 void Runtime::ensure_running(const Context& ctx) const {
   auto s = state_.load(std::memory_order_acquire);
   if (s == State::created || s == State::running) return;
-  if (s == State::draining && ContextAccess::is_reconcile(ctx)) return;
+  // While draining, reconciles finish their work, and an open within block its own:
+  // the writer cannot stop before the block ends.
+  if (s == State::draining && (ContextAccess::is_reconcile(ctx) || ContextAccess::transaction(ctx)))
+    return;
   throw Error(errc::stopped, "beehive stopped");
 }
 

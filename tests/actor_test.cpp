@@ -276,6 +276,33 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
   EXPECT_NE(err.find("the store writer failed"), std::string::npos) << err;
 }
 
+TEST_F(ActorTest, AStalledWatcherNeitherBlocksWritersNorGrowsWithWrites) {
+  Widgets w(*bh_, widget_kind);
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 50; ++i) ids.push_back(w.create(ctx_, {"w", 0}).id);
+  auto stop = bh_->start(ctx_);
+  auto stalled = w.watch_list(ctx_);  // not read until the end
+  for (int round = 1; round <= 40; ++round)
+    for (auto id : ids) w.update(ctx_, id, {"w", round});  // 2000 writes complete
+  // The stream holds at most one change per object, whatever the number of writes.
+  for (int i = 0; i < 20; ++i)
+    EXPECT_LE(ask<watch_hub_state>(bh_->watch_hub(), inspect_atom::value).pending, ids.size());
+  std::map<ObjectID, int> latest;
+  int received = 0;
+  auto all_latest = [&] {
+    return latest.size() == ids.size() &&
+           std::all_of(latest.begin(), latest.end(), [](auto& kv) { return kv.second == 40; });
+  };
+  while (!all_latest()) {
+    auto c = stalled.next_for(5s);
+    ASSERT_TRUE(c.has_value()) << "the newest state never arrived";
+    latest[c->object.id] = c->object.spec.size;
+    ++received;
+  }
+  EXPECT_LT(received, 500);  // conflated: nowhere near one change per write
+  stop(ctx_);
+}
+
 TEST_F(ActorTest, MessagesSerializeAndPrint) {
   ObjectRow row;
   row.meta.id = 7;

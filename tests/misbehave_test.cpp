@@ -1,0 +1,126 @@
+// Controllers that misbehave: whatever a reconcile does, the store stays consistent, the
+// process stays up and the other objects keep converging.
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using MisbehaveTest = ControllerTest;
+
+struct NotAnException {
+  int code;
+};
+
+TEST_F(MisbehaveTest, ANonStandardThrowInsideWithinRollsTheBlockBackAndRetries) {
+  std::atomic<bool> fail{true};
+  recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
+    cc.within(ctx, [&](const Context& tx) {
+      cc.update_status(tx, o.id, o.generation, WidgetStatus{true});
+      cc.record_event(tx, o.id, {"", EventType::Normal, "Half", "written then thrown"});
+      if (fail) throw NotAnException{7};
+    });
+    return {};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 1; }));
+  ASSERT_TRUE(scheduled_at(a.id, clock_->now() + 1s));  // the first backoff step
+  auto after_throw = w.get(ctx_, a.id);
+  EXPECT_FALSE(after_throw.observed_generation.has_value());  // nothing of the block is left
+  EXPECT_FALSE(after_throw.status.has_value());
+  EXPECT_TRUE(w.list_events(ctx_, a.id).empty());
+  fail = false;
+  clock_->advance(1s);
+  EXPECT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
+  EXPECT_EQ(w.list_events(ctx_, a.id).size(), 1u);
+}
+
+TEST_F(MisbehaveTest, ReentrantCallsFromInsideWithinAreRefusedOrJoinNeverDeadlock) {
+  std::atomic<int> refused{0};
+  recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
+    Widgets w(*bh_, widget_kind);
+    cc.within(ctx, [&](const Context& tx) {
+      // The reconcile's own context outside its block would wait for the block itself.
+      try {
+        w.update(ctx, o.id, {"outer", 2});
+      } catch (const Error& e) {
+        if (e.value() == errc::invalid_argument) ++refused;
+      }
+      cc.within(tx, [&](const Context& inner) {  // nesting joins as a savepoint
+        cc.update_status(inner, o.id, o.generation, WidgetStatus{true});
+      });
+      w.get(tx, o.id);  // reads with the block's context see its writes
+    });
+    return {};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
+  EXPECT_EQ(refused.load(), 1);
+  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "a");  // the refused write wrote nothing
+  EXPECT_EQ(w.create(ctx_, {"b", 1}).spec.color, "b");  // the writer is free
+}
+
+TEST_F(MisbehaveTest, OneThrowingObjectDoesNotHoldUpTheOthers) {
+  recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
+    if (o.spec.color == "poison") throw NotAnException{1};
+    cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+    return {};
+  });
+  register_widgets(with_concurrency(2));
+  auto w = widgets();
+  auto poison = w.create(ctx_, {"poison", 1});
+  std::vector<ObjectID> good;
+  for (int i = 0; i < 20; ++i) good.push_back(w.create(ctx_, {"fine", i}).id);
+  start();
+  for (auto id : good)
+    EXPECT_TRUE(eventually([&] { return w.get(ctx_, id).observed_generation == 1; }));
+  for (int i = 0; i < 3; ++i) {  // it keeps failing on its backoff ladder, alone
+    ASSERT_TRUE(eventually([&] { return recorder_->count(poison.id) == i + 1; }));
+    Time next{};
+    ASSERT_TRUE(eventually([&] {  // the failure schedules its retry after counting
+      next = w.get_schedule(ctx_, poison.id).next_requeue_at;
+      return next > clock_->now();
+    }));
+    clock_->advance(std::chrono::duration_cast<std::chrono::milliseconds>(next - clock_->now()));
+  }
+  EXPECT_FALSE(w.get(ctx_, poison.id).observed_generation.has_value());
+}
+
+TEST_F(MisbehaveTest, StopLetsAWithinBlockOpenInAReconcileFinish) {
+  std::atomic<bool> entered{false}, release{false};
+  recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
+    cc.within(ctx, [&](const Context& tx) {
+      entered = true;
+      eventually([&] { return release.load(); });
+      cc.within(tx, [&](const Context& inner) {  // session steps during the drain
+        cc.update_status(inner, o.id, o.generation, WidgetStatus{true});
+      });
+    });
+    return {};
+  });
+  register_widgets();
+  auto a = widgets().create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return entered.load(); }));
+  auto stopping = std::async(std::launch::async, [&] { stop_(ctx_.with_timeout(10s)); });
+  settle();  // the beehive is draining now
+  release = true;
+  ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready) << "stop hung on the open block";
+  stopping.get();
+  stop_ = nullptr;
+  open();
+  EXPECT_EQ(widgets().get(ctx_, a.id).observed_generation, 1);  // the block committed
+}
+
+}  // namespace
+}  // namespace beehive::test
