@@ -21,7 +21,7 @@ nlohmann::json parse_json(std::string_view text) {
 nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, bool spec) {
   int current = m ? (spec ? m->schema_version_spec() : m->schema_version_status()) : 0;
   auto j = parse_json(text);
-  if (stored == current) return j;
+  if (stored == current || current == 0) return j;  // 0: the kind is not versioned
   if (stored > current)
     throw Error(errc::schema_version_downgrade,
                 std::string(spec ? "spec" : "status") + " written at schema version " +

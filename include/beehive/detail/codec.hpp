@@ -64,8 +64,9 @@ std::string encode(const T& value) {
 }
 
 /// Parses a stored blob and converts it from `stored` up to the migrator's version
-/// (`spec` picks the spec or the status converter). A blob above the current version
-/// is schema_version_downgrade; a converter that throws is decode.
+/// (`spec` picks the spec or the status converter). A current version of 0 (no
+/// migrator, or an unversioned column) takes every blob as it is; otherwise a blob above
+/// the current version is schema_version_downgrade; a converter that throws is decode.
 nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, bool spec);
 
 template <Storable T>
