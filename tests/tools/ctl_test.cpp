@@ -432,6 +432,20 @@ TEST_F(CtlTest, WatchSeesChangesMadeWhileItRuns) {
       << r.out;
 }
 
+TEST_F(CtlTest, WatchAKindBeforeItsFirstObject) {
+  // With its group named, a kind without objects yet can be watched for its first one.
+  Process watch(args({"watch", "Gadget.acme.com", "--interval", "20ms", "--max-changes", "1"}));
+  ASSERT_TRUE(watch.read_line().has_value());
+  auto g = Widgets(*bh_, gadget_kind).create(ctx_, {"tiny", 1});
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(fields(lines(r.out).back()),
+            (std::vector<std::string>{"ADDED", std::to_string(g.id), "<none>", "1"}))
+      << r.out;
+  // Without the group it cannot be told from a typo.
+  EXPECT_EQ(ctl({"watch", "Gizmo", "--for", "1s"}).status, 1);
+}
+
 class CtlSignalTest : public CtlTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(CtlSignalTest, WatchExitsCleanlyOnSignal) {
