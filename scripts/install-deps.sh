@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   g++ make cmake ninja-build pkg-config
   libcaf-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
 )
 
 missing=()

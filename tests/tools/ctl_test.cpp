@@ -1,0 +1,534 @@
+// beehive-ctl against databases built through the public API: each command's output,
+// the exit statuses, and that the tool reads a database a running Beehive is using
+// without disturbing it.
+
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <beehive/beehive.hpp>
+
+#include "fixture.hpp"
+#include "tools/process.hpp"
+
+namespace beehive::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+struct ClusterSpec {
+  std::string region;
+  int nodes = 0;
+  double weight = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ClusterSpec, region, nodes, weight)
+struct ClusterStatus {
+  int ready_nodes = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ClusterStatus, ready_nodes)
+
+struct Probe {
+  std::string endpoint;
+  int latency_ms = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, endpoint, latency_ms)
+
+const GroupKind cluster_kind{"kstack.sh", "Cluster"};
+const GroupKind other_widget_kind{"example.org", "Widget"};
+using Clusters = Client<ClusterSpec, ClusterStatus>;
+
+/// Whitespace-separated fields of a line.
+std::vector<std::string> fields(const std::string& line) {
+  std::istringstream in(line);
+  return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+/// The table row whose first field is `first`; empty when there is none.
+std::vector<std::string> row(const std::string& table, const std::string& first) {
+  for (auto& l : lines(table)) {
+    auto f = fields(l);
+    if (!f.empty() && f[0] == first) return f;
+  }
+  return {};
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// A database with two kinds in different groups (and a third kind sharing a name with
+/// one of them), an owner, a dependency, finalizers, conditions, events and a
+/// deletion-pending object. Times come from a manual clock set an hour back, so ages
+/// and the event timeline are known.
+class CtlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    open();
+    populate();
+  }
+  void TearDown() override { close(); }
+
+  void open() {
+    close();
+    store_ = sqlite::open(db_path());
+    bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+    auto noop = [](auto&, auto&, auto&) { return Result{}; };
+    clusters_cc_.emplace(register_controller<ClusterSpec, ClusterStatus>(*bh_, cluster_kind, noop));
+    widgets_cc_.emplace(register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, noop));
+  }
+  void start() { stop_ = bh_->start(ctx_); }
+  void close() {
+    if (stop_) stop_(Context{}.with_timeout(10s));
+    stop_ = nullptr;
+    clusters_cc_.reset();
+    widgets_cc_.reset();
+    bh_.reset();
+    store_.reset();
+  }
+
+  void populate() {
+    Clusters clusters(*bh_, cluster_kind);
+    Widgets widgets(*bh_, widget_kind);
+    Widgets other(*bh_, other_widget_kind);
+    auto& ccc = *clusters_cc_;
+
+    prod_ = clusters.create(ctx_, {"eu-west", 3, 0.25}, with_slug("prod")).id;
+    ccc.update_status(ctx_, prod_, 1, {3});
+    ccc.set_condition(ctx_, prod_, {"Ready", ConditionStatus::True, "Ok", "all nodes ready"});
+    auto emit = [&](const std::string& cat, EventType t, const std::string& reason,
+                    const std::string& msg = "", Json detail = nullptr) {
+      ccc.record_event(ctx_, prod_, EventSpec{cat, t, reason, msg, std::move(detail)});
+    };
+    for (int i = 0; i < 7; ++i, clock_->advance(10s))
+      emit("connection", EventType::Normal, "Connected");
+    for (int i = 0; i < 18; ++i, clock_->advance(10s))
+      emit("connection", EventType::Warning, "ProbeFailed", "i/o timeout " + std::to_string(i),
+           Probe{"10.0.0.1:443", 5000 + i});
+    for (int i = 0; i < 4; ++i, clock_->advance(10s))
+      emit("connection", EventType::Normal, "Connected");
+    emit("sync", EventType::Normal, "Synced", "config applied");
+
+    staging_ = clusters
+                   .create(ctx_, {"us-east", 1, 1.5}, with_slug("staging"),
+                           with_finalizers({"kstack.sh/cleanup"}))
+                   .id;
+    clusters.remove(ctx_, staging_);  // pending: the finalizer holds it
+
+    db_ = widgets.create(ctx_, {"blue", 1}, with_slug("db")).id;
+    web_ = widgets.create(ctx_, {"red", 2}, with_slug("web"), with_owner(prod_)).id;
+    widgets_cc_->add_dependency(ctx_, web_, db_);
+    widgets_cc_->set_condition(ctx_, web_,
+                               {"Ready", ConditionStatus::False, "Waiting", "waiting for db"});
+    other_web_ = other.create(ctx_, {"green", 9}, with_slug("web")).id;
+  }
+
+  std::filesystem::path db_path() const { return dir_.file("app.db"); }
+  std::vector<std::string> args(std::vector<std::string> rest) const {
+    rest.insert(rest.begin(), {BEEHIVE_CTL, "--db", db_path().string()});
+    return rest;
+  }
+  RunResult ctl(std::vector<std::string> rest) { return run(args(std::move(rest))); }
+
+  TempDir dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(
+      Time(std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now() - 1h)));
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  std::optional<ControllerClient<ClusterStatus>> clusters_cc_;
+  std::optional<ControllerClient<WidgetStatus>> widgets_cc_;
+  Stop stop_;
+  Context ctx_;
+  ObjectID prod_ = 0, staging_ = 0, db_ = 0, web_ = 0, other_web_ = 0;
+};
+
+#define EXPECT_OK(r) EXPECT_EQ((r).status, 0) << (r).err
+
+TEST_F(CtlTest, KindsCountsObjectsUnsettledAndDeleting) {
+  auto r = ctl({"kinds"});
+  EXPECT_OK(r);
+  EXPECT_EQ(fields(lines(r.out).at(0)),
+            (std::vector<std::string>{"KIND", "GROUP", "OBJECTS", "UNSETTLED", "DELETING"}));
+  // prod is settled; staging is being deleted; no widget has reported a status.
+  auto has = [&](std::vector<std::string> want) {
+    for (auto& l : lines(r.out))
+      if (fields(l) == want) return true;
+    return false;
+  };
+  EXPECT_TRUE(has({"Cluster", "kstack.sh", "2", "1", "1"})) << r.out;
+  EXPECT_TRUE(has({"Widget", "acme.com", "2", "2", "0"})) << r.out;
+  EXPECT_TRUE(has({"Widget", "example.org", "1", "1", "0"})) << r.out;
+
+  auto j = ctl({"kinds", "-o", "json"});
+  EXPECT_OK(j);
+  auto kinds = Json::parse(j.out);
+  ASSERT_EQ(kinds.size(), 3u);
+  EXPECT_EQ(kinds[0], (Json{{"group", "acme.com"},
+                            {"kind", "Widget"},
+                            {"objects", 2},
+                            {"deleting", 0},
+                            {"unsettled", 2}}));
+}
+
+TEST_F(CtlTest, GetPrintsATableOfTheKind) {
+  auto r = ctl({"get", "cluster"});  // case-insensitive, the group found for us
+  EXPECT_OK(r);
+  EXPECT_EQ(fields(lines(r.out).at(0)),
+            (std::vector<std::string>{"ID", "SLUG", "GENERATION", "OBSERVED", "READY", "CONDITIONS",
+                                      "AGE", "DELETING"}));
+  ASSERT_EQ(lines(r.out).size(), 3u) << r.out;
+  auto prod = row(r.out, std::to_string(prod_));
+  ASSERT_EQ(prod.size(), 8u) << r.out;
+  EXPECT_EQ(prod[1], "prod");
+  EXPECT_EQ(prod[2], "1");
+  EXPECT_EQ(prod[3], "1");
+  EXPECT_EQ(prod[4], "True");
+  EXPECT_EQ(prod[5], "1/1");
+  EXPECT_TRUE(prod[6] == "60m" || prod[6] == "59m" || prod[6] == "61m") << prod[6];
+  EXPECT_EQ(prod[7], "-");
+  auto staging = row(r.out, std::to_string(staging_));
+  ASSERT_EQ(staging.size(), 8u) << r.out;
+  EXPECT_EQ(staging[3], "-");  // never observed
+  EXPECT_EQ(staging[4], "-");  // no Ready condition
+  EXPECT_NE(staging[7], "-");  // deletion requested, some minutes ago
+  EXPECT_TRUE(std::regex_match(staging[7], std::regex("[0-9]+[sm]"))) << staging[7];
+}
+
+TEST_F(CtlTest, GetBySlugAndByIdPrintTheSameRow) {
+  auto by_slug = ctl({"get", "Widget.acme.com", "web"});
+  auto by_id = ctl({"get", "widget.ACME.com", std::to_string(web_)});
+  EXPECT_OK(by_slug);
+  EXPECT_OK(by_id);
+  EXPECT_EQ(by_slug.out, by_id.out);
+  ASSERT_EQ(lines(by_slug.out).size(), 2u) << by_slug.out;
+  EXPECT_EQ(row(by_slug.out, std::to_string(web_)).at(4), "False");
+  // The other group's "web" is a different object.
+  auto other = ctl({"get", "Widget.example.org", "web"});
+  EXPECT_OK(other);
+  EXPECT_FALSE(row(other.out, std::to_string(other_web_)).empty()) << other.out;
+}
+
+TEST_F(CtlTest, GetJsonCarriesTheObjectVerbatim) {
+  auto r = ctl({"get", "Cluster.kstack.sh", "prod", "-o", "json"});
+  EXPECT_OK(r);
+  auto j = Json::parse(r.out);
+  EXPECT_EQ(j["id"], prod_);
+  EXPECT_EQ(j["group"], "kstack.sh");
+  EXPECT_EQ(j["kind"], "Cluster");
+  EXPECT_EQ(j["slug"], "prod");
+  EXPECT_EQ(j["spec"], Json(ClusterSpec{"eu-west", 3, 0.25}));
+  EXPECT_EQ(j["status"], Json(ClusterStatus{3}));
+  EXPECT_EQ(j["generation"], 1);
+  EXPECT_EQ(j["observed_generation"], 1);
+  EXPECT_TRUE(j["deletion_requested_at"].is_null());
+  EXPECT_EQ(j["finalizers"], Json::array());
+  ASSERT_EQ(j["conditions"].size(), 1u);
+  EXPECT_EQ(j["conditions"][0]["type"], "Ready");
+  EXPECT_EQ(j["conditions"][0]["status"], "True");
+  EXPECT_EQ(j["conditions"][0]["reason"], "Ok");
+  EXPECT_EQ(j["conditions"][0]["message"], "all nodes ready");
+  EXPECT_TRUE(j["owner"].is_null());
+  ASSERT_EQ(j["dependents"].size(), 0u);
+  // Stored times, to the millisecond, in UTC.
+  EXPECT_TRUE(std::regex_match(j["created_at"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
+      << j["created_at"];
+
+  auto web = Json::parse(ctl({"get", "Widget.acme.com", "web", "-o", "json"}).out);
+  EXPECT_EQ(web["spec"], Json(WidgetSpec{"red", 2}));
+  EXPECT_TRUE(web["status"].is_null());
+  EXPECT_EQ(web["owner"]["id"], prod_);
+  EXPECT_EQ(web["owner"]["kind"], "Cluster");
+  ASSERT_EQ(web["dependencies"].size(), 1u);
+  EXPECT_EQ(web["dependencies"][0]["id"], db_);
+
+  auto all = ctl({"get", "cluster", "-o", "json"});
+  EXPECT_OK(all);
+  auto list = Json::parse(all.out);
+  ASSERT_TRUE(list.is_array());
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[1]["id"], staging_);
+  EXPECT_FALSE(list[1]["deletion_requested_at"].is_null());
+  EXPECT_EQ(list[1]["finalizers"], Json::array({"kstack.sh/cleanup"}));
+  EXPECT_EQ(list[1]["spec"]["weight"], 1.5);
+}
+
+TEST_F(CtlTest, KindAndObjectErrors) {
+  auto ambiguous = ctl({"get", "widget"});
+  EXPECT_EQ(ambiguous.status, 1);
+  EXPECT_NE(ambiguous.err.find("ambiguous"), std::string::npos) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("Widget.acme.com"), std::string::npos) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("Widget.example.org"), std::string::npos) << ambiguous.err;
+  EXPECT_TRUE(ambiguous.out.empty());
+
+  auto unknown = ctl({"get", "Gizmo"});
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("no objects of kind \"Gizmo\""), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("Cluster.kstack.sh"), std::string::npos) << unknown.err;
+
+  auto missing = ctl({"describe", "Cluster", "nope"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("\"nope\" not found"), std::string::npos) << missing.err;
+  // An id of another kind is not this kind's object.
+  EXPECT_EQ(ctl({"get", "Cluster", std::to_string(web_)}).status, 1);
+  EXPECT_EQ(ctl({"events", "999999"}).status, 1);
+
+  auto no_file = run({BEEHIVE_CTL, "--db", dir_.file("absent.db").string(), "kinds"});
+  EXPECT_EQ(no_file.status, 1);
+  EXPECT_NE(no_file.err.find("no such database file"), std::string::npos) << no_file.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("absent.db")));  // not created
+}
+
+TEST_F(CtlTest, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(run({BEEHIVE_CTL}).status, 2);
+  EXPECT_EQ(run({BEEHIVE_CTL, "kinds"}).status, 2);  // no --db
+  EXPECT_EQ(ctl({"frobnicate"}).status, 2);
+  EXPECT_EQ(ctl({"get"}).status, 2);
+  EXPECT_EQ(ctl({"get", "Cluster", "-o", "yaml"}).status, 2);
+  EXPECT_EQ(ctl({"describe", "Cluster"}).status, 2);
+  EXPECT_EQ(ctl({"events", "abc"}).status, 2);
+  auto bad = ctl({"watch", "Cluster", "--interval", "5"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("duration"), std::string::npos) << bad.err;
+  auto help = ctl({"--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("describe"), std::string::npos);
+  // --db may also come after the command.
+  EXPECT_OK(run({BEEHIVE_CTL, "kinds", "--db", db_path().string()}));
+}
+
+TEST_F(CtlTest, DescribeShowsEverySection) {
+  auto r = ctl({"describe", "Widget.acme.com", "web"});
+  EXPECT_OK(r);
+  auto& o = r.out;
+  auto has = [&](const std::string& s) { return o.find(s) != std::string::npos; };
+  EXPECT_TRUE(has("Name:                Widget.acme.com/" + std::to_string(web_) + " (web)")) << o;
+  EXPECT_TRUE(has("Owner:               Cluster.kstack.sh/" + std::to_string(prod_) + " (prod)"))
+      << o;
+  EXPECT_TRUE(has("Finalizers:          -")) << o;
+  EXPECT_TRUE(has("Deletion requested:  -")) << o;
+  EXPECT_TRUE(has("Spec (schema version 0):\n  {\n    \"color\": \"red\",\n    \"size\": 2\n  }"))
+      << o;
+  EXPECT_TRUE(has("Status: -")) << o;
+  EXPECT_TRUE(
+      std::regex_search(o, std::regex(R"(\n  Ready=False +Waiting +\d+m ago +waiting for db\n)")))
+      << o;
+  EXPECT_TRUE(has("Dependencies:\n  Widget.acme.com/" + std::to_string(db_) + " (db)\n")) << o;
+  EXPECT_TRUE(has("Dependents: -")) << o;
+  EXPECT_TRUE(has("Events (newest first, up to 20): -")) << o;
+
+  auto dbr = ctl({"describe", "Widget.acme.com", std::to_string(db_)});
+  EXPECT_OK(dbr);
+  EXPECT_NE(dbr.out.find("Dependents:\n  Widget.acme.com/" + std::to_string(web_) + " (web)\n"),
+            std::string::npos)
+      << dbr.out;
+
+  auto staging = ctl({"describe", "cluster", "staging"});
+  EXPECT_OK(staging);
+  EXPECT_NE(staging.out.find("Finalizers:          kstack.sh/cleanup"), std::string::npos);
+  EXPECT_TRUE(
+      std::regex_search(staging.out, std::regex(R"(Deletion requested:  \d{4}-.*Z \(\d+m ago\))")))
+      << staging.out;
+}
+
+TEST_F(CtlTest, DescribeShowsTheEventTimeline) {
+  auto r = ctl({"describe", "Cluster", "prod"});
+  EXPECT_OK(r);
+  auto& o = r.out;
+  EXPECT_NE(o.find("Status (schema version 0):\n  {\n    \"ready_nodes\": 3\n  }"),
+            std::string::npos)
+      << o;
+  EXPECT_NE(o.find("Owned:\n  Widget.acme.com/" + std::to_string(web_) + " (web)\n"),
+            std::string::npos)
+      << o;
+  auto events = o.substr(o.find("Events (newest first"));
+  auto rows = lines(events);
+  ASSERT_EQ(rows.size(), 6u) << events;  // heading, table header, four runs
+  EXPECT_EQ(fields(rows[1]), (std::vector<std::string>{"LAST", "CATEGORY", "TYPE", "REASON",
+                                                       "COUNT", "FIRST..LAST", "MESSAGE"}));
+  // Newest first, one run per row, the latest message sampled.
+  EXPECT_TRUE(
+      std::regex_search(rows[2], std::regex(R"(sync +✓ Normal +Synced +x1 .*"config applied")")))
+      << rows[2];
+  EXPECT_TRUE(std::regex_search(rows[3], std::regex(R"(connection +✓ Normal +Connected +x4 )")))
+      << rows[3];
+  EXPECT_TRUE(std::regex_search(
+      rows[4],
+      std::regex(
+          R"(^  (\d\d:\d\d:\d\d) +connection +✗ Warning +ProbeFailed +x18 +\d\d:\d\d:\d\d\.\.\1 +"i/o timeout 17"$)")))
+      << rows[4];
+  EXPECT_TRUE(std::regex_search(rows[5], std::regex(R"(Connected +x7 )"))) << rows[5];
+}
+
+TEST_F(CtlTest, EventsNewestFirstByCategory) {
+  auto r = ctl({"events", std::to_string(prod_), "--category", "connection"});
+  EXPECT_OK(r);
+  auto rows = lines(r.out);
+  ASSERT_EQ(rows.size(), 4u) << r.out;
+  EXPECT_NE(rows[1].find("Connected"), std::string::npos);
+  EXPECT_NE(rows[1].find("x4"), std::string::npos);
+  EXPECT_NE(rows[2].find("ProbeFailed"), std::string::npos);
+  EXPECT_NE(rows[2].find("x18"), std::string::npos);
+  EXPECT_NE(rows[3].find("x7"), std::string::npos);
+  EXPECT_EQ(r.out.find("Synced"), std::string::npos);
+
+  auto all = ctl({"events", std::to_string(prod_)});
+  EXPECT_OK(all);
+  ASSERT_EQ(lines(all.out).size(), 5u) << all.out;
+  EXPECT_NE(lines(all.out)[1].find("Synced"), std::string::npos);
+  EXPECT_EQ(lines(ctl({"events", std::to_string(prod_), "--limit", "2"}).out).size(), 3u);
+
+  auto j = ctl({"events", std::to_string(prod_), "--category", "connection", "-o", "json"});
+  EXPECT_OK(j);
+  auto runs = Json::parse(j.out);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[1]["reason"], "ProbeFailed");
+  EXPECT_EQ(runs[1]["type"], "Warning");
+  EXPECT_EQ(runs[1]["count"], 18);
+  EXPECT_EQ(runs[1]["message"], "i/o timeout 17");
+  EXPECT_EQ(runs[1]["detail"], Json(Probe{"10.0.0.1:443", 5017}));
+  EXPECT_TRUE(runs[0]["detail"].is_null());
+  // 18 occurrences 10 s apart: the run spans 170 s.
+  EXPECT_EQ(runs[1]["object_id"], prod_);
+  EXPECT_TRUE(ctl({"events", std::to_string(web_)}).out.find("REASON") != std::string::npos);
+}
+
+TEST_F(CtlTest, WatchSeesChangesMadeWhileItRuns) {
+  Widgets widgets(*bh_, widget_kind);
+  Process watch(args({"watch", "Widget.acme.com", "--interval", "20ms", "--max-changes", "2"}));
+  // The table is printed from the snapshot the watch compares against: every write
+  // after its header is a change.
+  auto header = watch.read_line();
+  ASSERT_TRUE(header.has_value());
+  EXPECT_EQ(fields(*header).at(0), "ID");
+  widgets.update(ctx_, web_, {"green", 2});
+  auto cache = widgets.create(ctx_, {"white", 1}, with_slug("cache"));
+  // Another kind's change moves the store's version but prints nothing.
+  Clusters(*bh_, cluster_kind).update(ctx_, prod_, {"eu-west", 4, 0.25});
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 5u) << r.out;  // header, two rows, two changes
+  std::vector<std::vector<std::string>> changes{fields(out[3]), fields(out[4])};
+  EXPECT_NE(std::find(changes.begin(), changes.end(),
+                      std::vector<std::string>{"MODIFIED", std::to_string(web_), "web", "2"}),
+            changes.end())
+      << r.out;
+  EXPECT_NE(std::find(changes.begin(), changes.end(),
+                      std::vector<std::string>{"ADDED", std::to_string(cache.id), "cache", "1"}),
+            changes.end())
+      << r.out;
+}
+
+TEST_F(CtlTest, WatchAKindBeforeItsFirstObject) {
+  // With its group named, a kind without objects yet can be watched for its first one.
+  Process watch(args({"watch", "Gadget.acme.com", "--interval", "20ms", "--max-changes", "1"}));
+  ASSERT_TRUE(watch.read_line().has_value());
+  auto g = Widgets(*bh_, gadget_kind).create(ctx_, {"tiny", 1});
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(fields(lines(r.out).back()),
+            (std::vector<std::string>{"ADDED", std::to_string(g.id), "<none>", "1"}))
+      << r.out;
+  // Without the group it cannot be told from a typo.
+  EXPECT_EQ(ctl({"watch", "Gizmo", "--for", "1s"}).status, 1);
+}
+
+class CtlSignalTest : public CtlTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(CtlSignalTest, WatchExitsCleanlyOnSignal) {
+  Process watch(args({"watch", "cluster", "--interval", "10s"}));
+  ASSERT_TRUE(watch.read_line().has_value());  // handlers are installed before output
+  watch.signal(GetParam());
+  auto started = std::chrono::steady_clock::now();
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  // The signal cuts the polling sleep short.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, CtlSignalTest, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto& info) {
+                           return info.param == SIGINT ? "SIGINT" : "SIGTERM";
+                         });
+
+TEST_F(CtlTest, WatchForADuration) {
+  auto started = std::chrono::steady_clock::now();
+  auto r = ctl({"watch", "cluster", "--interval", "50ms", "--for", "300ms"});
+  EXPECT_OK(r);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 300ms);
+  EXPECT_EQ(lines(r.out).size(), 3u) << r.out;  // the table, no change
+}
+
+TEST_F(CtlTest, WorksBesideARunningBeehive) {
+  start();
+  Widgets widgets(*bh_, widget_kind);
+  auto tmp = widgets.create(ctx_, {"grey", 1}, with_slug("tmp"));
+
+  auto get = ctl({"get", "Widget.acme.com"});
+  EXPECT_OK(get);
+  EXPECT_FALSE(row(get.out, std::to_string(tmp.id)).empty()) << get.out;
+  EXPECT_OK(ctl({"describe", "Cluster", "prod"}));
+
+  Process watch(args({"watch", "Widget.acme.com", "--interval", "20ms"}));
+  ASSERT_TRUE(watch.read_line().has_value());
+  // The application keeps writing while the tool reads: the tool holds no lock.
+  auto deadline = ctx_.with_timeout(5s);
+  for (int i = 0; i < 20; ++i) widgets.update(deadline, db_, {"blue", 10 + i});
+  widgets.remove(ctx_, tmp.id);  // collected by the running GC: the row vanishes
+  EXPECT_TRUE(watch.wait_for_line("DELETED   " + std::to_string(tmp.id) + "  tmp  1"));
+  watch.signal(SIGINT);
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("MODIFIED  " + std::to_string(db_) + "  db  "), std::string::npos) << r.out;
+  EXPECT_EQ(widgets.get(ctx_, db_).spec.size, 29);
+}
+
+TEST_F(CtlTest, NeverWritesTheDatabase) {
+  close();  // the file is checkpointed and complete
+  auto before = slurp(db_path());
+  for (auto cmd : std::vector<std::vector<std::string>>{
+           {"kinds"},
+           {"get", "cluster", "-o", "json"},
+           {"describe", "Widget.acme.com", "web"},
+           {"events", std::to_string(prod_)},
+           {"watch", "cluster", "--for", "100ms", "--interval", "20ms"}})
+    EXPECT_OK(ctl(cmd));
+  EXPECT_EQ(slurp(db_path()), before);
+  if (std::filesystem::exists(dir_.file("app.db-wal"))) {
+    EXPECT_EQ(std::filesystem::file_size(dir_.file("app.db-wal")), 0u);
+  }
+  // The application opens and runs on it afterwards as before.
+  open();
+  start();
+  EXPECT_EQ(Clusters(*bh_, cluster_kind).get(ctx_, prod_).status->ready_nodes, 3);
+}
+
+TEST_F(CtlTest, StaleLivenessConditionsReadAsUnknown) {
+  widgets_cc_->set_condition(ctx_, db_, {"Reachable", ConditionStatus::True, "Probed", "", true});
+  auto current = ctl({"describe", "Widget.acme.com", "db"});
+  EXPECT_NE(current.out.find("Reachable=True (liveness)"), std::string::npos) << current.out;
+  open();  // a new session of the store: the condition is no longer confirmed
+  auto stale = ctl({"describe", "Widget.acme.com", "db"});
+  EXPECT_NE(stale.out.find("Reachable=Unknown (liveness, written True by an earlier session)"),
+            std::string::npos)
+      << stale.out;
+  auto j = Json::parse(ctl({"get", "Widget.acme.com", "db", "-o", "json"}).out);
+  EXPECT_EQ(j["conditions"][0]["status"], "Unknown");
+  EXPECT_EQ(j["conditions"][0]["stored_status"], "True");
+}
+
+}  // namespace
+}  // namespace beehive::test

@@ -1,0 +1,158 @@
+#pragma once
+
+// Runs a program as a child process with its stdout and stderr captured, for tests that
+// drive a command-line tool: run to completion, or read its output line by line while
+// it runs and signal it. Every wait is bounded, so a hung child fails the test instead of
+// hanging it.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace beehive::test {
+
+struct RunResult {
+  int status = -1;  ///< exit status; 128 + signal number when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+class Process {
+ public:
+  explicit Process(const std::vector<std::string>& args) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(out[1]);
+    ::close(err[1]);
+    out_fd_ = out[0];
+    err_fd_ = err[0];
+    if (rc != 0) {
+      pid_ = -1;
+      throw std::runtime_error("cannot run " + args[0]);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+    if (out_fd_ >= 0) ::close(out_fd_);
+    if (err_fd_ >= 0) ::close(err_fd_);
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  /// The next line of stdout (without its newline), or nullopt at end of output or when
+  /// `limit` passes first.
+  std::optional<std::string> read_line(std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+        auto line = pending_.substr(0, nl);
+        pending_.erase(0, nl + 1);
+        return line;
+      }
+      if (out_fd_ < 0 || !pump(until)) return std::nullopt;
+    }
+  }
+
+  /// Reads stdout lines until one contains `text`; false at end of output or timeout.
+  bool wait_for_line(const std::string& text,
+                     std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (auto line = read_line(std::chrono::duration_cast<std::chrono::milliseconds>(
+               until - std::chrono::steady_clock::now()))) {
+      if (line->find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  void signal(int sig) { ::kill(pid_, sig); }
+
+  /// Waits for the exit, collecting the remaining output; kills the child after `limit`.
+  RunResult wait(std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    while ((out_fd_ >= 0 || err_fd_ >= 0) && pump(until)) {
+    }
+    RunResult r;
+    int st = 0;
+    for (;;) {
+      pid_t p = ::waitpid(pid_, &st, WNOHANG);
+      if (p == pid_) break;
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &st, 0);
+        break;
+      }
+      ::usleep(1000);
+    }
+    pid_ = -1;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = all_out_;
+    r.err = all_err_;
+    return r;
+  }
+
+ private:
+  /// Reads whatever is available from stdout and stderr, waiting until `until`;
+  /// false when nothing more can come (both closed) or time is up.
+  bool pump(std::chrono::steady_clock::time_point until) {
+    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    until - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0 || (out_fd_ < 0 && err_fd_ < 0)) return false;
+    int n = ::poll(fds, 2, static_cast<int>(left));
+    if (n <= 0) return n < 0 && errno == EINTR;
+    drain(fds[0], out_fd_, &pending_, all_out_);
+    drain(fds[1], err_fd_, nullptr, all_err_);
+    return true;
+  }
+  static void drain(const pollfd& p, int& fd, std::string* pending, std::string& all) {
+    if (fd < 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) return;
+    char buf[4096];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) {
+      ::close(fd);
+      fd = -1;
+      return;
+    }
+    all.append(buf, static_cast<std::size_t>(n));
+    if (pending) pending->append(buf, static_cast<std::size_t>(n));
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  std::string pending_, all_out_, all_err_;
+};
+
+/// Runs `args` to completion.
+inline RunResult run(const std::vector<std::string>& args,
+                     std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  Process p(args);
+  return p.wait(limit);
+}
+
+}  // namespace beehive::test

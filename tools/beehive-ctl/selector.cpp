@@ -1,0 +1,71 @@
+#include "selector.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <vector>
+
+#include "database.hpp"
+#include "failure.hpp"
+
+namespace beehive::ctl {
+
+namespace {
+
+bool iequals(const std::string& a, const std::string& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+std::string join(const std::vector<GroupKind>& kinds) {
+  std::string out;
+  for (auto& gk : kinds) out += (out.empty() ? "" : ", ") + to_string(gk);
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent) {
+  // The first dot ends the kind: groups are domains ("acme.com"), kinds have no dots.
+  auto dot = text.find('.');
+  std::string kind = text.substr(0, dot);
+  std::optional<std::string> group;
+  if (dot != std::string::npos) group = text.substr(dot + 1);
+  if (kind.empty()) throw UsageError("empty kind in \"" + text + "\"");
+
+  std::vector<GroupKind> present, matches;
+  for (auto& s : db.kinds()) present.push_back(s.gk);
+  for (auto& gk : present)
+    if (iequals(gk.kind, kind) && (!group || iequals(gk.group, *group))) matches.push_back(gk);
+
+  if (matches.size() > 1) {
+    // An exact spelling wins over case-insensitive look-alikes ("Widget" vs "widget").
+    std::vector<GroupKind> exact;
+    for (auto& gk : matches)
+      if (gk.kind == kind && (!group || gk.group == *group)) exact.push_back(gk);
+    if (exact.size() == 1 && group) return exact.front();
+    throw std::runtime_error("kind \"" + text +
+                             "\" is ambiguous; name the group: " + join(matches));
+  }
+  if (matches.size() == 1) return matches.front();
+  if (allow_absent && group) return {*group, kind};
+  throw NotFound("no objects of kind \"" + text + "\" in " + db.file().string() +
+                 " (kinds present: " + join(present) + ")");
+}
+
+ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& token, unsigned loads) {
+  auto& conn = db.connection();
+  ObjectID id = 0;
+  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), id);
+  if (ec == std::errc() && end == token.data() + token.size() && !token.empty()) {
+    auto row = conn.get(id, loads);
+    if (row && row->meta.group == gk.group && row->meta.kind == gk.kind) return std::move(*row);
+  }
+  if (auto row = conn.get_by_slug(gk, token, loads)) return std::move(*row);
+  throw NotFound(to_string(gk) + " \"" + token +
+                 "\" not found (neither an id nor a slug of the kind)");
+}
+
+}  // namespace beehive::ctl

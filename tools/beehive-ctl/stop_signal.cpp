@@ -1,0 +1,51 @@
+#include "stop_signal.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+
+namespace beehive::ctl {
+
+namespace {
+
+volatile std::sig_atomic_t stop_flag = 0;
+int wake_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int) {
+  int saved = errno;
+  stop_flag = 1;
+  if (wake_pipe[1] >= 0) (void)!::write(wake_pipe[1], "x", 1);
+  errno = saved;
+}
+
+}  // namespace
+
+void install_stop_handlers() {
+  if (wake_pipe[0] < 0 && ::pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    wake_pipe[0] = wake_pipe[1] = -1;  // the flag alone still works, with a delay
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() { return stop_flag != 0; }
+
+void sleep_unless_stopped(std::chrono::milliseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  while (!stop_requested()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    until - std::chrono::steady_clock::now())
+                    .count();
+    if (left <= 0) return;
+    pollfd p{wake_pipe[0], POLLIN, 0};
+    // A negative fd is ignored by poll, which then just sleeps.
+    ::poll(&p, 1, static_cast<int>(left));
+  }
+}
+
+}  // namespace beehive::ctl
