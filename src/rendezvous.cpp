@@ -1,5 +1,8 @@
 #include "rendezvous.hpp"
 
+#include <algorithm>
+#include <thread>
+
 #include "context_internal.hpp"
 
 namespace beehive::detail {
@@ -9,6 +12,35 @@ namespace {
 constexpr auto cancel_poll = std::chrono::milliseconds(10);
 // How long a caller spins for its reply before it sleeps.
 constexpr auto spin = std::chrono::microseconds(80);
+
+// Spinning pays only while a core is free for the thread that will reply and replies come
+// within the spin: callers spin one fewer at a time than there are cores, and stop
+// spinning while recent spins ran out (probing now and then to notice when they pay again).
+std::atomic<int> spinners{0};
+std::atomic<int> spin_credit{8};  // 0..16: up on a spin that caught its reply
+std::atomic<unsigned> spin_probe{0};
+const int max_spinners = [] {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return cores > 1 ? cores - 1 : 0;
+}();
+
+bool may_spin() {
+  if (spin_credit.load(std::memory_order_relaxed) <= 0 &&
+      spin_probe.fetch_add(1, std::memory_order_relaxed) % 16 != 0)
+    return false;
+  if (spinners.fetch_add(1, std::memory_order_acq_rel) >= max_spinners) {
+    spinners.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+  return true;
+}
+
+void spun(bool caught) {
+  spinners.fetch_sub(1, std::memory_order_acq_rel);
+  int c = spin_credit.load(std::memory_order_relaxed);
+  int next = caught ? std::min(c + 1, 16) : std::max(c - 4, 0);
+  spin_credit.compare_exchange_strong(c, next, std::memory_order_relaxed);
+}
 }  // namespace
 
 bool RendezvousBase::ready() const {
@@ -35,12 +67,15 @@ void RendezvousBase::fail(errc code, std::string what) {
 void RendezvousBase::wait(const Context& ctx) {
   // A reply usually comes within tens of microseconds: spinning that long is cheaper
   // than sleeping and being woken (a thread wake-up costs about as much here).
-  auto spin_until = std::chrono::steady_clock::now() + spin;
-  while (!ready_flag_.load(std::memory_order_acquire) &&
-         std::chrono::steady_clock::now() < spin_until) {
+  if (may_spin()) {
+    auto spin_until = std::chrono::steady_clock::now() + spin;
+    while (!ready_flag_.load(std::memory_order_acquire) &&
+           std::chrono::steady_clock::now() < spin_until) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    }
+    spun(ready_flag_.load(std::memory_order_acquire));
   }
   std::unique_lock lk(mu_);
   for (;;) {

@@ -1,5 +1,7 @@
 #include "actors/store_writer.hpp"
 
+#include <algorithm>
+
 #include "options_internal.hpp"
 #include "store/write_ops.hpp"
 
@@ -298,13 +300,19 @@ void drain_queue(StoreWriterState& st) {
       serve_batch(st, std::move(batch));
       continue;
     }
-    auto until = std::chrono::steady_clock::now() + st.cfg->linger;
-    while (!q.maybe_nonempty() && std::chrono::steady_clock::now() < until) {
+    // Lingering pays while callers come back within it; after a run of misses the writer
+    // sleeps at once, lingering again now and then to notice when it pays again.
+    if (st.linger_credit > 0 || ++st.linger_probe % 16 == 0) {
+      auto until = std::chrono::steady_clock::now() + st.cfg->linger;
+      while (!q.maybe_nonempty() && std::chrono::steady_clock::now() < until) {
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #endif
+      }
+      bool caught = q.maybe_nonempty();
+      st.linger_credit = caught ? std::min(st.linger_credit + 1, 16) : std::max(st.linger_credit - 4, 0);
+      if (caught) continue;
     }
-    if (q.maybe_nonempty()) continue;
     batch = q.take_or_idle();
     if (batch.empty()) return;
     serve_batch(st, std::move(batch));

@@ -114,6 +114,8 @@ struct StoreWriterState {
   commit_record session_rec;  // what the session changed so far
   std::deque<std::function<void()>> deferred;  // arrived while a session was open
   std::uint64_t transactions = 0;              // committed
+  int linger_credit = 8;  // 0..16: up when lingering after a drain caught a request
+  unsigned linger_probe = 0;
 
   static inline const char* name = "beehive.store_writer";
 };
