@@ -67,13 +67,17 @@ std::string sql_for(Query q) {
              (q == Query::owned_by ? "owned_by" : "depends_on") +
              "' AND r.to_id IN (SELECT value FROM json_each(?1)) ORDER BY r.to_id, o.id";
     case Query::recent_events:
-      // The newest runs per (object, category), as load_events() promises.
-      return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
-             first_at, last_at, resource_version FROM (
-               SELECT e.*, row_number() OVER (PARTITION BY object_id, category
-                                              ORDER BY last_at DESC, id DESC) AS n
-               FROM events AS e WHERE object_id IN (SELECT value FROM json_each(?1)))
-             WHERE n <= ?2 ORDER BY object_id, last_at DESC, id DESC)sql";
+      // The newest runs per (object, category), as load_events() promises: a LIMIT per
+      // pair walks events_by_object backwards and stops, where a window function would
+      // read and rank every run of the objects.
+      return R"sql(SELECT e.id, e.object_id, e.category, e.type, e.reason, e.message, e.detail,
+             e.count, e.first_at, e.last_at, e.resource_version
+             FROM (SELECT DISTINCT object_id, category FROM events
+                   WHERE object_id IN (SELECT value FROM json_each(?1))) AS k
+             JOIN events AS e ON e.id IN (
+               SELECT id FROM events WHERE object_id = k.object_id AND category = k.category
+               ORDER BY last_at DESC, id DESC LIMIT ?2)
+             ORDER BY e.object_id, e.last_at DESC, e.id DESC)sql";
     case Query::list_ids:
       return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2)";
     case Query::list_unsettled_ids:

@@ -173,9 +173,12 @@ void WriteOps::released(const std::vector<Ref>& targets) {
   rec_.edges_removed = true;
   // A deletion-pending target may be waiting for its last claim to go (a finalizer
   // gated on has_incoming_refs): reconcile it now rather than at the next resync.
-  for (auto& t : targets)
+  // A cascade releases its owner once per child: one wake is enough.
+  for (auto& t : targets) {
+    if (!woken_.insert(t.id).second) continue;
     if (auto row = w_.get(t.id); row && row->meta.deletion_requested_at)
       rec_.wakes.push_back({row->meta.id, row->meta.group, row->meta.kind});
+  }
 }
 
 Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& e) {

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -81,6 +82,7 @@ class WriteOps {
   Writer& w_;
   Time now_;
   commit_record& rec_;
+  std::unordered_set<ObjectID> woken_;  // released targets already woken by this write
 };
 
 }  // namespace beehive::store
