@@ -3,7 +3,7 @@
 
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test asan bench clean
+.PHONY: all deps build run test asan tsan bench fuzz format lint docs clean
 
 all: build
 
@@ -33,6 +33,40 @@ bench: build
 	  fi; \
 	done; \
 	if [ "$$found" -eq 0 ]; then echo "no bench_* executables in build/default"; fi
+
+# Thread sanitizer over the concurrency tests (CAF itself is not instrumented; see the preset).
+TSAN_TESTS := Race|Within|Watch|Actor|Lifecycle|Reconcile|Misbehave|Stream
+tsan: deps
+	@test -f build/tsan/build.ninja || cmake --preset tsan
+	cmake --build --preset tsan -j$(JOBS) --target beehive_tests
+	ctest --preset tsan --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)'
+
+# libFuzzer over every fuzz target for FUZZ_SECONDS each; new inputs go to the corpus.
+FUZZ_SECONDS ?= 60
+fuzz:
+	bash scripts/install-deps.sh clang-14 libclang-rt-14-dev
+	@test -f build/fuzz/build.ninja || cmake --preset fuzz
+	cmake --build --preset fuzz -j$(JOBS)
+	@set -e; for t in fuzz/*_fuzz.cpp; do \
+	  n=$$(basename $$t _fuzz.cpp); echo "== fuzz_$$n"; \
+	  ./build/fuzz/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    fuzz/corpus/$$n 2>&1 | grep -E '^(stat::number_of_executed_units|#[0-9]+ +DONE)|ERROR|fuzz:'; \
+	done
+
+format:
+	bash scripts/install-deps.sh clang-format-14
+	git ls-files '*.cpp' '*.hpp' | xargs clang-format-14 -i
+
+lint: deps
+	bash scripts/install-deps.sh clang-tidy-14
+	@test -f build/lint/compile_commands.json || cmake --preset lint
+	run-clang-tidy-14 -p build/lint -quiet -j$(JOBS) '$(CURDIR)/(src|tools)/'
+
+docs:
+	bash scripts/install-deps.sh doxygen
+	mkdir -p build/docs
+	doxygen docs/Doxyfile
+	@echo "API docs: build/docs/html/index.html"
 
 clean:
 	rm -rf build var
