@@ -2,8 +2,11 @@
 // store's lifetime, a pool of read-only connections, and write connections handed to
 // store_writer actors.
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include <sqlite3.h>
 
@@ -77,7 +80,11 @@ class SqliteWriter : public ConnectionReader<Writer> {
  public:
   SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
                std::int64_t session)
-      : ConnectionReader(file, false, opts, session) {}
+      : ConnectionReader(file, false, opts, session), busy_timeout_(opts.busy_timeout) {
+    // Replaces SQLite's own busy timeout: the same bound, but it also stops waiting for
+    // callers that have gone (set_lock_wait).
+    sqlite3_busy_handler(conn_.db().getHandle(), &SqliteWriter::on_busy, this);
+  }
 
   void begin() override {
     guarded([&] { conn_.db().exec("BEGIN IMMEDIATE"); });
@@ -87,7 +94,11 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
   void rollback() override {
     // A failed statement may already have rolled the transaction back.
-    if (!sqlite3_get_autocommit(conn_.db().getHandle())) conn_.db().tryExec("ROLLBACK");
+    if (in_transaction()) conn_.db().tryExec("ROLLBACK");
+  }
+  bool in_transaction() override { return !sqlite3_get_autocommit(conn_.db().getHandle()); }
+  void set_lock_wait(std::function<bool()> keep_waiting) override {
+    keep_waiting_ = std::move(keep_waiting);
   }
 
   std::int64_t next_resource_version() override {
@@ -312,6 +323,26 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
 
  private:
+  /// SQLite's busy handler: true retries. Sleeps like SQLite's own busy timeout (short
+  /// steps first), but never longer than 10 ms at a time, so that a caller giving up
+  /// frees the writer promptly.
+  static int on_busy(void* self, int attempt) {
+    auto& w = *static_cast<SqliteWriter*>(self);
+    auto now = std::chrono::steady_clock::now();
+    if (attempt == 0) w.busy_since_ = now;
+    if (now - w.busy_since_ >= w.busy_timeout_) return 0;
+    if (w.keep_waiting_ && !w.keep_waiting_()) return 0;
+    static constexpr int steps_ms[] = {1, 2, 5, 10};
+    auto step = std::chrono::milliseconds(steps_ms[std::min(attempt, 3)]);
+    auto left = w.busy_timeout_ - (now - w.busy_since_);
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(step, left));
+    return 1;
+  }
+
+  std::chrono::milliseconds busy_timeout_;
+  std::chrono::steady_clock::time_point busy_since_{};
+  std::function<bool()> keep_waiting_;
+
   std::vector<ObjectID> ids(Query q) {
     return guarded([&] {
       auto s = conn_.use(q);
