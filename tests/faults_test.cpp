@@ -52,7 +52,11 @@ struct FileCounts {
 
 class FaultTest : public ::testing::Test {
  protected:
-  void TearDown() override { close(); }
+  void TearDown() override {
+    close();
+    // Shows in the XML report (--gtest_output=xml): the figures docs/reliability.md quotes.
+    RecordProperty("faults_injected", vfs_.injected());
+  }
 
   void open(sqlite::Options opts = {}) {
     close();
