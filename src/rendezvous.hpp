@@ -48,13 +48,17 @@ class RendezvousBase {
 template <class T>
 class Rendezvous : public RendezvousBase {
  public:
-  void deliver(T value) {
+  /// False when the caller will never see it: it gave up waiting (or another
+  /// delivery came first). The writer undoes what it cannot undo silently (a session
+  /// it opened for a caller that has gone).
+  bool deliver(T value) {
     {
       std::lock_guard lk(mu_);
-      if (!mark_ready_locked()) return;
+      if (abandoned() || !mark_ready_locked()) return false;
       value_ = std::move(value);
     }
     cv_.notify_one();
+    return true;
   }
 
   T take(const Context& ctx) {

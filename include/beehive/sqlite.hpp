@@ -28,6 +28,9 @@ struct Options {
   /// Default: 4; values below 1 mean 1.
   int read_connections = 4;
   /// How long a connection waits for a lock held by another process. Default: 5 s.
+  /// A write waits no longer than its caller's context either: when that ends first
+  /// the call throws deadline_exceeded (or cancelled) and nothing of it is written;
+  /// past the busy timeout it throws `errc::store` ("database is locked").
   std::chrono::milliseconds busy_timeout{5000};
 };
 

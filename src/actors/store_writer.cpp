@@ -86,6 +86,47 @@ void publish(StoreWriterState& st, commit_record rec) {
   for (auto& s : st.subscribers) caf::anon_send(s, rec);
 }
 
+/// An exception's explanation without the code name that Error::what() appends.
+std::string message_of(const std::exception& e) {
+  if (auto* be = dynamic_cast<const Error*>(&e)) return be->message();
+  return e.what();
+}
+
+/// While `begin` waits for another process's lock, it keeps waiting only as long as
+/// `keep_waiting` says (some caller still waits for the outcome); reset afterwards.
+class LockWait {
+ public:
+  LockWait(store::Writer& w, std::function<bool()> keep_waiting) : w_(w) {
+    w_.set_lock_wait(std::move(keep_waiting));
+  }
+  ~LockWait() { w_.set_lock_wait({}); }
+  LockWait(const LockWait&) = delete;
+  LockWait& operator=(const LockWait&) = delete;
+
+ private:
+  store::Writer& w_;
+};
+
+/// A write of the session failed. Undoes its savepoint, unless the database already
+/// rolled the whole transaction back: then the session is broken (see
+/// StoreWriterState::broken) rather than carrying on outside a transaction.
+void undo_savepoint(StoreWriterState& st, int sp, const std::string& why) {
+  auto& w = *st.cfg->writer;
+  if (!w.in_transaction()) {
+    st.broken = why;
+    return;
+  }
+  try {
+    w.rollback_to(sp);
+  } catch (const std::exception& e) {
+    st.broken = why + " (" + message_of(e) + ")";
+  }
+}
+
+Error broken_session(const StoreWriterState& st) {
+  return Error(errc::store, "the transaction was rolled back after a failure: " + st.broken);
+}
+
 /// Runs one write and its check; throws with nothing of it left in the transaction.
 WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
                  commit_record& rec) {
@@ -103,9 +144,14 @@ WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
   return reply;
 }
 
-WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& check) {
+/// Runs one write: in the open session, or as a transaction of its own. `caller`, when
+/// given, is the blocked caller waiting for it: a lock held by another process is waited
+/// for only while the caller waits, and a caller that gave up meanwhile is not written.
+WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
+                   const RendezvousBase* caller = nullptr) {
   auto& w = *st.cfg->writer;
   if (st.session) {
+    if (!st.broken.empty()) throw broken_session(st);
     // Inside a session: a savepoint per write, so that a failing one rolls back alone.
     int sp = st.depth + 1;
     commit_record rec;
@@ -115,13 +161,23 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
       w.release(sp);
       st.session_rec.append(std::move(rec));
       return reply;
+    } catch (const std::exception& e) {
+      undo_savepoint(st, sp, message_of(e));
+      throw;
     } catch (...) {
-      w.rollback_to(sp);
+      undo_savepoint(st, sp, "a write failed");
       throw;
     }
   }
   commit_record rec;
-  w.begin();
+  {
+    LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
+    w.begin();
+  }
+  if (caller && caller->abandoned()) {  // gave up while the lock was awaited
+    w.rollback();
+    throw Error(errc::cancelled, "the caller stopped waiting");
+  }
   WriteReply reply;
   try {
     reply = apply(st, op, check, rec);
@@ -137,6 +193,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
 void end_session(StoreWriterState& st) {
   st.session = 0;
   st.depth = 0;
+  st.broken.clear();
   st.marks.clear();
   st.session_rec = {};
   while (!st.session && !st.deferred.empty()) {
@@ -146,30 +203,45 @@ void end_session(StoreWriterState& st) {
   }
 }
 
-WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind) {
+WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
+                        const RendezvousBase* caller = nullptr) {
   auto& w = *st.cfg->writer;
+  // A broken session has no transaction left: nested blocks only keep their
+  // bookkeeping (their writes failed already), and the commit fails.
+  bool live = st.broken.empty();
   switch (kind) {
-    case SessionCmd::begin:
+    case SessionCmd::begin: {
+      LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
       w.begin();
       st.session = ++st.last_session;
       return {{}, false, st.session};
+    }
     case SessionCmd::savepoint:
-      w.savepoint(++st.depth);
+      if (live) w.savepoint(st.depth + 1);
+      ++st.depth;
       st.marks.push_back({st.session_rec.changes.size(), st.session_rec.wakes.size(),
                           st.session_rec.edges_removed});
       break;
     case SessionCmd::release:
-      w.release(st.depth--);
+      if (live) w.release(st.depth);
+      --st.depth;
       st.marks.pop_back();
       break;
     case SessionCmd::rollback_to:
-      w.rollback_to(st.depth--);
+      if (live) undo_savepoint(st, st.depth, "a nested block failed");
+      --st.depth;
       st.session_rec.changes.resize(st.marks.back().changes);
       st.session_rec.wakes.resize(st.marks.back().wakes);
       st.session_rec.edges_removed = st.marks.back().edges_removed;
       st.marks.pop_back();
       break;
     case SessionCmd::commit: {
+      if (!live) {
+        auto err = broken_session(st);
+        w.rollback();
+        end_session(st);
+        throw err;
+      }
       auto changes = std::move(st.session_rec);
       try {
         w.commit();
@@ -201,19 +273,31 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
     return;
   }
   auto* cmd = std::get_if<SessionCmd>(&w->op);
-  if (!cmd && reply.abandoned()) {
+  bool begins = cmd && cmd->kind == SessionCmd::begin;
+  if ((!cmd || begins) && reply.abandoned()) {
     reply.fail(errc::cancelled, "the caller stopped waiting");
     return;
   }
+  auto& writer = *st.cfg->writer;
   try {
-    if (auto* r = std::get_if<ReadOp>(&w->op))
-      reply.deliver(read(*st.cfg->writer, *r));
-    else
-      reply.deliver(cmd ? session_step(st, cmd->kind) : execute(st, w->op, w->check));
-  } catch (const Error& e) {
-    reply.fail(e.value(), e.message());
+    if (auto* r = std::get_if<ReadOp>(&w->op)) {
+      if (st.session && !st.broken.empty()) throw broken_session(st);
+      reply.deliver(read(writer, *r));
+    } else if (begins) {
+      // A caller that gave up while the session began (waiting for another process's
+      // lock) will never end it: end it here, or the writer would serve nobody else.
+      if (!reply.deliver(session_step(st, cmd->kind, &reply))) {
+        writer.rollback();
+        end_session(st);
+      }
+    } else {
+      reply.deliver(cmd ? session_step(st, cmd->kind) : execute(st, w->op, w->check, &reply));
+    }
   } catch (const std::exception& e) {
-    reply.fail(errc::store, e.what());
+    // A failed read can take the session's transaction with it too.
+    if (st.session && st.broken.empty() && !writer.in_transaction()) st.broken = message_of(e);
+    auto* be = dynamic_cast<const Error*>(&e);
+    reply.fail(be ? be->value() : errc::store, message_of(e));
   }
 }
 
@@ -239,7 +323,14 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
   std::vector<Outcome> outcomes(group.size());
   commit_record rec;
   try {
-    w.begin();
+    {
+      // Another process's lock is waited for while any caller of the group still waits.
+      LockWait wait(w, [&group] {
+        return std::any_of(group.begin(), group.end(),
+                           [](const BlockingWritePtr& b) { return !b->reply->abandoned(); });
+      });
+      w.begin();
+    }
     for (std::size_t i = 0; i < group.size(); ++i) {
       auto& item = *group[i];
       if (item.reply->abandoned()) {
@@ -253,9 +344,14 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
         w.release(1);
         rec.append(std::move(one));
       } catch (const Error& e) {
+        // The database may have rolled the whole transaction back (an I/O error, a
+        // full disk): then the group fails as one, below, rather than the writes after
+        // this one committing on their own.
+        if (!w.in_transaction()) throw;
         w.rollback_to(1);
         outcomes[i] = {std::nullopt, e.value(), e.message()};
       } catch (const std::exception& e) {
+        if (!w.in_transaction()) throw;
         w.rollback_to(1);
         outcomes[i] = {std::nullopt, errc::store, e.what()};
       }
@@ -263,7 +359,8 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
     w.commit();
   } catch (const std::exception& e) {  // the transaction itself failed: nothing landed
     w.rollback();
-    for (auto& item : group) item->reply->fail(errc::store, e.what());
+    // No caller is told that its write landed: every reply of the group fails.
+    for (auto& item : group) item->reply->fail(errc::store, message_of(e));
     group.clear();
     return;
   }

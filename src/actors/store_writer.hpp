@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
 #include <variant>
 
 #include <beehive/actors.hpp>
@@ -106,6 +107,10 @@ struct StoreWriterState {
   std::uint64_t session = 0;  // the open within session; 0 = none
   std::uint64_t last_session = 0;
   int depth = 0;  // savepoints open inside the session
+  /// Why the session's transaction is gone, when the database rolled it back by itself
+  /// after a failure (an I/O error, a full disk): the rest of the session fails with
+  /// this instead of running outside any transaction, and its commit fails.
+  std::string broken;
   struct Mark {
     std::size_t changes, wakes;
     bool edges_removed;

@@ -78,6 +78,15 @@ class Writer : public Reader {
   virtual void begin() = 0;
   virtual void commit() = 0;
   virtual void rollback() = 0;
+  /// False once the transaction has ended: besides commit and rollback, the database
+  /// rolls a transaction back by itself on some failures (an I/O error, a full disk),
+  /// and whatever ran after that would commit on its own.
+  virtual bool in_transaction() = 0;
+  /// While `begin` waits for a lock held by another process, it asks `keep_waiting`
+  /// between retries and gives up (errc::store, busy) on false, so that nobody waits
+  /// for callers that have gone; the store's busy timeout bounds the wait anyway.
+  /// Empty: wait for the busy timeout.
+  virtual void set_lock_wait(std::function<bool()> keep_waiting) = 0;
 
   /// Allocates the next resource version (global, strictly increasing, never reused).
   virtual std::int64_t next_resource_version() = 0;

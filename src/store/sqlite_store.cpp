@@ -2,8 +2,11 @@
 // store's lifetime, a pool of read-only connections, and write connections handed to
 // store_writer actors.
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include <sqlite3.h>
 
@@ -29,41 +32,59 @@ class ConnectionReader : public Interface {
       : conn_(file, read_only, opts, session) {}
 
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
-    return conn_.get(id, loads);
+    return watched([&] { return conn_.get(id, loads); });
   }
   std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
                                        unsigned loads) override {
-    return conn_.get_by_slug(gk, slug, loads);
+    return watched([&] { return conn_.get_by_slug(gk, slug, loads); });
   }
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
-    return conn_.list(gk, loads);
+    return watched([&] { return conn_.list(gk, loads); });
   }
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
                                   std::int64_t& rv) override {
-    return conn_.snapshot(gk, id, rv);
+    return watched([&] { return conn_.snapshot(gk, id, rv); });
   }
   std::vector<Ref> related(ObjectID id, unsigned relation) override {
-    return conn_.related(id, relation);
+    return watched([&] { return conn_.related(id, relation); });
   }
   std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) override {
-    return conn_.list_events(id, q);
+    return watched([&] { return conn_.list_events(id, q); });
   }
   std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
                                         std::int64_t& rv) override {
-    return conn_.event_snapshot(id, q, rv);
+    return watched([&] { return conn_.event_snapshot(id, q, rv); });
   }
-  bool has_incoming_refs(ObjectID id) override { return conn_.has_incoming_refs(id); }
+  bool has_incoming_refs(ObjectID id) override {
+    return watched([&] { return conn_.has_incoming_refs(id); });
+  }
   std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
                                             unsigned loads) override {
-    return conn_.list_owned_objects(gk, owner, loads);
+    return watched([&] { return conn_.list_owned_objects(gk, owner, loads); });
   }
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                           bool unsettled_only) override {
-    return conn_.list_ids(gk, unsettled_only);
+    return watched([&] { return conn_.list_ids(gk, unsettled_only); });
   }
 
+  /// A store failure seen on this connection (its file may have gone bad).
+  bool failed() const { return failed_; }
+
  protected:
+  /// Runs a read, remembering a store failure: the pool replaces such a connection
+  /// instead of handing it out again.
+  template <class Fn>
+  auto watched(Fn&& fn) -> decltype(fn()) {
+    try {
+      return fn();
+    } catch (const Error& e) {
+      if (e.value() == errc::store) failed_ = true;
+      throw;
+    }
+  }
+
   Connection conn_;
+  bool failed_ = false;
 };
 
 class SqliteReader : public ConnectionReader<Reader> {
@@ -77,7 +98,11 @@ class SqliteWriter : public ConnectionReader<Writer> {
  public:
   SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
                std::int64_t session)
-      : ConnectionReader(file, false, opts, session) {}
+      : ConnectionReader(file, false, opts, session), busy_timeout_(opts.busy_timeout) {
+    // Replaces SQLite's own busy timeout: the same bound, but it also stops waiting for
+    // callers that have gone (set_lock_wait).
+    sqlite3_busy_handler(conn_.db().getHandle(), &SqliteWriter::on_busy, this);
+  }
 
   void begin() override {
     guarded([&] { conn_.db().exec("BEGIN IMMEDIATE"); });
@@ -87,7 +112,11 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
   void rollback() override {
     // A failed statement may already have rolled the transaction back.
-    if (!sqlite3_get_autocommit(conn_.db().getHandle())) conn_.db().tryExec("ROLLBACK");
+    if (in_transaction()) conn_.db().tryExec("ROLLBACK");
+  }
+  bool in_transaction() override { return !sqlite3_get_autocommit(conn_.db().getHandle()); }
+  void set_lock_wait(std::function<bool()> keep_waiting) override {
+    keep_waiting_ = std::move(keep_waiting);
   }
 
   std::int64_t next_resource_version() override {
@@ -312,6 +341,26 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
 
  private:
+  /// SQLite's busy handler: true retries. Sleeps like SQLite's own busy timeout (short
+  /// steps first), but never longer than 10 ms at a time, so that a caller giving up
+  /// frees the writer promptly.
+  static int on_busy(void* self, int attempt) {
+    auto& w = *static_cast<SqliteWriter*>(self);
+    auto now = std::chrono::steady_clock::now();
+    if (attempt == 0) w.busy_since_ = now;
+    if (now - w.busy_since_ >= w.busy_timeout_) return 0;
+    if (w.keep_waiting_ && !w.keep_waiting_()) return 0;
+    static constexpr int steps_ms[] = {1, 2, 5, 10};
+    auto step = std::chrono::milliseconds(steps_ms[std::min(attempt, 3)]);
+    auto left = w.busy_timeout_ - (now - w.busy_since_);
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(step, left));
+    return 1;
+  }
+
+  std::chrono::milliseconds busy_timeout_;
+  std::chrono::steady_clock::time_point busy_since_{};
+  std::function<bool()> keep_waiting_;
+
   std::vector<ObjectID> ids(Query q) {
     return guarded([&] {
       auto s = conn_.use(q);
@@ -335,7 +384,7 @@ class SqliteStore : public Backend {
   ReaderLease reader() override {
     std::unique_lock lk(mu_);
     cv_.wait(lk, [&] { return !free_.empty() || opened_ < opts_.read_connections; });
-    std::unique_ptr<Reader> r;
+    std::unique_ptr<SqliteReader> r;
     if (!free_.empty()) {
       r = std::move(free_.back());
       free_.pop_back();
@@ -352,11 +401,19 @@ class SqliteStore : public Backend {
       }
     }
     return ReaderLease(r.release(), [this](Reader* p) {
+      std::unique_ptr<SqliteReader> conn(static_cast<SqliteReader*>(p));
       {
         std::lock_guard g(mu_);
-        free_.emplace_back(p);
+        // A connection that failed is closed, not pooled: whatever broke it (a file
+        // gone bad, a poisoned cache) must not fail the next reader too. Its slot
+        // opens a fresh one on demand.
+        if (conn->failed())
+          --opened_;
+        else
+          free_.push_back(std::move(conn));
       }
       cv_.notify_one();
+      conn.reset();  // outside the lock
     });
   }
 
@@ -380,7 +437,7 @@ class SqliteStore : public Backend {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<Reader>> free_;
+  std::vector<std::unique_ptr<SqliteReader>> free_;
   int opened_ = 0;
 };
 

@@ -1,0 +1,452 @@
+// Fault injection: what a failing disk, a foreign lock holder and a broken connection do
+// to a beehive. The store's file operations fail on demand through the fault VFS shim
+// (src/store/fault_vfs.hpp); a foreign process holds the write lock through
+// tests/faults/lock_holder.cpp. What a user relies on: a failed write throws
+// errc::store with SQLite's message and leaves nothing behind, no caller is told that
+// a write landed when it did not, and the beehive keeps serving afterwards.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include "controller_fixture.hpp"
+#include "store/fault_vfs.hpp"
+
+#ifndef BEEHIVE_LOCK_HOLDER
+#error "CMakeLists.txt defines BEEHIVE_LOCK_HOLDER, the path of the lock_holder program"
+#endif
+
+extern char** environ;
+
+namespace beehive::test {
+namespace {
+
+namespace fault = store::fault;
+
+/// Asserts that `expr` throws beehive::Error with `code` and a message containing `text`.
+#define EXPECT_ERRC_WITH(expr, expected_errc, text)                                       \
+  do {                                                                                    \
+    try {                                                                                 \
+      (void)(expr);                                                                       \
+      ADD_FAILURE() << #expr " did not throw";                                            \
+    } catch (const ::beehive::Error& e_) {                                                \
+      EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what();       \
+      EXPECT_NE(std::string(e_.what()).find(text), std::string::npos) << e_.what();       \
+    }                                                                                     \
+  } while (0)
+
+/// Rows and edges as the file holds them, read around the beehive.
+struct FileCounts {
+  int objects = 0, refs = 0;
+};
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    close();
+    // Shows in the XML report (--gtest_output=xml): the figures docs/reliability.md quotes.
+    RecordProperty("faults_injected", vfs_.injected());
+  }
+
+  void open(sqlite::Options opts = {}) {
+    close();
+    store_ = sqlite::open(dir_.file("beehive.db"), opts);
+    bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+  }
+  void close() {
+    if (stop_) {
+      try {
+        stop_(Context{}.with_timeout(10s));
+      } catch (...) {
+      }
+      stop_ = nullptr;
+    }
+    bh_.reset();
+    store_.reset();
+  }
+
+  /// A controller that marks every widget ready; waits until it is registered.
+  ControllerClient<WidgetStatus> register_ready_controller() {
+    return register_controller<WidgetSpec, WidgetStatus>(
+        *bh_, widget_kind,
+        [](const Context& ctx, ControllerClient<WidgetStatus>& cc,
+           const Object<WidgetSpec, WidgetStatus>& o) {
+          if (!o.status || !o.status->ready) cc.update_status(ctx, o.id, o.generation, {true});
+          return Result{};
+        });
+  }
+
+  bool becomes_ready(ObjectID id) {
+    return eventually([&] {
+      auto s = widgets().get(ctx_, id).status;
+      return s && s->ready;
+    });
+  }
+
+  Widgets widgets() { return Widgets(*bh_, widget_kind); }
+
+  FileCounts file_counts() {
+    SQLite::Database db(dir_.file("beehive.db").string(), SQLite::OPEN_READONLY);
+    return {db.execAndGet("SELECT count(*) FROM objects").getInt(),
+            db.execAndGet("SELECT count(*) FROM refs").getInt()};
+  }
+
+  bool has_slug(const std::string& slug) {
+    try {
+      widgets().get_by_slug(ctx_, slug);
+      return true;
+    } catch (const Error& e) {
+      if (e.value() != errc::not_found) throw;
+      return false;
+    }
+  }
+
+  // Declared first: every connection below is opened through the shim.
+  fault::FaultVfs vfs_;
+  TempDir dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  Stop stop_;
+  Context ctx_;
+};
+
+// --- failed writes -----------------------------------------------------------------------
+
+TEST_F(FaultTest, AFailedCommitThrowsStoreWithSqlitesMessageAndLeavesNothing) {
+  open();
+  register_ready_controller();
+  stop_ = bh_->start(ctx_);
+  auto w = widgets();
+  auto owner = w.create(ctx_, {"owner", 1});
+  ASSERT_TRUE(becomes_ready(owner.id));  // the controller is idle from here on
+  auto before = file_counts();
+
+  // The commit's append to the WAL fails: the create with its owner edge and finalizer.
+  vfs_.arm({.op = fault::Op::write, .files = fault::files::wal});
+  EXPECT_ERRC_WITH(w.create(ctx_, {"child", 2}, with_slug("child"), with_owner(owner.id),
+                            with_finalizers({"acme.com/hold"})),
+                   errc::store, "disk I/O error");
+  EXPECT_EQ(vfs_.injected(), 1);
+
+  // Nothing of it: no row, no edge, the slug is free, the owner owns nothing.
+  EXPECT_FALSE(has_slug("child"));
+  EXPECT_EQ(w.list(ctx_).size(), 1u);
+  EXPECT_TRUE(w.list_owned(ctx_, owner.id).empty());
+  EXPECT_EQ(file_counts().objects, before.objects);
+  EXPECT_EQ(file_counts().refs, before.refs);
+
+  // The beehive keeps serving: the same write succeeds and the controller reconciles it.
+  auto child = w.create(ctx_, {"child", 2}, with_slug("child"), with_owner(owner.id),
+                        with_finalizers({"acme.com/hold"}));
+  EXPECT_EQ(w.list_owned(ctx_, owner.id).size(), 1u);
+  EXPECT_TRUE(becomes_ready(child.id));
+  EXPECT_EQ(file_counts().refs, before.refs + 1);
+}
+
+TEST_F(FaultTest, AFailedSyncFailsTheWriteAndLeavesNothing) {
+  open({.synchronous = sqlite::Synchronous::full});
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  vfs_.arm({.op = fault::Op::sync, .files = fault::files::wal});
+  EXPECT_ERRC_WITH(w.update(ctx_, a.id, {"b", 2}), errc::store, "disk I/O error");
+  EXPECT_EQ(vfs_.injected(), 1);
+  auto now = w.get(ctx_, a.id);
+  EXPECT_EQ(now.spec.color, "a");
+  EXPECT_EQ(now.generation, 1);
+  EXPECT_EQ(w.update(ctx_, a.id, {"c", 3}).generation, 2);
+  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "c");
+}
+
+TEST_F(FaultTest, AGroupCommitThatFailsTellsNoCallerItsWriteLanded) {
+  open();
+  auto w = widgets();
+  w.create(ctx_, {"warm", 0});
+  // Several commits fail part-way through a burst of concurrent writes, whichever
+  // group each write lands in.
+  vfs_.arm({.op = fault::Op::write, .files = fault::files::wal, .skip = 4, .count = 3});
+  constexpr int threads = 6, per_thread = 20;
+  std::vector<std::future<std::vector<std::pair<std::string, std::optional<errc>>>>> runs;
+  for (int t = 0; t < threads; ++t)
+    runs.push_back(std::async(std::launch::async, [w, t]() mutable {
+      std::vector<std::pair<std::string, std::optional<errc>>> out;
+      for (int i = 0; i < per_thread; ++i) {
+        auto slug = "w" + std::to_string(t) + "-" + std::to_string(i);
+        try {
+          w.create(Context{}.with_timeout(10s), {"x", i}, with_slug(slug));
+          out.emplace_back(slug, std::nullopt);
+        } catch (const Error& e) {
+          out.emplace_back(slug, e.value());
+        }
+      }
+      return out;
+    }));
+  int failed = 0, landed = 0;
+  for (auto& r : runs) {
+    ASSERT_EQ(r.wait_for(20s), std::future_status::ready) << "a caller hangs";
+    for (auto& [slug, code] : r.get()) {
+      if (code) {
+        EXPECT_EQ(*code, errc::store) << slug;
+        EXPECT_FALSE(has_slug(slug)) << slug << " failed but landed";
+        ++failed;
+      } else {
+        EXPECT_TRUE(has_slug(slug)) << slug << " was acknowledged but is missing";
+        ++landed;
+      }
+    }
+  }
+  EXPECT_GE(failed, 1);
+  EXPECT_GE(landed, threads * per_thread - 3 * threads);
+  EXPECT_EQ(vfs_.injected(), 3);
+  EXPECT_EQ(file_counts().objects, landed + 1);
+  w.create(ctx_, {"after", 1}, with_slug("after"));  // and it keeps serving
+}
+
+TEST_F(FaultTest, AFailureThatEndsTheTransactionFailsTheWholeWithinBlock) {
+  open();
+  auto cc = register_ready_controller();  // not started: no reconcile touches the file
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+  {
+    // Another connection commits: the writer must read pages from the file again in
+    // its next transaction, which is where the read fault hits.
+    SQLite::Database other(dir_.file("beehive.db").string(), SQLite::OPEN_READWRITE);
+    other.exec("UPDATE beehive_meta SET value = value + 1 WHERE key = 'resource_version'");
+  }
+  std::optional<errc> first, second;
+  EXPECT_ERRC(cc.within(ctx_,
+                        [&](const Context& tx) {
+                          // The writer's reads fail (this thread's reads stay healthy).
+                          vfs_.arm({.op = fault::Op::read,
+                                    .threads = fault::Threads::others,
+                                    .count = -1});
+                          try {
+                            w.create(tx, {"p", 1}, with_slug("p"));
+                          } catch (const Error& e) {
+                            first = e.value();
+                          }
+                          vfs_.clear();
+                          // The block carries on after the failure; this write must not
+                          // commit on its own.
+                          try {
+                            w.create(tx, {"q", 2}, with_slug("q"));
+                          } catch (const Error& e) {
+                            second = e.value();
+                          }
+                        }),
+              errc::store);
+  EXPECT_EQ(first, errc::store);
+  EXPECT_EQ(second, errc::store);
+  EXPECT_GE(vfs_.injected(), 1);
+  EXPECT_FALSE(has_slug("p"));
+  EXPECT_FALSE(has_slug("q"));
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");
+  EXPECT_EQ(file_counts().objects, 1);
+  // The writer serves on, within blocks included.
+  cc.within(ctx_, [&](const Context& tx) { w.create(tx, {"r", 3}, with_slug("r")); });
+  EXPECT_TRUE(has_slug("r"));
+}
+
+// --- a foreign process holding the database ----------------------------------------------
+
+/// The lock_holder process: holds the write lock from construction until release().
+class ForeignLock {
+ public:
+  explicit ForeignLock(const std::filesystem::path& db) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe2 failed");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+    std::string exe = BEEHIVE_LOCK_HOLDER, file = db.string();
+    std::vector<char*> argv{exe.data(), file.data(), nullptr};
+    int rc = ::posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+    if (rc != 0) throw std::runtime_error("cannot spawn " + exe + ": " + std::strerror(rc));
+    if (read_line() != "locked") throw std::runtime_error("lock_holder did not take the lock");
+  }
+  ~ForeignLock() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(to_);
+    ::close(from_);
+  }
+
+  /// Commits and lets go; true when the process did so and exited cleanly.
+  bool release() {
+    if (::write(to_, "\n", 1) != 1) return false;
+    bool released = read_line() == "released";
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return released && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+
+ private:
+  std::string read_line() {
+    std::string line;
+    char c;
+    pollfd p{from_, POLLIN, 0};
+    while (::poll(&p, 1, 10000) == 1 && ::read(from_, &c, 1) == 1) {
+      if (c == '\n') return line;
+      line += c;
+    }
+    return line + "<eof>";
+  }
+
+  pid_t pid_ = 0;
+  int to_ = -1, from_ = -1;
+};
+
+TEST_F(FaultTest, AForeignLockIsWaitedForWithinTheCallersDeadline) {
+  open();
+  auto cc = register_ready_controller();
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+  ForeignLock lock(dir_.file("beehive.db"));
+
+  // Reads do not wait for the lock.
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");
+
+  // A within block whose deadline passes while it waits to begin gives up (and the
+  // writer must not keep a session open for it).
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(cc.within(ctx_.with_timeout(100ms),
+                        [&](const Context& tx) { w.create(tx, {"inner", 1}, with_slug("inner")); }),
+              errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  // So does a write, which is not made later either.
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(w.create(ctx_.with_timeout(100ms), {"short", 1}, with_slug("short")),
+              errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+
+  // A caller with time to spare is served once the lock is released.
+  auto late = std::async(std::launch::async, [w]() mutable {
+    return w.create(Context{}.with_timeout(5s), {"late", 2}, with_slug("late")).id;
+  });
+  EXPECT_EQ(late.wait_for(150ms), std::future_status::timeout);  // still waiting for the lock
+  ASSERT_TRUE(lock.release());
+  ASSERT_EQ(late.wait_for(5s), std::future_status::ready);
+  auto late_id = late.get();
+  EXPECT_EQ(w.get(ctx_, late_id).spec.color, "late");
+
+  EXPECT_FALSE(has_slug("short"));
+  EXPECT_FALSE(has_slug("inner"));
+  EXPECT_EQ(file_counts().objects, 2);
+  // And the writer serves on.
+  cc.within(ctx_, [&](const Context& tx) { w.create(tx, {"after", 3}, with_slug("after")); });
+  EXPECT_TRUE(has_slug("after"));
+}
+
+TEST_F(FaultTest, AForeignLockHeldPastTheBusyTimeoutFailsTheWriteWithStore) {
+  open({.busy_timeout = 200ms});
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+  ForeignLock lock(dir_.file("beehive.db"));
+  EXPECT_ERRC_WITH(w.create(ctx_, {"blocked", 1}, with_slug("blocked")), errc::store,
+                   "database is locked");
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");
+  ASSERT_TRUE(lock.release());
+  EXPECT_FALSE(has_slug("blocked"));
+  w.create(ctx_, {"blocked", 1}, with_slug("blocked"));
+  EXPECT_TRUE(has_slug("blocked"));
+}
+
+// --- a full disk -------------------------------------------------------------------------
+
+TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
+  open();
+  auto cc = register_ready_controller();
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+
+  // The disk fills up part-way through a run of writes.
+  vfs_.set_free_space(128 * 1024);
+  std::string big(2000, 'z');
+  int made = 0;
+  std::optional<Error> full;
+  for (int i = 0; i < 1000 && !full; ++i) {
+    try {
+      w.create(ctx_, {big, i}, with_slug("f" + std::to_string(i)));
+      ++made;
+    } catch (const Error& e) {
+      full = e;
+    }
+  }
+  ASSERT_TRUE(full) << "the disk never filled";
+  EXPECT_EQ(full->value(), errc::store);
+  EXPECT_NE(std::string(full->what()).find("database or disk is full"), std::string::npos)
+      << full->what();
+  EXPECT_GE(made, 1);
+  EXPECT_FALSE(has_slug("f" + std::to_string(made)));  // the one that failed
+
+  // While it is full: every kind of write fails the same way, reads work.
+  EXPECT_ERRC_WITH(w.update(ctx_, x.id, {"y", 2}), errc::store, "database or disk is full");
+  EXPECT_ERRC_WITH(cc.set_condition(ctx_, x.id, {"Ready", ConditionStatus::True, "R", "m"}),
+                   errc::store, "database or disk is full");
+  EXPECT_ERRC_WITH(cc.within(ctx_, [&](const Context& tx) { w.create(tx, {"in", 1}); }),
+                   errc::store, "database or disk is full");
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");
+  EXPECT_TRUE(w.get(ctx_, x.id).conditions.empty());
+  EXPECT_EQ(w.list(ctx_).size(), static_cast<std::size_t>(made + 1));
+
+  // Space returns: writes succeed again, without reopening anything.
+  vfs_.set_free_space(std::nullopt);
+  EXPECT_EQ(w.update(ctx_, x.id, {"y", 2}).spec.color, "y");
+  w.create(ctx_, {big, made}, with_slug("f" + std::to_string(made)));
+  cc.set_condition(ctx_, x.id, {"Ready", ConditionStatus::True, "R", "m"});
+  EXPECT_EQ(w.get(ctx_, x.id).conditions.size(), 1u);
+  EXPECT_EQ(file_counts().objects, made + 2);
+}
+
+// --- read connections --------------------------------------------------------------------
+
+TEST_F(FaultTest, AFailingReadConnectionIsReplaced) {
+  open({.read_connections = 1});
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");
+  w.update(ctx_, x.id, {"y", 2});  // the reader must read the changed pages again
+
+  // The read connection's file goes bad: this read fails, and so would every later one
+  // on that connection.
+  vfs_.arm({.op = fault::Op::read, .threads = fault::Threads::this_one, .poison = true});
+  EXPECT_ERRC_WITH(w.get(ctx_, x.id), errc::store, "disk I/O error");
+  vfs_.clear();
+  // The next read runs on a fresh connection.
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "y");
+  EXPECT_EQ(w.list(ctx_).size(), 1u);
+
+  // A replacement that cannot be opened fails the read; the one after opens fine.
+  vfs_.arm({.op = fault::Op::read, .threads = fault::Threads::this_one, .poison = true});
+  w.update(ctx_, x.id, {"z", 3});
+  EXPECT_ERRC(w.get(ctx_, x.id), errc::store);
+  vfs_.clear();
+  vfs_.arm({.op = fault::Op::open, .files = fault::files::main_db,
+            .threads = fault::Threads::this_one});
+  EXPECT_ERRC_WITH(w.get(ctx_, x.id), errc::store, "unable to open database file");
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "z");
+  EXPECT_GE(vfs_.injected(), 3);
+}
+
+}  // namespace
+}  // namespace beehive::test
