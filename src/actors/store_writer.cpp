@@ -78,6 +78,23 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
   return reply;
 }
 
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+/// When a transaction began, for the write-latency metric: no clock read without a sink.
+SteadyTime began(const StoreWriterState& st) {
+  return st.cfg->metrics ? std::chrono::steady_clock::now() : SteadyTime{};
+}
+
+/// Reports a transaction right after its COMMIT (before deferred work can run).
+void committed(const StoreWriterState& st, SteadyTime since) {
+  if (auto* m = st.cfg->metrics.get()) {
+    static const MetricLabels none;
+    auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - since);
+    m->counter_add(metric::store_transactions_total, none, 1);
+    m->histogram_observe(metric::store_write_duration, none, took.count());
+  }
+}
+
 void publish(StoreWriterState& st, commit_record rec) {
   ++st.transactions;
   if (rec.empty()) return;
@@ -119,6 +136,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
     }
   }
   commit_record rec;
+  auto since = began(st);
   w.begin();
   WriteReply reply;
   try {
@@ -128,6 +146,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
     w.rollback();
     throw;
   }
+  committed(st, since);
   publish(st, std::move(rec));
   return reply;
 }
@@ -148,6 +167,7 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind) {
   auto& w = *st.cfg->writer;
   switch (kind) {
     case SessionCmd::begin:
+      st.session_began = began(st);
       w.begin();
       st.session = ++st.last_session;
       return {{}, false, st.session};
@@ -176,6 +196,7 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind) {
         end_session(st);
         throw;
       }
+      committed(st, st.session_began);
       end_session(st);
       publish(st, std::move(changes));
       break;
@@ -236,6 +257,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
   };
   std::vector<Outcome> outcomes(group.size());
   commit_record rec;
+  auto since = began(st);
   try {
     w.begin();
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -265,6 +287,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
     group.clear();
     return;
   }
+  committed(st, since);
   publish(st, std::move(rec));
   for (std::size_t i = 0; i < group.size(); ++i) {
     if (outcomes[i].reply)
@@ -359,6 +382,7 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
   auto& w = *st.cfg->writer;
   commit_record rec;
   std::vector<caf::message> replies;
+  auto since = began(st);
   w.begin();
   try {
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -373,6 +397,7 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
     w.rollback();
     throw;
   }
+  committed(st, since);
   publish(st, std::move(rec));
   return replies;
 }

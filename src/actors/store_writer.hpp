@@ -20,6 +20,7 @@
 #include <variant>
 
 #include <beehive/actors.hpp>
+#include <beehive/metrics.hpp>
 #include <beehive/time.hpp>
 
 #include "actors/write_queue.hpp"
@@ -92,6 +93,8 @@ struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   std::shared_ptr<Clock> clock;
   std::shared_ptr<WriteQueue> queue;
+  /// Null: no metrics, and no clock reads for them.
+  std::shared_ptr<MetricsSink> metrics;
   /// Subscribed before the writer serves anything: a restarted writer must not commit
   /// a write its predecessor's subscribers would miss.
   std::vector<caf::actor> subscribers;
@@ -114,6 +117,7 @@ struct StoreWriterState {
   commit_record session_rec;  // what the session changed so far
   std::deque<std::function<void()>> deferred;  // arrived while a session was open
   std::uint64_t transactions = 0;              // committed
+  std::chrono::steady_clock::time_point session_began;  // metrics only
 
   static inline const char* name = "beehive.store_writer";
 };
