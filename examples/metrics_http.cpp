@@ -121,9 +121,8 @@ void serve_one(int client, const beehive::PrometheusMetrics& metrics) {
     type = "text/plain; charset=utf-8";
     body = "try GET /metrics\n";
   }
-  send_all(client, "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
-                       "\r\nContent-Length: " + std::to_string(body.size()) +
-                       "\r\nConnection: close\r\n\r\n" + body);
+  send_all(client, "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
 }
 
 int main(int argc, char** argv) try {

@@ -21,8 +21,12 @@ class RecordingSink : public MetricsSink {
     MetricLabels labels;
     double value;
   };
-  void counter_add(std::string_view n, const MetricLabels& l, double d) override { add('c', n, l, d); }
-  void gauge_set(std::string_view n, const MetricLabels& l, double v) override { add('g', n, l, v); }
+  void counter_add(std::string_view n, const MetricLabels& l, double d) override {
+    add('c', n, l, d);
+  }
+  void gauge_set(std::string_view n, const MetricLabels& l, double v) override {
+    add('g', n, l, v);
+  }
   void histogram_observe(std::string_view n, const MetricLabels& l, double v) override {
     add('h', n, l, v);
   }
@@ -97,8 +101,9 @@ class MetricsTest : public ControllerTest {
     ASSERT_TRUE(eventually([&] { return recorder_->count(later.id) == 2; }));
     // Reported by the worker after the pass returns: wait for the counts, not the calls.
     ASSERT_TRUE(eventually([&] {
-      return reconciles(result("success")) + reconciles(result("error")) +
-                 reconciles(result("requeue")) == 7;
+      auto passes = reconciles(result("success")) + reconciles(result("error")) +
+                    reconciles(result("requeue"));
+      return passes == 7;
     }));
     settle();
     EXPECT_EQ(recorder_->total(), 7);
@@ -166,7 +171,8 @@ TEST_F(MetricsTest, PrometheusMetricsAggregatesTheWorkload) {
   EXPECT_NE(text.find("beehive_reconcile_duration_seconds_count{kind=\"Widget.acme.com\"} 7\n"),
             std::string::npos);
   EXPECT_NE(text.find("beehive_workqueue_depth{kind=\"Widget.acme.com\"} 0\n"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE beehive_store_write_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE beehive_store_write_duration_seconds histogram\n"),
+            std::string::npos);
 }
 
 /// Queue wait is on the Beehive's clock: an id that waits while the test moves time
@@ -194,8 +200,8 @@ TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {
   ASSERT_TRUE(eventually([&] { return prom->value(metric::workqueue_depth, widget_labels) == 1; }));
   clock_->advance(3s);
   gate->set_value();
-  ASSERT_TRUE(eventually(
-      [&] { return prom->value(metric::reconcile_total, result("success")) == 2; }));
+  ASSERT_TRUE(
+      eventually([&] { return prom->value(metric::reconcile_total, result("success")) == 2; }));
   auto waits = prom->histogram(metric::workqueue_queue_duration, widget_labels);
   EXPECT_EQ(waits.count, 2u);
   EXPECT_EQ(waits.sum, 3.0);
@@ -325,7 +331,8 @@ TEST_F(MetricsTest, KindWithQuotesAndBackslashIsEscaped) {
   GroupKind odd{"acme.com", "Qu\"o\\te"};
   std::atomic<int> passes{0};
   register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, odd, [&](auto&, auto&, auto&) -> Result {
+      *bh_, odd,
+      [&](auto&, auto&, auto&) -> Result {
         ++passes;
         return {};
       },
@@ -335,8 +342,9 @@ TEST_F(MetricsTest, KindWithQuotesAndBackslashIsEscaped) {
   MetricLabels l{{"kind", to_string(odd)}, {"result", "success"}};
   ASSERT_TRUE(eventually([&] { return prom->value(metric::reconcile_total, l) == 1; }));
   auto text = prom->text();
-  EXPECT_NE(text.find("beehive_reconcile_total{kind=\"Qu\\\"o\\\\te.acme.com\",result=\"success\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("beehive_reconcile_total{kind=\"Qu\\\"o\\\\te.acme.com\",result=\"success\"} 1\n"),
+      std::string::npos)
       << text;
   check_exposition(text);
 }

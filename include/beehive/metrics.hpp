@@ -89,8 +89,7 @@ class PrometheusMetrics : public MetricsSink {
 
   void counter_add(std::string_view name, const MetricLabels& labels, double delta) override;
   void gauge_set(std::string_view name, const MetricLabels& labels, double value) override;
-  void histogram_observe(std::string_view name, const MetricLabels& labels,
-                         double value) override;
+  void histogram_observe(std::string_view name, const MetricLabels& labels, double value) override;
 
   /// Every series, families sorted by name: "# HELP" and "# TYPE" lines, counters and
   /// gauges as `name{labels} value`, histograms as cumulative `name_bucket{...,le="..."}`

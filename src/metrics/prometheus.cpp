@@ -132,7 +132,8 @@ std::vector<double> PrometheusMetrics::default_buckets() {
   return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 }
 
-PrometheusMetrics::PrometheusMetrics(std::vector<double> buckets) : impl_(std::make_unique<Impl>()) {
+PrometheusMetrics::PrometheusMetrics(std::vector<double> buckets)
+    : impl_(std::make_unique<Impl>()) {
   std::sort(buckets.begin(), buckets.end());
   buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
   std::erase_if(buckets, [](double b) { return std::isinf(b) || std::isnan(b); });
