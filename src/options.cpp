@@ -43,6 +43,10 @@ Option with_logger(Logger logger) {
   return Option([l = std::move(logger)](OptionSet& s) { s.logger = l; });
 }
 
+Option with_metrics(std::shared_ptr<MetricsSink> sink) {
+  return Option([m = std::move(sink)](OptionSet& s) { s.metrics = m; });
+}
+
 LoadOption load_owner() { return LoadOption(LoadOption::owner); }
 LoadOption load_dependencies() { return LoadOption(LoadOption::dependencies); }
 LoadOption load_dependents() { return LoadOption(LoadOption::dependents); }

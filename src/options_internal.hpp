@@ -27,6 +27,7 @@ struct OptionSet {
   std::optional<int> concurrency;
   std::shared_ptr<Clock> clock;
   Logger logger;
+  std::shared_ptr<MetricsSink> metrics;
 
   static OptionSet from(const std::vector<Option>& opts) {
     OptionSet s;

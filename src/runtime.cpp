@@ -48,6 +48,7 @@ void Runtime::spawn_writer(std::vector<caf::actor> subscribers) {
   cfg->writer = backend_->open_writer();
   cfg->clock = clock_;
   cfg->queue = queue_;
+  cfg->metrics = settings_.metrics;
   // Detached: the writer blocks on disk, and a dedicated thread makes the blocking
   // hand-off one wake each way.
   auto w = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
@@ -306,6 +307,7 @@ void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vect
     s.resync = *r;
   entry->event_retention = kind_opts.event_retention;
   entry->migrator = kind_opts.migrator;
+  if (settings_.metrics) entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk);
   for (auto r : {settings_.max_retry_interval, kind_opts.max_retry_interval})
     if (r && r->count() > 0) s.max_retry = *r;
   std::lock_guard k(kinds_mu_);

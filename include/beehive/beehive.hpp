@@ -32,6 +32,7 @@
 #include <beehive/errors.hpp>
 #include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
+#include <beehive/metrics.hpp>
 #include <beehive/migrator.hpp>
 #include <beehive/object.hpp>
 #include <beehive/options.hpp>
@@ -61,8 +62,9 @@ using Stop = std::function<void(const Context&)>;
 
 class Beehive {
  public:
-  /// Runs in an actor system of its own. Options: with_clock, with_resync_interval,
-  /// with_max_retry_interval, with_event_retention (defaults for every kind).
+  /// Runs in an actor system of its own. Options: with_clock, with_logger, with_metrics,
+  /// with_resync_interval, with_max_retry_interval, with_event_retention (defaults for
+  /// every kind).
   template <class... Opts>
     requires(std::convertible_to<Opts, Option> && ...)
   explicit Beehive(std::shared_ptr<Store> store, Opts&&... opts)

@@ -12,7 +12,7 @@
 ///
 /// Defaults: no slug, no finalizers, no owner; resync every 30 s; retry backoff from
 /// 1 s doubling to at most 30 s; one worker per kind; the system clock; events kept
-/// without bound until their object is removed.
+/// without bound until their object is removed; no metrics.
 
 #include <chrono>
 #include <functional>
@@ -30,6 +30,7 @@ namespace beehive {
 
 class Context;
 class Migrator;
+class MetricsSink;
 
 namespace detail {
 struct OptionSet;
@@ -81,6 +82,8 @@ Option with_concurrency(int workers);
 Option with_clock(std::shared_ptr<Clock> clock);
 /// Beehive: where log entries go (default: warnings and errors to stderr).
 Option with_logger(Logger logger);
+/// Beehive: where metrics go (see metrics.hpp); default none, which costs nothing.
+Option with_metrics(std::shared_ptr<MetricsSink> sink);
 
 /// Which relations a read attaches to the objects it returns.
 class LoadOption {

@@ -71,7 +71,14 @@ caf::behavior worker(caf::event_based_actor* self, caf::actor controller,
                      std::shared_ptr<KindEntry> kind, Runtime* rt) {
   return {
       [=](reconcile_atom, ObjectID id, const FlightPtr& flight) {
-        auto outcome = rt->reconcile_once(*kind, id);
+        Outcome outcome;
+        if (auto* m = kind->metrics.get()) {
+          auto began = std::chrono::steady_clock::now();  // real time, not the Beehive's clock
+          outcome = rt->reconcile_once(*kind, id);
+          m->reconciled(outcome, std::chrono::steady_clock::now() - began);
+        } else {
+          outcome = rt->reconcile_once(*kind, id);
+        }
         (void)flight;  // released with the message, after the pass
         self->send(controller, done_atom::value, id, std::move(outcome),
                    caf::actor_cast<caf::actor>(self));
@@ -81,6 +88,18 @@ caf::behavior worker(caf::event_based_actor* self, caf::actor controller,
 
 Time now(Self self) { return self->state.rt->clock().now(); }
 
+/// Every change of the queue or of the ids in flight ends in dispatch, which reports them.
+void report_gauges(ControllerState& st, const KindMetrics& m) {
+  if (st.queue.size() != st.reported_depth) {
+    st.reported_depth = st.queue.size();
+    m.queue_depth(st.reported_depth);
+  }
+  if (st.in_flight.size() != st.reported_active) {
+    st.reported_active = st.in_flight.size();
+    m.active_workers(st.reported_active);
+  }
+}
+
 void dispatch(Self self) {
   auto& st = self->state;
   while (st.dispatching && !st.idle.empty() && !st.queue.empty()) {
@@ -89,12 +108,20 @@ void dispatch(Self self) {
     st.queued.erase(id);
     st.in_flight.insert(id);
     st.kind->board->clear(id);
+    if (auto* m = st.kind->metrics.get()) {
+      auto it = st.enqueued_at.find(id);
+      if (it != st.enqueued_at.end()) {
+        m->dequeued(now(self) - it->second);
+        st.enqueued_at.erase(it);
+      }
+    }
     // Counted from dispatch, so that a drain also waits for jobs not yet started.
     auto flight = st.rt->begin_flight();
     auto w = st.idle.back();
     st.idle.pop_back();
     caf::anon_send(w, reconcile_atom::value, id, std::move(flight));
   }
+  if (auto* m = st.kind->metrics.get()) report_gauges(st, *m);
 }
 
 void enqueue(Self self, ObjectID id) {
@@ -105,7 +132,9 @@ void enqueue(Self self, ObjectID id) {
   }
   if (st.queued.insert(id).second) {
     st.queue.push_back(id);
-    st.kind->board->set(id, now(self));
+    auto t = now(self);
+    st.kind->board->set(id, t);
+    if (st.kind->metrics) st.enqueued_at[id] = t;
   }
 }
 
@@ -160,6 +189,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       d = d.count() == 0 ? cfg.base_retry : std::min(d * 2, cfg.max_retry);
       d = std::min(d, cfg.max_retry);
       arm_timer(self, id, now(self) + d);
+      if (auto* m = st.kind->metrics.get()) m->retried();
       st.rt->log(LogLevel::warning, "reconcile failed; retrying with backoff",
                  {{"kind", to_string(st.kind->gk)},
                   {"id", std::to_string(id)},

@@ -24,6 +24,7 @@
 
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
+#include "metrics/kind_metrics.hpp"
 
 namespace beehive::detail {
 
@@ -76,6 +77,7 @@ struct KindEntry {
   std::shared_ptr<ScheduleBoard> board = std::make_shared<ScheduleBoard>();
   std::optional<std::pair<int, std::chrono::milliseconds>> event_retention;
   std::shared_ptr<Migrator> migrator;
+  std::shared_ptr<const KindMetrics> metrics;  // null: no sink, nothing reported
   caf::actor controller;  // controller_impl, set at start; guarded by the runtime's registry lock
   std::uint64_t restarts = 0;
 };
@@ -103,6 +105,11 @@ struct ControllerState {
   std::int64_t listed_rv = 0;  // highest resource version the start listing saw
   Time next_resync{Time::max()};
   Time requested_wake{Time::max()};
+  // Metrics only (empty without a sink): when each queued id was queued, and the gauge
+  // values last reported, so that an unchanged gauge is not reported again.
+  std::unordered_map<ObjectID, Time> enqueued_at;
+  std::size_t reported_depth = SIZE_MAX;
+  std::size_t reported_active = SIZE_MAX;
   // Off until start has listed the kind (commits arriving earlier only queue, so that
   // start reconciles each object once) and again once draining.
   bool dispatching = false;

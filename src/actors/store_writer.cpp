@@ -80,6 +80,23 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
   return reply;
 }
 
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+/// When a transaction began, for the write-latency metric: no clock read without a sink.
+SteadyTime began(const StoreWriterState& st) {
+  return st.cfg->metrics ? std::chrono::steady_clock::now() : SteadyTime{};
+}
+
+/// Reports a transaction right after its COMMIT (before deferred work can run).
+void committed(const StoreWriterState& st, SteadyTime since) {
+  if (auto* m = st.cfg->metrics.get()) {
+    static const MetricLabels none;
+    auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - since);
+    m->counter_add(metric::store_transactions_total, none, 1);
+    m->histogram_observe(metric::store_write_duration, none, took.count());
+  }
+}
+
 void publish(StoreWriterState& st, commit_record rec) {
   ++st.transactions;
   if (rec.empty()) return;
@@ -170,6 +187,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
     }
   }
   commit_record rec;
+  auto since = began(st);
   {
     LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
     w.begin();
@@ -186,6 +204,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
     w.rollback();
     throw;
   }
+  committed(st, since);
   publish(st, std::move(rec));
   return reply;
 }
@@ -211,6 +230,7 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
   bool live = st.broken.empty();
   switch (kind) {
     case SessionCmd::begin: {
+      st.session_began = began(st);
       LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
       w.begin();
       st.session = ++st.last_session;
@@ -250,6 +270,7 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
         end_session(st);
         throw;
       }
+      committed(st, st.session_began);
       end_session(st);
       publish(st, std::move(changes));
       break;
@@ -322,6 +343,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
   };
   std::vector<Outcome> outcomes(group.size());
   commit_record rec;
+  auto since = began(st);
   try {
     {
       // Another process's lock is waited for while any caller of the group still waits.
@@ -364,6 +386,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
     group.clear();
     return;
   }
+  committed(st, since);
   publish(st, std::move(rec));
   for (std::size_t i = 0; i < group.size(); ++i) {
     if (outcomes[i].reply)
@@ -464,6 +487,7 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
   auto& w = *st.cfg->writer;
   commit_record rec;
   std::vector<caf::message> replies;
+  auto since = began(st);
   w.begin();
   try {
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -478,6 +502,7 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
     w.rollback();
     throw;
   }
+  committed(st, since);
   publish(st, std::move(rec));
   return replies;
 }

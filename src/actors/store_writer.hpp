@@ -21,6 +21,7 @@
 #include <variant>
 
 #include <beehive/actors.hpp>
+#include <beehive/metrics.hpp>
 #include <beehive/time.hpp>
 
 #include "actors/write_queue.hpp"
@@ -93,6 +94,8 @@ struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   std::shared_ptr<Clock> clock;
   std::shared_ptr<WriteQueue> queue;
+  /// Null: no metrics, and no clock reads for them.
+  std::shared_ptr<MetricsSink> metrics;
   /// Subscribed before the writer serves anything: a restarted writer must not commit
   /// a write its predecessor's subscribers would miss.
   std::vector<caf::actor> subscribers;
@@ -121,6 +124,7 @@ struct StoreWriterState {
   std::uint64_t transactions = 0;              // committed
   int linger_credit = 8;  // 0..16: up when lingering after a drain caught a request
   unsigned linger_probe = 0;
+  std::chrono::steady_clock::time_point session_began;  // metrics only
 
   static inline const char* name = "beehive.store_writer";
 };
