@@ -202,7 +202,8 @@ void BM_BeehiveUpdateStatus(benchmark::State& state) {
   Hive hive("beehive-status");
   auto settled = std::make_shared<SettledCounter>(kRows);
   auto cc = beehive::register_controller<Spec, Status>(
-      *hive.bh, item_kind, [settled](const Context& ctx, ControllerClient<Status>& c, const Obj& o) {
+      *hive.bh, item_kind,
+      [settled](const Context& ctx, ControllerClient<Status>& c, const Obj& o) {
         c.update_status(ctx, o.id, o.generation, Status{"Ready", 0});
         settled->add();
         return Result{};

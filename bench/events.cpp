@@ -76,7 +76,8 @@ const beehive::GroupKind probe_kind{"acme.com", "Probe"};
 
 ControllerClient<Status> register_probe_kind(beehive::Beehive& bh) {
   return beehive::register_controller<Spec, Status>(
-      bh, probe_kind, [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
+      bh, probe_kind,
+      [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
 }
 
 EventSpec event(std::string category, std::string reason) {
@@ -128,7 +129,8 @@ void BM_RecordEvent(benchmark::State& state, Mode mode) {
 
   // A second connection for the checks and, in `new`, the trims between timed calls.
   SQLite::Database raw(hive.file.path.string(), SQLite::OPEN_READWRITE, kBusyTimeoutMs);
-  const std::string count_sql = "SELECT count(*) FROM events WHERE object_id = " + std::to_string(id);
+  const std::string count_sql =
+      "SELECT count(*) FROM events WHERE object_id = " + std::to_string(id);
   if (scalar(raw, count_sql) != runs) {
     state.SkipWithError("setup did not write one run per record");
     return;
@@ -139,7 +141,8 @@ void BM_RecordEvent(benchmark::State& state, Mode mode) {
 
   // extend: the current run's key; new: always the other reason than the current run's.
   const EventSpec same = event(kCategory, reason_of(runs - 1));
-  const EventSpec alternate[2] = {event(kCategory, reason_of(runs)), event(kCategory, reason_of(runs + 1))};
+  const EventSpec alternate[2] = {event(kCategory, reason_of(runs)),
+                                  event(kCategory, reason_of(runs + 1))};
 
   double timed = 0;
   std::int64_t calls = 0;
@@ -203,7 +206,8 @@ struct SweepTemplate {
       auto cc = register_probe_kind(bh);
       Objects objects(bh, probe_kind);
       cc.within(ctx, [&](const Context& tx) {
-        for (int i = 0; i < kSweepObjects; ++i) ids.push_back(objects.create(tx, Spec{"probe", i}).id);
+        for (int i = 0; i < kSweepObjects; ++i)
+          ids.push_back(objects.create(tx, Spec{"probe", i}).id);
       });
       // Round-robin over the timelines, so runs of one timeline are spread over the
       // table as a live system would write them; every record starts a new run.
@@ -429,16 +433,17 @@ void BM_CollectPass(benchmark::State& state) {
     const double mean = timed / static_cast<double>(state.iterations());
     if (!retention) g_collect_plain_s = mean;
     state.counters["ms/pass"] = mean * 1e3;
-    if (retention && g_collect_plain_s > 0) state.counters["x_no_retention"] = mean / g_collect_plain_s;
+    if (retention && g_collect_plain_s > 0)
+      state.counters["x_no_retention"] = mean / g_collect_plain_s;
   }
 }
 
 // The baseline first: the other cases divide by it.
-#define RECORD_BENCH(name, mode, runs)            \
+#define RECORD_BENCH(name, mode, runs)          \
   BENCHMARK_CAPTURE(BM_RecordEvent, name, mode) \
-      ->ArgName("runs")                           \
-      ->Arg(runs)                                 \
-      ->UseManualTime()                           \
+      ->ArgName("runs")                         \
+      ->Arg(runs)                               \
+      ->UseManualTime()                         \
       ->Unit(benchmark::kMicrosecond)
 
 RECORD_BENCH(extend, Mode::extend, 10);

@@ -92,8 +92,8 @@
 // Times are wall-clock (UseRealTime or manual time): a blocking beehive call sleeps or
 // spins while other threads work, so the caller's CPU time says little.
 
-#include <sys/resource.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -438,8 +438,8 @@ auto status_writer(std::shared_ptr<Counter> reconciles) {
 }
 
 // Creates `n` objects of `items`' kind inside within blocks of `block`.
-void create_in_blocks(const ControllerClient<Status>& cc, const Objects& items,
-                      const Context& ctx, int n, int block = 5000) {
+void create_in_blocks(const ControllerClient<Status>& cc, const Objects& items, const Context& ctx,
+                      int n, int block = 5000) {
   for (int done = 0; done < n;) {
     const int m = std::min(block, n - done);
     cc.within(ctx, [&](const Context& tx) {
@@ -586,8 +586,7 @@ void BM_RawPointSelect(benchmark::State& state) {
 
 // A beehive over a fresh file holding kRows objects (ids 1..kRows), not started.
 struct SmallHive {
-  SmallHive(const std::string& tag, bool with_controller = false, Caf caf = Caf::own)
-      : file(tag) {
+  SmallHive(const std::string& tag, bool with_controller = false, Caf caf = Caf::own) : file(tag) {
     plane.emplace(file.path, Synchronous::normal, 0ms, caf);
     if (with_controller)
       cc.emplace(beehive::register_controller<Spec, Status>(
@@ -772,8 +771,8 @@ void BM_Idle(benchmark::State& state) {
     std::vector<Objects> clients;
     for (int k = 0; k < kIdleKinds; ++k) {
       beehive::GroupKind gk{"acme.com", "Idle" + std::to_string(k)};
-      ccs.push_back(beehive::register_controller<Spec, Status>(*plane.bh, gk,
-                                                               status_writer(reconciles)));
+      ccs.push_back(
+          beehive::register_controller<Spec, Status>(*plane.bh, gk, status_writer(reconciles)));
       clients.emplace_back(*plane.bh, gk);
     }
     for (int k = 0; k < kIdleKinds; ++k) {
@@ -787,8 +786,9 @@ void BM_Idle(benchmark::State& state) {
       break;
     }
     std::this_thread::sleep_for(1s);  // the start GC pass and any straggler
-    if (scalar(file.path, "SELECT count(*) FROM objects WHERE observed_generation IS NOT "
-                          "generation") != 0) {
+    if (scalar(file.path,
+               "SELECT count(*) FROM objects WHERE observed_generation IS NOT "
+               "generation") != 0) {
       state.SkipWithError("objects left unsettled");
       break;
     }
@@ -833,8 +833,7 @@ void BM_Idle(benchmark::State& state) {
     state.counters["writer_txn/s"] = static_cast<double>(tx) / elapsed;
     state.counters["data_version_delta"] = static_cast<double>(dv);
     state.counters["wal_growth_B"] = static_cast<double>(wal1) - static_cast<double>(wal0);
-    state.counters["vol_switches/s"] =
-        static_cast<double>(sw1.voluntary - sw0.voluntary) / elapsed;
+    state.counters["vol_switches/s"] = static_cast<double>(sw1.voluntary - sw0.voluntary) / elapsed;
     state.counters["reconciles"] = static_cast<double>(rec);
     if (dv != 0 || wal1 != wal0) state.SkipWithError("an idle beehive wrote to the database");
   }
@@ -944,8 +943,9 @@ void BM_ScaleConverge(benchmark::State& state) {
       state.SetIterationTime(elapsed);
       converge += elapsed;
     }
-    if (scalar(file.path, "SELECT count(*) FROM objects WHERE observed_generation IS NOT "
-                          "generation") != 0) {
+    if (scalar(file.path,
+               "SELECT count(*) FROM objects WHERE observed_generation IS NOT "
+               "generation") != 0) {
       state.SkipWithError("objects left unsettled");
       break;
     }
@@ -988,10 +988,20 @@ void BM_ScaleConverge(benchmark::State& state) {
   }
 }
 
-BENCHMARK(BM_RawScaleList)->ArgName("objects")->Arg(1000)->Arg(10000)->Arg(100000)
-    ->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ScaleList)->ArgName("objects")->Arg(1000)->Arg(10000)->Arg(100000)
-    ->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RawScaleList)
+    ->ArgName("objects")
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScaleList)
+    ->ArgName("objects")
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScaleConverge)
     ->ArgNames({"objects", "workers", "caf_sharing"})
     ->Args({1000, 1, 0})

@@ -47,7 +47,8 @@ const beehive::GroupKind setup_kind{"acme.com", "Setup"};
 
 ControllerClient<Status> register_setup_kind(beehive::Beehive& bh) {
   return beehive::register_controller<Spec, Status>(
-      bh, setup_kind, [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
+      bh, setup_kind,
+      [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
 }
 
 // --- cascade delete ----------------------------------------------------------------------
@@ -66,8 +67,8 @@ ObjectID make_family(const ControllerClient<Status>& setup, const Objects& owner
 
 // Removes `owner` and waits for its watch to report the physical removal; false when
 // it did not come within 60 s.
-bool remove_and_wait(beehive::Stream<ObjChange>& watch, const Objects& owners,
-                     const Context& ctx, ObjectID owner) {
+bool remove_and_wait(beehive::Stream<ObjChange>& watch, const Objects& owners, const Context& ctx,
+                     ObjectID owner) {
   owners.remove(ctx, owner);
   while (auto ch = watch.next_for(60s))
     if (ch->type == ChangeType::Deleted) return true;
@@ -170,12 +171,18 @@ struct ListFixture {
   std::vector<Obj> list(Load l) const {
     using namespace beehive;
     switch (l) {
-      case Load::plain: return items->list(hive.ctx);
-      case Load::owner: return items->list(hive.ctx, load_owner());
-      case Load::dependencies: return items->list(hive.ctx, load_dependencies());
-      case Load::dependents: return items->list(hive.ctx, load_dependents());
-      case Load::owned: return items->list(hive.ctx, load_owned());
-      case Load::events: return items->list(hive.ctx, load_events());
+      case Load::plain:
+        return items->list(hive.ctx);
+      case Load::owner:
+        return items->list(hive.ctx, load_owner());
+      case Load::dependencies:
+        return items->list(hive.ctx, load_dependencies());
+      case Load::dependents:
+        return items->list(hive.ctx, load_dependents());
+      case Load::owned:
+        return items->list(hive.ctx, load_owned());
+      case Load::events:
+        return items->list(hive.ctx, load_events());
       case Load::all:
         return items->list(hive.ctx, load_owner(), load_dependencies(), load_dependents(),
                            load_owned(), load_events());
@@ -193,12 +200,24 @@ bool loaded_as_expected(const std::vector<Obj>& objs, Load l) {
   std::size_t non_empty = 0;
   for (auto& o : objs) {
     switch (l) {
-      case Load::plain: non_empty += 1; break;
-      case Load::owner: non_empty += o.get_owner().has_value(); break;
-      case Load::dependencies: non_empty += !o.list_dependencies().empty(); break;
-      case Load::dependents: non_empty += !o.list_dependents().empty(); break;
-      case Load::owned: non_empty += !o.list_owned().empty(); break;
-      case Load::events: non_empty += o.list_events().size() == 2; break;
+      case Load::plain:
+        non_empty += 1;
+        break;
+      case Load::owner:
+        non_empty += o.get_owner().has_value();
+        break;
+      case Load::dependencies:
+        non_empty += !o.list_dependencies().empty();
+        break;
+      case Load::dependents:
+        non_empty += !o.list_dependents().empty();
+        break;
+      case Load::owned:
+        non_empty += !o.list_owned().empty();
+        break;
+      case Load::events:
+        non_empty += o.list_events().size() == 2;
+        break;
       case Load::all:
         non_empty += o.get_owner().has_value() || !o.list_owned().empty();
         (void)o.list_dependencies();

@@ -103,7 +103,8 @@ void BM_WatchedUpdate(benchmark::State& state, Case c) {
   Stream<ObjChange> slow;
   int watchers = 0;  // on the written kind, consumed
   switch (c) {
-    case Case::none: break;
+    case Case::none:
+      break;
     case Case::one:
     case Case::many:
       watchers = c == Case::one ? 1 : kManyWatchers;
@@ -170,8 +171,10 @@ void BM_WatchedUpdate(benchmark::State& state, Case c) {
   set_rate(state);
 }
 
-#define WATCH_BENCH(name) \
-  BENCHMARK_CAPTURE(BM_WatchedUpdate, name, Case::name)->UseRealTime()->Unit(benchmark::kMicrosecond)
+#define WATCH_BENCH(name)                               \
+  BENCHMARK_CAPTURE(BM_WatchedUpdate, name, Case::name) \
+      ->UseRealTime()                                   \
+      ->Unit(benchmark::kMicrosecond)
 
 WATCH_BENCH(none);
 WATCH_BENCH(one);

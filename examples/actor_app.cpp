@@ -35,33 +35,37 @@ caf::behavior operator_actor(caf::event_based_actor* self, beehive::store_writer
   auto done = std::make_shared<std::set<beehive::ObjectID>>();
   // Subscribe first, then create: every creation arrives as a change.
   self->request(hub, caf::infinite, beehive::watch_request{job_kind, std::nullopt, self})
-      .then([=](std::uint64_t subscription) {
-        std::cout << "watching Jobs (subscription " << subscription << ")\n";
-        for (int i = 0; i < jobs; ++i) {
-          auto spec = nlohmann::json(JobSpec{"echo " + std::to_string(i)}).dump();
-          self->request(writer, caf::infinite,
-                        beehive::create_request{job_kind, spec, "job-" + std::to_string(i)})
-              .then([=](const beehive::ObjectRow& row) {
-                std::cout << "created " << *row.meta.slug << " as " << row.meta.id << "\n";
-                if (i == 0)  // a manual nudge, as an operator would after fixing something
-                  self->request(controller, caf::infinite,
-                                beehive::requeue_request{row.meta.id})
-                      .then([](bool) { std::cout << "requeued job-0\n"; },
-                            [](caf::error& e) {
-                              std::cerr << "requeue failed: " << beehive::error_message(e) << "\n";
-                            });
-              },
-              [=](caf::error& e) {
-                std::cerr << "create failed: " << beehive::error_message(e) << "\n";
-                self->quit(e);
-              });
-        }
-      },
-      [=](caf::error& e) { self->quit(e); });
+      .then(
+          [=](std::uint64_t subscription) {
+            std::cout << "watching Jobs (subscription " << subscription << ")\n";
+            for (int i = 0; i < jobs; ++i) {
+              auto spec = nlohmann::json(JobSpec{"echo " + std::to_string(i)}).dump();
+              self->request(writer, caf::infinite,
+                            beehive::create_request{job_kind, spec, "job-" + std::to_string(i)})
+                  .then(
+                      [=](const beehive::ObjectRow& row) {
+                        std::cout << "created " << *row.meta.slug << " as " << row.meta.id << "\n";
+                        if (i == 0)  // a manual nudge, as an operator would after fixing something
+                          self->request(controller, caf::infinite,
+                                        beehive::requeue_request{row.meta.id})
+                              .then([](bool) { std::cout << "requeued job-0\n"; },
+                                    [](caf::error& e) {
+                                      std::cerr << "requeue failed: " << beehive::error_message(e)
+                                                << "\n";
+                                    });
+                      },
+                      [=](caf::error& e) {
+                        std::cerr << "create failed: " << beehive::error_message(e) << "\n";
+                        self->quit(e);
+                      });
+            }
+          },
+          [=](caf::error& e) { self->quit(e); });
   return {
       [=](const beehive::object_change& change) {
         auto job = beehive::decode_row<JobSpec, JobStatus>(change.row);
-        if (job.status && job.observed_generation == job.generation && done->insert(job.id).second) {
+        if (job.status && job.observed_generation == job.generation &&
+            done->insert(job.id).second) {
           std::cout << "job " << job.id << " (" << job.spec.command << ") settled after "
                     << job.status->runs << " run(s)\n";
           if (static_cast<int>(done->size()) == jobs) self->quit();
@@ -88,8 +92,8 @@ int main() {
         });
     beehive::Context ctx;
     auto stop = bh.start(ctx);
-    auto app = sys.spawn(operator_actor, bh.store_writer(), bh.watch_hub(),
-                         *bh.controller(job_kind), 3);
+    auto app =
+        sys.spawn(operator_actor, bh.store_writer(), bh.watch_hub(), *bh.controller(job_kind), 3);
     // Wait for the operator to finish, bounded.
     caf::scoped_actor self{sys};
     self->monitor(app);

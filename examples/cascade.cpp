@@ -87,8 +87,7 @@ beehive::Result reconcile_project(const beehive::Context& ctx,
 // --- main -------------------------------------------------------------------------------
 
 std::shared_ptr<beehive::Store> fresh_store(const std::filesystem::path& file) {
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(file.string() + suffix);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + suffix);
   return beehive::sqlite::open(file);
 }
 
@@ -102,8 +101,7 @@ int run() {
   beehive::Beehive bh(store);
   // A plain function (any callable) works as a controller.
   beehive::register_controller<ProjectSpec, Empty>(bh, project_kind, reconcile_project);
-  beehive::register_controller<EnvironmentSpec, Empty>(bh, environment_kind,
-                                                       reconcile_environment);
+  beehive::register_controller<EnvironmentSpec, Empty>(bh, environment_kind, reconcile_environment);
   beehive::Context ctx;
   auto stop = bh.start(ctx);
 
@@ -140,8 +138,8 @@ int run() {
     auto change = environment_changes.next();
     if (!change) throw std::runtime_error("the environments were not removed within 5 s");
     if (change->type != beehive::ChangeType::Deleted) continue;
-    removals.push_back({change->object.resource_version,
-                        "environment '" + change->object.spec.name + "'"});
+    removals.push_back(
+        {change->object.resource_version, "environment '" + change->object.spec.name + "'"});
     ++children;
   }
   for (;;) {

@@ -98,8 +98,8 @@ app_controller(const beehive::Beehive& bh) {
     client.add_dependency(ctx, app.id, db.id);
     auto ready = find(db.conditions, "Ready");
     bool ok = ready && ready->status == ConditionStatus::True;
-    say("  [app controller] reconciling app #" + std::to_string(app.id) + ": database Ready=" +
-        (ready ? beehive::to_string(ready->status) : "absent"));
+    say("  [app controller] reconciling app #" + std::to_string(app.id) +
+        ": database Ready=" + (ready ? beehive::to_string(ready->status) : "absent"));
     client.set_condition(ctx, app.id,
                          ok ? Condition{"DatabaseReady", ConditionStatus::True, "Ready", ""}
                             : Condition{"DatabaseReady", ConditionStatus::False, "Waiting",
@@ -130,8 +130,7 @@ bool has(const std::vector<Condition>& conditions, const std::string& type, Cond
 
 int run() {
   const std::filesystem::path file = "var/conditions.db";
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(file.string() + suffix);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + suffix);
   beehive::Context ctx;
   beehive::ObjectID db_id = 0;
 
@@ -150,9 +149,10 @@ int run() {
     db_id = db.id;
     auto app = apps.create(ctx, {"orders-db"}, beehive::with_slug("orders"));
 
-    auto waiting = wait_for(apps, app.id, [](const auto& a) {
-      return has(a.conditions, "DatabaseReady", ConditionStatus::False);
-    }, "the app to wait for its database");
+    auto waiting = wait_for(
+        apps, app.id,
+        [](const auto& a) { return has(a.conditions, "DatabaseReady", ConditionStatus::False); },
+        "the app to wait for its database");
     say("app:     " + show(waiting.conditions));
     say("app depends on database #" + std::to_string(apps.list_dependencies(ctx, app.id).at(0).id) +
         "; the database has " + std::to_string(databases.list_dependents(ctx, db.id).size()) +
@@ -162,9 +162,10 @@ int run() {
     // requeues the app.
     say("bringing the database online");
     databases.update(ctx, db.id, {/*online=*/true});
-    auto ready = wait_for(apps, app.id, [](const auto& a) {
-      return has(a.conditions, "DatabaseReady", ConditionStatus::True);
-    }, "the app to see its database ready");
+    auto ready = wait_for(
+        apps, app.id,
+        [](const auto& a) { return has(a.conditions, "DatabaseReady", ConditionStatus::True); },
+        "the app to see its database ready");
     say("app:     " + show(ready.conditions));
     say("database:" + show(databases.get(ctx, db.id).conditions));
 
@@ -183,9 +184,10 @@ int run() {
 
     beehive::register_controller<DatabaseSpec, Empty>(bh, database_kind, reconcile_database);
     auto stop = bh.start(ctx);  // start reconciles every object once: it re-dials
-    auto confirmed = wait_for(databases, db_id, [](const auto& d) {
-      return has(d.conditions, "Connected", ConditionStatus::True);
-    }, "the database to be reconnected");
+    auto confirmed = wait_for(
+        databases, db_id,
+        [](const auto& d) { return has(d.conditions, "Connected", ConditionStatus::True); },
+        "the database to be reconnected");
     say("after start: " + show(confirmed.conditions));
     stop(beehive::Context{}.with_timeout(10s));
   }

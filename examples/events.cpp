@@ -62,16 +62,15 @@ std::string hhmmss(beehive::Time t) {
 void print_run(const beehive::Event& e) {
   char head[64];
   std::snprintf(head, sizeof head, "%-12s ×%-3d", e.reason.c_str(), e.count);
-  std::cout << "  " << hhmmss(e.last_at) << "  " << (e.type == EventType::Normal ? "✓" : "✗")
-            << " " << head << " " << hhmmss(e.first_at) << "–" << hhmmss(e.last_at);
+  std::cout << "  " << hhmmss(e.last_at) << "  " << (e.type == EventType::Normal ? "✓" : "✗") << " "
+            << head << " " << hhmmss(e.first_at) << "–" << hhmmss(e.last_at);
   if (!e.message.empty()) std::cout << "  \"" << e.message << "\"";
   std::cout << "\n";
 }
 
 int run() {
   const std::filesystem::path file = "var/events.db";
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(file.string() + suffix);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + suffix);
 
   // 2025-01-15 10:03:50 UTC, moved only by the program.
   auto clock = std::make_shared<beehive::ManualClock>(
@@ -103,13 +102,11 @@ int run() {
       bool up = i < 7 || i >= 25;
       if (up)
         connections_cc.record_event(
-            ctx, conn.id,
-            {"connection", EventType::Normal, "Connected", "", ProbeOk{12 + i % 3}});
+            ctx, conn.id, {"connection", EventType::Normal, "Connected", "", ProbeOk{12 + i % 3}});
       else
-        connections_cc.record_event(
-            ctx, conn.id,
-            {"connection", EventType::Warning, "ProbeFailed", "i/o timeout",
-             ProbeFailure{conn.spec.endpoint, 5000 + 10 * (i - 7)}});
+        connections_cc.record_event(ctx, conn.id,
+                                    {"connection", EventType::Warning, "ProbeFailed", "i/o timeout",
+                                     ProbeFailure{conn.spec.endpoint, 5000 + 10 * (i - 7)}});
       if (i == 12)
         connections_cc.record_event(ctx, conn.id,
                                     {"config", EventType::Normal, "ConfigSynced", "revision 42"});
@@ -144,8 +141,8 @@ int run() {
   std::cout << "\nwarning runs: " << warnings.size() << " (" << warnings.at(0).count
             << " failed probes)\n";
   auto latest = connections.get_latest_event(ctx, conn.id, "connection");
-  std::cout << "current connection run: " << latest->reason << " x" << latest->count
-            << " since " << hhmmss(latest->first_at) << "\n";
+  std::cout << "current connection run: " << latest->reason << " x" << latest->count << " since "
+            << hhmmss(latest->first_at) << "\n";
 
   stop(beehive::Context{}.with_timeout(10s));
   return 0;

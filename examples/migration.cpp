@@ -143,8 +143,8 @@ void release_2_reads_and_writes() {
   // version differ): the way to migrate a row eagerly, if you want to.
   auto alan = contacts.get_by_slug(ctx, "alan");
   auto rewritten = contacts.update(ctx, alan.id, alan.spec);
-  std::cout << "  rewrote grace (new email) and alan (same spec, generation "
-            << alan.generation << " -> " << rewritten.generation << ")\n";
+  std::cout << "  rewrote grace (new email) and alan (same spec, generation " << alan.generation
+            << " -> " << rewritten.generation << ")\n";
   int before = migrator->conversions;
   contacts.get(ctx, grace.id);
   contacts.get(ctx, rewritten.id);

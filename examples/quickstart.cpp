@@ -63,9 +63,8 @@ class ClusterController : public beehive::Controller<ClusterSpec, ClusterStatus>
 
     // Drive the world toward obj.spec (here we only pretend to provision nodes). If it is
     // not there yet, ask to be called again later: `return beehive::Result{5s};`
-    const std::string what = std::to_string(obj.spec.nodes) + " node(s) in " +
-                             obj.spec.region + " (generation " +
-                             std::to_string(obj.generation) + ")";
+    const std::string what = std::to_string(obj.spec.nodes) + " node(s) in " + obj.spec.region +
+                             " (generation " + std::to_string(obj.generation) + ")";
 
     // An observation for the object's event log ("lifecycle" is the event's category).
     client.record_event(ctx, obj.id,
@@ -82,8 +81,7 @@ class ClusterController : public beehive::Controller<ClusterSpec, ClusterStatus>
 
 // Every example recreates its database so that reruns start from nothing.
 std::shared_ptr<beehive::Store> fresh_store(const std::filesystem::path& file) {
-  for (const char* suffix : {"", "-wal", "-shm"})
-    std::filesystem::remove(file.string() + suffix);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(file.string() + suffix);
   return beehive::sqlite::open(file);  // creates ./var/ if needed
 }
 
@@ -139,8 +137,8 @@ int run() {
   std::cout << "\nevery cluster is settled:\n";
   for (const auto& c : clusters.list(ctx)) {
     std::cout << "  #" << c.id << " " << c.slug.value_or("-") << ": " << c.spec.nodes
-              << " node(s) in " << c.spec.region << ", generation " << c.generation
-              << ", observed " << c.observed_generation.value_or(0) << ", status "
+              << " node(s) in " << c.spec.region << ", generation " << c.generation << ", observed "
+              << c.observed_generation.value_or(0) << ", status "
               << (c.status ? c.status->phase + " with " + std::to_string(c.status->ready_nodes) +
                                  " ready node(s)"
                            : std::string("none"))
@@ -160,9 +158,8 @@ int run() {
     auto change = watch.next();
     if (!change) throw std::runtime_error("staging was not deleted within 5 s");
     const auto& o = change->object;
-    std::cout << "  " << beehive::to_string(change->type) << ": finalizers "
-              << o.finalizers.size() << ", deletion requested "
-              << (o.deletion_requested_at ? "yes" : "no") << "\n";
+    std::cout << "  " << beehive::to_string(change->type) << ": finalizers " << o.finalizers.size()
+              << ", deletion requested " << (o.deletion_requested_at ? "yes" : "no") << "\n";
     if (change->type == beehive::ChangeType::Deleted) break;
   }
   std::cout << "remaining clusters: " << clusters.list(ctx).size() << "\n";

@@ -31,8 +31,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Spec, host, replicas, ratio, enabled, ports, 
 
 struct Empty {};
 
-using beehive::Error;
 using beehive::errc;
+using beehive::Error;
 namespace detail = beehive::detail;
 namespace fuzz = beehive::fuzz;
 

@@ -19,8 +19,8 @@ struct Probe {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, target, latency_ms, hops)
 
-using beehive::Error;
 using beehive::errc;
+using beehive::Error;
 namespace fuzz = beehive::fuzz;
 
 template <class T>
@@ -37,8 +37,8 @@ void read_as(const beehive::Event& e) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   beehive::Event e;
   try {
-    e.detail = beehive::detail::parse_json(
-        std::string_view(reinterpret_cast<const char*>(data), size));
+    e.detail =
+        beehive::detail::parse_json(std::string_view(reinterpret_cast<const char*>(data), size));
   } catch (const Error& err) {
     fuzz::expect_code(err, {errc::decode});
     return 0;

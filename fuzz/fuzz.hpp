@@ -33,8 +33,7 @@ inline void expect_code(const Error& e, std::initializer_list<errc> allowed) {
 }
 
 /// Splits the input at NUL bytes into at most `n` fields (missing ones are empty).
-inline std::vector<std::string> fields(const std::uint8_t* data, std::size_t size,
-                                       std::size_t n) {
+inline std::vector<std::string> fields(const std::uint8_t* data, std::size_t size, std::size_t n) {
   std::vector<std::string> out(1);
   for (std::size_t i = 0; i < size; ++i) {
     if (data[i] == 0 && out.size() < n)

@@ -11,8 +11,8 @@
 
 namespace {
 
-using beehive::Error;
 using beehive::errc;
+using beehive::Error;
 using nlohmann::json;
 namespace detail = beehive::detail;
 namespace fuzz = beehive::fuzz;

@@ -2,12 +2,12 @@
 // bound parameters: anything valid UTF-8 is stored and read back verbatim, anything else
 // is refused with invalid_argument before it is written.
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
-#include <unistd.h>
 
 #include <beehive/beehive.hpp>
 #include <beehive/client.hpp>
@@ -17,8 +17,8 @@
 
 namespace {
 
-using beehive::Error;
 using beehive::errc;
+using beehive::Error;
 using Json = nlohmann::json;
 namespace fuzz = beehive::fuzz;
 

@@ -45,10 +45,10 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::ve
                              RowCheck check) const {
   auto s = OptionSet::from(opts);
   check_text(s);
-  auto r = rt_->write(ctx,
-                      create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner,
-                                     rt_->spec_version(gk_)},
-                      std::move(check));
+  auto r = rt_->write(
+      ctx,
+      create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner, rt_->spec_version(gk_)},
+      std::move(check));
   run_on_create(*rt_, s, ctx);
   return std::move(r.row);
 }
@@ -74,10 +74,11 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
       return std::move(*row);
     }
   }
-  return rt_->write(ctx,
-                    create_or_update_request{gk_, std::string(slug), std::move(spec),
-                                             rt_->spec_version(gk_)},
-                    std::move(check))
+  return rt_
+      ->write(
+          ctx,
+          create_or_update_request{gk_, std::string(slug), std::move(spec), rt_->spec_version(gk_)},
+          std::move(check))
       .row;
 }
 
@@ -86,15 +87,13 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
                                                      const std::vector<Option>& opts,
                                                      RowCheck check) const {
   auto s = OptionSet::from(opts);
-  if (s.slug)
-    throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
+  if (s.slug) throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
   check_text(s);
   require_utf8(slug, "slug");
-  auto r = rt_->write(
-      ctx,
-      get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers, s.owner,
-                            rt_->spec_version(gk_)},
-      std::move(check));
+  auto r = rt_->write(ctx,
+                      get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers,
+                                            s.owner, rt_->spec_version(gk_)},
+                      std::move(check));
   if (r.flag) run_on_create(*rt_, s, ctx);
   return {std::move(r.row), r.flag};
 }
@@ -110,8 +109,9 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
       return std::move(*row);
     }
   }
-  return rt_->write(ctx, update_request{gk_, id, std::move(spec), rt_->spec_version(gk_)},
-                    std::move(check))
+  return rt_
+      ->write(ctx, update_request{gk_, id, std::move(spec), rt_->spec_version(gk_)},
+              std::move(check))
       .row;
 }
 
@@ -133,8 +133,7 @@ ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const
   return std::move(*row);
 }
 
-ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug,
-                                  unsigned loads) const {
+ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   std::optional<ObjectRow> row;
@@ -211,10 +210,10 @@ void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) co
 }
 
 void ClientCore::report_skipped(const ObjectRow& row, const std::exception& e) const {
-  rt_->log(LogLevel::warning,
-           "skipping " + to_string(gk_) + " " + std::to_string(row.meta.id) +
-               " that does not decode",
-           {{"kind", to_string(gk_)}, {"id", std::to_string(row.meta.id)}, {"reason", e.what()}});
+  rt_->log(
+      LogLevel::warning,
+      "skipping " + to_string(gk_) + " " + std::to_string(row.meta.id) + " that does not decode",
+      {{"kind", to_string(gk_)}, {"id", std::to_string(row.meta.id)}, {"reason", e.what()}});
 }
 
 }  // namespace beehive::detail

@@ -13,10 +13,10 @@ namespace beehive::detail {
 
 struct ContextNode {
   std::shared_ptr<const ContextNode> parent;
-  std::optional<Context::Deadline> deadline;          // effective: min along the chain
-  std::shared_ptr<std::atomic<bool>> cancelled;       // this node's own flag, if any
-  std::shared_ptr<Transaction> txn;                   // set on a within block's context
-  bool reconcile = false;                             // a reconcile's context
+  std::optional<Context::Deadline> deadline;     // effective: min along the chain
+  std::shared_ptr<std::atomic<bool>> cancelled;  // this node's own flag, if any
+  std::shared_ptr<Transaction> txn;              // set on a within block's context
+  bool reconcile = false;                        // a reconcile's context
 };
 
 struct ContextAccess {

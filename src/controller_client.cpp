@@ -8,10 +8,7 @@
 
 namespace beehive::detail {
 
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 Outcome run_reconcile(const std::function<void()>& decode,
                       const std::function<std::chrono::milliseconds()>& reconcile) {
@@ -49,9 +46,9 @@ void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          std::int64_t observed_generation, std::string status,
                                          RowCheck check) const {
   // Unchanged status at the recorded generation: nothing to write (and no writer taken).
-  if (auto row = peek(*rt_, ctx, gk_, id);
-      row && row->status == status && row->status_version == rt_->status_version(gk_) &&
-      row->meta.observed_generation == observed_generation)
+  if (auto row = peek(*rt_, ctx, gk_, id); row && row->status == status &&
+                                           row->status_version == rt_->status_version(gk_) &&
+                                           row->meta.observed_generation == observed_generation)
     return;
   rt_->write(ctx,
              update_status_request{gk_, id, observed_generation, std::move(status),
@@ -69,8 +66,7 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
   rt_->write(ctx, set_condition_request{gk_, id, c}, {});
 }
 
-void ControllerClientCore::record_event(const Context& ctx, ObjectID id,
-                                        const EventSpec& e) const {
+void ControllerClientCore::record_event(const Context& ctx, ObjectID id, const EventSpec& e) const {
   for (auto* text : {&e.category, &e.reason, &e.message}) require_utf8(*text, "event text");
   rt_->write(ctx, record_event_request{gk_, id, e}, {});
 }
@@ -94,8 +90,7 @@ void ControllerClientCore::add_dependency(const Context& ctx, ObjectID from, Obj
   rt_->write(ctx, add_dependency_request{gk_, from, to}, {});
 }
 
-void ControllerClientCore::remove_dependency(const Context& ctx, ObjectID from,
-                                             ObjectID to) const {
+void ControllerClientCore::remove_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
   rt_->write(ctx, remove_dependency_request{gk_, from, to}, {});
 }
 

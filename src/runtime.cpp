@@ -1,8 +1,8 @@
 #include "runtime.hpp"
 
 #include <iostream>
-#include <string>
 #include <set>
+#include <string>
 
 #include "context_internal.hpp"
 #include "transaction.hpp"
@@ -303,7 +303,7 @@ void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vect
   auto& s = entry->settings;
   s.concurrency = kind_opts.concurrency.value_or(1);
   if (auto r = kind_opts.resync_interval.has_value() ? kind_opts.resync_interval
-                                                      : settings_.resync_interval)
+                                                     : settings_.resync_interval)
     s.resync = *r;
   entry->event_retention = kind_opts.event_retention;
   entry->migrator = kind_opts.migrator;
@@ -467,8 +467,8 @@ void Runtime::spawn_gc() {
   for (auto& [gk, entry] : kinds_)
     if (entry->event_retention)
       policy.retention.emplace_back(gk, retention(*entry->event_retention));
-  auto g = caf::actor_cast<caf::actor>(
-      sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, std::move(policy), logger_));
+  auto g = caf::actor_cast<caf::actor>(sys_->spawn(detail::gc, writer_public_, scheduler_, clock_,
+                                                   cadence, std::move(policy), logger_));
   caf::anon_send(writer_, subscribe_atom::value, g);
   sync_with_writer();
   caf::anon_send(supervisor_, g);

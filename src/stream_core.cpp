@@ -60,8 +60,7 @@ void StreamCoreBase::run_on_end() {
   if (fn) fn();
 }
 
-bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk,
-                                  std::optional<Deadline> until) {
+bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk, std::optional<Deadline> until) {
   for (;;) {
     if (ended_) return false;
     if (ctx_.done()) {

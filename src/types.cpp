@@ -16,9 +16,12 @@ std::string to_string(const GroupKind& gk) {
 
 const char* to_string(ConditionStatus s) noexcept {
   switch (s) {
-    case ConditionStatus::True: return "True";
-    case ConditionStatus::False: return "False";
-    case ConditionStatus::Unknown: return "Unknown";
+    case ConditionStatus::True:
+      return "True";
+    case ConditionStatus::False:
+      return "False";
+    case ConditionStatus::Unknown:
+      return "Unknown";
   }
   return "Unknown";
 }
@@ -47,9 +50,12 @@ EventType event_type_from_string(const std::string& s) {
 
 const char* to_string(ChangeType t) noexcept {
   switch (t) {
-    case ChangeType::Added: return "Added";
-    case ChangeType::Modified: return "Modified";
-    case ChangeType::Deleted: return "Deleted";
+    case ChangeType::Added:
+      return "Added";
+    case ChangeType::Modified:
+      return "Modified";
+    case ChangeType::Deleted:
+      return "Deleted";
   }
   return "Modified";
 }

@@ -95,9 +95,11 @@ TEST_F(ActorTest, ControllerWritesEventsAndRelationsAsMessages) {
   auto a = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1)});
   auto b = ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), {}, {}, a.meta.id});
   ask<ObjectRow>(w, update_status_request{widget_kind, a.meta.id, 1, R"({"ready":true})"});
-  ask<ObjectRow>(w, set_condition_request{widget_kind, a.meta.id, {"Ready", ConditionStatus::True}});
+  ask<ObjectRow>(w,
+                 set_condition_request{widget_kind, a.meta.id, {"Ready", ConditionStatus::True}});
   EXPECT_TRUE(ask<bool>(w, add_dependency_request{widget_kind, b.meta.id, a.meta.id}));
-  auto ev = ask<Event>(w, record_event_request{widget_kind, a.meta.id, {"", EventType::Normal, "Up"}});
+  auto ev =
+      ask<Event>(w, record_event_request{widget_kind, a.meta.id, {"", EventType::Normal, "Up"}});
   EXPECT_EQ(ev.count, 1);
   EXPECT_EQ(ask<std::vector<Event>>(w, list_events_request{a.meta.id}).size(), 1u);
   EXPECT_EQ(ask<std::vector<Ref>>(w, relation_request{a.meta.id, LoadOption::owned}).size(), 1u);
@@ -105,7 +107,8 @@ TEST_F(ActorTest, ControllerWritesEventsAndRelationsAsMessages) {
   auto owned = ask<std::vector<ObjectRow>>(w, list_request{widget_kind, 0, a.meta.id});
   ASSERT_EQ(owned.size(), 1u);
   EXPECT_EQ(owned[0].meta.id, b.meta.id);
-  auto typed = decode_row<WidgetSpec, WidgetStatus>(ask<ObjectRow>(w, get_request{widget_kind, a.meta.id}));
+  auto typed =
+      decode_row<WidgetSpec, WidgetStatus>(ask<ObjectRow>(w, get_request{widget_kind, a.meta.id}));
   EXPECT_TRUE(typed.status->ready);
 }
 
@@ -125,8 +128,9 @@ TEST_F(ActorTest, ATransactionOfMessagesCommitsAllOrNothing) {
   EXPECT_FALSE(replies[2].get_as<bool>(0));
   try {
     ask<std::vector<caf::message>>(
-        w, transaction_request{{caf::make_message(create_request{widget_kind, spec("c", 1), "c"}),
-                                caf::make_message(create_request{widget_kind, spec("b", 2), "b"})}});
+        w,
+        transaction_request{{caf::make_message(create_request{widget_kind, spec("c", 1), "c"}),
+                             caf::make_message(create_request{widget_kind, spec("b", 2), "b"})}});
     ADD_FAILURE() << "the second create must fail";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), errc::already_exists);
@@ -211,7 +215,8 @@ TEST_F(ActorTest, InspectShowsTheBackoffLadderOfAFailingObject) {
   auto hub = ask<watch_hub_state>(bh_->watch_hub(), inspect_atom::value);
   EXPECT_EQ(hub.object_watches, 0u);
   // The pass GC runs at start completes on its own time.
-  EXPECT_TRUE(eventually([&] { return ask<gc_state>(bh_->gc(), inspect_atom::value).passes >= 1; }));
+  EXPECT_TRUE(
+      eventually([&] { return ask<gc_state>(bh_->gc(), inspect_atom::value).passes >= 1; }));
   stop(ctx_);
 }
 
@@ -236,8 +241,7 @@ TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
   auto b = w.create(ctx_, {"b", 1});  // reconciled by the new controller
   w.update(ctx_, a.id, {"a", 2});
   EXPECT_TRUE(eventually([&] {
-    return w.get(ctx_, b.id).observed_generation == 1 &&
-           w.get(ctx_, a.id).observed_generation == 2;
+    return w.get(ctx_, b.id).observed_generation == 1 && w.get(ctx_, a.id).observed_generation == 2;
   }));
   auto st = ask<controller_state>(*bh_->controller(widget_kind), inspect_atom::value);
   EXPECT_EQ(st.restarts, 1u);

@@ -74,13 +74,15 @@ TEST_F(CodecTest, UnencodableSpecIsInvalidArgumentAndWritesNothing) {
 
 TEST_F(CodecTest, TextThatIsNotUtf8IsRejectedBeforeAnythingIsWritten) {
   Widgets w(bh(), widget_kind);
-  EXPECT_ERRC(w.create(ctx_, {"a", 1}, with_slug("bad\xc0\xaf")), errc::invalid_argument);  // overlong
+  EXPECT_ERRC(w.create(ctx_, {"a", 1}, with_slug("bad\xc0\xaf")),
+              errc::invalid_argument);  // overlong
   EXPECT_ERRC(w.create(ctx_, {"a", 1}, with_finalizers({"f\xed\xa0\x80"})), errc::invalid_argument);
   EXPECT_ERRC(w.create_or_update(ctx_, "\xff", {"a", 1}), errc::invalid_argument);
   EXPECT_ERRC(w.get_or_create(ctx_, "\xf8\x88\x80\x80\x80", {"a", 1}), errc::invalid_argument);
   EXPECT_ERRC((Widgets(bh(), {"acme.com", "K\xe2\x82"})), errc::invalid_argument);
   EXPECT_TRUE(w.list(ctx_).empty());
-  auto ok = w.create(ctx_, {"a", 1}, with_slug("\xf0\x9f\x90\x9d \xc3\xa9"));  // valid 4- and 2-byte
+  auto ok =
+      w.create(ctx_, {"a", 1}, with_slug("\xf0\x9f\x90\x9d \xc3\xa9"));  // valid 4- and 2-byte
   EXPECT_EQ(w.get_by_slug(ctx_, "\xf0\x9f\x90\x9d \xc3\xa9").id, ok.id);
 }
 

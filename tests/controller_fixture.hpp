@@ -106,7 +106,8 @@ class ControllerTest : public ::testing::Test {
   template <class... Opts>
   ControllerClient<WidgetStatus> register_widgets(Opts&&... opts) {
     return register_controller<WidgetSpec, WidgetStatus>(
-        *bh_, widget_kind, [r = recorder_](auto& ctx, auto& cc, auto& o) { return (*r)(ctx, cc, o); },
+        *bh_, widget_kind,
+        [r = recorder_](auto& ctx, auto& cc, auto& o) { return (*r)(ctx, cc, o); },
         std::forward<Opts>(opts)...);
   }
 

@@ -98,10 +98,12 @@ std::string describe(const ObjState& o) {
     << o.status.dump() << (o.deleting ? ", deleting" : "") << ", finalizers [";
   for (auto& f : o.finalizers) s << f << " ";
   s << "], conditions {";
-  for (auto& [t, c] : o.conditions) s << t << "=" << c.status << "/" << c.reason << "/" << c.message << " ";
+  for (auto& [t, c] : o.conditions)
+    s << t << "=" << c.status << "/" << c.reason << "/" << c.message << " ";
   s << "}, events [";
   for (auto& e : o.events)
-    s << e.category << ":" << e.type << ":" << e.reason << ":" << e.message << "x" << e.count << " ";
+    s << e.category << ":" << e.type << ":" << e.reason << ":" << e.message << "x" << e.count
+      << " ";
   s << "]}";
   return s.str();
 }
@@ -244,7 +246,9 @@ State read_state(SQLite::Database& db, std::vector<std::string>& problems) {
       problems.push_back("event of unknown object " + e.getColumn(0).getString());
       continue;
     }
-    RunState r{e.getColumn(1).getString(), e.getColumn(2).getString(), e.getColumn(3).getString(),
+    RunState r{e.getColumn(1).getString(),
+               e.getColumn(2).getString(),
+               e.getColumn(3).getString(),
                e.getColumn(4).getString(),
                e.getColumn(5).isNull() ? json() : json::parse(e.getColumn(5).getString()),
                e.getColumn(6).getInt64()};
@@ -280,8 +284,8 @@ std::string read_file(const std::filesystem::path& p) {
 
 /// Starts the writer, kills it `delay` after it reported ready (or after it was spawned,
 /// with `from_spawn`), and collects everything it printed.
-WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::path& err,
-                     bool full, std::uint64_t seed, int cycle, std::chrono::milliseconds delay,
+WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::path& err, bool full,
+                     std::uint64_t seed, int cycle, std::chrono::milliseconds delay,
                      bool from_spawn) {
   WriterRun out;
   int fds[2];
@@ -293,8 +297,8 @@ WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::pat
                                    0644);
   std::string exe = BEEHIVE_CRASH_WRITER, file = db.string(), sync = full ? "full" : "normal",
               seed_s = std::to_string(seed), cycle_s = std::to_string(cycle);
-  std::vector<char*> argv{exe.data(), file.data(), sync.data(), seed_s.data(), cycle_s.data(),
-                          nullptr};
+  std::vector<char*> argv{exe.data(),    file.data(),    sync.data(),
+                          seed_s.data(), cycle_s.data(), nullptr};
   pid_t pid = 0;
   int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -339,8 +343,7 @@ WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::pat
     int timeout = -1;
     if (!sent) {
       auto until = kill_at ? std::min(*kill_at, give_up) : give_up;
-      timeout = static_cast<int>(
-          std::chrono::ceil<std::chrono::milliseconds>(until - now).count());
+      timeout = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(until - now).count());
       if (timeout < 0) timeout = 0;
     }
     pollfd p{fds[0], POLLIN, 0};
@@ -369,7 +372,8 @@ WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::pat
 }
 
 /// Groups the writer's lines into writes; protocol violations go to `problems`.
-std::vector<Write> parse(const std::vector<std::string>& lines, std::vector<std::string>& problems) {
+std::vector<Write> parse(const std::vector<std::string>& lines,
+                         std::vector<std::string>& problems) {
   std::vector<Write> writes;
   for (auto& line : lines) {
     auto t = split(line);
@@ -518,8 +522,8 @@ class CrashRig {
         EXPECT_EQ(present, 3) << "cycle " << cycle_ << ": acknowledged block " << *w.within;
       else
         EXPECT_TRUE(present == 0 || present == 3)
-            << "cycle " << cycle_ << ": block " << *w.within << " is partially applied ("
-            << present << " of 3 objects)";
+            << "cycle " << cycle_ << ": block " << *w.within << " is partially applied (" << present
+            << " of 3 objects)";
     }
 
     // Exactly the acknowledged writes, or those and the one in flight.
@@ -609,8 +613,8 @@ class CrashRig {
     ASSERT_TRUE(problems.empty()) << "cycle " << cycle_ << ":" << join(problems);
     EXPECT_EQ(listed_, after.size()) << "cycle " << cycle_ << ": Client::list skipped rows";
     auto d = diff(expected, after, false);
-    ASSERT_TRUE(d.empty()) << "cycle " << cycle_ << ": convergence changed more than it should:"
-                           << join(d);
+    ASSERT_TRUE(d.empty()) << "cycle " << cycle_
+                           << ": convergence changed more than it should:" << join(d);
     max_objects = std::max<std::int64_t>(max_objects, static_cast<std::int64_t>(after.size()));
     state_ = std::move(after);
   }
@@ -635,8 +639,8 @@ TEST(Crash, KillsAtRandomPointsLoseNoAcknowledgedWrite) {
   auto seed = env_number("BEEHIVE_CRASH_SEED").value_or(std::random_device{}());
   int kills = static_cast<int>(
       env_number("BEEHIVE_CRASH_KILLS").value_or(std::getenv("BEEHIVE_STRESS") ? 500 : 50));
-  std::cout << "[ crash    ] seed " << seed << " (replay with BEEHIVE_CRASH_SEED=" << seed
-            << "), " << kills << " kills" << std::endl;
+  std::cout << "[ crash    ] seed " << seed << " (replay with BEEHIVE_CRASH_SEED=" << seed << "), "
+            << kills << " kills" << std::endl;
   RecordProperty("seed", std::to_string(seed));
   auto started = SteadyClock::now();
   CrashRig rig(seed, kills);

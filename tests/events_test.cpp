@@ -28,11 +28,13 @@ TEST_F(EventsTest, TheConnectionHealthTimeline) {
   auto w = widgets();
   auto o = w.create(ctx_, {"conn", 1});
   auto t0 = clock_->now();
-  for (int i = 0; i < 7; ++i, clock_->advance(10s)) emit(o.id, "connection", EventType::Normal, "Connected");
+  for (int i = 0; i < 7; ++i, clock_->advance(10s))
+    emit(o.id, "connection", EventType::Normal, "Connected");
   for (int i = 0; i < 18; ++i, clock_->advance(10s))
     emit(o.id, "connection", EventType::Warning, "ProbeFailed", "i/o timeout " + std::to_string(i),
          Probe{"10.0.0.1:443", 5000 + i});
-  for (int i = 0; i < 4; ++i, clock_->advance(10s)) emit(o.id, "connection", EventType::Normal, "Connected");
+  for (int i = 0; i < 4; ++i, clock_->advance(10s))
+    emit(o.id, "connection", EventType::Normal, "Connected");
   emit(o.id, "sync", EventType::Normal, "Synced");  // another timeline: breaks nothing
   auto runs = w.list_events(ctx_, o.id, with_event_category("connection"));
   ASSERT_EQ(runs.size(), 3u);  // newest first: Connected x4, ProbeFailed x18, Connected x7
@@ -70,7 +72,8 @@ TEST_F(EventsTest, FiltersAndLimit) {
   auto one = w.list_events(ctx_, o.id, with_event_limit(1));
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].category, "b");
-  EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category("a"), with_event_reason("R1")).size(), 1u);
+  EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category("a"), with_event_reason("R1")).size(),
+            1u);
 }
 
 TEST_F(EventsTest, EventsDoNotMoveTheObjectOrWakeWatchesAndAreKindFolded) {
@@ -139,7 +142,8 @@ TEST_F(EventsTest, RetentionKeepsTheNewestRunsPerCategoryAndAnAgeBound) {
     emit(o.id, "noisy", i % 2 ? EventType::Warning : EventType::Normal, "Flap");
   }
   start();  // GC runs at start
-  ASSERT_TRUE(eventually([&] { return w.list_events(ctx_, o.id, with_event_category("noisy")).size() == 3; }));
+  ASSERT_TRUE(eventually(
+      [&] { return w.list_events(ctx_, o.id, with_event_category("noisy")).size() == 3; }));
   EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category("quiet")).size(), 1u);  // not evicted
   clock_->advance(2h);  // past the age bound; the resync cadence runs GC
   EXPECT_TRUE(eventually([&] { return w.list_events(ctx_, o.id).empty(); }));

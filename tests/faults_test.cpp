@@ -34,15 +34,15 @@ namespace {
 namespace fault = store::fault;
 
 /// Asserts that `expr` throws beehive::Error with `code` and a message containing `text`.
-#define EXPECT_ERRC_WITH(expr, expected_errc, text)                                       \
-  do {                                                                                    \
-    try {                                                                                 \
-      (void)(expr);                                                                       \
-      ADD_FAILURE() << #expr " did not throw";                                            \
-    } catch (const ::beehive::Error& e_) {                                                \
-      EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what();       \
-      EXPECT_NE(std::string(e_.what()).find(text), std::string::npos) << e_.what();       \
-    }                                                                                     \
+#define EXPECT_ERRC_WITH(expr, expected_errc, text)                                 \
+  do {                                                                              \
+    try {                                                                           \
+      (void)(expr);                                                                 \
+      ADD_FAILURE() << #expr " did not throw";                                      \
+    } catch (const ::beehive::Error& e_) {                                          \
+      EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what(); \
+      EXPECT_NE(std::string(e_.what()).find(text), std::string::npos) << e_.what(); \
+    }                                                                               \
   } while (0)
 
 /// Rows and edges as the file holds them, read around the beehive.
@@ -224,27 +224,26 @@ TEST_F(FaultTest, AFailureThatEndsTheTransactionFailsTheWholeWithinBlock) {
     other.exec("UPDATE beehive_meta SET value = value + 1 WHERE key = 'resource_version'");
   }
   std::optional<errc> first, second;
-  EXPECT_ERRC(cc.within(ctx_,
-                        [&](const Context& tx) {
-                          // The writer's reads fail (this thread's reads stay healthy).
-                          vfs_.arm({.op = fault::Op::read,
-                                    .threads = fault::Threads::others,
-                                    .count = -1});
-                          try {
-                            w.create(tx, {"p", 1}, with_slug("p"));
-                          } catch (const Error& e) {
-                            first = e.value();
-                          }
-                          vfs_.clear();
-                          // The block carries on after the failure; this write must not
-                          // commit on its own.
-                          try {
-                            w.create(tx, {"q", 2}, with_slug("q"));
-                          } catch (const Error& e) {
-                            second = e.value();
-                          }
-                        }),
-              errc::store);
+  EXPECT_ERRC(
+      cc.within(ctx_,
+                [&](const Context& tx) {
+                  // The writer's reads fail (this thread's reads stay healthy).
+                  vfs_.arm({.op = fault::Op::read, .threads = fault::Threads::others, .count = -1});
+                  try {
+                    w.create(tx, {"p", 1}, with_slug("p"));
+                  } catch (const Error& e) {
+                    first = e.value();
+                  }
+                  vfs_.clear();
+                  // The block carries on after the failure; this write must not
+                  // commit on its own.
+                  try {
+                    w.create(tx, {"q", 2}, with_slug("q"));
+                  } catch (const Error& e) {
+                    second = e.value();
+                  }
+                }),
+      errc::store);
   EXPECT_EQ(first, errc::store);
   EXPECT_EQ(second, errc::store);
   EXPECT_GE(vfs_.injected(), 1);
@@ -330,7 +329,9 @@ TEST_F(FaultTest, AForeignLockIsWaitedForWithinTheCallersDeadline) {
   // writer must not keep a session open for it).
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_ERRC(cc.within(ctx_.with_timeout(100ms),
-                        [&](const Context& tx) { w.create(tx, {"inner", 1}, with_slug("inner")); }),
+                        [&](const Context& tx) {
+                          w.create(tx, {"inner", 1}, with_slug("inner"));
+                        }),
               errc::deadline_exceeded);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
   // So does a write, which is not made later either.
@@ -403,7 +404,10 @@ TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
   EXPECT_ERRC_WITH(w.update(ctx_, x.id, {"y", 2}), errc::store, "database or disk is full");
   EXPECT_ERRC_WITH(cc.set_condition(ctx_, x.id, {"Ready", ConditionStatus::True, "R", "m"}),
                    errc::store, "database or disk is full");
-  EXPECT_ERRC_WITH(cc.within(ctx_, [&](const Context& tx) { w.create(tx, {"in", 1}); }),
+  EXPECT_ERRC_WITH(cc.within(ctx_,
+                             [&](const Context& tx) {
+                               w.create(tx, {"in", 1});
+                             }),
                    errc::store, "database or disk is full");
   EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");
   EXPECT_TRUE(w.get(ctx_, x.id).conditions.empty());
@@ -441,8 +445,8 @@ TEST_F(FaultTest, AFailingReadConnectionIsReplaced) {
   w.update(ctx_, x.id, {"z", 3});
   EXPECT_ERRC(w.get(ctx_, x.id), errc::store);
   vfs_.clear();
-  vfs_.arm({.op = fault::Op::open, .files = fault::files::main_db,
-            .threads = fault::Threads::this_one});
+  vfs_.arm(
+      {.op = fault::Op::open, .files = fault::files::main_db, .threads = fault::Threads::this_one});
   EXPECT_ERRC_WITH(w.get(ctx_, x.id), errc::store, "unable to open database file");
   EXPECT_EQ(w.get(ctx_, x.id).spec.color, "z");
   EXPECT_GE(vfs_.injected(), 3);

@@ -74,13 +74,13 @@ class BeehiveTest : public ::testing::Test {
 };
 
 /// Asserts that `expr` throws beehive::Error with code `code`.
-#define EXPECT_ERRC(expr, expected_errc)                                                     \
+#define EXPECT_ERRC(expr, expected_errc)                                            \
   do {                                                                              \
     try {                                                                           \
       (void)(expr);                                                                 \
       ADD_FAILURE() << #expr " did not throw";                                      \
     } catch (const ::beehive::Error& e_) {                                          \
-      EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what();          \
+      EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what(); \
     }                                                                               \
   } while (0)
 

@@ -52,7 +52,8 @@ TEST_F(GcTest, FinalizersHoldTheObjectUntilTheControllerRemovesThem) {
   ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
   auto s = w.watch(ctx_, o.id);
   w.remove(ctx_, o.id);
-  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; })) << recorder_->count(o.id);  // reconciled to clean up
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }))
+      << recorder_->count(o.id);  // reconciled to clean up
   settle();
   EXPECT_TRUE(w.get(ctx_, o.id).deletion_requested_at.has_value());  // still held
   w.update(ctx_, o.id, {"clean up", 1});
@@ -198,7 +199,8 @@ TEST_F(GcTest, AConditionChangeWakesDependentsOfAnyKind) {
   cc.add_dependency(ctx_, a.id, target.id);  // again: nothing new
   EXPECT_EQ(w.list_dependencies(ctx_, a.id).size(), 1u);
   start();
-  ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 1 && recorder_->count(b.id) == 1; }));
+  ASSERT_TRUE(
+      eventually([&] { return recorder_->count(a.id) == 1 && recorder_->count(b.id) == 1; }));
   gadget_cc.set_condition(ctx_, target.id, {"Ready", ConditionStatus::True});
   EXPECT_TRUE(eventually([&] { return recorder_->count(a.id) == 2; }));
   gadget_cc.set_condition(ctx_, target.id, {"Ready", ConditionStatus::True});  // unchanged
@@ -228,7 +230,8 @@ TEST_F(GcTest, DependencyWritesJoinWithinAndCheckTheirIds) {
   EXPECT_ERRC(cc.add_dependency(ctx_, gadget.id, a.id), errc::wrong_kind);
   EXPECT_ERRC(cc.add_dependency(ctx_, a.id, 999999), errc::not_found);
   cc.add_dependency(ctx_, a.id, gadget.id);  // the target may be any kind
-  EXPECT_EQ(cc.list_dependencies(ctx_, a.id), (std::vector<Ref>{{gadget.id, "acme.com", "Gadget"}}));
+  EXPECT_EQ(cc.list_dependencies(ctx_, a.id),
+            (std::vector<Ref>{{gadget.id, "acme.com", "Gadget"}}));
   EXPECT_EQ(cc.list_dependents(ctx_, gadget.id), (std::vector<Ref>{{a.id, "acme.com", "Widget"}}));
 }
 

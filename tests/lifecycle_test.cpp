@@ -117,7 +117,7 @@ TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
   EXPECT_ERRC(stop_(Context{}.with_timeout(100ms)), errc::deadline_exceeded);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 100ms);
   EXPECT_ERRC(widgets().list(ctx_), errc::stopped);  // stopped either way
-  stop_(ctx_);  // a second stop is a no-op
+  stop_(ctx_);                                       // a second stop is a no-op
   release.set_value();
   bh_.reset();  // waits for the released reconcile, before the locals it uses go away
 }
@@ -155,11 +155,10 @@ TEST(LifecycleCycleTest, AControllerHoldingAClientDoesNotKeepTheStoreOpen) {
     weak = store;
     Beehive bh(store);
     Widgets gadgets(bh, gadget_kind);  // wired once, as the reference suggests
-    register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind,
-                                                  [gadgets](auto&, auto&, auto&) {
-                                                    (void)gadgets;
-                                                    return Result{};
-                                                  });
+    register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind, [gadgets](auto&, auto&, auto&) {
+      (void)gadgets;
+      return Result{};
+    });
     store.reset();
     bh.start(Context{})(Context{});
   }

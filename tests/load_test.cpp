@@ -92,7 +92,8 @@ TEST_F(LoadTest, RelationsAcrossKinds) {
 TEST_F(LoadTest, LoadEventsKeepsTheTenNewestPerCategoryNewestFirst) {
   Widgets w(bh(), widget_kind);
   auto o = w.create(ctx_, {"a", 1});
-  for (int i = 1; i <= 12; ++i) event(o.id, "probe", std::string("R").append(std::to_string(i)), i * 1000);
+  for (int i = 1; i <= 12; ++i)
+    event(o.id, "probe", std::string("R").append(std::to_string(i)), i * 1000);
   event(o.id, "sync", "Synced", 500);
   auto got = w.get(ctx_, o.id, load_events());
   const auto& ev = got.list_events();

@@ -30,7 +30,8 @@ class LoggerTest : public ControllerTest {
 };
 
 TEST_F(LoggerTest, FailedReconcilesAreLoggedWithTheObjectKindReasonAndRetry) {
-  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("dial timeout"); });
+  recorder_->set_body(
+      [](auto&, auto&, auto&) -> Result { throw std::runtime_error("dial timeout"); });
   register_widgets();
   auto o = widgets().create(ctx_, {"a", 1});
   start();

@@ -80,7 +80,8 @@ class MigrationTest : public ::testing::Test {
     bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
     if (m)
       cc_ = std::make_shared<ControllerClient<StatusV>>(register_controller<Spec, StatusV>(
-          *bh_, person_kind, [this](auto&, auto&, auto& o) {
+          *bh_, person_kind,
+          [this](auto&, auto&, auto& o) {
             std::lock_guard lk(mu_);
             ++reconciles_[o.id];
             return Result{};
@@ -179,8 +180,8 @@ TEST_F(MigrationTest, AnUnversionedReaderTakesVersionedBlobsAsTheyAre) {
 
 TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
   open<SpecV2>(std::make_shared<MigratorV2>());
-  auto newer = Client<SpecV2, StatusV>(*bh_, person_kind).create(ctx_, {"Grace", "Hopper"},
-                                                                   with_slug("g"));
+  auto newer =
+      Client<SpecV2, StatusV>(*bh_, person_kind).create(ctx_, {"Grace", "Hopper"}, with_slug("g"));
   close();
   open<SpecV1>(std::make_shared<MigratorV1>());  // an older build
   Client<SpecV1, StatusV> v1(*bh_, person_kind);

@@ -66,7 +66,7 @@ TEST_F(MisbehaveTest, ReentrantCallsFromInsideWithinAreRefusedOrJoinNeverDeadloc
   start();
   ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
   EXPECT_EQ(refused.load(), 1);
-  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "a");  // the refused write wrote nothing
+  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "a");         // the refused write wrote nothing
   EXPECT_EQ(w.create(ctx_, {"b", 1}).spec.color, "b");  // the writer is free
 }
 

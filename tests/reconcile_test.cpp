@@ -73,7 +73,7 @@ TEST_F(ReconcileTest, AnIdQueuedTwiceRunsOnceAndAReAddDuringReconcileRunsOnceAft
   entered.get_future().wait();
   auto other = w.create(ctx_, {"other", 1});
   for (int i = 2; i < 6; ++i) {
-    w.update(ctx_, other.id, {"other", i});  // queued while the worker is busy
+    w.update(ctx_, other.id, {"other", i});   // queued while the worker is busy
     w.update(ctx_, blocker, {"blocker", i});  // re-added while in flight
   }
   release.set_value();
@@ -150,9 +150,8 @@ TEST_F(ReconcileTest, SuccessClearsTheBackoffAndAPlainRequeueKeepsIt) {
 
 TEST_F(ReconcileTest, RequeueAfterReconcilesAgainAndTheNewestScheduleWins) {
   std::atomic<int> delay_ms{10000};
-  recorder_->set_body([&](auto&, auto&, auto&) {
-    return Result{std::chrono::milliseconds(delay_ms.load())};
-  });
+  recorder_->set_body(
+      [&](auto&, auto&, auto&) { return Result{std::chrono::milliseconds(delay_ms.load())}; });
   register_widgets();
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});
@@ -224,11 +223,10 @@ void from_json(const nlohmann::json& j, Picky& p) { p.v = j.at("v").get<int>(); 
 
 TEST_F(ReconcileTest, UndecodableRowsAreQuarantinedAndWarnedAboutAtEachResync) {
   std::atomic<int> calls{0};
-  register_controller<Picky, WidgetStatus>(
-      *bh_, widget_kind, [&](auto&, auto&, auto&) {
-        ++calls;
-        return Result{};
-      });
+  register_controller<Picky, WidgetStatus>(*bh_, widget_kind, [&](auto&, auto&, auto&) {
+    ++calls;
+    return Result{};
+  });
   auto good = Client<Picky, WidgetStatus>(*bh_, widget_kind).create(ctx_, Picky{1});
   auto poison = widgets().create(ctx_, {"not a picky", 1});  // same kind, other shape
   testing::internal::CaptureStderr();

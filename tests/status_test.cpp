@@ -84,8 +84,7 @@ TEST_F(StatusTest, WritesAreKindFolded) {
   EXPECT_ERRC(cc_->remove_condition(ctx_, gadget.id, "Ready"), errc::wrong_kind);
   EXPECT_ERRC(cc_->remove_finalizer(ctx_, gadget.id, "f"), errc::wrong_kind);
   EXPECT_ERRC(cc_->update_status(ctx_, 987654, 1, {true}), errc::not_found);
-  EXPECT_ERRC(cc_->set_condition(ctx_, 987654, {"Ready", ConditionStatus::True}),
-              errc::not_found);
+  EXPECT_ERRC(cc_->set_condition(ctx_, 987654, {"Ready", ConditionStatus::True}), errc::not_found);
 }
 
 TEST_F(StatusTest, ConditionsAreUpsertedPerTypeAndIdenticalOnesWriteNothing) {

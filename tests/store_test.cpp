@@ -45,11 +45,13 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   EXPECT_EQ(Widgets(bh, widget_kind).get(ctx, id).spec.color, "kept");
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 3);
-  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'")
+  EXPECT_EQ(
+      db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
+      1);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM pragma_table_info('events') "
+                          "WHERE name = 'resource_version'")
                 .getInt(),
             1);
-  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM pragma_table_info('events') "
-                          "WHERE name = 'resource_version'").getInt(), 1);
 }
 
 TEST(StoreTest, ReopeningKeepsTheSchemaAndStartsANewSession) {

@@ -140,7 +140,7 @@ TEST_F(WatchTest, StreamsEndOnContextCloseAndDestruction) {
   EXPECT_TRUE(s2.done());
   EXPECT_FALSE(s2.error());
   { auto s3 = w.watch_list(ctx_); }  // destroyed: unsubscribed
-  w.create(ctx_, {"a", 1});  // the hub copes with ended streams
+  w.create(ctx_, {"a", 1});          // the hub copes with ended streams
   auto s4 = w.watch_list(ctx_);
   EXPECT_EQ(next(s4).object.spec.color, "a");
 }

@@ -97,9 +97,8 @@ TEST_F(WithinTest, OnCreateRunsAfterTheOutermostCommitAndNeverAfterARollback) {
   auto w = widgets();
   std::vector<std::string> log;
   cc_->within(ctx_, [&](const Context& tx) {
-    w.create(tx, {"a", 1}, with_slug("a"), with_on_create([&](const Context&) {
-               log.push_back("created a");
-             }));
+    w.create(tx, {"a", 1}, with_slug("a"),
+             with_on_create([&](const Context&) { log.push_back("created a"); }));
     log.push_back("body done");
     try {
       cc_->within(tx, [&](const Context& inner) {

@@ -63,8 +63,7 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<remove_finalizer_request>::with<ObjectRow>,
     caf::replies_to<add_dependency_request>::with<bool>,
     caf::replies_to<remove_dependency_request>::with<bool>,
-    caf::replies_to<record_event_request>::with<Event>,
-    caf::replies_to<collect_request>::with<int>,
+    caf::replies_to<record_event_request>::with<Event>, caf::replies_to<collect_request>::with<int>,
     caf::replies_to<transaction_request>::with<std::vector<caf::message>>,
     caf::replies_to<get_request>::with<ObjectRow>,
     caf::replies_to<get_by_slug_request>::with<ObjectRow>,
@@ -76,18 +75,16 @@ using store_writer_actor = caf::typed_actor<
     caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
 /// Fans committed changes out to watches: blocking streams and actor subscribers.
-using watch_hub_actor =
-    caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
-                     caf::replies_to<event_watch_request>::with<std::uint64_t>,
-                     caf::reacts_to<unsubscribe_atom, std::uint64_t>,
-                     caf::replies_to<inspect_atom>::with<watch_hub_state>>;
+using watch_hub_actor = caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
+                                         caf::replies_to<event_watch_request>::with<std::uint64_t>,
+                                         caf::reacts_to<unsubscribe_atom, std::uint64_t>,
+                                         caf::replies_to<inspect_atom>::with<watch_hub_state>>;
 
 /// One kind's reconcile loop: its work queue, workers, backoff ladder and schedules.
-using controller_actor =
-    caf::typed_actor<caf::replies_to<requeue_request>::with<bool>,
-                     caf::replies_to<schedule_atom, ObjectID>::with<Schedule>,
-                     caf::replies_to<schedule_watch_request>::with<bool>,
-                     caf::replies_to<inspect_atom>::with<controller_state>>;
+using controller_actor = caf::typed_actor<caf::replies_to<requeue_request>::with<bool>,
+                                          caf::replies_to<schedule_atom, ObjectID>::with<Schedule>,
+                                          caf::replies_to<schedule_watch_request>::with<bool>,
+                                          caf::replies_to<inspect_atom>::with<controller_state>>;
 
 /// Garbage collection: `collect_atom` runs a pass now (replies the objects removed).
 using collect_atom = caf::atom_constant<caf::atom("collect")>;
@@ -96,9 +93,8 @@ using gc_actor = caf::typed_actor<caf::replies_to<collect_atom>::with<int>,
 
 /// Every timer: wakes an actor at a time of the beehive's clock.
 using wake_at_atom = caf::atom_constant<caf::atom("wake_at")>;
-using scheduler_actor =
-    caf::typed_actor<caf::reacts_to<wake_at_atom, caf::actor, Time>,
-                     caf::replies_to<inspect_atom>::with<scheduler_state>>;
+using scheduler_actor = caf::typed_actor<caf::reacts_to<wake_at_atom, caf::actor, Time>,
+                                         caf::replies_to<inspect_atom>::with<scheduler_state>>;
 
 namespace detail {
 store_writer_actor store_writer_of(const Beehive& bh);

@@ -66,14 +66,14 @@ class Beehive {
   /// with_resync_interval, with_max_retry_interval, with_event_retention (defaults for
   /// every kind).
   template <class... Opts>
-    requires(std::convertible_to<Opts, Option> && ...)
-  explicit Beehive(std::shared_ptr<Store> store, Opts&&... opts)
+  requires(std::convertible_to<Opts, Option>&&...) explicit Beehive(std::shared_ptr<Store> store,
+                                                                    Opts&&... opts)
       : Beehive(nullptr, std::move(store), {Option(std::forward<Opts>(opts))...}) {}
 
   /// Runs inside the application's actor system, which must outlive the Beehive.
   template <class... Opts>
-    requires(std::convertible_to<Opts, Option> && ...)
-  Beehive(caf::actor_system& sys, std::shared_ptr<Store> store, Opts&&... opts)
+  requires(std::convertible_to<Opts, Option>&&...)
+      Beehive(caf::actor_system& sys, std::shared_ptr<Store> store, Opts&&... opts)
       : Beehive(&sys, std::move(store), {Option(std::forward<Opts>(opts))...}) {}
 
   /// Stops, draining in-flight reconciles without a deadline.

@@ -23,13 +23,13 @@
 
 #include <beehive/change.hpp>
 #include <beehive/context.hpp>
-#include <beehive/stream.hpp>
 #include <beehive/detail/client_core.hpp>
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/group_kind.hpp>
 #include <beehive/object.hpp>
 #include <beehive/options.hpp>
+#include <beehive/stream.hpp>
 
 namespace beehive {
 
@@ -56,7 +56,8 @@ class Client {
   template <class... Opts>
   ObjectType create(const Context& ctx, const Spec& spec, Opts&&... opts) const {
     Decoded out;
-    core_.create(ctx, detail::encode(spec), {Option(std::forward<Opts>(opts))...}, out.check(core_.migrator()));
+    core_.create(ctx, detail::encode(spec), {Option(std::forward<Opts>(opts))...},
+                 out.check(core_.migrator()));
     return out.take();
   }
 
@@ -74,8 +75,9 @@ class Client {
   std::pair<ObjectType, bool> get_or_create(const Context& ctx, std::string_view slug,
                                             const Spec& spec, Opts&&... opts) const {
     Decoded out;
-    auto [row, created] = core_.get_or_create(ctx, slug, detail::encode(spec),
-                                              {Option(std::forward<Opts>(opts))...}, out.check(core_.migrator()));
+    auto [row, created] =
+        core_.get_or_create(ctx, slug, detail::encode(spec), {Option(std::forward<Opts>(opts))...},
+                            out.check(core_.migrator()));
     return {out.take(), created};
   }
 
@@ -165,8 +167,8 @@ class Client {
   /// The current run of one category, or nullopt before its first event.
   std::optional<Event> get_latest_event(const Context& ctx, ObjectID id,
                                         std::string_view category) const {
-    auto runs = list_events(ctx, id, with_event_category(std::string(category)),
-                            with_event_limit(1));
+    auto runs =
+        list_events(ctx, id, with_event_category(std::string(category)), with_event_limit(1));
     return runs.empty() ? std::nullopt : std::optional<Event>(std::move(runs.front()));
   }
 

@@ -19,11 +19,11 @@ struct object_change {
   enum Part : unsigned {
     created = 1,
     spec = 2,
-    status = 4,         ///< status or observed generation
+    status = 4,  ///< status or observed generation
     conditions = 8,
     finalizers = 16,
-    deletion = 32,      ///< deletion requested
-    removed = 64,       ///< physically removed
+    deletion = 32,  ///< deletion requested
+    removed = 64,   ///< physically removed
   };
   ChangeType type = ChangeType::Added;
   ObjectRow row;

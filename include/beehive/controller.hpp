@@ -30,10 +30,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <beehive/condition.hpp>
 #include <beehive/context.hpp>
@@ -148,9 +148,8 @@ class Controller {
 /// with_max_retry_interval, with_migrator, with_event_retention. Throws
 /// `already_registered` for a kind registered before and `already_started` after start.
 template <class Spec, class Status, class C, class... Opts>
-  requires(std::convertible_to<Opts, Option> && ...)
-ControllerClient<Status> register_controller(Beehive& bh, const GroupKind& gk, C controller,
-                                             Opts&&... opts) {
+requires(std::convertible_to<Opts, Option>&&...) ControllerClient<Status> register_controller(
+    Beehive& bh, const GroupKind& gk, C controller, Opts&&... opts) {
   static_assert(detail::Storable<Spec> && detail::Storable<Status>,
                 "Spec and Status must convert to and from nlohmann::json, or be empty structs");
   using Obj = Object<Spec, Status>;
@@ -166,11 +165,12 @@ ControllerClient<Status> register_controller(Beehive& bh, const GroupKind& gk, C
   auto fn = [call = std::move(call)](const Context& ctx, const detail::ControllerClientCore& core,
                                      const ObjectRow& row) -> detail::Outcome {
     Obj obj;
-    return detail::run_reconcile([&] { obj = detail::decode_object<Spec, Status>(row, core.migrator()); },
-                                 [&] {
-                                   ControllerClient<Status> cc(core);
-                                   return call(ctx, cc, obj).requeue_after;
-                                 });
+    return detail::run_reconcile(
+        [&] { obj = detail::decode_object<Spec, Status>(row, core.migrator()); },
+        [&] {
+          ControllerClient<Status> cc(core);
+          return call(ctx, cc, obj).requeue_after;
+        });
   };
   auto rt = detail::register_kind(bh, gk, std::move(fn), {Option(std::forward<Opts>(opts))...});
   return ControllerClient<Status>(detail::ControllerClientCore(std::move(rt), gk));

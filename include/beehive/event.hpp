@@ -28,9 +28,9 @@ EventType event_type_from_string(const std::string& s);
 struct EventSpec {
   std::string category;  ///< an independent timeline; "" is the default one
   EventType type = EventType::Normal;
-  std::string reason{};    ///< machine-readable token; part of the run key
-  std::string message{};   ///< human-readable; sampled, not keyed
-  nlohmann::json detail{}; ///< optional structured payload; null = none
+  std::string reason{};     ///< machine-readable token; part of the run key
+  std::string message{};    ///< human-readable; sampled, not keyed
+  nlohmann::json detail{};  ///< optional structured payload; null = none
 };
 
 struct Event {

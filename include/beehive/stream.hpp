@@ -37,8 +37,7 @@ class Stream {
   /// A stream of T over a core of U: `convert` turns each U into a T, or into nullopt to
   /// skip it (a row that does not decode, say).
   template <class U>
-  Stream(std::shared_ptr<detail::StreamCore<U>> core,
-         std::function<std::optional<T>(U&&)> convert)
+  Stream(std::shared_ptr<detail::StreamCore<U>> core, std::function<std::optional<T>(U&&)> convert)
       : core_(core), pop_([core, convert = std::move(convert)](std::optional<Deadline> until) {
           for (;;) {
             auto u = core->pop(until);

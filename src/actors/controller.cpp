@@ -26,7 +26,8 @@ void ScheduleBoard::clear(ObjectID id) {
 void ScheduleBoard::watch_actor(ObjectID id, caf::actor subscriber) {
   std::lock_guard lk(mu_);
   auto it = next_.find(id);
-  caf::anon_send(subscriber, schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
+  caf::anon_send(subscriber,
+                 schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
   actor_watches_.emplace(id, std::move(subscriber));
 }
 
@@ -202,7 +203,9 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       st.backoff.erase(id);
       if (o.requeue_after.count() > 0) arm_timer(self, id, now(self) + o.requeue_after);
       break;
-    case Outcome::gone: st.backoff.erase(id); break;
+    case Outcome::gone:
+      st.backoff.erase(id);
+      break;
   }
   if (!st.timers.count(id)) st.kind->board->clear(id);
   if (st.dirty.erase(id)) enqueue(self, id);
@@ -212,8 +215,8 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
 
 }  // namespace
 
-controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind,
-                                          Runtime* rt, scheduler_actor scheduler) {
+controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt,
+                                          scheduler_actor scheduler) {
   auto& st = self->state;
   st.kind = std::move(kind);
   st.rt = rt;
@@ -260,8 +263,8 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         auto& st = self->state;
         auto row = st.rt->backend().reader()->get(r.id);
         if (!row || row->meta.group != st.kind->gk.group || row->meta.kind != st.kind->gk.kind)
-          return make_error(errc::not_found, "no " + to_string(st.kind->gk) + " with id " +
-                                                 std::to_string(r.id));
+          return make_error(errc::not_found,
+                            "no " + to_string(st.kind->gk) + " with id " + std::to_string(r.id));
         if (r.reset_backoff) st.backoff.erase(r.id);
         st.timers.erase(r.id);
         enqueue(self, r.id);

@@ -102,7 +102,7 @@ struct ControllerState {
   std::vector<caf::actor> workers;
   std::unordered_map<ObjectID, std::chrono::milliseconds> backoff;  // last retry delay
   std::unordered_map<ObjectID, Time> timers;  // pending backoff / requeue_after
-  std::int64_t listed_rv = 0;  // highest resource version the start listing saw
+  std::int64_t listed_rv = 0;                 // highest resource version the start listing saw
   Time next_resync{Time::max()};
   Time requested_wake{Time::max()};
   // Metrics only (empty without a sink): when each queued id was queued, and the gauge

@@ -2,7 +2,6 @@
 
 #include <iostream>
 
-
 namespace beehive::detail {
 
 namespace {
@@ -46,8 +45,8 @@ void arm(Self self) {
 }  // namespace
 
 gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
-                 std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence,
-                 collect_request policy, Logger logger) {
+                          std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence,
+                          collect_request policy, Logger logger) {
   auto& st = self->state;
   st.writer = std::move(writer);
   st.scheduler = std::move(scheduler);
@@ -78,7 +77,9 @@ gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor 
         req.full = true;
         return self->delegate(st.writer, std::move(req));
       },
-      [self](inspect_atom) { return gc_state{self->state.passes, self->state.running}; },
+      [self](inspect_atom) {
+        return gc_state{self->state.passes, self->state.running};
+      },
   };
 }
 

@@ -36,7 +36,7 @@ struct GcState {
   scheduler_actor scheduler;
   std::shared_ptr<Clock> clock;
   std::chrono::milliseconds cadence{0};  // <= 0: no periodic pass
-  collect_request policy;                 // event retention per kind
+  collect_request policy;                // event retention per kind
   Logger logger;
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
@@ -46,7 +46,7 @@ struct GcState {
 };
 
 gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, store_writer_actor writer,
-                 scheduler_actor scheduler, std::shared_ptr<Clock> clock,
-                 std::chrono::milliseconds cadence, collect_request policy, Logger logger);
+                          scheduler_actor scheduler, std::shared_ptr<Clock> clock,
+                          std::chrono::milliseconds cadence, collect_request policy, Logger logger);
 
 }  // namespace beehive::detail

@@ -35,8 +35,8 @@ scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<Clock> clock)
   return {
       [self](wake_at_atom, const caf::actor& target, Time due) {
         auto& wakes = self->state.wakes;
-        auto it = std::find_if(wakes.begin(), wakes.end(),
-                               [&](auto& w) { return w.first == target; });
+        auto it =
+            std::find_if(wakes.begin(), wakes.end(), [&](auto& w) { return w.first == target; });
         if (it == wakes.end())
           wakes.emplace_back(target, due);
         else

@@ -75,7 +75,9 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
     case ReadOp::get_by_slug:
       if (auto row = w.get_by_slug(r.gk, r.slug, r.loads)) reply.rows.push_back(std::move(*row));
       break;
-    case ReadOp::list: reply.rows = w.list(r.gk, r.loads); break;
+    case ReadOp::list:
+      reply.rows = w.list(r.gk, r.loads);
+      break;
   }
   return reply;
 }
@@ -430,7 +432,8 @@ void drain_queue(StoreWriterState& st) {
 #endif
       }
       bool caught = q.maybe_nonempty();
-      st.linger_credit = caught ? std::min(st.linger_credit + 1, 16) : std::max(st.linger_credit - 4, 0);
+      st.linger_credit =
+          caught ? std::min(st.linger_credit + 1, 16) : std::max(st.linger_credit - 4, 0);
       if (caught) continue;
     }
     batch = q.take_or_idle();
@@ -470,7 +473,8 @@ caf::message reply_of(const WriteOp& op, WriteReply&& r) {
       std::holds_alternative<add_dependency_request>(op) ||
       std::holds_alternative<remove_dependency_request>(op))
     return caf::make_message(r.flag);
-  if (std::holds_alternative<record_event_request>(op)) return caf::make_message(std::move(r.event));
+  if (std::holds_alternative<record_event_request>(op))
+    return caf::make_message(std::move(r.event));
   return caf::make_message(std::move(r.row));
 }
 
@@ -509,8 +513,7 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
 
 /// Serves a request from an actor: now, or after the open session ends.
 template <class Reply, class Request>
-caf::typed_response_promise<Reply> serve(Self self, const Request& r,
-                                         Reply (*pick)(WriteReply&&)) {
+caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pick)(WriteReply&&)) {
   auto rp = self->template make_response_promise<Reply>();
   auto& st = self->state;
   auto job = [&st, r, pick, rp]() mutable {
@@ -614,16 +617,17 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         });
       },
       [self](const list_request& r) {
-        return serve_read<std::vector<ObjectRow>>(self, r, [](store::Writer& w,
-                                                              const list_request& r) {
-          return r.owner ? w.list_owned_objects(r.gk, *r.owner, r.loads) : w.list(r.gk, r.loads);
-        });
+        return serve_read<std::vector<ObjectRow>>(
+            self, r, [](store::Writer& w, const list_request& r) {
+              return r.owner ? w.list_owned_objects(r.gk, *r.owner, r.loads)
+                             : w.list(r.gk, r.loads);
+            });
       },
       [self](const relation_request& r) {
-        return serve_read<std::vector<Ref>>(
-            self, r, [](store::Writer& w, const relation_request& r) {
-              return w.related(r.id, r.relation);
-            });
+        return serve_read<std::vector<Ref>>(self, r,
+                                            [](store::Writer& w, const relation_request& r) {
+                                              return w.related(r.id, r.relation);
+                                            });
       },
       [self](const has_incoming_refs_request& r) {
         return serve_read<bool>(self, r, [](store::Writer& w, const has_incoming_refs_request& r) {

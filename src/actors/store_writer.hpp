@@ -50,8 +50,7 @@ using WriteOp =
                  remove_request, remove_by_slug_request, update_status_request,
                  set_condition_request, remove_condition_request, remove_finalizer_request,
                  add_dependency_request, remove_dependency_request, record_event_request,
-                 collect_request, SessionCmd,
-                 ReadOp>;
+                 collect_request, SessionCmd, ReadOp>;
 
 /// Decodes a written row back into the caller's types inside the transaction; throwing
 /// rolls the write back.
@@ -59,8 +58,8 @@ using RowCheck = std::function<void(const ObjectRow&)>;
 
 struct WriteReply {
   ObjectRow row;
-  bool flag{};                // get_or_create: created; remove_by_slug: deletion requested
-  std::uint64_t session{};  // SessionCmd::begin: the session opened
+  bool flag{};                    // get_or_create: created; remove_by_slug: deletion requested
+  std::uint64_t session{};        // SessionCmd::begin: the session opened
   std::vector<ObjectRow> rows{};  // ReadOp
   int count{};                    // collect_request: objects removed
   Event event{};                  // record_event_request: the run
@@ -118,8 +117,8 @@ struct StoreWriterState {
     std::size_t changes, wakes;
     bool edges_removed;
   };
-  std::vector<Mark> marks;    // the session record's extent at each savepoint
-  commit_record session_rec;  // what the session changed so far
+  std::vector<Mark> marks;                     // the session record's extent at each savepoint
+  commit_record session_rec;                   // what the session changed so far
   std::deque<std::function<void()>> deferred;  // arrived while a session was open
   std::uint64_t transactions = 0;              // committed
   int linger_credit = 8;  // 0..16: up when lingering after a drain caught a request
@@ -134,5 +133,3 @@ store_writer_impl::behavior_type store_writer(
     std::shared_ptr<StoreWriterConfig> cfg);
 
 }  // namespace beehive::detail
-
-

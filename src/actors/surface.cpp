@@ -8,8 +8,7 @@ namespace beehive {
 
 caf::error make_error(errc code, std::string what) {
   if (what.empty()) return {static_cast<std::uint8_t>(code), error_category_atom};
-  return {static_cast<std::uint8_t>(code), error_category_atom,
-          caf::make_message(std::move(what))};
+  return {static_cast<std::uint8_t>(code), error_category_atom, caf::make_message(std::move(what))};
 }
 
 std::optional<errc> to_errc(const caf::error& err) {

@@ -68,8 +68,8 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
     return id;
   }
   try {
-    auto runs = st.rt->backend().reader()->event_snapshot(sub.filter.id, query_of(sub.filter),
-                                                          sub.floor);
+    auto runs =
+        st.rt->backend().reader()->event_snapshot(sub.filter.id, query_of(sub.filter), sub.floor);
     for (auto& r : runs) deliver(sub, r);
   } catch (const std::exception& e) {
     st.rt->log(LogLevel::error, "event watch snapshot failed", {{"reason", e.what()}});
@@ -107,13 +107,15 @@ bool merge_changes(object_change& pending, object_change&& incoming) {
 watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
   self->state.rt = rt;
   self->set_down_handler([self](caf::down_msg& m) {
-    std::erase_if(self->state.subs, [&](auto& kv) { return kv.second.actor.address() == m.source; });
+    std::erase_if(self->state.subs,
+                  [&](auto& kv) { return kv.second.actor.address() == m.source; });
     std::erase_if(self->state.event_subs,
                   [&](auto& kv) { return kv.second.filter.subscriber.address() == m.source; });
   });
   return {
       [self](const watch_request& r) -> std::uint64_t {
-        return add(self, self->state.rt->next_subscription(), {r.gk, r.id, nullptr, r.subscriber, 0});
+        return add(self, self->state.rt->next_subscription(),
+                   {r.gk, r.id, nullptr, r.subscriber, 0});
       },
       [self](const StreamWatchPtr& w) {
         w->served = true;

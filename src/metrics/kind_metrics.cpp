@@ -24,11 +24,14 @@ void KindMetrics::reconciled(const Outcome& o, std::chrono::steady_clock::durati
   const MetricLabels* result = &success_;
   switch (o.kind) {
     case Outcome::error:
-    case Outcome::quarantined: result = &error_; break;  // quarantined: a terminal error
+    case Outcome::quarantined:
+      result = &error_;
+      break;  // quarantined: a terminal error
     case Outcome::success:
       if (o.requeue_after.count() > 0) result = &requeue_;
       break;
-    case Outcome::gone: break;
+    case Outcome::gone:
+      break;
   }
   sink_->counter_add(metric::reconcile_total, *result, 1);
   sink_->histogram_observe(metric::reconcile_duration, kind_, seconds(took));

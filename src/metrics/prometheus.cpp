@@ -17,9 +17,12 @@ enum class Type { counter, gauge, histogram };
 
 const char* type_name(Type t) {
   switch (t) {
-    case Type::counter: return "counter";
-    case Type::gauge: return "gauge";
-    case Type::histogram: return "histogram";
+    case Type::counter:
+      return "counter";
+    case Type::gauge:
+      return "gauge";
+    case Type::histogram:
+      return "histogram";
   }
   return "untyped";
 }
@@ -148,8 +151,7 @@ void PrometheusMetrics::counter_add(std::string_view name, const MetricLabels& l
   if (auto* s = impl_->series(name, labels, Type::counter)) s->value += delta;
 }
 
-void PrometheusMetrics::gauge_set(std::string_view name, const MetricLabels& labels,
-                                  double value) {
+void PrometheusMetrics::gauge_set(std::string_view name, const MetricLabels& labels, double value) {
   std::lock_guard lk(impl_->mu);
   if (auto* s = impl_->series(name, labels, Type::gauge)) s->value = value;
 }

@@ -123,8 +123,9 @@ class Writer : public Reader {
   /// The current (latest) run of an object's category, if any.
   virtual std::optional<Event> current_run(ObjectID id, const std::string& category) = 0;
   /// A new run (count 1, first_at = last_at = now); returns its id.
-  virtual EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
-                               Time now, std::int64_t resource_version) = 0;
+  virtual EventID insert_event(ObjectID id, const EventSpec& e,
+                               const std::optional<std::string>& detail, Time now,
+                               std::int64_t resource_version) = 0;
   /// Extends a run: count + 1, last_at = now, message and detail from the latest.
   virtual void extend_event(EventID id, const std::string& message,
                             const std::optional<std::string>& detail, Time now,

@@ -57,11 +57,16 @@ unsigned kind_of(int flags) {
 
 int default_code(Op op) {
   switch (op) {
-    case Op::open: return SQLITE_CANTOPEN;
-    case Op::read: return SQLITE_IOERR_READ;
-    case Op::write: return SQLITE_IOERR_WRITE;
-    case Op::sync: return SQLITE_IOERR_FSYNC;
-    case Op::truncate: return SQLITE_IOERR_TRUNCATE;
+    case Op::open:
+      return SQLITE_CANTOPEN;
+    case Op::read:
+      return SQLITE_IOERR_READ;
+    case Op::write:
+      return SQLITE_IOERR_WRITE;
+    case Op::sync:
+      return SQLITE_IOERR_FSYNC;
+    case Op::truncate:
+      return SQLITE_IOERR_TRUNCATE;
   }
   return SQLITE_IOERR;
 }

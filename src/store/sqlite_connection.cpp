@@ -37,10 +37,12 @@ std::string select_objects(const char* where) {
 
 std::string sql_for(Query q) {
   switch (q) {
-    case Query::get: return select_objects("o.id = ?1");
+    case Query::get:
+      return select_objects("o.id = ?1");
     case Query::get_by_slug:
       return select_objects(R"(o."group" = ?1 AND o.kind = ?2 AND o.slug = ?3)");
-    case Query::list: return select_objects(R"(o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
+    case Query::list:
+      return select_objects(R"(o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
     case Query::next_resource_version:
       return "UPDATE beehive_meta SET value = value + 1 WHERE key = 'resource_version' "
              "RETURNING value";
@@ -96,7 +98,8 @@ std::string sql_for(Query q) {
                liveness = excluded.liveness, session = excluded.session,
                last_transition_at = CASE WHEN conditions.status = excluded.status
                  THEN conditions.last_transition_at ELSE excluded.last_transition_at END)sql";
-    case Query::delete_condition: return "DELETE FROM conditions WHERE object_id = ?1 AND type = ?2";
+    case Query::delete_condition:
+      return "DELETE FROM conditions WHERE object_id = ?1 AND type = ?2";
     case Query::set_finalizers:
       return "UPDATE objects SET finalizers = ?2, resource_version = ?3, updated_at = ?4 "
              "WHERE id = ?1";
@@ -115,7 +118,8 @@ std::string sql_for(Query q) {
       return "INSERT OR IGNORE INTO refs (from_id, relation, to_id) VALUES (?1, ?2, ?3)";
     case Query::remove_ref:
       return "DELETE FROM refs WHERE from_id = ?1 AND relation = ?2 AND to_id = ?3";
-    case Query::object_exists: return "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?1)";
+    case Query::object_exists:
+      return "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?1)";
     case Query::cascade_candidates:
       // Starts from the (few) deletion-pending owners through the partial index
       // (CROSS JOIN fixes SQLite's join order).
@@ -129,7 +133,8 @@ std::string sql_for(Query q) {
       // No ORDER BY: it would trade the partial index for a scan of every object.
       return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
              AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs WHERE to_id = o.id))sql";
-    case Query::delete_object: return "DELETE FROM objects WHERE id = ?1";
+    case Query::delete_object:
+      return "DELETE FROM objects WHERE id = ?1";
     case Query::list_events:
       return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
              first_at, last_at, resource_version FROM events WHERE object_id = ?1
@@ -158,9 +163,12 @@ std::string sql_for(Query q) {
                  FROM events AS e JOIN objects AS o ON o.id = e.object_id
                  WHERE o."group" = ?1 AND o.kind = ?2)
                WHERE (?3 > 0 AND n > ?3) OR (?4 IS NOT NULL AND last_at < ?4)))sql";
-    case Query::begin_read: return "BEGIN";
-    case Query::end_read: return "COMMIT";
-    case Query::count_: break;
+    case Query::begin_read:
+      return "BEGIN";
+    case Query::end_read:
+      return "COMMIT";
+    case Query::count_:
+      break;
   }
   throw Error(errc::store, "unknown query");
 }
@@ -192,7 +200,7 @@ Connection::Connection(const std::filesystem::path& file, bool read_only,
   if (!read_only) {
     db_.exec("PRAGMA journal_mode = WAL");
     db_.exec(opts.synchronous == sqlite::Synchronous::full ? "PRAGMA synchronous = FULL"
-                                                          : "PRAGMA synchronous = NORMAL");
+                                                           : "PRAGMA synchronous = NORMAL");
     db_.exec("PRAGMA foreign_keys = ON");
   }
 }
@@ -319,7 +327,8 @@ std::vector<std::pair<ObjectID, std::int64_t>> Connection::list_ids(const GroupK
     s->bindNoCopy(1, gk.group);
     s->bindNoCopy(2, gk.kind);
     std::vector<std::pair<ObjectID, std::int64_t>> ids;
-    while (s->executeStep()) ids.emplace_back(s->getColumn(0).getInt64(), s->getColumn(1).getInt64());
+    while (s->executeStep())
+      ids.emplace_back(s->getColumn(0).getInt64(), s->getColumn(1).getInt64());
     return ids;
   });
 }
@@ -388,9 +397,9 @@ std::vector<std::pair<ObjectID, Ref>> Connection::edges(Query q, const std::stri
   s->bindNoCopy(1, ids);
   std::vector<std::pair<ObjectID, Ref>> out;
   while (s->executeStep())
-    out.emplace_back(s->getColumn(0).getInt64(),
-                     Ref{s->getColumn(1).getInt64(), s->getColumn(2).getString(),
-                         s->getColumn(3).getString()});
+    out.emplace_back(
+        s->getColumn(0).getInt64(),
+        Ref{s->getColumn(1).getInt64(), s->getColumn(2).getString(), s->getColumn(3).getString()});
   return out;
 }
 

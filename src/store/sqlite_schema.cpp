@@ -109,13 +109,11 @@ std::int64_t migrate_and_open_session(SQLite::Database& db) {
   int version = stored_version(db);
   if (version > latest_version())
     throw Error(errc::store, "database schema version " + std::to_string(version) +
-                                 " is newer than this build's " +
-                                 std::to_string(latest_version()));
+                                 " is newer than this build's " + std::to_string(latest_version()));
   if (version == 0) db.exec("CREATE TABLE beehive_schema (version INTEGER NOT NULL)");
   for (int v = version; v < latest_version(); ++v) db.exec(migrations()[v]);
   db.exec("DELETE FROM beehive_schema");
-  db.exec("INSERT INTO beehive_schema (version) VALUES (" + std::to_string(latest_version()) +
-          ")");
+  db.exec("INSERT INTO beehive_schema (version) VALUES (" + std::to_string(latest_version()) + ")");
   SQLite::Statement s(db,
                       "UPDATE beehive_meta SET value = value + 1 WHERE key = 'session' "
                       "RETURNING value");

@@ -27,8 +27,8 @@ namespace {
 template <class Interface>
 class ConnectionReader : public Interface {
  public:
-  ConnectionReader(const std::filesystem::path& file, bool read_only,
-                   const sqlite::Options& opts, std::int64_t session)
+  ConnectionReader(const std::filesystem::path& file, bool read_only, const sqlite::Options& opts,
+                   std::int64_t session)
       : conn_(file, read_only, opts, session) {}
 
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
@@ -89,15 +89,13 @@ class ConnectionReader : public Interface {
 
 class SqliteReader : public ConnectionReader<Reader> {
  public:
-  SqliteReader(const std::filesystem::path& file, const sqlite::Options& opts,
-               std::int64_t session)
+  SqliteReader(const std::filesystem::path& file, const sqlite::Options& opts, std::int64_t session)
       : ConnectionReader(file, true, opts, session) {}
 };
 
 class SqliteWriter : public ConnectionReader<Writer> {
  public:
-  SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
-               std::int64_t session)
+  SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts, std::int64_t session)
       : ConnectionReader(file, false, opts, session), busy_timeout_(opts.busy_timeout) {
     // Replaces SQLite's own busy timeout: the same bound, but it also stops waiting for
     // callers that have gone (set_lock_wait).
@@ -196,8 +194,7 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
 
   void extend_event(EventID id, const std::string& message,
-                    const std::optional<std::string>& detail, Time now,
-                    std::int64_t rv) override {
+                    const std::optional<std::string>& detail, Time now, std::int64_t rv) override {
     guarded([&] {
       auto s = conn_.use(Query::extend_event);
       s->bind(1, id);
@@ -241,8 +238,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
     });
   }
 
-  void update_spec(ObjectID id, const std::string& spec, int spec_version,
-                   std::int64_t generation, std::int64_t rv, Time now) override {
+  void update_spec(ObjectID id, const std::string& spec, int spec_version, std::int64_t generation,
+                   std::int64_t rv, Time now) override {
     guarded([&] {
       auto s = conn_.use(Query::update_spec);
       s->bind(1, id);
@@ -457,8 +454,9 @@ std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) 
   std::error_code ec;
   if (file.has_parent_path()) {
     std::filesystem::create_directories(file.parent_path(), ec);
-    if (ec) throw Error(errc::store, "cannot create " + file.parent_path().string() + ": " +
-                                         ec.message());
+    if (ec)
+      throw Error(errc::store,
+                  "cannot create " + file.parent_path().string() + ": " + ec.message());
   }
   try {
     return std::make_shared<store::SqliteStore>(file, options);

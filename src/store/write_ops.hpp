@@ -27,10 +27,9 @@ class WriteOps {
                    const std::optional<std::string>& slug,
                    const std::vector<std::string>& finalizers,
                    std::optional<ObjectID> owner = std::nullopt, int spec_version = 0);
-  ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec,
-                   int spec_version = 0);
-  ObjectRow create_or_update(const GroupKind& gk, const std::string& slug,
-                             const std::string& spec, int spec_version = 0);
+  ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec, int spec_version = 0);
+  ObjectRow create_or_update(const GroupKind& gk, const std::string& slug, const std::string& spec,
+                             int spec_version = 0);
   /// The row holding the slug untouched (false), or a new one (true).
   std::pair<ObjectRow, bool> get_or_create(const GroupKind& gk, const std::string& slug,
                                            const std::string& spec,

@@ -318,8 +318,10 @@ int main(int argc, char** argv) {
     auto store = sqlite::open(argv[1], opts);
     Beehive bh(store);
     auto cc = register_controller<ItemSpec, ItemStatus>(
-        bh, crash_kind, [](const Context&, ControllerClient<ItemStatus>&,
-                           const Object<ItemSpec, ItemStatus>&) { return Result{}; });
+        bh, crash_kind,
+        [](const Context&, ControllerClient<ItemStatus>&, const Object<ItemSpec, ItemStatus>&) {
+          return Result{};
+        });
     Client<ItemSpec, ItemStatus> items(bh, crash_kind);
     auto stop = bh.start(Context{});
     Writer w(std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]), items, cc);

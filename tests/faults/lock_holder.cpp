@@ -25,8 +25,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK)
-    fail(db, "open");
+  if (sqlite3_open_v2(argv[1], &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) fail(db, "open");
   sqlite3_busy_timeout(db, 5000);  // the beehive may be committing right now
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK)
     fail(db, "begin");

@@ -32,15 +32,15 @@ int main(int argc, char** argv) {
     const std::filesystem::path path = argv[1];
     auto store = beehive::sqlite::open(path);
     beehive::Beehive bh(store);
-    beehive::Client<app::Spec, app::Status> client(
-        bh, beehive::GroupKind{"package.test", "Widget"});
+    beehive::Client<app::Spec, app::Status> client(bh,
+                                                   beehive::GroupKind{"package.test", "Widget"});
     const beehive::Context ctx;
 
     const auto created = client.create(ctx, app::Spec{3});
     const auto got = client.get(ctx, created.id);
     if (got.id != created.id || got.spec.replicas != 3) {
-      std::cerr << "beehive_consumer: read back id " << got.id << " replicas "
-                << got.spec.replicas << ", expected id " << created.id << " replicas 3\n";
+      std::cerr << "beehive_consumer: read back id " << got.id << " replicas " << got.spec.replicas
+                << ", expected id " << created.id << " replicas 3\n";
       return 1;
     }
     std::cout << "beehive_consumer: object " << got.id << " round-tripped\n";

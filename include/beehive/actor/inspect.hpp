@@ -83,23 +83,23 @@ inline JsonRef json(nlohmann::json& x) { return {x}; }
 
 namespace beehive {
 
-#define BEEHIVE_INSPECT(T, ...)                                         \
-  template <class Inspector>                                            \
-  typename Inspector::result_type inspect(Inspector& f, T& x) {         \
-    using detail::opt;                                                  \
-    using detail::json;                                                 \
-    return f(caf::meta::type_name("beehive::" #T), __VA_ARGS__);        \
+#define BEEHIVE_INSPECT(T, ...)                                  \
+  template <class Inspector>                                     \
+  typename Inspector::result_type inspect(Inspector& f, T& x) {  \
+    using detail::opt;                                           \
+    using detail::json;                                          \
+    return f(caf::meta::type_name("beehive::" #T), __VA_ARGS__); \
   }
 
 BEEHIVE_INSPECT(GroupKind, x.group, x.kind)
 BEEHIVE_INSPECT(Ref, x.id, x.group, x.kind)
 BEEHIVE_INSPECT(Condition, x.type, x.status, x.reason, x.message, x.liveness)
 BEEHIVE_INSPECT(EventSpec, x.category, x.type, x.reason, x.message, json(x.detail))
-BEEHIVE_INSPECT(Event, x.id, x.object_id, x.category, x.type, x.reason, x.message,
-                json(x.detail), x.count, x.first_at, x.last_at)
+BEEHIVE_INSPECT(Event, x.id, x.object_id, x.category, x.type, x.reason, x.message, json(x.detail),
+                x.count, x.first_at, x.last_at)
 BEEHIVE_INSPECT(Schedule, x.next_requeue_at)
-BEEHIVE_INSPECT(LoadedRelations, opt(x.owner), opt(x.dependencies), opt(x.dependents),
-                opt(x.owned), opt(x.events))
+BEEHIVE_INSPECT(LoadedRelations, opt(x.owner), opt(x.dependencies), opt(x.dependents), opt(x.owned),
+                opt(x.events))
 BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
                 opt(x.observed_generation), opt(x.observed_at), x.resource_version,
                 opt(x.deletion_requested_at), x.finalizers, x.conditions, x.created_at,

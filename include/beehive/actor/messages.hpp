@@ -40,7 +40,7 @@ struct create_request {
   std::optional<std::string> slug{};
   std::vector<std::string> finalizers{};
   std::optional<ObjectID> owner{};  ///< must exist; its owned_by edge is written with the row
-  int spec_version = 0;  ///< the schema version `spec` is written at
+  int spec_version = 0;             ///< the schema version `spec` is written at
 };
 
 /// Replace an object's spec; a spec equal to the stored one writes nothing.
@@ -94,7 +94,7 @@ struct update_status_request {
   GroupKind gk{};
   ObjectID id = 0;
   std::int64_t observed_generation = 0;
-  std::string status{};  ///< JSON text
+  std::string status{};    ///< JSON text
   int status_version = 0;  ///< the schema version `status` is written at
 };
 

@@ -21,7 +21,7 @@
 namespace beehive {
 class Beehive;
 class Migrator;
-}
+}  // namespace beehive
 
 namespace beehive::detail {
 

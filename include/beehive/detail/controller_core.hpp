@@ -12,8 +12,8 @@
 
 #include <beehive/condition.hpp>
 #include <beehive/context.hpp>
-#include <beehive/event.hpp>
 #include <beehive/detail/client_core.hpp>
+#include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
 #include <beehive/object_row.hpp>
 #include <beehive/options.hpp>
@@ -21,7 +21,7 @@
 namespace beehive {
 class Beehive;
 class Migrator;
-}
+}  // namespace beehive
 
 namespace beehive::detail {
 
@@ -33,7 +33,6 @@ struct Outcome {
   std::chrono::milliseconds requeue_after{0};
   std::string message;
 };
-
 
 /// Runs `decode` then `reconcile`, turning their exceptions into the outcome: a row that
 /// does not decode is quarantined, an exception from reconcile is an error.
