@@ -24,7 +24,7 @@ Logger stderr_logger(LogLevel min) {
     if (level < min) return;
     std::string line = "beehive: ";
     line.append(message);
-    for (auto& [k, v] : fields) line += " " + k + "=" + v;
+    for (auto& [k, v] : fields) line.append(" ").append(k).append("=").append(v);
     line += "\n";
     static std::mutex mu;  // whole lines, even from several threads
     std::lock_guard lk(mu);

@@ -99,7 +99,7 @@ void committed(const StoreWriterState& st, SteadyTime since) {
   }
 }
 
-void publish(StoreWriterState& st, commit_record rec) {
+void publish(StoreWriterState& st, const commit_record& rec) {
   ++st.transactions;
   if (rec.empty()) return;
   for (auto& s : st.subscribers) caf::anon_send(s, rec);
@@ -207,7 +207,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
     throw;
   }
   committed(st, since);
-  publish(st, std::move(rec));
+  publish(st, rec);
   return reply;
 }
 
@@ -274,7 +274,7 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
       }
       committed(st, st.session_began);
       end_session(st);
-      publish(st, std::move(changes));
+      publish(st, changes);
       break;
     }
     case SessionCmd::rollback:
@@ -389,7 +389,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
     return;
   }
   committed(st, since);
-  publish(st, std::move(rec));
+  publish(st, rec);
   for (std::size_t i = 0; i < group.size(); ++i) {
     if (outcomes[i].reply)
       group[i]->reply->deliver(std::move(*outcomes[i].reply));
@@ -507,7 +507,7 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
     throw;
   }
   committed(st, since);
-  publish(st, std::move(rec));
+  publish(st, rec);
   return replies;
 }
 
