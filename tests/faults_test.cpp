@@ -50,8 +50,10 @@ struct FileCounts {
   int objects = 0, refs = 0;
 };
 
-class FaultTest : public ::testing::Test {
+class FaultTest : public ControllerTest {
  protected:
+  // Each test opens the store itself, with the options it needs.
+  void SetUp() override {}
   void TearDown() override {
     close();
     // Shows in the XML report (--gtest_output=xml): the figures docs/reliability.md quotes.
@@ -59,20 +61,8 @@ class FaultTest : public ::testing::Test {
   }
 
   void open(sqlite::Options opts = {}) {
-    close();
-    store_ = sqlite::open(dir_.file("beehive.db"), opts);
-    bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
-  }
-  void close() {
-    if (stop_) {
-      try {
-        stop_(Context{}.with_timeout(10s));
-      } catch (...) {
-      }
-      stop_ = nullptr;
-    }
-    bh_.reset();
-    store_.reset();
+    store_options_ = opts;
+    ControllerTest::open();
   }
 
   /// A controller that marks every widget ready; waits until it is registered.
@@ -93,8 +83,6 @@ class FaultTest : public ::testing::Test {
     });
   }
 
-  Widgets widgets() { return Widgets(*bh_, widget_kind); }
-
   FileCounts file_counts() {
     SQLite::Database db(dir_.file("beehive.db").string(), SQLite::OPEN_READONLY);
     return {db.execAndGet("SELECT count(*) FROM objects").getInt(),
@@ -111,14 +99,8 @@ class FaultTest : public ::testing::Test {
     }
   }
 
-  // Declared first: every connection below is opened through the shim.
+  // Every connection the test opens goes through the shim; TearDown closes them first.
   fault::FaultVfs vfs_;
-  TempDir dir_;
-  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
-  std::shared_ptr<Store> store_;
-  std::unique_ptr<Beehive> bh_;
-  Stop stop_;
-  Context ctx_;
 };
 
 // --- failed writes -----------------------------------------------------------------------
