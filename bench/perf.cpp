@@ -11,7 +11,7 @@
 //                                 shaped like beehive's `objects`, COMMIT. Baseline.
 //   BM_RawFullCommit/batch:8      the same with 8 INSERTs per commit: the ceiling a group
 //                                 commit of 8 callers could approach (x_raw).
-//   BM_GroupCommit/threads:N/caf_sharing:S
+//   BM_GroupCommit/callers:N/caf_sharing:S
 //                                 N threads (1, 4, 8) each doing blocking Client::create
 //                                 on one Beehive opened with Synchronous::full; one
 //                                 iteration = N x 64 creates, timed from the release of
@@ -548,7 +548,7 @@ BENCHMARK(BM_RawFullCommit)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GroupCommit)
-    ->ArgNames({"threads", "caf_sharing"})
+    ->ArgNames({"callers", "caf_sharing"})
     ->Args({1, 0})
     ->Args({4, 0})
     ->Args({8, 0})

@@ -3,7 +3,8 @@
 
     python3 bench/ratios.py                      # bench_store: beehive / raw SQLite
     python3 bench/ratios.py --suite watch        # bench_watch: ratios to 0 watchers
-    python3 bench/ratios.py --suite all          # store, controller, watch, relations
+    python3 bench/ratios.py --suite all          # store, controller, watch, relations,
+                                                 # events, perf
     python3 bench/ratios.py --repetitions 5      # more repetitions (default 3, watch 7)
     python3 bench/ratios.py --json out.json      # only read an earlier JSON result
     python3 bench/ratios.py -- --benchmark_filter=Get   # extra args for the binary
@@ -242,12 +243,31 @@ def relations_table(res):
     return "\n".join(lines)
 
 
+def counters_table(res):
+    """Every case with its time and counters; ratios (x_*) first. For bench_perf and
+    bench_events, whose cases carry their ratios as counters."""
+    lines = ["| case | time (µs) | ratios | other counters | cv |", "|---|---:|---|---|---:|"]
+    for name, e in res.items():
+        if "time" not in e:
+            continue
+        counters = {k: v for k, v in e.items() if k not in ("time", "cv") and v is not None}
+        ratios = ", ".join(f"{k} {v:.2f}" for k, v in sorted(counters.items())
+                           if k.startswith("x_"))
+        other = ", ".join(f"{k} {v:,.4g}" for k, v in sorted(counters.items())
+                          if not k.startswith("x_"))
+        lines.append(f"| {name} | {e['time']:,.1f} | {ratios or '-'} | {other or '-'} "
+                     f"| {_cv(e)} |")
+    return "\n".join(lines)
+
+
 SUITE_TABLES = {
     "controller": controller_table,
     "watch": watch_table,
     "relations": relations_table,
+    "events": counters_table,
+    "perf": counters_table,
 }
-SUITES = ["store", "controller", "watch", "relations"]
+SUITES = ["store", "controller", "watch", "relations", "events", "perf"]
 # Per-suite defaults: repetitions, and arguments put before the ones given after --.
 # Random interleaving runs the repetitions of all cases in a shuffled order, so that a
 # slow drift of the machine (or a short disturbance) spreads over every case instead of
@@ -257,6 +277,9 @@ SUITE_DEFAULTS = {
     "controller": (3, ["--benchmark_enable_random_interleaving=true"]),
     "watch": (7, ["--benchmark_enable_random_interleaving=true"]),
     "relations": (3, ["--benchmark_enable_random_interleaving=true"]),
+    "events": (3, []),
+    # The scale and idle cases run long: one repetition; ratios come from the same run.
+    "perf": (1, []),
 }
 
 
