@@ -205,7 +205,8 @@ std::string PrometheusMetrics::text() const {
         continue;
       }
       std::uint64_t cumulative = 0;
-      auto bucket_line = [&](std::string le, std::uint64_t n) {
+      // Structured bindings are captured through references: clang 14 cannot capture them.
+      auto bucket_line = [&out, &name = name, &labels = labels](std::string le, std::uint64_t n) {
         std::pair<std::string_view, std::string> extra{"le", std::move(le)};
         out += name;
         out += "_bucket";
