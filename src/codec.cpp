@@ -20,13 +20,15 @@ nlohmann::json parse_json(std::string_view text) {
 
 nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, bool spec) {
   int current = m ? (spec ? m->schema_version_spec() : m->schema_version_status()) : 0;
-  auto j = parse_json(text);
-  if (stored == current || current == 0) return j;  // 0: the kind is not versioned
-  if (stored > current)
+  // The version decides before the bytes: a blob from a newer build is a downgrade
+  // whatever it holds. 0 means the kind is not versioned: every blob is taken as it is.
+  if (current != 0 && stored > current)
     throw Error(errc::schema_version_downgrade,
                 std::string(spec ? "spec" : "status") + " written at schema version " +
                     std::to_string(stored) + ", newer than this build's " +
                     std::to_string(current));
+  auto j = parse_json(text);
+  if (stored == current || current == 0) return j;
   try {
     return spec ? m->convert_spec(stored, std::move(j)) : m->convert_status(stored, std::move(j));
   } catch (const std::exception& e) {
