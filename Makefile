@@ -41,16 +41,20 @@ tsan: deps
 	cmake --build --preset tsan -j$(JOBS) --target beehive_tests
 	ctest --preset tsan --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)' -E '$(TSAN_SKIP)'
 
-# libFuzzer over every fuzz target for FUZZ_SECONDS each; new inputs go to the corpus.
+# libFuzzer over every fuzz target for FUZZ_SECONDS each, starting from the seed corpus.
+# What it learns stays in build/fuzz/corpus; a failing input lands in build/fuzz/ (copy it
+# into fuzz/corpus/<target>/ with the fix, so every build replays it).
 FUZZ_SECONDS ?= 60
 fuzz:
 	bash scripts/install-deps.sh clang-14 libclang-rt-14-dev
 	@test -f build/fuzz/build.ninja || cmake --preset fuzz
 	cmake --build --preset fuzz -j$(JOBS)
 	@set -e; for t in fuzz/*_fuzz.cpp; do \
-	  n=$$(basename $$t _fuzz.cpp); echo "== fuzz_$$n"; \
+	  n=$$(basename $$t _fuzz.cpp); echo "== fuzz_$$n"; mkdir -p build/fuzz/corpus/$$n; \
 	  ./build/fuzz/fuzz/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	    fuzz/corpus/$$n 2>&1 | grep -E '^(stat::number_of_executed_units|#[0-9]+ +DONE)|ERROR|fuzz:'; \
+	    -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus/$$n fuzz/corpus/$$n \
+	    > build/fuzz/$$n.log 2>&1 || { tail -40 build/fuzz/$$n.log; exit 1; }; \
+	  grep '^stat::number_of_executed_units' build/fuzz/$$n.log; \
 	done
 
 format:
