@@ -33,6 +33,10 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   } else {
     own_cfg_ = std::make_unique<caf::actor_system_config>();
     add_message_types(*own_cfg_);
+    // Idle workers of the `sharing` scheduler sleep on a condition variable; the default
+    // work-stealing ones poll. Measured (bench_perf): idle CPU 35 -> 6 ms/s, context
+    // switches 1 400 -> 13/s, a blocking update 122 -> 75 us.
+    own_cfg_->set("scheduler.policy", caf::atom("sharing"));
     own_sys_ = std::make_unique<caf::actor_system>(*own_cfg_);
     sys_ = own_sys_.get();
   }
