@@ -12,7 +12,10 @@
 /// inside the application's (`Beehive(sys, store)`; call `add_message_types(cfg)` on
 /// the application's config first, see actors.hpp). Clients work from construction.
 /// Destroying the Beehive stops it; calls made through its clients afterwards throw
-/// `Error(errc::stopped)`.
+/// `Error(errc::stopped)`. Its own actor system uses CAF's `sharing` scheduler, whose
+/// idle threads sleep; an application system of its own keeps the policy it chose.
+/// Destroy a Beehive before `main` returns, not from a static's destructor: CAF 0.17
+/// cannot tear an actor system down from exit handlers.
 ///
 /// Neither copyable nor movable. Its clients may be used from any thread.
 ///
