@@ -4,7 +4,8 @@
 
 namespace beehive {
 
-Beehive::Beehive(caf::actor_system* sys, std::shared_ptr<Store> store, std::vector<Option> opts)
+Beehive::Beehive(caf::actor_system* sys, std::shared_ptr<Store> store,
+                 const std::vector<Option>& opts)
     : rt_(std::make_shared<detail::Runtime>(sys, std::move(store), opts)) {}
 
 Beehive::~Beehive() {

@@ -19,16 +19,19 @@ constexpr auto spin = std::chrono::microseconds(80);
 std::atomic<int> spinners{0};
 std::atomic<int> spin_credit{8};  // 0..16: up on a spin that caught its reply
 std::atomic<unsigned> spin_probe{0};
-const int max_spinners = [] {
-  int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return cores > 1 ? cores - 1 : 0;
-}();
+int max_spinners() {
+  static const int n = [] {
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    return cores > 1 ? cores - 1 : 0;
+  }();
+  return n;
+}
 
 bool may_spin() {
   if (spin_credit.load(std::memory_order_relaxed) <= 0 &&
       spin_probe.fetch_add(1, std::memory_order_relaxed) % 16 != 0)
     return false;
-  if (spinners.fetch_add(1, std::memory_order_acq_rel) >= max_spinners) {
+  if (spinners.fetch_add(1, std::memory_order_acq_rel) >= max_spinners()) {
     spinners.fetch_sub(1, std::memory_order_acq_rel);
     return false;
   }

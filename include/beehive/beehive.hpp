@@ -109,7 +109,7 @@ class Beehive {
   const std::shared_ptr<detail::Runtime>& runtime() const { return rt_; }
 
  private:
-  Beehive(caf::actor_system* sys, std::shared_ptr<Store> store, std::vector<Option> opts);
+  Beehive(caf::actor_system* sys, std::shared_ptr<Store> store, const std::vector<Option>& opts);
 
   std::shared_ptr<detail::Runtime> rt_;
 };

@@ -19,6 +19,7 @@ struct GroupKind {
   std::string kind;
 
   friend bool operator==(const GroupKind&, const GroupKind&) = default;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>
   friend auto operator<=>(const GroupKind&, const GroupKind&) = default;
 };
 

@@ -68,8 +68,8 @@ namespace {
 
 using Self = controller_impl::stateful_pointer<ControllerState>;
 
-caf::behavior worker(caf::event_based_actor* self, caf::actor controller,
-                     std::shared_ptr<KindEntry> kind, Runtime* rt) {
+caf::behavior worker(caf::event_based_actor* self, const caf::actor& controller,
+                     const std::shared_ptr<KindEntry>& kind, Runtime* rt) {
   return {
       [=](reconcile_atom, ObjectID id, const FlightPtr& flight) {
         Outcome outcome;

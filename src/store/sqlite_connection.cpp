@@ -313,6 +313,7 @@ std::vector<ObjectRow> Connection::list(const GroupKind& gk, unsigned loads) {
     }
     if (loads && !rows.empty()) {
       std::vector<ObjectRow*> ptrs;
+      ptrs.reserve(rows.size());
       for (auto& r : rows) ptrs.push_back(&r);
       load(std::move(ptrs), loads);
     }
@@ -385,6 +386,7 @@ std::vector<ObjectRow> Connection::list_owned_objects(const GroupKind& gk, Objec
     }
     if (loads && !rows.empty()) {
       std::vector<ObjectRow*> ptrs;
+      ptrs.reserve(rows.size());
       for (auto& r : rows) ptrs.push_back(&r);
       load(std::move(ptrs), loads);
     }

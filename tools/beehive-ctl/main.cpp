@@ -17,12 +17,15 @@ namespace ctl = beehive::ctl;
 
 namespace {
 
-const std::map<std::string, ctl::Output> output_names{{"table", ctl::Output::table},
-                                                      {"json", ctl::Output::json}};
+const std::map<std::string, ctl::Output>& output_names() {
+  static const std::map<std::string, ctl::Output> names{{"table", ctl::Output::table},
+                                                        {"json", ctl::Output::json}};
+  return names;
+}
 
 CLI::Option* add_output(CLI::App* cmd, ctl::Output& output) {
   return cmd->add_option("-o,--output", output, "table (default) or json")
-      ->transform(CLI::CheckedTransformer(output_names, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(output_names(), CLI::ignore_case));
 }
 
 }  // namespace

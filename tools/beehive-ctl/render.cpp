@@ -61,9 +61,9 @@ std::string age(Time t, Time now) {
   char buf[32];
   if (d < 120)
     std::snprintf(buf, sizeof buf, "%" PRId64 "s", static_cast<std::int64_t>(d));
-  else if (d < 120 * 60)
+  else if (d < 120LL * 60)
     std::snprintf(buf, sizeof buf, "%" PRId64 "m", static_cast<std::int64_t>(d / 60));
-  else if (d < 48 * 3600)
+  else if (d < 48LL * 3600)
     std::snprintf(buf, sizeof buf, "%" PRId64 "h", static_cast<std::int64_t>(d / 3600));
   else
     std::snprintf(buf, sizeof buf, "%" PRId64 "d", static_cast<std::int64_t>(d / 86400));
