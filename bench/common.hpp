@@ -1,8 +1,7 @@
 #pragma once
 
-// Helpers shared by bench/controller.cpp, bench/watch.cpp and bench/relations.cpp (not a
-// benchmark itself: only bench/*.cpp become binaries). bench/store.cpp predates it and
-// keeps its own copies.
+// Helpers shared by the bench/*.cpp suites (not a benchmark itself: only bench/*.cpp
+// become binaries).
 //
 // Database files: one temp dir per process under $BENCH_DB_DIR (default: the system temp
 // dir, /tmp), removed at exit; one fresh file per benchmark run (or per iteration where
@@ -129,6 +128,35 @@ struct Hive {
   beehive::Stop stop;
   beehive::Context ctx;
 };
+
+// The `objects` table and indexes as beehive creates them (src/store/sqlite_schema.cpp,
+// schema v3), for the raw-SQLite baselines: they pay for the same indexes beehive does.
+constexpr const char* kRawSchema = R"sql(
+CREATE TABLE objects (
+  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+  "group"               TEXT NOT NULL,
+  kind                  TEXT NOT NULL,
+  slug                  TEXT,
+  spec                  TEXT NOT NULL,
+  spec_version          INTEGER NOT NULL DEFAULT 0,
+  status                TEXT,
+  status_version        INTEGER NOT NULL DEFAULT 0,
+  generation            INTEGER NOT NULL,
+  observed_generation   INTEGER,
+  observed_at           INTEGER,
+  resource_version      INTEGER NOT NULL,
+  deletion_requested_at INTEGER,
+  finalizers            TEXT NOT NULL DEFAULT '[]',
+  created_at            INTEGER NOT NULL,
+  updated_at            INTEGER NOT NULL,
+  UNIQUE ("group", kind, slug)
+);
+CREATE INDEX objects_by_kind ON objects ("group", kind);
+CREATE INDEX objects_deleting ON objects (deletion_requested_at)
+  WHERE deletion_requested_at IS NOT NULL;
+CREATE INDEX objects_unsettled ON objects ("group", kind)
+  WHERE observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL;
+)sql";
 
 // --- measurement helpers -----------------------------------------------------------------
 

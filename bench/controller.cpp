@@ -117,33 +117,6 @@ std::int64_t now_millis() {
       .count();
 }
 
-// The `objects` table as beehive creates it (src/store/sqlite_schema.cpp), as in
-// bench/store.cpp.
-constexpr const char* kRawSchema = R"sql(
-CREATE TABLE objects (
-  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
-  "group"               TEXT NOT NULL,
-  kind                  TEXT NOT NULL,
-  slug                  TEXT,
-  spec                  TEXT NOT NULL,
-  spec_version          INTEGER NOT NULL DEFAULT 0,
-  status                TEXT,
-  status_version        INTEGER NOT NULL DEFAULT 0,
-  generation            INTEGER NOT NULL,
-  observed_generation   INTEGER,
-  observed_at           INTEGER,
-  resource_version      INTEGER NOT NULL,
-  deletion_requested_at INTEGER,
-  finalizers            TEXT NOT NULL DEFAULT '[]',
-  created_at            INTEGER NOT NULL,
-  updated_at            INTEGER NOT NULL,
-  UNIQUE ("group", kind, slug)
-);
-CREATE INDEX objects_by_kind ON objects ("group", kind);
-CREATE INDEX objects_deleting ON objects (deletion_requested_at)
-  WHERE deletion_requested_at IS NOT NULL;
-)sql";
-
 constexpr const char* kRawInsert = R"sql(
 INSERT INTO objects ("group", kind, slug, spec, spec_version, generation, resource_version,
                      finalizers, created_at, updated_at)

@@ -36,10 +36,16 @@
 
 #include <beehive/beehive.hpp>
 
+#include "common.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using beehive::sqlite::Synchronous;
+using bench::checkpoint;
+using bench::DbFile;
+using bench::kBusyTimeoutMs;
+using bench::kRawSchema;
 
 // --- sample types ------------------------------------------------------------------------
 
@@ -64,52 +70,11 @@ std::string spec_text(int replicas) {
 constexpr int kRows = 100;
 constexpr beehive::ObjectID kTarget = kRows / 2;
 
-// --- database files ----------------------------------------------------------------------
-
-// One temp dir per process, removed at exit; one fresh file per benchmark run.
-class TempDir {
- public:
-  TempDir() {
-    const char* env = std::getenv("BENCH_DB_DIR");
-    fs::path base = (env && *env) ? fs::path(env) : fs::temp_directory_path();
-    path_ = base / ("beehive-bench-" + std::to_string(::getpid()));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path fresh(const std::string& tag) {
-    return path_ / (tag + "-" + std::to_string(++counter_) + ".db");
-  }
-
- private:
-  fs::path path_;
-  std::atomic<int> counter_{0};
-};
-
-TempDir& temp_dir() {
-  static TempDir d;
-  return d;
-}
-
-// Removes the database file and its WAL/SHM companions when a benchmark run ends.
-struct DbFile {
-  explicit DbFile(const std::string& tag) : path(temp_dir().fresh(tag)) {}
-  ~DbFile() {
-    std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
-      fs::remove(fs::path(path.string() + suffix), ec);
-  }
-  fs::path path;
-};
+// --- file settings (database files: bench/common.hpp) ------------------------------------
 
 const char* sync_pragma(Synchronous s) {
   return s == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
 }
-
-constexpr int kBusyTimeoutMs = 5000;  // beehive's default
 
 std::int64_t now_millis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -117,40 +82,7 @@ std::int64_t now_millis() {
       .count();
 }
 
-// Folds the WAL back into the main file so both sides start a timed loop from the same
-// state (a short WAL), whatever their setup wrote.
-void checkpoint(const fs::path& file) {
-  SQLite::Database db(file.string(), SQLite::OPEN_READWRITE, kBusyTimeoutMs);
-  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-}
-
 // --- raw SQLite --------------------------------------------------------------------------
-
-// The `objects` table as beehive creates it (src/store/sqlite_schema.cpp).
-constexpr const char* kRawSchema = R"sql(
-CREATE TABLE objects (
-  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
-  "group"               TEXT NOT NULL,
-  kind                  TEXT NOT NULL,
-  slug                  TEXT,
-  spec                  TEXT NOT NULL,
-  spec_version          INTEGER NOT NULL DEFAULT 0,
-  status                TEXT,
-  status_version        INTEGER NOT NULL DEFAULT 0,
-  generation            INTEGER NOT NULL,
-  observed_generation   INTEGER,
-  observed_at           INTEGER,
-  resource_version      INTEGER NOT NULL,
-  deletion_requested_at INTEGER,
-  finalizers            TEXT NOT NULL DEFAULT '[]',
-  created_at            INTEGER NOT NULL,
-  updated_at            INTEGER NOT NULL,
-  UNIQUE ("group", kind, slug)
-);
-CREATE INDEX objects_by_kind ON objects ("group", kind);
-CREATE INDEX objects_deleting ON objects (deletion_requested_at)
-  WHERE deletion_requested_at IS NOT NULL;
-)sql";
 
 constexpr const char* kRawInsert = R"sql(
 INSERT INTO objects ("group", kind, slug, spec, spec_version, generation, resource_version,
