@@ -32,10 +32,8 @@ bench: build
 
 # Thread sanitizer over the concurrency tests (CAF itself is not instrumented; see the preset).
 # Watch tests are left out: they time conflation against writers, which TSan slows ~20x.
-# MisbehaveTest.Reentrant* crashes TSan's own runtime (SEGV in BlockingCall::~BlockingCall
-# under pthread_cond_wait) in about one run in twenty; ASan and the default build pass it.
 TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault
-TSAN_SKIP := Watch|MisbehaveTest.Reentrant
+TSAN_SKIP := Watch
 tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan
 	cmake --build --preset tsan -j$(JOBS) --target beehive_tests

@@ -142,9 +142,9 @@ TEST_F(ActorTest, ATransactionOfMessagesCommitsAllOrNothing) {
 }
 
 TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
-  std::atomic<int> reconciles{0};
-  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [&](auto&, auto&, auto&) {
-    ++reconciles;
+  auto reconciles = std::make_shared<std::atomic<int>>(0);  // outlives late reconciles
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [=](auto&, auto&, auto&) {
+    ++*reconciles;
     return Result{};
   });
   auto stop = bh_->start(ctx_);
@@ -175,10 +175,10 @@ TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   }));
   auto controller = bh_->controller(widget_kind);
   ASSERT_TRUE(controller.has_value());
-  EXPECT_TRUE(eventually([&] { return reconciles == 1; }));
+  EXPECT_TRUE(eventually([&] { return *reconciles == 1; }));
   ask<bool>(*controller, schedule_watch_request{row.meta.id, app});
   EXPECT_TRUE(ask<bool>(*controller, requeue_request{row.meta.id}));
-  EXPECT_TRUE(eventually([&] { return reconciles == 2; }));
+  EXPECT_TRUE(eventually([&] { return *reconciles == 2; }));
   try {
     ask<bool>(*controller, requeue_request{999999});
     ADD_FAILURE() << "requeue of a missing id must be not_found";

@@ -102,6 +102,17 @@ class ControllerTest : public ::testing::Test {
     store_.reset();
   }
 
+  /// Stops the beehive when the returned guard leaves scope. A test whose reconcile body
+  /// captures locals by reference declares the guard right after them: the locals then
+  /// outlive every reconcile, however the test returns.
+  [[nodiscard]] auto stop_before_locals() {
+    struct Guard {
+      ControllerTest* test;
+      ~Guard() { test->close(); }
+    };
+    return Guard{this};
+  }
+
   /// Registers the recorder for widgets.
   template <class... Opts>
   ControllerClient<WidgetStatus> register_widgets(Opts&&... opts) {

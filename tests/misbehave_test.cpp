@@ -18,6 +18,7 @@ struct NotAnException {
 
 TEST_F(MisbehaveTest, ANonStandardThrowInsideWithinRollsTheBlockBackAndRetries) {
   std::atomic<bool> fail{true};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
     cc.within(ctx, [&](const Context& tx) {
       cc.update_status(tx, o.id, o.generation, WidgetStatus{true});
@@ -44,6 +45,7 @@ TEST_F(MisbehaveTest, ANonStandardThrowInsideWithinRollsTheBlockBackAndRetries) 
 
 TEST_F(MisbehaveTest, ReentrantCallsFromInsideWithinAreRefusedOrJoinNeverDeadlock) {
   std::atomic<int> refused{0};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
     Widgets w(*bh_, widget_kind);
     cc.within(ctx, [&](const Context& tx) {
@@ -71,7 +73,7 @@ TEST_F(MisbehaveTest, ReentrantCallsFromInsideWithinAreRefusedOrJoinNeverDeadloc
 }
 
 TEST_F(MisbehaveTest, OneThrowingObjectDoesNotHoldUpTheOthers) {
-  recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
+  recorder_->set_body([](const Context& ctx, auto& cc, auto& o) -> Result {
     if (o.spec.color == "poison") throw NotAnException{1};
     cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
     return {};
@@ -98,6 +100,7 @@ TEST_F(MisbehaveTest, OneThrowingObjectDoesNotHoldUpTheOthers) {
 
 TEST_F(MisbehaveTest, StopLetsAWithinBlockOpenInAReconcileFinish) {
   std::atomic<bool> entered{false}, release{false};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
     cc.within(ctx, [&](const Context& tx) {
       entered = true;

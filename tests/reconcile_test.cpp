@@ -59,6 +59,7 @@ TEST_F(ReconcileTest, AnIdQueuedTwiceRunsOnceAndAReAddDuringReconcileRunsOnceAft
   std::promise<void> entered, release;
   auto release_f = release.get_future().share();
   ObjectID blocker = 0;
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](auto&, auto&, auto& o) {
     if (o.id == blocker && o.spec.size == 0) {
       entered.set_value();
@@ -83,7 +84,6 @@ TEST_F(ReconcileTest, AnIdQueuedTwiceRunsOnceAndAReAddDuringReconcileRunsOnceAft
   EXPECT_EQ(recorder_->last(other.id).spec.size, 5);  // level-triggered: the latest state
   EXPECT_EQ(recorder_->count(blocker), 2);
   EXPECT_EQ(recorder_->last(blocker).spec.size, 5);
-  close();  // before the locals the controller uses go away
 }
 
 TEST_F(ReconcileTest, ErrorsBackOffExponentiallyUpToThirtySeconds) {
@@ -122,6 +122,7 @@ TEST_F(ReconcileTest, MaxRetryIntervalCapsTheLadder) {
 TEST_F(ReconcileTest, SuccessClearsTheBackoffAndAPlainRequeueKeepsIt) {
   std::atomic<bool> fail{true};
   std::atomic<int> successes{0};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](auto&, auto&, auto&) -> Result {
     if (fail) throw std::runtime_error("boom");
     ++successes;
@@ -145,11 +146,11 @@ TEST_F(ReconcileTest, SuccessClearsTheBackoffAndAPlainRequeueKeepsIt) {
   fail = true;
   w.update(ctx_, o.id, {"a", 2});
   EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 1s));  // the ladder starts over
-  close();  // before the locals the controller uses go away
 }
 
 TEST_F(ReconcileTest, RequeueAfterReconcilesAgainAndTheNewestScheduleWins) {
   std::atomic<int> delay_ms{10000};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body(
       [&](auto&, auto&, auto&) { return Result{std::chrono::milliseconds(delay_ms.load())}; });
   register_widgets();
@@ -168,7 +169,6 @@ TEST_F(ReconcileTest, RequeueAfterReconcilesAgainAndTheNewestScheduleWins) {
   settle();
   EXPECT_EQ(recorder_->count(o.id), 3);
   EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
-  close();  // before the locals the controller uses go away
 }
 
 TEST_F(ReconcileTest, ResyncRequeuesUnsettledAndDeletionPendingObjectsOnly) {
@@ -223,6 +223,7 @@ void from_json(const nlohmann::json& j, Picky& p) { p.v = j.at("v").get<int>(); 
 
 TEST_F(ReconcileTest, UndecodableRowsAreQuarantinedAndWarnedAboutAtEachResync) {
   std::atomic<int> calls{0};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   register_controller<Picky, WidgetStatus>(*bh_, widget_kind, [&](auto&, auto&, auto&) {
     ++calls;
     return Result{};
@@ -244,11 +245,11 @@ TEST_F(ReconcileTest, UndecodableRowsAreQuarantinedAndWarnedAboutAtEachResync) {
   for (auto p = err.find(needle); p != std::string::npos; p = err.find(needle, p + 1)) ++n;
   EXPECT_EQ(n, 2u) << err;
   (void)good;
-  close();  // before the locals the controller uses go away
 }
 
 TEST_F(ReconcileTest, WorkersRunDifferentIdsInParallel) {
   std::barrier all(4);
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](auto&, auto&, auto&) {
     all.arrive_and_wait();  // only completes if four reconciles run at once
     return Result{};
@@ -257,13 +258,13 @@ TEST_F(ReconcileTest, WorkersRunDifferentIdsInParallel) {
   for (int i = 0; i < 4; ++i) widgets().create(ctx_, {"a", i});
   start();
   EXPECT_TRUE(eventually([&] { return recorder_->total() == 4; }));
-  close();  // before the locals the controller uses go away
 }
 
 TEST_F(ReconcileTest, NoIdIsEverReconciledConcurrently) {
   std::mutex mu;
   std::set<ObjectID> running;
   std::atomic<int> overlaps{0};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](auto&, auto&, auto& o) {
     {
       std::lock_guard lk(mu);
@@ -296,7 +297,6 @@ TEST_F(ReconcileTest, NoIdIsEverReconciledConcurrently) {
     EXPECT_TRUE(eventually([&] { return recorder_->last(id).spec.size == latest; }));
   }
   EXPECT_EQ(overlaps, 0);
-  close();  // before the locals the controller uses go away
 }
 
 TEST_F(ReconcileTest, RequeueChecksTheIdAndTheController) {
