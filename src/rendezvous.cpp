@@ -46,6 +46,14 @@ void spun(bool caught) {
 }
 }  // namespace
 
+bool RendezvousBase::abandoned() const {
+  if (abandoned_.load(std::memory_order_acquire)) return true;
+  auto* ctx = serving_.load(std::memory_order_acquire);
+  if (!ctx || !ctx->done()) return false;
+  abandoned_.store(true, std::memory_order_release);
+  return true;
+}
+
 bool RendezvousBase::ready() const {
   std::lock_guard lk(mu_);
   return ready_;
@@ -83,7 +91,13 @@ void RendezvousBase::wait(const Context& ctx) {
   std::unique_lock lk(mu_);
   for (;;) {
     if (ready_) {
-      if (error_) throw Error(error_->first, error_->second);
+      if (error_) {
+        // Given up while serving itself: the context's end is the reason, not what the
+        // writer made of it.
+        if (abandoned_.load(std::memory_order_acquire))
+          if (auto ec = ctx.error()) throw Error(static_cast<errc>(ec.value()));
+        throw Error(error_->first, error_->second);
+      }
       return;
     }
     if (auto ec = ctx.error()) {

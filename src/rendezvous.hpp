@@ -21,8 +21,11 @@ class RendezvousBase {
  public:
   virtual ~RendezvousBase() = default;
 
-  /// The caller gave up waiting.
-  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
+  /// The caller gave up waiting (or, while it serves the queue itself, its context ended).
+  bool abandoned() const;
+  /// While its caller serves the writer's queue itself (serve_inline), the caller's
+  /// context, which nothing else watches then; null afterwards.
+  void set_serving(const Context* ctx) { serving_.store(ctx, std::memory_order_release); }
   /// A value or an error has been delivered.
   bool ready() const;
   /// Delivers an error (ignored after the first delivery).
@@ -42,7 +45,8 @@ class RendezvousBase {
   bool ready_ = false;
   std::atomic<bool> ready_flag_{false};  // ready_, readable without the lock (spinning)
   std::optional<std::pair<errc, std::string>> error_;
-  std::atomic<bool> abandoned_{false};
+  mutable std::atomic<bool> abandoned_{false};
+  std::atomic<const Context*> serving_{nullptr};
 };
 
 template <class T>

@@ -245,7 +245,7 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->op = std::move(op);
   w->check = std::move(check);
   auto reply = w->reply;
-  queue_->push(std::move(w));
+  if (auto pen = queue_->push(std::move(w))) serve_inline(*pen, *queue_, *reply, ctx);
   return reply->take(ctx);
 }
 

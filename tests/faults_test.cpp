@@ -209,8 +209,8 @@ TEST_F(FaultTest, AFailureThatEndsTheTransactionFailsTheWholeWithinBlock) {
   EXPECT_ERRC(
       cc.within(ctx_,
                 [&](const Context& tx) {
-                  // The writer's reads fail (this thread's reads stay healthy).
-                  vfs_.arm({.op = fault::Op::read, .threads = fault::Threads::others, .count = -1});
+                  // The writer's reads fail (nothing else reads meanwhile).
+                  vfs_.arm({.op = fault::Op::read, .threads = fault::Threads::any, .count = -1});
                   try {
                     w.create(tx, {"p", 1}, with_slug("p"));
                   } catch (const Error& e) {

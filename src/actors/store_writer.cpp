@@ -12,6 +12,19 @@ namespace {
 using store::WriteOps;
 using Self = store_writer_impl::stateful_pointer<StoreWriterState>;
 
+/// The pen, held by one of the actor's handlers.
+class ActorPen {
+ public:
+  explicit ActorPen(StoreWriterState& st) : lk_(st.pen->mu), st_(st) { st.on_actor = true; }
+  ~ActorPen() { st_.on_actor = false; }
+  ActorPen(const ActorPen&) = delete;
+  ActorPen& operator=(const ActorPen&) = delete;
+
+ private:
+  std::lock_guard<std::mutex> lk_;
+  StoreWriterState& st_;
+};
+
 WriteReply run_op(WriteOps& ops, const create_request& r) {
   return {ops.create(r.gk, r.spec, r.slug, r.finalizers, r.owner, r.spec_version)};
 }
@@ -158,6 +171,8 @@ WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
       throw;
     } catch (const std::exception& e) {
       throw Error(errc::decode, e.what());
+    } catch (...) {  // a migrator may throw anything; a caller's thread may be serving
+      throw Error(errc::decode, "decoding the written row threw a non-standard exception");
     }
   }
   return reply;
@@ -211,17 +226,27 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
   return reply;
 }
 
+/// Runs what waited for the session to end, until another session begins. A caller
+/// serving the queue leaves the actor's jobs to the actor.
+void run_deferred(StoreWriterState& st) {
+  while (!st.session && !st.deferred.empty()) {
+    if (st.deferred.front().actor_only && !st.on_actor) {
+      if (auto a = caf::actor_cast<caf::actor>(st.self)) caf::anon_send(a, drain_queue_atom::value);
+      return;
+    }
+    auto job = std::move(st.deferred.front().job);
+    st.deferred.pop_front();
+    job();
+  }
+}
+
 void end_session(StoreWriterState& st) {
   st.session = 0;
   st.depth = 0;
   st.broken.clear();
   st.marks.clear();
   st.session_rec = {};
-  while (!st.session && !st.deferred.empty()) {
-    auto job = std::move(st.deferred.front());
-    st.deferred.pop_front();
-    job();
-  }
+  run_deferred(st);
 }
 
 WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
@@ -287,7 +312,7 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
 
 void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   if (st.session && w->session != st.session && w->session == 0) {
-    st.deferred.push_back([&st, w] { serve_blocking(st, w); });
+    st.deferred.push_back({[&st, w] { serve_blocking(st, w); }, false});
     return;
   }
   auto& reply = *w->reply;
@@ -514,8 +539,9 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
 /// Serves a request from an actor: now, or after the open session ends.
 template <class Reply, class Request>
 caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pick)(WriteReply&&)) {
-  auto rp = self->template make_response_promise<Reply>();
   auto& st = self->state;
+  ActorPen pen(st);
+  auto rp = self->template make_response_promise<Reply>();
   auto job = [&st, r, pick, rp]() mutable {
     try {
       rp.deliver(pick(execute(st, WriteOp{r}, {})));
@@ -526,7 +552,7 @@ caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pi
     }
   };
   if (st.session)
-    st.deferred.push_back(std::move(job));
+    st.deferred.push_back({std::move(job), true});
   else
     job();
   return rp;
@@ -536,8 +562,9 @@ caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pi
 /// session's outcome, not its uncommitted writes).
 template <class Reply, class Request, class Fn>
 caf::typed_response_promise<Reply> serve_read(Self self, const Request& r, Fn fn) {
-  auto rp = self->template make_response_promise<Reply>();
   auto& st = self->state;
+  ActorPen pen(st);
+  auto rp = self->template make_response_promise<Reply>();
   auto job = [&st, r, fn, rp]() mutable {
     try {
       rp.deliver(fn(*st.cfg->writer, r));
@@ -548,7 +575,7 @@ caf::typed_response_promise<Reply> serve_read(Self self, const Request& r, Fn fn
     }
   };
   if (st.session)
-    st.deferred.push_back(std::move(job));
+    st.deferred.push_back({std::move(job), true});
   else
     job();
   return rp;
@@ -568,10 +595,49 @@ get_or_create_reply pick_goc(WriteReply&& r) { return {std::move(r.row), r.flag}
 
 }  // namespace
 
+StoreWriterState::~StoreWriterState() {
+  if (!pen) return;
+  std::lock_guard lk(pen->mu);
+  pen->state = nullptr;
+}
+
+void serve_inline(WriterPen& pen, WriteQueue& queue, RendezvousBase& mine, const Context& ctx) {
+  std::unique_lock lk(pen.mu, std::try_to_lock);
+  if (!lk || !pen.state) {  // the actor is busy, or gone: it (or its successor) serves
+    queue.hand_off();
+    return;
+  }
+  auto& st = *pen.state;
+  mine.set_serving(&ctx);
+  struct Unset {
+    RendezvousBase& r;
+    ~Unset() { r.set_serving(nullptr); }
+  } unset{mine};
+  try {
+    for (;;) {
+      auto batch = queue.take_or_idle();
+      if (batch.empty()) return;  // idle: the next push serves or wakes the actor
+      serve_batch(st, std::move(batch));
+      // Served its own: the caller goes back to its work, the actor takes the rest.
+      if (mine.ready()) {
+        queue.hand_off();
+        return;
+      }
+    }
+  } catch (...) {
+    queue.hand_off();
+    throw;
+  }
+}
+
 store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWriterConfig> cfg) {
-  self->state.subscribers = std::move(cfg->subscribers);
-  self->state.cfg = std::move(cfg);
   auto& st = self->state;
+  st.subscribers = std::move(cfg->subscribers);
+  st.cfg = std::move(cfg);
+  st.self = self->address();
+  st.pen = std::make_shared<WriterPen>();
+  st.pen->state = &st;
+  st.cfg->queue->set_pen(st.pen);
   return {
       [self](const create_request& r) { return serve(self, r, pick_row); },
       [self](const update_request& r) { return serve(self, r, pick_row); },
@@ -588,8 +654,9 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const record_event_request& r) { return serve(self, r, pick_event); },
       [self](const collect_request& r) { return serve(self, r, pick_count); },
       [self](const transaction_request& t) {
-        auto rp = self->make_response_promise<std::vector<caf::message>>();
         auto& st = self->state;
+        ActorPen pen(st);
+        auto rp = self->make_response_promise<std::vector<caf::message>>();
         auto job = [&st, t, rp]() mutable {
           try {
             rp.deliver(execute_all(st, t));
@@ -600,7 +667,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           }
         };
         if (st.session)
-          st.deferred.push_back(std::move(job));
+          st.deferred.push_back({std::move(job), true});
         else
           job();
         return rp;
@@ -642,13 +709,25 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [self](inspect_atom) {
         auto& s = self->state;
+        ActorPen pen(s);
         return store_writer_state{s.transactions, s.session, s.deferred.size(),
                                   s.subscribers.size()};
       },
-      [&st](subscribe_atom, const caf::actor& a) { st.subscribers.push_back(a); },
-      [&st](unsubscribe_atom, const caf::actor& a) { std::erase(st.subscribers, a); },
-      [&st](drain_queue_atom) { drain_queue(st); },
+      [&st](subscribe_atom, const caf::actor& a) {
+        ActorPen pen(st);
+        st.subscribers.push_back(a);
+      },
+      [&st](unsubscribe_atom, const caf::actor& a) {
+        ActorPen pen(st);
+        std::erase(st.subscribers, a);
+      },
+      [&st](drain_queue_atom) {
+        ActorPen pen(st);
+        run_deferred(st);  // what a caller serving the queue left to the actor
+        drain_queue(st);
+      },
       [self](shutdown_atom) {
+        ActorPen pen(self->state);
         // After the last commit: subscribers learn that nothing more will come.
         auto quit = [self] {
           // Serve what callers queued before the shutdown; refuse the rest.
@@ -657,7 +736,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           self->quit();
         };
         if (self->state.session)
-          self->state.deferred.push_back(quit);
+          self->state.deferred.push_back({quit, true});
         else
           quit();
       },

@@ -12,11 +12,18 @@
 // Besides the public store_writer_actor interface it serves the blocking facade
 // through a WriteQueue of BlockingWrites, which carry a reply slot instead of a response
 // promise, and commits the plain writes of each drain together (group commit).
+//
+// A blocked caller that finds the writer idle serves the queue itself, on its own
+// thread, instead of waking the actor and being woken by it: two thread hand-offs cost
+// several times the write. The writer's state is behind a lock (WriterPen) that the
+// actor's handlers and such callers take in turn; work that must run on the actor
+// (response promises, quitting) is left to it.
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <variant>
 
@@ -102,9 +109,33 @@ struct StoreWriterConfig {
   std::chrono::microseconds linger{100};
 };
 
+struct StoreWriterState;
+
+/// The writer's state and the lock over it, shared with the WriteQueue so that a blocked
+/// caller can serve the queue while the actor is idle. `state` is null once the actor
+/// has ended.
+struct WriterPen {
+  std::mutex mu;
+  StoreWriterState* state = nullptr;
+};
+
+/// Serves the queue on the calling thread (see above) until `mine` is answered or the
+/// queue is empty; what is left is handed to the actor. The caller's push made it
+/// responsible for draining; `ctx` is its context, which ends its own wait as usual.
+void serve_inline(WriterPen& pen, WriteQueue& queue, RendezvousBase& mine, const Context& ctx);
+
 struct StoreWriterState {
+  StoreWriterState() = default;
+  StoreWriterState(const StoreWriterState&) = delete;
+  StoreWriterState& operator=(const StoreWriterState&) = delete;
+  /// Waits for a caller serving the queue, then retires the pen.
+  ~StoreWriterState();
+
   std::shared_ptr<StoreWriterConfig> cfg;
   std::vector<caf::actor> subscribers;
+  std::shared_ptr<WriterPen> pen;
+  caf::actor_addr self;   // to hand the actor work that must run on it
+  bool on_actor = false;  // the actor, not a caller, holds the pen
 
   std::uint64_t session = 0;  // the open within session; 0 = none
   std::uint64_t last_session = 0;
@@ -119,7 +150,11 @@ struct StoreWriterState {
   };
   std::vector<Mark> marks;                     // the session record's extent at each savepoint
   commit_record session_rec;                   // what the session changed so far
-  std::deque<std::function<void()>> deferred;  // arrived while a session was open
+  struct Deferred {
+    std::function<void()> job;
+    bool actor_only;  // delivers a response promise or quits: only the actor may run it
+  };
+  std::deque<Deferred> deferred;  // arrived while a session was open
   std::uint64_t transactions = 0;              // committed
   int linger_credit = 8;  // 0..16: up when lingering after a drain caught a request
   unsigned linger_probe = 0;

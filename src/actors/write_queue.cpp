@@ -9,14 +9,29 @@ void WriteQueue::set_wake(std::function<void()> wake) {
   wake_ = std::move(wake);
 }
 
-void WriteQueue::push(BlockingWritePtr w) {
+void WriteQueue::set_pen(std::shared_ptr<WriterPen> pen) {
+  std::lock_guard lk(mu_);
+  pen_ = std::move(pen);
+}
+
+std::shared_ptr<WriterPen> WriteQueue::push(BlockingWritePtr w) {
   std::lock_guard lk(mu_);
   if (closed_) throw Error(errc::stopped, "beehive stopped");
   items_.push_back(std::move(w));
   size_.store(items_.size(), std::memory_order_release);
-  if (awake_) return;
+  if (awake_) return nullptr;
   awake_ = true;
+  if (pen_) return pen_;
   if (wake_) wake_();  // a message send: quick, never blocks
+  return nullptr;
+}
+
+void WriteQueue::hand_off() {
+  std::lock_guard lk(mu_);
+  if (items_.empty())
+    awake_ = false;
+  else if (wake_)
+    wake_();
 }
 
 std::vector<BlockingWritePtr> WriteQueue::take() {
@@ -45,6 +60,7 @@ std::vector<BlockingWritePtr> WriteQueue::close() {
   std::lock_guard lk(mu_);
   closed_ = true;
   wake_ = nullptr;
+  pen_ = nullptr;
   std::vector<BlockingWritePtr> out(std::make_move_iterator(items_.begin()),
                                     std::make_move_iterator(items_.end()));
   items_.clear();

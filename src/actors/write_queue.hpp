@@ -1,7 +1,8 @@
 #pragma once
 
 // The hand-off between blocking callers and the store_writer. Callers push requests
-// here; only the push that finds the writer idle sends it a CAF message. The writer
+// here; the push that finds the writer idle serves the queue itself when it can take the
+// writer's pen (see store_writer.hpp), or else sends the writer a CAF message. The writer
 // drains everything queued at once, applies the plain writes of a drain together in one
 // transaction (group commit: each in its own savepoint, replies after the commit), and
 // then polls the queue briefly before going back to sleep, so that a caller issuing
@@ -18,15 +19,22 @@ namespace beehive::detail {
 
 struct BlockingWrite;
 using BlockingWritePtr = std::shared_ptr<BlockingWrite>;
+struct WriterPen;
 
 class WriteQueue {
  public:
   /// How the writer is woken; set once the writer exists, cleared by close().
   void set_wake(std::function<void()> wake);
 
-  /// Queues `w`, waking the writer if it was idle. Throws Error(errc::stopped) once
-  /// closed.
-  void push(BlockingWritePtr w);
+  /// The writer's pen, for callers to serve the queue themselves; set by each writer.
+  void set_pen(std::shared_ptr<WriterPen> pen);
+
+  /// Queues `w`. When the writer was idle, the caller becomes responsible for the queue:
+  /// it gets the pen to serve it with (serve_inline), or, without one, the writer is
+  /// woken. Throws Error(errc::stopped) once closed.
+  std::shared_ptr<WriterPen> push(BlockingWritePtr w);
+  /// The responsible party is done: idle if nothing is queued, else the writer is woken.
+  void hand_off();
 
   /// Takes everything queued; when nothing is, marks the writer idle and returns empty.
   std::vector<BlockingWritePtr> take_or_idle();
@@ -43,6 +51,7 @@ class WriteQueue {
   std::deque<BlockingWritePtr> items_;
   std::atomic<std::size_t> size_{0};
   std::function<void()> wake_;
+  std::shared_ptr<WriterPen> pen_;
   bool awake_ = false;  // the writer has been woken and has not gone idle yet
   bool closed_ = false;
 };

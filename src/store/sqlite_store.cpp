@@ -119,7 +119,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
 
   std::int64_t next_resource_version() override {
     return guarded([&] {
-      auto s = conn_.use(Query::next_resource_version);
+      conn_.use(Query::bump_resource_version)->exec();
+      auto s = conn_.use(Query::resource_version);
       s->executeStep();
       return s->getColumn(0).getInt64();
     });
