@@ -1,6 +1,8 @@
 #include "actors/store_writer.hpp"
 
 #include <algorithm>
+#include <thread>
+#include <utility>
 
 #include "options_internal.hpp"
 #include "store/write_ops.hpp"
@@ -405,7 +407,11 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
         outcomes[i] = {std::nullopt, errc::store, e.what()};
       }
     }
+    auto commit_began = std::chrono::steady_clock::now();
     w.commit();
+    st.last_commit = std::chrono::steady_clock::now() - commit_began;
+    st.last_group = group.size();
+    st.queued_at_commit = st.cfg->queue->size();
   } catch (const std::exception& e) {  // the transaction itself failed: nothing landed
     w.rollback();
     // No caller is told that its write landed: every reply of the group fails.
@@ -438,6 +444,26 @@ void serve_batch(StoreWriterState& st, std::vector<BlockingWritePtr> batch) {
   if (!group.empty()) commit_group(st, group);
 }
 
+/// After a group commit, waits briefly for the callers it answered to queue their next
+/// writes, so that they join the next group instead of waiting out a whole commit:
+/// callers that write back to back otherwise split into two groups taking turns. Worth
+/// it only when a COMMIT costs much more than a caller's turnaround (synchronous=FULL);
+/// bounded by half the last COMMIT, and dropped while it keeps timing out.
+void gather(StoreWriterState& st) {
+  auto answered = std::exchange(st.last_group, 0);
+  if (answered < 2) return;
+  if (st.gather_credit <= 0 && ++st.gather_probe % 16 != 0) return;
+  auto& q = *st.cfg->queue;
+  auto expected = st.queued_at_commit + answered;
+  auto until = std::chrono::steady_clock::now() +
+               std::min<std::chrono::steady_clock::duration>(st.last_commit / 2,
+                                                             std::chrono::microseconds(500));
+  while (q.size() < expected && std::chrono::steady_clock::now() < until)
+    std::this_thread::yield();  // the callers need the CPU more than this thread
+  bool caught = q.size() >= expected;
+  st.gather_credit = caught ? std::min(st.gather_credit + 1, 16) : std::max(st.gather_credit - 4, 0);
+}
+
 /// Drains the queue until it stays empty for `linger`, then lets the writer sleep.
 void drain_queue(StoreWriterState& st) {
   auto& q = *st.cfg->queue;
@@ -445,6 +471,7 @@ void drain_queue(StoreWriterState& st) {
     auto batch = q.take();
     if (!batch.empty()) {
       serve_batch(st, std::move(batch));
+      gather(st);
       continue;
     }
     // Lingering pays while callers come back within it; after a run of misses the writer

@@ -158,6 +158,14 @@ struct StoreWriterState {
   std::uint64_t transactions = 0;              // committed
   int linger_credit = 8;  // 0..16: up when lingering after a drain caught a request
   unsigned linger_probe = 0;
+  // Gathering (see gather): the callers the last group commit answered, the queue's
+  // length when it committed, how long its COMMIT took, and whether waiting for those
+  // callers has been paying.
+  std::size_t last_group = 0;
+  std::size_t queued_at_commit = 0;  // the queue's length when it committed
+  std::chrono::steady_clock::duration last_commit{};
+  int gather_credit = 8;  // 0..16
+  unsigned gather_probe = 0;
   std::chrono::steady_clock::time_point session_began;  // metrics only
 
   static inline const char* name = "beehive.store_writer";

@@ -42,6 +42,7 @@ class WriteQueue {
   std::vector<BlockingWritePtr> take();
   /// Requests queued, readable without the lock (for polling).
   bool maybe_nonempty() const { return size_.load(std::memory_order_acquire) > 0; }
+  std::size_t size() const { return size_.load(std::memory_order_acquire); }
 
   /// Refuses further pushes and returns what is left.
   std::vector<BlockingWritePtr> close();

@@ -222,6 +222,14 @@ Connection::Use Connection::use(Query q) {
   return Use(*slot);
 }
 
+void Connection::exec(const std::string& sql) {
+  statement_count.fetch_add(1, std::memory_order_relaxed);
+  auto& slot = plain_[sql];
+  if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql);
+  Use u(*slot);
+  u->exec();
+}
+
 ObjectRow Connection::read_row(SQLite::Statement& s) const {
   ObjectRow r;
   auto& m = r.meta;

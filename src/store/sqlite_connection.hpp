@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
@@ -78,6 +80,8 @@ class Connection {
     SQLite::Statement& s_;
   };
   Use use(Query q);
+  /// Runs a statement without parameters (BEGIN, COMMIT, SAVEPOINT ...), prepared once.
+  void exec(const std::string& sql);
 
   /// `loads` is a set of LoadOption bits: the relations to attach, read in the same
   /// snapshot as the rows.
@@ -115,6 +119,7 @@ class Connection {
   SQLite::Database db_;
   std::int64_t session_;
   std::array<std::unique_ptr<SQLite::Statement>, static_cast<int>(Query::count_)> stmts_;
+  std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> plain_;
 };
 
 /// Statements run by every connection of the process so far; tests use it to show

@@ -103,10 +103,10 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
 
   void begin() override {
-    guarded([&] { conn_.db().exec("BEGIN IMMEDIATE"); });
+    guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   }
   void commit() override {
-    guarded([&] { conn_.db().exec("COMMIT"); });
+    guarded([&] { conn_.exec("COMMIT"); });
   }
   void rollback() override {
     // A failed statement may already have rolled the transaction back.
@@ -326,15 +326,15 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
 
   void savepoint(int depth) override {
-    guarded([&] { conn_.db().exec("SAVEPOINT s" + std::to_string(depth)); });
+    guarded([&] { conn_.exec("SAVEPOINT s" + std::to_string(depth)); });
   }
   void release(int depth) override {
-    guarded([&] { conn_.db().exec("RELEASE s" + std::to_string(depth)); });
+    guarded([&] { conn_.exec("RELEASE s" + std::to_string(depth)); });
   }
   void rollback_to(int depth) override {
     guarded([&] {
-      conn_.db().exec("ROLLBACK TO s" + std::to_string(depth));
-      conn_.db().exec("RELEASE s" + std::to_string(depth));
+      conn_.exec("ROLLBACK TO s" + std::to_string(depth));
+      conn_.exec("RELEASE s" + std::to_string(depth));
     });
   }
 
