@@ -141,6 +141,29 @@ TEST_F(ActorTest, ATransactionOfMessagesCommitsAllOrNothing) {
   EXPECT_EQ(widgets.get(ctx_, a.meta.id).conditions.size(), 1u);
 }
 
+TEST_F(ActorTest, AnActorRequestDuringABlockingWithinBlockIsAnsweredOnceTheBlockCommits) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto w = bh_->store_writer();
+  Widgets widgets(*bh_, widget_kind);
+  caf::scoped_actor app{sys_};
+  using Pending = decltype(app->request(w, caf::infinite, get_by_slug_request{}));
+  std::optional<Pending> pending;
+  cc.within(ctx_, [&](const Context& tx) {
+    widgets.create(tx, {"inside", 1}, with_slug("inside"));
+    // The writer holds this until the block ends: it must see the block's outcome.
+    pending.emplace(app->request(w, std::chrono::seconds(10),
+                                 get_by_slug_request{widget_kind, "inside"}));
+    EXPECT_EQ(ask<store_writer_state>(w, inspect_atom::value).deferred, 1u);
+  });
+  // The block's commit may run on this thread; the deferred reply is the actor's to send.
+  std::optional<ObjectRow> row;
+  pending->receive([&](ObjectRow& r) { row = std::move(r); },
+                   [&](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->meta.slug, "inside");
+}
+
 TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   auto reconciles = std::make_shared<std::atomic<int>>(0);  // outlives late reconciles
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [=](auto&, auto&, auto&) {
