@@ -152,8 +152,8 @@ TEST_F(ActorTest, AnActorRequestDuringABlockingWithinBlockIsAnsweredOnceTheBlock
   cc.within(ctx_, [&](const Context& tx) {
     widgets.create(tx, {"inside", 1}, with_slug("inside"));
     // The writer holds this until the block ends: it must see the block's outcome.
-    pending.emplace(app->request(w, std::chrono::seconds(10),
-                                 get_by_slug_request{widget_kind, "inside"}));
+    pending.emplace(
+        app->request(w, std::chrono::seconds(10), get_by_slug_request{widget_kind, "inside"}));
     EXPECT_EQ(ask<store_writer_state>(w, inspect_atom::value).deferred, 1u);
   });
   // The block's commit may run on this thread; the deferred reply is the actor's to send.
@@ -214,6 +214,28 @@ TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   }));
   stop(ctx_);
   caf::anon_send_exit(app, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(ActorTest, AGcPassWithNothingToCollectTakesNoWriteTransaction) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto o = widgets.create(ctx_, {"a", 1});
+  auto stop = bh_->start(ctx_);
+  auto w = bh_->store_writer();
+  auto gc = bh_->gc();
+  auto passes = [&] { return ask<gc_state>(gc, inspect_atom::value).passes; };
+  ASSERT_TRUE(eventually([&] { return passes() >= 1; }));  // the pass at start
+  auto idle = ask<store_writer_state>(w, inspect_atom::value).transactions;
+  auto before = passes();
+  clock_->advance(30s);  // the resync cadence: another pass, idle
+  ASSERT_TRUE(eventually(
+      [&] { return passes() > before && !ask<gc_state>(gc, inspect_atom::value).running; }));
+  EXPECT_EQ(ask<store_writer_state>(w, inspect_atom::value).transactions, idle);
+  widgets.remove(ctx_, o.id);  // now there is something to collect, in a transaction
+  EXPECT_TRUE(eventually([&] { return !widgets.list(ctx_).size(); }));
+  EXPECT_GT(ask<store_writer_state>(w, inspect_atom::value).transactions, idle + 1);
+  stop(ctx_);
 }
 
 TEST_F(ActorTest, InspectShowsTheBackoffLadderOfAFailingObject) {

@@ -180,6 +180,13 @@ WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
   return reply;
 }
 
+/// A GC pass that would find nothing takes no write transaction: an idle beehive's
+/// passes are two index reads each.
+bool nothing_to_collect(store::Writer& w, const collect_request& c) {
+  bool trims = c.full && (c.fallback || !c.retention.empty());
+  return !trims && w.cascade_candidates().empty() && w.collectible().empty();
+}
+
 /// Runs one write: in the open session, or as a transaction of its own. `caller`, when
 /// given, is the blocked caller waiting for it: a lock held by another process is waited
 /// for only while the caller waits, and a caller that gave up meanwhile is not written.
@@ -205,6 +212,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
       throw;
     }
   }
+  if (auto* c = std::get_if<collect_request>(&op); c && nothing_to_collect(w, *c)) return {};
   commit_record rec;
   auto since = began(st);
   {
@@ -455,13 +463,14 @@ void gather(StoreWriterState& st) {
   if (st.gather_credit <= 0 && ++st.gather_probe % 16 != 0) return;
   auto& q = *st.cfg->queue;
   auto expected = st.queued_at_commit + answered;
-  auto until = std::chrono::steady_clock::now() +
-               std::min<std::chrono::steady_clock::duration>(st.last_commit / 2,
-                                                             std::chrono::microseconds(500));
+  auto until =
+      std::chrono::steady_clock::now() + std::min<std::chrono::steady_clock::duration>(
+                                             st.last_commit / 2, std::chrono::microseconds(500));
   while (q.size() < expected && std::chrono::steady_clock::now() < until)
     std::this_thread::yield();  // the callers need the CPU more than this thread
   bool caught = q.size() >= expected;
-  st.gather_credit = caught ? std::min(st.gather_credit + 1, 16) : std::max(st.gather_credit - 4, 0);
+  st.gather_credit =
+      caught ? std::min(st.gather_credit + 1, 16) : std::max(st.gather_credit - 4, 0);
 }
 
 /// Drains the queue until it stays empty for `linger`, then lets the writer sleep.

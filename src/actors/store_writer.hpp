@@ -148,15 +148,15 @@ struct StoreWriterState {
     std::size_t changes, wakes;
     bool edges_removed;
   };
-  std::vector<Mark> marks;                     // the session record's extent at each savepoint
-  commit_record session_rec;                   // what the session changed so far
+  std::vector<Mark> marks;    // the session record's extent at each savepoint
+  commit_record session_rec;  // what the session changed so far
   struct Deferred {
     std::function<void()> job;
     bool actor_only;  // delivers a response promise or quits: only the actor may run it
   };
-  std::deque<Deferred> deferred;  // arrived while a session was open
-  std::uint64_t transactions = 0;              // committed
-  int linger_credit = 8;  // 0..16: up when lingering after a drain caught a request
+  std::deque<Deferred> deferred;   // arrived while a session was open
+  std::uint64_t transactions = 0;  // committed
+  int linger_credit = 8;           // 0..16: up when lingering after a drain caught a request
   unsigned linger_probe = 0;
   // Gathering (see gather): the callers the last group commit answered, the queue's
   // length when it committed, how long its COMMIT took, and whether waiting for those
