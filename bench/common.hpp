@@ -24,6 +24,8 @@
 
 #include <beehive/beehive.hpp>
 
+#include "store/sqlite_schema.hpp"
+
 namespace bench {
 
 namespace fs = std::filesystem;
@@ -129,34 +131,12 @@ struct Hive {
   beehive::Context ctx;
 };
 
-// The `objects` table and indexes as beehive creates them (src/store/sqlite_schema.cpp,
-// schema v3), for the raw-SQLite baselines: they pay for the same indexes beehive does.
-constexpr const char* kRawSchema = R"sql(
-CREATE TABLE objects (
-  id                    INTEGER PRIMARY KEY AUTOINCREMENT,
-  "group"               TEXT NOT NULL,
-  kind                  TEXT NOT NULL,
-  slug                  TEXT,
-  spec                  TEXT NOT NULL,
-  spec_version          INTEGER NOT NULL DEFAULT 0,
-  status                TEXT,
-  status_version        INTEGER NOT NULL DEFAULT 0,
-  generation            INTEGER NOT NULL,
-  observed_generation   INTEGER,
-  observed_at           INTEGER,
-  resource_version      INTEGER NOT NULL,
-  deletion_requested_at INTEGER,
-  finalizers            TEXT NOT NULL DEFAULT '[]',
-  created_at            INTEGER NOT NULL,
-  updated_at            INTEGER NOT NULL,
-  UNIQUE ("group", kind, slug)
-);
-CREATE INDEX objects_by_kind ON objects ("group", kind);
-CREATE INDEX objects_deleting ON objects (deletion_requested_at)
-  WHERE deletion_requested_at IS NOT NULL;
-CREATE INDEX objects_unsettled ON objects ("group", kind)
-  WHERE observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL;
-)sql";
+// Gives a raw-SQLite baseline's file beehive's own schema (src/store/sqlite_schema.cpp),
+// so that its writes pay for the same tables and indexes beehive's do. The raw side then
+// uses only the `objects` table.
+inline void create_raw_schema(SQLite::Database& db) {
+  beehive::store::sqlite_schema::migrate_and_open_session(db);
+}
 
 // --- measurement helpers -----------------------------------------------------------------
 

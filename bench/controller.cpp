@@ -134,7 +134,7 @@ void BM_RawUpdateStatus(benchmark::State& state) {
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");
   db.exec("PRAGMA foreign_keys = ON");
-  db.exec(kRawSchema);
+  create_raw_schema(db);
   {
     SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
     SQLite::Statement ins(db, kRawInsert);

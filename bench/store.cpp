@@ -43,9 +43,9 @@ namespace {
 namespace fs = std::filesystem;
 using beehive::sqlite::Synchronous;
 using bench::checkpoint;
+using bench::create_raw_schema;
 using bench::DbFile;
 using bench::kBusyTimeoutMs;
-using bench::kRawSchema;
 
 // --- sample types ------------------------------------------------------------------------
 
@@ -107,7 +107,7 @@ struct RawDb {
     db.exec("PRAGMA journal_mode = WAL");
     db.exec(sync_pragma(sync));
     db.exec("PRAGMA foreign_keys = ON");
-    db.exec(kRawSchema);
+    create_raw_schema(db);
   }
 
   // Inserts `n` rows in one transaction (setup only).

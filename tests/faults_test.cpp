@@ -33,18 +33,6 @@ namespace {
 
 namespace fault = store::fault;
 
-/// Asserts that `expr` throws beehive::Error with `code` and a message containing `text`.
-#define EXPECT_ERRC_WITH(expr, expected_errc, text)                                 \
-  do {                                                                              \
-    try {                                                                           \
-      (void)(expr);                                                                 \
-      ADD_FAILURE() << #expr " did not throw";                                      \
-    } catch (const ::beehive::Error& e_) {                                          \
-      EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what(); \
-      EXPECT_NE(std::string(e_.what()).find(text), std::string::npos) << e_.what(); \
-    }                                                                               \
-  } while (0)
-
 /// Rows and edges as the file holds them, read around the beehive.
 struct FileCounts {
   int objects = 0, refs = 0;

@@ -73,15 +73,19 @@ class BeehiveTest : public ::testing::Test {
   Context ctx_;
 };
 
-/// Asserts that `expr` throws beehive::Error with code `code`.
-#define EXPECT_ERRC(expr, expected_errc)                                            \
+/// Asserts that `expr` throws beehive::Error with `code` and a message containing `text`.
+#define EXPECT_ERRC_WITH(expr, expected_errc, text)                                 \
   do {                                                                              \
     try {                                                                           \
       (void)(expr);                                                                 \
       ADD_FAILURE() << #expr " did not throw";                                      \
     } catch (const ::beehive::Error& e_) {                                          \
       EXPECT_EQ(e_.code(), ::beehive::make_error_code(expected_errc)) << e_.what(); \
+      EXPECT_NE(std::string(e_.what()).find(text), std::string::npos) << e_.what(); \
     }                                                                               \
   } while (0)
+
+/// Asserts that `expr` throws beehive::Error with code `code`.
+#define EXPECT_ERRC(expr, expected_errc) EXPECT_ERRC_WITH(expr, expected_errc, "")
 
 }  // namespace beehive::test
