@@ -197,8 +197,11 @@ void rethrow_sqlite(const SQLite::Exception& e) {
 
 Connection::Connection(const std::filesystem::path& file, bool read_only,
                        const sqlite::Options& opts, std::int64_t session)
+    // NOMUTEX: a connection is only ever used by one thread at a time (a leased reader,
+    // the writer under its pen), so SQLite's per-call connection mutex is pure cost.
     : db_(file.string(),
-          read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE),
+          SQLITE_OPEN_NOMUTEX |
+              (read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)),
           static_cast<int>(opts.busy_timeout.count())),
       session_(session) {
   if (!read_only) {
