@@ -46,9 +46,11 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   spawn_hub();
 }
 
-void Runtime::spawn_writer(std::vector<caf::actor> subscribers) {
+void Runtime::spawn_writer(std::vector<caf::actor> subscribers, caf::actor hub) {
   auto cfg = std::make_shared<StoreWriterConfig>();
   cfg->subscribers = std::move(subscribers);
+  cfg->hub = std::move(hub);
+  cfg->hub_gate = hub_gate_;
   cfg->writer = backend_->open_writer();
   cfg->clock = clock_;
   cfg->queue = queue_;
@@ -74,8 +76,9 @@ void Runtime::sync_with_writer() {
 }
 
 void Runtime::spawn_hub() {
+  hub_gate_->watches = 0;  // a restarted hub starts without watches
   auto h = sys_->spawn(detail::watch_hub, this);
-  caf::anon_send(writer_, subscribe_atom::value, caf::actor_cast<caf::actor>(h));
+  caf::anon_send(writer_, hub_atom::value, caf::actor_cast<caf::actor>(h));
   sync_with_writer();  // no commit may escape the hub once it serves watches
   caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(h));
   std::lock_guard k(kinds_mu_);
@@ -101,10 +104,10 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
     say("the store writer");
     // The subscribers come with the writer, not in later messages: a caller's write can
     // reach the new writer before anything this thread sends it.
-    std::vector<caf::actor> subscribers{caf::actor_cast<caf::actor>(hub())};
+    std::vector<caf::actor> subscribers;
     for (auto& [gk, entry] : kinds_)
       if (entry->controller) subscribers.push_back(entry->controller);
-    spawn_writer(std::move(subscribers));
+    spawn_writer(std::move(subscribers), caf::actor_cast<caf::actor>(hub()));
     caf::anon_send(writer_, drain_queue_atom::value);  // what callers queued meanwhile
     if (gc_) {  // it holds the writer's handle: a new one for the new writer
       caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);

@@ -78,6 +78,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
                                                        ObjectID id);
   std::uint64_t next_subscription() { return ++last_subscription_; }
   const watch_hub_impl& watch_hub() const { return hub_; }
+  /// The hub's count of watches (see HubGate).
+  HubGate& hub_gate() { return *hub_gate_; }
   /// Handles for the actor surface (null before start / for unknown kinds).
   caf::actor controller(const GroupKind& gk) const;
   caf::actor gc() const;
@@ -123,7 +125,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void spawn_controller(const std::shared_ptr<KindEntry>& entry);
   void spawn_gc();
   void spawn_hub();
-  void spawn_writer(std::vector<caf::actor> subscribers = {});
+  void spawn_writer(std::vector<caf::actor> subscribers = {}, caf::actor hub = {});
   /// Returns once the writer has handled every message sent to it before.
   void sync_with_writer();
   /// The hub handle, safe from any thread.
@@ -144,6 +146,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   store_writer_actor writer_public_;
   scheduler_actor scheduler_;
   watch_hub_impl hub_;
+  std::shared_ptr<HubGate> hub_gate_ = std::make_shared<HubGate>();
   caf::actor gc_;
   caf::actor supervisor_;
   std::atomic<std::uint64_t> last_subscription_{0};

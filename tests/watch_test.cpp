@@ -6,6 +6,7 @@
 #include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
+#include "runtime.hpp"
 
 namespace beehive::test {
 namespace {
@@ -191,6 +192,40 @@ TEST_F(WatchTest, TheSeamHasNoGapAndNoDuplicateUnderConcurrentWriters) {
   for (auto& o : w.list(ctx_)) {
     EXPECT_EQ(latest[o.id], o.spec.size) << o.id;
     EXPECT_EQ(added[o.id], 1) << o.id;
+  }
+}
+
+TEST_F(WatchTest, AWatchOpenedWhileNoneWasOpenMissesNoConcurrentWrite) {
+  // With no watch open, the writer sends the hub no commit records at all; opening the
+  // first one while writers run must still leave no gap at the seam. Many short rounds,
+  // so that writes land right at the snapshot.
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(w.create(ctx_, {"a", 0}).id);
+  auto marker = w.create(ctx_, {"marker", 0}).id;
+  for (int round = 1; round <= 150; ++round) {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 2; ++t)
+      writers.emplace_back([&, t] {
+        for (int i = 1; !stop; ++i)
+          w.update(ctx_, ids[(i + t) % ids.size()], {"a", round * 100000 + i});
+      });
+    std::optional<Stream<WidgetChange>> s;
+    s.emplace(w.watch_list(ctx_));
+    stop = true;
+    for (auto& t : writers) t.join();
+    w.update(ctx_, marker, {"marker", round});  // the last write: the stream has it all then
+    std::map<ObjectID, int> latest;
+    for (;;) {
+      auto c = s->next_for(5s);
+      ASSERT_TRUE(c.has_value()) << "round " << round;
+      latest[c->object.id] = c->object.spec.size;
+      if (c->object.id == marker && c->object.spec.size == round) break;
+    }
+    for (auto id : ids) ASSERT_EQ(latest[id], w.get(ctx_, id).spec.size) << "round " << round;
+    s.reset();  // closed: the next round opens the first watch again
+    ASSERT_TRUE(eventually([&] { return bh_->runtime()->hub_gate().watches.load() == 0; }));
   }
 }
 

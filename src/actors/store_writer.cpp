@@ -118,6 +118,10 @@ void publish(StoreWriterState& st, const commit_record& rec) {
   ++st.transactions;
   if (rec.empty()) return;
   for (auto& s : st.subscribers) caf::anon_send(s, rec);
+  if (st.hub) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the commit before the count
+    if (st.cfg->hub_gate->watches.load() > 0) caf::anon_send(st.hub, rec);
+  }
 }
 
 /// An exception's explanation without the code name that Error::what() appends.
@@ -669,6 +673,7 @@ void serve_inline(WriterPen& pen, WriteQueue& queue, RendezvousBase& mine, const
 store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWriterConfig> cfg) {
   auto& st = self->state;
   st.subscribers = std::move(cfg->subscribers);
+  st.hub = std::move(cfg->hub);
   st.cfg = std::move(cfg);
   st.self = self->address();
   st.pen = std::make_shared<WriterPen>();
@@ -747,7 +752,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         auto& s = self->state;
         ActorPen pen(s);
         return store_writer_state{s.transactions, s.session, s.deferred.size(),
-                                  s.subscribers.size()};
+                                  s.subscribers.size() + (s.hub ? 1 : 0)};
       },
       [&st](subscribe_atom, const caf::actor& a) {
         ActorPen pen(st);
@@ -756,6 +761,10 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [&st](unsubscribe_atom, const caf::actor& a) {
         ActorPen pen(st);
         std::erase(st.subscribers, a);
+      },
+      [&st](hub_atom, const caf::actor& hub) {
+        ActorPen pen(st);
+        st.hub = hub;
       },
       [&st](drain_queue_atom) {
         ActorPen pen(st);
@@ -769,6 +778,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           // Serve what callers queued before the shutdown; refuse the rest.
           serve_batch(self->state, self->state.cfg->queue->close());
           for (auto& s : self->state.subscribers) caf::anon_send(s, shutdown_atom::value);
+          if (self->state.hub) caf::anon_send(self->state.hub, shutdown_atom::value);
           self->quit();
         };
         if (self->state.session)

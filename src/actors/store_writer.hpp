@@ -19,6 +19,7 @@
 // actor's handlers and such callers take in turn; work that must run on the actor
 // (response promises, quitting) is left to it.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -88,9 +89,21 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 /// `shutdown_atom` makes it quit once everything queued before it has been served.
 /// Wakes the writer to drain its WriteQueue.
 using drain_queue_atom = caf::atom_constant<caf::atom("drainq")>;
+/// Names the watch hub: it gets commit records only while it has watches (HubGate).
+using hub_atom = caf::atom_constant<caf::atom("hub")>;
+
+/// How many watches the watch hub serves, shared between the hub and the writer. A commit
+/// record wakes the hub (a thread wake-up, a large part of a small write) only while it
+/// has one. The hub raises the count before it reads a new watch's snapshot, and the
+/// writer reads it after its commit (both sequentially consistent): a record the writer
+/// skips belongs to a commit that snapshot sees.
+struct HubGate {
+  std::atomic<std::size_t> watches{0};
+};
 
 using store_writer_impl =
-    store_writer_actor::extend<caf::reacts_to<drain_queue_atom>, caf::reacts_to<shutdown_atom>>;
+    store_writer_actor::extend<caf::reacts_to<drain_queue_atom>, caf::reacts_to<shutdown_atom>,
+                               caf::reacts_to<hub_atom, caf::actor>>;
 
 // The reads of the actor surface, answered by the writer in order with its writes.
 using ActorRead = std::variant<get_request, get_by_slug_request, list_request, relation_request,
@@ -105,6 +118,9 @@ struct StoreWriterConfig {
   /// Subscribed before the writer serves anything: a restarted writer must not commit
   /// a write its predecessor's subscribers would miss.
   std::vector<caf::actor> subscribers;
+  /// The watch hub and its gate (a restarted writer starts with them too).
+  caf::actor hub;
+  std::shared_ptr<HubGate> hub_gate;
   /// How long the writer keeps polling its queue after a drain before it sleeps.
   std::chrono::microseconds linger{100};
 };
@@ -133,6 +149,7 @@ struct StoreWriterState {
 
   std::shared_ptr<StoreWriterConfig> cfg;
   std::vector<caf::actor> subscribers;
+  caf::actor hub;
   std::shared_ptr<WriterPen> pen;
   caf::actor_addr self;   // to hand the actor work that must run on it
   bool on_actor = false;  // the actor, not a caller, holds the pen

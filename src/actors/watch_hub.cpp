@@ -11,6 +11,12 @@ namespace {
 
 using Self = watch_hub_impl::stateful_pointer<WatchHubState>;
 
+/// Publishes how many watches the hub serves (HubGate), plus `opening` for one about to
+/// read its snapshot: the writer skips the hub's commit records only while this is 0.
+void sync_gate(WatchHubState& st, std::size_t opening = 0) {
+  st.rt->hub_gate().watches.store(st.subs.size() + st.event_subs.size() + opening);
+}
+
 bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {
   if (s.id) return row.meta.id == *s.id;
   return row.meta.group == s.gk.group && row.meta.kind == s.gk.kind;
@@ -30,6 +36,7 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
     if (sub.actor) caf::anon_send(sub.actor, watch_ended{id});
     return id;
   }
+  sync_gate(st, 1);  // before the snapshot, so that no record it misses is skipped
   try {
     for (auto& row : st.rt->backend().reader()->snapshot(sub.gk, sub.id, sub.floor))
       deliver(sub, {ChangeType::Added, std::move(row), object_change::created});
@@ -37,10 +44,12 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
     // The store failed to read the snapshot: end the watch rather than hide a gap.
     st.rt->log(LogLevel::error, "watch snapshot failed", {{"reason", e.what()}});
     if (sub.core) sub.core->finish(errc::store);
+    sync_gate(st);
     return id;
   }
   if (sub.actor) self->monitor(sub.actor);
   st.subs.emplace(id, std::move(sub));
+  sync_gate(st);
   return id;
 }
 
@@ -67,6 +76,7 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
     if (sub.filter.subscriber) caf::anon_send(sub.filter.subscriber, watch_ended{id});
     return id;
   }
+  sync_gate(st, 1);
   try {
     auto runs =
         st.rt->backend().reader()->event_snapshot(sub.filter.id, query_of(sub.filter), sub.floor);
@@ -74,10 +84,12 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
   } catch (const std::exception& e) {
     st.rt->log(LogLevel::error, "event watch snapshot failed", {{"reason", e.what()}});
     if (sub.core) sub.core->finish(errc::store);
+    sync_gate(st);
     return id;
   }
   if (sub.filter.subscriber) self->monitor(sub.filter.subscriber);
   st.event_subs.emplace(id, std::move(sub));
+  sync_gate(st);
   return id;
 }
 
@@ -111,6 +123,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
                   [&](auto& kv) { return kv.second.actor.address() == m.source; });
     std::erase_if(self->state.event_subs,
                   [&](auto& kv) { return kv.second.filter.subscriber.address() == m.source; });
+    sync_gate(self->state);
   });
   return {
       [self](const watch_request& r) -> std::uint64_t {
@@ -142,6 +155,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
       [self](unsubscribe_atom, std::uint64_t id) {
         self->state.subs.erase(id);
         self->state.event_subs.erase(id);
+        sync_gate(self->state);
       },
       [self](const commit_record& rec) {
         auto& subs = self->state.subs;
@@ -160,6 +174,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
               alive = deliver(it->second, r) && alive;
           it = alive ? std::next(it) : esubs.erase(it);
         }
+        sync_gate(self->state);
       },
       [self](shutdown_atom) {
         auto& st = self->state;
@@ -174,6 +189,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
           if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
         }
         st.event_subs.clear();
+        sync_gate(st);
         self->quit();
       },
   };
