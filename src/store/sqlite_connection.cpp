@@ -43,11 +43,11 @@ std::string sql_for(Query q) {
       return select_objects(R"(o."group" = ?1 AND o.kind = ?2 AND o.slug = ?3)");
     case Query::list:
       return select_objects(R"(o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
-    // Not one UPDATE ... RETURNING: SQLite runs RETURNING as a trigger, which gives the
+    // No UPDATE ... RETURNING: SQLite runs RETURNING as a trigger, which gives the
     // statement its own journal, allocated and freed on every write (measured: a quarter
     // of a blocking update's time, most of it in malloc trimming the heap).
-    case Query::bump_resource_version:
-      return "UPDATE beehive_meta SET value = value + 1 WHERE key = 'resource_version'";
+    case Query::set_resource_version:
+      return "UPDATE beehive_meta SET value = ?1 WHERE key = 'resource_version'";
     case Query::resource_version:
       return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
     case Query::insert_object:

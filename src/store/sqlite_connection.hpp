@@ -22,7 +22,7 @@ enum class Query : int {
   get,
   get_by_slug,
   list,
-  bump_resource_version,
+  set_resource_version,
   resource_version,
   insert_object,
   update_spec,

@@ -103,10 +103,20 @@ class SqliteWriter : public ConnectionReader<Writer> {
   }
 
   void begin() override {
+    rv_.reset();  // another process may have written since
+    rv_taken_ = false;
     guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   }
   void commit() override {
-    guarded([&] { conn_.exec("COMMIT"); });
+    guarded([&] {
+      if (rv_taken_) {
+        auto s = conn_.use(Query::set_resource_version);
+        s->bind(1, *rv_);
+        s->exec();
+        rv_taken_ = false;
+      }
+      conn_.exec("COMMIT");
+    });
   }
   void rollback() override {
     // A failed statement may already have rolled the transaction back.
@@ -117,13 +127,19 @@ class SqliteWriter : public ConnectionReader<Writer> {
     keep_waiting_ = std::move(keep_waiting);
   }
 
+  // Counted here within a transaction and stored once, at its commit: a group commit's
+  // rows then cost no statements each. Versions taken by a write that rolled back to its
+  // savepoint are skipped, which leaves a gap and keeps the order.
   std::int64_t next_resource_version() override {
-    return guarded([&] {
-      conn_.use(Query::bump_resource_version)->exec();
-      auto s = conn_.use(Query::resource_version);
-      s->executeStep();
-      return s->getColumn(0).getInt64();
-    });
+    if (!rv_) {
+      rv_ = guarded([&] {
+        auto s = conn_.use(Query::resource_version);
+        s->executeStep();
+        return s->getColumn(0).getInt64();
+      });
+    }
+    rv_taken_ = true;
+    return ++*rv_;
   }
 
   ObjectID insert_object(const NewObject& o) override {
@@ -358,6 +374,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   std::chrono::milliseconds busy_timeout_;
   std::chrono::steady_clock::time_point busy_since_{};
   std::function<bool()> keep_waiting_;
+  std::optional<std::int64_t> rv_;  // the transaction's last resource version, once read
+  bool rv_taken_ = false;           // a version was taken: store it at commit
 
   std::vector<ObjectID> ids(Query q) {
     return guarded([&] {
