@@ -103,7 +103,7 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
-    auto row = rt_->backend().reader()->get(id);
+    auto row = rt_->peek(id);
     if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
       if (check) check(*row);
       return std::move(*row);

@@ -35,7 +35,7 @@ std::optional<ObjectRow> peek(Runtime& rt, const Context& ctx, const GroupKind& 
   if (ContextAccess::transaction(ctx)) return std::nullopt;  // within sees its own writes
   rt.ensure_running(ctx);
   ctx.throw_if_done();
-  auto row = rt.backend().reader()->get(id);
+  auto row = rt.peek(id);
   if (!row || row->meta.group != gk.group || row->meta.kind != gk.kind) return std::nullopt;
   return row;
 }

@@ -252,6 +252,12 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   return reply->take(ctx);
 }
 
+std::optional<ObjectRow> Runtime::peek(ObjectID id) {
+  std::optional<ObjectRow> row;
+  if (read_if_idle(*queue_, id, row)) return row;
+  return backend_->reader()->get(id);
+}
+
 void Runtime::after_commit(const Context& ctx, std::function<void()> fn) {
   if (auto txn = ContextAccess::transaction(ctx))
     txn->after_commit(std::move(fn));

@@ -78,6 +78,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
                                                        ObjectID id);
   std::uint64_t next_subscription() { return ++last_subscription_; }
   const watch_hub_impl& watch_hub() const { return hub_; }
+  /// Object `id` as committed, for converged-write checks (see read_if_idle).
+  std::optional<ObjectRow> peek(ObjectID id);
   /// The hub's count of watches (see HubGate).
   HubGate& hub_gate() { return *hub_gate_; }
   /// Handles for the actor surface (null before start / for unknown kinds).

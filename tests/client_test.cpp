@@ -113,7 +113,12 @@ TEST_F(ClientTest, UpdateBumpsGenerationOnlyOnRealChange) {
   auto changed = w.update(ctx_, o.id, {"red", 2});
   EXPECT_EQ(changed.generation, 2);
   EXPECT_GT(changed.resource_version, o.resource_version);
-  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 2);
+  auto stored = w.get(ctx_, o.id);  // the returned object is what the store holds
+  EXPECT_EQ(stored.spec.size, 2);
+  EXPECT_EQ(stored.generation, changed.generation);
+  EXPECT_EQ(stored.resource_version, changed.resource_version);
+  EXPECT_EQ(stored.updated_at, changed.updated_at);
+  EXPECT_EQ(stored.created_at, changed.created_at);
   auto again = w.update(ctx_, o.id, {"red", 2});
   EXPECT_EQ(again.generation, 2);
   EXPECT_EQ(again.resource_version, changed.resource_version);

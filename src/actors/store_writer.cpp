@@ -641,6 +641,16 @@ StoreWriterState::~StoreWriterState() {
   pen->state = nullptr;
 }
 
+bool read_if_idle(WriteQueue& queue, ObjectID id, std::optional<ObjectRow>& row) {
+  auto pen = queue.idle_pen();
+  if (!pen) return false;
+  std::unique_lock lk(pen->mu, std::try_to_lock);
+  // An open session's transaction would show its uncommitted writes.
+  if (!lk || !pen->state || pen->state->session) return false;
+  row = pen->state->cfg->writer->get(id);
+  return true;
+}
+
 void serve_inline(WriterPen& pen, WriteQueue& queue, RendezvousBase& mine, const Context& ctx) {
   std::unique_lock lk(pen.mu, std::try_to_lock);
   if (!lk || !pen.state) {  // the actor is busy, or gone: it (or its successor) serves

@@ -140,6 +140,12 @@ struct WriterPen {
 /// responsible for draining; `ctx` is its context, which ends its own wait as usual.
 void serve_inline(WriterPen& pen, WriteQueue& queue, RendezvousBase& mine, const Context& ctx);
 
+/// Reads object `id` on the writer's connection if the writer is idle, into `row`; false
+/// when it is busy (then read elsewhere). Converged-write checks use it: right after the
+/// writer's own writes its page cache is warm, where a read connection must reload the
+/// pages those writes changed.
+bool read_if_idle(WriteQueue& queue, ObjectID id, std::optional<ObjectRow>& row);
+
 struct StoreWriterState {
   StoreWriterState() = default;
   StoreWriterState(const StoreWriterState&) = delete;

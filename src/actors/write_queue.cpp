@@ -26,6 +26,11 @@ std::shared_ptr<WriterPen> WriteQueue::push(BlockingWritePtr w) {
   return nullptr;
 }
 
+std::shared_ptr<WriterPen> WriteQueue::idle_pen() {
+  std::lock_guard lk(mu_);
+  return awake_ ? nullptr : pen_;
+}
+
 void WriteQueue::hand_off() {
   std::lock_guard lk(mu_);
   if (items_.empty())

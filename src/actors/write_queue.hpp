@@ -35,6 +35,8 @@ class WriteQueue {
   std::shared_ptr<WriterPen> push(BlockingWritePtr w);
   /// The responsible party is done: idle if nothing is queued, else the writer is woken.
   void hand_off();
+  /// The writer's pen while nobody serves the queue (null while someone does).
+  std::shared_ptr<WriterPen> idle_pen();
 
   /// Takes everything queued; when nothing is, marks the writer idle and returns empty.
   std::vector<BlockingWritePtr> take_or_idle();

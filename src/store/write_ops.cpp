@@ -64,9 +64,16 @@ ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec, in
   // Re-applying the stored bytes is no write at all: no generation, no version, no wake.
   // The same bytes at a newer schema version are a real write: they re-stamp the blob.
   if (row.spec == spec && row.spec_version == spec_version) return row;
-  w_.update_spec(row.meta.id, spec, spec_version, row.meta.generation + 1,
-                 w_.next_resource_version(), now_);
-  return changed(row.meta.id, object_change::spec);
+  ObjectRow out = row;  // as the UPDATE leaves it: no need to read it back
+  out.spec = spec;
+  out.spec_version = spec_version;
+  out.meta.generation = row.meta.generation + 1;
+  out.meta.resource_version = w_.next_resource_version();
+  out.meta.updated_at = from_millis(to_millis(now_));  // stored in milliseconds
+  w_.update_spec(out.meta.id, spec, spec_version, out.meta.generation, out.meta.resource_version,
+                 now_);
+  rec_.changes.push_back({ChangeType::Modified, out, object_change::spec});
+  return out;
 }
 
 ObjectRow WriteOps::update(const GroupKind& gk, ObjectID id, const std::string& spec,
