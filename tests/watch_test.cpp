@@ -219,7 +219,7 @@ TEST_F(WatchTest, AWatchOpenedWhileNoneWasOpenMissesNoConcurrentWrite) {
     std::map<ObjectID, int> latest;
     for (;;) {
       auto c = s->next_for(5s);
-      ASSERT_TRUE(c.has_value()) << "round " << round;
+      ASSERT_TRUE(c.has_value()) << "round " << round << ": " << s->error().message();
       latest[c->object.id] = c->object.spec.size;
       if (c->object.id == marker && c->object.spec.size == round) break;
     }
