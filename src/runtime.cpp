@@ -19,6 +19,11 @@ std::set<std::string> claims;
 // them forever.
 thread_local int open_sessions = 0;
 
+/// A controller's writer subscription: only the commits that concern its kind.
+RecordFilter controller_filter(const GroupKind& gk) {
+  return [gk](const commit_record& rec) { return controller_wants(gk, rec); };
+}
+
 }  // namespace
 
 Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
@@ -46,7 +51,7 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   spawn_hub();
 }
 
-void Runtime::spawn_writer(std::vector<caf::actor> subscribers, caf::actor hub) {
+void Runtime::spawn_writer(std::vector<Subscriber> subscribers, caf::actor hub) {
   auto cfg = std::make_shared<StoreWriterConfig>();
   cfg->subscribers = std::move(subscribers);
   cfg->hub = std::move(hub);
@@ -104,9 +109,9 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
     say("the store writer");
     // The subscribers come with the writer, not in later messages: a caller's write can
     // reach the new writer before anything this thread sends it.
-    std::vector<caf::actor> subscribers;
+    std::vector<Subscriber> subscribers;
     for (auto& [gk, entry] : kinds_)
-      if (entry->controller) subscribers.push_back(entry->controller);
+      if (entry->controller) subscribers.push_back({entry->controller, controller_filter(gk)});
     spawn_writer(std::move(subscribers), caf::actor_cast<caf::actor>(hub()));
     caf::anon_send(writer_, drain_queue_atom::value);  // what callers queued meanwhile
     if (gc_) {  // it holds the writer's handle: a new one for the new writer
@@ -458,7 +463,7 @@ void Runtime::spawn_controllers() {
 
 void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
   auto c = caf::actor_cast<caf::actor>(sys_->spawn(detail::controller, entry, this, scheduler_));
-  caf::anon_send(writer_, subscribe_atom::value, c);
+  caf::anon_send(writer_, subscribe_atom::value, c, controller_filter(entry->gk));
   caf::anon_send(supervisor_, c);
   {
     std::lock_guard k(kinds_mu_);
@@ -482,7 +487,7 @@ void Runtime::spawn_gc() {
       policy.retention.emplace_back(gk, retention(*entry->event_retention));
   auto g = caf::actor_cast<caf::actor>(sys_->spawn(detail::gc, writer_public_, scheduler_, clock_,
                                                    cadence, std::move(policy), logger_));
-  caf::anon_send(writer_, subscribe_atom::value, g);
+  caf::anon_send(writer_, subscribe_atom::value, g, RecordFilter{gc_wants});
   sync_with_writer();
   caf::anon_send(supervisor_, g);
   {

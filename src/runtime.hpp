@@ -127,7 +127,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void spawn_controller(const std::shared_ptr<KindEntry>& entry);
   void spawn_gc();
   void spawn_hub();
-  void spawn_writer(std::vector<caf::actor> subscribers = {}, caf::actor hub = {});
+  void spawn_writer(std::vector<Subscriber> subscribers = {}, caf::actor hub = {});
   /// Returns once the writer has handled every message sent to it before.
   void sync_with_writer();
   /// The hub handle, safe from any thread.

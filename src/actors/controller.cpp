@@ -1,5 +1,7 @@
 #include "actors/controller.hpp"
 
+#include <algorithm>
+
 #include "runtime.hpp"
 
 namespace beehive::detail {
@@ -215,6 +217,18 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
 
 }  // namespace
 
+bool wakes_controller(const GroupKind& gk, const object_change& c) {
+  constexpr unsigned wakes = object_change::created | object_change::spec | object_change::deletion;
+  return (c.parts & wakes) && c.row.meta.group == gk.group && c.row.meta.kind == gk.kind;
+}
+
+bool controller_wants(const GroupKind& gk, const commit_record& rec) {
+  return std::any_of(rec.changes.begin(), rec.changes.end(),
+                     [&](const object_change& c) { return wakes_controller(gk, c); }) ||
+         std::any_of(rec.wakes.begin(), rec.wakes.end(),
+                     [&](const Ref& r) { return r.group == gk.group && r.kind == gk.kind; });
+}
+
 controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt,
                                           scheduler_actor scheduler) {
   auto& st = self->state;
@@ -244,12 +258,9 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       [self](const commit_record& rec) {
         auto& st = self->state;
         auto& gk = st.kind->gk;
-        constexpr unsigned wakes =
-            object_change::created | object_change::spec | object_change::deletion;
         for (auto& c : rec.changes)
           // Rows at or below the start listing's versions were reconciled from it.
-          if ((c.parts & wakes) && c.row.meta.resource_version > st.listed_rv &&
-              c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)
+          if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
             enqueue(self, c.row.meta.id);
         for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
           if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);

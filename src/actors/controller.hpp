@@ -117,6 +117,12 @@ struct ControllerState {
   static inline const char* name = "beehive.controller";
 };
 
+/// A change that makes the kind's controller reconcile its object: a create, a spec
+/// change or a deletion request of that kind (a status write does not).
+bool wakes_controller(const GroupKind& gk, const object_change& c);
+/// Whether a commit concerns the kind's controller at all (its writer subscription filter).
+bool controller_wants(const GroupKind& gk, const commit_record& rec);
+
 controller_impl::behavior_type controller(controller_impl::stateful_pointer<ControllerState> self,
                                           std::shared_ptr<KindEntry> kind, Runtime* rt,
                                           scheduler_actor scheduler);

@@ -1,5 +1,7 @@
 #include "actors/gc.hpp"
 
+#include <algorithm>
+
 #include <iostream>
 
 namespace beehive::detail {
@@ -44,6 +46,14 @@ void arm(Self self) {
 
 }  // namespace
 
+bool gc_wants(const commit_record& rec) {
+  constexpr unsigned unblocking =
+      object_change::deletion | object_change::finalizers | object_change::removed;
+  return rec.edges_removed ||
+         std::any_of(rec.changes.begin(), rec.changes.end(),
+                     [](const object_change& c) { return (c.parts & unblocking) != 0; });
+}
+
 gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
                           std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence,
                           collect_request policy, Logger logger) {
@@ -64,11 +74,7 @@ gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor 
         arm(self);
       },
       [self](const commit_record& rec) {
-        constexpr unsigned unblocking =
-            object_change::deletion | object_change::finalizers | object_change::removed;
-        bool trigger = rec.edges_removed;
-        for (auto& c : rec.changes) trigger |= (c.parts & unblocking) != 0;
-        if (trigger) pass(self, false);
+        if (gc_wants(rec)) pass(self, false);
       },
       [](shutdown_atom) {},
       [self](collect_atom) {

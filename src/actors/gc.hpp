@@ -45,6 +45,10 @@ struct GcState {
   static inline const char* name = "beehive.gc";
 };
 
+/// Whether a commit may have unblocked a collection: a deletion request, a finalizer
+/// removed, an object or an edge removed (its writer subscription filter too).
+bool gc_wants(const commit_record& rec);
+
 gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, store_writer_actor writer,
                           scheduler_actor scheduler, std::shared_ptr<Clock> clock,
                           std::chrono::milliseconds cadence, collect_request policy, Logger logger);

@@ -101,9 +101,19 @@ struct HubGate {
   std::atomic<std::size_t> watches{0};
 };
 
+/// Which commit records a subscriber needs; empty: all of them. Beehive's own actors
+/// subscribe with one, so that a write wakes only the actors it concerns.
+using RecordFilter = std::function<bool(const commit_record&)>;
+
+struct Subscriber {
+  caf::actor actor;
+  RecordFilter wants;
+};
+
 using store_writer_impl =
     store_writer_actor::extend<caf::reacts_to<drain_queue_atom>, caf::reacts_to<shutdown_atom>,
-                               caf::reacts_to<hub_atom, caf::actor>>;
+                               caf::reacts_to<hub_atom, caf::actor>,
+                               caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>>;
 
 // The reads of the actor surface, answered by the writer in order with its writes.
 using ActorRead = std::variant<get_request, get_by_slug_request, list_request, relation_request,
@@ -117,7 +127,7 @@ struct StoreWriterConfig {
   std::shared_ptr<MetricsSink> metrics;
   /// Subscribed before the writer serves anything: a restarted writer must not commit
   /// a write its predecessor's subscribers would miss.
-  std::vector<caf::actor> subscribers;
+  std::vector<Subscriber> subscribers;
   /// The watch hub and its gate (a restarted writer starts with them too).
   caf::actor hub;
   std::shared_ptr<HubGate> hub_gate;
@@ -154,7 +164,7 @@ struct StoreWriterState {
   ~StoreWriterState();
 
   std::shared_ptr<StoreWriterConfig> cfg;
-  std::vector<caf::actor> subscribers;
+  std::vector<Subscriber> subscribers;
   caf::actor hub;
   std::shared_ptr<WriterPen> pen;
   caf::actor_addr self;   // to hand the actor work that must run on it
@@ -199,3 +209,5 @@ store_writer_impl::behavior_type store_writer(
     std::shared_ptr<StoreWriterConfig> cfg);
 
 }  // namespace beehive::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::RecordFilter)
