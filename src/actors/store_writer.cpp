@@ -476,7 +476,7 @@ void gather(StoreWriterState& st) {
     std::this_thread::yield();  // the callers need the CPU more than this thread
   bool caught = q.size() >= expected;
   st.gather_credit =
-      caught ? std::min(st.gather_credit + 1, 16) : std::max(st.gather_credit - 4, 0);
+      caught ? std::min(st.gather_credit + 1, 16) : std::max(st.gather_credit - 2, 0);
 }
 
 /// Drains the queue until it stays empty for `linger`, then lets the writer sleep.
