@@ -46,7 +46,8 @@ namespace beehive {
 /// Registers every beehive message type with `cfg` (call before the system is built).
 void add_message_types(caf::actor_system_config& cfg);
 
-/// The sole owner of the database's write connection. Every write is one transaction,
+/// Owns the database's write connection (beehive's blocking callers use it themselves
+/// while the actor is idle, under its lock, in the same order). Every write is one transaction,
 /// replied to after its commit; reads are answered in order with them. Subscribers
 /// (`subscribe_atom` + an actor) receive a `commit_record` after every commit that
 /// changed something.

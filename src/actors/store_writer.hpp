@@ -1,6 +1,6 @@
 #pragma once
 
-// The store_writer actor: sole owner of the write connection. Outside a transaction
+// The store_writer actor: owner of the write connection. Outside a transaction
 // session each write is its own transaction; it replies after the commit and then
 // publishes a commit_record to its subscribers.
 //
