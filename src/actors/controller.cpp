@@ -1,6 +1,7 @@
 #include "actors/controller.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "runtime.hpp"
 
@@ -105,6 +106,8 @@ void report_gauges(ControllerState& st, const KindMetrics& m) {
 
 void dispatch(Self self) {
   auto& st = self->state;
+  // Sent after the gauges are reported: a running reconcile is always counted in them.
+  std::vector<std::tuple<caf::actor, ObjectID, FlightPtr>> jobs;
   while (st.dispatching && !st.idle.empty() && !st.queue.empty()) {
     auto id = st.queue.front();
     st.queue.pop_front();
@@ -120,11 +123,12 @@ void dispatch(Self self) {
     }
     // Counted from dispatch, so that a drain also waits for jobs not yet started.
     auto flight = st.rt->begin_flight();
-    auto w = st.idle.back();
+    jobs.emplace_back(st.idle.back(), id, std::move(flight));
     st.idle.pop_back();
-    caf::anon_send(w, reconcile_atom::value, id, std::move(flight));
   }
   if (auto* m = st.kind->metrics.get()) report_gauges(st, *m);
+  for (auto& [w, id, flight] : jobs)
+    caf::anon_send(w, reconcile_atom::value, id, std::move(flight));
 }
 
 void enqueue(Self self, ObjectID id) {
