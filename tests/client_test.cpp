@@ -40,6 +40,34 @@ TEST_F(ClientTest, CreateWithSlugAndFinalizers) {
   EXPECT_EQ(got.finalizers, o.finalizers);
 }
 
+// create builds the object it returns rather than reading it back: it must be what the
+// store holds, field by field.
+TEST_F(ClientTest, CreateReturnsWhatTheStoreHolds) {
+  Widgets w(bh(), widget_kind);
+  auto owner = w.create(ctx_, {"owner", 1});
+  auto o = w.create(ctx_, {"blue", 7}, with_slug("w2"), with_finalizers({"a/x", "b/y"}),
+                    with_owner(owner.id));
+  auto got = w.get(ctx_, o.id, load_owner());
+  EXPECT_EQ(o.id, got.id);
+  EXPECT_EQ(o.group, got.group);
+  EXPECT_EQ(o.kind, got.kind);
+  EXPECT_EQ(o.slug, got.slug);
+  EXPECT_EQ(o.spec, got.spec);
+  EXPECT_FALSE(o.status.has_value());
+  EXPECT_FALSE(got.status.has_value());
+  EXPECT_EQ(o.generation, got.generation);
+  EXPECT_EQ(o.observed_generation, got.observed_generation);
+  EXPECT_EQ(o.observed_at, got.observed_at);
+  EXPECT_EQ(o.resource_version, got.resource_version);
+  EXPECT_EQ(o.deletion_requested_at, got.deletion_requested_at);
+  EXPECT_EQ(o.finalizers, got.finalizers);
+  EXPECT_TRUE(o.conditions.empty());
+  EXPECT_TRUE(got.conditions.empty());
+  EXPECT_EQ(o.created_at, got.created_at);
+  EXPECT_EQ(o.updated_at, got.updated_at);
+  EXPECT_EQ(got.get_owner(), (Ref{owner.id, widget_kind.group, widget_kind.kind}));
+}
+
 TEST_F(ClientTest, NullSlugsNeverCollideButEmptySlugIsAValue) {
   Widgets w(bh(), widget_kind);
   auto a = w.create(ctx_, {"a", 1});

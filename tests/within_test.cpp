@@ -162,6 +162,50 @@ TEST_F(WithinTest, OtherWritersWaitForTheTransaction) {
   EXPECT_EQ(all[1].slug, "second");
 }
 
+// Plain writes are committed in groups, and what arrives while a group is applied joins
+// it; a within block arriving meanwhile must run after the group, alone, with nothing lost
+// or reordered within a thread.
+TEST_F(WithinTest, BlocksAndGroupedWritesFromManyThreadsAllLand) {
+  auto w = widgets();
+  w.create(ctx_, {"taken", 0}, with_slug("taken"));
+  constexpr int plain_threads = 4, block_threads = 2, rounds = 40;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < plain_threads; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < rounds; ++i) {
+        auto o = w.create(ctx_, {"plain", i}, with_slug(std::to_string(t * 100 + i) + "p"));
+        EXPECT_EQ(w.update(ctx_, o.id, {"plain", i + 1}).generation, 2);
+        // A failing write in a group rolls back alone.
+        if (i % 8 != 0) continue;
+        try {
+          w.create(ctx_, {"dup", i}, with_slug("taken"));
+        } catch (const Error& e) {
+          if (e.value() == errc::already_exists) ++refused;
+        }
+      }
+    });
+  for (int t = 0; t < block_threads; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < rounds; ++i)
+        cc_->within(ctx_, [&](const Context& tx) {
+          auto tag = std::to_string(t * 100 + i);
+          auto a = w.create(tx, {"a", i}, with_slug(tag + "a"));
+          w.create(tx, {"b", i}, with_slug(tag + "b"));
+          EXPECT_EQ(w.get(tx, a.id).spec.size, i);
+        });
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(refused.load(), plain_threads * (rounds / 8));
+  auto all = w.list(ctx_);
+  EXPECT_EQ(all.size(), 1u + plain_threads * rounds + block_threads * rounds * 2);
+  for (auto& o : all) {
+    if (o.spec.color == "plain") {
+      EXPECT_EQ(o.generation, 2);
+    }
+  }
+}
+
 TEST_F(WithinTest, AWriteOutsideTheBlockFromItsOwnThreadIsRefused) {
   auto w = widgets();
   cc_->within(ctx_, [&](const Context&) {

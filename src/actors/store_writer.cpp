@@ -370,11 +370,39 @@ bool groupable(const StoreWriterState& st, const BlockingWrite& w) {
          !std::holds_alternative<ReadOp>(w.op);
 }
 
+/// Writes that arrived while a group was being applied, for the same transaction. After
+/// a group commit the callers it answered usually come back within a few tens of
+/// microseconds: waiting for them (at most half the last COMMIT, and only while that
+/// pays) lets them join this transaction instead of waiting out a whole commit of their
+/// own; callers that write back to back otherwise split into two groups taking turns.
+/// The wait overlaps the callers' turnaround with this group's apply phase.
+/// A bound on a group, should writes keep arriving faster than they are applied.
+constexpr std::size_t kMaxGroup = 256;
+
+std::vector<BlockingWritePtr> refill(StoreWriterState& st, std::size_t have) {
+  auto& q = *st.cfg->queue;
+  auto expected = st.queued_at_commit + st.last_group;
+  if (st.last_group >= 2 && have + q.size() < expected &&
+      (st.gather_credit > 0 || ++st.gather_probe % 16 == 0)) {
+    auto until =
+        std::chrono::steady_clock::now() + std::min<std::chrono::steady_clock::duration>(
+                                               st.last_commit / 2, std::chrono::microseconds(500));
+    while (have + q.size() < expected && std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();  // the callers need the CPU more than this thread
+    bool caught = have + q.size() >= expected;
+    st.gather_credit =
+        caught ? std::min(st.gather_credit + 1, 16) : std::max(st.gather_credit - 2, 0);
+  }
+  return q.take();
+}
+
 /// Applies plain writes in one transaction, each in a savepoint so that a failing one
-/// rolls back alone; replies and publishes only after the commit.
-void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
-  if (group.size() == 1) {
-    serve_blocking(st, group.front());
+/// rolls back alone; replies and publishes only after the commit. Plain writes that
+/// arrive meanwhile join the group; anything else arriving is left in `rest`, in order.
+void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group,
+                  std::vector<BlockingWritePtr>& rest) {
+  if (group.size() == 1 && st.last_group < 2 && !st.cfg->queue->maybe_nonempty()) {
+    serve_blocking(st, group.front());  // a lone write: no savepoint, no waiting
     group.clear();
     return;
   }
@@ -384,7 +412,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
     errc code = errc::store;
     std::string what;
   };
-  std::vector<Outcome> outcomes(group.size());
+  std::vector<Outcome> outcomes;
   commit_record rec;
   auto since = began(st);
   try {
@@ -396,7 +424,14 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
       });
       w.begin();
     }
-    for (std::size_t i = 0; i < group.size(); ++i) {
+    for (std::size_t i = 0;; ++i) {
+      if (i == group.size()) {
+        if (!rest.empty() || group.size() >= kMaxGroup) break;
+        for (auto& more : refill(st, group.size()))
+          (rest.empty() && groupable(st, *more) ? group : rest).push_back(std::move(more));
+        if (i == group.size()) break;
+      }
+      outcomes.emplace_back();
       auto& item = *group[i];
       if (item.reply->abandoned()) {
         outcomes[i] = {std::nullopt, errc::cancelled, "the caller stopped waiting"};
@@ -444,39 +479,25 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group) {
   group.clear();
 }
 
-/// Serves one drain of the queue, in arrival order.
+/// Serves one drain of the queue, in arrival order (what arrives while a group is
+/// applied is served too).
 void serve_batch(StoreWriterState& st, std::vector<BlockingWritePtr> batch) {
   std::vector<BlockingWritePtr> group;
-  for (auto& w : batch) {
-    if (groupable(st, *w)) {
-      group.push_back(std::move(w));
-      continue;
+  std::vector<BlockingWritePtr> rest;
+  while (!batch.empty()) {
+    for (auto& w : batch) {
+      if (groupable(st, *w)) {
+        group.push_back(std::move(w));
+        continue;
+      }
+      if (!group.empty()) commit_group(st, group, rest);
+      // What arrived during that group comes after this write.
+      serve_blocking(st, w);
     }
-    if (!group.empty()) commit_group(st, group);
-    serve_blocking(st, w);
+    batch.clear();
+    if (!group.empty()) commit_group(st, group, rest);
+    batch.swap(rest);
   }
-  if (!group.empty()) commit_group(st, group);
-}
-
-/// After a group commit, waits briefly for the callers it answered to queue their next
-/// writes, so that they join the next group instead of waiting out a whole commit:
-/// callers that write back to back otherwise split into two groups taking turns. Worth
-/// it only when a COMMIT costs much more than a caller's turnaround (synchronous=FULL);
-/// bounded by half the last COMMIT, and dropped while it keeps timing out.
-void gather(StoreWriterState& st) {
-  auto answered = std::exchange(st.last_group, 0);
-  if (answered < 2) return;
-  if (st.gather_credit <= 0 && ++st.gather_probe % 16 != 0) return;
-  auto& q = *st.cfg->queue;
-  auto expected = st.queued_at_commit + answered;
-  auto until =
-      std::chrono::steady_clock::now() + std::min<std::chrono::steady_clock::duration>(
-                                             st.last_commit / 2, std::chrono::microseconds(500));
-  while (q.size() < expected && std::chrono::steady_clock::now() < until)
-    std::this_thread::yield();  // the callers need the CPU more than this thread
-  bool caught = q.size() >= expected;
-  st.gather_credit =
-      caught ? std::min(st.gather_credit + 1, 16) : std::max(st.gather_credit - 2, 0);
 }
 
 /// Drains the queue until it stays empty for `linger`, then lets the writer sleep.
@@ -486,7 +507,6 @@ void drain_queue(StoreWriterState& st) {
     auto batch = q.take();
     if (!batch.empty()) {
       serve_batch(st, std::move(batch));
-      gather(st);
       continue;
     }
     // Lingering pays while callers come back within it; after a run of misses the writer

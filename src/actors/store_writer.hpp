@@ -191,7 +191,7 @@ struct StoreWriterState {
   std::uint64_t transactions = 0;  // committed
   int linger_credit = 8;           // 0..16: up when lingering after a drain caught a request
   unsigned linger_probe = 0;
-  // Gathering (see gather): the callers the last group commit answered, the queue's
+  // Gathering (see refill): the callers the last group commit answered, the queue's
   // length when it committed, how long its COMMIT took, and whether waiting for those
   // callers has been paying.
   std::size_t last_group = 0;

@@ -47,7 +47,20 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
   if (owner && !w_.exists(*owner))
     throw Error(errc::not_found, "owner " + std::to_string(*owner) + " does not exist");
   NewObject o{gk, slug, spec, spec_version, finalizers, owner, w_.next_resource_version(), now_};
-  return changed(w_.insert_object(o), object_change::created);
+  // The row as the INSERT leaves it: no need to read it back.
+  ObjectRow row;
+  row.meta.id = w_.insert_object(o);
+  row.meta.group = gk.group;
+  row.meta.kind = gk.kind;
+  row.meta.slug = std::move(o.slug);
+  row.meta.generation = 1;
+  row.meta.resource_version = o.resource_version;
+  row.meta.finalizers = std::move(o.finalizers);
+  row.meta.created_at = row.meta.updated_at = from_millis(to_millis(now_));  // stored in ms
+  row.spec = std::move(o.spec);
+  row.spec_version = spec_version;
+  rec_.changes.push_back({ChangeType::Added, row, object_change::created});
+  return row;
 }
 
 namespace {
