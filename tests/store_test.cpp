@@ -21,7 +21,7 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 3);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 4);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
@@ -38,13 +38,23 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
     db.exec("DROP INDEX objects_unsettled");
     db.exec("ALTER TABLE events DROP COLUMN resource_version");
+    db.exec("ALTER TABLE objects DROP COLUMN conditions_count");
     db.exec("UPDATE beehive_schema SET version = 1");
+    // A condition written by the old version: the migration counts it.
+    db.exec(
+        "INSERT INTO conditions (object_id, type, status, reason, message, "
+        "last_transition_at) VALUES (" +
+        std::to_string(id) + ", 'Ready', 'True', 'Up', 'kept too', 0)");
   }
   auto store = sqlite::open(path);
   Beehive bh(store);
-  EXPECT_EQ(Widgets(bh, widget_kind).get(ctx, id).spec.color, "kept");
+  auto kept = Widgets(bh, widget_kind).get(ctx, id);
+  EXPECT_EQ(kept.spec.color, "kept");
+  ASSERT_EQ(kept.conditions.size(), 1u);
+  EXPECT_EQ(kept.conditions[0].type, "Ready");
+  EXPECT_EQ(kept.conditions[0].message, "kept too");
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 3);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 4);
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
       1);

@@ -106,8 +106,9 @@ class Writer : public Reader {
   virtual bool delete_condition(ObjectID id, const std::string& type) = 0;
   virtual void set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
                               std::int64_t resource_version, Time now) = 0;
-  /// Moves the object's resource version (a write to a row it owns, e.g. a condition).
-  virtual void touch(ObjectID id, std::int64_t resource_version, Time now) = 0;
+  /// After a condition write: moves the object's resource version and recounts its
+  /// conditions (reads look them up only when there are some).
+  virtual void conditions_changed(ObjectID id, std::int64_t resource_version, Time now) = 0;
 
   /// An edge; false when it existed (added) or did not (removed).
   virtual bool add_ref(ObjectID from, const char* relation, ObjectID to) = 0;

@@ -38,7 +38,7 @@ enum class Query : int {
   upsert_condition,
   delete_condition,
   set_finalizers,
-  touch,
+  conditions_changed,
   current_resource_version,
   has_incoming_refs,
   list_owned_objects,

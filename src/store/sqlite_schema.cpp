@@ -90,6 +90,14 @@ ALTER TABLE events ADD COLUMN resource_version INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX objects_unsettled ON objects ("group", kind)
   WHERE observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL;
 )sql",
+      // How many conditions an object has, kept by the writer with every condition
+      // write: a read looks conditions up only for objects that have some.
+      R"sql(
+ALTER TABLE objects ADD COLUMN conditions_count INTEGER NOT NULL DEFAULT 0;
+UPDATE objects SET conditions_count =
+  (SELECT count(*) FROM conditions WHERE object_id = objects.id)
+  WHERE id IN (SELECT object_id FROM conditions);
+)sql",
   };
   return m;
 }

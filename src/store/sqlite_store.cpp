@@ -331,9 +331,9 @@ class SqliteWriter : public ConnectionReader<Writer> {
     });
   }
 
-  void touch(ObjectID id, std::int64_t rv, Time now) override {
+  void conditions_changed(ObjectID id, std::int64_t rv, Time now) override {
     guarded([&] {
-      auto s = conn_.use(Query::touch);
+      auto s = conn_.use(Query::conditions_changed);
       s->bind(1, id);
       s->bind(2, rv);
       s->bind(3, to_millis(now));

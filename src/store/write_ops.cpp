@@ -150,7 +150,7 @@ ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condit
   for (const auto& existing : row.meta.conditions)
     if (existing == c) return row;  // identical and current: nothing to write
   w_.upsert_condition(id, c, now_);
-  w_.touch(id, w_.next_resource_version(), now_);
+  w_.conditions_changed(id, w_.next_resource_version(), now_);
   wake_dependents(id);
   return changed(id, object_change::conditions);
 }
@@ -158,7 +158,7 @@ ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condit
 ObjectRow WriteOps::remove_condition(const GroupKind& gk, ObjectID id, const std::string& type) {
   auto row = require_own(gk, id);
   if (!w_.delete_condition(id, type)) return row;
-  w_.touch(id, w_.next_resource_version(), now_);
+  w_.conditions_changed(id, w_.next_resource_version(), now_);
   wake_dependents(id);
   return changed(id, object_change::conditions);
 }
