@@ -180,16 +180,6 @@ std::string sql_for(Query q) {
   throw Error(errc::store, "unknown query");
 }
 
-std::optional<std::int64_t> opt_int(const SQLite::Column& c) {
-  if (c.isNull()) return std::nullopt;
-  return c.getInt64();
-}
-
-std::optional<Time> opt_time(const SQLite::Column& c) {
-  if (c.isNull()) return std::nullopt;
-  return from_millis(c.getInt64());
-}
-
 }  // namespace
 
 void rethrow_sqlite(const SQLite::Exception& e) {
@@ -228,47 +218,20 @@ Connection::Use Connection::use(Query q) {
   return Use(*slot);
 }
 
+Connection::RowUse Connection::use_rows(Query q) {
+  statement_count.fetch_add(1, std::memory_order_relaxed);
+  int i = q == Query::list_owned_objects ? 3 : static_cast<int>(q);
+  auto& slot = row_stmts_.at(static_cast<std::size_t>(i));
+  if (!slot) slot = std::make_unique<RowStatement>(db_.getHandle(), sql_for(q));
+  return RowUse(*slot);
+}
+
 void Connection::exec(const std::string& sql) {
   statement_count.fetch_add(1, std::memory_order_relaxed);
   auto& slot = plain_[sql];
   if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql);
   Use u(*slot);
   u->exec();
-}
-
-ObjectRow Connection::read_row(SQLite::Statement& s) const {
-  ObjectRow r;
-  auto& m = r.meta;
-  m.id = s.getColumn(0).getInt64();
-  m.group = s.getColumn(1).getString();
-  m.kind = s.getColumn(2).getString();
-  if (!s.getColumn(3).isNull()) m.slug = s.getColumn(3).getString();
-  r.spec = s.getColumn(4).getString();
-  r.spec_version = s.getColumn(5).getInt();
-  if (!s.getColumn(6).isNull()) r.status = s.getColumn(6).getString();
-  r.status_version = s.getColumn(7).getInt();
-  m.generation = s.getColumn(8).getInt64();
-  m.observed_generation = opt_int(s.getColumn(9));
-  m.observed_at = opt_time(s.getColumn(10));
-  m.resource_version = s.getColumn(11).getInt64();
-  m.deletion_requested_at = opt_time(s.getColumn(12));
-  auto finalizers = s.getColumn(13).getString();
-  if (finalizers != "[]")
-    m.finalizers = nlohmann::json::parse(finalizers).get<std::vector<std::string>>();
-  m.created_at = from_millis(s.getColumn(14).getInt64());
-  m.updated_at = from_millis(s.getColumn(15).getInt64());
-  auto conditions = s.getColumn(16).getString();
-  if (conditions != "[]") {
-    for (auto& c : nlohmann::json::parse(conditions)) {
-      Condition cond{c[0].get<std::string>(), condition_status_from_string(c[1]),
-                     c[2].get<std::string>(), c[3].get<std::string>(), c[4].get<int>() != 0};
-      // A liveness condition is only as current as the process that wrote it.
-      if (cond.liveness && c[5].get<std::int64_t>() != session_)
-        cond.status = ConditionStatus::Unknown;
-      m.conditions.push_back(std::move(cond));
-    }
-  }
-  return r;
 }
 
 bool Connection::in_transaction() const { return !sqlite3_get_autocommit(db_.getHandle()); }
@@ -293,10 +256,10 @@ std::optional<ObjectRow> Connection::get(ObjectID id, unsigned loads) {
   return snapshot(loads, [&]() -> std::optional<ObjectRow> {
     std::optional<ObjectRow> row;
     {
-      auto s = use(Query::get);
+      auto s = use_rows(Query::get);
       s->bind(1, id);
-      if (!s->executeStep()) return std::nullopt;
-      row = read_row(*s);
+      if (!s->step()) return std::nullopt;
+      row = s->row(session_);
     }
     if (loads) load({&*row}, loads);
     return row;
@@ -308,12 +271,12 @@ std::optional<ObjectRow> Connection::get_by_slug(const GroupKind& gk, std::strin
   return snapshot(loads, [&]() -> std::optional<ObjectRow> {
     std::optional<ObjectRow> row;
     {
-      auto s = use(Query::get_by_slug);
-      s->bindNoCopy(1, gk.group);
-      s->bindNoCopy(2, gk.kind);
-      s->bind(3, std::string(slug));
-      if (!s->executeStep()) return std::nullopt;
-      row = read_row(*s);
+      auto s = use_rows(Query::get_by_slug);
+      s->bind(1, gk.group);
+      s->bind(2, gk.kind);
+      s->bind(3, slug);
+      if (!s->step()) return std::nullopt;
+      row = s->row(session_);
     }
     if (loads) load({&*row}, loads);
     return row;
@@ -324,10 +287,10 @@ std::vector<ObjectRow> Connection::list(const GroupKind& gk, unsigned loads) {
   return snapshot(loads, [&] {
     std::vector<ObjectRow> rows;
     {
-      auto s = use(Query::list);
-      s->bindNoCopy(1, gk.group);
-      s->bindNoCopy(2, gk.kind);
-      while (s->executeStep()) rows.push_back(read_row(*s));
+      auto s = use_rows(Query::list);
+      s->bind(1, gk.group);
+      s->bind(2, gk.kind);
+      while (s->step()) rows.push_back(s->row(session_));
     }
     if (loads && !rows.empty()) {
       std::vector<ObjectRow*> ptrs;
@@ -396,11 +359,11 @@ std::vector<ObjectRow> Connection::list_owned_objects(const GroupKind& gk, Objec
   return snapshot(loads, [&] {
     std::vector<ObjectRow> rows;
     {
-      auto s = use(Query::list_owned_objects);
-      s->bindNoCopy(1, gk.group);
-      s->bindNoCopy(2, gk.kind);
+      auto s = use_rows(Query::list_owned_objects);
+      s->bind(1, gk.group);
+      s->bind(2, gk.kind);
       s->bind(3, owner);
-      while (s->executeStep()) rows.push_back(read_row(*s));
+      while (s->step()) rows.push_back(s->row(session_));
     }
     if (loads && !rows.empty()) {
       std::vector<ObjectRow*> ptrs;

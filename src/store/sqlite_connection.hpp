@@ -15,6 +15,7 @@
 #include <beehive/sqlite.hpp>
 
 #include "store/backend.hpp"
+#include "store/row_statement.hpp"
 
 namespace beehive::store {
 
@@ -80,6 +81,17 @@ class Connection {
     SQLite::Statement& s_;
   };
   Use use(Query q);
+  /// The same for the object reads (get, get_by_slug, list, list_owned_objects).
+  class RowUse {
+   public:
+    explicit RowUse(RowStatement& s) : s_(s) {}
+    ~RowUse() { s_.reset(); }
+    RowStatement* operator->() { return &s_; }
+
+   private:
+    RowStatement& s_;
+  };
+  RowUse use_rows(Query q);
   /// Runs a statement without parameters (BEGIN, COMMIT, SAVEPOINT ...), prepared once.
   void exec(const std::string& sql);
 
@@ -105,7 +117,6 @@ class Connection {
   SQLite::Database& db() { return db_; }
 
  private:
-  ObjectRow read_row(SQLite::Statement& s) const;
   /// Runs `fn` in one read snapshot when relations are loaded too.
   template <class Fn>
   auto snapshot(unsigned loads, Fn&& fn) -> decltype(fn());
@@ -119,6 +130,7 @@ class Connection {
   SQLite::Database db_;
   std::int64_t session_;
   std::array<std::unique_ptr<SQLite::Statement>, static_cast<int>(Query::count_)> stmts_;
+  std::array<std::unique_ptr<RowStatement>, 4> row_stmts_;  // by Query, get .. list
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> plain_;
 };
 
