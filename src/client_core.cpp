@@ -17,6 +17,11 @@ namespace {
   throw Error(errc::not_found, "no " + to_string(gk) + " " + what);
 }
 
+std::optional<ObjectRow> first(std::vector<ObjectRow> rows) {
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front());
+}
+
 bool same_kind(const ObjectRow& row, const GroupKind& gk) {
   return row.meta.group == gk.group && row.meta.kind == gk.kind;
 }
@@ -122,13 +127,9 @@ std::vector<ObjectRow> ClientCore::read_in_transaction(const Context& ctx, ReadO
 ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
-  std::optional<ObjectRow> row;
-  if (ContextAccess::transaction(ctx)) {
-    auto rows = read_in_transaction(ctx, ReadOp{ReadOp::get, gk_, id, {}, loads});
-    if (!rows.empty()) row = std::move(rows[0]);
-  } else {
-    row = rt_->backend().reader()->get(id, loads);
-  }
+  auto row = ContextAccess::transaction(ctx)
+                 ? first(read_in_transaction(ctx, ReadOp{ReadOp::get, gk_, id, {}, loads}))
+                 : rt_->backend().reader()->get(id, loads);
   if (!row || !same_kind(*row, gk_)) throw_not_found(gk_, "with id " + std::to_string(id));
   return std::move(*row);
 }
@@ -136,14 +137,10 @@ ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const
 ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
-  std::optional<ObjectRow> row;
-  if (ContextAccess::transaction(ctx)) {
-    auto rows =
-        read_in_transaction(ctx, ReadOp{ReadOp::get_by_slug, gk_, 0, std::string(slug), loads});
-    if (!rows.empty()) row = std::move(rows[0]);
-  } else {
-    row = rt_->backend().reader()->get_by_slug(gk_, slug, loads);
-  }
+  auto row = ContextAccess::transaction(ctx)
+                 ? first(read_in_transaction(
+                       ctx, ReadOp{ReadOp::get_by_slug, gk_, 0, std::string(slug), loads}))
+                 : rt_->backend().reader()->get_by_slug(gk_, slug, loads);
   if (!row) throw_not_found(gk_, "with slug \"" + std::string(slug) + "\"");
   return std::move(*row);
 }

@@ -216,13 +216,13 @@ class Client {
     return q;
   }
 
-  std::vector<ObjectType> decode_all(const std::vector<ObjectRow>& rows) const {
+  std::vector<ObjectType> decode_all(std::vector<ObjectRow> rows) const {
     std::vector<ObjectType> out;
     out.reserve(rows.size());
     auto* m = core_.migrator();
     for (auto& row : rows) {
       try {
-        out.push_back(detail::decode_object<Spec, Status>(row, m));
+        out.push_back(detail::decode_object<Spec, Status>(std::move(row), m));
       } catch (const Error& e) {
         core_.report_skipped(row, e);
       }

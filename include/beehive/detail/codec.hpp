@@ -5,6 +5,7 @@
 // without a converter. Encoding failures throw Error(errc::invalid_argument); decoding
 // failures throw Error(errc::decode).
 
+#include <concepts>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -93,13 +94,15 @@ T decode(std::string_view text) {
 
 /// Decodes a row, converting blobs written at older schema versions through `m` (no
 /// migrator: every blob must be unversioned).
-template <class Spec, class Status>
-Object<Spec, Status> decode_object(const ObjectRow& row, const Migrator* m = nullptr) {
+/// A row passed as an rvalue gives up its metadata instead of copying it.
+template <class Spec, class Status, class Row>
+requires std::same_as<std::remove_cvref_t<Row>, ObjectRow> Object<Spec, Status> decode_object(
+    Row&& row, const Migrator* m = nullptr) {
   Object<Spec, Status> obj;
-  static_cast<ObjectMeta&>(obj) = row.meta;
   obj.spec = from_json_value<Spec>(load_blob(row.spec, row.spec_version, m, true));
   if (row.status)
     obj.status = from_json_value<Status>(load_blob(*row.status, row.status_version, m, false));
+  static_cast<ObjectMeta&>(obj) = std::forward<Row>(row).meta;
   return obj;
 }
 
