@@ -1,5 +1,7 @@
 #include <beehive/detail/codec.hpp>
 
+#include "json_fast_path.hpp"
+
 namespace beehive::detail {
 
 std::string dump_json(const nlohmann::json& j) {
@@ -11,6 +13,7 @@ std::string dump_json(const nlohmann::json& j) {
 }
 
 nlohmann::json parse_json(std::string_view text) {
+  if (auto j = parse_json_fast(text)) return std::move(*j);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
