@@ -5,6 +5,7 @@
 namespace beehive::detail {
 
 std::string dump_json(const nlohmann::json& j) {
+  if (auto text = dump_json_fast(j)) return std::move(*text);
   try {
     return j.dump();
   } catch (const nlohmann::json::exception& e) {

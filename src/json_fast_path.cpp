@@ -12,6 +12,18 @@ namespace {
 // Deeper text goes to nlohmann's parser, which does not recurse.
 constexpr int max_depth = 32;
 
+// Printable ASCII that needs no escape is printed as it is; nlohmann escapes the rest.
+bool print_string(const std::string& s, std::string& out) {
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x7F) return false;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+  return true;
+}
+
 class Parser {
  public:
   explicit Parser(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
@@ -167,7 +179,59 @@ class Parser {
   const char* end_;
 };
 
+bool print(const nlohmann::json& j, std::string& out, int depth) {
+  using value_t = nlohmann::json::value_t;
+  switch (j.type()) {
+    case value_t::null:
+      out += "null";
+      return true;
+    case value_t::boolean:
+      out += j.get_ref<const nlohmann::json::boolean_t&>() ? "true" : "false";
+      return true;
+    case value_t::number_integer:
+      out += std::to_string(j.get_ref<const nlohmann::json::number_integer_t&>());
+      return true;
+    case value_t::number_unsigned:
+      out += std::to_string(j.get_ref<const nlohmann::json::number_unsigned_t&>());
+      return true;
+    case value_t::string:
+      return print_string(j.get_ref<const nlohmann::json::string_t&>(), out);
+    case value_t::array: {
+      if (depth >= max_depth) return false;
+      out += '[';
+      bool first = true;
+      for (const auto& item : j.get_ref<const nlohmann::json::array_t&>()) {
+        if (!std::exchange(first, false)) out += ',';
+        if (!print(item, out, depth + 1)) return false;
+      }
+      out += ']';
+      return true;
+    }
+    case value_t::object: {
+      if (depth >= max_depth) return false;
+      out += '{';
+      bool first = true;
+      for (const auto& [key, item] : j.get_ref<const nlohmann::json::object_t&>()) {
+        if (!std::exchange(first, false)) out += ',';
+        if (!print_string(key, out)) return false;
+        out += ':';
+        if (!print(item, out, depth + 1)) return false;
+      }
+      out += '}';
+      return true;
+    }
+    default:  // floating point (nlohmann's own shortest form), binary, discarded
+      return false;
+  }
+}
+
 }  // namespace
+
+std::optional<std::string> dump_json_fast(const nlohmann::json& j) {
+  std::string out;
+  if (!print(j, out, 0)) return std::nullopt;
+  return out;
+}
 
 std::optional<nlohmann::json> parse_json_fast(std::string_view text) {
   nlohmann::json out;
