@@ -10,8 +10,6 @@ namespace beehive::detail {
 namespace {
 // Cancellation has no wake-up of its own; a waiting caller looks this often.
 constexpr auto cancel_poll = std::chrono::milliseconds(10);
-// How long a caller spins for its reply before it sleeps.
-constexpr auto spin = std::chrono::microseconds(80);
 
 // Spinning pays only while a core is free for the thread that will reply and replies come
 // within the spin: callers spin one fewer at a time than there are cores, and stop
@@ -75,11 +73,11 @@ void RendezvousBase::fail(errc code, std::string what) {
   cv_.notify_one();
 }
 
-void RendezvousBase::wait(const Context& ctx) {
+void RendezvousBase::wait(const Context& ctx, bool spin) {
   // A reply usually comes within tens of microseconds: spinning that long is cheaper
   // than sleeping and being woken (a thread wake-up costs about as much here).
-  if (may_spin()) {
-    auto spin_until = std::chrono::steady_clock::now() + spin;
+  if (spin && may_spin()) {
+    auto spin_until = std::chrono::steady_clock::now() + reply_spin;
     while (!ready_flag_.load(std::memory_order_acquire) &&
            std::chrono::steady_clock::now() < spin_until) {
 #if defined(__x86_64__) || defined(__i386__)

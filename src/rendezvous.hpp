@@ -6,6 +6,7 @@
 // the work yet skips it.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,9 @@
 #include <beehive/errors.hpp>
 
 namespace beehive::detail {
+
+/// How long a caller spins for its reply before it sleeps, when spinning is allowed.
+inline constexpr std::chrono::microseconds reply_spin{80};
 
 class RendezvousBase {
  public:
@@ -33,8 +37,9 @@ class RendezvousBase {
 
  protected:
   /// Blocks until delivery or the end of `ctx`; throws the delivered error or the
-  /// context's. Returns with the value ready.
-  void wait(const Context& ctx);
+  /// context's. Returns with the value ready. `spin`: the reply may come soon enough
+  /// that spinning for it briefly is cheaper than sleeping (see reply_spin).
+  void wait(const Context& ctx, bool spin);
   /// Marks delivered; the caller holds `mu_`.
   bool mark_ready_locked();
 
@@ -65,8 +70,8 @@ class Rendezvous : public RendezvousBase {
     return true;
   }
 
-  T take(const Context& ctx) {
-    wait(ctx);
+  T take(const Context& ctx, bool spin = true) {
+    wait(ctx, spin);
     return std::move(*value_);
   }
 

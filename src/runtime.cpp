@@ -254,7 +254,7 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->check = std::move(check);
   auto reply = w->reply;
   if (auto pen = queue_->push(std::move(w))) serve_inline(*pen, *queue_, *reply, ctx);
-  return reply->take(ctx);
+  return reply->take(ctx, queue_->replies_come_quickly());
 }
 
 std::optional<ObjectRow> Runtime::peek(ObjectID id) {

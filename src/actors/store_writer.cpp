@@ -167,6 +167,15 @@ Error broken_session(const StoreWriterState& st) {
   return Error(errc::store, "the transaction was rolled back after a failure: " + st.broken);
 }
 
+/// Commits the writer's transaction and records how long that took (gathering in
+/// refill, and whether waiting callers should spin).
+void timed_commit(StoreWriterState& st) {
+  auto began = std::chrono::steady_clock::now();
+  st.cfg->writer->commit();
+  st.last_commit = std::chrono::steady_clock::now() - began;
+  st.cfg->queue->commit_took(st.last_commit);
+}
+
 /// Runs one write and its check; throws with nothing of it left in the transaction.
 WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
                  commit_record& rec) {
@@ -232,7 +241,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
   WriteReply reply;
   try {
     reply = apply(st, op, check, rec);
-    w.commit();
+    timed_commit(st);
   } catch (...) {
     w.rollback();
     throw;
@@ -456,9 +465,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group,
         outcomes[i] = {std::nullopt, errc::store, e.what()};
       }
     }
-    auto commit_began = std::chrono::steady_clock::now();
-    w.commit();
-    st.last_commit = std::chrono::steady_clock::now() - commit_began;
+    timed_commit(st);
     st.last_group = group.size();
     st.queued_at_commit = st.cfg->queue->size();
   } catch (const std::exception& e) {  // the transaction itself failed: nothing landed

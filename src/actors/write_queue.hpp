@@ -9,11 +9,14 @@
 // writes back to back finds it awake instead of paying a thread wake-up per write.
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
+
+#include "rendezvous.hpp"
 
 namespace beehive::detail {
 
@@ -46,6 +49,15 @@ class WriteQueue {
   bool maybe_nonempty() const { return size_.load(std::memory_order_acquire) > 0; }
   std::size_t size() const { return size_.load(std::memory_order_acquire); }
 
+  /// The writer's last COMMIT took `d`. While commits take more than half the reply
+  /// spin (synchronous=FULL: ~200 us), a waiting caller would spin in vain and take the
+  /// CPU the writer and the other callers need: it sleeps at once.
+  void commit_took(std::chrono::steady_clock::duration d) {
+    quick_commits_.store(d < reply_spin / 2, std::memory_order_relaxed);
+  }
+  /// Whether a caller waiting for its reply should spin first.
+  bool replies_come_quickly() const { return quick_commits_.load(std::memory_order_relaxed); }
+
   /// Refuses further pushes and returns what is left.
   std::vector<BlockingWritePtr> close();
 
@@ -53,6 +65,7 @@ class WriteQueue {
   std::mutex mu_;
   std::deque<BlockingWritePtr> items_;
   std::atomic<std::size_t> size_{0};
+  std::atomic<bool> quick_commits_{true};
   std::function<void()> wake_;
   std::shared_ptr<WriterPen> pen_;
   bool awake_ = false;  // the writer has been woken and has not gone idle yet
