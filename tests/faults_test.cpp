@@ -151,7 +151,8 @@ TEST_F(FaultTest, AGroupCommitThatFailsTellsNoCallerItsWriteLanded) {
     runs.push_back(std::async(std::launch::async, [w, t]() mutable {
       std::vector<std::pair<std::string, std::optional<errc>>> out;
       for (int i = 0; i < per_thread; ++i) {
-        auto slug = "w" + std::to_string(t) + "-" + std::to_string(i);
+        auto slug =
+            std::string("w").append(std::to_string(t)).append("-").append(std::to_string(i));
         try {
           w.create(Context{}.with_timeout(10s), {"x", i}, with_slug(slug));
           out.emplace_back(slug, std::nullopt);
@@ -357,7 +358,7 @@ TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
   std::optional<Error> full;
   for (int i = 0; i < 1000 && !full; ++i) {
     try {
-      w.create(ctx_, {big, i}, with_slug("f" + std::to_string(i)));
+      w.create(ctx_, {big, i}, with_slug(std::string("f").append(std::to_string(i))));
       ++made;
     } catch (const Error& e) {
       full = e;
@@ -368,7 +369,7 @@ TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
   EXPECT_NE(std::string(full->what()).find("database or disk is full"), std::string::npos)
       << full->what();
   EXPECT_GE(made, 1);
-  EXPECT_FALSE(has_slug("f" + std::to_string(made)));  // the one that failed
+  EXPECT_FALSE(has_slug(std::string("f").append(std::to_string(made))));  // the one that failed
 
   // While it is full: every kind of write fails the same way, reads work.
   EXPECT_ERRC_WITH(w.update(ctx_, x.id, {"y", 2}), errc::store, "database or disk is full");
@@ -386,7 +387,7 @@ TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
   // Space returns: writes succeed again, without reopening anything.
   vfs_.set_free_space(std::nullopt);
   EXPECT_EQ(w.update(ctx_, x.id, {"y", 2}).spec.color, "y");
-  w.create(ctx_, {big, made}, with_slug("f" + std::to_string(made)));
+  w.create(ctx_, {big, made}, with_slug(std::string("f").append(std::to_string(made))));
   cc.set_condition(ctx_, x.id, {"Ready", ConditionStatus::True, "R", "m"});
   EXPECT_EQ(w.get(ctx_, x.id).conditions.size(), 1u);
   EXPECT_EQ(file_counts().objects, made + 2);
