@@ -25,8 +25,12 @@
 //   BM_RawPointSelect             prepared SELECT of the 16 object columns by id on a
 //                                 read-only connection, read into a struct. Baseline.
 //   BM_BeehiveGet                 Client::get, decoded.            x_raw target <= 1.3
-//   BM_BeehiveGetWhileWriting     the same while another thread issues blocking updates of
-//                                 another object (100 us pause between them).
+//   BM_RawPointSelectWhileWriting the raw select while another thread commits raw updates of
+//                                 another row (100 us pause between them); x_select: its
+//                                 slowdown against BM_RawPointSelect.
+//   BM_BeehiveGetWhileWriting     get while another thread issues blocking updates of another
+//                                 object (same pause); x_raw against the raw select while
+//                                 writing, x_get against get alone.
 //   BM_RawUpdate                  BEGIN IMMEDIATE, UPDATE objects SET spec = ... (beehive's
 //                                 statement), COMMIT; new spec every call. Baseline.
 //   BM_BeehiveUpdate/caf_own      blocking Client::update, new spec every call.
@@ -590,6 +594,60 @@ void BM_BeehiveGet(benchmark::State& state) {
   ratio_counter(state, "x_raw", "select_us", us);
 }
 
+// A writer committing every ~100 us while the measured thread reads: the raw baseline for
+// BM_BeehiveGetWhileWriting. Both slow down by what SQLite and the machine impose (every
+// commit resets the reader's page cache; the writer shares the 2 vCPUs).
+void BM_RawPointSelectWhileWriting(benchmark::State& state) {
+  DbFile file("raw-select-writing");
+  RawDb raw(file.path, Synchronous::normal);
+  raw.populate(kRows);
+  checkpoint(file.path);
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> writes{0};
+  std::thread writer([&] {
+    SQLite::Statement upd(raw.db, kRawUpdate);
+    std::int64_t rv = kRows, generation = 1;
+    int i = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      std::string spec = spec_text(i++);
+      raw.db.exec("BEGIN IMMEDIATE");
+      upd.bind(1, kTarget + 1);
+      upd.bindNoCopy(2, spec);
+      upd.bind(3, ++generation);
+      upd.bind(4, ++rv);
+      upd.bind(5, now_millis());
+      upd.exec();
+      upd.reset();
+      raw.db.exec("COMMIT");
+      writes.fetch_add(1, std::memory_order_relaxed);
+      std::this_thread::sleep_for(100us);
+    }
+  });
+  std::this_thread::sleep_for(20ms);
+  SQLite::Database ro(file.path.string(), SQLite::OPEN_READONLY, kBusyTimeoutMs);
+  SQLite::Statement sel(ro, kRawSelect);
+  const auto w0 = writes.load();
+  Stopwatch sw;
+  for (auto _ : state) {
+    sel.bind(1, kTarget);
+    if (!sel.executeStep()) {
+      state.SkipWithError("row not found");
+      break;
+    }
+    auto r = read_raw(sel);
+    sel.reset();
+    benchmark::DoNotOptimize(r);
+  }
+  const double wall = sw.wall();
+  const double us = finish_loop(state, sw);
+  const auto w = writes.load() - w0;
+  stop.store(true);
+  writer.join();
+  state.counters["bg_writes/s"] = static_cast<double>(w) / wall;
+  ratio_counter(state, "x_select", "select_us", us);
+  set_baseline("select_writing_us", us);
+}
+
 void BM_BeehiveGetWhileWriting(benchmark::State& state) {
   SmallHive h("get-writing");
   checkpoint(h.file.path);
@@ -616,7 +674,7 @@ void BM_BeehiveGetWhileWriting(benchmark::State& state) {
   stop.store(true);
   writer.join();
   state.counters["bg_writes/s"] = static_cast<double>(w) / wall;
-  ratio_counter(state, "x_raw", "select_us", us);
+  ratio_counter(state, "x_raw", "select_writing_us", us);
   ratio_counter(state, "x_get", "get_us", us);
 }
 
@@ -700,6 +758,7 @@ void BM_NoopUpdateStatus(benchmark::State& state) {
 
 PERF_BENCH(BM_RawPointSelect);
 PERF_BENCH(BM_BeehiveGet);
+PERF_BENCH(BM_RawPointSelectWhileWriting);
 PERF_BENCH(BM_BeehiveGetWhileWriting);
 PERF_BENCH(BM_RawUpdate);
 BENCHMARK_CAPTURE(BM_BeehiveUpdate, caf_own, Caf::own)
