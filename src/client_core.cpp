@@ -145,12 +145,16 @@ ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, uns
   return std::move(*row);
 }
 
-std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned loads) const {
+void ClientCore::list(const Context& ctx, unsigned loads,
+                      const std::function<void(ObjectRow&&)>& each) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
-  if (ContextAccess::transaction(ctx))
-    return read_in_transaction(ctx, ReadOp{ReadOp::list, gk_, 0, {}, loads});
-  return rt_->backend().reader()->list(gk_, loads);
+  if (!ContextAccess::transaction(ctx) && loads == 0)
+    return rt_->backend().reader()->list_each(gk_, each);
+  auto rows = ContextAccess::transaction(ctx)
+                  ? read_in_transaction(ctx, ReadOp{ReadOp::list, gk_, 0, {}, loads})
+                  : rt_->backend().reader()->list(gk_, loads);
+  for (auto& row : rows) each(std::move(row));
 }
 
 std::vector<ObjectRow> ClientCore::list_owned_objects(const Context& ctx, ObjectID owner,

@@ -103,7 +103,11 @@ class Client {
   /// Every object of the kind, by id. A row that does not decode is skipped and logged.
   template <class... Loads>
   std::vector<ObjectType> list(const Context& ctx, const Loads&... loads) const {
-    return decode_all(core_.list(ctx, detail::load_bits(loads...)));
+    std::vector<ObjectType> out;
+    auto* m = core_.migrator();
+    core_.list(ctx, detail::load_bits(loads...),
+               [&](ObjectRow&& row) { decode_into(out, std::move(row), m); });
+    return out;
   }
 
   /// This kind's objects owned by `owner`, decoded, by id (deletion-pending ones
@@ -220,14 +224,17 @@ class Client {
     std::vector<ObjectType> out;
     out.reserve(rows.size());
     auto* m = core_.migrator();
-    for (auto& row : rows) {
-      try {
-        out.push_back(detail::decode_object<Spec, Status>(std::move(row), m));
-      } catch (const Error& e) {
-        core_.report_skipped(row, e);
-      }
-    }
+    for (auto& row : rows) decode_into(out, std::move(row), m);
     return out;
+  }
+
+  /// A row that does not decode is skipped and logged.
+  void decode_into(std::vector<ObjectType>& out, ObjectRow&& row, const Migrator* m) const {
+    try {
+      out.push_back(detail::decode_object<Spec, Status>(std::move(row), m));
+    } catch (const Error& e) {
+      core_.report_skipped(row, e);
+    }
   }
 
   Stream<Change<Spec, Status>> typed(std::shared_ptr<detail::StreamCore<object_change>> c) const {

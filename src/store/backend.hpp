@@ -49,6 +49,9 @@ class Reader {
                                                unsigned loads = 0) = 0;
   /// Every object of the kind, by id.
   virtual std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0) = 0;
+  /// The same without relations, each row handed to `each` as it is read (in one read
+  /// transaction), so that a large kind is never held as rows and decoded objects at once.
+  virtual void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each) = 0;
   /// Ids of the kind; with `unsettled_only`, those whose observed generation lags the
   /// generation or whose deletion was requested.
   /// One object (`id`) or the whole kind, read with the store's resource version in the

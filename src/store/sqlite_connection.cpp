@@ -302,6 +302,15 @@ std::vector<ObjectRow> Connection::list(const GroupKind& gk, unsigned loads) {
   });
 }
 
+void Connection::list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each) {
+  guarded([&] {
+    auto s = use_rows(Query::list);
+    s->bind(1, gk.group);
+    s->bind(2, gk.kind);
+    while (s->step()) each(s->row(session_));
+  });
+}
+
 std::vector<std::pair<ObjectID, std::int64_t>> Connection::list_ids(const GroupKind& gk,
                                                                     bool unsettled_only) {
   return guarded([&] {

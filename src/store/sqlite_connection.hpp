@@ -101,6 +101,7 @@ class Connection {
   std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
                                        unsigned loads = 0);
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0);
+  void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each);
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk, bool unsettled_only);
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
                                   std::int64_t& resource_version);

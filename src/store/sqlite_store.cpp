@@ -41,6 +41,9 @@ class ConnectionReader : public Interface {
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
     return watched([&] { return conn_.list(gk, loads); });
   }
+  void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each) override {
+    watched([&] { conn_.list_each(gk, each); });
+  }
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
                                   std::int64_t& rv) override {
     return watched([&] { return conn_.snapshot(gk, id, rv); });

@@ -49,7 +49,9 @@ class ClientCore {
   ObjectRow update(const Context& ctx, ObjectID id, std::string spec, RowCheck check) const;
   ObjectRow get(const Context& ctx, ObjectID id, unsigned loads) const;
   ObjectRow get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const;
-  std::vector<ObjectRow> list(const Context& ctx, unsigned loads) const;
+  /// The kind's rows, by id, each handed to `each`: as they are read when no relations
+  /// are loaded (a large kind is never held twice), else after the read.
+  void list(const Context& ctx, unsigned loads, const std::function<void(ObjectRow&&)>& each) const;
   std::vector<ObjectRow> list_owned_objects(const Context& ctx, ObjectID owner,
                                             unsigned loads) const;
   void remove(const Context& ctx, ObjectID id) const;
