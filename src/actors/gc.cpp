@@ -65,13 +65,16 @@ gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor 
   st.policy = std::move(policy);
   st.logger = std::move(logger);
   return {
+      // The next pass is timed from before this one begins: a clock that moves while the
+      // pass runs (a test advancing a manual clock once it sees the pass's effect) must
+      // find it due.
       [self](start_atom) {
-        pass(self, true);
         arm(self);
+        pass(self, true);
       },
       [self](wake_atom) {
-        pass(self, true);
         arm(self);
+        pass(self, true);
       },
       [self](const commit_record& rec) {
         if (gc_wants(rec)) pass(self, false);
