@@ -538,12 +538,10 @@ BENCHMARK(BM_GroupCommit)
 constexpr int kRows = 100;
 constexpr ObjectID kTarget = kRows / 2;  // ids 1..kRows in a fresh file
 
-void BM_RawPointSelect(benchmark::State& state) {
-  DbFile file("raw-select");
-  RawDb raw(file.path, Synchronous::normal);  // stays open, like beehive's writer
-  raw.populate(kRows);
-  checkpoint(file.path);
-  SQLite::Database ro(file.path.string(), SQLite::OPEN_READONLY, kBusyTimeoutMs);
+// The raw read: a prepared select of kTarget on a read-only connection, read into a
+// struct. Returns microseconds per read.
+double raw_select_loop(benchmark::State& state, const fs::path& file) {
+  SQLite::Database ro(file.string(), SQLite::OPEN_READONLY, kBusyTimeoutMs);
   SQLite::Statement sel(ro, kRawSelect);
   Stopwatch sw;
   for (auto _ : state) {
@@ -556,7 +554,34 @@ void BM_RawPointSelect(benchmark::State& state) {
     sel.reset();
     benchmark::DoNotOptimize(r);
   }
-  set_baseline("select_us", finish_loop(state, sw));
+  return finish_loop(state, sw);
+}
+
+// The raw write: beehive's spec UPDATE of one row in a transaction of its own.
+struct RawSpecUpdate {
+  explicit RawSpecUpdate(SQLite::Database& db) : db(db), upd(db, kRawUpdate) {}
+  void operator()(ObjectID id, const std::string& spec) {
+    db.exec("BEGIN IMMEDIATE");
+    upd.bind(1, id);
+    upd.bindNoCopy(2, spec);
+    upd.bind(3, ++generation);
+    upd.bind(4, ++rv);
+    upd.bind(5, now_millis());
+    upd.exec();
+    upd.reset();
+    db.exec("COMMIT");
+  }
+  SQLite::Database& db;
+  SQLite::Statement upd;
+  std::int64_t rv = kRows, generation = 1;
+};
+
+void BM_RawPointSelect(benchmark::State& state) {
+  DbFile file("raw-select");
+  RawDb raw(file.path, Synchronous::normal);  // stays open, like beehive's writer
+  raw.populate(kRows);
+  checkpoint(file.path);
+  set_baseline("select_us", raw_select_loop(state, file.path));
 }
 
 // A beehive over a fresh file holding kRows objects (ids 1..kRows), not started.
@@ -605,41 +630,18 @@ void BM_RawPointSelectWhileWriting(benchmark::State& state) {
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> writes{0};
   std::thread writer([&] {
-    SQLite::Statement upd(raw.db, kRawUpdate);
-    std::int64_t rv = kRows, generation = 1;
-    int i = 0;
-    while (!stop.load(std::memory_order_relaxed)) {
-      std::string spec = spec_text(i++);
-      raw.db.exec("BEGIN IMMEDIATE");
-      upd.bind(1, kTarget + 1);
-      upd.bindNoCopy(2, spec);
-      upd.bind(3, ++generation);
-      upd.bind(4, ++rv);
-      upd.bind(5, now_millis());
-      upd.exec();
-      upd.reset();
-      raw.db.exec("COMMIT");
+    RawSpecUpdate update(raw.db);
+    for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+      update(kTarget + 1, spec_text(i));
       writes.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::sleep_for(100us);
     }
   });
   std::this_thread::sleep_for(20ms);
-  SQLite::Database ro(file.path.string(), SQLite::OPEN_READONLY, kBusyTimeoutMs);
-  SQLite::Statement sel(ro, kRawSelect);
   const auto w0 = writes.load();
-  Stopwatch sw;
-  for (auto _ : state) {
-    sel.bind(1, kTarget);
-    if (!sel.executeStep()) {
-      state.SkipWithError("row not found");
-      break;
-    }
-    auto r = read_raw(sel);
-    sel.reset();
-    benchmark::DoNotOptimize(r);
-  }
-  const double wall = sw.wall();
-  const double us = finish_loop(state, sw);
+  const auto t0 = Clock::now();
+  const double us = raw_select_loop(state, file.path);
+  const double wall = seconds_since(t0);
   const auto w = writes.load() - w0;
   stop.store(true);
   writer.join();
@@ -683,22 +685,10 @@ void BM_RawUpdate(benchmark::State& state) {
   RawDb raw(file.path, Synchronous::normal);
   raw.populate(kRows);
   checkpoint(file.path);
-  SQLite::Statement upd(raw.db, kRawUpdate);
-  std::int64_t rv = kRows, generation = 1;
+  RawSpecUpdate update(raw.db);
   int i = 0;
   Stopwatch sw;
-  for (auto _ : state) {
-    std::string spec = spec_text(i++);  // a new value every call
-    raw.db.exec("BEGIN IMMEDIATE");
-    upd.bind(1, kTarget);
-    upd.bindNoCopy(2, spec);
-    upd.bind(3, ++generation);
-    upd.bind(4, ++rv);
-    upd.bind(5, now_millis());
-    upd.exec();
-    upd.reset();
-    raw.db.exec("COMMIT");
-  }
+  for (auto _ : state) update(kTarget, spec_text(i++));  // a new value every call
   set_baseline("update_us", finish_loop(state, sw));
 }
 
