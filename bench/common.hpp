@@ -142,6 +142,38 @@ inline void create_raw_schema(SQLite::Database& db) {
 
 using Clock = std::chrono::steady_clock;
 
+inline std::int64_t now_millis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The statement beehive's writer runs for a spec change.
+constexpr const char* kRawUpdate =
+    "UPDATE objects SET spec = ?2, spec_version = 0, generation = ?3, resource_version = ?4, "
+    "updated_at = ?5 WHERE id = ?1";
+
+// The raw write baseline: that UPDATE of one row in a transaction of its own. `rv` starts
+// at the rows' count (their versions are 1..n).
+struct RawSpecUpdate {
+  RawSpecUpdate(SQLite::Database& db, std::int64_t rows) : db(db), upd(db, kRawUpdate), rv(rows) {}
+  void operator()(std::int64_t id, const std::string& spec) {
+    db.exec("BEGIN IMMEDIATE");
+    upd.bind(1, id);
+    upd.bindNoCopy(2, spec);
+    upd.bind(3, ++generation);
+    upd.bind(4, ++rv);
+    upd.bind(5, now_millis());
+    upd.exec();
+    upd.reset();
+    db.exec("COMMIT");
+  }
+  SQLite::Database& db;
+  SQLite::Statement upd;
+  std::int64_t rv;
+  std::int64_t generation = 1;
+};
+
 inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }

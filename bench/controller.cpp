@@ -111,12 +111,6 @@ std::string status_text(std::int64_t seen) {
   return R"({"phase":"Ready","seen":)" + std::to_string(seen) + "}";
 }
 
-std::int64_t now_millis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 constexpr const char* kRawInsert = R"sql(
 INSERT INTO objects ("group", kind, slug, spec, spec_version, generation, resource_version,
                      finalizers, created_at, updated_at)

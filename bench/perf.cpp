@@ -136,12 +136,6 @@ const beehive::GroupKind item_kind{"acme.com", "Item"};
 // sorted keys. The raw cases bind the same bytes.
 std::string spec_text(int n) { return R"({"n":)" + std::to_string(n) + R"(,"name":"item"})"; }
 
-std::int64_t now_millis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // --- process measurements ----------------------------------------------------------------
 
 // CPU time of every thread of the process, in seconds.
@@ -229,11 +223,6 @@ constexpr const char* kRawInsert = R"sql(
 INSERT INTO objects ("group", kind, slug, spec, spec_version, generation, resource_version,
                      finalizers, created_at, updated_at)
 VALUES ('acme.com', 'Item', NULL, ?1, 0, 1, ?2, '[]', ?3, ?3))sql";
-
-// The statement beehive's writer runs for a spec change.
-constexpr const char* kRawUpdate =
-    "UPDATE objects SET spec = ?2, spec_version = 0, generation = ?3, resource_version = ?4, "
-    "updated_at = ?5 WHERE id = ?1";
 
 constexpr const char* kRawColumns = R"sql(
 SELECT id, "group", kind, slug, spec, spec_version, status, status_version, generation,
@@ -557,25 +546,6 @@ double raw_select_loop(benchmark::State& state, const fs::path& file) {
   return finish_loop(state, sw);
 }
 
-// The raw write: beehive's spec UPDATE of one row in a transaction of its own.
-struct RawSpecUpdate {
-  explicit RawSpecUpdate(SQLite::Database& db) : db(db), upd(db, kRawUpdate) {}
-  void operator()(ObjectID id, const std::string& spec) {
-    db.exec("BEGIN IMMEDIATE");
-    upd.bind(1, id);
-    upd.bindNoCopy(2, spec);
-    upd.bind(3, ++generation);
-    upd.bind(4, ++rv);
-    upd.bind(5, now_millis());
-    upd.exec();
-    upd.reset();
-    db.exec("COMMIT");
-  }
-  SQLite::Database& db;
-  SQLite::Statement upd;
-  std::int64_t rv = kRows, generation = 1;
-};
-
 void BM_RawPointSelect(benchmark::State& state) {
   DbFile file("raw-select");
   RawDb raw(file.path, Synchronous::normal);  // stays open, like beehive's writer
@@ -630,7 +600,7 @@ void BM_RawPointSelectWhileWriting(benchmark::State& state) {
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> writes{0};
   std::thread writer([&] {
-    RawSpecUpdate update(raw.db);
+    RawSpecUpdate update(raw.db, kRows);
     for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
       update(kTarget + 1, spec_text(i));
       writes.fetch_add(1, std::memory_order_relaxed);
@@ -685,7 +655,7 @@ void BM_RawUpdate(benchmark::State& state) {
   RawDb raw(file.path, Synchronous::normal);
   raw.populate(kRows);
   checkpoint(file.path);
-  RawSpecUpdate update(raw.db);
+  RawSpecUpdate update(raw.db, kRows);
   int i = 0;
   Stopwatch sw;
   for (auto _ : state) update(kTarget, spec_text(i++));  // a new value every call

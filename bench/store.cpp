@@ -46,6 +46,8 @@ using bench::checkpoint;
 using bench::create_raw_schema;
 using bench::DbFile;
 using bench::kBusyTimeoutMs;
+using bench::now_millis;
+using bench::RawSpecUpdate;
 
 // --- sample types ------------------------------------------------------------------------
 
@@ -76,23 +78,12 @@ const char* sync_pragma(Synchronous s) {
   return s == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
 }
 
-std::int64_t now_millis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // --- raw SQLite --------------------------------------------------------------------------
 
 constexpr const char* kRawInsert = R"sql(
 INSERT INTO objects ("group", kind, slug, spec, spec_version, generation, resource_version,
                      finalizers, created_at, updated_at)
 VALUES (?1, ?2, NULL, ?3, 0, 1, ?4, '[]', ?5, ?5))sql";
-
-// The same statement beehive's writer runs for a spec change.
-constexpr const char* kRawUpdate =
-    "UPDATE objects SET spec = ?2, spec_version = 0, generation = ?3, resource_version = ?4, "
-    "updated_at = ?5 WHERE id = ?1";
 
 constexpr const char* kRawSelect = R"sql(
 SELECT id, "group", kind, slug, spec, spec_version, status, status_version, generation,
@@ -187,22 +178,9 @@ void BM_RawUpdate(benchmark::State& state, Synchronous sync) {
   RawDb raw(file.path, sync);
   raw.populate(kRows);
   checkpoint(file.path);
-  SQLite::Statement upd(raw.db, kRawUpdate);
-  std::int64_t rv = kRows;
-  std::int64_t generation = 1;
+  RawSpecUpdate update(raw.db, kRows);
   int i = 0;
-  for (auto _ : state) {
-    std::string spec = spec_text(i++);  // a new value every iteration
-    raw.db.exec("BEGIN IMMEDIATE");
-    upd.bind(1, kTarget);
-    upd.bindNoCopy(2, spec);
-    upd.bind(3, ++generation);
-    upd.bind(4, ++rv);
-    upd.bind(5, now_millis());
-    upd.exec();
-    upd.reset();
-    raw.db.exec("COMMIT");
-  }
+  for (auto _ : state) update(kTarget, spec_text(i++));  // a new value every iteration
   set_rate(state);
 }
 
