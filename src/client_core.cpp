@@ -145,16 +145,21 @@ ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, uns
   return std::move(*row);
 }
 
-void ClientCore::list(const Context& ctx, unsigned loads,
-                      const std::function<void(ObjectRow&&)>& each) const {
+std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
-  if (!ContextAccess::transaction(ctx) && loads == 0)
-    return rt_->backend().reader()->list_each(gk_, each);
-  auto rows = ContextAccess::transaction(ctx)
-                  ? read_in_transaction(ctx, ReadOp{ReadOp::list, gk_, 0, {}, loads})
-                  : rt_->backend().reader()->list(gk_, loads);
-  for (auto& row : rows) each(std::move(row));
+  if (ContextAccess::transaction(ctx))
+    return read_in_transaction(ctx, ReadOp{ReadOp::list, gk_, 0, {}, loads});
+  return rt_->backend().reader()->list(gk_, loads);
+}
+
+bool ClientCore::list_each(const Context& ctx, unsigned loads,
+                           const std::function<void(ObjectRow&&)>& each) const {
+  if (loads != 0 || ContextAccess::transaction(ctx)) return false;
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  rt_->backend().reader()->list_each(gk_, each);
+  return true;
 }
 
 std::vector<ObjectRow> ClientCore::list_owned_objects(const Context& ctx, ObjectID owner,

@@ -103,11 +103,12 @@ class Client {
   /// Every object of the kind, by id. A row that does not decode is skipped and logged.
   template <class... Loads>
   std::vector<ObjectType> list(const Context& ctx, const Loads&... loads) const {
+    auto bits = detail::load_bits(loads...);
     std::vector<ObjectType> out;
     auto* m = core_.migrator();
-    core_.list(ctx, detail::load_bits(loads...),
-               [&](ObjectRow&& row) { decode_into(out, std::move(row), m); });
-    return out;
+    if (core_.list_each(ctx, bits, [&](ObjectRow&& row) { decode_into(out, std::move(row), m); }))
+      return out;
+    return decode_all(core_.list(ctx, bits));
   }
 
   /// This kind's objects owned by `owner`, decoded, by id (deletion-pending ones

@@ -49,9 +49,12 @@ class ClientCore {
   ObjectRow update(const Context& ctx, ObjectID id, std::string spec, RowCheck check) const;
   ObjectRow get(const Context& ctx, ObjectID id, unsigned loads) const;
   ObjectRow get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const;
-  /// The kind's rows, by id, each handed to `each`: as they are read when no relations
-  /// are loaded (a large kind is never held twice), else after the read.
-  void list(const Context& ctx, unsigned loads, const std::function<void(ObjectRow&&)>& each) const;
+  std::vector<ObjectRow> list(const Context& ctx, unsigned loads) const;
+  /// The kind's rows, by id, each handed to `each` as it is read, so that a large kind is
+  /// never held as rows and decoded objects at once. Only without relations to load and
+  /// outside within: false (nothing read) otherwise, and the caller uses list().
+  bool list_each(const Context& ctx, unsigned loads,
+                 const std::function<void(ObjectRow&&)>& each) const;
   std::vector<ObjectRow> list_owned_objects(const Context& ctx, ObjectID owner,
                                             unsigned loads) const;
   void remove(const Context& ctx, ObjectID id) const;
