@@ -124,50 +124,41 @@ class Parser {
   }
 
   bool array(nlohmann::json& out, int depth) {
-    if (depth > max_depth) return false;
-    ++p_;
     out = nlohmann::json::array();
     auto& items = out.get_ref<nlohmann::json::array_t&>();
-    skip_ws();
-    if (p_ != end_ && *p_ == ']') {
-      ++p_;
-      return true;
-    }
-    for (;;) {
-      skip_ws();
-      if (!value(items.emplace_back(), depth)) return false;
-      skip_ws();
-      if (p_ == end_) return false;
-      if (*p_ == ']') {
-        ++p_;
-        return true;
-      }
-      if (*p_++ != ',') return false;
-    }
+    return sequence(']', depth, [&] { return value(items.emplace_back(), depth); });
   }
 
   bool object(nlohmann::json& out, int depth) {
-    if (depth > max_depth) return false;
-    ++p_;
     out = nlohmann::json::object();
     auto& members = out.get_ref<nlohmann::json::object_t&>();
-    skip_ws();
-    if (p_ != end_ && *p_ == '}') {
-      ++p_;
-      return true;
-    }
-    for (;;) {
-      skip_ws();
+    return sequence('}', depth, [&] {
       std::string key;
       if (p_ == end_ || *p_ != '"' || !string(key)) return false;
       skip_ws();
       if (p_ == end_ || *p_++ != ':') return false;
       skip_ws();
       // A repeated key keeps its last value, as nlohmann's parser does.
-      if (!value(members[std::move(key)], depth)) return false;
+      return value(members[std::move(key)], depth);
+    });
+  }
+
+  // The bracket after the opening one: `item`s separated by commas up to `close`.
+  template <class Item>
+  bool sequence(char close, int depth, Item item) {
+    if (depth > max_depth) return false;
+    ++p_;
+    skip_ws();
+    if (p_ != end_ && *p_ == close) {
+      ++p_;
+      return true;
+    }
+    for (;;) {
+      skip_ws();
+      if (!item()) return false;
       skip_ws();
       if (p_ == end_) return false;
-      if (*p_ == '}') {
+      if (*p_ == close) {
         ++p_;
         return true;
       }
