@@ -45,6 +45,17 @@ struct WidgetStatus {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WidgetStatus, ready)
 
+// Encodes any value, but refuses to decode a negative one: a spec that marshals but
+// does not round-trip, so a write of it must fail and leave nothing.
+struct PickySpec {
+  int v = 0;
+};
+inline void to_json(nlohmann::json& j, const PickySpec& p) { j = {{"v", p.v}}; }
+inline void from_json(const nlohmann::json& j, PickySpec& p) {
+  p.v = j.at("v").get<int>();
+  if (p.v < 0) throw std::runtime_error("negative values are not readable");
+}
+
 inline const GroupKind widget_kind{"acme.com", "Widget"};
 inline const GroupKind gadget_kind{"acme.com", "Gadget"};
 

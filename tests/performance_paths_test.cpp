@@ -85,5 +85,46 @@ TEST_F(FastPathTest, GroupedWritesKeepTheirOwnOutcomes) {
   EXPECT_EQ(rvs.size(), all.size());
 }
 
+// A create in a group runs without a savepoint of its own: the row is checked before its
+// INSERT, so one that does not decode must fail alone and leave nothing, its slug free.
+TEST_F(FastPathTest, AGroupedCreateThatDoesNotDecodeFailsAloneAndLeavesNothing) {
+  struct Nothing {};
+  Client<PickySpec, Nothing> c(*bh_, widget_kind);
+  constexpr int threads = 8, each = 30;
+  std::barrier start(threads);
+  std::atomic<int> refused{0};
+  auto before = transactions();
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < each; ++i) {
+        auto n = std::to_string(t) + "-" + std::to_string(i);
+        c.create(ctx_, PickySpec{t * each + i}, with_slug("ok-" + n));
+        try {
+          c.create(ctx_, PickySpec{-1}, with_slug("bad-" + n));
+        } catch (const Error& e) {
+          if (e.code() == errc::decode) ++refused;
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(refused, threads * each);
+  // The writes shared transactions (else this tested the lone path).
+  EXPECT_LT(transactions() - before, static_cast<std::uint64_t>(threads * each));
+  auto all = c.list(ctx_);
+  ASSERT_EQ(all.size(), static_cast<size_t>(threads * each));
+  std::set<ObjectID> ids;
+  for (auto& o : all) {
+    EXPECT_GE(o.spec.v, 0);
+    EXPECT_EQ(o.slug->rfind("ok-", 0), 0u);
+    ids.insert(o.id);
+  }
+  EXPECT_EQ(ids.size(), all.size());
+  auto late = c.create(ctx_, PickySpec{1}, with_slug("bad-0-0"));  // the slug was left free
+  EXPECT_GT(late.id, *ids.rbegin());
+  EXPECT_EQ(c.get(ctx_, late.id).spec.v, 1);
+}
+
 }  // namespace
 }  // namespace beehive::test

@@ -176,23 +176,35 @@ void timed_commit(StoreWriterState& st) {
   st.cfg->queue->commit_took(st.last_commit);
 }
 
-/// Runs one write and its check; throws with nothing of it left in the transaction.
+/// Runs one write and its check (a create's before its INSERT); throws, leaving the
+/// caller to undo what the write did (see alone_atomic).
 WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
                  commit_record& rec) {
-  WriteOps ops(*st.cfg->writer, st.cfg->clock->now(), rec);
+  WriteOps::RowCheck checked;
+  if (check)
+    checked = [&check](const ObjectRow& row) {
+      try {
+        check(row);
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw Error(errc::decode, e.what());
+      } catch (...) {  // a migrator may throw anything; a caller's thread may be serving
+        throw Error(errc::decode, "decoding the written row threw a non-standard exception");
+      }
+    };
+  WriteOps ops(*st.cfg->writer, st.cfg->clock->now(), rec, check ? &checked : nullptr);
   auto reply = std::visit([&](const auto& r) { return run_op(ops, r); }, op);
-  if (check) {
-    try {
-      check(reply.row);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(errc::decode, e.what());
-    } catch (...) {  // a migrator may throw anything; a caller's thread may be serving
-      throw Error(errc::decode, "decoding the written row threw a non-standard exception");
-    }
-  }
+  if (check && !ops.checked()) checked(reply.row);
   return reply;
+}
+
+/// A create without an owner is checked, then written by one INSERT: SQLite undoes a
+/// failing statement by itself, so in a group it needs no savepoint of its own, whose
+/// copies of the pages it touches are a sizeable part of its cost.
+bool alone_atomic(const WriteOp& op) {
+  auto* c = std::get_if<create_request>(&op);
+  return c && !c->owner;
 }
 
 /// A GC pass that would find nothing takes no write transaction: an idle beehive's
@@ -447,21 +459,22 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group,
         continue;
       }
       commit_record one;
-      w.savepoint(1);
+      bool savepoint = !alone_atomic(item.op);
+      if (savepoint) w.savepoint(1);
       try {
         outcomes[i].reply = apply(st, item.op, item.check, one);
-        w.release(1);
+        if (savepoint) w.release(1);
         rec.append(std::move(one));
       } catch (const Error& e) {
         // The database may have rolled the whole transaction back (an I/O error, a
         // full disk): then the group fails as one, below, rather than the writes after
         // this one committing on their own.
         if (!w.in_transaction()) throw;
-        w.rollback_to(1);
+        if (savepoint) w.rollback_to(1);
         outcomes[i] = {std::nullopt, e.value(), e.message()};
       } catch (const std::exception& e) {
         if (!w.in_transaction()) throw;
-        w.rollback_to(1);
+        if (savepoint) w.rollback_to(1);
         outcomes[i] = {std::nullopt, errc::store, e.what()};
       }
     }

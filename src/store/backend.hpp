@@ -26,18 +26,6 @@ struct EventQuery;
 
 namespace beehive::store {
 
-/// A row to insert; the backend assigns the id.
-struct NewObject {
-  GroupKind gk;
-  std::optional<std::string> slug;
-  std::string spec;
-  int spec_version = 0;
-  std::vector<std::string> finalizers;
-  std::optional<ObjectID> owner;
-  std::int64_t resource_version = 0;
-  Time now{};
-};
-
 class Reader {
  public:
   virtual ~Reader() = default;
@@ -93,8 +81,13 @@ class Writer : public Reader {
 
   /// Allocates the next resource version (global, strictly increasing, never reused).
   virtual std::int64_t next_resource_version() = 0;
-  /// Throws already_exists when the slug is taken in the kind.
-  virtual ObjectID insert_object(const NewObject& o) = 0;
+  /// Allocates the id of the next object (strictly increasing, never one a removed
+  /// object had). Allocated before the INSERT, so that the whole row can be checked
+  /// before anything is written.
+  virtual ObjectID next_object_id() = 0;
+  /// One INSERT (and the owner edge, when there is an owner). Throws already_exists
+  /// when the slug is taken in the kind.
+  virtual void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) = 0;
   virtual void update_spec(ObjectID id, const std::string& spec, int spec_version,
                            std::int64_t generation, std::int64_t resource_version, Time now) = 0;
   virtual void request_deletion(ObjectID id, Time at, std::int64_t resource_version) = 0;

@@ -52,10 +52,13 @@ std::string sql_for(Query q) {
       return "UPDATE beehive_meta SET value = ?1 WHERE key = 'resource_version'";
     case Query::resource_version:
       return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
+    case Query::last_object_id:  // AUTOINCREMENT's own counter, or the rows (none yet)
+      return R"sql(SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'objects'), 0),
+                        coalesce((SELECT max(id) FROM objects), 0)))sql";
     case Query::insert_object:
-      return R"sql(INSERT INTO objects ("group", kind, slug, spec, spec_version, generation,
+      return R"sql(INSERT INTO objects (id, "group", kind, slug, spec, spec_version, generation,
              resource_version, finalizers, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?8))sql";
+             VALUES (?9, ?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?8))sql";
     case Query::update_spec:
       return "UPDATE objects SET spec = ?2, spec_version = ?3, generation = ?4, "
              "resource_version = ?5, updated_at = ?6 WHERE id = ?1";

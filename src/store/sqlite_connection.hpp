@@ -25,6 +25,7 @@ enum class Query : int {
   list,
   set_resource_version,
   resource_version,
+  last_object_id,
   insert_object,
   update_spec,
   request_deletion,

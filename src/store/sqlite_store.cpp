@@ -108,6 +108,7 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void begin() override {
     rv_.reset();  // another process may have written since
     rv_taken_ = false;
+    last_id_.reset();
     guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   }
   void commit() override {
@@ -145,21 +146,33 @@ class SqliteWriter : public ConnectionReader<Writer> {
     return ++*rv_;
   }
 
-  ObjectID insert_object(const NewObject& o) override {
-    return guarded([&] {
+  // Like resource versions: read once per transaction, counted here. An id allocated by
+  // a write that failed is skipped.
+  ObjectID next_object_id() override {
+    if (!last_id_) {
+      last_id_ = guarded([&] {
+        auto s = conn_.use(Query::last_object_id);
+        s->executeStep();
+        return s->getColumn(0).getInt64();
+      });
+    }
+    return ++*last_id_;
+  }
+
+  void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override {
+    guarded([&] {
       auto s = conn_.use(Query::insert_object);
-      s->bindNoCopy(1, o.gk.group);
-      s->bindNoCopy(2, o.gk.kind);
-      if (o.slug) s->bindNoCopy(3, *o.slug);
-      s->bindNoCopy(4, o.spec);
-      s->bind(5, o.spec_version);
-      s->bind(6, o.resource_version);
-      s->bind(7, nlohmann::json(o.finalizers).dump());
-      s->bind(8, to_millis(o.now));
+      s->bind(9, row.meta.id);
+      s->bindNoCopy(1, row.meta.group);
+      s->bindNoCopy(2, row.meta.kind);
+      if (row.meta.slug) s->bindNoCopy(3, *row.meta.slug);
+      s->bindNoCopy(4, row.spec);
+      s->bind(5, row.spec_version);
+      s->bind(6, row.meta.resource_version);
+      s->bind(7, nlohmann::json(row.meta.finalizers).dump());
+      s->bind(8, to_millis(row.meta.created_at));
       s->exec();
-      auto id = conn_.db().getLastInsertRowid();
-      if (o.owner) add_ref(id, "owned_by", *o.owner);
-      return id;
+      if (owner) add_ref(row.meta.id, "owned_by", *owner);
     });
   }
 
@@ -377,8 +390,9 @@ class SqliteWriter : public ConnectionReader<Writer> {
   std::chrono::milliseconds busy_timeout_;
   std::chrono::steady_clock::time_point busy_since_{};
   std::function<bool()> keep_waiting_;
-  std::optional<std::int64_t> rv_;  // the transaction's last resource version, once read
-  bool rv_taken_ = false;           // a version was taken: store it at commit
+  std::optional<std::int64_t> rv_;   // the transaction's last resource version, once read
+  std::optional<ObjectID> last_id_;  // the transaction's last object id, once read
+  bool rv_taken_ = false;            // a version was taken: store it at commit
 
   std::vector<ObjectID> ids(Query q) {
     return guarded([&] {

@@ -46,19 +46,23 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
     throw Error(errc::already_exists, to_string(gk) + " slug \"" + *slug + "\" is taken");
   if (owner && !w_.exists(*owner))
     throw Error(errc::not_found, "owner " + std::to_string(*owner) + " does not exist");
-  NewObject o{gk, slug, spec, spec_version, finalizers, owner, w_.next_resource_version(), now_};
-  // The row as the INSERT leaves it: no need to read it back.
+  // The row as the INSERT will leave it: checked before, never read back.
   ObjectRow row;
-  row.meta.id = w_.insert_object(o);
+  row.meta.id = w_.next_object_id();
   row.meta.group = gk.group;
   row.meta.kind = gk.kind;
-  row.meta.slug = std::move(o.slug);
+  row.meta.slug = slug;
   row.meta.generation = 1;
-  row.meta.resource_version = o.resource_version;
-  row.meta.finalizers = std::move(o.finalizers);
+  row.meta.resource_version = w_.next_resource_version();
+  row.meta.finalizers = finalizers;
   row.meta.created_at = row.meta.updated_at = from_millis(to_millis(now_));  // stored in ms
-  row.spec = std::move(o.spec);
+  row.spec = spec;
   row.spec_version = spec_version;
+  if (check_) {
+    (*check_)(row);
+    checked_ = true;
+  }
+  w_.insert_object(row, owner);
   rec_.changes.push_back({ChangeType::Added, row, object_change::created});
   return row;
 }

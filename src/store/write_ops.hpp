@@ -5,6 +5,7 @@
 // inside a transaction the caller opened, appends what it changed to `changes`, and
 // throws beehive::Error on failure (the caller rolls back).
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -20,9 +21,19 @@ namespace beehive::store {
 
 class WriteOps {
  public:
-  WriteOps(Writer& w, Time now, commit_record& rec) : w_(w), now_(now), rec_(rec) {}
+  /// Checks a row before it is written (see `create`); throws to refuse it.
+  using RowCheck = std::function<void(const ObjectRow&)>;
 
-  /// `owner` must exist (not_found); its edge is written with the row.
+  /// `check`, when given, must outlive the WriteOps.
+  WriteOps(Writer& w, Time now, commit_record& rec, const RowCheck* check = nullptr)
+      : w_(w), now_(now), rec_(rec), check_(check) {}
+
+  /// Whether `check` has seen the row this write returns (a create's, before its INSERT).
+  bool checked() const { return checked_; }
+
+  /// `owner` must exist (not_found); its edge is written with the row. The row is built
+  /// and checked first, then written by one INSERT (two with an owner): without an
+  /// owner, a create that fails leaves nothing, even outside a savepoint.
   ObjectRow create(const GroupKind& gk, const std::string& spec,
                    const std::optional<std::string>& slug,
                    const std::vector<std::string>& finalizers,
@@ -81,6 +92,8 @@ class WriteOps {
   Writer& w_;
   Time now_;
   commit_record& rec_;
+  const RowCheck* check_;
+  bool checked_ = false;
   std::unordered_set<ObjectID> woken_;  // released targets already woken by this write
 };
 
