@@ -417,8 +417,8 @@ std::vector<BlockingWritePtr> refill(StoreWriterState& st, std::size_t have) {
   return q.take();
 }
 
-/// Applies plain writes in one transaction, each in a savepoint so that a failing one
-/// rolls back alone; replies and publishes only after the commit. Plain writes that
+/// Applies plain writes in one transaction, each in a savepoint (or atomic alone) so that
+/// a failing one rolls back alone; replies and publishes only after the commit. Plain writes that
 /// arrive meanwhile join the group; anything else arriving is left in `rest`, in order.
 void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group,
                   std::vector<BlockingWritePtr>& rest) {
