@@ -258,52 +258,6 @@ struct RawDb {
   SQLite::Database db;
 };
 
-struct RawRow {
-  std::int64_t id = 0;
-  std::string group, kind;
-  std::optional<std::string> slug;
-  std::string spec;
-  int spec_version = 0;
-  std::optional<std::string> status;
-  int status_version = 0;
-  std::int64_t generation = 0;
-  std::optional<std::int64_t> observed_generation, observed_at;
-  std::int64_t resource_version = 0;
-  std::optional<std::int64_t> deletion_requested_at;
-  std::string finalizers;
-  std::int64_t created_at = 0, updated_at = 0;
-};
-
-std::optional<std::string> opt_text(const SQLite::Column& c) {
-  if (c.isNull()) return std::nullopt;
-  return c.getString();
-}
-std::optional<std::int64_t> opt_int(const SQLite::Column& c) {
-  if (c.isNull()) return std::nullopt;
-  return c.getInt64();
-}
-
-RawRow read_raw(SQLite::Statement& s) {
-  RawRow r;
-  r.id = s.getColumn(0).getInt64();
-  r.group = s.getColumn(1).getString();
-  r.kind = s.getColumn(2).getString();
-  r.slug = opt_text(s.getColumn(3));
-  r.spec = s.getColumn(4).getString();
-  r.spec_version = s.getColumn(5).getInt();
-  r.status = opt_text(s.getColumn(6));
-  r.status_version = s.getColumn(7).getInt();
-  r.generation = s.getColumn(8).getInt64();
-  r.observed_generation = opt_int(s.getColumn(9));
-  r.observed_at = opt_int(s.getColumn(10));
-  r.resource_version = s.getColumn(11).getInt64();
-  r.deletion_requested_at = opt_int(s.getColumn(12));
-  r.finalizers = s.getColumn(13).getString();
-  r.created_at = s.getColumn(14).getInt64();
-  r.updated_at = s.getColumn(15).getInt64();
-  return r;
-}
-
 std::int64_t scalar(const fs::path& file, const std::string& sql) {
   SQLite::Database db(file.string(), SQLite::OPEN_READONLY, kBusyTimeoutMs);
   return db.execAndGet(sql).getInt64();

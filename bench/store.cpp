@@ -48,6 +48,7 @@ using bench::DbFile;
 using bench::kBusyTimeoutMs;
 using bench::now_millis;
 using bench::RawSpecUpdate;
+using bench::read_raw;
 
 // --- sample types ------------------------------------------------------------------------
 
@@ -120,32 +121,6 @@ struct RawDb {
   SQLite::Database db;
 };
 
-// What a raw reader fills from one row.
-struct RawRow {
-  std::int64_t id = 0;
-  std::string group, kind;
-  std::optional<std::string> slug;
-  std::string spec;
-  int spec_version = 0;
-  std::optional<std::string> status;
-  int status_version = 0;
-  std::int64_t generation = 0;
-  std::optional<std::int64_t> observed_generation, observed_at;
-  std::int64_t resource_version = 0;
-  std::optional<std::int64_t> deletion_requested_at;
-  std::string finalizers;
-  std::int64_t created_at = 0, updated_at = 0;
-};
-
-std::optional<std::string> opt_text(const SQLite::Column& c) {
-  if (c.isNull()) return std::nullopt;
-  return c.getString();
-}
-std::optional<std::int64_t> opt_int(const SQLite::Column& c) {
-  if (c.isNull()) return std::nullopt;
-  return c.getInt64();
-}
-
 void set_rate(benchmark::State& state) {
   state.counters["items/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
@@ -198,23 +173,7 @@ void BM_RawPointSelect(benchmark::State& state, Synchronous sync) {
       state.SkipWithError("row not found");
       break;
     }
-    RawRow r;
-    r.id = sel.getColumn(0).getInt64();
-    r.group = sel.getColumn(1).getString();
-    r.kind = sel.getColumn(2).getString();
-    r.slug = opt_text(sel.getColumn(3));
-    r.spec = sel.getColumn(4).getString();
-    r.spec_version = sel.getColumn(5).getInt();
-    r.status = opt_text(sel.getColumn(6));
-    r.status_version = sel.getColumn(7).getInt();
-    r.generation = sel.getColumn(8).getInt64();
-    r.observed_generation = opt_int(sel.getColumn(9));
-    r.observed_at = opt_int(sel.getColumn(10));
-    r.resource_version = sel.getColumn(11).getInt64();
-    r.deletion_requested_at = opt_int(sel.getColumn(12));
-    r.finalizers = sel.getColumn(13).getString();
-    r.created_at = sel.getColumn(14).getInt64();
-    r.updated_at = sel.getColumn(15).getInt64();
+    auto r = read_raw(sel);
     sel.reset();
     benchmark::DoNotOptimize(r);
   }
