@@ -618,15 +618,16 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
   return replies;
 }
 
-/// Serves a request from an actor: now, or after the open session ends.
-template <class Reply, class Request>
-caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pick)(WriteReply&&)) {
+/// Answers an actor's request with `work`'s result or error: now, or after the open
+/// session ends (a read then sees the session's outcome, not its uncommitted writes).
+template <class Reply, class Work>
+caf::typed_response_promise<Reply> answer(Self self, Work work) {
   auto& st = self->state;
   ActorPen pen(st);
   auto rp = self->template make_response_promise<Reply>();
-  auto job = [&st, r, pick, rp]() mutable {
+  auto job = [work = std::move(work), rp]() mutable {
     try {
-      rp.deliver(pick(execute(st, WriteOp{r}, {})));
+      rp.deliver(work());
     } catch (const Error& e) {
       rp.deliver(make_error(e.value(), e.message()));
     } catch (const std::exception& e) {
@@ -640,27 +641,17 @@ caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pi
   return rp;
 }
 
-/// A read from an actor: served now, or after the open session (so that it sees the
-/// session's outcome, not its uncommitted writes).
+/// A write from an actor.
+template <class Reply, class Request>
+caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pick)(WriteReply&&)) {
+  return answer<Reply>(self,
+                       [&st = self->state, r, pick] { return pick(execute(st, WriteOp{r}, {})); });
+}
+
+/// A read from an actor, on the writer's connection.
 template <class Reply, class Request, class Fn>
 caf::typed_response_promise<Reply> serve_read(Self self, const Request& r, Fn fn) {
-  auto& st = self->state;
-  ActorPen pen(st);
-  auto rp = self->template make_response_promise<Reply>();
-  auto job = [&st, r, fn, rp]() mutable {
-    try {
-      rp.deliver(fn(*st.cfg->writer, r));
-    } catch (const Error& e) {
-      rp.deliver(make_error(e.value(), e.message()));
-    } catch (const std::exception& e) {
-      rp.deliver(make_error(errc::store, e.what()));
-    }
-  };
-  if (st.session)
-    st.deferred.push_back({std::move(job), true});
-  else
-    job();
-  return rp;
+  return answer<Reply>(self, [&st = self->state, r, fn] { return fn(*st.cfg->writer, r); });
 }
 
 ObjectRow require_kind(std::optional<ObjectRow> row, const GroupKind& gk, const std::string& what) {
@@ -747,23 +738,8 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const record_event_request& r) { return serve(self, r, pick_event); },
       [self](const collect_request& r) { return serve(self, r, pick_count); },
       [self](const transaction_request& t) {
-        auto& st = self->state;
-        ActorPen pen(st);
-        auto rp = self->make_response_promise<std::vector<caf::message>>();
-        auto job = [&st, t, rp]() mutable {
-          try {
-            rp.deliver(execute_all(st, t));
-          } catch (const Error& e) {
-            rp.deliver(make_error(e.value(), e.message()));
-          } catch (const std::exception& e) {
-            rp.deliver(make_error(errc::store, e.what()));
-          }
-        };
-        if (st.session)
-          st.deferred.push_back({std::move(job), true});
-        else
-          job();
-        return rp;
+        return answer<std::vector<caf::message>>(
+            self, [&st = self->state, t] { return execute_all(st, t); });
       },
       [self](const get_request& r) {
         return serve_read<ObjectRow>(self, r, [](store::Writer& w, const get_request& r) {
