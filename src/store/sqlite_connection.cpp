@@ -295,12 +295,7 @@ std::vector<ObjectRow> Connection::list(const GroupKind& gk, unsigned loads) {
       s->bind(2, gk.kind);
       while (s->step()) rows.push_back(s->row(session_));
     }
-    if (loads && !rows.empty()) {
-      std::vector<ObjectRow*> ptrs;
-      ptrs.reserve(rows.size());
-      for (auto& r : rows) ptrs.push_back(&r);
-      load(std::move(ptrs), loads);
-    }
+    load_all(rows, loads);
     return rows;
   });
 }
@@ -377,12 +372,7 @@ std::vector<ObjectRow> Connection::list_owned_objects(const GroupKind& gk, Objec
       s->bind(3, owner);
       while (s->step()) rows.push_back(s->row(session_));
     }
-    if (loads && !rows.empty()) {
-      std::vector<ObjectRow*> ptrs;
-      ptrs.reserve(rows.size());
-      for (auto& r : rows) ptrs.push_back(&r);
-      load(std::move(ptrs), loads);
-    }
+    load_all(rows, loads);
     return rows;
   });
 }
@@ -471,6 +461,14 @@ std::optional<Event> Connection::current_run(ObjectID id, const std::string& cat
     if (!s->executeStep()) return std::nullopt;
     return read_event(*s).event;
   });
+}
+
+void Connection::load_all(std::vector<ObjectRow>& rows, unsigned loads) {
+  if (!loads || rows.empty()) return;
+  std::vector<ObjectRow*> ptrs;
+  ptrs.reserve(rows.size());
+  for (auto& r : rows) ptrs.push_back(&r);
+  load(std::move(ptrs), loads);
 }
 
 void Connection::load(std::vector<ObjectRow*> rows, unsigned loads) {

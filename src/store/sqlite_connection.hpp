@@ -122,7 +122,9 @@ class Connection {
   /// Runs `fn` in one read snapshot when relations are loaded too.
   template <class Fn>
   auto snapshot(unsigned loads, Fn&& fn) -> decltype(fn());
+  /// Attaches the relations `loads` names to the rows.
   void load(std::vector<ObjectRow*> rows, unsigned loads);
+  void load_all(std::vector<ObjectRow>& rows, unsigned loads);
   std::vector<std::pair<ObjectID, Ref>> edges(Query q, const std::string& ids);
   std::vector<Event> recent_events(const std::string& ids);
   std::vector<event_run> query_events(ObjectID id, const detail::EventQuery& q);
