@@ -147,13 +147,8 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
   }
 }
 
-std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id,
-                                                 const EventQuery& q) {
-  ensure_running(ctx);
-  ctx.throw_if_done();
-  auto core = std::make_shared<EventCore>(ctx);
-  auto w = std::make_shared<EventStreamWatch>();
-  w->filter = {id, q.category, q.type, q.reason, q.since, q.limit, nullptr};
+template <class Watch, class Core>
+void Runtime::open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core) {
   w->core = core;
   w->subscription = next_subscription();
   std::weak_ptr<Runtime> weak = weak_from_this();
@@ -164,6 +159,16 @@ std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id
   auto ready = w->ready;
   caf::anon_send(hub(), std::move(w));
   ready->take(Context{});
+}
+
+std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id,
+                                                 const EventQuery& q) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto core = std::make_shared<EventCore>(ctx);
+  auto w = std::make_shared<EventStreamWatch>();
+  w->filter = {id, q.category, q.type, q.reason, q.since, q.limit, nullptr};
+  open_watch(std::move(w), core);
   return core;
 }
 
@@ -186,16 +191,7 @@ std::shared_ptr<ChangeCore> Runtime::watch(const Context& ctx, const GroupKind& 
   auto w = std::make_shared<StreamWatch>();
   w->gk = gk;
   w->id = id;
-  w->core = core;
-  w->subscription = next_subscription();
-  std::weak_ptr<Runtime> weak = weak_from_this();
-  core->set_on_end([weak, sub = w->subscription] {
-    if (auto rt = weak.lock())
-      if (auto h = rt->hub()) caf::anon_send(h, unsubscribe_atom::value, sub);
-  });
-  auto ready = w->ready;
-  caf::anon_send(hub(), std::move(w));
-  ready->take(Context{});  // the snapshot is in: every later commit arrives live
+  open_watch(std::move(w), core);
   return core;
 }
 

@@ -132,6 +132,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void sync_with_writer();
   /// The hub handle, safe from any thread.
   watch_hub_impl hub() const;
+  /// Hands `w` to the hub for `core` and returns once its snapshot is in (every later
+  /// commit arrives live); the stream unsubscribes when it ends.
+  template <class Watch, class Core>
+  void open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core);
   void kill_controllers();
   void stop_writer();
 
