@@ -93,7 +93,21 @@ class FaultTest : public ControllerTest {
 
 // --- failed writes -----------------------------------------------------------------------
 
-TEST_F(FaultTest, AFailedCommitThrowsStoreWithSqlitesMessageAndLeavesNothing) {
+// Under synchronous=FULL the writer's -wal appends reach the file as one write per
+// commit (src/store/wal_batch_vfs.hpp), so a failing append fails the commit at its sync;
+// the tests of failed appends run in both modes.
+class FaultSyncTest : public FaultTest, public ::testing::WithParamInterface<sqlite::Synchronous> {
+ protected:
+  void open() { FaultTest::open({.synchronous = GetParam()}); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Modes, FaultSyncTest,
+                         ::testing::Values(sqlite::Synchronous::normal, sqlite::Synchronous::full),
+                         [](const auto& info) {
+                           return info.param == sqlite::Synchronous::full ? "full" : "normal";
+                         });
+
+TEST_P(FaultSyncTest, AFailedCommitThrowsStoreWithSqlitesMessageAndLeavesNothing) {
   open();
   register_ready_controller();
   stop_ = bh_->start(ctx_);
@@ -124,6 +138,18 @@ TEST_F(FaultTest, AFailedCommitThrowsStoreWithSqlitesMessageAndLeavesNothing) {
   EXPECT_EQ(file_counts().refs, before.refs + 1);
 }
 
+TEST_F(FaultTest, UnderFullSyncACommitReachesTheWalInOneWrite) {
+  open({.synchronous = sqlite::Synchronous::full});
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});  // the WAL exists and the writer's statements are ready
+  const int writes = vfs_.calls(fault::Op::write), syncs = vfs_.calls(fault::Op::sync);
+  // Several pages (the row, the unsettled index, the resource version), one write.
+  w.update(ctx_, a.id, {"b", 2});
+  EXPECT_EQ(vfs_.calls(fault::Op::sync) - syncs, 1);
+  EXPECT_EQ(vfs_.calls(fault::Op::write) - writes, 1);
+  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "b");  // and a read connection sees it
+}
+
 TEST_F(FaultTest, AFailedSyncFailsTheWriteAndLeavesNothing) {
   open({.synchronous = sqlite::Synchronous::full});
   auto w = widgets();
@@ -138,7 +164,7 @@ TEST_F(FaultTest, AFailedSyncFailsTheWriteAndLeavesNothing) {
   EXPECT_EQ(w.get(ctx_, a.id).spec.color, "c");
 }
 
-TEST_F(FaultTest, AGroupCommitThatFailsTellsNoCallerItsWriteLanded) {
+TEST_P(FaultSyncTest, AGroupCommitThatFailsTellsNoCallerItsWriteLanded) {
   open();
   auto w = widgets();
   w.create(ctx_, {"warm", 0});

@@ -1,0 +1,253 @@
+#include "store/wal_batch_vfs.hpp"
+
+#include <sqlite3.h>
+
+#include <cstring>
+#include <vector>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store {
+
+namespace {
+
+// The most one write hands the wrapped VFS: SQLite's unix VFS writes at most 128 KiB - 1
+// bytes per call (it masks larger sizes), and a big transaction need not be held whole.
+constexpr std::size_t kMaxWrite = 120 * 1024;
+
+/// A file opened through the shim: its header, the wrapped VFS's file (allocated to the
+/// size that VFS asks for), and for a -wal file the appends not yet written.
+struct File {
+  sqlite3_file base;
+  sqlite3_file* real;
+  bool wal;
+  // A -wal file: appends held back, starting at offset `start`.
+  std::vector<char> held;
+  sqlite3_int64 start;
+};
+
+File* as_file(sqlite3_file* p) { return reinterpret_cast<File*>(p); }
+
+int flush(File* f) {
+  if (f->held.empty()) return SQLITE_OK;
+  int rc = f->real->pMethods->xWrite(f->real, f->held.data(), static_cast<int>(f->held.size()),
+                                     f->start);
+  f->held.clear();
+  return rc;
+}
+
+int x_close(sqlite3_file* p) {
+  auto* f = as_file(p);
+  int rc = flush(f);
+  int rc2 = f->real->pMethods->xClose(f->real);
+  sqlite3_free(f->real);
+  f->held.~vector();
+  return rc != SQLITE_OK ? rc : rc2;
+}
+
+int x_read(sqlite3_file* p, void* buf, int n, sqlite3_int64 off) {
+  auto* f = as_file(p);
+  if (int rc = flush(f)) return rc;
+  return f->real->pMethods->xRead(f->real, buf, n, off);
+}
+
+int x_write(sqlite3_file* p, const void* buf, int n, sqlite3_int64 off) {
+  auto* f = as_file(p);
+  if (!f->wal) return f->real->pMethods->xWrite(f->real, buf, n, off);
+  const auto* bytes = static_cast<const char*>(buf);
+  const auto end = f->start + static_cast<sqlite3_int64>(f->held.size());
+  if (!f->held.empty() && (off != end || f->held.size() + static_cast<std::size_t>(n) > kMaxWrite))
+    if (int rc = flush(f)) return rc;
+  if (static_cast<std::size_t>(n) > kMaxWrite)
+    return f->real->pMethods->xWrite(f->real, buf, n, off);
+  if (f->held.empty()) f->start = off;
+  f->held.insert(f->held.end(), bytes, bytes + n);
+  return SQLITE_OK;
+}
+
+int x_truncate(sqlite3_file* p, sqlite3_int64 size) {
+  auto* f = as_file(p);
+  if (int rc = flush(f)) return rc;
+  return f->real->pMethods->xTruncate(f->real, size);
+}
+
+int x_sync(sqlite3_file* p, int flags) {
+  auto* f = as_file(p);
+  if (int rc = flush(f)) return rc;
+  return f->real->pMethods->xSync(f->real, flags);
+}
+
+int x_file_size(sqlite3_file* p, sqlite3_int64* size) {
+  auto* f = as_file(p);
+  if (int rc = flush(f)) return rc;
+  return f->real->pMethods->xFileSize(f->real, size);
+}
+
+int x_lock(sqlite3_file* p, int lock) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xLock(f->real, lock);
+}
+int x_unlock(sqlite3_file* p, int lock) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xUnlock(f->real, lock);
+}
+int x_check_reserved_lock(sqlite3_file* p, int* out) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xCheckReservedLock(f->real, out);
+}
+int x_file_control(sqlite3_file* p, int op, void* arg) {
+  auto* f = as_file(p);
+  if (int rc = flush(f)) return rc;
+  return f->real->pMethods->xFileControl(f->real, op, arg);
+}
+int x_sector_size(sqlite3_file* p) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xSectorSize(f->real);
+}
+int x_device_characteristics(sqlite3_file* p) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xDeviceCharacteristics(f->real);
+}
+int x_shm_map(sqlite3_file* p, int pg, int pgsz, int extend, void volatile** out) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xShmMap(f->real, pg, pgsz, extend, out);
+}
+int x_shm_lock(sqlite3_file* p, int offset, int n, int flags) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xShmLock(f->real, offset, n, flags);
+}
+void x_shm_barrier(sqlite3_file* p) {
+  auto* f = as_file(p);
+  f->real->pMethods->xShmBarrier(f->real);
+}
+int x_shm_unmap(sqlite3_file* p, int del) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xShmUnmap(f->real, del);
+}
+int x_fetch(sqlite3_file* p, sqlite3_int64 off, int amt, void** out) {
+  auto* f = as_file(p);
+  if (int rc = flush(f)) return rc;
+  return f->real->pMethods->xFetch(f->real, off, amt, out);
+}
+int x_unfetch(sqlite3_file* p, sqlite3_int64 off, void* ptr) {
+  auto* f = as_file(p);
+  return f->real->pMethods->xUnfetch(f->real, off, ptr);
+}
+
+sqlite3_io_methods methods_for(int version) {
+  return {version,
+          x_close,
+          x_read,
+          x_write,
+          x_truncate,
+          x_sync,
+          x_file_size,
+          x_lock,
+          x_unlock,
+          x_check_reserved_lock,
+          x_file_control,
+          x_sector_size,
+          x_device_characteristics,
+          version >= 2 ? x_shm_map : nullptr,
+          version >= 2 ? x_shm_lock : nullptr,
+          version >= 2 ? x_shm_barrier : nullptr,
+          version >= 2 ? x_shm_unmap : nullptr,
+          version >= 3 ? x_fetch : nullptr,
+          version >= 3 ? x_unfetch : nullptr};
+}
+
+// The wrapped file's methods decide which of ours SQLite may call.
+const sqlite3_io_methods* io_methods(int version) {
+  static const sqlite3_io_methods v1 = methods_for(1), v2 = methods_for(2), v3 = methods_for(3);
+  return version >= 3 ? &v3 : version == 2 ? &v2 : &v1;
+}
+
+sqlite3_vfs* base() { return sqlite3_vfs_find(nullptr); }
+
+int x_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* p, int flags, int* out_flags) {
+  auto* f = as_file(p);
+  f->base.pMethods = nullptr;
+  sqlite3_vfs* b = base();
+  f->real = static_cast<sqlite3_file*>(sqlite3_malloc(b->szOsFile));
+  if (!f->real) return SQLITE_NOMEM;
+  std::memset(f->real, 0, static_cast<std::size_t>(b->szOsFile));
+  int rc = b->xOpen(b, name, f->real, flags, out_flags);
+  if (!f->real->pMethods) {
+    sqlite3_free(f->real);
+    return rc;
+  }
+  // SQLite calls xClose whenever pMethods is set, even after a failed open.
+  new (&f->held) std::vector<char>();
+  f->start = 0;
+  f->wal = (flags & SQLITE_OPEN_WAL) != 0;
+  f->base.pMethods = io_methods(f->real->pMethods->iVersion);
+  return rc;
+}
+
+int x_delete(sqlite3_vfs*, const char* name, int sync_dir) {
+  return base()->xDelete(base(), name, sync_dir);
+}
+int x_access(sqlite3_vfs*, const char* name, int flags, int* out) {
+  return base()->xAccess(base(), name, flags, out);
+}
+int x_full_pathname(sqlite3_vfs*, const char* name, int n, char* out) {
+  return base()->xFullPathname(base(), name, n, out);
+}
+void* x_dl_open(sqlite3_vfs*, const char* name) { return base()->xDlOpen(base(), name); }
+void x_dl_error(sqlite3_vfs*, int n, char* out) { base()->xDlError(base(), n, out); }
+void (*x_dl_sym(sqlite3_vfs*, void* h, const char* sym))(void) {
+  return base()->xDlSym(base(), h, sym);
+}
+void x_dl_close(sqlite3_vfs*, void* h) { base()->xDlClose(base(), h); }
+int x_randomness(sqlite3_vfs*, int n, char* out) { return base()->xRandomness(base(), n, out); }
+int x_sleep(sqlite3_vfs*, int us) { return base()->xSleep(base(), us); }
+int x_current_time(sqlite3_vfs*, double* out) { return base()->xCurrentTime(base(), out); }
+int x_get_last_error(sqlite3_vfs*, int n, char* out) {
+  return base()->xGetLastError(base(), n, out);
+}
+int x_current_time_int64(sqlite3_vfs*, sqlite3_int64* out) {
+  return base()->xCurrentTimeInt64(base(), out);
+}
+
+sqlite3_vfs make_vfs() {
+  sqlite3_initialize();
+  sqlite3_vfs* b = base();
+  if (!b) throw Error(errc::store, "no default SQLite VFS");
+  sqlite3_vfs v{};
+  v.iVersion = 2;  // up to xCurrentTimeInt64; no system-call overrides
+  v.szOsFile = static_cast<int>(sizeof(File));
+  v.mxPathname = b->mxPathname;
+  v.zName = "beehive-wal-batch";
+  v.xOpen = x_open;
+  v.xDelete = x_delete;
+  v.xAccess = x_access;
+  v.xFullPathname = x_full_pathname;
+  v.xDlOpen = x_dl_open;
+  v.xDlError = x_dl_error;
+  v.xDlSym = x_dl_sym;
+  v.xDlClose = x_dl_close;
+  v.xRandomness = x_randomness;
+  v.xSleep = x_sleep;
+  v.xCurrentTime = x_current_time;
+  v.xGetLastError = x_get_last_error;
+  v.xCurrentTimeInt64 = x_current_time_int64;
+  return v;
+}
+
+}  // namespace
+
+const char* wal_batch_vfs() {
+  static sqlite3_vfs vfs = [] {
+    sqlite3_vfs v = make_vfs();
+    return v;
+  }();
+  static const bool registered = [] {
+    if (sqlite3_vfs_register(&vfs, 0) != SQLITE_OK)
+      throw Error(errc::store, "cannot register the WAL batching VFS");
+    return true;
+  }();
+  (void)registered;
+  return vfs.zName;
+}
+
+}  // namespace beehive::store
