@@ -397,13 +397,17 @@ TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
   EXPECT_GE(made, 1);
   EXPECT_FALSE(has_slug(std::string("f").append(std::to_string(made))));  // the one that failed
 
-  // While it is full: every kind of write fails the same way, reads work.
-  EXPECT_ERRC_WITH(w.update(ctx_, x.id, {"y", 2}), errc::store, "database or disk is full");
-  EXPECT_ERRC_WITH(cc.set_condition(ctx_, x.id, {"Ready", ConditionStatus::True, "R", "m"}),
+  // While it is full: every kind of write that needs room fails the same way, reads
+  // work. (The failed create wrote part of its frames: a write small enough to fit in
+  // what it left would land, as on a real disk; these need many more pages.)
+  vfs_.set_free_space(0);
+  const std::string huge(64 * 1024, 'h');
+  EXPECT_ERRC_WITH(w.update(ctx_, x.id, {huge, 2}), errc::store, "database or disk is full");
+  EXPECT_ERRC_WITH(cc.set_condition(ctx_, x.id, {"Ready", ConditionStatus::True, "R", huge}),
                    errc::store, "database or disk is full");
   EXPECT_ERRC_WITH(cc.within(ctx_,
                              [&](const Context& tx) {
-                               w.create(tx, {"in", 1});
+                               w.create(tx, {huge, 1});
                              }),
                    errc::store, "database or disk is full");
   EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");

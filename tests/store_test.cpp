@@ -140,6 +140,26 @@ TEST(StoreTest, TwoBeehivesOnOneFileSeeEachOthersWrites) {
   EXPECT_ERRC(wb.create(ctx, {"red", 1}, with_slug("shared")), errc::already_exists);
 }
 
+TEST(StoreTest, WritersTakingTurnsOnOneFileNeverShareAnId) {
+  // Like two processes: each writer counts ids from memory within the block it
+  // reserved, and must notice the other's commits.
+  TempDir dir;
+  auto path = dir.file("turns.db");
+  Context ctx;
+  auto s1 = sqlite::open(path);
+  auto s2 = sqlite::open(path);
+  Beehive a(s1), b(s2);
+  Widgets wa(a, widget_kind), wb(b, widget_kind);
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(wa.create(ctx, {"a", i}).id);
+    if (i % 3 == 0) wa.remove(ctx, ids.back());
+    ids.push_back(wb.create(ctx, {"b", i}).id);
+    ids.push_back(wb.create(ctx, {"b", i}).id);
+  }
+  for (std::size_t i = 1; i < ids.size(); ++i) EXPECT_LT(ids[i - 1], ids[i]) << i;
+}
+
 TEST(StoreTest, ManyReadersShareFewConnections) {
   TempDir dir;
   auto store = sqlite::open(dir.file("pool.db"), {.read_connections = 1});

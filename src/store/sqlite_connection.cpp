@@ -53,9 +53,11 @@ std::string sql_for(Query q) {
       return "UPDATE beehive_meta SET value = ?1 WHERE key = 'resource_version'";
     case Query::resource_version:
       return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
-    case Query::last_object_id:  // AUTOINCREMENT's own counter, or the rows (none yet)
-      return R"sql(SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'objects'), 0),
-                        coalesce((SELECT max(id) FROM objects), 0)))sql";
+    case Query::last_object_id:  // AUTOINCREMENT's own counter, and the rows (none yet)
+      return R"sql(SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'objects'), 0),
+                        coalesce((SELECT max(id) FROM objects), 0))sql";
+    case Query::reserve_object_ids:
+      return "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'objects'";
     case Query::insert_object:
       return R"sql(INSERT INTO objects (id, "group", kind, slug, spec, spec_version, generation,
              resource_version, finalizers, created_at, updated_at)

@@ -26,6 +26,7 @@ enum class Query : int {
   set_resource_version,
   resource_version,
   last_object_id,
+  reserve_object_ids,
   insert_object,
   update_spec,
   request_deletion,

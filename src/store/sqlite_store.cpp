@@ -108,7 +108,7 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void begin() override {
     rv_.reset();  // another process may have written since
     rv_taken_ = false;
-    last_id_.reset();
+    ids_checked_ = false;
     guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   }
   void commit() override {
@@ -146,17 +146,40 @@ class SqliteWriter : public ConnectionReader<Writer> {
     return ++*rv_;
   }
 
-  // Like resource versions: read once per transaction, counted here. An id allocated by
-  // a write that failed is skipped.
+  // Counted here like resource versions; an id allocated by a write that failed is
+  // skipped.
+  //
+  // AUTOINCREMENT stores its counter (a page of its own) whenever a row's id exceeds it,
+  // which would be every transaction that creates: the counter is raised a block of ids
+  // ahead instead, so that most commits leave its page alone. It stays at or above every
+  // id ever committed, so ids are never reused. Within the block the count goes on from
+  // memory, checked once per transaction against the file: when the counter is not the
+  // one this writer left (another process, or a rolled-back reservation), counting
+  // resumes after it, as it does after a restart (skipping what was reserved, unused).
   ObjectID next_object_id() override {
-    if (!last_id_) {
-      last_id_ = guarded([&] {
+    if (!ids_checked_) {
+      guarded([&] {
         auto s = conn_.use(Query::last_object_id);
         s->executeStep();
-        return s->getColumn(0).getInt64();
+        auto counter = s->getColumn(0).getInt64(), max_id = s->getColumn(1).getInt64();
+        if (counter != id_ceiling_ || max_id > last_id_) {
+          id_ceiling_ = counter;
+          last_id_ = std::max(counter, max_id);
+        }
+      });
+      ids_checked_ = true;
+    }
+    ++last_id_;
+    // No counter row until the first object is inserted: AUTOINCREMENT writes that one.
+    if (last_id_ > id_ceiling_ && id_ceiling_ > 0) {
+      id_ceiling_ = last_id_ + kReservedIds - 1;
+      guarded([&] {
+        auto s = conn_.use(Query::reserve_object_ids);
+        s->bind(1, id_ceiling_);
+        s->exec();
       });
     }
-    return ++*last_id_;
+    return last_id_;
   }
 
   void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override {
@@ -390,9 +413,12 @@ class SqliteWriter : public ConnectionReader<Writer> {
   std::chrono::milliseconds busy_timeout_;
   std::chrono::steady_clock::time_point busy_since_{};
   std::function<bool()> keep_waiting_;
-  std::optional<std::int64_t> rv_;   // the transaction's last resource version, once read
-  std::optional<ObjectID> last_id_;  // the transaction's last object id, once read
-  bool rv_taken_ = false;            // a version was taken: store it at commit
+  std::optional<std::int64_t> rv_;  // the transaction's last resource version, once read
+  bool ids_checked_ = false;        // this transaction has compared the id counter with the file
+  ObjectID last_id_ = 0;            // the last object id this writer allocated
+  ObjectID id_ceiling_ = -1;        // the id counter as this writer left it (-1: not read yet)
+  static constexpr ObjectID kReservedIds = 1024;
+  bool rv_taken_ = false;  // a version was taken: store it at commit
 
   std::vector<ObjectID> ids(Query q) {
     return guarded([&] {
