@@ -93,9 +93,9 @@ class FaultTest : public ControllerTest {
 
 // --- failed writes -----------------------------------------------------------------------
 
-// Under synchronous=FULL the writer's -wal appends reach the file as one write per
-// commit (src/store/wal_batch_vfs.hpp), so a failing append fails the commit at its sync;
-// the tests of failed appends run in both modes.
+// The writer's -wal appends reach the file as one write per commit
+// (src/store/wal_batch_vfs.hpp), in both synchronous modes: the tests of failed appends
+// run in both.
 class FaultSyncTest : public FaultTest, public ::testing::WithParamInterface<sqlite::Synchronous> {
  protected:
   void open() { FaultTest::open({.synchronous = GetParam()}); }
@@ -106,6 +106,18 @@ INSTANTIATE_TEST_SUITE_P(Modes, FaultSyncTest,
                          [](const auto& info) {
                            return info.param == sqlite::Synchronous::full ? "full" : "normal";
                          });
+
+TEST_P(FaultSyncTest, ACommitReachesTheWalInOneWrite) {
+  open();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});  // the WAL exists and the writer's statements are ready
+  const int writes = vfs_.calls(fault::Op::write), syncs = vfs_.calls(fault::Op::sync);
+  // Several pages (the row, the unsettled index, the resource version), one write.
+  w.update(ctx_, a.id, {"b", 2});
+  EXPECT_EQ(vfs_.calls(fault::Op::write) - writes, 1);
+  EXPECT_EQ(vfs_.calls(fault::Op::sync) - syncs, GetParam() == sqlite::Synchronous::full ? 1 : 0);
+  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "b");  // and a read connection sees it
+}
 
 TEST_P(FaultSyncTest, AFailedCommitThrowsStoreWithSqlitesMessageAndLeavesNothing) {
   open();
@@ -136,18 +148,6 @@ TEST_P(FaultSyncTest, AFailedCommitThrowsStoreWithSqlitesMessageAndLeavesNothing
   EXPECT_EQ(w.list_owned(ctx_, owner.id).size(), 1u);
   EXPECT_TRUE(becomes_ready(child.id));
   EXPECT_EQ(file_counts().refs, before.refs + 1);
-}
-
-TEST_F(FaultTest, UnderFullSyncACommitReachesTheWalInOneWrite) {
-  open({.synchronous = sqlite::Synchronous::full});
-  auto w = widgets();
-  auto a = w.create(ctx_, {"a", 1});  // the WAL exists and the writer's statements are ready
-  const int writes = vfs_.calls(fault::Op::write), syncs = vfs_.calls(fault::Op::sync);
-  // Several pages (the row, the unsettled index, the resource version), one write.
-  w.update(ctx_, a.id, {"b", 2});
-  EXPECT_EQ(vfs_.calls(fault::Op::sync) - syncs, 1);
-  EXPECT_EQ(vfs_.calls(fault::Op::write) - writes, 1);
-  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "b");  // and a read connection sees it
 }
 
 TEST_F(FaultTest, AFailedSyncFailsTheWriteAndLeavesNothing) {

@@ -201,8 +201,7 @@ Connection::Connection(const std::filesystem::path& file, bool read_only,
     : db_(file.string(),
           SQLITE_OPEN_NOMUTEX |
               (read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)),
-          static_cast<int>(opts.busy_timeout.count()),
-          !read_only && opts.synchronous == sqlite::Synchronous::full ? wal_batch_vfs() : ""),
+          static_cast<int>(opts.busy_timeout.count()), read_only ? "" : wal_batch_vfs()),
       session_(session) {
   if (!read_only) {
     db_.exec("PRAGMA journal_mode = WAL");

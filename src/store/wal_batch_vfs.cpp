@@ -24,6 +24,10 @@ struct File {
   // A -wal file: appends held back, starting at offset `start`.
   std::vector<char> held;
   sqlite3_int64 start;
+  // The last write was a frame header: the next one is its page. `commit`: the header
+  // marks the last frame of a commit, whose page must reach the file at once.
+  bool page_next;
+  bool commit;
 };
 
 File* as_file(sqlite3_file* p) { return reinterpret_cast<File*>(p); }
@@ -51,18 +55,28 @@ int x_read(sqlite3_file* p, void* buf, int n, sqlite3_int64 off) {
   return f->real->pMethods->xRead(f->real, buf, n, off);
 }
 
+// What is held: a frame's header, the page written after it, the WAL header at offset 0.
+// A header whose bytes 4-7 (the database size) are not zero is a commit's last frame.
+constexpr int kFrameHeader = 24, kWalHeader = 32;
+
+bool commit_frame(const unsigned char* h) { return (h[4] | h[5] | h[6] | h[7]) != 0; }
+
 int x_write(sqlite3_file* p, const void* buf, int n, sqlite3_int64 off) {
   auto* f = as_file(p);
   if (!f->wal) return f->real->pMethods->xWrite(f->real, buf, n, off);
   const auto* bytes = static_cast<const char*>(buf);
+  const bool page = f->page_next, last = page && f->commit;
+  f->page_next = n == kFrameHeader;
+  f->commit = f->page_next && commit_frame(reinterpret_cast<const unsigned char*>(bytes));
+  const bool holdable = f->page_next || page || (n == kWalHeader && off == 0);
   const auto end = f->start + static_cast<sqlite3_int64>(f->held.size());
-  if (!f->held.empty() && (off != end || f->held.size() + static_cast<std::size_t>(n) > kMaxWrite))
+  if (!f->held.empty() &&
+      (!holdable || off != end || f->held.size() + static_cast<std::size_t>(n) > kMaxWrite))
     if (int rc = flush(f)) return rc;
-  if (static_cast<std::size_t>(n) > kMaxWrite)
-    return f->real->pMethods->xWrite(f->real, buf, n, off);
+  if (!holdable) return f->real->pMethods->xWrite(f->real, buf, n, off);
   if (f->held.empty()) f->start = off;
   f->held.insert(f->held.end(), bytes, bytes + n);
-  return SQLITE_OK;
+  return last ? flush(f) : SQLITE_OK;
 }
 
 int x_truncate(sqlite3_file* p, sqlite3_int64 size) {
@@ -179,6 +193,7 @@ int x_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* p, int flags, int*
   // SQLite calls xClose whenever pMethods is set, even after a failed open.
   new (&f->held) std::vector<char>();
   f->start = 0;
+  f->page_next = f->commit = false;
   f->wal = (flags & SQLITE_OPEN_WAL) != 0;
   f->base.pMethods = io_methods(f->real->pMethods->iVersion);
   return rc;
