@@ -1,5 +1,7 @@
 #include "store/fault_vfs.hpp"
 
+#include "store/vfs_shim.hpp"
+
 #include <sqlite3.h>
 
 #include <array>
@@ -40,10 +42,9 @@ State& state() {
 sqlite3_vfs* base_vfs = nullptr;  // the default VFS the shim wraps
 sqlite3_vfs shim_vfs{};
 
-/// A file as the shim opens it: its own header, then the real file of the wrapped VFS.
-struct File {
-  sqlite3_file base;
-  sqlite3_file* real;
+/// A file as the shim opens it: its own header, then the real file of the wrapped VFS
+/// (allocated right after this struct).
+struct File : shim::FileHead {
   unsigned kind;  // one of files::*
   bool poisoned;
 };
@@ -151,51 +152,6 @@ int x_sync(sqlite3_file* p, int flags) {
   return f->real->pMethods->xSync(f->real, flags);
 }
 
-// The rest pass through.
-int x_file_size(sqlite3_file* p, sqlite3_int64* size) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xFileSize(f->real, size);
-}
-int x_lock(sqlite3_file* p, int lock) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xLock(f->real, lock);
-}
-int x_unlock(sqlite3_file* p, int lock) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xUnlock(f->real, lock);
-}
-int x_check_reserved_lock(sqlite3_file* p, int* out) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xCheckReservedLock(f->real, out);
-}
-int x_file_control(sqlite3_file* p, int op, void* arg) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xFileControl(f->real, op, arg);
-}
-int x_sector_size(sqlite3_file* p) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xSectorSize(f->real);
-}
-int x_device_characteristics(sqlite3_file* p) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xDeviceCharacteristics(f->real);
-}
-int x_shm_map(sqlite3_file* p, int pg, int pgsz, int extend, void volatile** out) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xShmMap(f->real, pg, pgsz, extend, out);
-}
-int x_shm_lock(sqlite3_file* p, int offset, int n, int flags) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xShmLock(f->real, offset, n, flags);
-}
-void x_shm_barrier(sqlite3_file* p) {
-  auto* f = as_file(p);
-  f->real->pMethods->xShmBarrier(f->real);
-}
-int x_shm_unmap(sqlite3_file* p, int del) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xShmUnmap(f->real, del);
-}
 int x_fetch(sqlite3_file* p, sqlite3_int64 off, int amt, void** out) {
   // No memory-mapped reads: every page goes through xRead, where faults are injected.
   (void)p;
@@ -218,17 +174,17 @@ const sqlite3_io_methods io_methods = {
     x_write,
     x_truncate,
     x_sync,
-    x_file_size,
-    x_lock,
-    x_unlock,
-    x_check_reserved_lock,
-    x_file_control,
-    x_sector_size,
-    x_device_characteristics,
-    x_shm_map,
-    x_shm_lock,
-    x_shm_barrier,
-    x_shm_unmap,
+    shim::file_size,
+    shim::lock,
+    shim::unlock,
+    shim::check_reserved_lock,
+    shim::file_control,
+    shim::sector_size,
+    shim::device_characteristics,
+    shim::shm_map,
+    shim::shm_lock,
+    shim::shm_barrier,
+    shim::shm_unmap,
     x_fetch,
     x_unfetch,
 };
@@ -246,53 +202,14 @@ int x_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* p, int flags, int*
   return rc;
 }
 
-int x_delete(sqlite3_vfs*, const char* name, int sync_dir) {
-  return base_vfs->xDelete(base_vfs, name, sync_dir);
-}
-int x_access(sqlite3_vfs*, const char* name, int flags, int* out) {
-  return base_vfs->xAccess(base_vfs, name, flags, out);
-}
-int x_full_pathname(sqlite3_vfs*, const char* name, int n, char* out) {
-  return base_vfs->xFullPathname(base_vfs, name, n, out);
-}
-void* x_dl_open(sqlite3_vfs*, const char* name) { return base_vfs->xDlOpen(base_vfs, name); }
-void x_dl_error(sqlite3_vfs*, int n, char* out) { base_vfs->xDlError(base_vfs, n, out); }
-void (*x_dl_sym(sqlite3_vfs*, void* h, const char* sym))(void) {
-  return base_vfs->xDlSym(base_vfs, h, sym);
-}
-void x_dl_close(sqlite3_vfs*, void* h) { base_vfs->xDlClose(base_vfs, h); }
-int x_randomness(sqlite3_vfs*, int n, char* out) { return base_vfs->xRandomness(base_vfs, n, out); }
-int x_sleep(sqlite3_vfs*, int us) { return base_vfs->xSleep(base_vfs, us); }
-int x_current_time(sqlite3_vfs*, double* out) { return base_vfs->xCurrentTime(base_vfs, out); }
-int x_get_last_error(sqlite3_vfs*, int n, char* out) {
-  return base_vfs->xGetLastError(base_vfs, n, out);
-}
-int x_current_time_int64(sqlite3_vfs*, sqlite3_int64* out) {
-  return base_vfs->xCurrentTimeInt64(base_vfs, out);
-}
-
 /// Builds the shim over the current default VFS, once.
 void build_shim() {
   if (base_vfs) return;
   base_vfs = sqlite3_vfs_find(nullptr);
   if (!base_vfs) throw Error(errc::store, "no default SQLite VFS");
-  shim_vfs.iVersion = 2;  // up to xCurrentTimeInt64; no system-call overrides
+  shim_vfs = shim::forwarding_vfs("beehive-fault", [] { return base_vfs; });
   shim_vfs.szOsFile = static_cast<int>(sizeof(File)) + base_vfs->szOsFile;
-  shim_vfs.mxPathname = base_vfs->mxPathname;
-  shim_vfs.zName = "beehive-fault";
   shim_vfs.xOpen = x_open;
-  shim_vfs.xDelete = x_delete;
-  shim_vfs.xAccess = x_access;
-  shim_vfs.xFullPathname = x_full_pathname;
-  shim_vfs.xDlOpen = x_dl_open;
-  shim_vfs.xDlError = x_dl_error;
-  shim_vfs.xDlSym = x_dl_sym;
-  shim_vfs.xDlClose = x_dl_close;
-  shim_vfs.xRandomness = x_randomness;
-  shim_vfs.xSleep = x_sleep;
-  shim_vfs.xCurrentTime = x_current_time;
-  shim_vfs.xGetLastError = x_get_last_error;
-  shim_vfs.xCurrentTimeInt64 = x_current_time_int64;
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "store/wal_batch_vfs.hpp"
 
+#include "store/vfs_shim.hpp"
+
 #include <sqlite3.h>
 
 #include <cstring>
@@ -17,9 +19,7 @@ constexpr std::size_t kMaxWrite = 120 * 1024;
 
 /// A file opened through the shim: its header, the wrapped VFS's file (allocated to the
 /// size that VFS asks for), and for a -wal file the appends not yet written.
-struct File {
-  sqlite3_file base;
-  sqlite3_file* real;
+struct File : shim::FileHead {
   bool wal;
   // A -wal file: appends held back, starting at offset `start`.
   std::vector<char> held;
@@ -97,46 +97,10 @@ int x_file_size(sqlite3_file* p, sqlite3_int64* size) {
   return f->real->pMethods->xFileSize(f->real, size);
 }
 
-int x_lock(sqlite3_file* p, int lock) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xLock(f->real, lock);
-}
-int x_unlock(sqlite3_file* p, int lock) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xUnlock(f->real, lock);
-}
-int x_check_reserved_lock(sqlite3_file* p, int* out) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xCheckReservedLock(f->real, out);
-}
 int x_file_control(sqlite3_file* p, int op, void* arg) {
   auto* f = as_file(p);
   if (int rc = flush(f)) return rc;
   return f->real->pMethods->xFileControl(f->real, op, arg);
-}
-int x_sector_size(sqlite3_file* p) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xSectorSize(f->real);
-}
-int x_device_characteristics(sqlite3_file* p) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xDeviceCharacteristics(f->real);
-}
-int x_shm_map(sqlite3_file* p, int pg, int pgsz, int extend, void volatile** out) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xShmMap(f->real, pg, pgsz, extend, out);
-}
-int x_shm_lock(sqlite3_file* p, int offset, int n, int flags) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xShmLock(f->real, offset, n, flags);
-}
-void x_shm_barrier(sqlite3_file* p) {
-  auto* f = as_file(p);
-  f->real->pMethods->xShmBarrier(f->real);
-}
-int x_shm_unmap(sqlite3_file* p, int del) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xShmUnmap(f->real, del);
 }
 int x_fetch(sqlite3_file* p, sqlite3_int64 off, int amt, void** out) {
   auto* f = as_file(p);
@@ -156,16 +120,16 @@ sqlite3_io_methods methods_for(int version) {
           x_truncate,
           x_sync,
           x_file_size,
-          x_lock,
-          x_unlock,
-          x_check_reserved_lock,
+          shim::lock,
+          shim::unlock,
+          shim::check_reserved_lock,
           x_file_control,
-          x_sector_size,
-          x_device_characteristics,
-          version >= 2 ? x_shm_map : nullptr,
-          version >= 2 ? x_shm_lock : nullptr,
-          version >= 2 ? x_shm_barrier : nullptr,
-          version >= 2 ? x_shm_unmap : nullptr,
+          shim::sector_size,
+          shim::device_characteristics,
+          version >= 2 ? shim::shm_map : nullptr,
+          version >= 2 ? shim::shm_lock : nullptr,
+          version >= 2 ? shim::shm_barrier : nullptr,
+          version >= 2 ? shim::shm_unmap : nullptr,
           version >= 3 ? x_fetch : nullptr,
           version >= 3 ? x_unfetch : nullptr};
 }
@@ -199,53 +163,12 @@ int x_open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* p, int flags, int*
   return rc;
 }
 
-int x_delete(sqlite3_vfs*, const char* name, int sync_dir) {
-  return base()->xDelete(base(), name, sync_dir);
-}
-int x_access(sqlite3_vfs*, const char* name, int flags, int* out) {
-  return base()->xAccess(base(), name, flags, out);
-}
-int x_full_pathname(sqlite3_vfs*, const char* name, int n, char* out) {
-  return base()->xFullPathname(base(), name, n, out);
-}
-void* x_dl_open(sqlite3_vfs*, const char* name) { return base()->xDlOpen(base(), name); }
-void x_dl_error(sqlite3_vfs*, int n, char* out) { base()->xDlError(base(), n, out); }
-void (*x_dl_sym(sqlite3_vfs*, void* h, const char* sym))(void) {
-  return base()->xDlSym(base(), h, sym);
-}
-void x_dl_close(sqlite3_vfs*, void* h) { base()->xDlClose(base(), h); }
-int x_randomness(sqlite3_vfs*, int n, char* out) { return base()->xRandomness(base(), n, out); }
-int x_sleep(sqlite3_vfs*, int us) { return base()->xSleep(base(), us); }
-int x_current_time(sqlite3_vfs*, double* out) { return base()->xCurrentTime(base(), out); }
-int x_get_last_error(sqlite3_vfs*, int n, char* out) {
-  return base()->xGetLastError(base(), n, out);
-}
-int x_current_time_int64(sqlite3_vfs*, sqlite3_int64* out) {
-  return base()->xCurrentTimeInt64(base(), out);
-}
-
 sqlite3_vfs make_vfs() {
   sqlite3_initialize();
-  sqlite3_vfs* b = base();
-  if (!b) throw Error(errc::store, "no default SQLite VFS");
-  sqlite3_vfs v{};
-  v.iVersion = 2;  // up to xCurrentTimeInt64; no system-call overrides
+  if (!base()) throw Error(errc::store, "no default SQLite VFS");
+  sqlite3_vfs v = shim::forwarding_vfs("beehive-wal-batch", base);
   v.szOsFile = static_cast<int>(sizeof(File));
-  v.mxPathname = b->mxPathname;
-  v.zName = "beehive-wal-batch";
   v.xOpen = x_open;
-  v.xDelete = x_delete;
-  v.xAccess = x_access;
-  v.xFullPathname = x_full_pathname;
-  v.xDlOpen = x_dl_open;
-  v.xDlError = x_dl_error;
-  v.xDlSym = x_dl_sym;
-  v.xDlClose = x_dl_close;
-  v.xRandomness = x_randomness;
-  v.xSleep = x_sleep;
-  v.xCurrentTime = x_current_time;
-  v.xGetLastError = x_get_last_error;
-  v.xCurrentTimeInt64 = x_current_time_int64;
   return v;
 }
 
