@@ -140,9 +140,9 @@ TEST(StoreTest, TwoBeehivesOnOneFileSeeEachOthersWrites) {
   EXPECT_ERRC(wb.create(ctx, {"red", 1}, with_slug("shared")), errc::already_exists);
 }
 
-TEST(StoreTest, WritersTakingTurnsOnOneFileNeverShareAnId) {
-  // Like two processes: each writer counts ids from memory within the block it
-  // reserved, and must notice the other's commits.
+TEST(StoreTest, WritersTakingTurnsOnOneFileNeverShareAnIdOrAVersion) {
+  // Like two processes: each writer counts ids and resource versions from memory, and
+  // must notice the other's commits.
   TempDir dir;
   auto path = dir.file("turns.db");
   Context ctx;
@@ -151,13 +151,22 @@ TEST(StoreTest, WritersTakingTurnsOnOneFileNeverShareAnId) {
   Beehive a(s1), b(s2);
   Widgets wa(a, widget_kind), wb(b, widget_kind);
   std::vector<ObjectID> ids;
+  std::vector<std::int64_t> rvs;
+  auto made = [&](const auto& o) {
+    ids.push_back(o.id);
+    rvs.push_back(o.resource_version);
+  };
   for (int i = 0; i < 20; ++i) {
-    ids.push_back(wa.create(ctx, {"a", i}).id);
+    made(wa.create(ctx, {"a", i}));
     if (i % 3 == 0) wa.remove(ctx, ids.back());
-    ids.push_back(wb.create(ctx, {"b", i}).id);
-    ids.push_back(wb.create(ctx, {"b", i}).id);
+    made(wb.create(ctx, {"b", i}));
+    made(wb.update(ctx, ids.back(), {"b", i + 100}));
+    made(wb.create(ctx, {"b", i}));
   }
-  for (std::size_t i = 1; i < ids.size(); ++i) EXPECT_LT(ids[i - 1], ids[i]) << i;
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    EXPECT_LE(ids[i - 1], ids[i]) << i;  // an update repeats its object's id
+    EXPECT_LT(rvs[i - 1], rvs[i]) << i;
+  }
 }
 
 TEST(StoreTest, ManyReadersShareFewConnections) {
