@@ -4,14 +4,15 @@
     python3 bench/ratios.py                      # bench_store: beehive / raw SQLite
     python3 bench/ratios.py --suite watch        # bench_watch: ratios to 0 watchers
     python3 bench/ratios.py --suite all          # store, controller, watch, relations,
-                                                 # events, perf
+                                                 # events, perf, commit
     python3 bench/ratios.py --repetitions 5      # more repetitions (default 3, watch 7)
     python3 bench/ratios.py --json out.json      # only read an earlier JSON result
     python3 bench/ratios.py -- --benchmark_filter=Get   # extra args for the binary
 
 Suites: store (bench/store.cpp), controller (bench/controller.cpp), watch
-(bench/watch.cpp), relations (bench/relations.cpp). Every ratio divides two medians
-measured in the same run. The binary's own console output is shown while it runs; the
+(bench/watch.cpp), relations (bench/relations.cpp), events (bench/events.cpp), perf
+(bench/perf.cpp, all but group commit) and commit (bench/perf.cpp's group commit cases,
+repeated). Every ratio divides two medians measured in the same run. The binary's own console output is shown while it runs; the
 JSON result is kept in build/default/bench_<suite>.json (or --out). Standard library
 only.
 """
@@ -243,6 +244,28 @@ def relations_table(res):
     return "\n".join(lines)
 
 
+def commit_table(res):
+    """Group commit: each case's median rows/s over the median of raw single-row FULL
+    commits, both from the same interleaved repetitions (a single run's ratio moves by
+    ±10% on a small VM, mostly with the baseline)."""
+    base = res.get("BM_RawFullCommit/batch:1", {}).get("rows/s")
+    lines = ["| case | rows/s (median) | ÷ raw single-row commits | rows per commit | "
+             "CPU µs per row | cv |", "|---|---:|---:|---:|---:|---:|"]
+    for name, e in sorted(res.items()):
+        rate = e.get("rows/s")
+        if rate is None:
+            continue
+        ratio = f"{rate / base:.2f}x" if base else "-"
+        per_commit = e.get("rows/commit")
+        cpu = e.get("cpu_us/row")
+        if per_commit is None and "batch:" in name:  # a raw case: one commit per op
+            per_commit = float(name.split("batch:")[1].split("/")[0])
+            cpu = e.get("cpu_us/op", 0) / per_commit
+        lines.append(f"| {name} | {rate:,.0f} | {ratio} | {_num(per_commit, '.2f')} | "
+                     f"{_num(cpu, '.1f')} | {_cv(e)} |")
+    return "\n".join(lines)
+
+
 def counters_table(res):
     """Every case with its time and counters; ratios (x_*) first. For bench_perf and
     bench_events, whose cases carry their ratios as counters."""
@@ -266,8 +289,12 @@ SUITE_TABLES = {
     "relations": relations_table,
     "events": counters_table,
     "perf": counters_table,
+    "commit": commit_table,
 }
-SUITES = ["store", "controller", "watch", "relations", "events", "perf"]
+SUITES = ["store", "controller", "watch", "relations", "events", "perf", "commit"]
+# The binary a suite runs, when it is not bench_<suite>.
+SUITE_BINARY = {"commit": "perf"}
+GROUP_COMMIT = "FullCommit|GroupCommit"
 # Per-suite defaults: repetitions, and arguments put before the ones given after --.
 # Random interleaving runs the repetitions of all cases in a shuffled order, so that a
 # slow drift of the machine (or a short disturbance) spreads over every case instead of
@@ -279,7 +306,10 @@ SUITE_DEFAULTS = {
     "relations": (3, ["--benchmark_enable_random_interleaving=true"]),
     "events": (3, []),
     # The scale and idle cases run long: one repetition; ratios come from the same run.
-    "perf": (1, []),
+    "perf": (1, [f"--benchmark_filter=-{GROUP_COMMIT}"]),
+    # Short but noisy: medians of interleaved repetitions.
+    "commit": (7, [f"--benchmark_filter={GROUP_COMMIT}",
+                   "--benchmark_enable_random_interleaving=true"]),
 }
 
 
@@ -329,7 +359,8 @@ def main():
     for suite in suites:
         path = args.json
         if not path:
-            binary = args.binary or os.path.join(ROOT, f"build/default/bench_{suite}")
+            binary = args.binary or os.path.join(
+                ROOT, f"build/default/bench_{SUITE_BINARY.get(suite, suite)}")
             path = args.out or os.path.join(ROOT, f"build/default/bench_{suite}.json")
             if not os.access(binary, os.X_OK):
                 sys.exit(f"{binary} not found: build first "
