@@ -46,8 +46,8 @@ TEST_P(WalBatchTest, ASpecLargerThanOneWriteIsStoredWhole) {
 
 TEST_P(WalBatchTest, ATransactionThatOutgrowsThePageCacheIsStoredWhole) {
   // Far more pages than SQLite's page cache holds (2 MiB by default), each written
-  // twice: SQLite spills pages to the WAL mid-transaction, rewrites spilled frames in
-  // place and reads them back before the commit.
+  // twice: SQLite spills pages to the WAL mid-transaction and reads them back (thousands
+  // of reads find appends still held) before the commit.
   auto cc = register_widgets();
   auto w = widgets();
   constexpr int kObjects = 150;

@@ -25,6 +25,9 @@ int shm_lock(sqlite3_file* p, int offset, int n, int flags) {
 }
 void shm_barrier(sqlite3_file* p) { real(p)->pMethods->xShmBarrier(real(p)); }
 int shm_unmap(sqlite3_file* p, int del) { return real(p)->pMethods->xShmUnmap(real(p), del); }
+int unfetch(sqlite3_file* p, sqlite3_int64 off, void* ptr) {
+  return real(p)->pMethods->xUnfetch(real(p), off, ptr);
+}
 
 namespace {
 

@@ -29,6 +29,7 @@ int shm_map(sqlite3_file* p, int pg, int pgsz, int extend, void volatile** out);
 int shm_lock(sqlite3_file* p, int offset, int n, int flags);
 void shm_barrier(sqlite3_file* p);
 int shm_unmap(sqlite3_file* p, int del);
+int unfetch(sqlite3_file* p, sqlite3_int64 off, void* ptr);
 
 /// A VFS named `name` (version 2: no system-call overrides) whose methods other than
 /// xOpen call the VFS `base()` returns at that moment; szOsFile and xOpen are left to

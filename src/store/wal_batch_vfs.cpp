@@ -107,10 +107,6 @@ int x_fetch(sqlite3_file* p, sqlite3_int64 off, int amt, void** out) {
   if (int rc = flush(f)) return rc;
   return f->real->pMethods->xFetch(f->real, off, amt, out);
 }
-int x_unfetch(sqlite3_file* p, sqlite3_int64 off, void* ptr) {
-  auto* f = as_file(p);
-  return f->real->pMethods->xUnfetch(f->real, off, ptr);
-}
 
 sqlite3_io_methods methods_for(int version) {
   return {version,
@@ -131,7 +127,7 @@ sqlite3_io_methods methods_for(int version) {
           version >= 2 ? shim::shm_barrier : nullptr,
           version >= 2 ? shim::shm_unmap : nullptr,
           version >= 3 ? x_fetch : nullptr,
-          version >= 3 ? x_unfetch : nullptr};
+          version >= 3 ? shim::unfetch : nullptr};
 }
 
 // The wrapped file's methods decide which of ours SQLite may call.
@@ -175,10 +171,7 @@ sqlite3_vfs make_vfs() {
 }  // namespace
 
 const char* wal_batch_vfs() {
-  static sqlite3_vfs vfs = [] {
-    sqlite3_vfs v = make_vfs();
-    return v;
-  }();
+  static sqlite3_vfs vfs = make_vfs();
   static const bool registered = [] {
     if (sqlite3_vfs_register(&vfs, 0) != SQLITE_OK)
       throw Error(errc::store, "cannot register the WAL batching VFS");
