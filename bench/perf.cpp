@@ -84,7 +84,7 @@
 // The whole binary takes about 2 minutes on a quiet 2-vCPU VM, more when other work
 // competes (idle cases 3 x ~13 s, the 100 000-object convergence cases 20-35 s each).
 // Sections alone:
-//   bench_perf --benchmark_filter='FullCommit|GroupCommit' --benchmark_repetitions=5
+//   python3 bench/ratios.py --suite commit   (7 interleaved repetitions, ratio of medians)
 //   bench_perf --benchmark_filter='PointSelect|BeehiveGet|Update|Noop' --benchmark_repetitions=5
 //   BENCH_IDLE_SECONDS=60 bench_perf --benchmark_filter=Idle
 //   bench_perf --benchmark_filter=Scale
