@@ -127,29 +127,26 @@ TEST(StoreTest, ObjectsSurviveARestart) {
   EXPECT_GT(n.id, id);
 }
 
-TEST(StoreTest, TwoBeehivesOnOneFileSeeEachOthersWrites) {
+/// Two stores and beehives on one file, as two processes would have.
+class TwoOnOneFileTest : public ::testing::Test {
+ protected:
   TempDir dir;
-  auto path = dir.file("two.db");
   Context ctx;
-  auto s1 = sqlite::open(path);
-  auto s2 = sqlite::open(path);
-  Beehive a(s1), b(s2);
-  Widgets wa(a, widget_kind), wb(b, widget_kind);
+  std::shared_ptr<Store> s1 = sqlite::open(dir.file("two.db")),
+                         s2 = sqlite::open(dir.file("two.db"));
+  Beehive a{s1}, b{s2};
+  Widgets wa{a, widget_kind}, wb{b, widget_kind};
+};
+
+TEST_F(TwoOnOneFileTest, EachSeesTheOthersWrites) {
   auto o = wa.create(ctx, {"red", 1}, with_slug("shared"));
   EXPECT_EQ(wb.get_by_slug(ctx, "shared").id, o.id);
   EXPECT_ERRC(wb.create(ctx, {"red", 1}, with_slug("shared")), errc::already_exists);
 }
 
-TEST(StoreTest, WritersTakingTurnsOnOneFileNeverShareAnIdOrAVersion) {
-  // Like two processes: each writer counts ids and resource versions from memory, and
-  // must notice the other's commits.
-  TempDir dir;
-  auto path = dir.file("turns.db");
-  Context ctx;
-  auto s1 = sqlite::open(path);
-  auto s2 = sqlite::open(path);
-  Beehive a(s1), b(s2);
-  Widgets wa(a, widget_kind), wb(b, widget_kind);
+TEST_F(TwoOnOneFileTest, WritersTakingTurnsNeverShareAnIdOrAVersion) {
+  // Each writer counts ids and resource versions from memory, and must notice the
+  // other's commits.
   std::vector<ObjectID> ids;
   std::vector<std::int64_t> rvs;
   auto made = [&](const auto& o) {
