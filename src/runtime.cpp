@@ -1,5 +1,7 @@
 #include "runtime.hpp"
 
+#include <sched.h>
+
 #include <iostream>
 #include <set>
 #include <string>
@@ -248,6 +250,7 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
                 "forever; use the context within passes to its function");
   w->op = std::move(op);
   w->check = std::move(check);
+  w->cpu = sched_getcpu();  // see reply_group
   auto reply = w->reply;
   if (auto pen = queue_->push(std::move(w))) serve_inline(*pen, *queue_, *reply, ctx);
   return reply->take(ctx, queue_->replies_come_quickly());

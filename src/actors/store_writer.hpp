@@ -77,6 +77,7 @@ struct BlockingWrite {
   WriteOp op;
   RowCheck check;
   std::uint64_t session = 0;  // the within session the write belongs to; 0 = none
+  int cpu = -1;               // the CPU its caller ran on when it queued the write
   std::shared_ptr<Rendezvous<WriteReply>> reply = std::make_shared<Rendezvous<WriteReply>>();
 
   /// A write dropped unserved (its actor is gone) releases its caller.
