@@ -46,14 +46,14 @@ void check_text(const OptionSet& s) {
 
 const Migrator* ClientCore::migrator() const { return rt_->migrator(gk_); }
 
-ObjectRow ClientCore::create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
-                             RowCheck check) const {
+ObjectRow ClientCore::create(const Context& ctx, std::string spec,
+                             const std::vector<Option>& opts) const {
   auto s = OptionSet::from(opts);
   check_text(s);
   auto r = rt_->write(
       ctx,
       create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner, rt_->spec_version(gk_)},
-      std::move(check));
+      {});
   run_on_create(*rt_, s, ctx);
   return std::move(r.row);
 }

@@ -85,9 +85,10 @@ TEST_F(FastPathTest, GroupedWritesKeepTheirOwnOutcomes) {
   EXPECT_EQ(rvs.size(), all.size());
 }
 
-// A create in a group runs without a savepoint of its own: the row is checked before its
-// INSERT, so one that does not decode must fail alone and leave nothing, its slug free.
-TEST_F(FastPathTest, AGroupedCreateThatDoesNotDecodeFailsAloneAndLeavesNothing) {
+// Writes that do not decode fail alone in a group and leave nothing, their slugs free: a
+// create is refused by its caller before it is queued, a create_or_update by the writer,
+// inside the group, after its slug lookup.
+TEST_F(FastPathTest, GroupedWritesThatDoNotDecodeFailAloneAndLeaveNothing) {
   struct Nothing {};
   Client<PickySpec, Nothing> c(*bh_, widget_kind);
   constexpr int threads = 8, each = 30;
@@ -102,7 +103,10 @@ TEST_F(FastPathTest, AGroupedCreateThatDoesNotDecodeFailsAloneAndLeavesNothing) 
         auto n = std::to_string(t) + "-" + std::to_string(i);
         c.create(ctx_, PickySpec{t * each + i}, with_slug("ok-" + n));
         try {
-          c.create(ctx_, PickySpec{-1}, with_slug("bad-" + n));
+          if (i % 2)
+            c.create(ctx_, PickySpec{-1}, with_slug("bad-" + n));
+          else
+            c.create_or_update(ctx_, "bad-" + n, PickySpec{-1});
         } catch (const Error& e) {
           if (e.code() == errc::decode) ++refused;
         }
@@ -121,9 +125,11 @@ TEST_F(FastPathTest, AGroupedCreateThatDoesNotDecodeFailsAloneAndLeavesNothing) 
     ids.insert(o.id);
   }
   EXPECT_EQ(ids.size(), all.size());
-  auto late = c.create(ctx_, PickySpec{1}, with_slug("bad-0-0"));  // the slug was left free
-  EXPECT_GT(late.id, *ids.rbegin());
-  EXPECT_EQ(c.get(ctx_, late.id).spec.v, 1);
+  for (auto slug : {"bad-0-0", "bad-0-1"}) {  // the slugs were left free
+    auto late = c.create(ctx_, PickySpec{1}, with_slug(slug));
+    EXPECT_GT(late.id, *ids.rbegin());
+    EXPECT_EQ(c.get(ctx_, late.id).spec.v, 1);
+  }
 }
 
 }  // namespace

@@ -55,10 +55,15 @@ class Client {
   /// object too), with_on_create.
   template <class... Opts>
   ObjectType create(const Context& ctx, const Spec& spec, Opts&&... opts) const {
-    Decoded out;
-    core_.create(ctx, detail::encode(spec), {Option(std::forward<Opts>(opts))...},
-                 out.check(core_.migrator()));
-    return out.take();
+    auto text = detail::encode(spec);
+    // The new row holds these bytes at the current schema version: decoding them here,
+    // before the write, refuses a spec that does not round-trip without writing
+    // anything, and keeps the decoding off the writer's thread.
+    ObjectType out;
+    out.spec = detail::decode<Spec>(text);
+    auto row = core_.create(ctx, std::move(text), {Option(std::forward<Opts>(opts))...});
+    static_cast<ObjectMeta&>(out) = std::move(row.meta);
+    return out;
   }
 
   /// Updates the object holding `slug`, or creates it; atomic under concurrency.

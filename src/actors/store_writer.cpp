@@ -201,9 +201,10 @@ WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
   return reply;
 }
 
-/// A create without an owner is checked, then written by one INSERT: SQLite undoes a
-/// failing statement by itself, so in a group it needs no savepoint of its own, whose
-/// copies of the pages it touches are a sizeable part of its cost.
+/// A create without an owner is one INSERT (its slug is looked up before, its spec was
+/// decoded by its caller): SQLite undoes a failing statement by itself, so in a group it
+/// needs no savepoint of its own, whose copies of the pages it touches are a sizeable
+/// part of its cost.
 bool alone_atomic(const WriteOp& op) {
   auto* c = std::get_if<create_request>(&op);
   return c && !c->owner;

@@ -39,8 +39,8 @@ class ClientCore {
   /// The kind's migrator, or null (a client-only kind, or none registered).
   const Migrator* migrator() const;
 
-  ObjectRow create(const Context& ctx, std::string spec, const std::vector<Option>& opts,
-                   RowCheck check) const;
+  /// The caller decodes `spec` itself (see Client::create): the writer does not check it.
+  ObjectRow create(const Context& ctx, std::string spec, const std::vector<Option>& opts) const;
   ObjectRow create_or_update(const Context& ctx, std::string_view slug, std::string spec,
                              RowCheck check) const;
   std::pair<ObjectRow, bool> get_or_create(const Context& ctx, std::string_view slug,
