@@ -93,7 +93,7 @@ T decode(std::string_view text) {
 }
 
 /// Decodes a row, converting blobs written at older schema versions through `m` (no
-/// migrator: every blob must be unversioned).
+/// migrator: every blob is taken as it is stored).
 /// A row passed as an rvalue gives up its metadata instead of copying it.
 template <class Spec, class Status, class Row>
 requires std::same_as<std::remove_cvref_t<Row>, ObjectRow> Object<Spec, Status> decode_object(
