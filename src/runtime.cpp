@@ -116,9 +116,13 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
       if (entry->controller) subscribers.push_back({entry->controller, controller_filter(gk)});
     spawn_writer(std::move(subscribers), caf::actor_cast<caf::actor>(hub()));
     caf::anon_send(writer_, drain_queue_atom::value);  // what callers queued meanwhile
-    if (gc_) {  // it holds the writer's handle: a new one for the new writer
+    if (gc_) {  // they hold the writer's handle: new ones for the new writer
       caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);
       spawn_gc();
+    }
+    if (event_log_) {
+      caf::anon_send_exit(event_log_, caf::exit_reason::user_shutdown);
+      spawn_event_log();
     }
     return;
   }
@@ -139,6 +143,11 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
   if (gc_ && gc_.address() == dead) {
     say("the gc");
     spawn_gc();
+    return;
+  }
+  if (event_log_ && event_log_.address() == dead) {
+    say("the event log");
+    spawn_event_log();
     return;
   }
   if (scheduler_ && scheduler_.address() == dead) {
@@ -357,6 +366,11 @@ caf::actor Runtime::gc() const {
   return gc_;
 }
 
+caf::actor Runtime::event_log() const {
+  std::lock_guard lk(kinds_mu_);
+  return event_log_;
+}
+
 scheduler_actor Runtime::scheduler() const {
   std::lock_guard lk(kinds_mu_);
   return scheduler_;
@@ -458,6 +472,7 @@ void Runtime::spawn_controllers() {
   }
   for (auto& [gk, entry] : kinds_) spawn_controller(entry);
   spawn_gc();
+  spawn_event_log();
 }
 
 void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
@@ -476,7 +491,14 @@ void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
 
 void Runtime::spawn_gc() {
   auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
-  collect_request policy;
+  auto g = caf::actor_cast<caf::actor>(
+      sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, logger_));
+  adopt(g, RecordFilter{gc_wants}, gc_);
+}
+
+void Runtime::spawn_event_log() {
+  auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
+  trim_events_request policy;
   auto retention = [](const std::pair<int, std::chrono::milliseconds>& r) {
     return event_retention{r.first, r.second};
   };
@@ -484,16 +506,20 @@ void Runtime::spawn_gc() {
   for (auto& [gk, entry] : kinds_)
     if (entry->event_retention)
       policy.retention.emplace_back(gk, retention(*entry->event_retention));
-  auto g = caf::actor_cast<caf::actor>(sys_->spawn(detail::gc, writer_public_, scheduler_, clock_,
-                                                   cadence, std::move(policy), logger_));
-  caf::anon_send(writer_, subscribe_atom::value, g, RecordFilter{gc_wants});
+  auto e = caf::actor_cast<caf::actor>(sys_->spawn(detail::event_log, writer_public_, scheduler_,
+                                                   clock_, cadence, std::move(policy), logger_));
+  adopt(e, RecordFilter{has_event_runs}, event_log_);
+}
+
+void Runtime::adopt(const caf::actor& a, RecordFilter wants, caf::actor& slot) {
+  caf::anon_send(writer_, subscribe_atom::value, a, std::move(wants));
   sync_with_writer();
-  caf::anon_send(supervisor_, g);
+  caf::anon_send(supervisor_, a);
   {
     std::lock_guard k(kinds_mu_);
-    gc_ = g;
+    slot = a;
   }
-  caf::anon_send(g, start_atom::value);
+  caf::anon_send(a, start_atom::value);
 }
 
 void Runtime::kill_controllers() {
@@ -507,11 +533,12 @@ void Runtime::kill_controllers() {
     caf::anon_send(writer_, unsubscribe_atom::value, c);
     caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
   }
-  if (gc_) {
-    caf::anon_send(writer_, unsubscribe_atom::value, gc_);
-    caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);
+  for (auto* slot : {&gc_, &event_log_}) {
+    if (!*slot) continue;
+    caf::anon_send(writer_, unsubscribe_atom::value, *slot);
+    caf::anon_send_exit(*slot, caf::exit_reason::user_shutdown);
     std::lock_guard k(kinds_mu_);
-    gc_ = nullptr;
+    *slot = nullptr;
   }
   if (auto* manual = dynamic_cast<ManualClock*>(clock_.get()); manual && clock_token_)
     manual->unsubscribe(clock_token_);

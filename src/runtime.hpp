@@ -15,6 +15,7 @@
 #include <beehive/options.hpp>
 
 #include "actors/controller.hpp"
+#include "actors/event_log.hpp"
 #include "actors/gc.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
@@ -85,6 +86,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Handles for the actor surface (null before start / for unknown kinds).
   caf::actor controller(const GroupKind& gk) const;
   caf::actor gc() const;
+  caf::actor event_log() const;
   scheduler_actor scheduler() const;
 
   // -- controllers ----------------------------------------------------------------
@@ -126,6 +128,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Spawns `entry`'s controller, subscribes it, starts it; the caller holds mu_.
   void spawn_controller(const std::shared_ptr<KindEntry>& entry);
   void spawn_gc();
+  void spawn_event_log();
+  /// Subscribes a gc-like actor to the writer's commit records, has it supervised,
+  /// publishes it in `slot` and starts it.
+  void adopt(const caf::actor& a, RecordFilter wants, caf::actor& slot);
   void spawn_hub();
   void spawn_writer(std::vector<Subscriber> subscribers = {}, caf::actor hub = {});
   /// Returns once the writer has handled every message sent to it before.
@@ -154,6 +160,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   watch_hub_impl hub_;
   std::shared_ptr<HubGate> hub_gate_ = std::make_shared<HubGate>();
   caf::actor gc_;
+  caf::actor event_log_;
   caf::actor supervisor_;
   std::atomic<std::uint64_t> last_subscription_{0};
   int clock_token_ = 0;

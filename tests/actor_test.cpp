@@ -295,6 +295,70 @@ TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
   EXPECT_NE(err.find("the controller of Widget.acme.com failed"), std::string::npos) << err;
 }
 
+TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
+  bh_.reset();
+  bh_ = std::make_unique<Beehive>(sys_, store_, with_clock(clock_), with_event_retention(2, 0s));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto o = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("a", 1)});
+  auto stop = bh_->start(ctx_);
+  auto log = bh_->event_log();
+  auto state = [&] { return ask<event_log_state>(log, inspect_atom::value); };
+  ASSERT_TRUE(eventually([&] { return state().sweeps >= 1; }));  // the sweep at start
+  auto record = [&](const std::string& category, EventType type, const std::string& reason) {
+    return ask<Event>(log, record_event_request{widget_kind, o.meta.id, {category, type, reason}});
+  };
+  EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 1);
+  EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 2);  // the run extends
+  EXPECT_EQ(record("probe", EventType::Warning, "Down").count, 1);
+  EXPECT_EQ(record("other", EventType::Normal, "Up").count, 1);          // its own timeline
+  EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 1);          // a new run after Down
+  cc.record_event(ctx_, o.meta.id, {"probe", EventType::Normal, "Up"});  // the blocking way
+  auto probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, "probe"});
+  ASSERT_EQ(probe.size(), 3u);
+  EXPECT_EQ(probe[0].count, 2);
+  EXPECT_EQ(probe[0].reason, "Up");
+  EXPECT_TRUE(eventually([&] {
+    auto st = state();
+    return st.runs_started == 4 && st.runs_extended == 2;
+  }));
+  // A sweep keeps the two newest runs of each (object, category).
+  EXPECT_EQ(ask<int>(log, sweep_atom::value), 1);
+  probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, "probe"});
+  ASSERT_EQ(probe.size(), 2u);
+  EXPECT_EQ(probe[0].reason, "Up");
+  EXPECT_EQ(probe[1].reason, "Down");
+  EXPECT_EQ(ask<std::vector<Event>>(log, list_events_request{o.meta.id, "other"}).size(), 1u);
+  auto st = state();
+  EXPECT_GE(st.sweeps, 2u);
+  EXPECT_EQ(st.trimmed, 1u);
+  EXPECT_EQ(ask<int>(log, sweep_atom::value), 0);  // nothing more to trim
+  stop(ctx_);
+}
+
+TEST_F(ActorTest, ACrashedEventLogIsRestartedAndKeepsWorking) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto o = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("a", 1)});
+  testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  auto old = bh_->event_log();
+  ask<Event>(old, record_event_request{widget_kind, o.meta.id, {"", EventType::Normal, "Up"}});
+  caf::anon_send_exit(old, caf::exit_reason::kill);  // a crash
+  ASSERT_TRUE(eventually([&] {
+    auto now = bh_->event_log();
+    return now && now != old;
+  }));
+  auto log = bh_->event_log();
+  auto ev =
+      ask<Event>(log, record_event_request{widget_kind, o.meta.id, {"", EventType::Normal, "Up"}});
+  EXPECT_EQ(ev.count, 2);  // the run committed before the crash is kept and extended
+  EXPECT_EQ(ask<int>(log, sweep_atom::value), 0);
+  stop(ctx_);
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("the event log failed"), std::string::npos) << err;
+}
+
 TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
   register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind, [](const Context& ctx, auto& client, const auto& o) {

@@ -14,8 +14,10 @@
 ///             [](caf::error& err) { auto code = beehive::to_errc(err); ... });
 ///
 /// Writes and reads go to the store_writer (reads answered in commit order with the
-/// writes), watches to the watch_hub, requeue and schedules to the kind's controller.
-/// Every actor answers `inspect_atom` with a snapshot of its state.
+/// writes), watches to the watch_hub, requeue and schedules to the kind's controller,
+/// event writes, reads and retention sweeps to the event_log (or, for event writes
+/// inside a `transaction_request`, to the store_writer). Every actor answers
+/// `inspect_atom` with a snapshot of its state.
 ///
 /// To run beehive inside an application's actor system, add its message types to the
 /// configuration before the system is built, then construct the Beehive over it:
@@ -65,6 +67,7 @@ using store_writer_actor = caf::typed_actor<
     caf::replies_to<add_dependency_request>::with<bool>,
     caf::replies_to<remove_dependency_request>::with<bool>,
     caf::replies_to<record_event_request>::with<Event>, caf::replies_to<collect_request>::with<int>,
+    caf::replies_to<trim_events_request>::with<int>,
     caf::replies_to<transaction_request>::with<std::vector<caf::message>>,
     caf::replies_to<get_request>::with<ObjectRow>,
     caf::replies_to<get_by_slug_request>::with<ObjectRow>,
@@ -92,6 +95,17 @@ using collect_atom = caf::atom_constant<caf::atom("collect")>;
 using gc_actor = caf::typed_actor<caf::replies_to<collect_atom>::with<int>,
                                   caf::replies_to<inspect_atom>::with<gc_state>>;
 
+/// The event timelines: `record_event_request` (extends the category's current run or
+/// starts one) and `list_events_request`, both run by the store_writer in commit order;
+/// `sweep_atom` runs a retention sweep now (replies the runs removed). It also sweeps at
+/// start and on the resync cadence.
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+using event_log_actor =
+    caf::typed_actor<caf::replies_to<record_event_request>::with<Event>,
+                     caf::replies_to<list_events_request>::with<std::vector<Event>>,
+                     caf::replies_to<sweep_atom>::with<int>,
+                     caf::replies_to<inspect_atom>::with<event_log_state>>;
+
 /// Every timer: wakes an actor at a time of the beehive's clock.
 using wake_at_atom = caf::atom_constant<caf::atom("wake_at")>;
 using scheduler_actor = caf::typed_actor<caf::reacts_to<wake_at_atom, caf::actor, Time>,
@@ -102,6 +116,7 @@ store_writer_actor store_writer_of(const Beehive& bh);
 watch_hub_actor watch_hub_of(const Beehive& bh);
 std::optional<controller_actor> controller_of(const Beehive& bh, const GroupKind& gk);
 gc_actor gc_of(const Beehive& bh);
+event_log_actor event_log_of(const Beehive& bh);
 scheduler_actor scheduler_of(const Beehive& bh);
 }  // namespace detail
 
@@ -123,6 +138,11 @@ auto Beehive::controller(const GroupKind& gk) const {
 template <class Dummy>
 auto Beehive::gc() const {
   return detail::gc_of(*this);
+}
+
+template <class Dummy>
+auto Beehive::event_log() const {
+  return detail::event_log_of(*this);
 }
 
 template <class Dummy>

@@ -99,9 +99,11 @@ class Beehive {
   /// The kind's controller; nullopt before start or for a kind without one.
   template <class Dummy = void>
   auto controller(const GroupKind& gk) const;
-  /// Valid after start.
+  /// Valid after start (the gc, event_log and scheduler run while the beehive does).
   template <class Dummy = void>
   auto gc() const;
+  template <class Dummy = void>
+  auto event_log() const;
   template <class Dummy = void>
   auto scheduler() const;
 

@@ -10,23 +10,20 @@ namespace {
 
 using Self = gc_impl::stateful_pointer<GcState>;
 
-void pass(Self self, bool full) {
+void pass(Self self) {
   auto& st = self->state;
   if (st.running) {
     st.again = true;
-    st.again_full |= full;
     return;
   }
   st.running = true;
-  auto req = st.policy;
-  req.full = full;
-  self->request(st.writer, caf::infinite, std::move(req))
+  self->request(st.writer, caf::infinite, collect_request{})
       .then(
           [self](int) {
             auto& st = self->state;
             st.running = false;
             ++st.passes;
-            if (std::exchange(st.again, false)) pass(self, std::exchange(st.again_full, false));
+            if (std::exchange(st.again, false)) pass(self);
           },
           [self](caf::error& err) {
             // The next trigger or the cadence retries.
@@ -56,13 +53,12 @@ bool gc_wants(const commit_record& rec) {
 
 gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor scheduler,
                           std::shared_ptr<Clock> clock, std::chrono::milliseconds cadence,
-                          collect_request policy, Logger logger) {
+                          Logger logger) {
   auto& st = self->state;
   st.writer = std::move(writer);
   st.scheduler = std::move(scheduler);
   st.clock = std::move(clock);
   st.cadence = cadence;
-  st.policy = std::move(policy);
   st.logger = std::move(logger);
   return {
       // The next pass is timed from before this one begins: a clock that moves while the
@@ -70,22 +66,17 @@ gc_impl::behavior_type gc(Self self, store_writer_actor writer, scheduler_actor 
       // find it due.
       [self](start_atom) {
         arm(self);
-        pass(self, true);
+        pass(self);
       },
       [self](wake_atom) {
         arm(self);
-        pass(self, true);
+        pass(self);
       },
       [self](const commit_record& rec) {
-        if (gc_wants(rec)) pass(self, false);
+        if (gc_wants(rec)) pass(self);
       },
       [](shutdown_atom) {},
-      [self](collect_atom) {
-        auto& st = self->state;
-        auto req = st.policy;
-        req.full = true;
-        return self->delegate(st.writer, std::move(req));
-      },
+      [self](collect_atom) { return self->delegate(self->state.writer, collect_request{}); },
       [self](inspect_atom) {
         return gc_state{self->state.passes, self->state.running};
       },

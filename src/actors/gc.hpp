@@ -7,9 +7,8 @@
 //
 // It runs at start, on the resync cadence, and promptly after commits that may unblock
 // a collection: a deletion request, a finalizer removal, a physical removal, a removed
-// edge. Triggers that arrive while a pass runs fold into one more pass. Event
-// retention, whose trimming reads every timeline, runs only in the full passes: at start
-// and on the cadence.
+// edge. Triggers that arrive while a pass runs fold into one more pass. Event retention
+// is the event_log's.
 
 #include <memory>
 
@@ -36,11 +35,9 @@ struct GcState {
   scheduler_actor scheduler;
   std::shared_ptr<Clock> clock;
   std::chrono::milliseconds cadence{0};  // <= 0: no periodic pass
-  collect_request policy;                // event retention per kind
   Logger logger;
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
-  bool again_full = false;
   std::uint64_t passes = 0;
   static inline const char* name = "beehive.gc";
 };
@@ -51,6 +48,6 @@ bool gc_wants(const commit_record& rec);
 
 gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, store_writer_actor writer,
                           scheduler_actor scheduler, std::shared_ptr<Clock> clock,
-                          std::chrono::milliseconds cadence, collect_request policy, Logger logger);
+                          std::chrono::milliseconds cadence, Logger logger);
 
 }  // namespace beehive::detail

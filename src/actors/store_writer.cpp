@@ -70,10 +70,14 @@ WriteReply run_op(WriteOps& ops, const record_event_request& r) {
   reply.event = ops.record_event(r.gk, r.id, r.event);
   return reply;
 }
-WriteReply run_op(WriteOps& ops, const collect_request& r) {
+WriteReply run_op(WriteOps& ops, const collect_request&) {
   WriteReply reply;
   reply.count = ops.collect_garbage();
-  if (r.full) ops.trim_events(r);
+  return reply;
+}
+WriteReply run_op(WriteOps& ops, const trim_events_request& r) {
+  WriteReply reply;
+  reply.count = ops.trim_events(r);
   return reply;
 }
 WriteReply run_op(WriteOps&, const SessionCmd&) {
@@ -210,11 +214,13 @@ bool alone_atomic(const WriteOp& op) {
   return c && !c->owner;
 }
 
-/// A GC pass that would find nothing takes no write transaction: an idle beehive's
-/// passes are two index reads each.
-bool nothing_to_collect(store::Writer& w, const collect_request& c) {
-  bool trims = c.full && (c.fallback || !c.retention.empty());
-  return !trims && w.cascade_candidates().empty() && w.collectible().empty();
+/// A GC pass that would find nothing, or a sweep without a retention policy, takes no
+/// write transaction: an idle beehive's passes are two index reads each.
+bool nothing_to_do(store::Writer& w, const WriteOp& op) {
+  if (std::holds_alternative<collect_request>(op))
+    return w.cascade_candidates().empty() && w.collectible().empty();
+  if (auto* t = std::get_if<trim_events_request>(&op)) return !t->fallback && t->retention.empty();
+  return false;
 }
 
 /// Runs one write: in the open session, or as a transaction of its own. `caller`, when
@@ -242,7 +248,7 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
       throw;
     }
   }
-  if (auto* c = std::get_if<collect_request>(&op); c && nothing_to_collect(w, *c)) return {};
+  if (nothing_to_do(w, op)) return {};
   commit_record rec;
   auto since = began(st);
   {
@@ -753,6 +759,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const remove_dependency_request& r) { return serve(self, r, pick_flag); },
       [self](const record_event_request& r) { return serve(self, r, pick_event); },
       [self](const collect_request& r) { return serve(self, r, pick_count); },
+      [self](const trim_events_request& r) { return serve(self, r, pick_count); },
       [self](const transaction_request& t) {
         return answer<std::vector<caf::message>>(
             self, [&st = self->state, t] { return execute_all(st, t); });

@@ -58,7 +58,7 @@ using WriteOp =
                  remove_request, remove_by_slug_request, update_status_request,
                  set_condition_request, remove_condition_request, remove_finalizer_request,
                  add_dependency_request, remove_dependency_request, record_event_request,
-                 collect_request, SessionCmd, ReadOp>;
+                 collect_request, trim_events_request, SessionCmd, ReadOp>;
 
 /// Decodes a written row back into the caller's types inside the transaction; throwing
 /// rolls the write back.
@@ -69,7 +69,7 @@ struct WriteReply {
   bool flag{};                    // get_or_create: created; remove_by_slug: deletion requested
   std::uint64_t session{};        // SessionCmd::begin: the session opened
   std::vector<ObjectRow> rows{};  // ReadOp
-  int count{};                    // collect_request: objects removed
+  int count{};                    // collect_request: objects removed; trim_events: runs
   Event event{};                  // record_event_request: the run
 };
 

@@ -52,6 +52,7 @@ void add_message_types(caf::actor_system_config& cfg) {
   BEEHIVE_TYPE(remove_dependency_request);
   BEEHIVE_TYPE(record_event_request);
   BEEHIVE_TYPE(collect_request);
+  BEEHIVE_TYPE(trim_events_request);
   BEEHIVE_TYPE(transaction_request);
   BEEHIVE_TYPE(get_request);
   BEEHIVE_TYPE(get_by_slug_request);
@@ -69,6 +70,7 @@ void add_message_types(caf::actor_system_config& cfg) {
   BEEHIVE_TYPE(schedule_change);
   BEEHIVE_TYPE(controller_state);
   BEEHIVE_TYPE(gc_state);
+  BEEHIVE_TYPE(event_log_state);
   BEEHIVE_TYPE(scheduler_state);
 #undef BEEHIVE_TYPE
   cfg.add_error_category(error_category_atom,
@@ -96,6 +98,10 @@ std::optional<controller_actor> controller_of(const Beehive& bh, const GroupKind
 }
 
 gc_actor gc_of(const Beehive& bh) { return caf::actor_cast<gc_actor>(bh.runtime()->gc()); }
+
+event_log_actor event_log_of(const Beehive& bh) {
+  return caf::actor_cast<event_log_actor>(bh.runtime()->event_log());
+}
 
 scheduler_actor scheduler_of(const Beehive& bh) { return bh.runtime()->scheduler(); }
 

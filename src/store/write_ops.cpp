@@ -224,8 +224,9 @@ Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& 
   return *written;
 }
 
-void WriteOps::trim_events(const collect_request& policy) {
-  if (!policy.fallback && policy.retention.empty()) return;  // keep everything
+int WriteOps::trim_events(const trim_events_request& policy) {
+  int removed = 0;
+  if (!policy.fallback && policy.retention.empty()) return removed;  // keep everything
   for (auto& gk : w_.kinds_with_events()) {
     auto it = std::find_if(policy.retention.begin(), policy.retention.end(),
                            [&](auto& p) { return p.first == gk; });
@@ -233,8 +234,9 @@ void WriteOps::trim_events(const collect_request& policy) {
     if (!r || (r->per_object <= 0 && r->max_age.count() <= 0)) continue;
     std::optional<Time> older_than;
     if (r->max_age.count() > 0) older_than = now_ - r->max_age;
-    w_.trim_events(gk, r->per_object, older_than);
+    removed += w_.trim_events(gk, r->per_object, older_than);
   }
+  return removed;
 }
 
 int WriteOps::collect_garbage() {

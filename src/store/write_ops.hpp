@@ -66,8 +66,8 @@ class WriteOps {
   /// Extends the current run of the event's category or starts a new one; never moves
   /// the object's resource version.
   Event record_event(const GroupKind& gk, ObjectID id, const EventSpec& e);
-  /// Applies event retention to every kind with events.
-  void trim_events(const collect_request& policy);
+  /// Applies event retention to every kind with events; returns the runs removed.
+  int trim_events(const trim_events_request& policy);
 
   /// Garbage collection: soft-deletes the live children of deletion-pending owners and
   /// removes every collectible row, repeating while that unblocks more. Returns the

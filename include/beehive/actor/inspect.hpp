@@ -126,7 +126,11 @@ BEEHIVE_INSPECT(add_dependency_request, x.gk, x.from, x.to)
 BEEHIVE_INSPECT(remove_dependency_request, x.gk, x.from, x.to)
 BEEHIVE_INSPECT(record_event_request, x.gk, x.id, x.event)
 BEEHIVE_INSPECT(event_retention, x.per_object, x.max_age)
-BEEHIVE_INSPECT(collect_request, opt(x.fallback), x.retention, x.full)
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, collect_request&) {
+  return f(caf::meta::type_name("beehive::collect_request"));
+}
+BEEHIVE_INSPECT(trim_events_request, opt(x.fallback), x.retention)
 BEEHIVE_INSPECT(transaction_request, x.writes)
 BEEHIVE_INSPECT(get_request, x.gk, x.id, x.loads)
 BEEHIVE_INSPECT(get_by_slug_request, x.gk, x.slug, x.loads)
@@ -147,6 +151,7 @@ BEEHIVE_INSPECT(schedule_change, x.id, x.schedule)
 BEEHIVE_INSPECT(controller_state, x.gk, x.queue_length, x.in_flight, x.backoff, x.timers,
                 x.dispatching, x.workers, x.restarts)
 BEEHIVE_INSPECT(gc_state, x.passes, x.running)
+BEEHIVE_INSPECT(event_log_state, x.runs_started, x.runs_extended, x.sweeps, x.trimmed, x.sweeping)
 BEEHIVE_INSPECT(scheduler_state, x.wakes, x.earliest)
 
 #undef BEEHIVE_INSPECT

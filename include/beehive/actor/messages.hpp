@@ -146,13 +146,15 @@ struct event_retention {
 };
 
 /// One garbage-collection pass: cascades deletion to the children of deletion-pending
-/// owners and removes collectible objects; a `full` pass (at start and on the resync
-/// cadence) also trims event timelines by `retention` (per kind; `fallback` for kinds
-/// not listed). Replies the number of objects removed.
-struct collect_request {
+/// owners and removes collectible objects. Replies the number of objects removed.
+struct collect_request {};
+
+/// One retention sweep: trims every kind's event timelines by `retention` (per kind;
+/// `fallback` for kinds not listed; nothing when neither applies). Replies the number of
+/// runs removed.
+struct trim_events_request {
   std::optional<event_retention> fallback{};
   std::vector<std::pair<GroupKind, event_retention>> retention{};
-  bool full = false;
 };
 
 /// The actor form of `within`: the writes in `writes` (each a message holding one write
@@ -296,6 +298,16 @@ struct controller_state {
 struct gc_state {
   std::uint64_t passes = 0;
   bool running = false;
+};
+
+/// The event_log actor's state, for `inspect_atom`. Runs are counted from the commit
+/// records of every event write, whichever way it reached the store.
+struct event_log_state {
+  std::uint64_t runs_started = 0;
+  std::uint64_t runs_extended = 0;
+  std::uint64_t sweeps = 0;   ///< retention sweeps completed
+  std::uint64_t trimmed = 0;  ///< runs those sweeps removed
+  bool sweeping = false;
 };
 
 /// The scheduler's state, for `inspect_atom`.

@@ -1,0 +1,91 @@
+#include "actors/event_log.hpp"
+
+namespace beehive::detail {
+
+namespace {
+
+using Self = event_log_impl::stateful_pointer<EventLogState>;
+
+/// Runs one sweep, or folds the ask into one more after the sweep in flight. Callers
+/// waiting on `sweep_atom` are answered by the sweep that starts after they asked.
+void sweep(Self self) {
+  auto& st = self->state;
+  if (st.counts.sweeping) {
+    st.again = true;
+    return;
+  }
+  st.counts.sweeping = true;
+  auto waiting = std::move(st.waiting);
+  st.waiting.clear();
+  self->request(st.writer, caf::infinite, st.policy)
+      .then(
+          [self, waiting](int removed) mutable {
+            auto& st = self->state;
+            st.counts.sweeping = false;
+            ++st.counts.sweeps;
+            st.counts.trimmed += static_cast<std::uint64_t>(removed);
+            for (auto& rp : waiting) rp.deliver(removed);
+            if (std::exchange(st.again, false)) sweep(self);
+          },
+          [self, waiting](caf::error& err) mutable {
+            // The next ask or the cadence retries.
+            auto& st = self->state;
+            st.counts.sweeping = false;
+            if (st.logger)
+              st.logger(LogLevel::error, "event retention sweep failed",
+                        {{"reason", error_message(err)}});
+            for (auto& rp : waiting) rp.deliver(err);
+            if (std::exchange(st.again, false)) sweep(self);
+          });
+}
+
+void arm(Self self) {
+  auto& st = self->state;
+  if (st.cadence.count() <= 0) return;
+  self->send(st.scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(self),
+             st.clock->now() + st.cadence);
+}
+
+}  // namespace
+
+bool has_event_runs(const commit_record& rec) { return !rec.events.empty(); }
+
+event_log_impl::behavior_type event_log(Self self, store_writer_actor writer,
+                                        scheduler_actor scheduler, std::shared_ptr<Clock> clock,
+                                        std::chrono::milliseconds cadence,
+                                        trim_events_request policy, Logger logger) {
+  auto& st = self->state;
+  st.writer = std::move(writer);
+  st.scheduler = std::move(scheduler);
+  st.clock = std::move(clock);
+  st.cadence = cadence;
+  st.policy = std::move(policy);
+  st.logger = std::move(logger);
+  return {
+      // Armed before the sweep starts, as the gc does: a test that advances a manual
+      // clock once it sees the sweep's effect must find the next one due.
+      [self](start_atom) {
+        arm(self);
+        sweep(self);
+      },
+      [self](wake_atom) {
+        arm(self);
+        sweep(self);
+      },
+      [self](const commit_record& rec) {
+        auto& c = self->state.counts;
+        for (auto& run : rec.events) ++(run.event.count == 1 ? c.runs_started : c.runs_extended);
+      },
+      [self](const record_event_request& r) { return self->delegate(self->state.writer, r); },
+      [self](const list_events_request& r) { return self->delegate(self->state.writer, r); },
+      [self](sweep_atom) {
+        auto rp = self->make_response_promise<int>();
+        self->state.waiting.push_back(rp);
+        sweep(self);
+        return rp;
+      },
+      [self](inspect_atom) { return self->state.counts; },
+  };
+}
+
+}  // namespace beehive::detail

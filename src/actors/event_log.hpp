@@ -1,0 +1,57 @@
+#pragma once
+
+// The event_log actor: owns the event timelines' upkeep. It sweeps retention at start
+// and on the resync cadence (each sweep one store_writer transaction), answers the actor
+// surface's event messages (record_event_request and list_events_request, delegated to
+// the store_writer so they run in commit order with every other write) and counts the
+// runs started and extended, from the commit records of every event write however it
+// reached the store.
+//
+// Run aggregation itself (extend the category's current run or start a new one) runs
+// inside the store_writer's transaction: reading the current run and writing it is one
+// step, so it composes with `within` and with the writes grouped around it. Blocking
+// callers (ControllerClient::record_event) go to the writer directly, one hand-off like
+// every blocking write.
+
+#include <memory>
+
+#include <caf/all.hpp>
+
+#include <beehive/actors.hpp>
+
+#include "actors/controller.hpp"
+#include "actors/scheduler.hpp"
+#include "actors/store_writer.hpp"
+
+namespace beehive::detail {
+
+using event_log_impl =
+    event_log_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+                            caf::reacts_to<commit_record>>;
+
+struct EventLogState {
+  // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
+  EventLogState() = default;
+
+  store_writer_actor writer;
+  scheduler_actor scheduler;
+  std::shared_ptr<Clock> clock;
+  std::chrono::milliseconds cadence{0};  // <= 0: no periodic sweep
+  trim_events_request policy;
+  Logger logger;
+  event_log_state counts;
+  std::vector<caf::typed_response_promise<int>> waiting;  // sweep_atom callers
+  bool again = false;                                     // a sweep was asked for while one ran
+  static inline const char* name = "beehive.event_log";
+};
+
+/// Whether a commit wrote an event run (the event_log's writer subscription filter).
+bool has_event_runs(const commit_record& rec);
+
+event_log_impl::behavior_type event_log(event_log_impl::stateful_pointer<EventLogState> self,
+                                        store_writer_actor writer, scheduler_actor scheduler,
+                                        std::shared_ptr<Clock> clock,
+                                        std::chrono::milliseconds cadence,
+                                        trim_events_request policy, Logger logger);
+
+}  // namespace beehive::detail
