@@ -1,5 +1,5 @@
 // The event log: the cost of ControllerClient::record_event as an object's timeline
-// grows, and the retention sweep that trims timelines in the GC pass.
+// grows, and the event log's retention sweep that trims timelines.
 //
 //   BM_RecordEvent/<mode>/runs:<n>   one blocking record_event on one object whose
 //                                    timeline (one category) already holds n runs.
@@ -15,7 +15,7 @@
 //                                    10 per (object, category) with row_number() OVER;
 //                                    COMMIT.
 //   BM_SweepBeehive                  Beehive::start on a copy of the same file with
-//                                    with_event_retention(10, 1 h), until the GC pass has
+//                                    with_event_retention(10, 1 h), until the sweep at start has
 //                                    trimmed the timelines (polled with
 //                                    Client::list_events on the last object, then every
 //                                    timeline checked). x_raw = its mean time / BM_SweepRaw's.
@@ -24,9 +24,9 @@
 //                                    object of another kind (no events, no finalizers)
 //                                    until a watch reports it Deleted: the GC pass that
 //                                    collects it (its commit triggers one more pass,
-//                                    which the next iteration may queue behind). With
-//                                    retention every pass re-runs the trim over all
-//                                    timelines in the same writer transaction;
+//                                    which the next iteration may queue behind). GC
+//                                    passes never trim (the event log sweeps on its own
+//                                    cadence), so retention should cost them nothing;
 //                                    x_no_retention = retention:1 / retention:0.
 //
 // The x_* counters divide by a baseline that runs earlier in the same process
@@ -36,7 +36,7 @@
 // process through record_event inside ControllerClient::within blocks of 4 000 records
 // (reasons alternate, so each record is a new run), then checkpointed. Each sweep
 // iteration copies it to a fresh file; 80 000 runs go. The swept beehive registers no
-// controller (nothing is reconciled at start: only the GC pass runs).
+// controller (nothing is reconciled at start: only the GC pass and the sweep run).
 //
 // record_event on a beehive that is not started (a ControllerClient works without
 // start), with_event_retention unset: nothing is trimmed. In the `new` cases the timeline
@@ -351,7 +351,7 @@ void BM_SweepBeehive(benchmark::State& state) {
       stop(ctx);
     }
     if (!done || !trimmed(file->path)) {
-      state.SkipWithError("the GC pass did not trim to 10 runs per timeline");
+      state.SkipWithError("the sweep did not trim to 10 runs per timeline");
       return;
     }
   }
@@ -370,9 +370,8 @@ const beehive::GroupKind scratch_kind{"acme.com", "Scratch"};
 // The sweep file after the sweep (20 000 runs, 10 per timeline), on a started beehive
 // with (1) or without (0) with_event_retention(10, 1 h). One iteration: remove an object
 // of another kind (no finalizers, no events) and wait until a watch reports it Deleted.
-// Physical removal happens in a GC pass, and with retention every GC pass also runs the
-// trim over every timeline, in the same writer transaction, even when nothing is left to
-// trim: the difference between the two cases is the cost of that no-op trim.
+// Physical removal happens in a GC pass; the retention sweep is the event log's, on the
+// resync cadence, so the two cases should cost the same.
 // Mean seconds per BM_CollectPass/retention:0 iteration, from its last run in this process.
 double g_collect_plain_s = 0;
 

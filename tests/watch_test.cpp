@@ -100,6 +100,8 @@ TEST_F(WatchTest, ASlowReaderConvergesToTheLatestState) {
 TEST_F(WatchTest, ACreateFollowedByUpdatesStaysOneAdded) {
   auto w = widgets();
   auto s = w.watch_list(ctx_);
+  Widgets gadgets(*bh_, gadget_kind);
+  auto markers = gadgets.watch_list(ctx_);  // the hub handles commits in order
   auto o = w.create(ctx_, {"a", 1});
   w.update(ctx_, o.id, {"a", 2});
   w.update(ctx_, o.id, {"a", 3});
@@ -163,6 +165,74 @@ TEST_F(WatchTest, StopEndsStreamsAfterDeliveringEverythingCommitted) {
   EXPECT_TRUE(s.done());
   EXPECT_EQ(s.error(), errc::stopped);
   EXPECT_ERRC(w.watch_list(ctx_), errc::stopped);
+}
+
+TEST_F(WatchTest, AOneObjectWatchIsKindScoped) {
+  Widgets gadgets(*bh_, gadget_kind);
+  auto g = gadgets.create(ctx_, {"g", 1});
+  auto s = widgets().watch(ctx_, g.id);  // a gadget's id, watched as a widget
+  gadgets.update(ctx_, g.id, {"g", 2});
+  gadgets.remove(ctx_, g.id);
+  EXPECT_FALSE(s.next_for(100ms).has_value());
+}
+
+TEST_F(WatchTest, ChangesPendingBeforeARemovalBecomeOneDeletedWithTheFinalBody) {
+  start();  // GC removes deletion-pending objects without finalizers promptly
+  auto w = widgets();
+  auto s = w.watch_list(ctx_);
+  Widgets gadgets(*bh_, gadget_kind);
+  auto markers = gadgets.watch_list(ctx_);  // the hub handles commits in order
+  auto o = w.create(ctx_, {"a", 1});
+  for (int i = 2; i <= 5; ++i) w.update(ctx_, o.id, {"a", i});
+  w.remove(ctx_, o.id);
+  ASSERT_TRUE(eventually([&] {  // physically removed
+    try {
+      w.get(ctx_, o.id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  }));
+  gadgets.create(ctx_, {"marker", 1});
+  ASSERT_TRUE(markers.next_for(5s).has_value());  // so the removal reached `s` too
+  auto c = next(s);  // read only now: everything above is pending, conflated
+  EXPECT_EQ(c.type, ChangeType::Deleted);
+  EXPECT_EQ(c.object.id, o.id);
+  EXPECT_EQ(c.object.spec.size, 5);
+  EXPECT_TRUE(c.object.deletion_requested_at.has_value());
+  EXPECT_FALSE(s.next_for(50ms).has_value());
+}
+
+TEST_F(WatchTest, AReaderKeepingUpAtTheSeamNeverSeesAnOlderVersion) {
+  // Live changes at or below the snapshot's version are dropped: a reader that consumes
+  // the snapshot while writers run must never see an object's version go back or repeat.
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(w.create(ctx_, {"a", 0}).id);
+  for (int round = 0; round < 30; ++round) {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 2; ++t)
+      writers.emplace_back([&, t] {
+        for (int i = 1; !stop; ++i) w.update(ctx_, ids[(i * 3 + t) % ids.size()], {"a", i});
+      });
+    std::map<ObjectID, std::int64_t> last;
+    bool went_back = false;
+    {
+      auto s = w.watch_list(ctx_);
+      auto until = std::chrono::steady_clock::now() + 30ms;
+      while (!went_back && std::chrono::steady_clock::now() < until) {
+        auto c = s.next_for(5ms);
+        if (!c) continue;
+        auto& seen = last[c->object.id];
+        went_back = c->object.resource_version <= seen;
+        seen = c->object.resource_version;
+      }
+    }
+    stop = true;
+    for (auto& t : writers) t.join();
+    ASSERT_FALSE(went_back) << "round " << round;
+  }
 }
 
 TEST_F(WatchTest, WatchesWorkWithoutAController) {
@@ -278,6 +348,49 @@ TEST_F(WatchTest, AnActorSubscribesAndReceivesChanges) {
     return seen->ended;
   }));
   caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(WatchTest, AnActorSubscriptionEndsOnUnsubscribeAndWhenTheActorDies) {
+  auto w = widgets();
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto seen = std::make_shared<std::atomic<int>>(0);
+  auto spawn_subscriber = [&] {
+    return sys.spawn([seen](caf::event_based_actor*) -> caf::behavior {
+      return {[seen](const object_change&) { ++*seen; }, [](const watch_ended&) {}};
+    });
+  };
+  auto hub = bh_->watch_hub();
+  caf::scoped_actor self{sys};
+  auto subscribe = [&](const caf::actor& a) {
+    std::uint64_t sub = 0;
+    self->request(hub, caf::infinite, watch_request{widget_kind, std::nullopt, a})
+        .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
+    return sub;
+  };
+  auto watches = [&] {
+    std::size_t n = 99;
+    self->request(hub, caf::infinite, inspect_atom::value)
+        .receive([&](const watch_hub_state& st) { n = st.object_watches; },
+                 [](caf::error&) { FAIL(); });
+    return n;
+  };
+  auto a = spawn_subscriber();
+  auto sub = subscribe(a);
+  w.create(ctx_, {"x", 1});
+  ASSERT_TRUE(eventually([&] { return *seen == 1; }));
+  EXPECT_EQ(watches(), 1u);
+  self->send(hub, unsubscribe_atom::value, sub);
+  ASSERT_TRUE(eventually([&] { return watches() == 0; }));
+  w.create(ctx_, {"y", 1});
+  settle();
+  EXPECT_EQ(*seen, 1);  // nothing after the unsubscribe
+  auto b = spawn_subscriber();
+  subscribe(b);
+  EXPECT_EQ(watches(), 1u);
+  caf::anon_send_exit(b, caf::exit_reason::kill);  // the subscriber dies
+  EXPECT_TRUE(eventually([&] { return watches() == 0; }));
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

@@ -18,8 +18,9 @@ void sync_gate(WatchHubState& st, std::size_t opening = 0) {
 }
 
 bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {
-  if (s.id) return row.meta.id == *s.id;
-  return row.meta.group == s.gk.group && row.meta.kind == s.gk.kind;
+  // A one-object watch is kind-scoped too: another kind's id is not this kind's object.
+  return (!s.id || row.meta.id == *s.id) && row.meta.group == s.gk.group &&
+         row.meta.kind == s.gk.kind;
 }
 
 /// Delivers to one subscriber; false when the subscriber is gone.
@@ -44,6 +45,7 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
     // The store failed to read the snapshot: end the watch rather than hide a gap.
     st.rt->log(LogLevel::error, "watch snapshot failed", {{"reason", e.what()}});
     if (sub.core) sub.core->finish(errc::store);
+    if (sub.actor) caf::anon_send(sub.actor, watch_ended{id});
     sync_gate(st);
     return id;
   }
