@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs, with apt, whatever the build, the tests and the benchmarks need and this
-# machine does not have yet. Idempotent: a machine that has everything runs no apt.
-# Works as root (a fresh Debian 12 image) or through sudo.
+# machine does not have yet; with arguments, those packages instead (the Makefile's
+# bench, fuzz, format, lint and docs targets name theirs). Idempotent: a machine that
+# has everything runs no apt. Works as root (a fresh Debian 12 image) or through sudo.
 set -euo pipefail
 
 packages=(
-  g++ make cmake ninja-build pkg-config
+  g++ make cmake ninja-build pkg-config curl
   libcaf-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
 )
+if [ $# -gt 0 ]; then
+  packages=("$@")
+fi
 
 missing=()
 for p in "${packages[@]}"; do

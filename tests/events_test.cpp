@@ -1,5 +1,7 @@
 // Event log, schedule gauge and manual requeue.
 
+#include <future>
+
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -54,6 +56,69 @@ TEST_F(EventsTest, TheConnectionHealthTimeline) {
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->id, runs[0].id);
   EXPECT_FALSE(w.get_latest_event(ctx_, o.id, "never").has_value());
+}
+
+TEST_F(EventsTest, CategoriesAreIndependentTimelines) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  emit(o.id, "A", EventType::Normal, "X", "first");
+  clock_->advance(1s);
+  emit(o.id, "B", EventType::Normal, "Y");  // another category: A's run goes on
+  clock_->advance(1s);
+  emit(o.id, "A", EventType::Normal, "X", "second");
+  auto a = w.list_events(ctx_, o.id, with_event_category("A"));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].reason, "X");
+  EXPECT_EQ(a[0].count, 2);
+  EXPECT_EQ(a[0].message, "second");
+  EXPECT_EQ(a[0].last_at - a[0].first_at, 2s);
+  auto b = w.list_events(ctx_, o.id, with_event_category("B"));
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].count, 1);
+  EXPECT_EQ(w.list_events(ctx_, o.id).size(), 2u);
+  // The default category "" is a timeline of its own too.
+  emit(o.id, "", EventType::Normal, "X");
+  EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category("A"))[0].count, 2);
+  EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category(""))[0].count, 1);
+}
+
+TEST_F(EventsTest, ListEventsIsNewestFirstByLastAt) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  emit(o.id, "old", EventType::Normal, "Tick");  // the older run: the smaller id
+  clock_->advance(1s);
+  emit(o.id, "new", EventType::Normal, "Tock");
+  clock_->advance(1s);
+  auto runs = w.list_events(ctx_, o.id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].category, "new");
+  emit(o.id, "old", EventType::Normal, "Tick");  // extended: now the most recent
+  runs = w.list_events(ctx_, o.id);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].category, "old");
+  EXPECT_EQ(runs[0].count, 2);
+  EXPECT_LT(runs[0].id, runs[1].id);  // not by id
+  EXPECT_GT(runs[0].last_at, runs[1].last_at);
+  EXPECT_EQ(w.list_events(ctx_, o.id, with_event_limit(1))[0].category, "old");
+  EXPECT_EQ(w.get_latest_event(ctx_, o.id, "old")->count, 2);
+}
+
+TEST_F(EventsTest, EventDetailOfAnotherShapeIsDecodeAndANullDetailClearsIt) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  emit(o.id, "", EventType::Warning, "ProbeFailed", "", Probe{"10.0.0.1:443", 12});
+  EXPECT_EQ(event_detail<Probe>(*w.get_latest_event(ctx_, o.id, "")).latency_ms, 12);
+  emit(o.id, "other", EventType::Normal, "Odd", "", nlohmann::json{{"endpoint", 5}});
+  auto odd = *w.get_latest_event(ctx_, o.id, "other");
+  EXPECT_ERRC(event_detail<Probe>(odd), errc::decode);  // endpoint is not a string
+  EXPECT_ERRC(event_detail<std::vector<int>>(odd), errc::decode);
+  EXPECT_EQ(event_detail<nlohmann::json>(odd)["endpoint"], 5);
+  emit(o.id, "", EventType::Warning, "ProbeFailed", "no detail this time");  // extends the run
+  auto run = *w.get_latest_event(ctx_, o.id, "");
+  EXPECT_EQ(run.count, 2);
+  EXPECT_EQ(run.message, "no detail this time");
+  EXPECT_TRUE(run.detail.is_null());  // follows the latest occurrence
+  EXPECT_ERRC_WITH(event_detail<Probe>(run), errc::decode, "no detail");
 }
 
 TEST_F(EventsTest, FiltersAndLimit) {
@@ -131,6 +196,106 @@ TEST_F(EventsTest, WatchEventsConflatesPerRun) {
   EXPECT_EQ(s.error(), errc::stopped);
 }
 
+TEST_F(EventsTest, WatchEventsFiltersLiveRuns) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  auto other = w.create(ctx_, {"other", 1});
+  auto t0 = clock_->now();
+  auto by_type = w.watch_events(ctx_, o.id, with_event_type(EventType::Warning));
+  auto by_reason = w.watch_events(ctx_, o.id, with_event_reason("Wanted"));
+  auto by_since = w.watch_events(ctx_, o.id, with_events_since(t0 + 1h));
+  emit(other.id, "c", EventType::Warning, "Wanted");  // another object: never delivered
+  emit(o.id, "c", EventType::Normal, "Other");
+  emit(o.id, "c", EventType::Warning, "Wanted");
+  emit(o.id, "d", EventType::Warning, "Unwanted");
+  auto t = by_type.next_for(5s);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->reason, "Wanted");  // the first delivery: nothing before it passed
+  EXPECT_EQ(t->object_id, o.id);
+  t = by_type.next_for(5s);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->reason, "Unwanted");
+  auto r = by_reason.next_for(5s);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->reason, "Wanted");
+  EXPECT_EQ(r->type, EventType::Warning);
+  EXPECT_EQ(r->object_id, o.id);
+  clock_->advance(2h);
+  emit(o.id, "e", EventType::Normal, "Late");
+  auto late = by_since.next_for(5s);
+  ASSERT_TRUE(late.has_value());
+  EXPECT_EQ(late->reason, "Late");  // the runs before t0 + 1h never came
+  EXPECT_FALSE(by_type.next_for(30ms).has_value());
+  EXPECT_FALSE(by_reason.next_for(30ms).has_value());
+  EXPECT_FALSE(by_since.next_for(30ms).has_value());
+}
+
+TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturns) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  for (int i = 0; i < 5; ++i, clock_->advance(1s))
+    emit(o.id, "c" + std::to_string(i), EventType::Normal, "R" + std::to_string(i));
+  auto all = w.watch_events(ctx_, o.id);
+  std::vector<Event> snapshot;
+  for (int i = 0; i < 5; ++i) {
+    auto e = all.next_for(5s);
+    ASSERT_TRUE(e.has_value()) << i;
+    snapshot.push_back(*e);
+  }
+  EXPECT_FALSE(all.next_for(30ms).has_value());
+  auto listed = w.list_events(ctx_, o.id);
+  ASSERT_EQ(listed.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(snapshot[i].id, listed[i].id) << i;  // newest first
+  auto capped = w.watch_events(ctx_, o.id, with_event_limit(2));
+  auto c1 = capped.next_for(5s), c2 = capped.next_for(5s);
+  ASSERT_TRUE(c1 && c2);
+  EXPECT_EQ(c1->reason, "R4");
+  EXPECT_EQ(c2->reason, "R3");
+  EXPECT_FALSE(capped.next_for(30ms).has_value());  // the cap holds the snapshot only
+  // An extension of a run the snapshot held arrives as that run, updated.
+  emit(o.id, "c1", EventType::Normal, "R1", "again");
+  auto ext = all.next_for(5s);
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->id, listed[3].id);
+  EXPECT_EQ(ext->count, 2);
+  EXPECT_EQ(ext->message, "again");
+  EXPECT_EQ(ext->first_at, listed[3].first_at);
+  EXPECT_GT(ext->last_at, listed[3].last_at);
+  auto live = capped.next_for(5s);  // live runs pass whatever the cap
+  ASSERT_TRUE(live.has_value());
+  EXPECT_EQ(live->id, listed[3].id);
+  EXPECT_EQ(live->count, 2);
+}
+
+TEST_F(EventsTest, WatchEventsEndsOnCloseOnItsContextAndAfterStop) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  emit(o.id, "", EventType::Normal, "X");
+  auto closed = w.watch_events(ctx_, o.id);
+  ASSERT_TRUE(closed.next_for(5s).has_value());
+  closed.close();
+  emit(o.id, "", EventType::Normal, "X");
+  EXPECT_FALSE(closed.next_for(1s).has_value());
+  EXPECT_TRUE(closed.done());
+  EXPECT_FALSE(closed.error());  // its own ending: no error
+  auto [cctx, cancel] = ctx_.with_cancel();
+  auto cancelled = w.watch_events(cctx, o.id);
+  ASSERT_TRUE(cancelled.next_for(5s).has_value());
+  std::thread canceller([&, cancel = cancel] {
+    std::this_thread::sleep_for(20ms);
+    cancel();
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(cancelled.next().has_value());  // blocks without a timeout until cancelled
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  canceller.join();
+  EXPECT_TRUE(cancelled.done());
+  EXPECT_FALSE(cancelled.error());
+  start();
+  stop_(ctx_);
+  EXPECT_ERRC(w.watch_events(ctx_, o.id), errc::stopped);
+}
+
 TEST_F(EventsTest, RetentionKeepsTheNewestRunsPerCategoryAndAnAgeBound) {
   open(with_event_retention(3, 1h));
   cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
@@ -147,6 +312,47 @@ TEST_F(EventsTest, RetentionKeepsTheNewestRunsPerCategoryAndAnAgeBound) {
   EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category("quiet")).size(), 1u);  // not evicted
   clock_->advance(2h);  // past the age bound; the resync cadence runs GC
   EXPECT_TRUE(eventually([&] { return w.list_events(ctx_, o.id).empty(); }));
+}
+
+TEST_F(EventsTest, RetentionKeepsWhichRunsAreNewest) {
+  open(with_event_retention(3, 0ms));  // no age bound
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  auto t0 = clock_->now();
+  emit(o.id, "quiet", EventType::Normal, "Q1");
+  for (int i = 0; i < 10; ++i) {
+    clock_->advance(1s);
+    emit(o.id, "noisy", i % 2 ? EventType::Warning : EventType::Normal, "Flap",
+         "flap " + std::to_string(i));
+  }
+  // The newest run is extended: its last_at moves, its id does not.
+  clock_->advance(1s);
+  emit(o.id, "noisy", EventType::Warning, "Flap", "flap 10");  // extends flap 9's run
+  clock_->advance(24h * 365);  // ages mean nothing without a max_age
+  start();                     // retention runs at start
+  auto noisy = [&] { return w.list_events(ctx_, o.id, with_event_category("noisy")); };
+  ASSERT_TRUE(eventually([&] { return noisy().size() == 3; }));
+  auto kept = noisy();
+  EXPECT_EQ(kept[0].message, "flap 10");
+  EXPECT_EQ(kept[0].count, 2);
+  EXPECT_EQ(kept[0].last_at, t0 + 11s);
+  EXPECT_EQ(kept[1].message, "flap 8");
+  EXPECT_EQ(kept[1].last_at, t0 + 9s);
+  EXPECT_EQ(kept[2].message, "flap 7");
+  EXPECT_EQ(kept[2].last_at, t0 + 8s);
+  auto quiet = w.list_events(ctx_, o.id, with_event_category("quiet"));
+  ASSERT_EQ(quiet.size(), 1u);  // a year old, and kept
+  EXPECT_EQ(quiet[0].last_at, t0);
+  // A later sweep (at the latest, the resync cadence) trims by the same rule.
+  emit(o.id, "noisy", EventType::Normal, "Back", "back");
+  clock_->advance(30s);
+  ASSERT_TRUE(eventually([&] { return noisy().size() == 3; }));
+  kept = noisy();
+  EXPECT_EQ(kept[0].message, "back");
+  EXPECT_EQ(kept[1].message, "flap 10");
+  EXPECT_EQ(kept[2].message, "flap 8");
+  EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category("quiet")).size(), 1u);
 }
 
 TEST_F(EventsTest, EventsCascadeWithTheirObject) {
@@ -194,6 +400,52 @@ TEST_F(EventsTest, ScheduleGaugeFollowsTheBackoffLadderAndRequeue) {
   close();
   EXPECT_FALSE(s.next_for(1s).has_value());
   EXPECT_EQ(s.error(), errc::stopped);
+}
+
+TEST_F(EventsTest, WatchScheduleStartsWithThePendingSchedule) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("down"); });
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 1s));
+  auto s = w.watch_schedule(ctx_, o.id);
+  auto first = s.next_for(5s);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->next_requeue_at, clock_->now() + 1s);  // not the epoch
+  EXPECT_FALSE(s.next_for(30ms).has_value());             // nothing moved since
+}
+
+TEST_F(EventsTest, ScheduleIsNowWhileQueuedBehindABusyWorker) {
+  std::promise<void> entered, release;
+  auto release_f = release.get_future().share();
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto& o) {
+    if (o.spec.color == "blocker") {
+      entered.set_value();
+      release_f.wait();
+    }
+    return Result{};
+  });
+  auto w = widgets();
+  auto blocker = w.create(ctx_, {"blocker", 1});
+  start();  // one worker
+  entered.get_future().wait();
+  clock_->advance(5s);
+  auto queued = w.create(ctx_, {"queued", 1});
+  EXPECT_TRUE(scheduled_at(queued.id, clock_->now()));  // queued: due now
+  auto s = w.watch_schedule(ctx_, queued.id);
+  auto first = s.next_for(5s);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->next_requeue_at, clock_->now());
+  EXPECT_EQ(w.get_schedule(ctx_, blocker.id), Schedule{});  // in flight: not queued
+  EXPECT_EQ(recorder_->count(queued.id), 0);
+  release.set_value();
+  EXPECT_TRUE(eventually([&] { return recorder_->count(queued.id) == 1; }));
+  EXPECT_TRUE(scheduled_at(queued.id, Time{}));  // dispatched, nothing pending
+  bool cleared = false;
+  while (auto v = s.next_for(5s))
+    if ((cleared = v->next_requeue_at == Time{})) break;
+  EXPECT_TRUE(cleared);
 }
 
 }  // namespace

@@ -112,6 +112,84 @@ TEST_F(GcTest, GetOrCreateAppliesTheOwnerOnlyWhenCreating) {
   (void)plain;
 }
 
+TEST_F(GcTest, GetOrCreateAppliesFinalizersOnlyWhenCreating) {
+  auto w = widgets();
+  auto owner = w.create(ctx_, {"owner", 1});
+  auto plain = w.create(ctx_, {"plain", 1}, with_slug("p"));
+  auto [found, created] =
+      w.get_or_create(ctx_, "p", {"x", 2}, with_finalizers({"f"}), with_owner(owner.id));
+  EXPECT_FALSE(created);
+  EXPECT_EQ(found.id, plain.id);
+  EXPECT_TRUE(found.finalizers.empty());
+  EXPECT_EQ(found.spec, (WidgetSpec{"plain", 1}));  // untouched
+  auto stored = w.get(ctx_, plain.id);
+  EXPECT_TRUE(stored.finalizers.empty());  // nothing was written either
+  EXPECT_EQ(stored.resource_version, plain.resource_version);
+  EXPECT_FALSE(w.get_owner(ctx_, plain.id).has_value());
+  auto [fresh, created2] = w.get_or_create(ctx_, "q", {"x", 1}, with_finalizers({"f", "g"}));
+  EXPECT_TRUE(created2);
+  EXPECT_EQ(fresh.finalizers, (std::vector<std::string>{"f", "g"}));
+  EXPECT_EQ(w.get(ctx_, fresh.id).finalizers, (std::vector<std::string>{"f", "g"}));
+}
+
+TEST_F(GcTest, CollectsPromptlyAfterStartForAKindWithoutAController) {
+  register_widgets();  // a controller for widgets only: gadgets have none
+  start();
+  Widgets gadgets(*bh_, gadget_kind);
+  auto owner = gadgets.create(ctx_, {"owner", 1});
+  auto child = gadgets.create(ctx_, {"child", 1}, with_owner(owner.id));
+  auto g = gadgets.create(ctx_, {"g", 1}, with_slug("g"));
+  auto gone = [&](ObjectID id) {
+    try {
+      gadgets.get(ctx_, id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  };
+  gadgets.remove(ctx_, g.id);  // the clock never moves: no resync, no cadence
+  EXPECT_TRUE(eventually([&] { return gone(g.id); }));
+  gadgets.create(ctx_, {"again", 1}, with_slug("g"));  // the slug was released
+  gadgets.remove(ctx_, owner.id);                      // and a cascade, too
+  EXPECT_TRUE(eventually([&] { return gone(owner.id) && gone(child.id); }));
+}
+
+TEST_F(GcTest, HasIncomingRefsCountsOwnedChildrenAndLiveDependentsOnly) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  Widgets gadgets(*bh_, gadget_kind);
+  // Nothing is started: no GC runs, so deletion-pending rows and their edges stay.
+  auto lonely = w.create(ctx_, {"lonely", 1});
+  EXPECT_FALSE(cc.has_incoming_refs(ctx_, lonely.id));
+  // Dependents: counted while they are not being deleted themselves.
+  auto target = gadgets.create(ctx_, {"target", 1});
+  auto d1 = w.create(ctx_, {"d1", 1}, with_finalizers({"f"}));
+  auto d2 = w.create(ctx_, {"d2", 1}, with_finalizers({"f"}));
+  cc.add_dependency(ctx_, d1.id, target.id);
+  cc.add_dependency(ctx_, d2.id, target.id);
+  EXPECT_TRUE(cc.has_incoming_refs(ctx_, target.id));
+  w.remove(ctx_, d1.id);
+  EXPECT_TRUE(cc.has_incoming_refs(ctx_, target.id));  // d2 still has a live claim
+  w.remove(ctx_, d2.id);
+  ASSERT_EQ(w.list_dependents(ctx_, target.id).size(), 2u);  // the edges are still there
+  EXPECT_FALSE(cc.has_incoming_refs(ctx_, target.id));       // but both are finalizing
+  EXPECT_FALSE(cc.has_incoming_refs(ctx_, d1.id));           // an outgoing edge is not incoming
+  // Owned children: counted even while being deleted.
+  auto owner = w.create(ctx_, {"owner", 1});
+  auto child = gadgets.create(ctx_, {"child", 1}, with_owner(owner.id), with_finalizers({"f"}));
+  EXPECT_TRUE(cc.has_incoming_refs(ctx_, owner.id));
+  gadgets.remove(ctx_, child.id);
+  ASSERT_TRUE(gadgets.get(ctx_, child.id).deletion_requested_at.has_value());
+  EXPECT_TRUE(cc.has_incoming_refs(ctx_, owner.id));
+  EXPECT_FALSE(cc.has_incoming_refs(ctx_, child.id));
+  // Once the last finalizing dependent is collected its edge goes, and with it the claim.
+  start();
+  cc.remove_finalizer(ctx_, d1.id, "f");
+  cc.remove_finalizer(ctx_, d2.id, "f");
+  EXPECT_TRUE(eventually([&] { return w.list_dependents(ctx_, target.id).empty(); }));
+  EXPECT_FALSE(cc.has_incoming_refs(ctx_, target.id));
+}
+
 TEST_F(GcTest, ThreeLevelCascadeIsCollectedBottomUpOwnerLast) {
   recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
     if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
@@ -150,11 +228,12 @@ TEST_F(GcTest, AFinalizerGatedOnIncomingRefsKeepsASharedResourceUntilItsLastUser
   // nothing with a live claim points at it any more.
   register_widgets();
   std::atomic<int> gadget_passes{0};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   register_controller<WidgetSpec, WidgetStatus>(
       *bh_, gadget_kind, [&](const Context& ctx, auto& cc, const auto& o) {
-        ++gadget_passes;
         if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
           cc.remove_finalizer(ctx, o.id, "shared");
+        ++gadget_passes;  // counted once the pass has decided
         return Result{};
       });
   auto widget_cc = register_controller<WidgetSpec, WidgetStatus>(
@@ -173,6 +252,20 @@ TEST_F(GcTest, AFinalizerGatedOnIncomingRefsKeepsASharedResourceUntilItsLastUser
   settle();
   EXPECT_TRUE(gadgets.get(ctx_, shared.id).deletion_requested_at.has_value());  // u2 holds it
   EXPECT_EQ(gadgets.list_dependents(ctx_, shared.id).size(), 1u);
+  // u1 is collected (its edge gone); a gadget pass that runs after that still finds u2's
+  // live claim and keeps the finalizer. Dropped, only u2's edge would keep the row.
+  ASSERT_TRUE(eventually([&] {
+    try {
+      users.get(ctx_, u1.id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  }));
+  int passes = gadget_passes;
+  gadgets.requeue(ctx_, shared.id);
+  ASSERT_TRUE(eventually([&] { return gadget_passes > passes; }));
+  EXPECT_EQ(gadgets.get(ctx_, shared.id).finalizers, std::vector<std::string>{"shared"});
   users.remove(ctx_, u2.id);
   auto seen = read_until(s, [&](auto& c) { return deleted(c, shared.id); });
   close();
@@ -243,6 +336,46 @@ TEST_F(GcTest, DependencyWritesJoinWithinAndCheckTheirIds) {
   EXPECT_EQ(cc.list_dependents(ctx_, gadget.id), (std::vector<Ref>{{a.id, "acme.com", "Widget"}}));
 }
 
+TEST_F(GcTest, RemoveDependencyJoinsWithinAndRollsBackWithIt) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 1});
+  cc.add_dependency(ctx_, a.id, b.id);
+  EXPECT_THROW(cc.within(ctx_,
+                         [&](const Context& tx) {
+                           cc.remove_dependency(tx, a.id, b.id);
+                           EXPECT_EQ(w.list_dependencies(ctx_, a.id).size(), 1u);
+                           throw std::runtime_error("rollback");
+                         }),
+               std::runtime_error);
+  EXPECT_EQ(w.list_dependencies(ctx_, a.id), (std::vector<Ref>{{b.id, "acme.com", "Widget"}}));
+  EXPECT_EQ(w.list_dependents(ctx_, b.id), (std::vector<Ref>{{a.id, "acme.com", "Widget"}}));
+  cc.within(ctx_, [&](const Context& tx) { cc.remove_dependency(tx, a.id, b.id); });
+  EXPECT_TRUE(w.list_dependencies(ctx_, a.id).empty());
+  EXPECT_TRUE(w.list_dependents(ctx_, b.id).empty());
+}
+
+TEST_F(GcTest, ControllerClientLookupsAreNotKindScopedAndReadMissingIdsAsEmpty) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  Widgets g(*bh_, gadget_kind);
+  auto owner = g.create(ctx_, {"owner", 1});  // another kind's owner
+  auto c1 = w.create(ctx_, {"c1", 1}, with_owner(owner.id));
+  auto c2 = g.create(ctx_, {"c2", 1}, with_owner(owner.id));
+  EXPECT_EQ(cc.get_owner(ctx_, c1.id), (Ref{owner.id, "acme.com", "Gadget"}));
+  EXPECT_EQ(cc.get_owner(ctx_, c2.id), (Ref{owner.id, "acme.com", "Gadget"}));  // a gadget's
+  EXPECT_FALSE(cc.get_owner(ctx_, owner.id).has_value());
+  EXPECT_EQ(cc.list_owned(ctx_, owner.id),
+            (std::vector<Ref>{{c1.id, "acme.com", "Widget"}, {c2.id, "acme.com", "Gadget"}}));
+  EXPECT_TRUE(cc.list_owned(ctx_, c1.id).empty());
+  EXPECT_FALSE(cc.get_owner(ctx_, 999999).has_value());
+  EXPECT_TRUE(cc.list_owned(ctx_, 999999).empty());
+  EXPECT_TRUE(cc.list_dependencies(ctx_, 999999).empty());
+  EXPECT_TRUE(cc.list_dependents(ctx_, 999999).empty());
+  EXPECT_FALSE(cc.has_incoming_refs(ctx_, 999999));
+}
+
 TEST_F(GcTest, LazyLookupsAreNotKindScoped) {
   auto w = widgets();
   Widgets g(*bh_, gadget_kind);
@@ -271,6 +404,55 @@ TEST_F(GcTest, ListOwnedObjectsIncludesDeletionPendingChildrenById) {
   ASSERT_EQ(children.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(children[i].id, ids[i]);
   EXPECT_TRUE(children[1].deletion_requested_at.has_value());
+}
+
+TEST_F(GcTest, ListOwnedObjectsIsByIdInOneQueryAndTakesEveryLoad) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  Widgets g(*bh_, gadget_kind);
+  auto a = w.create(ctx_, {"owner a", 0});
+  auto b = w.create(ctx_, {"owner b", 0});
+  // Children of a and b interleaved, a gadget among them; then the earliest ones are
+  // written last, so resource-version and updated_at order is the reverse of id order.
+  std::vector<ObjectID> of_a, of_b;
+  for (int i = 0; i < 4; ++i) {
+    of_a.push_back(w.create(ctx_, {"a", i}, with_owner(a.id)).id);
+    of_b.push_back(w.create(ctx_, {"b", i}, with_owner(b.id)).id);
+    g.create(ctx_, {"gadget", i}, with_owner(a.id));
+  }
+  for (auto it = of_a.rbegin(); it != of_a.rend(); ++it) {
+    clock_->advance(1s);
+    w.update(ctx_, *it, {"a updated", 1});
+  }
+  cc.add_dependency(ctx_, of_a[2], b.id);
+  auto grandchild = w.create(ctx_, {"grandchild", 0}, with_owner(of_a[1]));
+  auto before = store::statements_run();
+  auto plain = w.list_owned_objects(ctx_, a.id);
+  EXPECT_EQ(store::statements_run() - before, 1u);  // one statement
+  ASSERT_EQ(plain.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(plain[i].id, of_a[i]);
+  EXPECT_GT(plain[0].resource_version, plain[3].resource_version);  // not by version
+  EXPECT_ERRC(plain[0].get_owner(), errc::not_loaded);
+  before = store::statements_run();
+  auto loaded =
+      w.list_owned_objects(ctx_, a.id, load_dependencies(), load_dependents(), load_owned());
+  EXPECT_LE(store::statements_run() - before, 6u);  // three relations + read transaction
+  ASSERT_EQ(loaded.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(loaded[i].id, of_a[i]);
+  EXPECT_EQ(loaded[2].list_dependencies(), (std::vector<Ref>{{b.id, "acme.com", "Widget"}}));
+  EXPECT_TRUE(loaded[0].list_dependencies().empty());
+  EXPECT_TRUE(loaded[2].list_dependents().empty());
+  EXPECT_EQ(loaded[1].list_owned(), (std::vector<Ref>{{grandchild.id, "acme.com", "Widget"}}));
+  EXPECT_TRUE(loaded[3].list_owned().empty());
+  EXPECT_ERRC(loaded[0].get_owner(), errc::not_loaded);
+  cc.record_event(ctx_, of_b[3], {"", EventType::Normal, "Seen"});
+  auto with_events = w.list_owned_objects(ctx_, b.id, load_dependents(), load_events());
+  ASSERT_EQ(with_events.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(with_events[i].id, of_b[i]);
+  EXPECT_TRUE(with_events[0].list_events().empty());
+  ASSERT_EQ(with_events[3].list_events().size(), 1u);
+  EXPECT_EQ(with_events[3].list_events()[0].reason, "Seen");
+  EXPECT_TRUE(w.list_owned_objects(ctx_, 999999).empty());
 }
 
 TEST_F(GcTest, EagerLoadsAreOneQueryPerRelationForAWholeList) {

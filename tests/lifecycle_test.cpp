@@ -2,6 +2,8 @@
 
 #include <future>
 
+#include <beehive/actors.hpp>
+
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -100,6 +102,45 @@ TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
   EXPECT_TRUE(Widgets(reopened, widget_kind).get(ctx_, o.id).status->ready);
 }
 
+TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
+  std::promise<void> entered, release;
+  auto release_f = release.get_future().share();
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto& o) {
+    if (o.spec.color == "blocker") {
+      entered.set_value();
+      release_f.wait();
+    }
+    return Result{};
+  });
+  register_widgets(with_concurrency(1));
+  auto w = widgets();
+  auto blocker = w.create(ctx_, {"blocker", 0});
+  start();
+  entered.get_future().wait();
+  std::vector<ObjectID> queued;
+  for (int i = 0; i < 5; ++i) queued.push_back(w.create(ctx_, {"queued", i}).id);
+  for (auto id : queued) EXPECT_TRUE(scheduled_at(id, clock_->now()));  // behind the blocker
+  auto controller = *bh_->controller(widget_kind);
+  auto dispatching = [&] {
+    caf::scoped_actor self{controller->home_system()};
+    bool out = true;
+    self->request(controller, std::chrono::seconds(10), inspect_atom::value)
+        .receive([&](const controller_state& st) { out = st.dispatching; }, [](caf::error&) {});
+    return out;
+  };
+  EXPECT_TRUE(dispatching());
+  auto stopping = std::async(std::launch::async, [&] { stop_(Context{}.with_timeout(10s)); });
+  // The blocker is released once the controller has acknowledged the drain; if it went
+  // on dispatching, the next queued id would run (and stop would wait for it).
+  EXPECT_TRUE(eventually([&] { return !dispatching(); }));
+  release.set_value();
+  EXPECT_NO_THROW(stopping.get());
+  EXPECT_EQ(recorder_->count(blocker.id), 1);  // the one in flight completed
+  for (auto id : queued) EXPECT_EQ(recorder_->count(id), 0) << id;
+  EXPECT_EQ(recorder_->total(), 1);
+}
+
 TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
   std::promise<void> entered;
   std::promise<void> release;
@@ -116,8 +157,9 @@ TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_ERRC(stop_(Context{}.with_timeout(100ms)), errc::deadline_exceeded);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 100ms);
-  EXPECT_ERRC(widgets().list(ctx_), errc::stopped);  // stopped either way
-  stop_(ctx_);                                       // a second stop is a no-op
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms + 5s);  // gives up at the deadline
+  EXPECT_ERRC(widgets().list(ctx_), errc::stopped);              // stopped either way
+  stop_(ctx_);                                                   // a second stop is a no-op
   release.set_value();
   bh_.reset();  // waits for the released reconcile, before the locals it uses go away
 }
@@ -129,6 +171,35 @@ TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
   bh_.reset();  // must not hang or crash
   stop_(ctx_);  // the stop function outliving its beehive is a no-op
   stop_ = nullptr;
+}
+
+TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
+  std::promise<void> entered, release;
+  auto release_f = release.get_future().share();
+  std::atomic<bool> finished{false};
+  recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
+    entered.set_value();
+    release_f.wait();
+    cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});  // still served
+    finished = true;
+    return Result{};
+  });
+  register_widgets();
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  entered.get_future().wait();
+  auto destroying = std::async(std::launch::async, [&] { bh_.reset(); });
+  EXPECT_EQ(destroying.wait_for(50ms), std::future_status::timeout);  // waits for it
+  EXPECT_FALSE(finished);
+  release.set_value();
+  destroying.get();
+  EXPECT_TRUE(finished);  // returned only after the reconcile did
+  stop_(ctx_);            // outliving its beehive: a no-op
+  stop_ = nullptr;
+  store_.reset();
+  auto reopened_store = sqlite::open(dir_.file("beehive.db"));
+  Beehive reopened(reopened_store);
+  EXPECT_TRUE(Widgets(reopened, widget_kind).get(ctx_, o.id).status->ready);
 }
 
 TEST_F(LifecycleTest, ControllerAcceptsASharedPtrToAController) {

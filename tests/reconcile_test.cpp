@@ -119,6 +119,82 @@ TEST_F(ReconcileTest, MaxRetryIntervalCapsTheLadder) {
   }
 }
 
+TEST_F(ReconcileTest, BeehiveWideMaxRetryIntervalCapsEveryKindUnlessTheKindSetsItsOwn) {
+  open(with_max_retry_interval(3s));
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("boom"); });
+  auto via_recorder = [r = recorder_](auto& c, auto& cc, auto& o) { return (*r)(c, cc, o); };
+  register_widgets(with_resync_interval(0s));  // the Beehive-wide cap
+  const GroupKind user_kind{"acme.com", "User"};
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, gadget_kind, via_recorder,
+                                                with_max_retry_interval(2s));  // its own
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, user_kind, via_recorder,
+                                                with_max_retry_interval(0s));  // ignored
+  Widgets gadgets(*bh_, gadget_kind), users(*bh_, user_kind);
+  auto w = widgets().create(ctx_, {"w", 1});
+  auto g = gadgets.create(ctx_, {"g", 1});
+  auto u = users.create(ctx_, {"u", 1});
+  start();
+  auto all_at = [&](Time tw, Time tg, Time tu) {
+    return eventually([&] {
+      return widgets().get_schedule(ctx_, w.id).next_requeue_at == tw &&
+             gadgets.get_schedule(ctx_, g.id).next_requeue_at == tg &&
+             users.get_schedule(ctx_, u.id).next_requeue_at == tu;
+    });
+  };
+  auto now = [&] { return clock_->now(); };
+  ASSERT_TRUE(all_at(now() + 1s, now() + 1s, now() + 1s));
+  clock_->advance(1s);
+  ASSERT_TRUE(all_at(now() + 2s, now() + 2s, now() + 2s));
+  clock_->advance(2s);
+  ASSERT_TRUE(all_at(now() + 3s, now() + 2s, now() + 3s));  // 4 s capped: 3 s, 2 s, 3 s
+  clock_->advance(2s);
+  EXPECT_TRUE(all_at(now() + 1s, now() + 2s, now() + 1s));  // only the gadget retried
+  clock_->advance(1s);
+  EXPECT_TRUE(all_at(now() + 3s, now() + 1s, now() + 3s));  // still capped
+  EXPECT_EQ(recorder_->count(w.id), 4);
+  EXPECT_EQ(recorder_->count(g.id), 4);
+  EXPECT_EQ(recorder_->count(u.id), 4);
+}
+
+TEST_F(ReconcileTest, ANonStdExceptionIsRetriedWithoutRestartingTheController) {
+  std::atomic<bool> fail{true};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto&) -> Result {
+    if (fail) throw 42;
+    return {};
+  });
+  register_widgets(with_resync_interval(0s));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  testing::internal::CaptureStderr();
+  start();
+  EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 1s));
+  settle();
+  // A controller restarted from the store would list the object and reconcile it at once.
+  EXPECT_EQ(recorder_->count(o.id), 1);
+  clock_->advance(1s);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
+  EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 2s));  // the ladder went on: state kept
+  clock_->advance(2s);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 3; }));
+  EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 4s));
+  fail = false;
+  w.requeue(ctx_, o.id);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 4; }));
+  EXPECT_TRUE(scheduled_at(o.id, Time{}));  // a success clears it
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 4);
+  close();
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("restarted"), std::string::npos) << err;
+  auto retried =
+      "reconcile failed; retrying with backoff kind=Widget.acme.com id=" + std::to_string(o.id) +
+      " reason=unknown exception";
+  size_t n = 0;
+  for (auto p = err.find(retried); p != std::string::npos; p = err.find(retried, p + 1)) ++n;
+  EXPECT_EQ(n, 3u) << err;
+}
+
 TEST_F(ReconcileTest, SuccessClearsTheBackoffAndAPlainRequeueKeepsIt) {
   std::atomic<bool> fail{true};
   std::atomic<int> successes{0};
@@ -270,7 +346,10 @@ TEST_F(ReconcileTest, NoIdIsEverReconciledConcurrently) {
       std::lock_guard lk(mu);
       if (!running.insert(o.id).second) ++overlaps;
     }
-    std::this_thread::yield();
+    // Hold the id for a while (yielding, so the other workers run meanwhile): a second
+    // dispatch of it in this window would be caught.
+    auto until = std::chrono::steady_clock::now() + 200us;
+    while (std::chrono::steady_clock::now() < until) std::this_thread::yield();
     {
       std::lock_guard lk(mu);
       running.erase(o.id);

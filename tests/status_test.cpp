@@ -85,6 +85,12 @@ TEST_F(StatusTest, WritesAreKindFolded) {
   EXPECT_ERRC(cc_->remove_finalizer(ctx_, gadget.id, "f"), errc::wrong_kind);
   EXPECT_ERRC(cc_->update_status(ctx_, 987654, 1, {true}), errc::not_found);
   EXPECT_ERRC(cc_->set_condition(ctx_, 987654, {"Ready", ConditionStatus::True}), errc::not_found);
+  EXPECT_ERRC(cc_->remove_condition(ctx_, 987654, "Ready"), errc::not_found);
+  EXPECT_ERRC(cc_->remove_finalizer(ctx_, 987654, "f"), errc::not_found);
+  // Checked even when there would be nothing to remove, and nothing is written.
+  auto g = Widgets(*bh_, gadget_kind).create(ctx_, {"g2", 1}, with_finalizers({"f"}));
+  EXPECT_ERRC(cc_->remove_finalizer(ctx_, g.id, "f"), errc::wrong_kind);
+  EXPECT_EQ(Widgets(*bh_, gadget_kind).get(ctx_, g.id).finalizers, std::vector<std::string>{"f"});
 }
 
 TEST_F(StatusTest, ConditionsAreUpsertedPerTypeAndIdenticalOnesWriteNothing) {

@@ -1,6 +1,8 @@
 // within: one transaction for several writes, nested savepoints, side effects only
 // after the outermost commit.
 
+#include <map>
+
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -140,6 +142,62 @@ TEST_F(WithinTest, WakesHappenAfterCommitAndNeverAfterRollback) {
   EXPECT_TRUE(eventually([&] { return recorder_->count(id) == 1; }));
   settle();
   EXPECT_EQ(recorder_->total(), 1);
+}
+
+TEST_F(WithinTest, WatchChangesComeAfterTheOutermostCommitAndNeverAfterARollback) {
+  auto w = widgets();
+  auto existing = w.create(ctx_, {"existing", 1});
+  auto s = w.watch_list(ctx_);
+  auto snapshot = s.next_for(5s);
+  ASSERT_TRUE(snapshot.has_value());
+  EXPECT_EQ(snapshot->object.id, existing.id);
+  auto events = w.watch_events(ctx_, existing.id);
+  EXPECT_THROW(cc_->within(ctx_,
+                           [&](const Context& tx) {
+                             w.create(tx, {"never", 1});
+                             w.update(tx, existing.id, {"never", 2});
+                             cc_->record_event(tx, existing.id, {"", EventType::Normal, "Never"});
+                             throw std::runtime_error("rollback");
+                           }),
+               std::runtime_error);
+  EXPECT_FALSE(s.next_for(30ms).has_value());  // nothing from a rolled-back block
+  EXPECT_FALSE(events.next_for(30ms).has_value());
+  ObjectID a = 0, b = 0;
+  cc_->within(ctx_, [&](const Context& tx) {
+    a = w.create(tx, {"a", 1}).id;
+    cc_->within(tx, [&](const Context& inner) {  // a released savepoint: not a commit
+      b = w.create(inner, {"b", 1}).id;
+      cc_->update_status(inner, existing.id, 1, {true});
+    });
+    try {
+      cc_->within(tx, [&](const Context& inner) {
+        w.create(inner, {"rolled back", 1});
+        throw std::runtime_error("inner fails");
+      });
+    } catch (const std::runtime_error&) {
+    }
+    cc_->record_event(tx, existing.id, {"", EventType::Normal, "Kept"});
+    EXPECT_FALSE(s.next_for(30ms).has_value());  // not before the outermost commit
+    EXPECT_FALSE(events.next_for(30ms).has_value());
+  });
+  std::map<ObjectID, Change<WidgetSpec, WidgetStatus>> seen;
+  while (seen.size() < 3) {
+    auto c = s.next_for(5s);
+    if (!c) break;
+    seen[c->object.id] = *c;
+  }
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[a].type, ChangeType::Added);
+  EXPECT_EQ(seen[b].type, ChangeType::Added);
+  EXPECT_EQ(seen[existing.id].type, ChangeType::Modified);
+  EXPECT_TRUE(seen[existing.id].object.status->ready);
+  EXPECT_EQ(seen[existing.id].object.spec.size, 1);  // the rolled-back update never shows
+  EXPECT_FALSE(s.next_for(30ms).has_value());        // nor the rolled-back creates
+  auto e = events.next_for(5s);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->reason, "Kept");
+  EXPECT_EQ(e->count, 1);
+  EXPECT_FALSE(events.next_for(30ms).has_value());
 }
 
 TEST_F(WithinTest, OtherWritersWaitForTheTransaction) {
