@@ -8,14 +8,14 @@
 
 namespace beehive::detail {
 
-namespace {}  // namespace
-
 Outcome run_reconcile(const std::function<void()>& decode,
                       const std::function<std::chrono::milliseconds()>& reconcile) {
   try {
     decode();
   } catch (const std::exception& e) {
     return {Outcome::quarantined, {}, e.what()};
+  } catch (...) {  // a user from_json or converter may throw anything
+    return {Outcome::quarantined, {}, "unknown exception"};
   }
   try {
     return {Outcome::success, reconcile(), {}};

@@ -426,6 +426,8 @@ Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
     }
   } catch (const std::exception& e) {
     out = {Outcome::error, {}, e.what()};  // the store failed to read it: retry later
+  } catch (...) {
+    out = {Outcome::error, {}, "unknown exception"};
   }
   return out;
 }
@@ -444,6 +446,7 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
   claimed_ = id;
   spawn_controllers();
   if (ctx.done()) {  // a start cancelled half-way leaves nothing running
+    drain_reconciles(std::nullopt);
     kill_controllers();
     std::lock_guard c(claims_mu);
     claims.erase(claimed_);
@@ -556,20 +559,18 @@ void Runtime::stop(const Context& ctx) {
   }
   if (state_ != State::running) return;
   state_ = State::draining;
-  {
+  bool drained = drain_reconciles(ctx.deadline());
+  if (drained && gc_) {
+    // What the gc has queued (a pass triggered by the last commits) finishes first; a
+    // pass asked for now runs after it in the writer's order.
     caf::scoped_actor self{*sys_, true};
-    for (auto& [gk, entry] : kinds_)
-      self->request(entry->controller, caf::infinite, drain_atom::value)
-          .receive([](bool) {}, [](caf::error&) {});
-  }
-  bool drained;
-  {
-    std::unique_lock f(flight_mu_);
-    auto idle = [&] { return in_flight_ == 0; };
-    if (auto d = ctx.deadline())
-      drained = flight_cv_.wait_until(f, *d, idle);
-    else
-      drained = (flight_cv_.wait(f, idle), true);
+    auto d = ctx.deadline();
+    auto left = d ? std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 *d - std::chrono::steady_clock::now()),
+                             std::chrono::milliseconds(1))
+                  : std::chrono::milliseconds(std::chrono::hours(24));
+    self->request(caf::actor_cast<gc_actor>(gc_), left, collect_atom::value)
+        .receive([](int) {}, [](caf::error&) {});
   }
   kill_controllers();
   state_ = State::stopped;
@@ -582,6 +583,20 @@ void Runtime::stop(const Context& ctx) {
   claimed_.clear();
   if (!drained)
     throw Error(errc::deadline_exceeded, "reconciles still running when the stop deadline passed");
+}
+
+bool Runtime::drain_reconciles(std::optional<Context::Deadline> deadline) {
+  {
+    caf::scoped_actor self{*sys_, true};
+    for (auto& [gk, entry] : kinds_)
+      self->request(entry->controller, caf::infinite, drain_atom::value)
+          .receive([](bool) {}, [](caf::error&) {});
+  }
+  std::unique_lock f(flight_mu_);
+  auto idle = [&] { return in_flight_ == 0; };
+  if (deadline) return flight_cv_.wait_until(f, *deadline, idle);
+  flight_cv_.wait(f, idle);
+  return true;
 }
 
 void Runtime::stop_writer() {

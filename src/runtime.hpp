@@ -129,6 +129,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void spawn_controller(const std::shared_ptr<KindEntry>& entry);
   void spawn_gc();
   void spawn_event_log();
+  /// Stops the controllers dispatching and waits until no reconcile runs (false when
+  /// `deadline` passed first).
+  bool drain_reconciles(std::optional<Context::Deadline> deadline);
   /// Subscribes a gc-like actor to the writer's commit records, has it supervised,
   /// publishes it in `slot` and starts it.
   void adopt(const caf::actor& a, RecordFilter wants, caf::actor& slot);

@@ -43,6 +43,43 @@ TEST_F(MisbehaveTest, ANonStandardThrowInsideWithinRollsTheBlockBackAndRetries) 
   EXPECT_EQ(w.list_events(ctx_, a.id).size(), 1u);
 }
 
+/// A spec whose from_json throws something that is not a std::exception.
+struct Picky {
+  int n = 0;
+};
+void to_json(nlohmann::json& j, const Picky& p) { j = {{"n", p.n}}; }
+void from_json(const nlohmann::json& j, Picky& p) {
+  p.n = j.at("n").get<int>();
+  if (p.n < 0) throw NotAnException{p.n};
+}
+struct Lenient {
+  int n = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Lenient, n)
+
+TEST_F(MisbehaveTest, ARowWhoseDecodeThrowsANonStandardExceptionIsQuarantined) {
+  const GroupKind kind{"acme.com", "Picky"};
+  std::atomic<int> reconciled{0};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  register_controller<Picky, WidgetStatus>(*bh_, kind, [&](auto&, auto&, auto&) {
+    ++reconciled;
+    return Result{};
+  });
+  Client<Lenient, WidgetStatus> lenient(*bh_, kind);
+  lenient.create(ctx_, {-1});  // stored fine; the controller's type cannot take it
+  testing::internal::CaptureStderr();
+  start();
+  settle();
+  lenient.create(ctx_, {1});  // the controller keeps serving the kind
+  EXPECT_TRUE(eventually([&] { return reconciled == 1; }));
+  settle();
+  EXPECT_EQ(reconciled, 1);
+  close();
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("quarantined Picky.acme.com"), std::string::npos) << err;
+  EXPECT_EQ(err.find("restarted"), std::string::npos) << err;
+}
+
 TEST_F(MisbehaveTest, ReentrantCallsFromInsideWithinAreRefusedOrJoinNeverDeadlock) {
   std::atomic<int> refused{0};
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
