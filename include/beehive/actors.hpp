@@ -29,6 +29,9 @@
 ///
 /// Handles are valid while the Beehive runs; messages to a stopped beehive's actors
 /// fail with `errc::stopped`.
+///
+/// Thread-safety: the handles are CAF actor handles, safe to copy and to use from any
+/// thread or actor; `add_message_types` must run before the actor system is built.
 
 #include <cstdint>
 #include <optional>

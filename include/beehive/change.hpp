@@ -3,6 +3,8 @@
 /// `Change`: one notification from an object watch. `Added` for the snapshot and for
 /// creations, `Modified` for any later change (a deletion request included), `Deleted`
 /// for the physical removal, which carries the object's final body.
+///
+/// A plain value: copyable, thread-compatible.
 
 #include <beehive/object.hpp>
 

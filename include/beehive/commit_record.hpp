@@ -2,6 +2,8 @@
 
 /// `commit_record`: what one committed transaction changed, as the store_writer actor
 /// publishes it to its subscribers (the watch hub, controllers, gc) after the commit.
+///
+/// Plain values, copied into each subscriber's message: thread-compatible.
 
 #include <vector>
 

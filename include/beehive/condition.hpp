@@ -4,6 +4,8 @@
 /// per (object, type) and overwritten in place. A condition marked `liveness` is valid
 /// only while the store that wrote it is open: after a restart (or a new
 /// `sqlite::open` of the file) it reads back as `Unknown` until re-confirmed.
+///
+/// A plain value: copyable, thread-compatible.
 
 #include <string>
 

@@ -8,6 +8,9 @@
 ///
 /// The enumerators start at 1 because 0 means "no error" for both `std::error_code`
 /// and CAF's `caf::error`, which carries the same codes between actors.
+///
+/// `Error` is an immutable exception value and the error category a singleton: both
+/// are safe to share between threads.
 
 #include <cstdint>
 #include <string>

@@ -4,6 +4,8 @@
 /// (category, type, reason) with the current run of their (object, category) extend
 /// it (count + 1, last_at moves, message and detail follow the latest); anything else
 /// starts a new run. `EventSpec` is what a controller records, `Event` one stored run.
+///
+/// Plain values: copyable, thread-compatible.
 
 #include <cstdint>
 #include <string>

@@ -7,6 +7,9 @@
 /// present only when the read that produced the object asked for them with a
 /// `LoadOption`; their accessors throw `Error(errc::not_loaded)` otherwise, so a
 /// forgotten load fails loudly instead of looking empty.
+///
+/// A plain value: copyable, thread-compatible (its const accessors may run on several
+/// threads at once).
 
 #include <cstdint>
 #include <optional>

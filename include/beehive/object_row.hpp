@@ -3,6 +3,8 @@
 /// `ObjectRow`: an object as the store holds it, with spec and status still JSON text
 /// at the schema version they were written at. This is what beehive's actors exchange
 /// and what the typed `Object<Spec, Status>` is decoded from.
+///
+/// A plain value: copyable, thread-compatible.
 
 #include <optional>
 #include <string>

@@ -13,6 +13,8 @@
 /// Defaults: no slug, no finalizers, no owner; resync every 30 s; retry backoff from
 /// 1 s doubling to at most 30 s; one worker per kind; the system clock; events kept
 /// without bound until their object is removed; no metrics.
+///
+/// Options are immutable values: build them on any thread and share them freely.
 
 #include <chrono>
 #include <functional>

@@ -2,6 +2,8 @@
 
 /// `Result`: what a reconcile returns. A positive `requeue_after` reconciles the
 /// object again after that delay (the newest schedule wins); zero means no requeue.
+///
+/// A plain value: copyable, thread-compatible.
 
 #include <chrono>
 

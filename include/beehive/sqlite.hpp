@@ -7,6 +7,8 @@
 /// `open` creates the file and its parent directory when missing and migrates an older
 /// schema forward; a file written by a newer schema is refused (`errc::store`).
 /// Failures throw `Error(errc::store)` with SQLite's message.
+///
+/// `open` may be called from any thread; the returned store is thread-safe.
 
 #include <chrono>
 #include <filesystem>

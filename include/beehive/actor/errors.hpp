@@ -4,6 +4,8 @@
 /// `caf::error` values in the "beehive" category whose code is the `beehive::errc`
 /// value; `make_error` builds one and `to_errc` reads one back (mapping CAF's own
 /// errors onto the closest code).
+///
+/// The functions keep no state: call them from any thread or actor.
 
 #include <optional>
 #include <string>

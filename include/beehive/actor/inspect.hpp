@@ -4,6 +4,8 @@
 /// serialize them (to another node, say) and print them (`caf::deep_to_string`).
 /// `std::optional` members and JSON payloads go through small proxies, since CAF 0.17
 /// knows neither.
+///
+/// The overloads keep no state: CAF may call them from any thread.
 
 #include <optional>
 #include <string>

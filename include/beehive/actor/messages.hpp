@@ -7,6 +7,8 @@
 ///
 /// Object rows carry spec and status as JSON text at the schema version they were
 /// written at; use `decode_row<Spec, Status>` to turn one into a typed Object.
+///
+/// Plain values: copyable, thread-compatible; CAF copies them between actors.
 
 #include <chrono>
 #include <cstdint>

@@ -2,6 +2,8 @@
 
 // The untyped half of Client<Spec, Status>: everything that does not depend on the
 // application's types, compiled once in the library.
+//
+// Internal: not part of the API and may change. Thread-safe, like the Client it serves.
 
 #include <functional>
 #include <memory>

@@ -4,6 +4,9 @@
 // type nlohmann/json converts both ways works; an empty struct is stored as "{}"
 // without a converter. Encoding failures throw Error(errc::invalid_argument); decoding
 // failures throw Error(errc::decode).
+//
+// Internal: not part of the API and may change. The functions keep no state: thread-safe
+// when the user's converters are.
 
 #include <concepts>
 #include <exception>

@@ -1,6 +1,9 @@
 #pragma once
 
 // The untyped halves of ControllerClient<Status> and register_controller.
+//
+// Internal: not part of the API and may change. Thread-safe, like the ControllerClient it
+// serves.
 
 #include <chrono>
 #include <cstdint>

@@ -2,6 +2,9 @@
 
 // The shared state behind a Stream<T>: a conflating queue with one producer side (a
 // beehive actor pushing changes) and one consumer (the Stream). Not for direct use.
+//
+// Internal: the producer and the consumer run on different threads; every member
+// locks.
 
 #include <algorithm>
 #include <chrono>
