@@ -49,15 +49,9 @@ caf::behavior operator_actor(caf::event_based_actor* self, beehive::store_writer
                           self->request(controller, caf::infinite,
                                         beehive::requeue_request{row.meta.id})
                               .then([](bool) { std::cout << "requeued job-0\n"; },
-                                    [](caf::error& e) {
-                                      std::cerr << "requeue failed: " << beehive::error_message(e)
-                                                << "\n";
-                                    });
+                                    [=](caf::error& e) { self->quit(e); });
                       },
-                      [=](caf::error& e) {
-                        std::cerr << "create failed: " << beehive::error_message(e) << "\n";
-                        self->quit(e);
-                      });
+                      [=](caf::error& e) { self->quit(e); });
             }
           },
           [=](caf::error& e) { self->quit(e); });
@@ -71,7 +65,9 @@ caf::behavior operator_actor(caf::event_based_actor* self, beehive::store_writer
           if (static_cast<int>(done->size()) == jobs) self->quit();
         }
       },
-      [=](const beehive::watch_ended&) { self->quit(); },
+      [=](const beehive::watch_ended&) {  // the beehive stopped before every job settled
+        self->quit(beehive::make_error(beehive::errc::stopped, "the watch ended early"));
+      },
   };
 }
 
@@ -98,11 +94,20 @@ int main() {
     caf::scoped_actor self{sys};
     self->monitor(app);
     bool finished = false;
-    self->receive([&](const caf::down_msg&) { finished = true; },
-                  caf::after(std::chrono::seconds(20)) >> [] {});
+    caf::error failure;
+    self->receive(
+        [&](const caf::down_msg& m) {
+          finished = true;
+          failure = m.reason;
+        },
+        caf::after(std::chrono::seconds(20)) >> [] {});
     stop(ctx.with_timeout(std::chrono::seconds(10)));
     if (!finished) {
       std::cerr << "the operator did not finish in time\n";
+      return 1;
+    }
+    if (failure) {  // a request the operator sent failed
+      std::cerr << "the operator failed: " << sys.render(failure) << "\n";
       return 1;
     }
   }

@@ -176,7 +176,7 @@ TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
 TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
   std::promise<void> entered, release;
   auto release_f = release.get_future().share();
-  std::atomic<bool> finished{false};
+  std::atomic<bool> finished{false}, destroyed{false}, destroyed_before_release{true};
   recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
     entered.set_value();
     release_f.wait();
@@ -188,13 +188,19 @@ TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
   auto o = widgets().create(ctx_, {"a", 1});
   start();
   entered.get_future().wait();
-  auto destroying = std::async(std::launch::async, [&] { bh_.reset(); });
-  EXPECT_EQ(destroying.wait_for(50ms), std::future_status::timeout);  // waits for it
-  EXPECT_FALSE(finished);
-  release.set_value();
-  destroying.get();
-  EXPECT_TRUE(finished);  // returned only after the reconcile did
-  stop_(ctx_);            // outliving its beehive: a no-op
+  // Destroyed on the thread that built it (an actor system of CAF 0.17 destroyed on
+  // another thread never returns); another thread releases the reconcile meanwhile.
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(50ms);
+    destroyed_before_release = destroyed.load();
+    release.set_value();
+  });
+  bh_.reset();
+  destroyed = true;
+  releaser.join();
+  EXPECT_FALSE(destroyed_before_release);  // it waited for the reconcile
+  EXPECT_TRUE(finished);                   // and returned only after it
+  stop_(ctx_);                             // outliving its beehive: a no-op
   stop_ = nullptr;
   store_.reset();
   auto reopened_store = sqlite::open(dir_.file("beehive.db"));
