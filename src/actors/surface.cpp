@@ -73,6 +73,10 @@ void add_message_types(caf::actor_system_config& cfg) {
   BEEHIVE_TYPE(event_log_state);
   BEEHIVE_TYPE(scheduler_state);
 #undef BEEHIVE_TYPE
+  // Replies that are lists.
+  cfg.add_message_type<std::vector<ObjectRow>>("std::vector<beehive::ObjectRow>");
+  cfg.add_message_type<std::vector<Event>>("std::vector<beehive::Event>");
+  cfg.add_message_type<std::vector<Ref>>("std::vector<beehive::Ref>");
   cfg.add_error_category(error_category_atom,
                          [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
                            std::string out = "beehive: ";
