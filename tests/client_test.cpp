@@ -1,11 +1,14 @@
 // The Client's object writes and reads: the reference's "Writes" rules.
 
+#include <future>
 #include <thread>
 
 #include "fixture.hpp"
 
 namespace beehive::test {
 namespace {
+
+using namespace std::chrono_literals;
 
 class ClientTest : public BeehiveTest {};
 
@@ -299,6 +302,87 @@ TEST_F(ClientTest, EndedContextFailsTheCallAndWritesNothing) {
   auto expired = ctx_.with_deadline(std::chrono::steady_clock::now() - std::chrono::seconds(1));
   EXPECT_ERRC(w.create(expired, {"red", 1}), errc::deadline_exceeded);
   EXPECT_TRUE(w.list(ctx_).empty());
+}
+
+/// Runs `body` inside a `within` block on another thread, holding the block (and with it
+/// the writer's transaction) open until the returned guard is released or destroyed.
+class OpenBlock {
+ public:
+  OpenBlock(ControllerClient<WidgetStatus>& cc, std::function<void(const Context&)> body) {
+    thread_ = std::thread([this, &cc, body] {
+      cc.within(Context{}, [&](const Context& tx) {
+        body(tx);
+        entered_.set_value();
+        leave_.get_future().wait();
+      });
+    });
+    entered_.get_future().wait();
+  }
+  void release() {
+    if (!thread_.joinable()) return;
+    leave_.set_value();
+    thread_.join();
+  }
+  ~OpenBlock() { release(); }
+
+ private:
+  std::promise<void> entered_, leave_;
+  std::thread thread_;
+};
+
+TEST_F(ClientTest, ReadsNeverWaitForTheWriter) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"before", 1}, with_slug("o"));
+  // The writer is inside an open transaction that has already changed `o`.
+  OpenBlock block(cc, [&](const Context& tx) { w.update(tx, o.id, {"uncommitted", 2}); });
+  auto quick = ctx_.with_timeout(5s);  // a read waiting for the block would time out
+  EXPECT_EQ(w.get(quick, o.id).spec.color, "before");
+  EXPECT_EQ(w.get_by_slug(quick, "o").spec.color, "before");
+  EXPECT_EQ(w.list(quick).at(0).spec.color, "before");
+  block.release();
+  EXPECT_EQ(w.get(ctx_, o.id).spec.color, "uncommitted");
+}
+
+TEST_F(ClientTest, ReapplyingTheStoredSpecInsideWithinWritesNothing) {
+  // Inside a transaction the caller-side shortcut is off (the block must see its own
+  // writes): the writer itself finds the spec unchanged.
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"same", 1}, with_slug("o"));
+  cc.within(ctx_, [&](const Context& tx) {
+    auto u = w.update(tx, o.id, {"same", 1});
+    EXPECT_EQ(u.generation, 1);
+    EXPECT_EQ(u.resource_version, o.resource_version);
+    auto c = w.create_or_update(tx, "o", {"same", 1});
+    EXPECT_EQ(c.resource_version, o.resource_version);
+  });
+  EXPECT_EQ(w.get(ctx_, o.id).resource_version, o.resource_version);
+}
+
+TEST_F(ClientTest, AWriteWhoseContextEndsWhileItWaitsIsNotWritten) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  OpenBlock block(cc, [](const Context&) {});  // the writer is busy with the block
+  auto [ctx, cancel] = ctx_.with_cancel();
+  auto waiting = std::async(std::launch::async, [&, ctx = ctx] {
+    try {
+      w.create(ctx, {"late", 1}, with_slug("late"));
+      return errc{};
+    } catch (const Error& e) {
+      return static_cast<errc>(e.code().value());
+    }
+  });
+  std::this_thread::sleep_for(50ms);  // let it queue behind the block
+  cancel();
+  EXPECT_EQ(waiting.get(), errc::cancelled);  // answered without waiting for the block
+  block.release();
+  EXPECT_ERRC(w.get_by_slug(ctx_, "late"), errc::not_found);
+  auto timed = w.create(ctx_.with_timeout(5s), {"ok", 1});  // the writer is free again
+  EXPECT_EQ(w.get(ctx_, timed.id).spec.color, "ok");
 }
 
 }  // namespace
