@@ -518,6 +518,29 @@ TEST_F(ActorTest, ACrashedEventLogIsRestartedAndKeepsWorking) {
   EXPECT_NE(err.find("the event log failed"), std::string::npos) << err;
 }
 
+TEST_F(ActorTest, ACrashedWatchHubEndsItsStreamsAndANewWatchStartsOver) {
+  Widgets w(*bh_, widget_kind);
+  auto a = w.create(ctx_, {"a", 1});
+  auto s = w.watch_list(ctx_);
+  ASSERT_TRUE(s.next_for(5s).has_value());  // the snapshot
+  testing::internal::CaptureStderr();
+  auto old = bh_->watch_hub();
+  caf::anon_send_exit(old, caf::exit_reason::kill);  // a crash
+  EXPECT_FALSE(s.next_for(5s).has_value());
+  EXPECT_EQ(s.error(), make_error_code(errc::store));
+  ASSERT_TRUE(eventually([&] { return bh_->watch_hub() != old; }));
+  auto again = w.watch_list(ctx_);
+  auto first = again.next_for(5s);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->object.id, a.id);
+  w.update(ctx_, a.id, {"a", 2});
+  auto live = again.next_for(5s);
+  ASSERT_TRUE(live.has_value());
+  EXPECT_EQ(live->object.spec.size, 2);
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("the watch hub failed"), std::string::npos) << err;
+}
+
 TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
   register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind, [](const Context& ctx, auto& client, const auto& o) {

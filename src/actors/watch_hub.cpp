@@ -86,6 +86,7 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
   } catch (const std::exception& e) {
     st.rt->log(LogLevel::error, "event watch snapshot failed", {{"reason", e.what()}});
     if (sub.core) sub.core->finish(errc::store);
+    if (sub.filter.subscriber) caf::anon_send(sub.filter.subscriber, watch_ended{id});
     sync_gate(st);
     return id;
   }
