@@ -3,7 +3,7 @@
 
 JOBS := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build run test asan tsan bench fuzz format lint docs clean
+.PHONY: all deps build run test repeat asan tsan bench fuzz format lint docs clean
 
 all: build
 
@@ -19,6 +19,12 @@ run: build
 
 test: build
 	ctest --preset default --output-on-failure -j$(JOBS)
+
+# The concurrency tests, each repeated until it fails (at most 20 times): run after
+# changing anything they cover.
+REPEAT_TESTS := Race|Watch|Actor|Within|Lifecycle|ReconcileTest.NoIdIsEverReconciledConcurrently
+repeat: build
+	ctest --preset default --output-on-failure -j$(JOBS) -R '$(REPEAT_TESTS)' --repeat until-fail:20
 
 asan: deps
 	@test -f build/asan/build.ninja || cmake --preset asan
