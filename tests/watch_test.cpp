@@ -403,5 +403,85 @@ TEST_F(WatchTest, AnActorSubscriptionEndsOnUnsubscribeAndWhenTheActorDies) {
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
+TEST_F(WatchTest, AnActorPullsConflatedChanges) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 0});
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  struct Seen {
+    std::mutex mu;
+    std::vector<object_change> pushed;
+    bool ended = false;
+  };
+  auto seen = std::make_shared<Seen>();
+  auto subscriber = sys.spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {
+        [seen](const object_change& c) {
+          std::lock_guard lk(seen->mu);
+          seen->pushed.push_back(c);
+        },
+        [seen](const watch_ended&) {
+          std::lock_guard lk(seen->mu);
+          seen->ended = true;
+        },
+    };
+  });
+  auto hub = bh_->watch_hub();
+  caf::scoped_actor self{sys};
+  std::uint64_t sub = 0;
+  self->request(hub, caf::infinite, watch_request{widget_kind, std::nullopt, subscriber, true})
+      .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
+  auto pull = [&] {
+    std::vector<object_change> got;
+    self->request(hub, std::chrono::seconds(5), pull_atom::value, sub)
+        .receive([&](std::vector<object_change>& cs) { got = std::move(cs); },
+                 [](caf::error& e) { FAIL() << caf::to_string(e); });
+    return got;
+  };
+  auto snapshot = pull();
+  ASSERT_EQ(snapshot.size(), 1u);
+  EXPECT_EQ(snapshot[0].type, ChangeType::Added);
+
+  Widgets gadgets(*bh_, gadget_kind);
+  auto markers = gadgets.watch_list(ctx_);
+  for (int i = 1; i <= 1000; ++i) w.update(ctx_, o.id, {"o", i});
+  auto p = w.create(ctx_, {"p", 1});
+  gadgets.create(ctx_, {"marker", 1});
+  ASSERT_TRUE(markers.next_for(10s).has_value());  // the hub has handled every write
+  watch_hub_state st;
+  self->request(hub, caf::infinite, inspect_atom::value)
+      .receive([&](watch_hub_state& x) { st = x; }, [](caf::error&) { FAIL(); });
+  EXPECT_EQ(st.pending, 2u);  // one per object, not one per write
+  auto changes = pull();
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0].type, ChangeType::Modified);
+  EXPECT_EQ((decode_row<WidgetSpec, WidgetStatus>(changes[0].row).spec.size), 1000);
+  EXPECT_EQ(changes[1].type, ChangeType::Added);
+  EXPECT_EQ(changes[1].row.meta.id, p.id);
+
+  // A pull with nothing pending waits for the next change.
+  std::vector<object_change> later;
+  auto pending = self->request(hub, std::chrono::seconds(5), pull_atom::value, sub);
+  w.update(ctx_, p.id, {"p", 2});
+  std::move(pending).receive([&](std::vector<object_change>& cs) { later = std::move(cs); },
+                             [](caf::error& e) { FAIL() << caf::to_string(e); });
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].row.meta.id, p.id);
+
+  // A stop hands over what was not pulled, then ends the subscription.
+  w.update(ctx_, o.id, {"o", 1001});
+  close();
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard lk(seen->mu);
+    return seen->ended;
+  }));
+  {
+    std::lock_guard lk(seen->mu);
+    ASSERT_EQ(seen->pushed.size(), 1u);
+    EXPECT_EQ((decode_row<WidgetSpec, WidgetStatus>(seen->pushed[0].row).spec.size), 1001);
+  }
+  caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace beehive::test

@@ -82,10 +82,12 @@ using store_writer_actor = caf::typed_actor<
     caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
 /// Fans committed changes out to watches: blocking streams and actor subscribers.
-using watch_hub_actor = caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
-                                         caf::replies_to<event_watch_request>::with<std::uint64_t>,
-                                         caf::reacts_to<unsubscribe_atom, std::uint64_t>,
-                                         caf::replies_to<inspect_atom>::with<watch_hub_state>>;
+using watch_hub_actor =
+    caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
+                     caf::replies_to<pull_atom, std::uint64_t>::with<std::vector<object_change>>,
+                     caf::replies_to<event_watch_request>::with<std::uint64_t>,
+                     caf::reacts_to<unsubscribe_atom, std::uint64_t>,
+                     caf::replies_to<inspect_atom>::with<watch_hub_state>>;
 
 /// One kind's reconcile loop: its work queue, workers, backoff ladder and schedules.
 using controller_actor = caf::typed_actor<caf::replies_to<requeue_request>::with<bool>,

@@ -77,6 +77,7 @@ void add_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<std::vector<ObjectRow>>("std::vector<beehive::ObjectRow>");
   cfg.add_message_type<std::vector<Event>>("std::vector<beehive::Event>");
   cfg.add_message_type<std::vector<Ref>>("std::vector<beehive::Ref>");
+  cfg.add_message_type<std::vector<object_change>>("std::vector<beehive::object_change>");
   cfg.add_error_category(error_category_atom,
                          [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
                            std::string out = "beehive: ";

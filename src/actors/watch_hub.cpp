@@ -30,11 +30,25 @@ bool deliver(const WatchHubState::Sub& s, const object_change& c) {
   return true;
 }
 
+/// Answers a waiting pull with what is pending.
+void answer_pull(WatchHubState::Sub& s) {
+  if (!s.waiting || s.core->pending() == 0) return;
+  s.waiting->deliver(s.core->take_all());
+  s.waiting.reset();
+}
+
+/// Ends a subscription: its stream, its waiting pull and its actor hear `code`.
+void end(std::uint64_t id, WatchHubState::Sub& s, errc code) {
+  if (s.core) s.core->finish(code);
+  if (s.waiting) s.waiting->deliver(make_error(code, "the watch ended"));
+  s.waiting.reset();
+  if (s.actor) caf::anon_send(s.actor, watch_ended{id});
+}
+
 std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
   auto& st = self->state;
   if (st.stopped) {
-    if (sub.core) sub.core->finish(errc::stopped);
-    if (sub.actor) caf::anon_send(sub.actor, watch_ended{id});
+    end(id, sub, errc::stopped);
     return id;
   }
   sync_gate(st, 1);  // before the snapshot, so that no record it misses is skipped
@@ -44,8 +58,7 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
   } catch (const std::exception& e) {
     // The store failed to read the snapshot: end the watch rather than hide a gap.
     st.rt->log(LogLevel::error, "watch snapshot failed", {{"reason", e.what()}});
-    if (sub.core) sub.core->finish(errc::store);
-    if (sub.actor) caf::anon_send(sub.actor, watch_ended{id});
+    end(id, sub, errc::store);
     sync_gate(st);
     return id;
   }
@@ -99,10 +112,7 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
 }  // namespace
 
 WatchHubState::~WatchHubState() {
-  for (auto& [id, s] : subs) {
-    if (s.core) s.core->finish(errc::store);
-    if (s.actor) caf::anon_send(s.actor, watch_ended{id});
-  }
+  for (auto& [id, s] : subs) end(id, s, errc::store);
   for (auto& [id, s] : event_subs) {
     if (s.core) s.core->finish(errc::store);
     if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
@@ -130,8 +140,20 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
   });
   return {
       [self](const watch_request& r) -> std::uint64_t {
+        std::shared_ptr<ChangeCore> core;
+        if (r.pull) core = std::make_shared<ChangeCore>(Context{}, merge_changes);
         return add(self, self->state.rt->next_subscription(),
-                   {r.gk, r.id, nullptr, r.subscriber, 0});
+                   {r.gk, r.id, std::move(core), r.subscriber, 0});
+      },
+      [self](pull_atom, std::uint64_t id) -> caf::result<std::vector<object_change>> {
+        auto it = self->state.subs.find(id);
+        if (it == self->state.subs.end() || !it->second.actor || !it->second.core)
+          return make_error(errc::not_found, "no pulled subscription " + std::to_string(id));
+        auto& s = it->second;
+        if (s.core->pending() > 0) return s.core->take_all();
+        if (s.waiting) return make_error(errc::invalid_argument, "a pull is already waiting");
+        s.waiting = self->make_response_promise<std::vector<object_change>>();
+        return *s.waiting;
       },
       [self](const StreamWatchPtr& w) {
         w->served = true;
@@ -167,6 +189,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
           for (auto& c : rec.changes)
             if (c.row.meta.resource_version > it->second.floor && matches(it->second, c.row))
               alive = deliver(it->second, c) && alive;
+          answer_pull(it->second);
           it = alive ? std::next(it) : subs.erase(it);
         }
         auto& esubs = self->state.event_subs;
@@ -183,8 +206,12 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         auto& st = self->state;
         st.stopped = true;
         for (auto& [id, s] : st.subs) {
-          if (s.core) s.core->finish(errc::stopped);
-          if (s.actor) caf::anon_send(s.actor, watch_ended{id});
+          // What was committed before the stop reaches a pulled subscriber too: the
+          // waiting pull's reply, or pushed messages ahead of `watch_ended`.
+          answer_pull(s);
+          if (s.actor && s.core)
+            for (auto& c : s.core->take_all()) caf::anon_send(s.actor, std::move(c));
+          end(id, s, errc::stopped);
         }
         st.subs.clear();
         for (auto& [id, s] : st.event_subs) {

@@ -74,9 +74,11 @@ struct WatchHubState {
   struct Sub {
     GroupKind gk;
     std::optional<ObjectID> id;
-    std::shared_ptr<ChangeCore> core;  // a blocking stream, or
-    caf::actor actor;                  // an actor subscriber
+    std::shared_ptr<ChangeCore> core;  // a blocking stream or a pulled subscription
+    caf::actor actor;                  // an actor subscriber (pushed, or pulled: `core`)
     std::int64_t floor = 0;            // changes at or below were in the snapshot
+    /// A pull waiting for the next change.
+    std::optional<caf::typed_response_promise<std::vector<object_change>>> waiting{};
   };
   struct EventSub {
     event_watch_request filter;

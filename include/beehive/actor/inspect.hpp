@@ -142,7 +142,7 @@ BEEHIVE_INSPECT(has_incoming_refs_request, x.id)
 BEEHIVE_INSPECT(list_events_request, x.id, opt(x.category), opt(x.type), opt(x.reason),
                 opt(x.since), opt(x.limit))
 BEEHIVE_INSPECT(store_writer_state, x.transactions, x.session, x.deferred, x.subscribers)
-BEEHIVE_INSPECT(watch_request, x.gk, opt(x.id), x.subscriber)
+BEEHIVE_INSPECT(watch_request, x.gk, opt(x.id), x.subscriber, x.pull)
 BEEHIVE_INSPECT(event_watch_request, x.id, opt(x.category), opt(x.type), opt(x.reason),
                 opt(x.since), opt(x.limit), x.subscriber)
 BEEHIVE_INSPECT(watch_ended, x.subscription)

@@ -222,16 +222,28 @@ struct store_writer_state {
 // -- watch_hub ----------------------------------------------------------------
 
 /// Subscribes `subscriber` to the objects of `gk` (or to the one object `id`). The hub
-/// replies the subscription id, then sends the subscriber an `object_change` for each
-/// object as it stands (`Added`), followed by every later change in commit order.
-/// Actor subscribers are not conflated. The subscription ends with
+/// replies the subscription id; the changes are each object as it stands (`Added`),
+/// then every later change in commit order. The subscription ends with
 /// `unsubscribe_atom` + the id, when the subscriber terminates, or when the beehive
 /// stops (the subscriber then receives `watch_ended`).
+///
+/// Pushed (`pull == false`), each change is sent to the subscriber as an
+/// `object_change` message as it commits: simplest, but a subscriber that falls behind
+/// holds every change in its mailbox. Pulled (`pull == true`), the hub keeps the
+/// changes conflated per object, as a blocking Stream does (memory bounded by the
+/// distinct objects pending, however many writes), and the subscriber takes them with
+/// `pull_atom` + the id.
 struct watch_request {
   GroupKind gk{};
   std::optional<ObjectID> id{};
   caf::actor subscriber{};
+  bool pull = false;
 };
+
+/// For a pulled subscription: replies every pending change, in order, once at least
+/// one is pending (one pull waits at a time). Ends with `errc::stopped` when the beehive
+/// stops, `errc::not_found` for an unknown or ended subscription.
+using pull_atom = caf::atom_constant<caf::atom("pull")>;
 
 /// Subscribes `subscriber` to the event runs of object `id` that pass the filters: the
 /// newest `limit` runs first (oldest of them first... newest first, as list_events),

@@ -95,6 +95,17 @@ class StreamCore : public StreamCoreBase {
     return order_.size();
   }
 
+  /// Everything pending, in order, without waiting.
+  std::vector<T> take_all() {
+    std::vector<T> out;
+    std::lock_guard lk(mu_);
+    out.reserve(order_.size());
+    for (auto key : order_) out.push_back(std::move(pending_.at(key)));
+    order_.clear();
+    pending_.clear();
+    return out;
+  }
+
   std::optional<T> pop(std::optional<Deadline> until) {
     std::unique_lock lk(mu_);
     if (!wait_pending(lk, until)) {
