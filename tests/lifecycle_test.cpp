@@ -133,7 +133,7 @@ TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
   auto stopping = std::async(std::launch::async, [&] { stop_(Context{}.with_timeout(10s)); });
   // The blocker is released once the controller has acknowledged the drain; if it went
   // on dispatching, the next queued id would run (and stop would wait for it).
-  EXPECT_TRUE(eventually([&] { return !dispatching(); }));
+  EXPECT_TRUE(eventually([&] { return !dispatching(); }, 2s));  // well within stop's 10 s
   release.set_value();
   EXPECT_NO_THROW(stopping.get());
   EXPECT_EQ(recorder_->count(blocker.id), 1);  // the one in flight completed
