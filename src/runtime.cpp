@@ -28,6 +28,28 @@ RecordFilter controller_filter(const GroupKind& gk) {
 
 }  // namespace
 
+namespace {
+
+/// A thread that spawns into an actor system keeps a reference to the system's logger in
+/// a thread-local (CAF 0.17), and the system's destructor waits until every such
+/// reference is gone: it hangs while any other thread that once spawned in it lives.
+/// A Beehive that owns its system lets its callers' threads go of it on the way out of
+/// every call that spawns, so that it may be destroyed on any thread.
+class ForgetSystem {
+ public:
+  explicit ForgetSystem(bool own) : own_(own) {}
+  ~ForgetSystem() {
+    if (own_) caf::logger::set_current_actor_system(nullptr);
+  }
+  ForgetSystem(const ForgetSystem&) = delete;
+  ForgetSystem& operator=(const ForgetSystem&) = delete;
+
+ private:
+  bool own_;
+};
+
+}  // namespace
+
 Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
                  const std::vector<Option>& opts)
     : store_(std::move(store)), settings_(OptionSet::from(opts)) {
@@ -47,6 +69,7 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
     own_sys_ = std::make_unique<caf::actor_system>(*own_cfg_);
     sys_ = own_sys_.get();
   }
+  ForgetSystem forget(own_sys_ != nullptr);
   // Detached: restarting a controller waits for the writer (see spawn_controller).
   supervisor_ = sys_->spawn<caf::detached + caf::hidden>(detail::supervisor, this);
   spawn_writer();
@@ -220,6 +243,7 @@ void Runtime::shutdown_system() {
     for (auto& [gk, entry] : kinds_) entry->controller = nullptr;
     scheduler_ = nullptr;
     gc_ = nullptr;
+    event_log_ = nullptr;
   }
   if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
   supervisor_ = nullptr;
@@ -434,6 +458,7 @@ Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
 
 std::function<void(const Context&)> Runtime::start(const Context& ctx) {
   std::lock_guard lk(mu_);
+  ForgetSystem forget(own_sys_ != nullptr);
   if (state_ == State::running) throw Error(errc::already_started, "beehive already started");
   if (state_ != State::created) throw Error(errc::stopped, "beehive stopped");
   ctx.throw_if_done();
@@ -553,6 +578,7 @@ void Runtime::kill_controllers() {
 
 void Runtime::stop(const Context& ctx) {
   std::unique_lock lk(mu_);
+  ForgetSystem forget(own_sys_ != nullptr);
   if (state_ == State::created) {  // never started: nothing to drain
     stop_writer();
     for (auto& [gk, entry] : kinds_) entry->board->finish_all(errc::stopped);

@@ -208,6 +208,25 @@ TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
   EXPECT_TRUE(Widgets(reopened, widget_kind).get(ctx_, o.id).status->ready);
 }
 
+TEST_F(LifecycleTest, ABeehiveMayBeDestroyedOnAnotherThread) {
+  // Its own actor system lives on a thread of its own, so the destroying thread does not
+  // matter (CAF 0.17 alone hangs destroying a system away from the thread that built it).
+  register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 1; }));
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread([stop = std::exchange(stop_, nullptr), bh = std::move(bh_), store = std::move(store_),
+               done]() mutable {
+    stop(Context{});
+    bh.reset();
+    store.reset();
+    *done = true;
+  }).detach();
+  EXPECT_TRUE(eventually([&] { return done->load(); }, 10s));
+}
+
 TEST_F(LifecycleTest, ControllerAcceptsASharedPtrToAController) {
   struct Counting : Controller<WidgetSpec, WidgetStatus> {
     std::atomic<int> n{0};

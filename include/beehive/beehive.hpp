@@ -17,7 +17,8 @@
 /// Destroy a Beehive before `main` returns, not from a static's destructor: CAF 0.17
 /// cannot tear an actor system down from exit handlers.
 ///
-/// Neither copyable nor movable. Its clients may be used from any thread.
+/// Neither copyable nor movable. Its clients may be used from any thread, and it may be
+/// destroyed on any thread.
 ///
 /// This header brings the whole blocking API.
 
