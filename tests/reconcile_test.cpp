@@ -2,7 +2,7 @@
 // quarantine, concurrency. Time moves only through the manual clock.
 
 #include <algorithm>
-#include <barrier>
+#include <condition_variable>
 #include <future>
 
 #include "controller_fixture.hpp"
@@ -340,16 +340,26 @@ TEST_F(ReconcileTest, UndecodableRowsAreQuarantinedAndWarnedAboutAtEachResync) {
 }
 
 TEST_F(ReconcileTest, WorkersRunDifferentIdsInParallel) {
-  std::barrier all(4);
+  // Eight reconciles that each block until all eight run: more than the threads of
+  // CAF's scheduler (max(cores, 4)), so only detached workers can all block at once.
+  constexpr int n = 8;
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  std::atomic<int> met{0};
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](auto&, auto&, auto&) {
-    all.arrive_and_wait();  // only completes if four reconciles run at once
+    std::unique_lock lk(mu);
+    ++arrived;
+    cv.notify_all();
+    if (cv.wait_for(lk, 10s, [&] { return arrived >= n; })) ++met;
     return Result{};
   });
-  register_widgets(with_concurrency(4));
-  for (int i = 0; i < 4; ++i) widgets().create(ctx_, {"a", i});
+  register_widgets(with_concurrency(n));
+  for (int i = 0; i < n; ++i) widgets().create(ctx_, {"a", i});
   start();
-  EXPECT_TRUE(eventually([&] { return recorder_->total() == 4; }));
+  EXPECT_TRUE(eventually([&] { return recorder_->total() == n; }, 15s));
+  EXPECT_TRUE(eventually([&] { return met == n; }, 15s));
 }
 
 TEST_F(ReconcileTest, NoIdIsEverReconciledConcurrently) {
