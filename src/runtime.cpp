@@ -517,15 +517,17 @@ void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
   caf::anon_send(c, start_atom::value);
 }
 
+Periodic Runtime::periodic() const {
+  return {writer_public_, scheduler_, clock_,
+          settings_.resync_interval.value_or(KindSettings{}.resync), logger_};
+}
+
 void Runtime::spawn_gc() {
-  auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
-  auto g = caf::actor_cast<caf::actor>(
-      sys_->spawn(detail::gc, writer_public_, scheduler_, clock_, cadence, logger_));
+  auto g = caf::actor_cast<caf::actor>(sys_->spawn(detail::gc, periodic()));
   adopt(g, RecordFilter{gc_wants}, gc_);
 }
 
 void Runtime::spawn_event_log() {
-  auto cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
   trim_events_request policy;
   auto retention = [](const std::pair<int, std::chrono::milliseconds>& r) {
     return event_retention{r.first, r.second};
@@ -534,8 +536,8 @@ void Runtime::spawn_event_log() {
   for (auto& [gk, entry] : kinds_)
     if (entry->event_retention)
       policy.retention.emplace_back(gk, retention(*entry->event_retention));
-  auto e = caf::actor_cast<caf::actor>(sys_->spawn(detail::event_log, writer_public_, scheduler_,
-                                                   clock_, cadence, std::move(policy), logger_));
+  auto e =
+      caf::actor_cast<caf::actor>(sys_->spawn(detail::event_log, periodic(), std::move(policy)));
   adopt(e, RecordFilter{has_event_runs}, event_log_);
 }
 

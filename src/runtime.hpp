@@ -127,6 +127,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void spawn_controllers();
   /// Spawns `entry`'s controller, subscribes it, starts it; the caller holds mu_.
   void spawn_controller(const std::shared_ptr<KindEntry>& entry);
+  /// The gc's and the event_log's writer, timer and cadence (the resync interval).
+  Periodic periodic() const;
   void spawn_gc();
   void spawn_event_log();
   /// Stops the controllers dispatching and waits until no reconcile runs (false when

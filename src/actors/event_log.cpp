@@ -17,7 +17,7 @@ void sweep(Self self) {
   st.counts.sweeping = true;
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
-  self->request(st.writer, caf::infinite, st.policy)
+  self->request(st.periodic.writer, caf::infinite, st.policy)
       .then(
           [self, waiting](int removed) mutable {
             auto& st = self->state;
@@ -31,53 +31,38 @@ void sweep(Self self) {
             // The next ask or the cadence retries.
             auto& st = self->state;
             st.counts.sweeping = false;
-            if (st.logger)
-              st.logger(LogLevel::error, "event retention sweep failed",
-                        {{"reason", error_message(err)}});
+            st.periodic.log_failure("event retention sweep failed", err);
             for (auto& rp : waiting) rp.deliver(err);
             if (std::exchange(st.again, false)) sweep(self);
           });
-}
-
-void arm(Self self) {
-  auto& st = self->state;
-  if (st.cadence.count() <= 0) return;
-  self->send(st.scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(self),
-             st.clock->now() + st.cadence);
 }
 
 }  // namespace
 
 bool has_event_runs(const commit_record& rec) { return !rec.events.empty(); }
 
-event_log_impl::behavior_type event_log(Self self, store_writer_actor writer,
-                                        scheduler_actor scheduler, std::shared_ptr<Clock> clock,
-                                        std::chrono::milliseconds cadence,
-                                        trim_events_request policy, Logger logger) {
-  auto& st = self->state;
-  st.writer = std::move(writer);
-  st.scheduler = std::move(scheduler);
-  st.clock = std::move(clock);
-  st.cadence = cadence;
-  st.policy = std::move(policy);
-  st.logger = std::move(logger);
+event_log_impl::behavior_type event_log(Self self, Periodic periodic, trim_events_request policy) {
+  self->state.periodic = std::move(periodic);
+  self->state.policy = std::move(policy);
   return {
-      // Armed before the sweep starts, as the gc does: a test that advances a manual
-      // clock once it sees the sweep's effect must find the next one due.
       [self](start_atom) {
-        arm(self);
+        self->state.periodic.arm(self);
         sweep(self);
       },
       [self](wake_atom) {
-        arm(self);
+        self->state.periodic.arm(self);
         sweep(self);
       },
       [self](const commit_record& rec) {
         auto& c = self->state.counts;
         for (auto& run : rec.events) ++(run.event.count == 1 ? c.runs_started : c.runs_extended);
       },
-      [self](const record_event_request& r) { return self->delegate(self->state.writer, r); },
-      [self](const list_events_request& r) { return self->delegate(self->state.writer, r); },
+      [self](const record_event_request& r) {
+        return self->delegate(self->state.periodic.writer, r);
+      },
+      [self](const list_events_request& r) {
+        return self->delegate(self->state.periodic.writer, r);
+      },
       [self](sweep_atom) {
         auto rp = self->make_response_promise<int>();
         self->state.waiting.push_back(rp);

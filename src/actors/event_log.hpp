@@ -20,6 +20,7 @@
 #include <beehive/actors.hpp>
 
 #include "actors/controller.hpp"
+#include "actors/periodic.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
 
@@ -33,12 +34,8 @@ struct EventLogState {
   // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
   EventLogState() = default;
 
-  store_writer_actor writer;
-  scheduler_actor scheduler;
-  std::shared_ptr<Clock> clock;
-  std::chrono::milliseconds cadence{0};  // <= 0: no periodic sweep
+  Periodic periodic;
   trim_events_request policy;
-  Logger logger;
   event_log_state counts;
   std::vector<caf::typed_response_promise<int>> waiting;  // sweep_atom callers
   bool again = false;                                     // a sweep was asked for while one ran
@@ -49,9 +46,6 @@ struct EventLogState {
 bool has_event_runs(const commit_record& rec);
 
 event_log_impl::behavior_type event_log(event_log_impl::stateful_pointer<EventLogState> self,
-                                        store_writer_actor writer, scheduler_actor scheduler,
-                                        std::shared_ptr<Clock> clock,
-                                        std::chrono::milliseconds cadence,
-                                        trim_events_request policy, Logger logger);
+                                        Periodic periodic, trim_events_request policy);
 
 }  // namespace beehive::detail

@@ -17,6 +17,7 @@
 #include <beehive/actors.hpp>
 
 #include "actors/controller.hpp"
+#include "actors/periodic.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
 
@@ -31,11 +32,7 @@ struct GcState {
   // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
   GcState() = default;
 
-  store_writer_actor writer;
-  scheduler_actor scheduler;
-  std::shared_ptr<Clock> clock;
-  std::chrono::milliseconds cadence{0};  // <= 0: no periodic pass
-  Logger logger;
+  Periodic periodic;
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
   std::uint64_t passes = 0;
@@ -46,8 +43,6 @@ struct GcState {
 /// removed, an object or an edge removed (its writer subscription filter too).
 bool gc_wants(const commit_record& rec);
 
-gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, store_writer_actor writer,
-                          scheduler_actor scheduler, std::shared_ptr<Clock> clock,
-                          std::chrono::milliseconds cadence, Logger logger);
+gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, Periodic periodic);
 
 }  // namespace beehive::detail

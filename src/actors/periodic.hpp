@@ -1,0 +1,37 @@
+#pragma once
+
+// What the gc and the event_log share: the store_writer that runs their work and a
+// periodic wake from the scheduler on the beehive's clock.
+
+#include <chrono>
+#include <memory>
+
+#include <beehive/actors.hpp>
+#include <beehive/logger.hpp>
+#include <beehive/time.hpp>
+
+namespace beehive::detail {
+
+struct Periodic {
+  store_writer_actor writer;
+  scheduler_actor scheduler;
+  std::shared_ptr<Clock> clock;
+  std::chrono::milliseconds cadence{0};  // <= 0: no periodic wake
+  Logger logger;
+
+  /// Has the scheduler wake `self` one cadence from now. Callers arm before starting
+  /// their work, so that the next wake is timed from its start: a test that advances a
+  /// manual clock once it sees the work's effect finds the next one due.
+  template <class Self>
+  void arm(Self* self) const {
+    if (cadence.count() <= 0) return;
+    self->send(scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(self),
+               clock->now() + cadence);
+  }
+
+  void log_failure(const std::string& what, const caf::error& err) const {
+    if (logger) logger(LogLevel::error, what, {{"reason", error_message(err)}});
+  }
+};
+
+}  // namespace beehive::detail
