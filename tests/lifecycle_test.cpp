@@ -188,8 +188,7 @@ TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
   auto o = widgets().create(ctx_, {"a", 1});
   start();
   entered.get_future().wait();
-  // Destroyed on the thread that built it (an actor system of CAF 0.17 destroyed on
-  // another thread never returns); another thread releases the reconcile meanwhile.
+  // Destroyed on this thread while another releases the reconcile a little later.
   std::thread releaser([&] {
     std::this_thread::sleep_for(50ms);
     destroyed_before_release = destroyed.load();
