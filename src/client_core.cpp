@@ -121,7 +121,7 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
 }
 
 std::vector<ObjectRow> ClientCore::read_in_transaction(const Context& ctx, ReadOp op) const {
-  return rt_->write(ctx, std::move(op), {}).rows;
+  return rt_->read_in_transaction(ctx, std::move(op)).rows;
 }
 
 ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const {
@@ -166,13 +166,13 @@ std::vector<ObjectRow> ClientCore::list_owned_objects(const Context& ctx, Object
                                                       unsigned loads) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx))
+    return read_in_transaction(ctx, ReadOp{ReadOp::list_owned, gk_, owner, {}, loads});
   return rt_->backend().reader()->list_owned_objects(gk_, owner, loads);
 }
 
 std::vector<Ref> ClientCore::related(const Context& ctx, ObjectID id, unsigned relation) const {
-  rt_->ensure_running(ctx);
-  ctx.throw_if_done();
-  return rt_->backend().reader()->related(id, relation);
+  return rt_->related(ctx, id, relation);
 }
 
 void ClientCore::remove(const Context& ctx, ObjectID id) const {
@@ -192,6 +192,8 @@ std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
                                            const EventQuery& q) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx))
+    return rt_->read_in_transaction(ctx, ReadOp{ReadOp::events, gk_, id, {}, 0, q}).events;
   return rt_->backend().reader()->list_events(id, q);
 }
 

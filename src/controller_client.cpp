@@ -97,14 +97,14 @@ void ControllerClientCore::remove_dependency(const Context& ctx, ObjectID from, 
 bool ControllerClientCore::has_incoming_refs(const Context& ctx, ObjectID id) const {
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx))
+    return rt_->read_in_transaction(ctx, ReadOp{ReadOp::incoming, gk_, id}).flag;
   return rt_->backend().reader()->has_incoming_refs(id);
 }
 
 std::vector<Ref> ControllerClientCore::related(const Context& ctx, ObjectID id,
                                                unsigned relation) const {
-  rt_->ensure_running(ctx);
-  ctx.throw_if_done();
-  return rt_->backend().reader()->related(id, relation);
+  return rt_->related(ctx, id, relation);
 }
 
 void ControllerClientCore::within(const Context& ctx,

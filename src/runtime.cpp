@@ -229,6 +229,14 @@ std::shared_ptr<ChangeCore> Runtime::watch(const Context& ctx, const GroupKind& 
   return core;
 }
 
+std::vector<Ref> Runtime::related(const Context& ctx, ObjectID id, unsigned relation) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx))
+    return read_in_transaction(ctx, ReadOp{ReadOp::related, {}, id, {}, relation}).refs;
+  return backend().reader()->related(id, relation);
+}
+
 Runtime::~Runtime() { shutdown_system(); }
 
 void Runtime::shutdown_system() {

@@ -61,6 +61,13 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// Sends `op` to the store_writer and waits for the commit, bounded by `ctx`. A
   /// context inside `within` sends it to that transaction.
   WriteReply write(const Context& ctx, WriteOp op, RowCheck check);
+  /// A read inside a within block, served by the writer so that it sees the block's own
+  /// writes.
+  WriteReply read_in_transaction(const Context& ctx, ReadOp op) {
+    return write(ctx, std::move(op), {});
+  }
+  /// An object's relations (not kind-scoped), inside a within block or not.
+  std::vector<Ref> related(const Context& ctx, ObjectID id, unsigned relation);
 
   /// Runs `fn` as a transaction (see ControllerClient::within).
   void within(const Context& ctx, const std::function<void(const Context&)>& fn);

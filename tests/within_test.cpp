@@ -47,6 +47,32 @@ TEST_F(WithinTest, ReadsWithTheBlocksContextSeeItsOwnWrites) {
   EXPECT_EQ(w.list(ctx_).size(), 1u);
 }
 
+TEST_F(WithinTest, RelationAndEventReadsInsideTheBlockSeeItsOwnWrites) {
+  auto w = widgets();
+  auto parent = w.create(ctx_, {"parent", 1});
+  cc_->within(ctx_, [&](const Context& tx) {
+    auto child = w.create(tx, {"child", 1}, with_owner(parent.id));
+    cc_->add_dependency(tx, parent.id, child.id);
+    cc_->record_event(tx, child.id, {"", EventType::Normal, "Made"});
+    auto owned = w.list_owned_objects(tx, parent.id);
+    ASSERT_EQ(owned.size(), 1u);
+    EXPECT_EQ(owned[0].id, child.id);
+    EXPECT_EQ(w.get_owner(tx, child.id)->id, parent.id);
+    EXPECT_EQ(cc_->get_owner(tx, child.id)->id, parent.id);
+    EXPECT_EQ(w.list_owned(tx, parent.id).size(), 1u);
+    EXPECT_EQ(cc_->list_dependencies(tx, parent.id).size(), 1u);
+    EXPECT_EQ(w.list_dependents(tx, child.id).size(), 1u);
+    EXPECT_TRUE(cc_->has_incoming_refs(tx, child.id));
+    ASSERT_EQ(w.list_events(tx, child.id).size(), 1u);
+    EXPECT_EQ(w.list_events(tx, child.id)[0].reason, "Made");
+    // Outside the block, nothing of it is visible yet.
+    EXPECT_TRUE(w.list_owned_objects(ctx_, parent.id).empty());
+    EXPECT_TRUE(cc_->list_dependencies(ctx_, parent.id).empty());
+  });
+  EXPECT_EQ(w.list_owned_objects(ctx_, parent.id).size(), 1u);
+  EXPECT_EQ(cc_->list_dependencies(ctx_, parent.id).size(), 1u);
+}
+
 TEST_F(WithinTest, AThrowRollsEverythingBackAndPropagates) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

@@ -99,6 +99,18 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
     case ReadOp::list:
       reply.rows = w.list(r.gk, r.loads);
       break;
+    case ReadOp::list_owned:
+      reply.rows = w.list_owned_objects(r.gk, r.id, r.loads);
+      break;
+    case ReadOp::related:
+      reply.refs = w.related(r.id, r.loads);
+      break;
+    case ReadOp::incoming:
+      reply.flag = w.has_incoming_refs(r.id);
+      break;
+    case ReadOp::events:
+      reply.events = w.list_events(r.id, r.query);
+      break;
   }
   return reply;
 }

@@ -46,11 +46,12 @@ struct SessionCmd {
 /// A read inside a within block: served by the writer, so that it sees the block's
 /// own uncommitted writes.
 struct ReadOp {
-  enum What { get, get_by_slug, list } what = get;
+  enum What { get, get_by_slug, list, list_owned, related, incoming, events } what = get;
   GroupKind gk;
-  ObjectID id = 0;
+  ObjectID id = 0;  // get, related, incoming, events: the object; list_owned: the owner
   std::string slug;
-  unsigned loads = 0;
+  unsigned loads = 0;  // related: the relation
+  EventQuery query{};
 };
 
 using WriteOp =
@@ -66,11 +67,13 @@ using RowCheck = std::function<void(const ObjectRow&)>;
 
 struct WriteReply {
   ObjectRow row;
-  bool flag{};                    // get_or_create: created; remove_by_slug: deletion requested
+  bool flag{};  // get_or_create: created; remove_by_slug: deletion requested; incoming refs
   std::uint64_t session{};        // SessionCmd::begin: the session opened
   std::vector<ObjectRow> rows{};  // ReadOp
   int count{};                    // collect_request: objects removed; trim_events: runs
   Event event{};                  // record_event_request: the run
+  std::vector<Ref> refs{};        // ReadOp::related
+  std::vector<Event> events{};    // ReadOp::events
 };
 
 struct BlockingWrite {
