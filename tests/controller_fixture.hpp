@@ -4,8 +4,10 @@
 // recording controller, and a bounded wait for asynchronous effects (never a sleep
 // through a backoff or a resync: time moves only through the manual clock).
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -30,6 +32,24 @@ inline bool eventually(const std::function<bool()>& pred,
 /// Gives asynchronous work a moment to (wrongly) happen, for "nothing more happens"
 /// checks. Not a wait for a timer: timers only move with the manual clock.
 inline void settle() { std::this_thread::sleep_for(30ms); }
+
+/// Holds the reconciles that pass through it until it opens: a reconcile body calls
+/// `pass()`, the test waits with `wait_entered()` (once) for the first to arrive, and
+/// `open()` lets every one go.
+class Gate {
+ public:
+  void pass() {
+    if (!arrived_.exchange(true)) entered_.set_value();
+    released_.wait();
+  }
+  void wait_entered() { entered_.get_future().wait(); }
+  void open() { release_.set_value(); }
+
+ private:
+  std::promise<void> entered_, release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+  std::atomic<bool> arrived_{false};
+};
 
 /// Counts reconciles per id and runs a test-provided body.
 class Recorder {

@@ -416,20 +416,18 @@ TEST_F(EventsTest, WatchScheduleStartsWithThePendingSchedule) {
 }
 
 TEST_F(EventsTest, ScheduleIsNowWhileQueuedBehindABusyWorker) {
-  std::promise<void> entered, release;
-  auto release_f = release.get_future().share();
+  Gate gate;
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](auto&, auto&, auto& o) {
     if (o.spec.color == "blocker") {
-      entered.set_value();
-      release_f.wait();
+      gate.pass();
     }
     return Result{};
   });
   auto w = widgets();
   auto blocker = w.create(ctx_, {"blocker", 1});
   start();  // one worker
-  entered.get_future().wait();
+  gate.wait_entered();
   clock_->advance(5s);
   auto queued = w.create(ctx_, {"queued", 1});
   EXPECT_TRUE(scheduled_at(queued.id, clock_->now()));  // queued: due now
@@ -439,7 +437,7 @@ TEST_F(EventsTest, ScheduleIsNowWhileQueuedBehindABusyWorker) {
   EXPECT_EQ(first->next_requeue_at, clock_->now());
   EXPECT_EQ(w.get_schedule(ctx_, blocker.id), Schedule{});  // in flight: not queued
   EXPECT_EQ(recorder_->count(queued.id), 0);
-  release.set_value();
+  gate.open();
   EXPECT_TRUE(eventually([&] { return recorder_->count(queued.id) == 1; }));
   EXPECT_TRUE(scheduled_at(queued.id, Time{}));  // dispatched, nothing pending
   bool cleared = false;

@@ -75,12 +75,10 @@ TEST_F(LifecycleTest, SecondRunningBeehiveOnTheSameFileIsStoreInUse) {
 }
 
 TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
-  std::promise<void> entered, release;
-  auto release_f = release.get_future().share();
+  Gate gate;
   std::atomic<bool> finished{false};
   recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
-    entered.set_value();
-    release_f.wait();
+    gate.pass();
     // Calls made with the reconcile's context are still served while draining.
     cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});
     finished = true;
@@ -89,11 +87,11 @@ TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
   register_widgets();
   auto o = widgets().create(ctx_, {"a", 1});
   start();
-  entered.get_future().wait();
+  gate.wait_entered();
   auto stopping = std::async(std::launch::async, [&] { stop_(Context{}.with_timeout(10s)); });
   EXPECT_EQ(stopping.wait_for(50ms), std::future_status::timeout);
   EXPECT_ERRC(widgets().get(ctx_, o.id), errc::stopped);  // new calls are refused
-  release.set_value();
+  gate.open();
   stopping.get();
   EXPECT_TRUE(finished);
   close();
@@ -103,13 +101,11 @@ TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
 }
 
 TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
-  std::promise<void> entered, release;
-  auto release_f = release.get_future().share();
+  Gate gate;
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](auto&, auto&, auto& o) {
     if (o.spec.color == "blocker") {
-      entered.set_value();
-      release_f.wait();
+      gate.pass();
     }
     return Result{};
   });
@@ -117,7 +113,7 @@ TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
   auto w = widgets();
   auto blocker = w.create(ctx_, {"blocker", 0});
   start();
-  entered.get_future().wait();
+  gate.wait_entered();
   std::vector<ObjectID> queued;
   for (int i = 0; i < 5; ++i) queued.push_back(w.create(ctx_, {"queued", i}).id);
   for (auto id : queued) EXPECT_TRUE(scheduled_at(id, clock_->now()));  // behind the blocker
@@ -134,7 +130,7 @@ TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
   // The blocker is released once the controller has acknowledged the drain; if it went
   // on dispatching, the next queued id would run (and stop would wait for it).
   EXPECT_TRUE(eventually([&] { return !dispatching(); }, 2s));  // well within stop's 10 s
-  release.set_value();
+  gate.open();
   EXPECT_NO_THROW(stopping.get());
   EXPECT_EQ(recorder_->count(blocker.id), 1);  // the one in flight completed
   for (auto id : queued) EXPECT_EQ(recorder_->count(id), 0) << id;
@@ -174,12 +170,10 @@ TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
 }
 
 TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
-  std::promise<void> entered, release;
-  auto release_f = release.get_future().share();
+  Gate gate;
   std::atomic<bool> finished{false}, destroyed{false}, destroyed_before_release{true};
   recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
-    entered.set_value();
-    release_f.wait();
+    gate.pass();
     cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});  // still served
     finished = true;
     return Result{};
@@ -187,12 +181,12 @@ TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
   register_widgets();
   auto o = widgets().create(ctx_, {"a", 1});
   start();
-  entered.get_future().wait();
+  gate.wait_entered();
   // Destroyed on this thread while another releases the reconcile a little later.
   std::thread releaser([&] {
     std::this_thread::sleep_for(50ms);
     destroyed_before_release = destroyed.load();
-    release.set_value();
+    gate.open();
   });
   bh_.reset();
   destroyed = true;
@@ -208,8 +202,8 @@ TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
 }
 
 TEST_F(LifecycleTest, ABeehiveMayBeDestroyedOnAnotherThread) {
-  // Its own actor system lives on a thread of its own, so the destroying thread does not
-  // matter (CAF 0.17 alone hangs destroying a system away from the thread that built it).
+  // CAF 0.17 alone hangs destroying a system while another thread that spawned in it
+  // lives; the beehive's calls let their threads go of it.
   register_widgets();
   auto w = widgets();
   auto a = w.create(ctx_, {"a", 1});
