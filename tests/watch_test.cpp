@@ -20,6 +20,29 @@ WidgetChange next(Stream<WidgetChange>& s) {
   return std::move(*c);
 }
 
+/// What an actor subscriber received: the changes, and whether its watch ended.
+struct Inbox {
+  std::mutex mu;
+  std::vector<object_change> changes;
+  bool ended = false;
+};
+
+/// An actor that records what a watch sends it.
+caf::actor spawn_inbox(caf::actor_system& sys, std::shared_ptr<Inbox> inbox) {
+  return sys.spawn([inbox](caf::event_based_actor*) -> caf::behavior {
+    return {
+        [inbox](const object_change& c) {
+          std::lock_guard lk(inbox->mu);
+          inbox->changes.push_back(c);
+        },
+        [inbox](const watch_ended&) {
+          std::lock_guard lk(inbox->mu);
+          inbox->ended = true;
+        },
+    };
+  });
+}
+
 TEST_F(WatchTest, WatchListGivesTheSnapshotThenLiveChanges) {
   auto w = widgets();
   auto a = w.create(ctx_, {"a", 1});
@@ -316,25 +339,9 @@ TEST_F(WatchTest, AnActorSubscribesAndReceivesChanges) {
   auto a = w.create(ctx_, {"a", 1});
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
-  struct Seen {
-    std::mutex mu;
-    std::vector<object_change> changes;
-    bool ended = false;
-  };
-  auto seen = std::make_shared<Seen>();
+  auto seen = std::make_shared<Inbox>();
   auto hub = bh_->watch_hub();
-  auto subscriber = sys.spawn([seen](caf::event_based_actor*) -> caf::behavior {
-    return {
-        [seen](const object_change& c) {
-          std::lock_guard lk(seen->mu);
-          seen->changes.push_back(c);
-        },
-        [seen](const watch_ended&) {
-          std::lock_guard lk(seen->mu);
-          seen->ended = true;
-        },
-    };
-  });
+  auto subscriber = spawn_inbox(sys, seen);
   caf::scoped_actor self{sys};
   std::uint64_t sub = 0;
   self->request(hub, caf::infinite, watch_request{widget_kind, std::nullopt, subscriber})
@@ -408,24 +415,8 @@ TEST_F(WatchTest, AnActorPullsConflatedChanges) {
   auto o = w.create(ctx_, {"o", 0});
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
-  struct Seen {
-    std::mutex mu;
-    std::vector<object_change> pushed;
-    bool ended = false;
-  };
-  auto seen = std::make_shared<Seen>();
-  auto subscriber = sys.spawn([seen](caf::event_based_actor*) -> caf::behavior {
-    return {
-        [seen](const object_change& c) {
-          std::lock_guard lk(seen->mu);
-          seen->pushed.push_back(c);
-        },
-        [seen](const watch_ended&) {
-          std::lock_guard lk(seen->mu);
-          seen->ended = true;
-        },
-    };
-  });
+  auto seen = std::make_shared<Inbox>();
+  auto subscriber = spawn_inbox(sys, seen);
   auto hub = bh_->watch_hub();
   caf::scoped_actor self{sys};
   std::uint64_t sub = 0;
@@ -477,8 +468,8 @@ TEST_F(WatchTest, AnActorPullsConflatedChanges) {
   }));
   {
     std::lock_guard lk(seen->mu);
-    ASSERT_EQ(seen->pushed.size(), 1u);
-    EXPECT_EQ((decode_row<WidgetSpec, WidgetStatus>(seen->pushed[0].row).spec.size), 1001);
+    ASSERT_EQ(seen->changes.size(), 1u);
+    EXPECT_EQ((decode_row<WidgetSpec, WidgetStatus>(seen->changes[0].row).spec.size), 1001);
   }
   caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
 }
