@@ -554,6 +554,8 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
   ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
   auto s = w.watch_list(ctx_);
   auto old = bh_->store_writer();
+  auto old_gc = bh_->gc();
+  auto old_log = bh_->event_log();
   caf::anon_send_exit(old, caf::exit_reason::kill);
   ASSERT_TRUE(eventually([&] { return bh_->store_writer() != old; }));
   auto b = w.create(ctx_, {"b", 1}, with_slug("b"));  // served by the new writer
@@ -566,6 +568,17 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
       break;
     }
   EXPECT_TRUE(saw_b);
+  // The gc and the event log are replaced with ones that talk to the new writer.
+  ASSERT_TRUE(eventually([&] { return bh_->gc() != old_gc && bh_->event_log() != old_log; }));
+  auto ev = ask<Event>(bh_->event_log(),
+                       record_event_request{widget_kind, b.id, {"", EventType::Normal, "Up"}});
+  EXPECT_EQ(ev.count, 1);
+  EXPECT_EQ(ask<int>(bh_->event_log(), sweep_atom::value), 0);
+  w.remove(ctx_, b.id);
+  EXPECT_TRUE(eventually([&] {
+    ask<int>(bh_->gc(), collect_atom::value);
+    return w.list(ctx_).size() == 1;
+  }));
   stop(ctx_);
   auto err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("the store writer failed"), std::string::npos) << err;

@@ -28,7 +28,9 @@
 ///   beehive::Beehive bh(sys, beehive::sqlite::open("var/app.db"));
 ///
 /// Handles are valid while the Beehive runs; messages to a stopped beehive's actors
-/// fail with `errc::stopped`.
+/// fail with `errc::stopped`. An actor the supervisor restarts (after a crash, or the
+/// gc and event_log with a restarted store_writer) has a new handle: a request to the old
+/// one fails with `errc::stopped`, so take the handle from the Beehive again.
 ///
 /// Thread-safety: the handles are CAF actor handles, safe to copy and to use from any
 /// thread or actor; `add_message_types` must run before the actor system is built.
