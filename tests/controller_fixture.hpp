@@ -62,6 +62,15 @@ class Recorder {
     body_ = std::move(b);
   }
 
+  /// Holds the reconciles of objects whose spec color is `color` at `gate`; the others
+  /// succeed at once.
+  void hold(Gate& gate, std::string color) {
+    set_body([&gate, color = std::move(color)](auto&, auto&, auto& o) {
+      if (o.spec.color == color) gate.pass();
+      return Result{};
+    });
+  }
+
   Result operator()(const Context& ctx, ControllerClient<WidgetStatus>& cc,
                     const Object<WidgetSpec, WidgetStatus>& o) {
     Body body;

@@ -418,12 +418,7 @@ TEST_F(EventsTest, WatchScheduleStartsWithThePendingSchedule) {
 TEST_F(EventsTest, ScheduleIsNowWhileQueuedBehindABusyWorker) {
   Gate gate;
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
-  recorder_->set_body([&](auto&, auto&, auto& o) {
-    if (o.spec.color == "blocker") {
-      gate.pass();
-    }
-    return Result{};
-  });
+  recorder_->hold(gate, "blocker");
   auto w = widgets();
   auto blocker = w.create(ctx_, {"blocker", 1});
   start();  // one worker

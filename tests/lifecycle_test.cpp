@@ -103,12 +103,7 @@ TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
 TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
   Gate gate;
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
-  recorder_->set_body([&](auto&, auto&, auto& o) {
-    if (o.spec.color == "blocker") {
-      gate.pass();
-    }
-    return Result{};
-  });
+  recorder_->hold(gate, "blocker");
   register_widgets(with_concurrency(1));
   auto w = widgets();
   auto blocker = w.create(ctx_, {"blocker", 0});
