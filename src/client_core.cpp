@@ -26,8 +26,19 @@ bool same_kind(const ObjectRow& row, const GroupKind& gk) {
   return row.meta.group == gk.group && row.meta.kind == gk.kind;
 }
 
+/// The callbacks run after the commit: a throw is logged, never reported as the
+/// create's failure (the object is stored).
 void run_on_create(Runtime& rt, const OptionSet& s, const Context& ctx) {
-  for (auto& fn : s.on_create) rt.after_commit(ctx, [fn, ctx] { fn(ctx); });
+  for (auto& fn : s.on_create)
+    rt.after_commit(ctx, [fn, ctx, &rt] {
+      try {
+        fn(ctx);
+      } catch (const std::exception& e) {
+        rt.log(LogLevel::error, "a with_on_create callback threw", {{"reason", e.what()}});
+      } catch (...) {
+        rt.log(LogLevel::error, "a with_on_create callback threw", {{"reason", "unknown exception"}});
+      }
+    });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <beehive/options.hpp>
 
+#include "contained.hpp"
 #include "options_internal.hpp"
 
 namespace beehive {
@@ -40,11 +41,11 @@ Option with_clock(std::shared_ptr<Clock> clock) {
 }
 
 Option with_logger(Logger logger) {
-  return Option([l = std::move(logger)](OptionSet& s) { s.logger = l; });
+  return Option([l = detail::contained(std::move(logger))](OptionSet& s) { s.logger = l; });
 }
 
 Option with_metrics(std::shared_ptr<MetricsSink> sink) {
-  return Option([m = std::move(sink)](OptionSet& s) { s.metrics = m; });
+  return Option([m = detail::contained(std::move(sink))](OptionSet& s) { s.metrics = m; });
 }
 
 LoadOption load_owner() { return LoadOption(LoadOption::owner); }
