@@ -153,6 +153,9 @@ class Backend : public Store {
   /// Names the underlying database, the same for every store opened on it (running
   /// two beehives on one database in a process is refused).
   virtual std::string identity() const = 0;
+  /// Claims the database for one running beehive, across processes; released when the
+  /// handle goes (or the process dies). Throws Error(errc::store_in_use) while claimed.
+  virtual std::shared_ptr<void> claim() = 0;
 };
 
 /// The backend behind a public Store; throws invalid_argument for a foreign Store.

@@ -15,6 +15,7 @@
 #include <beehive/errors.hpp>
 #include <beehive/sqlite.hpp>
 
+#include "store/run_lock.hpp"
 #include "store/sqlite_connection.hpp"
 #include "store/sqlite_schema.hpp"
 
@@ -481,6 +482,8 @@ class SqliteStore : public Backend {
   }
 
   std::int64_t session() const override { return session_; }
+
+  std::shared_ptr<void> claim() override { return RunLock::acquire(file_); }
 
   std::string identity() const override {
     std::error_code ec;

@@ -1,0 +1,29 @@
+#pragma once
+
+// The claim of a database by one running beehive, across processes: an exclusive
+// flock(2) on a sidecar file beside the database (`<db>.beehive-lock`, created 0600).
+// The kernel drops it when its holder closes it or dies (SIGKILL included), so a crashed
+// beehive never leaves its database claimed. It is never a lock on the database file
+// itself: SQLite's own POSIX locks on that file would be broken by closing another
+// descriptor of it. flock conflicts between two opens in one process as well.
+
+#include <filesystem>
+#include <memory>
+
+namespace beehive::store {
+
+class RunLock {
+ public:
+  /// Takes the lock for `database`; throws Error(errc::store_in_use) while another
+  /// holder has it, Error(errc::store) when the sidecar cannot be opened.
+  static std::unique_ptr<RunLock> acquire(const std::filesystem::path& database);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  explicit RunLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace beehive::store
