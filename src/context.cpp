@@ -1,5 +1,6 @@
 #include <beehive/context.hpp>
 
+#include <beehive/detail/saturate.hpp>
 #include <beehive/errors.hpp>
 
 #include "context_internal.hpp"
@@ -20,7 +21,8 @@ std::shared_ptr<const ContextNode> child(const std::shared_ptr<const ContextNode
 }  // namespace
 
 Context Context::with_timeout(std::chrono::milliseconds d) const {
-  return with_deadline(std::chrono::steady_clock::now() + d);
+  if (auto t = detail::deadline_after(d)) return with_deadline(*t);
+  return Context(child(node_));  // beyond the clock's range: no deadline of its own
 }
 
 Context Context::with_deadline(Deadline t) const {

@@ -44,12 +44,24 @@ void spun(bool caught) {
 }
 }  // namespace
 
+bool RendezvousBase::give_up() const {
+  int expected = open;
+  return claim_.compare_exchange_strong(expected, given_up, std::memory_order_acq_rel) ||
+         expected == given_up;
+}
+
+bool RendezvousBase::claim() {
+  if (abandoned()) return false;
+  int expected = open;
+  return claim_.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel) ||
+         expected == claimed;
+}
+
 bool RendezvousBase::abandoned() const {
-  if (abandoned_.load(std::memory_order_acquire)) return true;
+  int c = claim_.load(std::memory_order_acquire);
+  if (c != open) return c == given_up;
   auto* ctx = serving_.load(std::memory_order_acquire);
-  if (!ctx || !ctx->done()) return false;
-  abandoned_.store(true, std::memory_order_release);
-  return true;
+  return ctx && ctx->done() && give_up();
 }
 
 bool RendezvousBase::ready() const {
@@ -92,15 +104,16 @@ void RendezvousBase::wait(const Context& ctx, bool spin) {
       if (error_) {
         // Given up while serving itself: the context's end is the reason, not what the
         // writer made of it.
-        if (abandoned_.load(std::memory_order_acquire))
+        if (claim_.load(std::memory_order_acquire) == given_up)
           if (auto ec = ctx.error()) throw Error(static_cast<errc>(ec.value()));
         throw Error(error_->first, error_->second);
       }
       return;
     }
-    if (auto ec = ctx.error()) {
-      abandoned_.store(true, std::memory_order_release);
-      throw Error(static_cast<errc>(ec.value()));
+    if (auto ec = ctx.error(); ec && give_up()) throw Error(static_cast<errc>(ec.value()));
+    if (claim_.load(std::memory_order_acquire) == claimed) {
+      cv_.wait(lk);  // being applied: the outcome comes, whatever the context says
+      continue;
     }
     auto wake = ctx.deadline();
     if (ContextAccess::can_end(ctx)) {

@@ -1,9 +1,13 @@
 #pragma once
 
 // A one-shot reply slot between a blocked caller thread and the actor serving it. The
-// caller waits, bounded by its Context; the actor delivers a value or fails it. If the
-// caller gives up first it marks the slot abandoned, and an actor that has not started
-// the work yet skips it.
+// caller waits, bounded by its Context; the actor delivers a value or fails it.
+//
+// Whoever comes first decides the outcome, once: the writer claims the slot before it
+// applies the write, or the caller, when its context ends, abandons it. A claimed write
+// is answered with its real outcome even if the caller's deadline passes meanwhile (the
+// caller keeps waiting); an abandoned one is never applied. So a caller that sees
+// deadline_exceeded or cancelled knows that nothing of its call was written.
 
 #include <atomic>
 #include <chrono>
@@ -27,6 +31,10 @@ class RendezvousBase {
 
   /// The caller gave up waiting (or, while it serves the queue itself, its context ended).
   bool abandoned() const;
+  /// The writer is about to apply the write: from now on the caller waits for its
+  /// outcome whatever its context says. False when the caller gave up first (then the
+  /// write must not be applied).
+  bool claim();
   /// While its caller serves the writer's queue itself (serve_inline), the caller's
   /// context, which nothing else watches then; null afterwards.
   void set_serving(const Context* ctx) { serving_.store(ctx, std::memory_order_release); }
@@ -50,7 +58,10 @@ class RendezvousBase {
   bool ready_ = false;
   std::atomic<bool> ready_flag_{false};  // ready_, readable without the lock (spinning)
   std::optional<std::pair<errc, std::string>> error_;
-  mutable std::atomic<bool> abandoned_{false};
+  enum : int { open, claimed, given_up };
+  /// Moves open -> given_up; false when the writer claimed the slot first.
+  bool give_up() const;
+  mutable std::atomic<int> claim_{open};
   std::atomic<const Context*> serving_{nullptr};
 };
 

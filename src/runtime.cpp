@@ -20,6 +20,8 @@ std::set<std::string> claims;
 // within blocks open on this thread: a write from here outside them would wait for
 // them forever.
 thread_local int open_sessions = 0;
+// Reconciles running on this thread: a stop from here would wait for itself.
+thread_local int in_reconcile = 0;
 
 /// A controller's writer subscription: only the commits that concern its kind.
 RecordFilter controller_filter(const GroupKind& gk) {
@@ -54,8 +56,10 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
                  const std::vector<Option>& opts)
     : store_(std::move(store)), settings_(OptionSet::from(opts)) {
   if (!store_) throw Error(errc::invalid_argument, "no store");
+  std::tie(stop_ctx_, cancel_reconciles_) = Context{}.with_cancel();
   backend_ = &store::backend_of(*store_);
   clock_ = settings_.clock ? settings_.clock : std::make_shared<SystemClock>();
+  timers_ = std::make_shared<const TimerClock>(clock_);
   logger_ = settings_.logger ? settings_.logger : stderr_logger();
   if (sys) {
     sys_ = sys;
@@ -272,10 +276,11 @@ void Runtime::shutdown_system() {
 void Runtime::ensure_running(const Context& ctx) const {
   auto s = state_.load(std::memory_order_acquire);
   if (s == State::created || s == State::running) return;
-  // While draining, reconciles finish their work, and an open within block its own:
-  // the writer cannot stop before the block ends.
-  if (s == State::draining && (ContextAccess::is_reconcile(ctx) || ContextAccess::transaction(ctx)))
-    return;
+  // An open within block goes on to its end (the writer decides: it serves the block
+  // until stop's deadline, then rolls it back), and while draining, reconciles finish
+  // their work (unless stop cancelled their context).
+  if (ContextAccess::transaction(ctx)) return;
+  if (s == State::draining && ContextAccess::is_reconcile(ctx)) return;
   throw Error(errc::stopped, "beehive stopped");
 }
 
@@ -315,6 +320,14 @@ void Runtime::within(const Context& ctx, const std::function<void(const Context&
   auto step = [this](const std::shared_ptr<Transaction>& txn, SessionCmd::Kind k) {
     return write(ContextAccess::with_transaction(Context{}, txn), SessionCmd{k}, {});
   };
+  // Undoing after a throw: the block's own exception is what the caller should see (a
+  // writer that stopped meanwhile rolled the transaction back already).
+  auto undo = [&](const std::shared_ptr<Transaction>& txn, SessionCmd::Kind k) {
+    try {
+      step(txn, k);
+    } catch (const Error&) {
+    }
+  };
   if (auto txn = ContextAccess::transaction(ctx)) {
     step(txn, SessionCmd::savepoint);
     txn->mark();
@@ -322,7 +335,7 @@ void Runtime::within(const Context& ctx, const std::function<void(const Context&
       fn(ctx);
     } catch (...) {
       txn->drop_to_mark();
-      step(txn, SessionCmd::rollback_to);
+      undo(txn, SessionCmd::rollback_to);
       throw;
     }
     txn->keep();
@@ -338,7 +351,7 @@ void Runtime::within(const Context& ctx, const std::function<void(const Context&
   } catch (...) {
     --open_sessions;
     txn->take_post_commit();  // dropped; they hold the block's context, which holds txn
-    step(txn, SessionCmd::rollback);
+    undo(txn, SessionCmd::rollback);
     throw;
   }
   --open_sessions;
@@ -405,7 +418,7 @@ caf::actor Runtime::event_log() const {
 
 scheduler_actor Runtime::scheduler() const {
   std::lock_guard lk(kinds_mu_);
-  return scheduler_;
+  return caf::actor_cast<scheduler_actor>(scheduler_);
 }
 
 void Runtime::requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
@@ -443,13 +456,29 @@ Flight::~Flight() {
 
 Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
   Outcome out;
+  ++in_reconcile;
+  struct Leave {
+    ~Leave() { --in_reconcile; }
+  } leave;
+  auto exists = [&] {
+    auto row = backend_->reader()->get(id);
+    return row && row->meta.group == kind.gk.group && row->meta.kind == kind.gk.kind;
+  };
   try {
     auto row = backend_->reader()->get(id);
     if (!row || row->meta.group != kind.gk.group || row->meta.kind != kind.gk.kind) {
       out.kind = Outcome::gone;
     } else {
       ControllerClientCore core(shared_from_this(), kind.gk);
-      out = kind.reconcile(ContextAccess::for_reconcile(Context{}), core, *row);
+      out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_), core, *row);
+      if (out.kind == Outcome::error) {
+        // Stop cancelled the pass: not a failure. Or the object went meanwhile (the GC
+        // collected it once the pass removed the last finalizer): nothing left to do.
+        if (stop_ctx_.done())
+          out = {Outcome::cancelled, {}, out.message};
+        else if (!exists())
+          out = {Outcome::gone, {}, out.message};
+      }
       if (out.kind == Outcome::quarantined)
         log(LogLevel::warning,
             "quarantined " + to_string(kind.gk) + " " + std::to_string(id) +
@@ -476,6 +505,13 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
     if (!claims.insert(id).second)
       throw Error(errc::store_in_use, id + " is used by another running beehive");
   }
+  try {
+    run_claim_ = backend_->claim();  // and across processes
+  } catch (...) {
+    std::lock_guard c(claims_mu);
+    claims.erase(id);
+    throw;
+  }
   claimed_ = id;
   spawn_controllers();
   if (ctx.done()) {  // a start cancelled half-way leaves nothing running
@@ -484,6 +520,7 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
     std::lock_guard c(claims_mu);
     claims.erase(claimed_);
     claimed_.clear();
+    run_claim_.reset();
     ctx.throw_if_done();
   }
   state_ = State::running;
@@ -495,7 +532,7 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
 
 void Runtime::spawn_controllers() {
   {
-    auto sched = caf::actor_cast<scheduler_actor>(sys_->spawn(detail::scheduler, clock_));
+    auto sched = sys_->spawn(detail::scheduler, timers_);
     caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(sched));
     std::lock_guard k(kinds_mu_);
     scheduler_ = sched;
@@ -526,7 +563,7 @@ void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
 }
 
 Periodic Runtime::periodic() const {
-  return {writer_public_, scheduler_, clock_,
+  return {writer_public_, scheduler_, timers_,
           settings_.resync_interval.value_or(KindSettings{}.resync), logger_};
 }
 
@@ -587,14 +624,23 @@ void Runtime::kill_controllers() {
 }
 
 void Runtime::stop(const Context& ctx) {
+  // Stop waits for every reconcile and every within block: from inside one it would
+  // wait for itself.
+  if (in_reconcile > 0)
+    throw Error(errc::invalid_argument,
+                "stop called from inside a reconcile would wait for that reconcile forever");
+  if (open_sessions > 0)
+    throw Error(errc::invalid_argument,
+                "stop called inside a within block would wait for that block forever");
   std::unique_lock lk(mu_);
   ForgetSystem forget(own_sys_ != nullptr);
   if (state_ == State::created) {  // never started: nothing to drain
-    stop_writer();
+    stop_writer(ctx.deadline());
     for (auto& [gk, entry] : kinds_) entry->board->finish_all(errc::stopped);
   }
   if (state_ != State::running) return;
   state_ = State::draining;
+  cancel_reconciles_();  // reconciles in flight see their context end now
   bool drained = drain_reconciles(ctx.deadline());
   if (drained && gc_) {
     // What the gc has queued (a pass triggered by the last commits) finishes first; a
@@ -610,15 +656,19 @@ void Runtime::stop(const Context& ctx) {
   }
   kill_controllers();
   state_ = State::stopped;
-  stop_writer();
+  bool closed = stop_writer(ctx.deadline());
   for (auto& [gk, entry] : kinds_) entry->board->finish_all(errc::stopped);
   {
     std::lock_guard c(claims_mu);
     claims.erase(claimed_);
   }
   claimed_.clear();
+  run_claim_.reset();
   if (!drained)
     throw Error(errc::deadline_exceeded, "reconciles still running when the stop deadline passed");
+  if (!closed)
+    throw Error(errc::deadline_exceeded,
+                "a within block was still open when the stop deadline passed; rolled back");
 }
 
 bool Runtime::drain_reconciles(std::optional<Context::Deadline> deadline) {
@@ -635,20 +685,36 @@ bool Runtime::drain_reconciles(std::optional<Context::Deadline> deadline) {
   return true;
 }
 
-void Runtime::stop_writer() {
-  if (!writer_) return;
+bool Runtime::stop_writer(std::optional<Context::Deadline> deadline) {
+  if (!writer_) return true;
   state_ = State::stopped;
+  bool in_time = true;
   caf::anon_send(writer_, shutdown_atom::value);
   {
+    caf::scoped_actor self{*sys_, true};
+    // The writer quits once the within block it serves, if any, has ended; at the
+    // deadline that block is rolled back instead, and its later steps fail with stopped.
+    if (deadline) {
+      self->monitor(writer_);
+      auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               *deadline - std::chrono::steady_clock::now()),
+                           std::chrono::milliseconds(0));
+      bool down = false;
+      self->receive([&](const caf::down_msg&) { down = true; }, caf::after(left) >> [] {});
+      if (!down) {
+        in_time = false;
+        caf::anon_send(writer_, abort_session_atom::value);
+      }
+    }
     // The writer forwards its shutdown to the hub after the last commit record; the
     // hub ends every watch and quits.
-    caf::scoped_actor self{*sys_, true};
     self->wait_for(writer_, hub());
   }
   std::lock_guard k(kinds_mu_);
   writer_ = nullptr;
   writer_public_ = nullptr;
   hub_ = nullptr;
+  return in_time;
 }
 
 }  // namespace beehive::detail

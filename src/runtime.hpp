@@ -43,6 +43,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
 
   store::Backend& backend() { return *backend_; }
   Clock& clock() { return *clock_; }
+  /// What timers run on (see TimerClock).
+  const TimerClock& timers() const { return *timers_; }
   store_writer_actor store_writer() const {
     std::lock_guard k(kinds_mu_);
     return writer_public_;
@@ -155,7 +157,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   template <class Watch, class Core>
   void open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core);
   void kill_controllers();
-  void stop_writer();
+  /// Shuts the writer (and after it the hub) down; false when a within block was still
+  /// open at `deadline` and was rolled back.
+  bool stop_writer(std::optional<Context::Deadline> deadline = std::nullopt);
 
   std::unique_ptr<caf::actor_system_config> own_cfg_;
   std::unique_ptr<caf::actor_system> own_sys_;
@@ -164,17 +168,22 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   store::Backend* backend_;
   OptionSet settings_;
   std::shared_ptr<Clock> clock_;
+  std::shared_ptr<const TimerClock> timers_;
   Logger logger_;
   std::shared_ptr<WriteQueue> queue_ = std::make_shared<WriteQueue>();
   store_writer_impl writer_;
   store_writer_actor writer_public_;
-  scheduler_actor scheduler_;
+  scheduler_impl scheduler_;
   watch_hub_impl hub_;
   std::shared_ptr<HubGate> hub_gate_ = std::make_shared<HubGate>();
   caf::actor gc_;
   caf::actor event_log_;
   caf::actor supervisor_;
   std::atomic<std::uint64_t> last_subscription_{0};
+  /// The parent of every reconcile's context: stop cancels it, so that reconciles in
+  /// flight see their context end at once.
+  Context stop_ctx_;
+  std::function<void()> cancel_reconciles_;
   int clock_token_ = 0;
 
   mutable std::mutex mu_;  // lifecycle; held while stop drains, so never by calls
@@ -182,6 +191,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
   std::string claimed_;  // the database this running beehive claimed
+  std::shared_ptr<void> run_claim_;  // its claim across processes (see Backend::claim)
 
   friend struct Flight;
   std::mutex flight_mu_;

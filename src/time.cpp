@@ -1,5 +1,7 @@
 #include <beehive/time.hpp>
 
+#include <beehive/detail/saturate.hpp>
+
 namespace beehive {
 
 Time SystemClock::now() const { return std::chrono::system_clock::now(); }
@@ -15,7 +17,7 @@ void ManualClock::advance(std::chrono::milliseconds d) {
   if (d.count() <= 0) return;
   {
     std::lock_guard lk(mu_);
-    now_ += d;
+    now_ = detail::saturating_add(now_, d);
   }
   notify();
 }

@@ -77,10 +77,8 @@ TEST_F(LifecycleTest, SecondRunningBeehiveOnTheSameFileIsStoreInUse) {
 TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
   Gate gate;
   std::atomic<bool> finished{false};
-  recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
+  recorder_->set_body([&](auto&, auto&, auto&) {
     gate.pass();
-    // Calls made with the reconcile's context are still served while draining.
-    cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});
     finished = true;
     return Result{};
   });
@@ -94,10 +92,166 @@ TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
   gate.open();
   stopping.get();
   EXPECT_TRUE(finished);
+}
+
+TEST_F(LifecycleTest, StopCancelsTheContextOfReconcilesInFlight) {
+  std::vector<std::string> logged;
+  std::mutex log_mu;
+  open(with_logger([&](LogLevel, std::string_view m, const LogFields&) {
+    std::lock_guard lk(log_mu);
+    logged.emplace_back(m);
+  }));
+  std::promise<void> entered;
+  std::promise<std::error_code> seen;
+  std::atomic<bool> done_at_entry{true};
+  auto w = widgets();
+  recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
+    done_at_entry = rctx.done();
+    entered.set_value();
+    // Blocks on its context alone, as a reconcile waiting on I/O with it would (a
+    // watch opened after the cancellation refuses at once).
+    try {
+      auto events = w.watch_events(rctx, o.id);
+      while (events.next()) {
+      }
+    } catch (const Error&) {
+    }
+    seen.set_value(rctx.error());
+    // A write with the cancelled context fails and writes nothing; the pass fails.
+    cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});
+    return Result{};
+  });
+  register_widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  entered.get_future().wait();
+  EXPECT_FALSE(done_at_entry);
+  stop_(Context{});  // no deadline: returns because the reconcile saw its context end
+  EXPECT_EQ(seen.get_future().get(), make_error_code(errc::cancelled));
+  EXPECT_EQ(recorder_->count(o.id), 1);  // not retried
+  {
+    std::lock_guard lk(log_mu);
+    for (auto& m : logged) EXPECT_EQ(m.find("reconcile failed"), std::string::npos) << m;
+  }
   close();
   auto reopened_store = sqlite::open(dir_.file("beehive.db"));
   Beehive reopened(reopened_store);
-  EXPECT_TRUE(Widgets(reopened, widget_kind).get(ctx_, o.id).status->ready);
+  EXPECT_FALSE(Widgets(reopened, widget_kind).get(ctx_, o.id).status.has_value());
+}
+
+TEST_F(LifecycleTest, StopFromInsideAReconcileIsRefusedInsteadOfDeadlocking) {
+  std::promise<std::error_code> refused;
+  std::atomic<bool> once{false};
+  std::promise<void> started;
+  auto started_f = started.get_future().share();
+  recorder_->set_body([&](auto&, auto&, auto&) {
+    if (!once.exchange(true)) {
+      started_f.wait();  // stop_ is set
+      try {
+        stop_(Context{});
+        refused.set_value({});
+      } catch (const Error& e) {
+        refused.set_value(e.code());
+      }
+    }
+    return Result{};
+  });
+  register_widgets();
+  widgets().create(ctx_, {"a", 1});
+  start();
+  started.set_value();
+  auto f = refused.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get(), make_error_code(errc::invalid_argument));
+  EXPECT_NO_THROW(stop_(Context{}.with_timeout(10s)));
+}
+
+TEST_F(LifecycleTest, StopInsideAWithinBlockIsRefused) {
+  auto cc = register_widgets();
+  start();
+  std::error_code code;
+  cc.within(ctx_, [&](const Context& tx) {
+    widgets().create(tx, {"a", 1});
+    try {
+      stop_(Context{});
+    } catch (const Error& e) {
+      code = e.code();
+    }
+  });
+  EXPECT_EQ(code, make_error_code(errc::invalid_argument));
+  EXPECT_EQ(widgets().list(ctx_).size(), 1u);
+}
+
+/// A within block on an application thread that is still open at stop's deadline: stop
+/// returns at the deadline, the block is rolled back, and its later steps fail stopped.
+TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAWithinBlockIsOpen) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto before = w.create(ctx_, {"before", 1});
+  start();
+  std::promise<void> inside;
+  std::promise<void> resume;
+  auto resumed = resume.get_future().share();
+  auto block = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      w.update(tx, before.id, {"changed", 2});
+      w.create(tx, {"inside", 1});
+      inside.set_value();
+      resumed.wait();
+      w.create(tx, {"after stop", 1});
+    });
+  });
+  inside.get_future().wait();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(stop_(Context{}.with_timeout(200ms)), errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms + 5s);
+  resume.set_value();
+  EXPECT_ERRC(block.get(), errc::stopped);
+  close();
+  auto reopened_store = sqlite::open(dir_.file("beehive.db"));
+  Beehive reopened(reopened_store);
+  Widgets again(reopened, widget_kind);
+  auto all = again.list(ctx_);
+  ASSERT_EQ(all.size(), 1u);  // nothing of the block
+  EXPECT_EQ(all[0].spec.color, "before");
+}
+
+/// The same with the block in a reconcile that ignores its cancelled context.
+TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAReconcileHoldsAWithinBlockOpen) {
+  Gate gate;
+  std::promise<std::error_code> outcome;
+  std::atomic<bool> once{false};
+  recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
+    if (once.exchange(true)) return Result{};
+    try {
+      cc.within(rctx, [&](const Context& tx) {
+        cc.update_status(tx, o.id, o.generation, WidgetStatus{true});
+        gate.pass();  // ignores the cancellation
+        cc.update_status(tx, o.id, o.generation, WidgetStatus{false});
+      });
+      outcome.set_value({});
+    } catch (const Error& e) {
+      outcome.set_value(e.code());
+    }
+    return Result{};
+  });
+  register_widgets();
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  gate.wait_entered();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(stop_(Context{}.with_timeout(200ms)), errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms + 5s);
+  gate.open();
+  auto f = outcome.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_NE(f.get(), std::error_code{});  // the block did not commit
+  bh_.reset();  // waits for the reconcile
+  store_.reset();
+  stop_ = nullptr;
+  auto reopened_store = sqlite::open(dir_.file("beehive.db"));
+  Beehive reopened(reopened_store);
+  EXPECT_FALSE(Widgets(reopened, widget_kind).get(ctx_, o.id).status.has_value());
 }
 
 TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
@@ -167,14 +321,15 @@ TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
 TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
   Gate gate;
   std::atomic<bool> finished{false}, destroyed{false}, destroyed_before_release{true};
-  recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
+  std::atomic<bool> cancelled_seen{false};
+  recorder_->set_body([&](auto& rctx, auto&, auto&) {
     gate.pass();
-    cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});  // still served
+    cancelled_seen = rctx.done();  // the destructor's stop cancelled it
     finished = true;
     return Result{};
   });
   register_widgets();
-  auto o = widgets().create(ctx_, {"a", 1});
+  widgets().create(ctx_, {"a", 1});
   start();
   gate.wait_entered();
   // Destroyed on this thread while another releases the reconcile a little later.
@@ -188,12 +343,9 @@ TEST_F(LifecycleTest, DestructorWaitsForAnInFlightReconcile) {
   releaser.join();
   EXPECT_FALSE(destroyed_before_release);  // it waited for the reconcile
   EXPECT_TRUE(finished);                   // and returned only after it
-  stop_(ctx_);                             // outliving its beehive: a no-op
+  EXPECT_TRUE(cancelled_seen);
+  stop_(ctx_);  // outliving its beehive: a no-op
   stop_ = nullptr;
-  store_.reset();
-  auto reopened_store = sqlite::open(dir_.file("beehive.db"));
-  Beehive reopened(reopened_store);
-  EXPECT_TRUE(Widgets(reopened, widget_kind).get(ctx_, o.id).status->ready);
 }
 
 TEST_F(LifecycleTest, ABeehiveMayBeDestroyedOnAnotherThread) {

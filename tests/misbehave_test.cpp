@@ -5,6 +5,8 @@
 
 #include <future>
 
+#include <beehive/actors.hpp>
+
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -135,7 +137,9 @@ TEST_F(MisbehaveTest, OneThrowingObjectDoesNotHoldUpTheOthers) {
   EXPECT_FALSE(w.get(ctx_, poison.id).observed_generation.has_value());
 }
 
-TEST_F(MisbehaveTest, StopLetsAWithinBlockOpenInAReconcileFinish) {
+// Stop cancels the reconcile's context: the block's later writes fail cancelled, and the
+// block is rolled back; stop waits for the reconcile and never hangs on its session.
+TEST_F(MisbehaveTest, StopRollsBackAWithinBlockOpenInAReconcileWithoutHanging) {
   std::atomic<bool> entered{false}, release{false};
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
   recorder_->set_body([&](const Context& ctx, auto& cc, auto& o) -> Result {
@@ -159,7 +163,70 @@ TEST_F(MisbehaveTest, StopLetsAWithinBlockOpenInAReconcileFinish) {
   stopping.get();
   stop_ = nullptr;
   open();
-  EXPECT_EQ(widgets().get(ctx_, a.id).observed_generation, 1);  // the block committed
+  EXPECT_FALSE(widgets().get(ctx_, a.id).status.has_value());  // rolled back
+}
+
+/// A logger and a metrics sink that throw on every call: beehive goes on working, and
+/// the supervisor goes on restarting crashed actors.
+class ThrowingSink : public MetricsSink {
+ public:
+  void counter_add(std::string_view, const MetricLabels&, double) override { throw_it(); }
+  void gauge_set(std::string_view, const MetricLabels&, double) override { throw_it(); }
+  void histogram_observe(std::string_view, const MetricLabels&, double) override { throw_it(); }
+
+ private:
+  static void throw_it() { throw std::runtime_error("sink down"); }
+};
+
+TEST_F(MisbehaveTest, AThrowingLoggerOrMetricsSinkIsContained) {
+  std::atomic<int> log_calls{0};
+  open(with_logger([&](LogLevel, std::string_view, const LogFields&) {
+         ++log_calls;
+         throw std::runtime_error("logger down");
+       }),
+       with_metrics(std::make_shared<ThrowingSink>()));
+  auto stop_first = stop_before_locals();
+  recorder_->set_body([](auto&, auto&, auto& o) -> Result {
+    if (o.spec.color == "bad") throw std::runtime_error("fails, and is logged");
+    return {};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto bad = w.create(ctx_, {"bad", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(bad.id) >= 1 && log_calls > 0; }));
+  auto good = w.create(ctx_, {"good", 1});  // the controller survived its log call
+  ASSERT_TRUE(eventually([&] { return recorder_->count(good.id) == 1; }));
+  auto old = *bh_->controller(widget_kind);
+  int logged = log_calls;
+  caf::anon_send_exit(old, caf::exit_reason::kill);  // the supervisor logs the restart
+  ASSERT_TRUE(eventually([&] {
+    auto now = bh_->controller(widget_kind);
+    return now && *now != old && log_calls > logged;
+  }));
+  auto old_gc = bh_->gc();
+  caf::anon_send_exit(old_gc, caf::exit_reason::kill);  // and is still there to restart this
+  ASSERT_TRUE(eventually([&] { return bh_->gc() && bh_->gc() != old_gc; }));
+  auto later = w.create(ctx_, {"later", 1});
+  EXPECT_TRUE(eventually([&] { return recorder_->count(later.id) == 1; }));
+}
+
+TEST_F(MisbehaveTest, AThrowingOnCreateCallbackDoesNotFailTheStoredCreate) {
+  std::atomic<int> errors{0};
+  open(with_logger([&](LogLevel l, std::string_view, const LogFields&) {
+    if (l == LogLevel::error) ++errors;
+  }));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_on_create([](const Context&) {
+                      throw std::runtime_error("callback failed");
+                    }));
+  EXPECT_EQ(w.get(ctx_, o.id).spec.color, "a");
+  EXPECT_EQ(errors.load(), 1);  // reported to the operator instead
+  auto [g, created] = w.get_or_create(ctx_, "slugged", {"b", 1}, with_on_create([](const Context&) {
+                                        throw 42;
+                                      }));
+  EXPECT_TRUE(created);
+  EXPECT_EQ(w.get(ctx_, g.id).spec.color, "b");
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <future>
 
+#include <beehive/actors.hpp>
+
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -413,6 +415,56 @@ TEST_F(ReconcileTest, RequeueChecksTheIdAndTheController) {
   EXPECT_ERRC(w.requeue(ctx_, g.id), errc::not_found);
   EXPECT_ERRC(w.requeue(ctx_, 424242), errc::not_found);
   EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+}
+
+/// The finalizer pattern: a pass removes its finalizer from an object being deleted, and
+/// the GC collects the object before the pass's next write. The pass ends as done: no
+/// error logged, no retry.
+TEST_F(ReconcileTest, APassWhoseObjectWasCollectedMeanwhileEndsAsDone) {
+  std::vector<std::string> logged;
+  std::mutex log_mu;
+  open(with_logger([&](LogLevel, std::string_view m, const LogFields&) {
+    std::lock_guard lk(log_mu);
+    logged.emplace_back(m);
+  }));
+  auto stop_first = stop_before_locals();
+  auto w = widgets();
+  std::atomic<bool> wrote_after_collection{false};
+  recorder_->set_body([&](auto& rctx, auto& cc, auto& o) {
+    if (!o.deletion_requested_at) return Result{};
+    cc.remove_finalizer(rctx, o.id, "acme.com/cleanup");
+    eventually([&] {  // the GC collects it once the last finalizer is gone
+      try {
+        w.get(Context{}, o.id);
+        return false;
+      } catch (const Error&) {
+        return true;
+      }
+    });
+    wrote_after_collection = true;
+    cc.update_status(rctx, o.id, o.generation, WidgetStatus{true});  // not_found
+    return Result{};
+  });
+  register_widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_finalizers({"acme.com/cleanup"}));
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  w.remove(ctx_, o.id);
+  ASSERT_TRUE(eventually([&] { return wrote_after_collection.load(); }));
+  auto controller = *bh_->controller(widget_kind);
+  auto state = [&] {
+    caf::scoped_actor self{controller->home_system()};
+    controller_state out;
+    self->request(controller, std::chrono::seconds(10), inspect_atom::value)
+        .receive([&](const controller_state& st) { out = st; }, [](caf::error&) {});
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return state().in_flight.empty(); }));
+  EXPECT_TRUE(state().backoff.empty());
+  EXPECT_TRUE(state().timers.empty());
+  EXPECT_EQ(recorder_->count(o.id), 2);
+  std::lock_guard lk(log_mu);
+  for (auto& m : logged) EXPECT_EQ(m.find("reconcile failed"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <system_error>
 #include <utility>
 
+#include <beehive/detail/saturate.hpp>
 #include <beehive/detail/stream_core.hpp>
 
 namespace beehive {
@@ -64,7 +65,7 @@ class Stream {
 
   /// Like `next`, but also returns nullopt after `timeout` without a value.
   std::optional<T> next_for(std::chrono::milliseconds timeout) {
-    return pop_ ? pop_(std::chrono::steady_clock::now() + timeout) : std::nullopt;
+    return pop_ ? pop_(detail::deadline_after(timeout)) : std::nullopt;
   }
 
   /// The stream has ended and holds nothing more to deliver.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include <beehive/detail/saturate.hpp>
+
 #include "runtime.hpp"
 
 namespace beehive::detail {
@@ -90,7 +92,8 @@ caf::behavior worker(caf::event_based_actor* self, const caf::actor& controller,
   };
 }
 
-Time now(Self self) { return self->state.rt->clock().now(); }
+/// Now on the timers' time line (see TimerClock): every due time here is on it.
+Time now(Self self) { return self->state.rt->timers().now(); }
 
 /// Every change of the queue or of the ids in flight ends in dispatch, which reports them.
 void report_gauges(ControllerState& st, const KindMetrics& m) {
@@ -139,9 +142,8 @@ void enqueue(Self self, ObjectID id) {
   }
   if (st.queued.insert(id).second) {
     st.queue.push_back(id);
-    auto t = now(self);
-    st.kind->board->set(id, t);
-    if (st.kind->metrics) st.enqueued_at[id] = t;
+    st.kind->board->set(id, st.rt->timers().wall_now());
+    if (st.kind->metrics) st.enqueued_at[id] = now(self);
   }
 }
 
@@ -152,12 +154,12 @@ void rearm(Self self) {
   for (auto& [id, due] : st.timers) earliest = std::min(earliest, due);
   if (earliest == Time::max() || earliest == st.requested_wake) return;
   st.requested_wake = earliest;
-  self->send(st.scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(self), earliest);
+  self->send(st.scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self), earliest);
 }
 
 void arm_timer(Self self, ObjectID id, Time due) {
   self->state.timers[id] = due;
-  self->state.kind->board->set(id, due);
+  self->state.kind->board->set(id, self->state.rt->timers().to_wall(due));
 }
 
 void resync(Self self) {
@@ -177,7 +179,7 @@ void on_wake(Self self) {
     enqueue(self, id);
   }
   if (st.next_resync <= t) {
-    st.next_resync = t + st.kind->settings.resync;
+    st.next_resync = saturating_add(t, st.kind->settings.resync);
     resync(self);
   }
   dispatch(self);
@@ -195,7 +197,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       auto& d = st.backoff[id];
       d = d.count() == 0 ? cfg.base_retry : std::min(d * 2, cfg.max_retry);
       d = std::min(d, cfg.max_retry);
-      arm_timer(self, id, now(self) + d);
+      arm_timer(self, id, saturating_add(now(self), d));
       if (auto* m = st.kind->metrics.get()) m->retried();
       st.rt->log(LogLevel::warning, "reconcile failed; retrying with backoff",
                  {{"kind", to_string(st.kind->gk)},
@@ -207,9 +209,10 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
     case Outcome::success:
     case Outcome::quarantined:
       st.backoff.erase(id);
-      if (o.requeue_after.count() > 0) arm_timer(self, id, now(self) + o.requeue_after);
+      if (o.requeue_after.count() > 0) arm_timer(self, id, saturating_add(now(self), o.requeue_after));
       break;
     case Outcome::gone:
+    case Outcome::cancelled:  // stop cancelled it: start reconciles it again
       st.backoff.erase(id);
       break;
   }
@@ -234,7 +237,7 @@ bool controller_wants(const GroupKind& gk, const commit_record& rec) {
 }
 
 controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt,
-                                          scheduler_actor scheduler) {
+                                          scheduler_impl scheduler) {
   auto& st = self->state;
   st.kind = std::move(kind);
   st.rt = rt;
@@ -255,7 +258,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         }
         st.dispatching = true;
         if (st.kind->settings.resync.count() > 0)
-          st.next_resync = now(self) + st.kind->settings.resync;
+          st.next_resync = saturating_add(now(self), st.kind->settings.resync);
         dispatch(self);
         rearm(self);
       },
@@ -300,7 +303,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         std::sort(out.in_flight.begin(), out.in_flight.end());
         out.backoff.assign(st.backoff.begin(), st.backoff.end());
         std::sort(out.backoff.begin(), out.backoff.end());
-        out.timers.assign(st.timers.begin(), st.timers.end());
+        for (auto& [id, due] : st.timers) out.timers.emplace_back(id, st.rt->timers().to_wall(due));
         std::sort(out.timers.begin(), out.timers.end());
         out.dispatching = st.dispatching;
         out.workers = static_cast<int>(st.workers.size());

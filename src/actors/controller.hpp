@@ -92,7 +92,7 @@ using controller_impl = controller_actor::extend<
 struct ControllerState {
   std::shared_ptr<KindEntry> kind;
   Runtime* rt = nullptr;
-  scheduler_actor scheduler;
+  scheduler_impl scheduler;
 
   std::deque<ObjectID> queue;
   std::unordered_set<ObjectID> queued;
@@ -125,7 +125,7 @@ bool controller_wants(const GroupKind& gk, const commit_record& rec);
 
 controller_impl::behavior_type controller(controller_impl::stateful_pointer<ControllerState> self,
                                           std::shared_ptr<KindEntry> kind, Runtime* rt,
-                                          scheduler_actor scheduler);
+                                          scheduler_impl scheduler);
 
 }  // namespace beehive::detail
 

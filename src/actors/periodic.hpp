@@ -1,21 +1,24 @@
 #pragma once
 
 // What the gc and the event_log share: the store_writer that runs their work and a
-// periodic wake from the scheduler on the beehive's clock.
+// periodic wake from the scheduler (on the TimerClock).
 
 #include <chrono>
 #include <memory>
 
 #include <beehive/actors.hpp>
+#include <beehive/detail/saturate.hpp>
 #include <beehive/logger.hpp>
 #include <beehive/time.hpp>
+
+#include "actors/scheduler.hpp"
 
 namespace beehive::detail {
 
 struct Periodic {
   store_writer_actor writer;
-  scheduler_actor scheduler;
-  std::shared_ptr<Clock> clock;
+  scheduler_impl scheduler;
+  std::shared_ptr<const TimerClock> clock;
   std::chrono::milliseconds cadence{0};  // <= 0: no periodic wake
   Logger logger;
 
@@ -25,8 +28,8 @@ struct Periodic {
   template <class Self>
   void arm(Self* self) const {
     if (cadence.count() <= 0) return;
-    self->send(scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(self),
-               clock->now() + cadence);
+    self->send(scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self),
+               saturating_add(clock->now(), cadence));
   }
 
   void log_failure(const std::string& what, const caf::error& err) const {

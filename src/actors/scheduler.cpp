@@ -1,5 +1,9 @@
 #include "actors/scheduler.hpp"
 
+#include <algorithm>
+
+#include <beehive/detail/saturate.hpp>
+
 namespace beehive::detail {
 
 namespace {
@@ -19,7 +23,7 @@ void fire_and_rearm(Self self) {
       ++it;
     }
   }
-  if (st.manual || earliest == Time::max()) return;
+  if (st.clock->manual() || earliest == Time::max()) return;
   if (earliest < st.armed) {
     st.armed = earliest;
     auto delay = std::chrono::duration_cast<std::chrono::microseconds>(earliest - now);
@@ -29,19 +33,23 @@ void fire_and_rearm(Self self) {
 
 }  // namespace
 
-scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<Clock> clock) {
-  self->state.manual = dynamic_cast<ManualClock*>(clock.get()) != nullptr;
+scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<const TimerClock> clock) {
   self->state.clock = std::move(clock);
+  auto wake_at = [self](const caf::actor& target, Time due) {
+    auto& wakes = self->state.wakes;
+    auto it = std::find_if(wakes.begin(), wakes.end(), [&](auto& w) { return w.first == target; });
+    if (it == wakes.end())
+      wakes.emplace_back(target, due);
+    else
+      it->second = due;
+    fire_and_rearm(self);
+  };
   return {
-      [self](wake_at_atom, const caf::actor& target, Time due) {
-        auto& wakes = self->state.wakes;
-        auto it =
-            std::find_if(wakes.begin(), wakes.end(), [&](auto& w) { return w.first == target; });
-        if (it == wakes.end())
-          wakes.emplace_back(target, due);
-        else
-          it->second = due;
-        fire_and_rearm(self);
+      [wake_at](timer_at_atom, const caf::actor& target, Time due) { wake_at(target, due); },
+      [self, wake_at](wake_at_atom, const caf::actor& target, Time due) {
+        auto& clock = *self->state.clock;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - clock.wall_now());
+        wake_at(target, saturating_add(clock.now(), left));
       },
       [self](tick_atom) {
         self->state.armed = Time::max();
@@ -52,6 +60,7 @@ scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<Clock> clock)
         out.wakes = self->state.wakes.size();
         for (auto& [target, due] : self->state.wakes)
           if (out.earliest == Time{} || due < out.earliest) out.earliest = due;
+        if (out.earliest != Time{}) out.earliest = self->state.clock->to_wall(out.earliest);
         return out;
       },
   };

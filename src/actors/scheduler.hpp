@@ -3,8 +3,9 @@
 // The scheduler actor: the one place that watches the clock. A controller asks to be
 // woken at its earliest due time (each request replaces that target's previous one);
 // when the time comes the scheduler sends it `wake_atom` and the controller fires
-// whatever fell due. On a ManualClock, time moves only on advance/set, which ticks the
-// scheduler; on the system clock it ticks itself with delayed messages.
+// whatever fell due. Due times are on the TimerClock: on a ManualClock, time moves only
+// on advance/set, which ticks the scheduler; otherwise it ticks itself with delayed
+// messages on the steady clock.
 
 #include <memory>
 #include <vector>
@@ -12,22 +13,28 @@
 #include <beehive/actors.hpp>
 #include <beehive/time.hpp>
 
+#include "actors/timer_clock.hpp"
+
 namespace beehive::detail {
 
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 
-using scheduler_impl = scheduler_actor::extend<caf::reacts_to<tick_atom>>;
+/// Beehive's own timers: wake the actor at a time on the TimerClock. (The public
+/// `wake_at_atom` takes a time of the Beehive's clock and is converted.)
+using timer_at_atom = caf::atom_constant<caf::atom("timer_at")>;
+
+using scheduler_impl = scheduler_actor::extend<caf::reacts_to<tick_atom>,
+                                               caf::reacts_to<timer_at_atom, caf::actor, Time>>;
 
 struct SchedulerState {
-  std::shared_ptr<Clock> clock;
+  std::shared_ptr<const TimerClock> clock;
   std::vector<std::pair<caf::actor, Time>> wakes;  // one per target, few targets
-  bool manual = false;
   Time armed{Time::max()};  // earliest delayed tick in flight (system clock)
   static inline const char* name = "beehive.scheduler";
 };
 
 scheduler_impl::behavior_type scheduler(scheduler_impl::stateful_pointer<SchedulerState> self,
-                                        std::shared_ptr<Clock> clock);
+                                        std::shared_ptr<const TimerClock> clock);
 
 }  // namespace beehive::detail

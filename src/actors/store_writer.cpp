@@ -239,10 +239,12 @@ bool nothing_to_do(store::Writer& w, const WriteOp& op) {
 /// given, is the blocked caller waiting for it: a lock held by another process is waited
 /// for only while the caller waits, and a caller that gave up meanwhile is not written.
 WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
-                   const RendezvousBase* caller = nullptr) {
+                   RendezvousBase* caller = nullptr) {
   auto& w = *st.cfg->writer;
+  auto not_applied = [] { return Error(errc::cancelled, "the caller stopped waiting"); };
   if (st.session) {
     if (!st.broken.empty()) throw broken_session(st);
+    if (caller && !caller->claim()) throw not_applied();
     // Inside a session: a savepoint per write, so that a failing one rolls back alone.
     int sp = st.depth + 1;
     commit_record rec;
@@ -267,9 +269,10 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
     LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
     w.begin();
   }
-  if (caller && caller->abandoned()) {  // gave up while the lock was awaited
+  // From here on the caller waits for the real outcome (see Rendezvous::claim).
+  if (caller && !caller->claim()) {
     w.rollback();
-    throw Error(errc::cancelled, "the caller stopped waiting");
+    throw not_applied();
   }
   WriteReply reply;
   try {
@@ -375,7 +378,10 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   }
   auto& reply = *w->reply;
   if (w->session != st.session) {
-    reply.fail(errc::invalid_argument, "the within block this context belongs to has ended");
+    if (w->session == st.aborted_session)
+      reply.fail(errc::stopped, "beehive stopped; the within block was rolled back");
+    else
+      reply.fail(errc::invalid_argument, "the within block this context belongs to has ended");
     return;
   }
   auto* cmd = std::get_if<SessionCmd>(&w->op);
@@ -488,7 +494,7 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group,
       }
       outcomes.emplace_back();
       auto& item = *group[i];
-      if (item.reply->abandoned()) {
+      if (!item.reply->claim()) {  // gave up before its turn: not applied
         outcomes[i] = {std::nullopt, errc::cancelled, "the caller stopped waiting"};
         continue;
       }
@@ -837,6 +843,13 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         ActorPen pen(st);
         run_deferred(st);  // what a caller serving the queue left to the actor
         drain_queue(st);
+      },
+      [&st](abort_session_atom) {
+        ActorPen pen(st);
+        if (!st.session) return;
+        st.aborted_session = st.session;
+        st.cfg->writer->rollback();
+        end_session(st);  // serves what waited for the block: the shutdown above all
       },
       [self](shutdown_atom) {
         ActorPen pen(self->state);

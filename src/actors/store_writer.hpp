@@ -93,6 +93,9 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 /// `shutdown_atom` makes it quit once everything queued before it has been served.
 /// Wakes the writer to drain its WriteQueue.
 using drain_queue_atom = caf::atom_constant<caf::atom("drainq")>;
+/// Stop's deadline passed while a within block was open: the writer rolls it back, ends
+/// the session and goes on with what waited for it (its shutdown above all).
+using abort_session_atom = caf::atom_constant<caf::atom("abortsess")>;
 /// Names the watch hub: it gets commit records only while it has watches (HubGate).
 using hub_atom = caf::atom_constant<caf::atom("hub")>;
 
@@ -116,6 +119,7 @@ struct Subscriber {
 
 using store_writer_impl =
     store_writer_actor::extend<caf::reacts_to<drain_queue_atom>, caf::reacts_to<shutdown_atom>,
+                               caf::reacts_to<abort_session_atom>,
                                caf::reacts_to<hub_atom, caf::actor>,
                                caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>>;
 
@@ -176,6 +180,7 @@ struct StoreWriterState {
 
   std::uint64_t session = 0;  // the open within session; 0 = none
   std::uint64_t last_session = 0;
+  std::uint64_t aborted_session = 0;  // rolled back by stop: its later steps fail stopped
   int depth = 0;  // savepoints open inside the session
   /// Why the session's transaction is gone, when the database rolled it back by itself
   /// after a failure (an I/O error, a full disk): the rest of the session fails with

@@ -23,6 +23,8 @@ KindMetrics::KindMetrics(std::shared_ptr<MetricsSink> sink, const GroupKind& gk)
 void KindMetrics::reconciled(const Outcome& o, std::chrono::steady_clock::duration took) const {
   const MetricLabels* result = &success_;
   switch (o.kind) {
+    case Outcome::cancelled:
+      return;  // stop's doing, not the controller's
     case Outcome::error:
     case Outcome::quarantined:
       result = &error_;

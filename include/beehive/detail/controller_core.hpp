@@ -32,7 +32,8 @@ class Runtime;
 
 /// How one reconcile pass ended.
 struct Outcome {
-  enum Kind { success, error, quarantined, gone } kind = success;
+  // cancelled: failed after stop cancelled the pass's context; not retried here, not counted.
+  enum Kind { success, error, quarantined, gone, cancelled } kind = success;
   std::chrono::milliseconds requeue_after{0};
   std::string message;
 };
