@@ -1,8 +1,10 @@
 // Two processes on one database file: only one may run a beehive (start) on it at a
-// time; clients that do not start stay allowed. The claim dies with its process.
+// time; clients that do not start stay allowed. The claim dies with its process. Commits
+// made by other writers of the file wake the running beehive's controllers and reach its
+// watches within about 100 ms.
 
 #include "child_process.hpp"
-#include "fixture.hpp"
+#include "controller_fixture.hpp"
 
 namespace beehive::test {
 namespace {
@@ -54,6 +56,49 @@ TEST_F(ProcessClaimTest, TheLockFileIsPrivate) {
   using P = std::filesystem::perms;
   EXPECT_EQ(perms & (P::group_all | P::others_all), P::none);
   stop(ctx_);
+}
+
+using ForeignCommitTest = ControllerTest;
+
+/// Another writer of the file: a second Store on it in this process, which SQLite treats
+/// like another process (its own connection). The running beehive's clock never moves,
+/// so only the foreign-commit check can wake anything.
+TEST_F(ForeignCommitTest, AnotherWritersCommitsWakeControllersAndReachWatches) {
+  register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 1; }));
+  auto watch = w.watch_list(ctx_);
+  ASSERT_TRUE(watch.next_for(5s).has_value());  // the snapshot
+
+  auto other_store = sqlite::open(dir_.file("beehive.db"));
+  Beehive other(other_store);
+  Widgets theirs(other, widget_kind);
+  theirs.update(ctx_, a.id, {"changed", 2});
+  ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 2; }, 5s));
+  EXPECT_EQ(recorder_->last(a.id).spec.color, "changed");
+  auto c = watch.next_for(5s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->type, ChangeType::Modified);
+  EXPECT_EQ(c->object.spec.color, "changed");
+
+  auto b = theirs.create(ctx_, {"b", 1});
+  ASSERT_TRUE(eventually([&] { return recorder_->count(b.id) == 1; }, 5s));
+  c = watch.next_for(5s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->type, ChangeType::Added);
+  EXPECT_EQ(c->object.id, b.id);
+
+  // The beehive's own writes are not published twice.
+  w.update(ctx_, a.id, {"ours", 3});
+  c = watch.next_for(5s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->object.spec.color, "ours");
+  theirs.update(ctx_, b.id, {"b2", 2});
+  c = watch.next_for(5s);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->object.spec.color, "b2");  // not a second copy of "ours"
 }
 
 }  // namespace

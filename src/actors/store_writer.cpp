@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 #include <utility>
 
@@ -132,9 +133,11 @@ void committed(const StoreWriterState& st, SteadyTime since) {
   }
 }
 
-void publish(StoreWriterState& st, const commit_record& rec) {
+void publish(StoreWriterState& st, const commit_record& rec, bool own = true) {
   ++st.transactions;
   if (rec.empty()) return;
+  if (own && st.cfg->foreign_poll.count() > 0)
+    for (auto& c : rec.changes) st.own_rvs.push_back(c.row.meta.resource_version);
   for (auto& s : st.subscribers)
     if (!s.wants || s.wants(rec)) caf::anon_send(s.actor, rec);
   if (st.hub) {
@@ -142,6 +145,45 @@ void publish(StoreWriterState& st, const commit_record& rec) {
     // (a fence would do too, but ThreadSanitizer does not model fences).
     if (st.cfg->hub_gate->watches.fetch_add(0) > 0) caf::anon_send(st.hub, rec);
   }
+}
+
+/// The commit record of rows another process changed: a create when the row is as
+/// created, else a change of every part (level-triggered readers sort it out).
+object_change foreign_change(ObjectRow row) {
+  object_change c;
+  bool created = row.meta.generation == 1 && row.meta.created_at == row.meta.updated_at;
+  c.type = created ? ChangeType::Added : ChangeType::Modified;
+  c.parts = created ? object_change::created
+                    : object_change::spec | object_change::status | object_change::conditions |
+                          object_change::finalizers;
+  if (row.meta.deletion_requested_at) c.parts |= object_change::deletion;
+  c.row = std::move(row);
+  return c;
+}
+
+/// Publishes what other processes committed since the last look (see foreign_poll).
+void poll_foreign(StoreWriterState& st) {
+  auto& w = *st.cfg->writer;
+  if (st.session) return;  // its transaction would hide them: next time
+  std::int64_t own_max = 0;
+  for (auto rv : st.own_rvs) own_max = std::max(own_max, rv);
+  auto dv = w.data_version();
+  if (dv == st.data_version) {  // nobody else committed: everything is published
+    st.seen_rv = std::max(st.seen_rv, own_max);
+    st.own_rvs.clear();
+    return;
+  }
+  st.data_version = dv;
+  std::int64_t head = 0;
+  auto rows = w.changed_since(st.seen_rv, head);
+  std::sort(st.own_rvs.begin(), st.own_rvs.end());
+  commit_record rec;
+  for (auto& row : rows)
+    if (!std::binary_search(st.own_rvs.begin(), st.own_rvs.end(), row.meta.resource_version))
+      rec.changes.push_back(foreign_change(std::move(row)));
+  st.seen_rv = std::max({st.seen_rv, head, own_max});
+  st.own_rvs.clear();
+  publish(st, rec, false);
 }
 
 /// An exception's explanation without the code name that Error::what() appends.
@@ -762,6 +804,14 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
   st.pen = std::make_shared<WriterPen>();
   st.pen->state = &st;
   st.cfg->queue->set_pen(st.pen);
+  if (st.cfg->foreign_poll.count() > 0) {
+    try {
+      st.data_version = st.cfg->writer->data_version();
+      st.cfg->writer->changed_since(std::numeric_limits<std::int64_t>::max(), st.seen_rv);
+    } catch (const std::exception&) {  // the first poll publishes from the start then
+    }
+    self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
+  }
   return {
       [self](const create_request& r) { return serve(self, r, pick_row); },
       [self](const update_request& r) { return serve(self, r, pick_row); },
@@ -843,6 +893,17 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         ActorPen pen(st);
         run_deferred(st);  // what a caller serving the queue left to the actor
         drain_queue(st);
+      },
+      [self](poll_foreign_atom) {
+        auto& st = self->state;
+        {
+          ActorPen pen(st);
+          try {
+            poll_foreign(st);
+          } catch (const std::exception&) {  // a failed read: the next poll tries again
+          }
+        }
+        self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
       },
       [&st](abort_session_atom) {
         ActorPen pen(st);

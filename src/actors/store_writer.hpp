@@ -96,6 +96,8 @@ using drain_queue_atom = caf::atom_constant<caf::atom("drainq")>;
 /// Stop's deadline passed while a within block was open: the writer rolls it back, ends
 /// the session and goes on with what waited for it (its shutdown above all).
 using abort_session_atom = caf::atom_constant<caf::atom("abortsess")>;
+/// Time to look for commits of other processes (see StoreWriterConfig::foreign_poll).
+using poll_foreign_atom = caf::atom_constant<caf::atom("pollfor")>;
 /// Names the watch hub: it gets commit records only while it has watches (HubGate).
 using hub_atom = caf::atom_constant<caf::atom("hub")>;
 
@@ -120,6 +122,7 @@ struct Subscriber {
 using store_writer_impl =
     store_writer_actor::extend<caf::reacts_to<drain_queue_atom>, caf::reacts_to<shutdown_atom>,
                                caf::reacts_to<abort_session_atom>,
+                               caf::reacts_to<poll_foreign_atom>,
                                caf::reacts_to<hub_atom, caf::actor>,
                                caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>>;
 
@@ -141,6 +144,10 @@ struct StoreWriterConfig {
   std::shared_ptr<HubGate> hub_gate;
   /// How long the writer keeps polling its queue after a drain before it sleeps.
   std::chrono::microseconds linger{100};
+  /// How often the writer checks whether another process (or another Store on the same
+  /// file) committed, to publish those changes like its own: one PRAGMA data_version
+  /// while nothing happened, then only the rows above the last version seen. 0: never.
+  std::chrono::milliseconds foreign_poll{100};
 };
 
 struct StoreWriterState;
@@ -209,6 +216,12 @@ struct StoreWriterState {
   int gather_credit = 8;  // 0..16
   unsigned gather_probe = 0;
   std::chrono::steady_clock::time_point session_began;  // metrics only
+  // Other processes' commits (see foreign_poll): the data_version last read, the
+  // resource version up to which everything was published, and the versions this writer
+  // published since the last poll (those rows need not be published again).
+  std::int64_t data_version = 0;
+  std::int64_t seen_rv = 0;
+  std::vector<std::int64_t> own_rvs;
 
   static inline const char* name = "beehive.store_writer";
 };

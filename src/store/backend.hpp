@@ -81,6 +81,11 @@ class Writer : public Reader {
 
   /// Allocates the next resource version (global, strictly increasing, never reused).
   virtual std::int64_t next_resource_version() = 0;
+  /// Changes when another connection (another process, another Store on the file)
+  /// commits; this writer's own commits leave it alone.
+  virtual std::int64_t data_version() = 0;
+  /// Objects above resource version `rv`, in version order, with the current version.
+  virtual std::vector<ObjectRow> changed_since(std::int64_t rv, std::int64_t& resource_version) = 0;
   /// Allocates the id of the next object (strictly increasing, never one a removed
   /// object had). Allocated before the INSERT, so that the whole row can be checked
   /// before anything is written.

@@ -94,6 +94,10 @@ std::string sql_for(Query q) {
              ORDER BY e.object_id, e.last_at DESC, e.id DESC)sql";
     case Query::list_ids:
       return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2)";
+    case Query::changed_since:  // through objects_by_version: only the rows that changed
+      return select_objects("o.resource_version > ?1 ORDER BY o.resource_version");
+    case Query::data_version:
+      return "PRAGMA data_version";
     case Query::list_unsettled_ids:
       // The WHERE clause repeats the partial index's, so that the index is used.
       return R"(SELECT id, resource_version FROM objects INDEXED BY objects_unsettled
@@ -226,7 +230,7 @@ Connection::Use Connection::use(Query q) {
 
 Connection::RowUse Connection::use_rows(Query q) {
   statement_count.fetch_add(1, std::memory_order_relaxed);
-  int i = q == Query::list_owned_objects ? 3 : static_cast<int>(q);
+  int i = q == Query::list_owned_objects ? 3 : q == Query::changed_since ? 4 : static_cast<int>(q);
   auto& slot = row_stmts_.at(static_cast<std::size_t>(i));
   if (!slot) slot = std::make_unique<RowStatement>(db_.getHandle(), sql_for(q));
   return RowUse(*slot);
@@ -339,6 +343,29 @@ std::vector<ObjectRow> Connection::snapshot(const GroupKind& gk, std::optional<O
     if (row && row->meta.group == gk.group && row->meta.kind == gk.kind)
       rows.push_back(std::move(*row));
     return rows;
+  });
+}
+
+std::vector<ObjectRow> Connection::changed_since(std::int64_t rv, std::int64_t& resource_version) {
+  return snapshot(LoadOption::owner /* any: forces one read transaction */, [&] {
+    {
+      auto s = use(Query::current_resource_version);
+      s->executeStep();
+      resource_version = s->getColumn(0).getInt64();
+    }
+    std::vector<ObjectRow> rows;
+    auto s = use_rows(Query::changed_since);
+    s->bind(1, rv);
+    while (s->step()) rows.push_back(s->row(session_));
+    return rows;
+  });
+}
+
+std::int64_t Connection::data_version() {
+  return guarded([&] {
+    auto s = use(Query::data_version);
+    s->executeStep();
+    return s->getColumn(0).getInt64();
   });
 }
 

@@ -59,6 +59,8 @@ enum class Query : int {
   trim_events,
   begin_read,
   end_read,
+  changed_since,
+  data_version,
   count_,  // not a query
 };
 
@@ -100,6 +102,11 @@ class Connection {
   /// `loads` is a set of LoadOption bits: the relations to attach, read in the same
   /// snapshot as the rows.
   std::optional<ObjectRow> get(ObjectID id, unsigned loads = 0);
+  /// Objects whose resource version is above `rv`, in version order, and the store's
+  /// resource version, read together.
+  std::vector<ObjectRow> changed_since(std::int64_t rv, std::int64_t& resource_version);
+  /// SQLite's data_version: it changes when another connection commits.
+  std::int64_t data_version();
   std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
                                        unsigned loads = 0);
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads = 0);
@@ -135,7 +142,7 @@ class Connection {
   SQLite::Database db_;
   std::int64_t session_;
   std::array<std::unique_ptr<SQLite::Statement>, static_cast<int>(Query::count_)> stmts_;
-  std::array<std::unique_ptr<RowStatement>, 4> row_stmts_;  // by Query, get .. list
+  std::array<std::unique_ptr<RowStatement>, 5> row_stmts_;  // get .. list, owned, changed
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> plain_;
 };
 

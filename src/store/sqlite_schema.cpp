@@ -98,6 +98,11 @@ UPDATE objects SET conditions_count =
   (SELECT count(*) FROM conditions WHERE object_id = objects.id)
   WHERE id IN (SELECT object_id FROM conditions);
 )sql",
+      // 4 -> 5: a running beehive picks up other processes' commits by reading only the
+      // rows above the last resource version it saw.
+      R"sql(
+CREATE INDEX objects_by_version ON objects (resource_version);
+)sql",
   };
   return m;
 }

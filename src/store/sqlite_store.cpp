@@ -128,6 +128,10 @@ class SqliteWriter : public ConnectionReader<Writer> {
     if (in_transaction()) conn_.db().tryExec("ROLLBACK");
   }
   bool in_transaction() override { return !sqlite3_get_autocommit(conn_.db().getHandle()); }
+  std::int64_t data_version() override { return conn_.data_version(); }
+  std::vector<ObjectRow> changed_since(std::int64_t rv, std::int64_t& resource_version) override {
+    return conn_.changed_since(rv, resource_version);
+  }
   void set_lock_wait(std::function<bool()> keep_waiting) override {
     keep_waiting_ = std::move(keep_waiting);
   }
