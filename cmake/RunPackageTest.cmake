@@ -42,6 +42,22 @@ file(REMOVE_RECURSE "${PREFIX}" "${CONSUMER_BINARY_DIR}")
 run_step(install
   "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${PREFIX}" ${_config_args})
 
+# 1b. The installed library is SQLite's plain user: no VFS shim of its own (the WAL
+# batching one lost acknowledged transactions) and none of the tests' fault VFS
+# (tests/support/, linked only by the tests).
+file(GLOB_RECURSE _libs LIST_DIRECTORIES FALSE
+  "${PREFIX}/*beehive*.a" "${PREFIX}/*beehive*.so*" "${PREFIX}/*beehive*.lib"
+  "${PREFIX}/*beehive*.dll" "${PREFIX}/*beehive*.dylib")
+if(NOT _libs)
+  message(FATAL_ERROR "package_consumer: no installed beehive library under ${PREFIX}")
+endif()
+foreach(_lib IN LISTS _libs)
+  file(STRINGS "${_lib}" _shims REGEX "beehive-fault|beehive-wal-batch|FaultVfs")
+  if(_shims)
+    message(FATAL_ERROR "package_consumer: ${_lib} contains a SQLite VFS shim (${_shims})")
+  endif()
+endforeach()
+
 # 2. Configure the consumer against the prefix only.
 set(_configure_args
   -S "${CONSUMER_SOURCE_DIR}"

@@ -14,8 +14,19 @@
 //    other one ends with observed_generation == generation, and nothing else changes.
 //
 // Cycles run on the same file, so each one also checks that earlier cycles' writes
-// survived. 50 kills by default (every fifth writer uses synchronous = FULL, about one in
-// ten is killed during its start-up); 500 with BEEHIVE_STRESS set:
+// survived. Two tests:
+//
+//  - Crash.KillsAtRandomPointsLoseNoAcknowledgedWrite: writes of every kind, 50 kills by
+//    default (every fifth writer uses synchronous = FULL, about one in ten is killed
+//    during its start-up);
+//  - Crash.LargeWithinBlocksSurviveKillsMidFlightAndWhileIdle: `within` blocks that
+//    outgrow SQLite's page cache (an update, 900 creates of 1.5 KB specs, the update
+//    again), 8 kills by default, every combination of synchronous = NORMAL / FULL and of
+//    a kill while the writer sits idle after the block's acknowledgement / at a random
+//    moment of a block. An acknowledged block must be there whole even though nothing was
+//    written after it: no layer may hold back any of its bytes.
+//
+// Ten times as many kills with BEEHIVE_STRESS set:
 //
 //   BEEHIVE_STRESS=1 ./build/default/beehive_tests --gtest_filter='Crash*'
 //
@@ -91,9 +102,16 @@ struct ObjState {
 // By slug: the writer gives every object one.
 using State = std::map<std::string, ObjState>;
 
+/// A spec as messages show it: a bulk-created one's cut short.
+std::string brief(const json& spec) {
+  auto s = spec.dump();
+  if (s.size() <= 80) return s;
+  return s.substr(0, 60) + "...(" + std::to_string(s.size()) + " bytes)";
+}
+
 std::string describe(const ObjState& o) {
   std::ostringstream s;
-  s << "{spec " << o.spec.dump() << ", generation " << o.generation << ", observed "
+  s << "{spec " << brief(o.spec) << ", generation " << o.generation << ", observed "
     << (o.observed_generation ? std::to_string(*o.observed_generation) : "-") << ", status "
     << o.status.dump() << (o.deleting ? ", deleting" : "") << ", finalizers [";
   for (auto& f : o.finalizers) s << f << " ";
@@ -262,8 +280,9 @@ State read_state(SQLite::Database& db, std::vector<std::string>& problems) {
 struct WriterRun {
   std::vector<std::string> lines;  // complete lines only
   bool ready = false;
-  bool killed = false;  // ended by our SIGKILL (and not by itself)
-  int status = 0;       // waitpid status
+  std::optional<std::int64_t> block_us;  // bulk-idle: how long its block took ("I <µs>")
+  bool killed = false;                   // ended by our SIGKILL (and not by itself)
+  int status = 0;                        // waitpid status
   std::string stderr_text;
 };
 
@@ -282,11 +301,23 @@ std::string read_file(const std::filesystem::path& p) {
   return s.str();
 }
 
-/// Starts the writer, kills it `delay` after it reported ready (or after it was spawned,
-/// with `from_spawn`), and collects everything it printed.
-WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::path& err, bool full,
-                     std::uint64_t seed, int cycle, std::chrono::milliseconds delay,
-                     bool from_spawn) {
+/// How one cycle runs the writer and when it kills it.
+struct Launch {
+  bool full = false;           // synchronous = FULL
+  std::string mode = "mixed";  // the writer's mode (tests/crash/protocol.hpp)
+  /// The kill comes `delay` after the writer's first line that starts with `trigger`
+  /// ("R": ready; "S ": a within block begins; "I": idle after a bulk block), or after
+  /// it was spawned, with `from_spawn`.
+  std::string trigger = "R";
+  std::chrono::milliseconds delay{0};
+  bool from_spawn = false;
+};
+
+/// Starts the writer, kills it as `how` says, and collects everything it printed.
+WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::path& err,
+                     const Launch& how, std::uint64_t seed, int cycle) {
+  const bool full = how.full, from_spawn = how.from_spawn;
+  const auto delay = how.delay;
   WriterRun out;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
@@ -297,8 +328,9 @@ WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::pat
                                    0644);
   std::string exe = BEEHIVE_CRASH_WRITER, file = db.string(), sync = full ? "full" : "normal",
               seed_s = std::to_string(seed), cycle_s = std::to_string(cycle);
-  std::vector<char*> argv{exe.data(),    file.data(),    sync.data(),
-                          seed_s.data(), cycle_s.data(), nullptr};
+  std::string mode = how.mode;
+  std::vector<char*> argv{exe.data(),     file.data(), sync.data(), seed_s.data(),
+                          cycle_s.data(), mode.data(), nullptr};
   pid_t pid = 0;
   int rc = ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -314,18 +346,17 @@ WriterRun run_writer(const std::filesystem::path& db, const std::filesystem::pat
   auto spawned = SteadyClock::now();
   std::optional<SteadyClock::time_point> kill_at;
   if (from_spawn) kill_at = spawned + delay;
-  auto give_up = spawned + std::chrono::seconds(60);  // a writer that never gets ready
+  auto give_up = spawned + std::chrono::seconds(60);  // a writer that never gets there
 
   std::string buf;
   bool eof = false, sent = false;
   auto take_lines = [&] {
     std::size_t start = 0;
     for (std::size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-      out.lines.push_back(buf.substr(start, nl - start));
-      if (out.lines.back() == "R" && !out.ready) {
-        out.ready = true;
-        if (!kill_at) kill_at = SteadyClock::now() + delay;
-      }
+      const auto& line = out.lines.emplace_back(buf.substr(start, nl - start));
+      if (line == "R") out.ready = true;
+      if (line.starts_with("I ")) out.block_us = std::stoll(line.substr(2));
+      if (!kill_at && line.starts_with(how.trigger)) kill_at = SteadyClock::now() + delay;
     }
     buf.erase(0, start);
   };
@@ -378,7 +409,7 @@ std::vector<Write> parse(const std::vector<std::string>& lines,
   for (auto& line : lines) {
     auto t = split(line);
     if (t.empty()) continue;
-    if (t[0] == "R") continue;
+    if (t[0] == "R" || t[0] == "I") continue;
     if (t[0] == "F") {
       problems.push_back("the writer failed: " + line);
       continue;
@@ -400,10 +431,17 @@ std::vector<Write> parse(const std::vector<std::string>& lines,
         w.ops.push_back(op);
       writes.push_back(std::move(w));
     } else if (t[0] == "S") {
-      if (writes.empty() || writes.back().seq != seq || !writes.back().within)
+      if (writes.empty() || writes.back().seq != seq || !writes.back().within) {
         problems.push_back("stray line " + line);
-      else
+      } else if (op.size() == 4 && op[0] == "bulk") {
+        for (std::int64_t i = 0, n = to_int(op[2]); i < n; ++i) {
+          auto slug = op[1] + "-" + std::to_string(i);
+          auto color = bulk_color(slug, static_cast<std::size_t>(to_int(op[3])));
+          writes.back().ops.push_back({"create", slug, color, std::to_string(i), "0"});
+        }
+      } else {
         writes.back().ops.push_back(op);
+      }
     } else if (t[0] == "A") {
       if (writes.empty() || writes.back().seq != seq || writes.back().acked) {
         problems.push_back("stray acknowledgement " + line);
@@ -424,10 +462,17 @@ std::string join(const std::vector<std::string>& v, const char* sep = "\n  ") {
   return s;
 }
 
+/// What the writer does in a run's cycles (tests/crash/protocol.hpp).
+enum class Workload {
+  mixed,  ///< writes of every kind, killed at random moments
+  bulk,   ///< within blocks that outgrow the page cache, killed mid-flight or while idle
+};
+
 /// Runs `n` kill / reopen / converge cycles on one file.
 class CrashRig {
  public:
-  CrashRig(std::uint64_t seed, int kills) : rng_(seed), kills_(kills) {}
+  CrashRig(std::uint64_t seed, int kills, Workload workload)
+      : rng_(seed), kills_(kills), workload_(workload) {}
 
   void run() {
     for (int cycle = 0; cycle < kills_; ++cycle) {
@@ -440,27 +485,56 @@ class CrashRig {
     }
   }
 
-  int cycles = 0, early_kills = 0, full_cycles = 0;
+  int cycles = 0, early_kills = 0, idle_kills = 0, full_cycles = 0;
   std::int64_t acked = 0, within_blocks = 0, landed = 0, not_landed = 0, collected = 0;
   std::int64_t max_objects = 0;
 
  private:
   std::uint64_t next() { return rng_(); }
 
+  Launch plan() {
+    using std::chrono::milliseconds;
+    Launch how;
+    if (workload_ == Workload::mixed) {
+      how.full = cycle_ % 5 == 4;
+      how.from_spawn = next() % 10 == 0;
+      how.delay = milliseconds(how.from_spawn ? next() % 40 : 10 + next() % 191);
+      return how;
+    }
+    // Bulk: NORMAL idle, NORMAL mid-flight, FULL idle, FULL mid-flight, and again.
+    how.full = cycle_ / 2 % 2 == 1;
+    if (cycle_ % 2 == 0) {
+      how.mode = "bulk-idle";
+      how.trigger = "I";
+      how.delay = milliseconds(next() % 50);
+    } else {
+      // Anywhere in the first block (as long as the last idle cycle's took) or just after.
+      how.mode = "bulk";
+      how.trigger = "S ";
+      how.delay = milliseconds(next() % (block_ms_ * 3 / 2 + 1));
+    }
+    return how;
+  }
+
   void one_cycle() {
-    bool full = cycle_ % 5 == 4;
-    bool early = next() % 10 == 0;
-    auto delay = std::chrono::milliseconds(early ? next() % 40 : 10 + next() % 191);
-    auto run = run_writer(db_, dir_.file("writer.err"), full, next(), cycle_, delay, early);
+    const Launch how = plan();
+    auto run = run_writer(db_, dir_.file("writer.err"), how, next(), cycle_);
     last_stderr_ = run.stderr_text;
     ++cycles;
-    early_kills += early;
-    full_cycles += full;
+    early_kills += how.from_spawn;
+    full_cycles += how.full;
     auto last_lines = std::vector<std::string>(
         run.lines.end() - std::min<std::ptrdiff_t>(5, std::ssize(run.lines)), run.lines.end());
     ASSERT_TRUE(run.killed) << "the writer ended on its own (wait status " << run.status
                             << ") at cycle " << cycle_ << "; its last lines:" << join(last_lines);
-    ASSERT_TRUE(run.ready || early) << "the writer never got ready (cycle " << cycle_ << ")";
+    ASSERT_TRUE(run.ready || how.from_spawn)
+        << "the writer never got ready (cycle " << cycle_ << ")";
+    if (how.mode == "bulk-idle") {
+      ASSERT_TRUE(run.block_us) << "the writer never reported idle (cycle " << cycle_
+                                << "); its last lines:" << join(last_lines);
+      block_ms_ = std::max<std::int64_t>(1, *run.block_us / 1000);
+      ++idle_kills;
+    }
 
     std::vector<std::string> problems;
     auto writes = parse(run.lines, problems);
@@ -507,23 +581,32 @@ class CrashRig {
       ASSERT_TRUE(writes.empty()) << "cycle " << cycle_ << ": writes reported, but no file";
     }
 
-    // Within blocks, on their own: all three objects with their Grouped condition, or
-    // none (in flight and not landed). They are never removed during their own cycle.
+    // Within blocks, on their own: every object the block creates, with the conditions
+    // the block sets on it, or none of them (in flight and not landed). They are never
+    // removed during their own cycle.
     for (auto& w : writes) {
       if (!w.within) continue;
       ++within_blocks;
-      int present = 0;
+      std::map<std::string, std::vector<std::string>> made;  // slug: condition types set
       for (auto& op : w.ops) {
-        if (op[0] != "create") continue;
-        auto it = stored.find(op[1]);
-        if (it != stored.end() && it->second.conditions.count("Grouped")) ++present;
+        if (op[0] == "create") made[op[1]];
+        if (op[0] == "cond" && made.count(op[1])) made[op[1]].push_back(op[2]);
+      }
+      std::size_t present = 0;
+      for (auto& [slug, types] : made) {
+        auto it = stored.find(slug);
+        if (it == stored.end()) continue;
+        bool whole = true;
+        for (auto& t : types) whole = whole && it->second.conditions.count(t) > 0;
+        present += whole;
       }
       if (w.acked)
-        EXPECT_EQ(present, 3) << "cycle " << cycle_ << ": acknowledged block " << *w.within;
+        EXPECT_EQ(present, made.size())
+            << "cycle " << cycle_ << ": acknowledged block " << *w.within;
       else
-        EXPECT_TRUE(present == 0 || present == 3)
+        EXPECT_TRUE(present == 0 || present == made.size())
             << "cycle " << cycle_ << ": block " << *w.within << " is partially applied (" << present
-            << " of 3 objects)";
+            << " of " << made.size() << " objects)";
     }
 
     // Exactly the acknowledged writes, or those and the one in flight.
@@ -623,6 +706,8 @@ class CrashRig {
   std::filesystem::path db_ = dir_.file("crash.db");
   std::mt19937_64 rng_;
   int kills_;
+  Workload workload_;
+  std::int64_t block_ms_ = 300;  // how long the last bulk-idle cycle's block took
   int cycle_ = 0;
   State state_;
   std::size_t listed_ = 0;
@@ -635,26 +720,33 @@ std::optional<std::uint64_t> env_number(const char* name) {
   return std::strtoull(v, nullptr, 10);
 }
 
-TEST(Crash, KillsAtRandomPointsLoseNoAcknowledgedWrite) {
+/// Runs a rig with the seed and number of kills the environment asks for (the header
+/// comment), `kills` by default (ten times as many with BEEHIVE_STRESS).
+void run_rig(Workload workload, int kills) {
   auto seed = env_number("BEEHIVE_CRASH_SEED").value_or(std::random_device{}());
-  int kills = static_cast<int>(
-      env_number("BEEHIVE_CRASH_KILLS").value_or(std::getenv("BEEHIVE_STRESS") ? 500 : 50));
+  kills = static_cast<int>(env_number("BEEHIVE_CRASH_KILLS")
+                               .value_or(std::getenv("BEEHIVE_STRESS") ? 10 * kills : kills));
   std::cout << "[ crash    ] seed " << seed << " (replay with BEEHIVE_CRASH_SEED=" << seed << "), "
             << kills << " kills" << std::endl;
-  RecordProperty("seed", std::to_string(seed));
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
   auto started = SteadyClock::now();
-  CrashRig rig(seed, kills);
+  CrashRig rig(seed, kills, workload);
   rig.run();
   auto secs = std::chrono::duration<double>(SteadyClock::now() - started).count();
   std::cout << "[ crash    ] " << rig.cycles << " kills (" << rig.early_kills
-            << " during start-up, " << rig.full_cycles << " with synchronous=FULL) in " << secs
-            << " s: " << rig.acked << " acknowledged writes, " << rig.within_blocks
+            << " during start-up, " << rig.idle_kills << " while idle after a bulk block, "
+            << rig.full_cycles << " with synchronous=FULL) in " << secs << " s: " << rig.acked
+            << " acknowledged writes, " << rig.within_blocks
             << " within blocks, in-flight write landed " << rig.landed << " / not "
             << rig.not_landed << ", " << rig.collected << " objects collected by the writer's GC"
             << ", at most " << rig.max_objects << " objects" << std::endl;
-  RecordProperty("kills", rig.cycles);
-  RecordProperty("acknowledged_writes", std::to_string(rig.acked));
+  ::testing::Test::RecordProperty("kills", rig.cycles);
+  ::testing::Test::RecordProperty("acknowledged_writes", std::to_string(rig.acked));
 }
+
+TEST(Crash, KillsAtRandomPointsLoseNoAcknowledgedWrite) { run_rig(Workload::mixed, 50); }
+
+TEST(Crash, LargeWithinBlocksSurviveKillsMidFlightAndWhileIdle) { run_rig(Workload::bulk, 8); }
 
 }  // namespace
 }  // namespace beehive::test

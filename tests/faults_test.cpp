@@ -1,6 +1,6 @@
 // Fault injection: what a failing disk, a foreign lock holder and a broken connection do
 // to a beehive. The store's file operations fail on demand through the fault VFS shim
-// (src/store/fault_vfs.hpp); a foreign process holds the write lock through
+// (tests/support/fault_vfs.hpp); a foreign process holds the write lock through
 // tests/faults/lock_holder.cpp. What a user relies on: a failed write throws
 // errc::store with SQLite's message and leaves nothing behind, no caller is told that
 // a write landed when it did not, and the beehive keeps serving afterwards.
@@ -20,7 +20,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "controller_fixture.hpp"
-#include "store/fault_vfs.hpp"
+#include "support/fault_vfs.hpp"
 
 #ifndef BEEHIVE_LOCK_HOLDER
 #error "CMakeLists.txt defines BEEHIVE_LOCK_HOLDER, the path of the lock_holder program"
@@ -30,8 +30,6 @@ extern char** environ;
 
 namespace beehive::test {
 namespace {
-
-namespace fault = store::fault;
 
 /// Rows and edges as the file holds them, read around the beehive.
 struct FileCounts {
@@ -93,9 +91,8 @@ class FaultTest : public ControllerTest {
 
 // --- failed writes -----------------------------------------------------------------------
 
-// The writer's -wal appends reach the file as one write per commit
-// (src/store/wal_batch_vfs.hpp), in both synchronous modes: the tests of failed appends
-// run in both.
+// The tests of failed WAL appends run in both synchronous modes: SQLite syncs the WAL
+// at each commit under FULL only.
 class FaultSyncTest : public FaultTest, public ::testing::WithParamInterface<sqlite::Synchronous> {
  protected:
   void open() { FaultTest::open({.synchronous = GetParam()}); }
@@ -106,18 +103,6 @@ INSTANTIATE_TEST_SUITE_P(Modes, FaultSyncTest,
                          [](const auto& info) {
                            return info.param == sqlite::Synchronous::full ? "full" : "normal";
                          });
-
-TEST_P(FaultSyncTest, ACommitReachesTheWalInOneWrite) {
-  open();
-  auto w = widgets();
-  auto a = w.create(ctx_, {"a", 1});  // the WAL exists and the writer's statements are ready
-  const int writes = vfs_.calls(fault::Op::write), syncs = vfs_.calls(fault::Op::sync);
-  // Several pages (the row, the unsettled index, the resource version), one write.
-  w.update(ctx_, a.id, {"b", 2});
-  EXPECT_EQ(vfs_.calls(fault::Op::write) - writes, 1);
-  EXPECT_EQ(vfs_.calls(fault::Op::sync) - syncs, GetParam() == sqlite::Synchronous::full ? 1 : 0);
-  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "b");  // and a read connection sees it
-}
 
 TEST_P(FaultSyncTest, AFailedCommitThrowsStoreWithSqlitesMessageAndLeavesNothing) {
   open();

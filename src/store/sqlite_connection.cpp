@@ -1,5 +1,4 @@
 #include "store/sqlite_connection.hpp"
-#include "store/wal_batch_vfs.hpp"
 
 #include <sqlite3.h>
 
@@ -202,10 +201,13 @@ Connection::Connection(const std::filesystem::path& file, bool read_only,
                        const sqlite::Options& opts, std::int64_t session)
     // NOMUTEX: a connection is only ever used by one thread at a time (a leased reader,
     // the writer under its pen), so SQLite's per-call connection mutex is pure cost.
+    // No VFS argument: every file goes through SQLite's default VFS, unmodified, so that
+    // durability is SQLite's own argument (a shim that batched the writer's WAL writes
+    // once lost acknowledged transactions).
     : db_(file.string(),
           SQLITE_OPEN_NOMUTEX |
               (read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)),
-          static_cast<int>(opts.busy_timeout.count()), read_only ? "" : wal_batch_vfs()),
+          static_cast<int>(opts.busy_timeout.count())),
       session_(session) {
   if (!read_only) {
     db_.exec("PRAGMA journal_mode = WAL");

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -83,6 +84,22 @@ class Writer {
 
   [[noreturn]] void run() {
     for (;;) step();
+  }
+
+  [[noreturn]] void run_bulk() {
+    for (;;) bulk();
+  }
+
+  /// One bulk block, then idle: what is acknowledged must already be durable, with no
+  /// later write of this process to push it out.
+  [[noreturn]] void run_bulk_then_idle() {
+    if (live_.empty()) create();
+    auto started = std::chrono::steady_clock::now();
+    bulk();
+    auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started);
+    emit("I " + std::to_string(took.count()) + "\n");
+    for (;;) ::pause();
   }
 
  private:
@@ -290,6 +307,40 @@ class Writer {
     for (auto& it : made) live_.push_back(it);
   }
 
+  // A within block that outgrows SQLite's page cache (protocol.hpp): an update of one
+  // object, bulk_creates new objects "c<cycle>-b<n>-<i>", an update of the first again.
+  void bulk() {
+    if (live_.empty()) return create();
+    auto anchor = static_cast<std::size_t>(pick(int(live_.size())));
+    const Item before = live_[anchor];
+    ItemSpec first{color(), before.spec.size + 1};
+    ItemSpec second{color(), before.spec.size + 2};
+    std::string prefix = "c" + std::to_string(cycle_) + "-b" + std::to_string(seq_);
+    std::vector<Item> made(bulk_creates);
+    for (int i = 0; i < bulk_creates; ++i) {
+      auto& it = made[static_cast<std::size_t>(i)];
+      it.slug = prefix + "-" + std::to_string(i);
+      it.spec = {bulk_color(it.slug, bulk_bytes), i};
+      it.pinned = true;
+    }
+    const std::string b = "B " + std::to_string(seq_) + " ",
+                      sub = "S " + std::to_string(seq_) + " ";
+    emit(b + "within " + std::to_string(seq_) + "\n" + sub + update_desc(before, first) + "\n" +
+         sub + "bulk " + prefix + " " + std::to_string(bulk_creates) + " " +
+         std::to_string(bulk_bytes) + "\n" + sub + update_desc(before, second) + "\n");
+
+    std::int64_t generation = 0;
+    cc_.within(ctx_, [&](const Context& tx) {
+      items_.update(tx, before.id, first);
+      for (auto& it : made) do_create(tx, it);
+      generation = items_.update(tx, before.id, second).generation;
+    });
+    ack();
+    live_[anchor].spec = second;
+    live_[anchor].generation = generation;
+    live_.insert(live_.end(), made.begin(), made.end());
+  }
+
   std::mt19937_64 rng_;
   int cycle_;
   Client<ItemSpec, ItemStatus> items_;
@@ -303,8 +354,11 @@ class Writer {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s <db-file> <normal|full> <seed> <cycle>\n", argv[0]);
+  const std::string mode = argc == 6 ? argv[5] : "mixed";
+  if ((argc != 5 && argc != 6) || (mode != "mixed" && mode != "bulk" && mode != "bulk-idle")) {
+    std::fprintf(stderr,
+                 "usage: %s <db-file> <normal|full> <seed> <cycle> [mixed|bulk|bulk-idle]\n",
+                 argv[0]);
     return 2;
   }
   // Never outlive the test that started us.
@@ -327,6 +381,8 @@ int main(int argc, char** argv) {
     Writer w(std::strtoull(argv[3], nullptr, 10), std::atoi(argv[4]), items, cc);
     for (auto& o : items.list(Context{})) w.adopt(o);
     emit("R\n");
+    if (mode == "bulk") w.run_bulk();
+    if (mode == "bulk-idle") w.run_bulk_then_idle();
     w.run();
   } catch (const std::exception& e) {
     fail(e.what());

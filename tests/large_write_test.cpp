@@ -1,7 +1,9 @@
-// The writer's -wal appends go out as one write per commit (src/store/wal_batch_vfs.hpp),
-// in both synchronous modes. What a user relies on: every commit, however large, is read
+// Large writes, in both synchronous modes. What a user relies on: every commit, however
+// large (a spec of megabytes; a `within` block that outgrows SQLite's page cache, which
+// then spills pages to the WAL and writes some of them again before the commit), is read
 // back whole, by the writer's own transaction, by read connections (while writers run,
-// too) and after a restart, and the file stays sound.
+// too) and after a restart, and the file stays sound. (What a SIGKILL right after such a
+// block leaves: Crash.LargeWithinBlocksSurviveKillsMidFlightAndWhileIdle.)
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
@@ -10,8 +12,8 @@
 namespace beehive::test {
 namespace {
 
-class WalBatchTest : public ControllerTest,
-                     public ::testing::WithParamInterface<sqlite::Synchronous> {
+class LargeWriteTest : public ControllerTest,
+                       public ::testing::WithParamInterface<sqlite::Synchronous> {
  protected:
   void SetUp() override {
     store_options_.synchronous = GetParam();
@@ -34,9 +36,9 @@ std::string filler(std::size_t n, int seed) {
 // (append, not operator+: GCC 12 warns falsely about the latter.)
 std::string slug_of(int n) { return std::string("s").append(std::to_string(n)); }
 
-TEST_P(WalBatchTest, ASpecLargerThanOneWriteIsStoredWhole) {
+TEST_P(LargeWriteTest, ASpecOfMegabytesIsStoredWhole) {
   auto w = widgets();
-  auto big = filler(3 * 1024 * 1024, 1);  // hundreds of frames, many writes' worth
+  auto big = filler(3 * 1024 * 1024, 1);  // hundreds of overflow pages in one commit
   auto o = w.create(ctx_, {big, 1});
   EXPECT_EQ(w.get(ctx_, o.id).spec.color, big);
   open();
@@ -44,10 +46,10 @@ TEST_P(WalBatchTest, ASpecLargerThanOneWriteIsStoredWhole) {
   EXPECT_EQ(integrity_check(), "ok");
 }
 
-TEST_P(WalBatchTest, ATransactionThatOutgrowsThePageCacheIsStoredWhole) {
-  // Far more pages than SQLite's page cache holds (2 MiB by default), each written
-  // twice: SQLite spills pages to the WAL mid-transaction and reads them back (thousands
-  // of reads find appends still held) before the commit.
+TEST_P(LargeWriteTest, ATransactionThatOutgrowsThePageCacheIsStoredWhole) {
+  // Far more pages than SQLite's page cache holds (2000 KiB by default), each written
+  // twice: SQLite spills pages to the WAL mid-transaction and reads them back before the
+  // commit.
   auto cc = register_widgets();
   auto w = widgets();
   constexpr int kObjects = 150;
@@ -72,7 +74,7 @@ TEST_P(WalBatchTest, ATransactionThatOutgrowsThePageCacheIsStoredWhole) {
   EXPECT_EQ(integrity_check(), "ok");
 }
 
-TEST_P(WalBatchTest, ConcurrentWritersAreAllReadBackAfterARestart) {
+TEST_P(LargeWriteTest, ConcurrentWritersAreAllReadBackAfterARestart) {
   auto w = widgets();
   constexpr int kThreads = 6, kEach = 40;
   std::vector<std::thread> ts;
@@ -112,7 +114,7 @@ TEST_P(WalBatchTest, ConcurrentWritersAreAllReadBackAfterARestart) {
   EXPECT_EQ(integrity_check(), "ok");
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, WalBatchTest,
+INSTANTIATE_TEST_SUITE_P(Modes, LargeWriteTest,
                          ::testing::Values(sqlite::Synchronous::normal, sqlite::Synchronous::full),
                          [](const auto& info) {
                            return info.param == sqlite::Synchronous::full ? "full" : "normal";

@@ -4,17 +4,19 @@
 // operations on demand, so that tests can show what a failing disk does to a beehive
 // (errors carry SQLite's message, nothing is half-written, the beehive keeps serving).
 //
-// Private and test-only: no production path names it. A `FaultVfs` scope makes the shim
-// SQLite's default VFS, so every connection opened while it lives (the store's anchor,
-// writer and read connections alike) goes through it without the store knowing; with no
-// rule armed it passes every call through unchanged. Its end restores the previous
-// default; connections opened meanwhile keep using the (then inert) shim.
+// Test-only: built into the beehive_test_support library, which only the tests link (the
+// shipped library opens every file through SQLite's default VFS, whatever that is). A
+// `FaultVfs` scope makes the shim SQLite's default VFS, so every connection opened while
+// it lives (the store's anchor, writer and read connections alike) goes through it
+// without the store knowing; with no rule armed it passes every call through unchanged.
+// Its end restores the previous default; connections opened meanwhile keep using the
+// (then inert) shim.
 
 #include <cstdint>
 #include <optional>
 #include <thread>
 
-namespace beehive::store::fault {
+namespace beehive::test::fault {
 
 /// The file operations a rule can fail.
 enum class Op { open, read, write, sync, truncate };
@@ -73,4 +75,4 @@ class FaultVfs {
   int calls(Op op) const;
 };
 
-}  // namespace beehive::store::fault
+}  // namespace beehive::test::fault

@@ -1,13 +1,14 @@
 #pragma once
 
-// What beehive's SQLite VFS shims share (fault_vfs for tests, wal_batch_vfs for the write
-// connection): a file that wraps a file of another VFS, the file methods that pass a
-// call through unchanged, and a VFS whose methods other than xOpen forward to the wrapped
-// VFS. Each shim supplies xOpen and the file methods it changes.
+// Test support (the beehive_test_support library, never the shipped one): the plumbing
+// of a SQLite VFS shim, used by the fault VFS (fault_vfs.hpp). A file that wraps a file
+// of another VFS, the file methods that pass a call through unchanged, and a VFS whose
+// methods other than xOpen forward to the wrapped VFS. A shim supplies xOpen and the file
+// methods it changes.
 
 #include <sqlite3.h>
 
-namespace beehive::store::shim {
+namespace beehive::test::shim {
 
 /// How a shim's file begins: SQLite's header, then the wrapped VFS's file.
 struct FileHead {
@@ -36,4 +37,4 @@ int unfetch(sqlite3_file* p, sqlite3_int64 off, void* ptr);
 /// the caller. `base()` must return a VFS whenever the shim is used.
 sqlite3_vfs forwarding_vfs(const char* name, sqlite3_vfs* (*base)());
 
-}  // namespace beehive::store::shim
+}  // namespace beehive::test::shim

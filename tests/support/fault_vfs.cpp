@@ -1,6 +1,6 @@
-#include "store/fault_vfs.hpp"
+#include "support/fault_vfs.hpp"
 
-#include "store/vfs_shim.hpp"
+#include "support/vfs_shim.hpp"
 
 #include <sqlite3.h>
 
@@ -12,7 +12,7 @@
 
 #include <beehive/errors.hpp>
 
-namespace beehive::store::fault {
+namespace beehive::test::fault {
 
 namespace {
 
@@ -264,4 +264,4 @@ int FaultVfs::injected() const { return state().injected.load(); }
 
 int FaultVfs::calls(Op op) const { return state().calls[static_cast<int>(op)].load(); }
 
-}  // namespace beehive::store::fault
+}  // namespace beehive::test::fault

@@ -1,6 +1,6 @@
-#include "store/vfs_shim.hpp"
+#include "support/vfs_shim.hpp"
 
-namespace beehive::store::shim {
+namespace beehive::test::shim {
 
 int file_size(sqlite3_file* p, sqlite3_int64* size) {
   return real(p)->pMethods->xFileSize(real(p), size);
@@ -85,4 +85,4 @@ sqlite3_vfs forwarding_vfs(const char* name, sqlite3_vfs* (*get)()) {
   return v;
 }
 
-}  // namespace beehive::store::shim
+}  // namespace beehive::test::shim
