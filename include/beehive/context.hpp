@@ -6,7 +6,9 @@
 /// passes or cancel function is called, whichever is first.
 ///
 /// A blocking call whose context ends first throws `Error(errc::cancelled)` or
-/// `Error(errc::deadline_exceeded)`; a `Stream` whose context ends closes.
+/// `Error(errc::deadline_exceeded)`, and then nothing of it was written: a write that the
+/// store writer had already begun applying returns its real outcome instead, even if the
+/// context ends meanwhile. A `Stream` whose context ends closes.
 ///
 /// Cheap to copy (one shared pointer); all members are thread-safe.
 
@@ -31,6 +33,8 @@ class Context {
 
   Context() = default;
 
+  /// A timeout too large for the steady clock (`milliseconds::max()`, centuries) adds no
+  /// deadline: a huge timeout is no timeout.
   Context with_timeout(std::chrono::milliseconds d) const;
   Context with_deadline(Deadline t) const;
   /// A child context and the function that cancels it (idempotent, thread-safe).

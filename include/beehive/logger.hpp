@@ -7,7 +7,8 @@
 /// errors to stderr as "beehive: <message> key=value ...".
 ///
 /// A logger is called from beehive's threads, possibly several at once: it must be
-/// thread-safe and should not block for long.
+/// thread-safe and should not block for long. An exception it throws is swallowed:
+/// a faulty logger never takes down a controller, a write or the supervisor.
 
 #include <functional>
 #include <string>

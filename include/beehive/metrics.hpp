@@ -62,6 +62,8 @@ inline constexpr std::string_view store_transactions_total = "beehive_store_tran
 inline constexpr std::string_view store_write_duration = "beehive_store_write_duration_seconds";
 }  // namespace metric
 
+/// Called from beehive's threads, possibly several at once: thread-safe, quick. An
+/// exception a method throws is swallowed (that observation is lost, nothing else).
 class MetricsSink {
  public:
   virtual ~MetricsSink() = default;

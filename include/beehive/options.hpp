@@ -64,7 +64,8 @@ Option with_slug(std::string slug);
 Option with_finalizers(std::vector<std::string> finalizers);
 /// Create: the owner; deleting it deletes this object too.
 Option with_owner(ObjectID owner);
-/// Create: called once after the create commits (never after a rollback).
+/// Create: called once after the create commits (never after a rollback). An exception
+/// it throws is logged (error level); the create still returns the stored object.
 Option with_on_create(std::function<void(const Context&)> fn);
 /// Beehive (default for every kind) or register_controller: resync period;
 /// zero or negative disables resync. Given to the Beehive it is also the cadence of
@@ -80,7 +81,9 @@ Option with_migrator(std::shared_ptr<Migrator> m);
 Option with_event_retention(int per_object, std::chrono::milliseconds max_age);
 /// register_controller: reconcile workers for the kind; below 1 means 1.
 Option with_concurrency(int workers);
-/// Beehive: where time comes from.
+/// Beehive: where time comes from: what is stored and shown. Timers (backoff,
+/// requeue_after, resync) run on the steady clock, or on this clock when it is a
+/// ManualClock, so that a wall clock stepping back or forth does not stall them.
 Option with_clock(std::shared_ptr<Clock> clock);
 /// Beehive: where log entries go (default: warnings and errors to stderr).
 Option with_logger(Logger logger);

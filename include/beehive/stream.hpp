@@ -63,7 +63,8 @@ class Stream {
   /// Blocks for the next value; nullopt when the stream has ended.
   std::optional<T> next() { return pop_ ? pop_(std::nullopt) : std::nullopt; }
 
-  /// Like `next`, but also returns nullopt after `timeout` without a value.
+  /// Like `next`, but also returns nullopt after `timeout` without a value (a timeout
+  /// too large for the clock waits like `next`).
   std::optional<T> next_for(std::chrono::milliseconds timeout) {
     return pop_ ? pop_(detail::deadline_after(timeout)) : std::nullopt;
   }
