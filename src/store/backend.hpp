@@ -112,8 +112,12 @@ class Writer : public Reader {
   virtual bool exists(ObjectID id) = 0;
   /// Live children of owners whose deletion was requested.
   virtual std::vector<ObjectID> cascade_candidates() = 0;
-  /// Deletion-pending objects without finalizers that nothing points at.
+  /// Deletion-pending objects without finalizers that nothing with a live claim points
+  /// at (an owned child, or a dependent not itself being deleted).
   virtual std::vector<ObjectID> collectible() = 0;
+  /// Removes the depends_on edges to `target` from deletion-pending dependents (a
+  /// self-edge included), so that a collectible target can go.
+  virtual void drop_pending_dependencies(ObjectID target) = 0;
   /// Physically removes a row (its conditions, events and outgoing edges go with it).
   virtual void delete_object(ObjectID id) = 0;
 

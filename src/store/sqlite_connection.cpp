@@ -142,10 +142,19 @@ std::string sql_for(Query q) {
              WHERE owner.deletion_requested_at IS NOT NULL
                AND child.deletion_requested_at IS NULL)sql";
     case Query::collectible:
-      // Deletion requested, every finalizer removed, and nothing points at it any more.
+      // Deletion requested, every finalizer removed, and no live claim on it: no owned
+      // child, no dependent that is not itself being deleted (as has_incoming_refs).
+      // A deletion-pending dependent's edge (a self-edge, a cycle among objects being
+      // deleted) never holds its target: it would hold both ends forever.
       // No ORDER BY: it would trade the partial index for a scan of every object.
       return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
-             AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs WHERE to_id = o.id))sql";
+             AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs AS r
+               JOIN objects AS d ON d.id = r.from_id WHERE r.to_id = o.id
+               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)))sql";
+    case Query::drop_pending_dependencies:
+      return R"sql(DELETE FROM refs WHERE to_id = ?1 AND relation = 'depends_on' AND EXISTS
+             (SELECT 1 FROM objects WHERE id = refs.from_id
+              AND deletion_requested_at IS NOT NULL))sql";
     case Query::delete_object:
       return "DELETE FROM objects WHERE id = ?1";
     case Query::list_events:

@@ -286,6 +286,14 @@ class SqliteWriter : public ConnectionReader<Writer> {
   std::vector<ObjectID> cascade_candidates() override { return ids(Query::cascade_candidates); }
   std::vector<ObjectID> collectible() override { return ids(Query::collectible); }
 
+  void drop_pending_dependencies(ObjectID target) override {
+    guarded([&] {
+      auto s = conn_.use(Query::drop_pending_dependencies);
+      s->bind(1, target);
+      s->exec();
+    });
+  }
+
   void delete_object(ObjectID id) override {
     guarded([&] {
       auto s = conn_.use(Query::delete_object);

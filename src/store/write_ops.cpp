@@ -251,6 +251,7 @@ int WriteOps::collect_garbage() {
       auto final_body = reread(id);
       auto targets = w_.related(id, LoadOption::dependencies);
       for (auto& owner : w_.related(id, LoadOption::owner)) targets.push_back(owner);
+      w_.drop_pending_dependencies(id);  // RESTRICT would refuse the DELETE otherwise
       w_.delete_object(id);
       released(targets);
       // The removal is a change of its own: it gets a resource version, so that a
