@@ -45,10 +45,11 @@ std::optional<ObjectRow> peek(Runtime& rt, const Context& ctx, const GroupKind& 
 void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          std::int64_t observed_generation, std::string status,
                                          RowCheck check) const {
-  // Unchanged status at the recorded generation: nothing to write (and no writer taken).
-  if (auto row = peek(*rt_, ctx, gk_, id); row && row->status == status &&
-                                           row->status_version == rt_->status_version(gk_) &&
-                                           row->meta.observed_generation == observed_generation)
+  // Unchanged status at the recorded generation, or at an older one: nothing to write
+  // (and no writer taken). WriteOps::update_status applies the same rule.
+  if (auto row = peek(*rt_, ctx, gk_, id);
+      row && row->status == status && row->status_version == rt_->status_version(gk_) &&
+      row->meta.observed_generation && observed_generation <= *row->meta.observed_generation)
     return;
   rt_->write(ctx,
              update_status_request{gk_, id, observed_generation, std::move(status),

@@ -397,6 +397,26 @@ TEST_F(ActorTest, AnActorWatchesEventRuns) {
   caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
 }
 
+TEST_F(ActorTest, UpdateStatusAtAnOlderGenerationWithTheStoredStatusWritesNothing) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto w = bh_->store_writer();
+  auto o = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1)});
+  ask<ObjectRow>(w, update_request{widget_kind, o.meta.id, spec("a", 2)});
+  auto settled =
+      ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 2, R"({"ready":true})"});
+  clock_->advance(1s);
+  auto stale =
+      ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, R"({"ready":true})"});
+  EXPECT_EQ(stale.meta.observed_generation, 2);
+  EXPECT_EQ(stale.meta.observed_at, settled.meta.observed_at);
+  EXPECT_EQ(stale.meta.resource_version, settled.meta.resource_version);
+  auto changed =
+      ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, R"({"ready":false})"});
+  EXPECT_EQ(changed.meta.observed_generation, 1);  // changed bytes: written as given
+  EXPECT_GT(changed.meta.resource_version, settled.meta.resource_version);
+}
+
 TEST_F(ActorTest, InspectShowsQueuesSessionsAndPendingChanges) {
   std::promise<void> release;
   auto released = release.get_future().share();

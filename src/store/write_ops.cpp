@@ -141,8 +141,12 @@ ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
   refuse_downgrade("status", row.status ? row.status_version : 0, status_version);
   bool same_status = row.status == status && row.status_version == status_version;
   bool same_generation = row.meta.observed_generation == observed_generation;
-  // Unchanged bytes write nothing, unless they settle a generation not yet recorded.
-  if (same_status && same_generation) return row;
+  // Unchanged bytes write nothing, unless they settle a generation not yet recorded: a
+  // stale pass (a generation older than the recorded one) reporting them again must not
+  // move observed_generation back. Changed bytes are written as given, whatever the
+  // generation (an older one leaves the object unsettled).
+  bool stale = row.meta.observed_generation && observed_generation < *row.meta.observed_generation;
+  if (same_status && (same_generation || stale)) return row;
   auto observed_at = same_generation ? row.meta.observed_at : std::optional<Time>(now_);
   w_.update_status(id, status, status_version, observed_generation, observed_at,
                    w_.next_resource_version(), now_);
