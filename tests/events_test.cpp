@@ -230,7 +230,7 @@ TEST_F(EventsTest, WatchEventsFiltersLiveRuns) {
   EXPECT_FALSE(by_since.next_for(30ms).has_value());
 }
 
-TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturns) {
+TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturnsOldestFirst) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});
   for (int i = 0; i < 5; ++i, clock_->advance(1s))
@@ -245,12 +245,14 @@ TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturns) {
   EXPECT_FALSE(all.next_for(30ms).has_value());
   auto listed = w.list_events(ctx_, o.id);
   ASSERT_EQ(listed.size(), 5u);
-  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(snapshot[i].id, listed[i].id) << i;  // newest first
+  // list_events is newest first; the snapshot is oldest first, so that it and the live
+  // runs after it read as one chronological stream.
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(snapshot[i].id, listed[4 - i].id) << i;
   auto capped = w.watch_events(ctx_, o.id, with_event_limit(2));
   auto c1 = capped.next_for(5s), c2 = capped.next_for(5s);
   ASSERT_TRUE(c1 && c2);
-  EXPECT_EQ(c1->reason, "R4");
-  EXPECT_EQ(c2->reason, "R3");
+  EXPECT_EQ(c1->reason, "R3");  // the newest two, the older first
+  EXPECT_EQ(c2->reason, "R4");
   EXPECT_FALSE(capped.next_for(30ms).has_value());  // the cap holds the snapshot only
   // An extension of a run the snapshot held arrives as that run, updated.
   emit(o.id, "c1", EventType::Normal, "R1", "again");

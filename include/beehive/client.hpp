@@ -182,9 +182,10 @@ class Client {
     return runs.empty() ? std::nullopt : std::optional<Event>(std::move(runs.front()));
   }
 
-  /// The runs list_events would return, then every new run and extension that passes the
-  /// filters, conflated per run (a slow reader sees a run's latest count). Same ending
-  /// rules as watch.
+  /// The runs list_events would return, oldest first, then every new run and extension
+  /// that passes the filters, conflated per run (a slow reader sees a run's latest
+  /// count): snapshot and live runs read as one chronological stream. with_event_limit
+  /// caps the snapshot to the newest n runs. Same ending rules as watch.
   template <class... Opts>
   Stream<Event> watch_events(const Context& ctx, ObjectID id, const Opts&... opts) const {
     std::function<std::optional<Event>(event_run &&)> strip = [](event_run&& r) {

@@ -56,7 +56,8 @@ class Reader {
                                                     unsigned loads) = 0;
   /// An object's event runs matching `q`, newest first (by last_at).
   virtual std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) = 0;
-  /// As list_events, with the store's resource version read in the same snapshot.
+  /// The runs list_events returns, oldest first (a watch's snapshot), with the store's
+  /// resource version read in the same snapshot.
   virtual std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
                                                 std::int64_t& resource_version) = 0;
   /// Each with its resource version.

@@ -3,6 +3,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <unordered_map>
 
@@ -461,7 +462,11 @@ std::vector<event_run> Connection::event_snapshot(ObjectID id, const detail::Eve
       s->executeStep();
       resource_version = s->getColumn(0).getInt64();
     }
-    return query_events(id, q);
+    // The newest runs (the limit keeps those), delivered oldest first: the snapshot and
+    // the live runs after it then read as one chronological stream.
+    auto runs = query_events(id, q);
+    std::reverse(runs.begin(), runs.end());
+    return runs;
   });
 }
 
