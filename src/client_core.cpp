@@ -197,6 +197,20 @@ std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
   return rt_->backend().reader()->list_events(id, q);
 }
 
+std::optional<Event> ClientCore::current_run(const Context& ctx, ObjectID id,
+                                             std::string_view category) const {
+  require_utf8(category, "event category");
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx)) {
+    EventQuery q;
+    q.category = std::string(category);
+    auto runs = rt_->read_in_transaction(ctx, ReadOp{ReadOp::current, gk_, id, {}, 0, q}).events;
+    return runs.empty() ? std::nullopt : std::optional<Event>(std::move(runs.front()));
+  }
+  return rt_->backend().reader()->current_run(id, std::string(category));
+}
+
 std::shared_ptr<StreamCore<event_run>> ClientCore::watch_events(const Context& ctx, ObjectID id,
                                                                 const EventQuery& q) const {
   return rt_->watch_events(ctx, id, q);

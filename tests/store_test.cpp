@@ -21,7 +21,7 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 4);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 5);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
@@ -37,6 +37,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   {  // turn the file back into a version-1 database
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
     db.exec("DROP INDEX objects_unsettled");
+    db.exec("DROP INDEX events_by_run");
     db.exec("ALTER TABLE events DROP COLUMN resource_version");
     db.exec("ALTER TABLE objects DROP COLUMN conditions_count");
     db.exec("UPDATE beehive_schema SET version = 1");
@@ -54,10 +55,12 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   EXPECT_EQ(kept.conditions[0].type, "Ready");
   EXPECT_EQ(kept.conditions[0].message, "kept too");
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 4);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 5);
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
       1);
+  EXPECT_EQ(
+      db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'events_by_run'").getInt(), 1);
   EXPECT_EQ(db.execAndGet("SELECT count(*) FROM pragma_table_info('events') "
                           "WHERE name = 'resource_version'")
                 .getInt(),

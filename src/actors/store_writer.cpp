@@ -111,6 +111,10 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
     case ReadOp::events:
       reply.events = w.list_events(r.id, r.query);
       break;
+    case ReadOp::current:
+      if (auto run = w.current_run(r.id, r.query.category.value_or("")))
+        reply.events.push_back(*run);
+      break;
   }
   return reply;
 }

@@ -46,9 +46,9 @@ struct SessionCmd {
 /// A read inside a within block: served by the writer, so that it sees the block's
 /// own uncommitted writes.
 struct ReadOp {
-  enum What { get, get_by_slug, list, list_owned, related, incoming, events } what = get;
+  enum What { get, get_by_slug, list, list_owned, related, incoming, events, current } what = get;
   GroupKind gk;
-  ObjectID id = 0;  // get, related, incoming, events: the object; list_owned: the owner
+  ObjectID id = 0;  // get, related, incoming, events, current: the object; list_owned: owner
   std::string slug;
   unsigned loads = 0;  // related: the relation
   EventQuery query{};

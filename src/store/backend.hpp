@@ -56,6 +56,9 @@ class Reader {
                                                     unsigned loads) = 0;
   /// An object's event runs matching `q`, newest first (by last_at).
   virtual std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) = 0;
+  /// The current run of an object's category (the one started last, whatever the
+  /// clock did to the runs' times), if any.
+  virtual std::optional<Event> current_run(ObjectID id, const std::string& category) = 0;
   /// The runs list_events returns, oldest first (a watch's snapshot), with the store's
   /// resource version read in the same snapshot.
   virtual std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
@@ -122,8 +125,6 @@ class Writer : public Reader {
   /// Physically removes a row (its conditions, events and outgoing edges go with it).
   virtual void delete_object(ObjectID id) = 0;
 
-  /// The current (latest) run of an object's category, if any.
-  virtual std::optional<Event> current_run(ObjectID id, const std::string& category) = 0;
   /// A new run (count 1, first_at = last_at = now); returns its id.
   virtual EventID insert_event(ObjectID id, const EventSpec& e,
                                const std::optional<std::string>& detail, Time now,

@@ -165,9 +165,11 @@ std::string sql_for(Query q) {
              AND (?4 IS NULL OR reason = ?4) AND (?5 IS NULL OR last_at >= ?5)
              ORDER BY last_at DESC, id DESC LIMIT ?6)sql";
     case Query::current_run:
+      // The run started last (ids only grow), through events_by_run: never by last_at,
+      // which a clock stepped back moves behind an older run's.
       return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
-             first_at, last_at, resource_version FROM events
-             WHERE object_id = ?1 AND category = ?2 ORDER BY last_at DESC, id DESC LIMIT 1)sql";
+             first_at, last_at, resource_version FROM events INDEXED BY events_by_run
+             WHERE object_id = ?1 AND category = ?2 ORDER BY id DESC LIMIT 1)sql";
     case Query::insert_event:
       return R"sql(INSERT INTO events (object_id, category, type, reason, message, detail,
              count, first_at, last_at, resource_version)

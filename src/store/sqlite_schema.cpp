@@ -98,6 +98,11 @@ UPDATE objects SET conditions_count =
   (SELECT count(*) FROM conditions WHERE object_id = objects.id)
   WHERE id IN (SELECT object_id FROM conditions);
 )sql",
+      // The current run of an (object, category) is the one started last: record_event
+      // finds it by id through this index, whatever the clock did to last_at.
+      R"sql(
+CREATE INDEX events_by_run ON events (object_id, category, id);
+)sql",
   };
   return m;
 }

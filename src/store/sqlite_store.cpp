@@ -58,6 +58,9 @@ class ConnectionReader : public Interface {
                                         std::int64_t& rv) override {
     return watched([&] { return conn_.event_snapshot(id, q, rv); });
   }
+  std::optional<Event> current_run(ObjectID id, const std::string& category) override {
+    return watched([&] { return conn_.current_run(id, category); });
+  }
   bool has_incoming_refs(ObjectID id) override {
     return watched([&] { return conn_.has_incoming_refs(id); });
   }
@@ -226,10 +229,6 @@ class SqliteWriter : public ConnectionReader<Writer> {
       s->executeStep();
       return s->getColumn(0).getInt() != 0;
     });
-  }
-
-  std::optional<Event> current_run(ObjectID id, const std::string& category) override {
-    return conn_.current_run(id, category);
   }
 
   EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,

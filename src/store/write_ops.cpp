@@ -215,17 +215,27 @@ Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& 
   if (!e.detail.is_null()) detail = detail::dump_json(e.detail);
   auto rv = w_.next_resource_version();
   auto current = w_.current_run(id, e.category);
-  EventID run;
+  // The run as the write leaves it, built here rather than read back: the current run
+  // is known by its id, whatever order the clock gave the runs' times.
+  Event run;
   if (current && current->type == e.type && current->reason == e.reason) {
-    run = current->id;
-    w_.extend_event(run, e.message, detail, now_, rv);
+    run = std::move(*current);
+    w_.extend_event(run.id, e.message, detail, now_, rv);
+    ++run.count;
   } else {
-    run = w_.insert_event(id, e, detail, now_, rv);
+    run.id = w_.insert_event(id, e, detail, now_, rv);
+    run.object_id = id;
+    run.category = e.category;
+    run.type = e.type;
+    run.reason = e.reason;
+    run.count = 1;
+    run.first_at = from_millis(to_millis(now_));  // stored in milliseconds
   }
-  auto written = w_.current_run(id, e.category);
-  if (!written || written->id != run) throw Error(errc::store, "event run vanished");
-  rec_.events.push_back({*written, rv});
-  return *written;
+  run.message = e.message;
+  run.detail = detail ? detail::parse_json(*detail) : nlohmann::json();  // as a read gives it
+  run.last_at = from_millis(to_millis(now_));
+  rec_.events.push_back({run, rv});
+  return run;
 }
 
 int WriteOps::trim_events(const trim_events_request& policy) {
