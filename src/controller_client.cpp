@@ -115,6 +115,8 @@ void ControllerClientCore::within(const Context& ctx,
 
 std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
                                        const std::vector<Option>& opts) {
+  require_utf8(gk.group, "group");
+  require_utf8(gk.kind, "kind");
   bh.runtime()->register_kind(gk, std::move(fn), opts);
   return bh.runtime();
 }
