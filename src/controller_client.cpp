@@ -69,6 +69,7 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::record_event(const Context& ctx, ObjectID id, const EventSpec& e) const {
   for (auto* text : {&e.category, &e.reason, &e.message}) require_utf8(*text, "event text");
+  require_storable(e.detail, "event detail");  // before the request copies it (recursively)
   rt_->write(ctx, record_event_request{gk_, id, e}, {});
 }
 

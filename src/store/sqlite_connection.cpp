@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/options.hpp>
 
@@ -416,7 +417,8 @@ event_run read_event(SQLite::Statement& s) {
   e.type = event_type_from_string(s.getColumn(3).getString());
   e.reason = s.getColumn(4).getString();
   e.message = s.getColumn(5).getString();
-  if (!s.getColumn(6).isNull()) e.detail = nlohmann::json::parse(s.getColumn(6).getString());
+  // Through the codec: the fast path, and text nested too deep to handle is refused.
+  if (!s.getColumn(6).isNull()) e.detail = detail::parse_json(s.getColumn(6).getString());
   e.count = s.getColumn(7).getInt();
   e.first_at = from_millis(s.getColumn(8).getInt64());
   e.last_at = from_millis(s.getColumn(9).getInt64());
