@@ -61,6 +61,14 @@ using WriteOp =
                  add_dependency_request, remove_dependency_request, record_event_request,
                  collect_request, trim_events_request, SessionCmd, ReadOp>;
 
+/// Refuses, with invalid_argument, an application actor's request that the blocking
+/// facade refuses before sending its own: text that is not UTF-8, a spec or status that
+/// is not JSON text nested at most max_json_depth deep, an event detail that does not
+/// store as itself. Defined with the actor surface (surface.cpp).
+void check_request(const WriteOp& op);
+void check_request(const get_by_slug_request& r);
+void check_request(const list_events_request& r);
+
 /// Decodes a written row back into the caller's types inside the transaction; throwing
 /// rolls the write back.
 using RowCheck = std::function<void(const ObjectRow&)>;
