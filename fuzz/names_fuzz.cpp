@@ -47,6 +47,18 @@ struct Hive {
   }
 };
 
+/// Aborts unless `call` refuses the input with invalid_argument.
+template <class Call>
+void expect_refused(Call call, const char* what) {
+  try {
+    call();
+  } catch (const Error& e) {
+    fuzz::expect_code(e, {errc::invalid_argument});
+    return;
+  }
+  fuzz::fail(std::string(what) + " accepted a slug that is not UTF-8");
+}
+
 bool valid_utf8(const std::string& s) {
   try {
     beehive::detail::require_utf8(s, "text");
@@ -78,6 +90,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error& e) {
     fuzz::expect_code(e, {errc::invalid_argument});
     if (valid) fuzz::fail(std::string("valid names refused: ") + e.what());
+    // Every call that takes a slug refuses it alike, reads and the idempotent remove too.
+    if (client && !valid_utf8(slug)) {
+      expect_refused([&] { client->remove_by_slug(ctx, slug); }, "remove_by_slug");
+      expect_refused([&] { client->get_by_slug(ctx, slug); }, "get_by_slug");
+    }
     return 0;
   }
   if (!valid) fuzz::fail("invalid UTF-8 was written");

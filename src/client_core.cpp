@@ -53,6 +53,11 @@ void check_text(const OptionSet& s) {
   if (s.slug) require_utf8(*s.slug, "slug");
   for (auto& f : s.finalizers) require_utf8(f, "finalizer");
 }
+/// Event filters are text like any other: refused when not UTF-8, as writes are.
+void check_query(const EventQuery& q) {
+  if (q.category) require_utf8(*q.category, "event category");
+  if (q.reason) require_utf8(*q.reason, "event reason");
+}
 }  // namespace
 
 const Migrator* ClientCore::migrator() const { return rt_->migrator(gk_); }
@@ -146,6 +151,7 @@ ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const
 }
 
 ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const {
+  require_utf8(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   auto row = ContextAccess::transaction(ctx)
@@ -191,6 +197,7 @@ void ClientCore::remove(const Context& ctx, ObjectID id) const {
 }
 
 void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const {
+  require_utf8(slug, "slug");
   rt_->write(ctx, remove_by_slug_request{gk_, std::string(slug)}, {});
 }
 
@@ -201,6 +208,7 @@ std::shared_ptr<StreamCore<object_change>> ClientCore::watch(const Context& ctx,
 
 std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
                                            const EventQuery& q) const {
+  check_query(q);
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
@@ -208,8 +216,23 @@ std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
   return rt_->backend().reader()->list_events(id, q);
 }
 
+std::optional<Event> ClientCore::current_run(const Context& ctx, ObjectID id,
+                                             std::string_view category) const {
+  require_utf8(category, "event category");
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx)) {
+    EventQuery q;
+    q.category = std::string(category);
+    auto runs = rt_->read_in_transaction(ctx, ReadOp{ReadOp::current, gk_, id, {}, 0, q}).events;
+    return runs.empty() ? std::nullopt : std::optional<Event>(std::move(runs.front()));
+  }
+  return rt_->backend().reader()->current_run(id, std::string(category));
+}
+
 std::shared_ptr<StreamCore<event_run>> ClientCore::watch_events(const Context& ctx, ObjectID id,
                                                                 const EventQuery& q) const {
+  check_query(q);
   return rt_->watch_events(ctx, id, q);
 }
 

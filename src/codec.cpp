@@ -1,11 +1,69 @@
 #include <beehive/detail/codec.hpp>
 
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "json_fast_path.hpp"
 
 namespace beehive::detail {
 
+namespace {
+
+const std::string too_deep =
+    " nests deeper than " + std::to_string(max_json_depth) + " levels of arrays and objects";
+
+/// Whether `text` nests at most max_json_depth deep: brackets outside strings, counted
+/// without parsing (nlohmann then parses text whose value nothing recurses over too far).
+bool within_depth(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character cannot end the string
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_json_depth) return false;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void require_storable(const nlohmann::json& j, std::string_view what) {
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&j, 0}};
+  while (!todo.empty()) {
+    auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (v->is_number_float() && !std::isfinite(v->get<double>()))
+      throw Error(errc::invalid_argument,
+                  std::string(what) + " holds NaN or infinity, which JSON cannot store");
+    if (!v->is_structured()) continue;
+    if (depth == max_json_depth) throw Error(errc::invalid_argument, std::string(what) + too_deep);
+    for (const auto& item : *v) todo.emplace_back(&item, depth + 1);
+  }
+}
+
+void require_json_text(std::string_view text, std::string_view what) {
+  if (!within_depth(text)) throw Error(errc::invalid_argument, std::string(what) + too_deep);
+  if (!nlohmann::json::accept(text))  // checks without building the value
+    throw Error(errc::invalid_argument, std::string(what) + " is not JSON text");
+}
+
 std::string dump_json(const nlohmann::json& j) {
   if (auto text = dump_json_fast(j)) return std::move(*text);
+  // Outside the fast path's subset (floats, deep or escaped values): checked first, as
+  // dump() would print NaN as null and recurse once per level.
+  require_storable(j, "value");
   try {
     return j.dump();
   } catch (const nlohmann::json::exception& e) {
@@ -15,6 +73,7 @@ std::string dump_json(const nlohmann::json& j) {
 
 nlohmann::json parse_json(std::string_view text) {
   if (auto j = parse_json_fast(text)) return std::move(*j);
+  if (!within_depth(text)) throw Error(errc::decode, "stored JSON" + too_deep);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

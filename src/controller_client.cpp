@@ -45,10 +45,11 @@ std::optional<ObjectRow> peek(Runtime& rt, const Context& ctx, const GroupKind& 
 void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          std::int64_t observed_generation, std::string status,
                                          RowCheck check) const {
-  // Unchanged status at the recorded generation: nothing to write (and no writer taken).
-  if (auto row = peek(*rt_, ctx, gk_, id); row && row->status == status &&
-                                           row->status_version == rt_->status_version(gk_) &&
-                                           row->meta.observed_generation == observed_generation)
+  // Unchanged status at the recorded generation, or at an older one: nothing to write
+  // (and no writer taken). WriteOps::update_status applies the same rule.
+  if (auto row = peek(*rt_, ctx, gk_, id);
+      row && row->status == status && row->status_version == rt_->status_version(gk_) &&
+      row->meta.observed_generation && observed_generation <= *row->meta.observed_generation)
     return;
   rt_->write(ctx,
              update_status_request{gk_, id, observed_generation, std::move(status),
@@ -68,6 +69,7 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::record_event(const Context& ctx, ObjectID id, const EventSpec& e) const {
   for (auto* text : {&e.category, &e.reason, &e.message}) require_utf8(*text, "event text");
+  require_storable(e.detail, "event detail");  // before the request copies it (recursively)
   rt_->write(ctx, record_event_request{gk_, id, e}, {});
 }
 
@@ -114,6 +116,8 @@ void ControllerClientCore::within(const Context& ctx,
 
 std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
                                        const std::vector<Option>& opts) {
+  require_utf8(gk.group, "group");
+  require_utf8(gk.kind, "kind");
   bh.runtime()->register_kind(gk, std::move(fn), opts);
   return bh.runtime();
 }

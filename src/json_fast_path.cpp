@@ -9,7 +9,8 @@ namespace beehive::detail {
 
 namespace {
 
-// Deeper text goes to nlohmann's parser, which does not recurse.
+// Deeper values go to nlohmann, whose parser does not recurse (its printer does: the codec
+// refuses values nested beyond max_json_depth before printing them).
 constexpr int max_depth = 32;
 
 // Printable ASCII that needs no escape is printed as it is; nlohmann escapes the rest.

@@ -6,7 +6,9 @@
 // tenth of a point read); every write prints one. Anything outside that subset (escapes,
 // non-ASCII, floating point, numbers out of range, deep nesting, and every malformed text)
 // returns nullopt, and the caller uses nlohmann: results and errors stay exactly
-// nlohmann's, byte for byte (stored bytes are compared to detect converged writes).
+// nlohmann's, byte for byte (stored bytes are compared to detect converged writes). The
+// fast path recurses at most 32 levels; what it declines, the codec bounds before
+// nlohmann sees it (max_json_depth, codec.hpp).
 
 #include <optional>
 #include <string>

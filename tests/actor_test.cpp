@@ -2,6 +2,7 @@
 // actor system; inspection; supervision; serialization of the messages.
 
 #include <future>
+#include <limits>
 
 #include <caf/all.hpp>
 
@@ -395,6 +396,91 @@ TEST_F(ActorTest, AnActorWatchesEventRuns) {
     EXPECT_EQ(seen->counts.size(), 1u);  // not the "other" category's run
   }
   caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(ActorTest, UpdateStatusAtAnOlderGenerationWithTheStoredStatusWritesNothing) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto w = bh_->store_writer();
+  auto o = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1)});
+  ask<ObjectRow>(w, update_request{widget_kind, o.meta.id, spec("a", 2)});
+  auto settled =
+      ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 2, R"({"ready":true})"});
+  clock_->advance(1s);
+  auto stale =
+      ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, R"({"ready":true})"});
+  EXPECT_EQ(stale.meta.observed_generation, 2);
+  EXPECT_EQ(stale.meta.observed_at, settled.meta.observed_at);
+  EXPECT_EQ(stale.meta.resource_version, settled.meta.resource_version);
+  auto changed =
+      ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, R"({"ready":false})"});
+  EXPECT_EQ(changed.meta.observed_generation, 1);  // changed bytes: written as given
+  EXPECT_GT(changed.meta.resource_version, settled.meta.resource_version);
+}
+
+TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto w = bh_->store_writer();
+  auto o = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1), "a"});
+  const std::string bad = "bad\xff";
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const GroupKind bad_kind{"acme.com", bad};
+  // Writes: text that is not UTF-8, specs and statuses that are not JSON text or nest
+  // deeper than 512 levels, details that JSON cannot hold.
+  EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, "not json"}), errc::invalid_argument);
+  EXPECT_ERRC_WITH(ask<ObjectRow>(w, create_request{widget_kind, deep}), errc::invalid_argument,
+                   "512");
+  EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), bad}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), {}, {bad}}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, create_request{bad_kind, spec("b", 1)}), errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, update_request{widget_kind, o.meta.id, R"({"size":)"}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, create_or_update_request{widget_kind, bad, spec("b", 1)}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<get_or_create_reply>(w, get_or_create_request{widget_kind, "g", deep}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<bool>(w, remove_by_slug_request{widget_kind, bad}), errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, "[nope"}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, deep}),
+              errc::invalid_argument);
+  EXPECT_ERRC(
+      ask<ObjectRow>(w, set_condition_request{widget_kind, o.meta.id, {"", ConditionStatus::True}}),
+      errc::invalid_argument);
+  EXPECT_ERRC(
+      ask<ObjectRow>(
+          w, set_condition_request{widget_kind, o.meta.id, {"Ready", ConditionStatus::True, bad}}),
+      errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, remove_condition_request{widget_kind, o.meta.id, bad}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, remove_finalizer_request{widget_kind, o.meta.id, bad}),
+              errc::invalid_argument);
+  EXPECT_ERRC(
+      ask<Event>(w, record_event_request{widget_kind, o.meta.id, {"", EventType::Normal, bad}}),
+      errc::invalid_argument);
+  EventSpec nan_detail{"", EventType::Normal, "Probe"};
+  nan_detail.detail = {{"ms", std::numeric_limits<double>::quiet_NaN()}};
+  EXPECT_ERRC(ask<Event>(w, record_event_request{widget_kind, o.meta.id, nan_detail}),
+              errc::invalid_argument);
+  // A transaction refuses as a whole, naming the write.
+  EXPECT_ERRC_WITH(
+      ask<std::vector<caf::message>>(
+          w, transaction_request{{caf::make_message(create_request{widget_kind, spec("t", 1), "t"}),
+                                  caf::make_message(create_request{widget_kind, deep})}}),
+      errc::invalid_argument, "write 1");
+  // Reads that take text.
+  EXPECT_ERRC(ask<ObjectRow>(w, get_by_slug_request{widget_kind, bad}), errc::invalid_argument);
+  list_events_request by_category{o.meta.id};
+  by_category.category = bad;
+  EXPECT_ERRC(ask<std::vector<Event>>(w, by_category), errc::invalid_argument);
+  // Nothing was written.
+  auto all = ask<std::vector<ObjectRow>>(w, list_request{widget_kind});
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].meta.resource_version, o.meta.resource_version);
+  EXPECT_TRUE(ask<std::vector<Event>>(w, list_events_request{o.meta.id}).empty());
 }
 
 TEST_F(ActorTest, InspectShowsQueuesSessionsAndPendingChanges) {

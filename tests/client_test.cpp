@@ -254,6 +254,22 @@ TEST_F(ClientTest, RemoveBySlugIsIdempotent) {
   EXPECT_EQ(w.get(ctx_, o.id).resource_version, d.resource_version);
 }
 
+TEST_F(ClientTest, EveryCallThatTakesTextRefusesTextThatIsNotUtf8) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"red", 1}, with_slug("ok"));
+  const std::string bad = "ok\xff";
+  EXPECT_ERRC(w.remove_by_slug(ctx_, bad), errc::invalid_argument);
+  EXPECT_ERRC(w.get_by_slug(ctx_, bad), errc::invalid_argument);
+  EXPECT_ERRC(w.list_events(ctx_, o.id, with_event_category(bad)), errc::invalid_argument);
+  EXPECT_ERRC(w.list_events(ctx_, o.id, with_event_reason(bad)), errc::invalid_argument);
+  EXPECT_ERRC(w.get_latest_event(ctx_, o.id, bad), errc::invalid_argument);
+  EXPECT_ERRC(w.watch_events(ctx_, o.id, with_event_category(bad)), errc::invalid_argument);
+  EXPECT_ERRC((register_controller<WidgetSpec, WidgetStatus>(
+                  bh(), {"acme.com", "Widget\xc0"}, [](auto&, auto&, auto&) { return Result{}; })),
+              errc::invalid_argument);
+  EXPECT_FALSE(w.get(ctx_, o.id).deletion_requested_at.has_value());  // nothing written
+}
+
 TEST_F(ClientTest, ListReturnsTheKindByIdOnly) {
   Widgets w(bh(), widget_kind);
   Widgets g(bh(), gadget_kind);

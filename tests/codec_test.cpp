@@ -1,6 +1,11 @@
 // Bad and unusual input: values that do not encode, do not round-trip, are large, or
 // carry hostile strings.
 
+#include <cmath>
+#include <limits>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include "fixture.hpp"
 
 namespace beehive::test {
@@ -22,6 +27,30 @@ struct Text {
   std::string s;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Text, s)
+
+struct Ratio {
+  double r = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Ratio, r)
+
+using Json = nlohmann::json;
+
+/// `levels` arrays, each inside the one before, built without recursion (destroying a
+/// json value does not recurse either).
+Json nested(int levels) {
+  Json out = Json::array();
+  Json* inner = &out;
+  for (int i = 1; i < levels; ++i) inner = &inner->emplace_back(Json::array());
+  return out;
+}
+
+std::string nested_text(int levels) {
+  return std::string(static_cast<std::size_t>(levels), '[') +
+         std::string(static_cast<std::size_t>(levels), ']');
+}
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+constexpr double inf = std::numeric_limits<double>::infinity();
 
 class CodecTest : public BeehiveTest {};
 
@@ -73,6 +102,88 @@ TEST_F(CodecTest, TextThatIsNotUtf8IsRejectedBeforeAnythingIsWritten) {
   auto ok =
       w.create(ctx_, {"a", 1}, with_slug("\xf0\x9f\x90\x9d \xc3\xa9"));  // valid 4- and 2-byte
   EXPECT_EQ(w.get_by_slug(ctx_, "\xf0\x9f\x90\x9d \xc3\xa9").id, ok.id);
+}
+
+TEST_F(CodecTest, ASpecNestedTooDeepIsInvalidArgumentBeforeAnythingRecursesOverIt) {
+  // 100,000 levels overflowed the stack of the code that prints a value (SIGSEGV).
+  Client<Json, Json> c(bh(), widget_kind);
+  auto deep = nested(100000);
+  EXPECT_ERRC_WITH(c.create(ctx_, deep), errc::invalid_argument, "512");
+  EXPECT_ERRC(c.create_or_update(ctx_, "d", deep), errc::invalid_argument);
+  EXPECT_ERRC(c.get_or_create(ctx_, "d", deep), errc::invalid_argument);
+  auto o = c.create(ctx_, Json::object());
+  Json wrapped = Json::object();
+  wrapped["inner"] = std::move(deep);
+  EXPECT_ERRC(c.update(ctx_, o.id, wrapped), errc::invalid_argument);
+  auto all = c.list(ctx_);
+  ASSERT_EQ(all.size(), 1u);  // nothing else was written
+  EXPECT_EQ(all[0].generation, 1);
+}
+
+TEST_F(CodecTest, NestingUpTo512LevelsRoundTripsAndOneMoreIsRefused) {
+  Client<Json, Json> c(bh(), widget_kind);
+  auto o = c.create(ctx_, nested(512));
+  EXPECT_EQ(c.get(ctx_, o.id).spec, nested(512));
+  EXPECT_ERRC(c.create(ctx_, nested(513)), errc::invalid_argument);
+  EXPECT_EQ(c.list(ctx_).size(), 1u);
+}
+
+TEST_F(CodecTest, NaNAndInfinityAreRefusedRatherThanStoredAsNull) {
+  Client<Json, Json> raw(bh(), widget_kind);
+  for (double bad : {nan, inf, -inf})
+    EXPECT_ERRC_WITH(raw.create(ctx_, Json{{"ratio", bad}}), errc::invalid_argument, "NaN");
+  Client<Ratio, Empty> typed(bh(), widget_kind);
+  EXPECT_ERRC(typed.create(ctx_, Ratio{nan}), errc::invalid_argument);
+  auto o = typed.create(ctx_, Ratio{0.5});
+  EXPECT_ERRC(typed.update(ctx_, o.id, Ratio{inf}), errc::invalid_argument);
+  auto got = typed.get(ctx_, o.id);
+  EXPECT_EQ(got.spec.r, 0.5);  // the prior spec stays
+  EXPECT_EQ(got.generation, 1);
+  EXPECT_EQ(typed.list(ctx_).size(), 1u);
+}
+
+TEST_F(CodecTest, StatusAndEventDetailAreHeldToTheSameRules) {
+  auto cc = register_controller<Json, Json>(bh(), widget_kind,
+                                            [](auto&, auto&, auto&) { return Result{}; });
+  Client<Json, Json> c(bh(), widget_kind);
+  auto o = c.create(ctx_, Json::object());
+  EXPECT_ERRC(cc.update_status(ctx_, o.id, 1, Json{{"x", nan}}), errc::invalid_argument);
+  Json deep_status = Json::object();
+  deep_status["x"] = nested(100000);
+  EXPECT_ERRC(cc.update_status(ctx_, o.id, 1, deep_status), errc::invalid_argument);
+  EXPECT_FALSE(c.get(ctx_, o.id).status.has_value());
+  EventSpec e{"", EventType::Warning, "ProbeFailed"};
+  e.detail = Json{{"latency", inf}};
+  EXPECT_ERRC(cc.record_event(ctx_, o.id, e), errc::invalid_argument);
+  e.detail = nested(100000);
+  EXPECT_ERRC_WITH(cc.record_event(ctx_, o.id, e), errc::invalid_argument, "512");
+  EXPECT_TRUE(c.list_events(ctx_, o.id).empty());
+}
+
+TEST_F(CodecTest, StoredJsonNestedTooDeepIsADecodeErrorNotACrash) {
+  // Written by another program: get reports it, list skips the row.
+  Client<Json, Json> c(bh(), widget_kind);
+  auto ok = c.create(ctx_, Json::object());
+  auto bad = c.create(ctx_, Json::object());
+  {
+    SQLite::Database db(db_path().string(), SQLite::OPEN_READWRITE);
+    SQLite::Statement spec(db, "UPDATE objects SET spec = ?1 WHERE id = ?2");
+    spec.bind(1, nested_text(100000));
+    spec.bind(2, bad.id);
+    spec.exec();
+    SQLite::Statement event(db,
+                            "INSERT INTO events (object_id, category, type, reason, message, "
+                            "detail, count, first_at, last_at) "
+                            "VALUES (?1, '', 'Normal', 'Deep', '', ?2, 1, 0, 0)");
+    event.bind(1, ok.id);
+    event.bind(2, nested_text(100000));
+    event.exec();
+  }
+  EXPECT_ERRC(c.get(ctx_, bad.id), errc::decode);
+  auto all = c.list(ctx_);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].id, ok.id);
+  EXPECT_ERRC(c.list_events(ctx_, ok.id), errc::decode);
 }
 
 TEST_F(CodecTest, EmptyStructsNeedNoConverter) {

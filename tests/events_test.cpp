@@ -1,6 +1,7 @@
 // Event log, schedule gauge and manual requeue.
 
 #include <future>
+#include <mutex>
 
 #include "controller_fixture.hpp"
 
@@ -230,7 +231,7 @@ TEST_F(EventsTest, WatchEventsFiltersLiveRuns) {
   EXPECT_FALSE(by_since.next_for(30ms).has_value());
 }
 
-TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturns) {
+TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturnsOldestFirst) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});
   for (int i = 0; i < 5; ++i, clock_->advance(1s))
@@ -245,12 +246,14 @@ TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturns) {
   EXPECT_FALSE(all.next_for(30ms).has_value());
   auto listed = w.list_events(ctx_, o.id);
   ASSERT_EQ(listed.size(), 5u);
-  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(snapshot[i].id, listed[i].id) << i;  // newest first
+  // list_events is newest first; the snapshot is oldest first, so that it and the live
+  // runs after it read as one chronological stream.
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(snapshot[i].id, listed[4 - i].id) << i;
   auto capped = w.watch_events(ctx_, o.id, with_event_limit(2));
   auto c1 = capped.next_for(5s), c2 = capped.next_for(5s);
   ASSERT_TRUE(c1 && c2);
-  EXPECT_EQ(c1->reason, "R4");
-  EXPECT_EQ(c2->reason, "R3");
+  EXPECT_EQ(c1->reason, "R3");  // the newest two, the older first
+  EXPECT_EQ(c2->reason, "R4");
   EXPECT_FALSE(capped.next_for(30ms).has_value());  // the cap holds the snapshot only
   // An extension of a run the snapshot held arrives as that run, updated.
   emit(o.id, "c1", EventType::Normal, "R1", "again");
@@ -265,6 +268,78 @@ TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturns) {
   ASSERT_TRUE(live.has_value());
   EXPECT_EQ(live->id, listed[3].id);
   EXPECT_EQ(live->count, 2);
+}
+
+/// A wall clock that can be stepped back (an operator or NTP correcting it), which a
+/// ManualClock never does.
+class SteppedClock : public Clock {
+ public:
+  Time now() const override {
+    std::lock_guard lk(mu_);
+    return now_;
+  }
+  void step(std::chrono::milliseconds d) {
+    std::lock_guard lk(mu_);
+    now_ += d;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Time now_ = ManualClock().now();
+};
+
+TEST_F(EventsTest, RunsAggregateByIdentityWhenTheClockStepsBack) {
+  auto clock = std::make_shared<SteppedClock>();
+  open(with_clock(clock));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto o = w.create(ctx_, {"conn", 1});
+  auto t0 = clock->now();
+  emit(o.id, "conn", EventType::Normal, "Connected");
+  clock->step(1min);
+  emit(o.id, "conn", EventType::Warning, "ProbeFailed");  // the current run, last at t0 + 1min
+  clock->step(-1h);                                       // now behind every run's last_at
+  auto live = w.watch_events(ctx_, o.id, with_event_reason("ProbeFailed"));
+  ASSERT_TRUE(live.next_for(5s).has_value());  // the snapshot
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_NO_THROW(emit(o.id, "conn", EventType::Warning, "ProbeFailed", std::to_string(i))) << i;
+  auto runs = w.list_events(ctx_, o.id, with_event_category("conn"));
+  ASSERT_EQ(runs.size(), 2u);  // the 1000 extended the current run: no new run
+  auto& failed = runs[0].reason == "ProbeFailed" ? runs[0] : runs[1];
+  auto& connected = runs[0].reason == "ProbeFailed" ? runs[1] : runs[0];
+  EXPECT_EQ(failed.count, 1001);
+  EXPECT_EQ(failed.first_at, t0 + 1min);
+  EXPECT_EQ(failed.last_at, t0 + 1min - 1h);  // the clock's time, as it was told
+  EXPECT_EQ(connected.count, 1);
+  EXPECT_EQ(w.get_latest_event(ctx_, o.id, "conn")->id, failed.id);  // the current run
+  cc_->within(ctx_, [&](const Context& tx) {  // read by the writer, inside the transaction
+    EXPECT_EQ(w.get_latest_event(tx, o.id, "conn")->id, failed.id);
+  });
+  // The run a watch is sent is the stored run.
+  std::optional<Event> seen;
+  ASSERT_TRUE(eventually([&] {
+    while (auto e = live.next_for(1ms)) seen = e;
+    return seen && seen->count == 1001;
+  }));
+  EXPECT_EQ(seen->id, failed.id);
+  EXPECT_EQ(seen->message, "999");
+  EXPECT_EQ(seen->first_at, failed.first_at);
+  EXPECT_EQ(seen->last_at, failed.last_at);
+  // Forward again, the documented rule holds: the same (type, reason) extends the
+  // current run, another starts a new one, and a value that recurs after another starts
+  // a fresh run too.
+  clock->step(2h);
+  emit(o.id, "conn", EventType::Warning, "ProbeFailed");
+  emit(o.id, "conn", EventType::Normal, "Connected");
+  emit(o.id, "conn", EventType::Normal, "Connected");
+  runs = w.list_events(ctx_, o.id, with_event_category("conn"));
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].reason, "Connected");
+  EXPECT_EQ(runs[0].count, 2);
+  EXPECT_NE(runs[0].id, connected.id);
+  EXPECT_EQ(runs[1].id, failed.id);
+  EXPECT_EQ(runs[1].count, 1002);
+  EXPECT_EQ(runs[1].last_at, t0 + 1min + 1h);
 }
 
 TEST_F(EventsTest, WatchEventsEndsOnCloseOnItsContextAndAfterStop) {

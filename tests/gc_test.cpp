@@ -1,6 +1,7 @@
 // Deletion and relations: GC, owner cascade, finalizers, dependencies, lookups.
 
 #include <map>
+#include <set>
 
 #include "controller_fixture.hpp"
 #include "store/sqlite_connection.hpp"
@@ -271,7 +272,7 @@ TEST_F(GcTest, AFinalizerGatedOnIncomingRefsKeepsASharedResourceUntilItsLastUser
   close();
 }
 
-TEST_F(GcTest, RestrictKeepsATargetUntilItsDependentsAreGone) {
+TEST_F(GcTest, ALiveDependentKeepsItsTargetAndADependentBeingDeletedDoesNot) {
   auto cc = register_widgets();
   Widgets w = widgets();
   auto target = w.create(ctx_, {"target", 1});
@@ -280,12 +281,73 @@ TEST_F(GcTest, RestrictKeepsATargetUntilItsDependentsAreGone) {
   start();
   auto s = w.watch(ctx_, target.id);
   w.remove(ctx_, target.id);
-  w.remove(ctx_, dep.id);  // deletion-pending, but its edge still points at target
-  clock_->advance(30s);    // a resync and a GC pass come and go
+  clock_->advance(30s);  // a resync and a GC pass come and go
   settle();
-  EXPECT_NO_THROW(w.get(ctx_, target.id));
-  cc.remove_finalizer(ctx_, dep.id, "f");
+  EXPECT_NO_THROW(w.get(ctx_, target.id));  // RESTRICT: dep is live and depends on it
+  // Once dep is being deleted its claim is gone (as has_incoming_refs says), even while
+  // its finalizer holds dep itself: the target goes, and the edge with it.
+  w.remove(ctx_, dep.id);
   read_until(s, [&](auto& c) { return deleted(c, target.id); });
+  auto held = w.get(ctx_, dep.id, load_dependencies());
+  EXPECT_TRUE(held.deletion_requested_at.has_value());
+  EXPECT_TRUE(held.list_dependencies().empty());
+}
+
+TEST_F(GcTest, ASelfEdgeDoesNotKeepAnObjectBeingDeleted) {
+  auto cc = register_widgets();
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"self", 1});
+  cc.add_dependency(ctx_, o.id, o.id);
+  ASSERT_EQ(w.list_dependents(ctx_, o.id).size(), 1u);
+  auto s = w.watch(ctx_, o.id);
+  w.remove(ctx_, o.id);
+  read_until(s, [&](auto& c) { return deleted(c, o.id); });
+  EXPECT_ERRC(w.get(ctx_, o.id), errc::not_found);
+}
+
+TEST_F(GcTest, ADependencyCycleIsCollectedOnceEveryObjectInItIsBeingDeleted) {
+  auto cc = register_widgets();
+  start();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 1});
+  cc.add_dependency(ctx_, a.id, b.id);
+  cc.add_dependency(ctx_, b.id, a.id);
+  auto s = w.watch_list(ctx_);
+  w.remove(ctx_, a.id);
+  clock_->advance(30s);
+  settle();
+  EXPECT_NO_THROW(w.get(ctx_, a.id));  // b is live and depends on a
+  w.remove(ctx_, b.id);
+  std::set<ObjectID> removed;
+  read_until(s, [&](auto& c) {
+    if (c.type == ChangeType::Deleted) removed.insert(c.object.id);
+    return removed.size() == 2;
+  });
+  EXPECT_EQ(removed, (std::set<ObjectID>{a.id, b.id}));
+  EXPECT_TRUE(w.list(ctx_).empty());
+}
+
+TEST_F(GcTest, AnOwnerThatDependsOnItsChildrenIsCollectedAfterThem) {
+  auto cc = register_widgets();
+  start();
+  auto w = widgets();
+  auto owner = w.create(ctx_, {"owner", 1});
+  std::vector<ObjectID> children;
+  for (int i = 0; i < 2; ++i) {
+    children.push_back(w.create(ctx_, {"child", 1}, with_owner(owner.id)).id);
+    cc.add_dependency(ctx_, owner.id, children.back());
+  }
+  auto s = w.watch_list(ctx_);
+  w.remove(ctx_, owner.id);
+  std::map<std::int64_t, ObjectID> removed;  // by resource version: the order of removal
+  read_until(s, [&](auto& c) {
+    if (c.type == ChangeType::Deleted) removed[c.object.resource_version] = c.object.id;
+    return removed.size() == 3;
+  });
+  EXPECT_EQ(std::prev(removed.end())->second, owner.id);  // its children held it until gone
+  EXPECT_TRUE(w.list(ctx_).empty());
 }
 
 TEST_F(GcTest, AConditionChangeWakesDependentsOfAnyKind) {

@@ -76,6 +76,35 @@ TEST_F(StatusTest, FutureGenerationIsRejectedAndOlderLeavesTheObjectUnsettled) {
   EXPECT_LT(*got.observed_generation, got.generation);
 }
 
+TEST_F(StatusTest, UnchangedStatusAtAnOlderGenerationWritesNothing) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  w.update(ctx_, o.id, {"a", 2});
+  cc_->update_status(ctx_, o.id, 2, {true});
+  auto settled = w.get(ctx_, o.id);
+  clock_->advance(1s);
+  auto unchanged = [&] {
+    auto got = w.get(ctx_, o.id);
+    EXPECT_EQ(got.observed_generation, 2);  // never moved back
+    EXPECT_EQ(got.observed_at, settled.observed_at);
+    EXPECT_EQ(got.resource_version, settled.resource_version);
+    EXPECT_EQ(got.updated_at, settled.updated_at);
+  };
+  // A stale pass (it saw generation 1) reports the status already stored: silent.
+  cc_->update_status(ctx_, o.id, 1, {true});
+  unchanged();
+  // The writer's own rule, not only the shortcut that skips it: inside within, every
+  // write reaches the writer.
+  cc_->within(ctx_, [&](const Context& tx) { cc_->update_status(tx, o.id, 1, {true}); });
+  unchanged();
+  // Changed bytes at an older generation are written as given: the object is unsettled.
+  cc_->update_status(ctx_, o.id, 1, {false});
+  auto got = w.get(ctx_, o.id);
+  EXPECT_FALSE(got.status->ready);
+  EXPECT_EQ(got.observed_generation, 1);
+  EXPECT_GT(got.resource_version, settled.resource_version);
+}
+
 TEST_F(StatusTest, WritesAreKindFolded) {
   auto gadget = Widgets(*bh_, gadget_kind).create(ctx_, {"g", 1});
   EXPECT_ERRC(cc_->update_status(ctx_, gadget.id, 1, {true}), errc::wrong_kind);

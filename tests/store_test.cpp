@@ -38,6 +38,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
     db.exec("DROP INDEX objects_unsettled");
     db.exec("DROP INDEX objects_by_version");
+    db.exec("DROP INDEX events_by_run");
     db.exec("ALTER TABLE events DROP COLUMN resource_version");
     db.exec("ALTER TABLE objects DROP COLUMN conditions_count");
     db.exec("UPDATE beehive_schema SET version = 1");
@@ -59,6 +60,8 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
       1);
+  EXPECT_EQ(
+      db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'events_by_run'").getInt(), 1);
   EXPECT_EQ(db.execAndGet("SELECT count(*) FROM pragma_table_info('events') "
                           "WHERE name = 'resource_version'")
                 .getInt(),

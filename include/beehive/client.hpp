@@ -174,17 +174,17 @@ class Client {
     return core_.list_events(ctx, id, query(opts...));
   }
 
-  /// The current run of one category, or nullopt before its first event.
+  /// The current run of one category (the one record_event extends: started last,
+  /// whatever the clock did to the runs' times), or nullopt before its first event.
   std::optional<Event> get_latest_event(const Context& ctx, ObjectID id,
                                         std::string_view category) const {
-    auto runs =
-        list_events(ctx, id, with_event_category(std::string(category)), with_event_limit(1));
-    return runs.empty() ? std::nullopt : std::optional<Event>(std::move(runs.front()));
+    return core_.current_run(ctx, id, category);
   }
 
-  /// The runs list_events would return, then every new run and extension that passes the
-  /// filters, conflated per run (a slow reader sees a run's latest count). Same ending
-  /// rules as watch.
+  /// The runs list_events would return, oldest first, then every new run and extension
+  /// that passes the filters, conflated per run (a slow reader sees a run's latest
+  /// count): snapshot and live runs read as one chronological stream. with_event_limit
+  /// caps the snapshot to the newest n runs. Same ending rules as watch.
   template <class... Opts>
   Stream<Event> watch_events(const Context& ctx, ObjectID id, const Opts&... opts) const {
     std::function<std::optional<Event>(event_run &&)> strip = [](event_run&& r) {

@@ -9,6 +9,13 @@
 /// The enumerators start at 1 because 0 means "no error" for both `std::error_code`
 /// and CAF's `caf::error`, which carries the same codes between actors.
 ///
+/// Values beehive refuses to store (`invalid_argument`, nothing written): text that is not
+/// UTF-8 in any call that takes text; a spec, status or event detail holding NaN or
+/// infinity (JSON has neither), or arrays and objects nested deeper than 512 levels (the
+/// limit keeps every recursive pass over a value, printing, copying, comparing, far from
+/// the stack's end); spec or status text from an actor that is not JSON. Stored JSON
+/// nested deeper than that (written by another program) reads as `decode`.
+///
 /// `Error` is an immutable exception value and the error category a singleton: both
 /// are safe to share between threads.
 
@@ -28,7 +35,7 @@ enum class errc : std::uint8_t {
   observed_generation_future,  ///< update_status with a generation above the object's
   schema_version_downgrade,    ///< a blob written by a newer schema version
   decode,                      ///< a value that does not round-trip or cannot be read
-  invalid_argument,            ///< a bad option value or a value that cannot be encoded
+  invalid_argument,            ///< a bad option value or a value that cannot be stored
   already_registered,          ///< a second controller for one kind
   already_started,             ///< start twice, or register after start
   stopped,                     ///< the beehive has stopped (or start after stop)

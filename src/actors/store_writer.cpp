@@ -112,6 +112,10 @@ WriteReply read(store::Writer& w, const ReadOp& r) {
     case ReadOp::events:
       reply.events = w.list_events(r.id, r.query);
       break;
+    case ReadOp::current:
+      if (auto run = w.current_run(r.id, r.query.category.value_or("")))
+        reply.events.push_back(*run);
+      break;
   }
   return reply;
 }
@@ -685,6 +689,7 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
   try {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       try {
+        check_request(ops[i]);
         replies.push_back(reply_of(ops[i], apply(st, ops[i], {}, rec)));
       } catch (const Error& e) {
         throw Error(e.value(), "write " + std::to_string(i) + ": " + e.message());
@@ -726,8 +731,11 @@ caf::typed_response_promise<Reply> answer(Self self, Work work) {
 /// A write from an actor.
 template <class Reply, class Request>
 caf::typed_response_promise<Reply> serve(Self self, const Request& r, Reply (*pick)(WriteReply&&)) {
-  return answer<Reply>(self,
-                       [&st = self->state, r, pick] { return pick(execute(st, WriteOp{r}, {})); });
+  return answer<Reply>(self, [&st = self->state, r, pick] {
+    WriteOp op{r};
+    check_request(op);  // an actor's request has not passed the facade's checks
+    return pick(execute(st, op, {}));
+  });
 }
 
 /// A read from an actor, on the writer's connection.
@@ -839,6 +847,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [self](const get_by_slug_request& r) {
         return serve_read<ObjectRow>(self, r, [](store::Writer& w, const get_by_slug_request& r) {
+          check_request(r);
           return require_kind(w.get_by_slug(r.gk, r.slug, r.loads), r.gk,
                               "with slug \"" + r.slug + "\"");
         });
@@ -864,6 +873,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](const list_events_request& r) {
         return serve_read<std::vector<Event>>(
             self, r, [](store::Writer& w, const list_events_request& r) {
+              check_request(r);
               return w.list_events(r.id, {r.category, r.type, r.reason, r.limit, r.since});
             });
       },

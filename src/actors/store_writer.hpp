@@ -46,9 +46,9 @@ struct SessionCmd {
 /// A read inside a within block: served by the writer, so that it sees the block's
 /// own uncommitted writes.
 struct ReadOp {
-  enum What { get, get_by_slug, list, list_owned, related, incoming, events } what = get;
+  enum What { get, get_by_slug, list, list_owned, related, incoming, events, current } what = get;
   GroupKind gk;
-  ObjectID id = 0;  // get, related, incoming, events: the object; list_owned: the owner
+  ObjectID id = 0;  // get, related, incoming, events, current: the object; list_owned: owner
   std::string slug;
   unsigned loads = 0;  // related: the relation
   EventQuery query{};
@@ -60,6 +60,14 @@ using WriteOp =
                  set_condition_request, remove_condition_request, remove_finalizer_request,
                  add_dependency_request, remove_dependency_request, record_event_request,
                  collect_request, trim_events_request, SessionCmd, ReadOp>;
+
+/// Refuses, with invalid_argument, an application actor's request that the blocking
+/// facade refuses before sending its own: text that is not UTF-8, a spec or status that
+/// is not JSON text nested at most max_json_depth deep, an event detail that does not
+/// store as itself. Defined with the actor surface (surface.cpp).
+void check_request(const WriteOp& op);
+void check_request(const get_by_slug_request& r);
+void check_request(const list_events_request& r);
 
 /// Decodes a written row back into the caller's types inside the transaction; throwing
 /// rolls the write back.

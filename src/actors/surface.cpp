@@ -1,7 +1,9 @@
-// The public actor surface: error conversion and the actors' handles.
+// The public actor surface: error conversion, the actors' handles, and the checks an
+// application actor's requests get (the facade's, which they bypass).
 
 #include <beehive/actors.hpp>
 
+#include "actors/store_writer.hpp"
 #include "runtime.hpp"
 
 namespace beehive {
@@ -89,6 +91,93 @@ void add_message_types(caf::actor_system_config& cfg) {
 }
 
 namespace detail {
+
+namespace {
+
+// What the blocking facade checks before it sends a request (client_core.cpp,
+// controller_client.cpp, codec): an actor's request reaches the writer directly.
+
+void check_kind(const GroupKind& gk) {
+  require_utf8(gk.group, "group");
+  require_utf8(gk.kind, "kind");
+}
+void check_finalizers(const std::vector<std::string>& finalizers) {
+  for (auto& f : finalizers) require_utf8(f, "finalizer");
+}
+
+void check(const create_request& r) {
+  check_kind(r.gk);
+  if (r.slug) require_utf8(*r.slug, "slug");
+  check_finalizers(r.finalizers);
+  require_json_text(r.spec, "spec");
+}
+void check(const update_request& r) {
+  check_kind(r.gk);
+  require_json_text(r.spec, "spec");
+}
+void check(const create_or_update_request& r) {
+  check_kind(r.gk);
+  require_utf8(r.slug, "slug");
+  require_json_text(r.spec, "spec");
+}
+void check(const get_or_create_request& r) {
+  check_kind(r.gk);
+  require_utf8(r.slug, "slug");
+  check_finalizers(r.finalizers);
+  require_json_text(r.spec, "spec");
+}
+void check(const remove_request& r) { check_kind(r.gk); }
+void check(const remove_by_slug_request& r) {
+  check_kind(r.gk);
+  require_utf8(r.slug, "slug");
+}
+void check(const update_status_request& r) {
+  check_kind(r.gk);
+  require_json_text(r.status, "status");
+}
+void check(const set_condition_request& r) {
+  check_kind(r.gk);
+  for (auto* text : {&r.condition.type, &r.condition.reason, &r.condition.message})
+    require_utf8(*text, "condition text");
+  if (r.condition.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
+}
+void check(const remove_condition_request& r) {
+  check_kind(r.gk);
+  require_utf8(r.type, "condition type");
+}
+void check(const remove_finalizer_request& r) {
+  check_kind(r.gk);
+  require_utf8(r.finalizer, "finalizer");
+}
+void check(const add_dependency_request& r) { check_kind(r.gk); }
+void check(const remove_dependency_request& r) { check_kind(r.gk); }
+void check(const record_event_request& r) {
+  check_kind(r.gk);
+  for (auto* text : {&r.event.category, &r.event.reason, &r.event.message})
+    require_utf8(*text, "event text");
+  require_storable(r.event.detail, "event detail");
+}
+// Beehive's own requests (gc, event_log, within sessions) need no check.
+void check(const collect_request&) {}
+void check(const trim_events_request&) {}
+void check(const SessionCmd&) {}
+void check(const ReadOp&) {}
+
+}  // namespace
+
+void check_request(const WriteOp& op) {
+  std::visit([](const auto& r) { check(r); }, op);
+}
+
+void check_request(const get_by_slug_request& r) {
+  check_kind(r.gk);
+  require_utf8(r.slug, "slug");
+}
+
+void check_request(const list_events_request& r) {
+  if (r.category) require_utf8(*r.category, "event category");
+  if (r.reason) require_utf8(*r.reason, "event reason");
+}
 
 store_writer_actor store_writer_of(const Beehive& bh) { return bh.runtime()->store_writer(); }
 

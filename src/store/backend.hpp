@@ -56,7 +56,11 @@ class Reader {
                                                     unsigned loads) = 0;
   /// An object's event runs matching `q`, newest first (by last_at).
   virtual std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) = 0;
-  /// As list_events, with the store's resource version read in the same snapshot.
+  /// The current run of an object's category (the one started last, whatever the
+  /// clock did to the runs' times), if any.
+  virtual std::optional<Event> current_run(ObjectID id, const std::string& category) = 0;
+  /// The runs list_events returns, oldest first (a watch's snapshot), with the store's
+  /// resource version read in the same snapshot.
   virtual std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
                                                 std::int64_t& resource_version) = 0;
   /// Each with its resource version.
@@ -117,13 +121,15 @@ class Writer : public Reader {
   virtual bool exists(ObjectID id) = 0;
   /// Live children of owners whose deletion was requested.
   virtual std::vector<ObjectID> cascade_candidates() = 0;
-  /// Deletion-pending objects without finalizers that nothing points at.
+  /// Deletion-pending objects without finalizers that nothing with a live claim points
+  /// at (an owned child, or a dependent not itself being deleted).
   virtual std::vector<ObjectID> collectible() = 0;
+  /// Removes the depends_on edges to `target` from deletion-pending dependents (a
+  /// self-edge included), so that a collectible target can go.
+  virtual void drop_pending_dependencies(ObjectID target) = 0;
   /// Physically removes a row (its conditions, events and outgoing edges go with it).
   virtual void delete_object(ObjectID id) = 0;
 
-  /// The current (latest) run of an object's category, if any.
-  virtual std::optional<Event> current_run(ObjectID id, const std::string& category) = 0;
   /// A new run (count 1, first_at = last_at = now); returns its id.
   virtual EventID insert_event(ObjectID id, const EventSpec& e,
                                const std::optional<std::string>& detail, Time now,

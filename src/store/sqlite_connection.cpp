@@ -2,11 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/options.hpp>
 
@@ -145,10 +147,19 @@ std::string sql_for(Query q) {
              WHERE owner.deletion_requested_at IS NOT NULL
                AND child.deletion_requested_at IS NULL)sql";
     case Query::collectible:
-      // Deletion requested, every finalizer removed, and nothing points at it any more.
+      // Deletion requested, every finalizer removed, and no live claim on it: no owned
+      // child, no dependent that is not itself being deleted (as has_incoming_refs).
+      // A deletion-pending dependent's edge (a self-edge, a cycle among objects being
+      // deleted) never holds its target: it would hold both ends forever.
       // No ORDER BY: it would trade the partial index for a scan of every object.
       return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
-             AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs WHERE to_id = o.id))sql";
+             AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs AS r
+               JOIN objects AS d ON d.id = r.from_id WHERE r.to_id = o.id
+               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)))sql";
+    case Query::drop_pending_dependencies:
+      return R"sql(DELETE FROM refs WHERE to_id = ?1 AND relation = 'depends_on' AND EXISTS
+             (SELECT 1 FROM objects WHERE id = refs.from_id
+              AND deletion_requested_at IS NOT NULL))sql";
     case Query::delete_object:
       return "DELETE FROM objects WHERE id = ?1";
     case Query::list_events:
@@ -158,9 +169,11 @@ std::string sql_for(Query q) {
              AND (?4 IS NULL OR reason = ?4) AND (?5 IS NULL OR last_at >= ?5)
              ORDER BY last_at DESC, id DESC LIMIT ?6)sql";
     case Query::current_run:
+      // The run started last (ids only grow), through events_by_run: never by last_at,
+      // which a clock stepped back moves behind an older run's.
       return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
-             first_at, last_at, resource_version FROM events
-             WHERE object_id = ?1 AND category = ?2 ORDER BY last_at DESC, id DESC LIMIT 1)sql";
+             first_at, last_at, resource_version FROM events INDEXED BY events_by_run
+             WHERE object_id = ?1 AND category = ?2 ORDER BY id DESC LIMIT 1)sql";
     case Query::insert_event:
       return R"sql(INSERT INTO events (object_id, category, type, reason, message, detail,
              count, first_at, last_at, resource_version)
@@ -437,7 +450,8 @@ event_run read_event(SQLite::Statement& s) {
   e.type = event_type_from_string(s.getColumn(3).getString());
   e.reason = s.getColumn(4).getString();
   e.message = s.getColumn(5).getString();
-  if (!s.getColumn(6).isNull()) e.detail = nlohmann::json::parse(s.getColumn(6).getString());
+  // Through the codec: the fast path, and text nested too deep to handle is refused.
+  if (!s.getColumn(6).isNull()) e.detail = detail::parse_json(s.getColumn(6).getString());
   e.count = s.getColumn(7).getInt();
   e.first_at = from_millis(s.getColumn(8).getInt64());
   e.last_at = from_millis(s.getColumn(9).getInt64());
@@ -485,7 +499,11 @@ std::vector<event_run> Connection::event_snapshot(ObjectID id, const detail::Eve
       s->executeStep();
       resource_version = s->getColumn(0).getInt64();
     }
-    return query_events(id, q);
+    // The newest runs (the limit keeps those), delivered oldest first: the snapshot and
+    // the live runs after it then read as one chronological stream.
+    auto runs = query_events(id, q);
+    std::reverse(runs.begin(), runs.end());
+    return runs;
   });
 }
 

@@ -50,6 +50,7 @@ enum class Query : int {
   object_exists,
   cascade_candidates,
   collectible,
+  drop_pending_dependencies,
   delete_object,
   list_events,
   current_run,

@@ -99,9 +99,12 @@ UPDATE objects SET conditions_count =
   WHERE id IN (SELECT object_id FROM conditions);
 )sql",
       // 4 -> 5: a running beehive picks up other processes' commits by reading only the
-      // rows above the last resource version it saw.
+      // rows above the last resource version it saw; and the current run of an (object,
+      // category) is the one started last: record_event finds it by id through
+      // events_by_run, whatever the clock did to last_at.
       R"sql(
 CREATE INDEX objects_by_version ON objects (resource_version);
+CREATE INDEX events_by_run ON events (object_id, category, id);
 )sql",
   };
   return m;

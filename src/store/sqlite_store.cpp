@@ -59,6 +59,9 @@ class ConnectionReader : public Interface {
                                         std::int64_t& rv) override {
     return watched([&] { return conn_.event_snapshot(id, q, rv); });
   }
+  std::optional<Event> current_run(ObjectID id, const std::string& category) override {
+    return watched([&] { return conn_.current_run(id, category); });
+  }
   bool has_incoming_refs(ObjectID id) override {
     return watched([&] { return conn_.has_incoming_refs(id); });
   }
@@ -233,10 +236,6 @@ class SqliteWriter : public ConnectionReader<Writer> {
     });
   }
 
-  std::optional<Event> current_run(ObjectID id, const std::string& category) override {
-    return conn_.current_run(id, category);
-  }
-
   EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
                        Time now, std::int64_t rv) override {
     return guarded([&] {
@@ -290,6 +289,14 @@ class SqliteWriter : public ConnectionReader<Writer> {
 
   std::vector<ObjectID> cascade_candidates() override { return ids(Query::cascade_candidates); }
   std::vector<ObjectID> collectible() override { return ids(Query::collectible); }
+
+  void drop_pending_dependencies(ObjectID target) override {
+    guarded([&] {
+      auto s = conn_.use(Query::drop_pending_dependencies);
+      s->bind(1, target);
+      s->exec();
+    });
+  }
 
   void delete_object(ObjectID id) override {
     guarded([&] {

@@ -141,8 +141,12 @@ ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
   refuse_downgrade("status", row.status ? row.status_version : 0, status_version);
   bool same_status = row.status == status && row.status_version == status_version;
   bool same_generation = row.meta.observed_generation == observed_generation;
-  // Unchanged bytes write nothing, unless they settle a generation not yet recorded.
-  if (same_status && same_generation) return row;
+  // Unchanged bytes write nothing, unless they settle a generation not yet recorded: a
+  // stale pass (a generation older than the recorded one) reporting them again must not
+  // move observed_generation back. Changed bytes are written as given, whatever the
+  // generation (an older one leaves the object unsettled).
+  bool stale = row.meta.observed_generation && observed_generation < *row.meta.observed_generation;
+  if (same_status && (same_generation || stale)) return row;
   auto observed_at = same_generation ? row.meta.observed_at : std::optional<Time>(now_);
   w_.update_status(id, status, status_version, observed_generation, observed_at,
                    w_.next_resource_version(), now_);
@@ -211,17 +215,27 @@ Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& 
   if (!e.detail.is_null()) detail = detail::dump_json(e.detail);
   auto rv = w_.next_resource_version();
   auto current = w_.current_run(id, e.category);
-  EventID run;
+  // The run as the write leaves it, built here rather than read back: the current run
+  // is known by its id, whatever order the clock gave the runs' times.
+  Event run;
   if (current && current->type == e.type && current->reason == e.reason) {
-    run = current->id;
-    w_.extend_event(run, e.message, detail, now_, rv);
+    run = std::move(*current);
+    w_.extend_event(run.id, e.message, detail, now_, rv);
+    ++run.count;
   } else {
-    run = w_.insert_event(id, e, detail, now_, rv);
+    run.id = w_.insert_event(id, e, detail, now_, rv);
+    run.object_id = id;
+    run.category = e.category;
+    run.type = e.type;
+    run.reason = e.reason;
+    run.count = 1;
+    run.first_at = from_millis(to_millis(now_));  // stored in milliseconds
   }
-  auto written = w_.current_run(id, e.category);
-  if (!written || written->id != run) throw Error(errc::store, "event run vanished");
-  rec_.events.push_back({*written, rv});
-  return *written;
+  run.message = e.message;
+  run.detail = detail ? detail::parse_json(*detail) : nlohmann::json();  // as a read gives it
+  run.last_at = from_millis(to_millis(now_));
+  rec_.events.push_back({run, rv});
+  return run;
 }
 
 int WriteOps::trim_events(const trim_events_request& policy) {
@@ -251,6 +265,7 @@ int WriteOps::collect_garbage() {
       auto final_body = reread(id);
       auto targets = w_.related(id, LoadOption::dependencies);
       for (auto& owner : w_.related(id, LoadOption::owner)) targets.push_back(owner);
+      w_.drop_pending_dependencies(id);  // RESTRICT would refuse the DELETE otherwise
       w_.delete_object(id);
       released(targets);
       // The removal is a change of its own: it gets a resource version, so that a

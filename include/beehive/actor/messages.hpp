@@ -245,10 +245,10 @@ struct watch_request {
 /// stops, `errc::not_found` for an unknown or ended subscription.
 using pull_atom = caf::atom_constant<caf::atom("pull")>;
 
-/// Subscribes `subscriber` to the event runs of object `id` that pass the filters: the
-/// newest `limit` runs first (oldest of them first... newest first, as list_events),
-/// then every new run and extension as an `event_run` message. Replies the
-/// subscription id; ends as watch_request does.
+/// Subscribes `subscriber` to the event runs of object `id` that pass the filters: a
+/// snapshot of the newest `limit` runs (all without a limit), oldest first, then every
+/// new run and extension, each as an `event_run` message, in one chronological stream.
+/// Replies the subscription id; ends as watch_request does.
 struct event_watch_request {
   ObjectID id = 0;
   std::optional<std::string> category{};

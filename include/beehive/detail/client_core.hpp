@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -70,6 +71,9 @@ class ClientCore {
                                                    std::optional<ObjectID> id) const;
 
   std::vector<Event> list_events(const Context& ctx, ObjectID id, const EventQuery& q) const;
+  /// The current run of a category: the one started last (record_event extends it).
+  std::optional<Event> current_run(const Context& ctx, ObjectID id,
+                                   std::string_view category) const;
   std::shared_ptr<StreamCore<event_run>> watch_events(const Context& ctx, ObjectID id,
                                                       const EventQuery& q) const;
   std::shared_ptr<StreamCore<Schedule>> watch_schedule(const Context& ctx, ObjectID id) const;

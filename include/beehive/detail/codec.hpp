@@ -40,11 +40,24 @@ concept Storable = (JsonWritable<T> && JsonReadable<T>) || std::is_empty_v<T> ||
 
 /// Spec and Status may also be `nlohmann::json` itself, stored as is.
 
+/// The deepest nesting of arrays and objects beehive writes or reads. nlohmann prints,
+/// copies and compares values recursively: a much deeper value (100,000 levels) would
+/// overflow the stack, so it is refused before anything recurses over it.
+inline constexpr int max_json_depth = 512;
+
 /// Serializes to compact text with object keys sorted, so that equal values give
-/// equal bytes. Throws invalid_argument (e.g. a string that is not UTF-8).
+/// equal bytes. Throws invalid_argument for a value that does not store as itself (a
+/// string that is not UTF-8, NaN or infinity, nesting beyond max_json_depth).
 std::string dump_json(const nlohmann::json& j);
-/// Parses text; throws decode.
+/// Parses text; throws decode (text nested beyond max_json_depth included).
 nlohmann::json parse_json(std::string_view text);
+/// Throws invalid_argument naming `what` unless `j` is nested at most max_json_depth
+/// deep and its numbers are finite (JSON has no NaN or infinity: they would be stored
+/// as null). Walks without recursing.
+void require_storable(const nlohmann::json& j, std::string_view what);
+/// Throws invalid_argument naming `what` unless `text` is one JSON value, nested at most
+/// max_json_depth deep (JSON text a caller hands over as is, e.g. an actor's spec).
+void require_json_text(std::string_view text, std::string_view what);
 /// Throws Error(errc::invalid_argument) naming `what` unless `text` is valid UTF-8.
 void require_utf8(std::string_view text, std::string_view what);
 /// Rethrows the current exception of a user conversion as an Error with `code`.
