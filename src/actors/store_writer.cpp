@@ -811,8 +811,8 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
   st.self = self->address();
   st.pen = std::make_shared<WriterPen>();
   st.pen->state = &st;
-  st.cfg->queue->set_pen(st.pen);
   if (st.cfg->foreign_poll.count() > 0) {
+    // Before the pen is handed out: from then on only its holder may use the connection.
     try {
       st.data_version = st.cfg->writer->data_version();
       st.cfg->writer->changed_since(std::numeric_limits<std::int64_t>::max(), st.seen_rv);
@@ -820,6 +820,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
     }
     self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
   }
+  st.cfg->queue->set_pen(st.pen);
   return {
       [self](const create_request& r) { return serve(self, r, pick_row); },
       [self](const update_request& r) { return serve(self, r, pick_row); },
