@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "fixture.hpp"
 
@@ -49,6 +50,29 @@ class Gate {
   std::promise<void> entered_, release_;
   std::shared_future<void> released_ = release_.get_future().share();
   std::atomic<bool> arrived_{false};
+};
+
+/// A logger that keeps every message, for checks of what was (not) logged. Outlives the
+/// beehive it is given to.
+class LogCapture {
+ public:
+  Logger logger() {
+    return [this](LogLevel, std::string_view message, const LogFields&) {
+      std::lock_guard lk(mu_);
+      messages_.emplace_back(message);
+    };
+  }
+  /// Whether any message contains `text`.
+  bool contains(std::string_view text) const {
+    std::lock_guard lk(mu_);
+    for (auto& m : messages_)
+      if (m.find(text) != std::string::npos) return true;
+    return false;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> messages_;
 };
 
 /// Counts reconciles per id and runs a test-provided body.

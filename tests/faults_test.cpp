@@ -19,6 +19,7 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "child_process.hpp"
 #include "controller_fixture.hpp"
 #include "support/fault_vfs.hpp"
 
@@ -243,58 +244,20 @@ TEST_F(FaultTest, AFailureThatEndsTheTransactionFailsTheWholeWithinBlock) {
 /// The lock_holder process: holds the write lock from construction until release().
 class ForeignLock {
  public:
-  explicit ForeignLock(const std::filesystem::path& db) {
-    int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
-      throw std::runtime_error("pipe2 failed");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    std::string exe = BEEHIVE_LOCK_HOLDER, file = db.string();
-    std::vector<char*> argv{exe.data(), file.data(), nullptr};
-    int rc = ::posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(in[0]);
-    ::close(out[1]);
-    to_ = in[1];
-    from_ = out[0];
-    if (rc != 0) throw std::runtime_error("cannot spawn " + exe + ": " + std::strerror(rc));
-    if (read_line() != "locked") throw std::runtime_error("lock_holder did not take the lock");
-  }
-  ~ForeignLock() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    ::close(to_);
-    ::close(from_);
+  explicit ForeignLock(const std::filesystem::path& db)
+      : child_(BEEHIVE_LOCK_HOLDER, {db.string()}) {
+    if (child_.read_line() != "locked") throw std::runtime_error("lock_holder did not take the lock");
   }
 
   /// Commits and lets go; true when the process did so and exited cleanly.
   bool release() {
-    if (::write(to_, "\n", 1) != 1) return false;
-    bool released = read_line() == "released";
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = 0;
-    return released && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!child_.write_line("")) return false;
+    bool released = child_.read_line() == "released";
+    return child_.wait() == 0 && released;
   }
 
  private:
-  std::string read_line() {
-    std::string line;
-    char c;
-    pollfd p{from_, POLLIN, 0};
-    while (::poll(&p, 1, 10000) == 1 && ::read(from_, &c, 1) == 1) {
-      if (c == '\n') return line;
-      line += c;
-    }
-    return line + "<eof>";
-  }
-
-  pid_t pid_ = 0;
-  int to_ = -1, from_ = -1;
+  ChildProcess child_;
 };
 
 TEST_F(FaultTest, AForeignLockIsWaitedForWithinTheCallersDeadline) {
