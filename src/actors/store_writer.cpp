@@ -356,8 +356,10 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
         throw;
       }
       committed(st, st.session_began);
-      end_session(st);
+      // Before end_session runs the writes deferred behind the session: their records
+      // come after this one, as their versions do.
       publish(st, changes);
+      end_session(st);
       break;
     }
     case SessionCmd::rollback:
