@@ -21,16 +21,17 @@
 //
 // Fan-out under a fast writer (what the hub holds when it cannot keep up):
 //
-//   BM_WatchFanout/watchers:N       N watch_list streams on one kind, each read by a
-//                                   thread of its own (blocking next, decoding), while
-//                                   one thread updates 20 objects round-robin as fast as
-//                                   it can, for a fixed 20 000 writes. N = 10 is the
-//                                   baseline; ratios.py divides N = 200 by it.
+//   BM_WatchFanout/watchers:N/writes:W   N watch_list streams on one kind, each read by a
+//                                        thread of its own (blocking next, decoding),
+//                                        while one thread updates 20 objects round-robin
+//                                        as fast as it can, W times.
 //
-// Counters: `peak_rss_growth_MiB` (resident memory sampled every 2 ms during the writes
-// and until every watcher has seen the last commit, minus before the writes), `lag_ms`
-// (from the return of the last write until the last watcher has seen that write),
-// `writes/s`.
+// Cases: no watcher x 200 000 writes (the baseline of the write rate), 10 x 20 000,
+// 200 x 20 000 and 200 x 200 000. Counters: `peak_rss_growth_MiB` (resident memory
+// sampled every 2 ms from the first write until every watcher has seen the last, minus
+// before the first write), `lag_ms` (from the return of the last write until the last
+// watcher has seen it), `writes/s`. What the hub and the streams hold is bounded by
+// objects x watchers: ten times the writes must not grow the memory, nor the lag.
 
 #include <algorithm>
 #include <atomic>
@@ -186,7 +187,6 @@ void BM_WatchedUpdate(benchmark::State& state, Case c) {
 }
 
 constexpr int kFanoutObjects = 20;
-constexpr int kFanoutWrites = 20000;
 
 /// Samples the resident set every 2 ms on a thread of its own and keeps the peak.
 class RssPeak {
@@ -214,6 +214,7 @@ class RssPeak {
 
 void BM_WatchFanout(benchmark::State& state) {
   const int watchers = static_cast<int>(state.range(0));
+  const int writes = static_cast<int>(state.range(1));
   Hive hive("fanout");
   Objects items(*hive.bh, item_kind);
   std::vector<ObjectID> ids;
@@ -222,9 +223,9 @@ void BM_WatchFanout(benchmark::State& state) {
   hive.start();
   checkpoint(hive.file.path);
 
-  // The last write is write number kFanoutWrites, of this object: a watcher has seen the
+  // The last write is write number `writes`, of this object: a watcher has seen the
   // last commit when that object reaches that value (conflation keeps the newest).
-  const ObjectID last_id = ids[(kFanoutWrites - 1) % kFanoutObjects];
+  const ObjectID last_id = ids[(writes - 1) % kFanoutObjects];
   for (auto _ : state) {
     std::vector<Stream<ObjChange>> streams;
     for (int i = 0; i < watchers; ++i) {
@@ -242,7 +243,7 @@ void BM_WatchFanout(benchmark::State& state) {
           auto c = s->next_for(100ms);
           if (!c) continue;
           received.fetch_add(1, std::memory_order_relaxed);
-          if (c->object.id == last_id && c->object.spec.n == kFanoutWrites) {
+          if (c->object.id == last_id && c->object.spec.n == writes) {
             auto now = Clock::now().time_since_epoch().count();
             auto prev = last_seen_ns.load();
             while (prev < now && !last_seen_ns.compare_exchange_weak(prev, now)) {
@@ -255,7 +256,7 @@ void BM_WatchFanout(benchmark::State& state) {
     const long rss_before = rss_kib();
     RssPeak peak;
     auto t0 = Clock::now();
-    for (int i = 1; i <= kFanoutWrites; ++i)
+    for (int i = 1; i <= writes; ++i)
       items.update(hive.ctx, ids[(i - 1) % kFanoutObjects], Spec{"item", i});
     auto written = Clock::now();
     bool all = false;
@@ -276,16 +277,18 @@ void BM_WatchFanout(benchmark::State& state) {
         std::max(0.0, std::chrono::duration<double, std::milli>(seen - written).count());
     state.counters["peak_rss_growth_MiB"] =
         static_cast<double>(peak.peak_kib() - rss_before) / 1024.0;
-    state.counters["writes/s"] =
-        kFanoutWrites / std::chrono::duration<double>(written - t0).count();
-    state.counters["delivered/write"] =
-        static_cast<double>(received.load()) / (static_cast<double>(kFanoutWrites) * watchers);
+    state.counters["writes/s"] = writes / std::chrono::duration<double>(written - t0).count();
+    if (watchers > 0)
+      state.counters["delivered/write"] =
+          static_cast<double>(received.load()) / (static_cast<double>(writes) * watchers);
   }
 }
 BENCHMARK(BM_WatchFanout)
-    ->ArgName("watchers")
-    ->Arg(10)
-    ->Arg(200)
+    ->ArgNames({"watchers", "writes"})
+    ->Args({0, 200000})
+    ->Args({10, 20000})
+    ->Args({200, 20000})
+    ->Args({200, 200000})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
