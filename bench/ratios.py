@@ -210,8 +210,38 @@ def watch_table(res):
                      f"{_num(e.get('delivered/write'), '.2f')} | "
                      f"{_num(e.get('pending_after'), '.0f')} | "
                      f"{_num(e.get('rss_growth_KiB'), '.0f')} | {_cv(e)} |")
+    fan = {key: res.get(f"BM_WatchFanout/watchers:{key}") for key in FANOUT_CASES}
+    if any(e and "lag_ms" in e for e in fan.values()):
+        base = (fan.get("0/writes:200000") or {}).get("writes/s")
+        short = (fan.get("200/writes:20000") or {}).get("peak_rss_growth_MiB")
+        lines += [
+            "",
+            "| watchers x writes | writes/s | ratio to no watcher | lag after the last write "
+            "(ms) | peak RSS growth (MiB) | delivered / write / watcher | cv |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for key, label in FANOUT_CASES.items():
+            e = fan.get(key)
+            if not e or "lag_ms" not in e:
+                continue
+            rate = e.get("writes/s")
+            ratio = rate / base if rate and base else None
+            growth = _num(e.get("peak_rss_growth_MiB"), ".1f")
+            if key == "200/writes:200000" and short:
+                growth += f" ({e['peak_rss_growth_MiB'] / short:.2f}x 20 000 writes)"
+            lines.append(f"| {label} | {_num(rate, ',.0f')} | {_num(ratio, '.2f')}x "
+                         f"| {e['lag_ms']:.1f} | {growth} "
+                         f"| {_num(e.get('delivered/write'), '.2f')} | {_cv(e)} |")
     return "\n".join(lines)
 
+
+# BM_WatchFanout cases, after "watchers:".
+FANOUT_CASES = {
+    "0/writes:200000": "0 x 200 000 (baseline)",
+    "10/writes:20000": "10 x 20 000",
+    "200/writes:20000": "200 x 20 000",
+    "200/writes:200000": "200 x 200 000",
+}
 
 LIST_LOADS = ["plain", "owner", "dependencies", "dependents", "owned", "events", "all"]
 

@@ -18,7 +18,22 @@
 // each change into Object<Spec, Status>, as an application would), blocking on the
 // first stream while all are empty. `python3 bench/ratios.py --suite watch` prints each
 // case as a ratio to `none` from the same run.
+//
+// Fan-out under a fast writer (what the hub holds when it cannot keep up):
+//
+//   BM_WatchFanout/watchers:N/writes:W   N watch_list streams on one kind, each read by a
+//                                        thread of its own (blocking next, decoding),
+//                                        while one thread updates 20 objects round-robin
+//                                        as fast as it can, W times.
+//
+// Cases: no watcher x 200 000 writes (the baseline of the write rate), 10 x 20 000,
+// 200 x 20 000 and 200 x 200 000. Counters: `peak_rss_growth_MiB` (resident memory
+// sampled every 2 ms from the first write until every watcher has seen the last, minus
+// before the first write), `lag_ms` (from the return of the last write until the last
+// watcher has seen it), `writes/s`. What the hub and the streams hold is bounded by
+// objects x watchers: ten times the writes must not grow the memory, nor the lag.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -170,6 +185,113 @@ void BM_WatchedUpdate(benchmark::State& state, Case c) {
   state.counters["rss_growth_KiB"] = static_cast<double>(rss_after - rss_before);
   set_rate(state);
 }
+
+constexpr int kFanoutObjects = 20;
+
+/// Samples the resident set every 2 ms on a thread of its own and keeps the peak.
+class RssPeak {
+ public:
+  RssPeak() : thread_([this] { run(); }) {}
+  ~RssPeak() { stop(); }
+  void stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  long peak_kib() const { return peak_.load(); }
+
+ private:
+  void run() {
+    while (!stop_.load()) {
+      peak_.store(std::max(peak_.load(), rss_kib()));
+      std::this_thread::sleep_for(2ms);
+    }
+    peak_.store(std::max(peak_.load(), rss_kib()));
+  }
+  std::atomic<bool> stop_{false};
+  std::atomic<long> peak_{0};
+  std::thread thread_;
+};
+
+void BM_WatchFanout(benchmark::State& state) {
+  const int watchers = static_cast<int>(state.range(0));
+  const int writes = static_cast<int>(state.range(1));
+  Hive hive("fanout");
+  Objects items(*hive.bh, item_kind);
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < kFanoutObjects; ++i)
+    ids.push_back(items.create(hive.ctx, Spec{"item", 0}).id);
+  hive.start();
+  checkpoint(hive.file.path);
+
+  // The last write is write number `writes`, of this object: a watcher has seen the
+  // last commit when that object reaches that value (conflation keeps the newest).
+  const ObjectID last_id = ids[(writes - 1) % kFanoutObjects];
+  for (auto _ : state) {
+    std::vector<Stream<ObjChange>> streams;
+    for (int i = 0; i < watchers; ++i) {
+      streams.push_back(items.watch_list(hive.ctx));
+      take_snapshot(streams.back(), kFanoutObjects);
+    }
+    std::atomic<int> caught_up{0};
+    std::atomic<std::int64_t> last_seen_ns{0};  // steady clock, the latest catch-up
+    std::atomic<std::int64_t> received{0};
+    std::atomic<bool> give_up{false};
+    std::vector<std::thread> readers;
+    for (auto& s : streams)
+      readers.emplace_back([&, s = &s] {
+        while (!give_up.load(std::memory_order_relaxed)) {
+          auto c = s->next_for(100ms);
+          if (!c) continue;
+          received.fetch_add(1, std::memory_order_relaxed);
+          if (c->object.id == last_id && c->object.spec.n == writes) {
+            auto now = Clock::now().time_since_epoch().count();
+            auto prev = last_seen_ns.load();
+            while (prev < now && !last_seen_ns.compare_exchange_weak(prev, now)) {
+            }
+            caught_up.fetch_add(1);
+            return;
+          }
+        }
+      });
+    const long rss_before = rss_kib();
+    RssPeak peak;
+    auto t0 = Clock::now();
+    for (int i = 1; i <= writes; ++i)
+      items.update(hive.ctx, ids[(i - 1) % kFanoutObjects], Spec{"item", i});
+    auto written = Clock::now();
+    bool all = false;
+    for (auto until = written + 300s; Clock::now() < until;) {
+      if ((all = caught_up.load() == watchers)) break;
+      std::this_thread::sleep_for(1ms);
+    }
+    peak.stop();
+    give_up.store(true);
+    for (auto& t : readers) t.join();
+    if (!all) {
+      state.SkipWithError("a watcher never saw the last write");
+      break;
+    }
+    auto seen = Clock::time_point(Clock::duration(last_seen_ns.load()));
+    state.SetIterationTime(seconds_since(t0));
+    state.counters["lag_ms"] =
+        std::max(0.0, std::chrono::duration<double, std::milli>(seen - written).count());
+    state.counters["peak_rss_growth_MiB"] =
+        static_cast<double>(peak.peak_kib() - rss_before) / 1024.0;
+    state.counters["writes/s"] = writes / std::chrono::duration<double>(written - t0).count();
+    if (watchers > 0)
+      state.counters["delivered/write"] =
+          static_cast<double>(received.load()) / (static_cast<double>(writes) * watchers);
+  }
+}
+BENCHMARK(BM_WatchFanout)
+    ->ArgNames({"watchers", "writes"})
+    ->Args({0, 200000})
+    ->Args({10, 20000})
+    ->Args({200, 20000})
+    ->Args({200, 200000})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 #define WATCH_BENCH(name)                               \
   BENCHMARK_CAPTURE(BM_WatchedUpdate, name, Case::name) \

@@ -2,6 +2,7 @@
 
 #include <barrier>
 #include <caf/all.hpp>
+#include <limits>
 
 #include <beehive/actors.hpp>
 
@@ -261,6 +262,39 @@ TEST_F(WatchTest, AReaderKeepingUpAtTheSeamNeverSeesAnOlderVersion) {
   }
 }
 
+TEST_F(WatchTest, AWatchOpenedWhileTheHubLagsGetsAddedThenModified) {
+  // The hub folds the changes it has not fanned out yet per object. When a watch opens
+  // in between, its snapshot holds an object whose creation is still waiting for the hub
+  // and whose next change is not in the snapshot: the watch must see Added (the
+  // snapshot), then Modified, never a second Added.
+  auto w = widgets();
+  auto earlier = w.watch_list(ctx_);  // a watch is open: the writer posts to the hub
+  auto& inbox = bh_->runtime()->hub_gate().inbox;
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto sink = sys.spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](detail::hub_wake_atom) {}}; });
+  struct Quit {
+    caf::actor a;
+    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
+  } quit{sink};
+  inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
+  auto o = w.create(ctx_, {"a", 1});
+  auto s = w.watch_list(ctx_);
+  auto snap = next(s);
+  EXPECT_EQ(snap.type, ChangeType::Added);
+  EXPECT_EQ(snap.object.spec.size, 1);
+  w.update(ctx_, o.id, {"a", 2});
+  EXPECT_EQ(inbox.size(), 1u);  // the creation and the update, folded
+  caf::anon_send(caf::actor_cast<caf::actor>(bh_->watch_hub()), detail::hub_wake_atom::value);
+  auto live = next(s);
+  EXPECT_EQ(live.type, ChangeType::Modified);
+  EXPECT_EQ(live.object.spec.size, 2);
+  auto first = next(earlier);  // it never had the object: one Added, as committed last
+  EXPECT_EQ(first.type, ChangeType::Added);
+  EXPECT_EQ(first.object.spec.size, 2);
+}
+
 TEST_F(WatchTest, WatchesWorkWithoutAController) {
   Widgets gadgets(*bh_, gadget_kind);
   auto s = gadgets.watch_list(ctx_);
@@ -332,6 +366,100 @@ TEST_F(WatchTest, AWatchOpenedWhileNoneWasOpenMissesNoConcurrentWrite) {
     s.reset();  // closed: the next round opens the first watch again
     ASSERT_TRUE(eventually([&] { return bh_->runtime()->hub_gate().watches.load() == 0; }));
   }
+}
+
+/// Whether a widget's status and its Ready condition tell the same story, as every
+/// `within` block of the two tests below commits them together.
+bool status_matches_condition(const Object<WidgetSpec, WidgetStatus>& o) {
+  bool ready = o.status && o.status->ready;
+  for (auto& c : o.conditions)
+    if (c.type == "Ready") return (c.status == ConditionStatus::True) == ready;
+  return false;
+}
+
+TEST_F(WatchTest, AWithinBlockReachesAStreamAsOneChangePerObjectAsCommitted) {
+  // Each block writes the status of `o`, then those of other widgets, then the condition
+  // that goes with `o`'s status. A reader that takes changes as they come must never see
+  // `o`'s status without its condition: that state was never committed.
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  std::vector<ObjectID> others;
+  for (int i = 0; i < 40; ++i) others.push_back(w.create(ctx_, {"other", i}).id);
+  auto s = w.watch_list(ctx_);
+  for (std::size_t i = 0; i <= others.size(); ++i) next(s);  // the snapshot
+  constexpr int kBlocks = 50;
+  std::atomic<std::int64_t> target{std::numeric_limits<std::int64_t>::max()};
+  std::vector<WidgetChange> got;  // of `o`
+  std::thread reader([&] {
+    // Polls without waiting, so that it takes each change as soon as it lands.
+    auto until = std::chrono::steady_clock::now() + 30s;
+    std::int64_t last = 0;
+    while (last < target && std::chrono::steady_clock::now() < until)
+      if (auto c = s.next_for(0ms); c && c->object.id == o.id) {
+        last = c->object.resource_version;
+        got.push_back(std::move(*c));
+      }
+  });
+  for (int i = 1; i <= kBlocks; ++i) {
+    bool ready = i % 2 == 1;
+    cc.within(ctx_, [&](const Context& tx) {
+      cc.update_status(tx, o.id, 1, {ready});
+      for (auto id : others) cc.update_status(tx, id, 1, {ready});
+      cc.set_condition(tx, o.id, {"Ready", ready ? ConditionStatus::True : ConditionStatus::False});
+    });
+  }
+  target = w.get(ctx_, o.id).resource_version;
+  reader.join();
+  ASSERT_FALSE(got.empty());
+  ASSERT_EQ(got.back().object.resource_version, target) << "the last block never arrived";
+  for (auto& c : got) {
+    EXPECT_EQ(c.type, ChangeType::Modified);
+    ASSERT_TRUE(status_matches_condition(c.object))
+        << "resource version " << c.object.resource_version << ": a half-applied block";
+  }
+}
+
+TEST_F(WatchTest, AWithinBlockReachesAnActorSubscriberAsOneChangePerObject) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  auto marker = w.create(ctx_, {"marker", 1});
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto seen = std::make_shared<Inbox>();
+  auto subscriber = spawn_inbox(sys, seen);
+  struct Quit {  // however the test ends: the actor system waits for its actors
+    caf::actor a;
+    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
+  } quit{subscriber};
+  caf::scoped_actor self{sys};
+  self->request(bh_->watch_hub(), caf::infinite,
+                watch_request{widget_kind, std::nullopt, subscriber})
+      .receive([](std::uint64_t) {}, [](caf::error&) { FAIL(); });
+  cc.within(ctx_, [&](const Context& tx) {
+    cc.update_status(tx, o.id, 1, {true});
+    cc.set_condition(tx, o.id, {"Ready", ConditionStatus::True});
+  });
+  w.update(ctx_, marker.id, {"marker", 2});  // the hub sends in commit order
+  auto marked = [&] {
+    std::lock_guard lk(seen->mu);
+    return !seen->changes.empty() && seen->changes.back().row.meta.id == marker.id &&
+           seen->changes.back().type == ChangeType::Modified;
+  };
+  ASSERT_TRUE(eventually(marked));
+  std::vector<object_change> block;
+  {
+    std::lock_guard lk(seen->mu);
+    for (auto& c : seen->changes)
+      if (c.row.meta.id == o.id && c.type == ChangeType::Modified) block.push_back(c);
+  }
+  ASSERT_EQ(block.size(), 1u) << "the block reached the subscriber in pieces";
+  auto obj = decode_row<WidgetSpec, WidgetStatus>(block[0].row);
+  EXPECT_TRUE(obj.status && obj.status->ready);
+  EXPECT_TRUE(status_matches_condition(obj));
+  EXPECT_EQ(block[0].parts & (object_change::status | object_change::conditions),
+            object_change::status | object_change::conditions);
 }
 
 TEST_F(WatchTest, AnActorSubscribesAndReceivesChanges) {

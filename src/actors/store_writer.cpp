@@ -146,8 +146,9 @@ void publish(StoreWriterState& st, const commit_record& rec, bool own = true) {
     if (!s.wants || s.wants(rec)) caf::anon_send(s.actor, rec);
   if (st.hub) {
     // A read-modify-write: a full barrier between the commit and the read of the count
-    // (a fence would do too, but ThreadSanitizer does not model fences).
-    if (st.cfg->hub_gate->watches.fetch_add(0) > 0) caf::anon_send(st.hub, rec);
+    // (a fence would do too, but ThreadSanitizer does not model fences). The inbox, not
+    // the hub's mailbox: it holds one change per object however far the hub lags.
+    if (st.cfg->hub_gate->watches.fetch_add(0) > 0) st.cfg->hub_gate->inbox.post(rec);
   }
 }
 
@@ -405,8 +406,10 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
         throw;
       }
       committed(st, st.session_began);
-      end_session(st);
+      // Before end_session runs the writes deferred behind the session: their records
+      // come after this one, as their versions do.
       publish(st, changes);
+      end_session(st);
       break;
     }
     case SessionCmd::rollback:

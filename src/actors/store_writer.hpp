@@ -32,6 +32,7 @@
 #include <beehive/metrics.hpp>
 #include <beehive/time.hpp>
 
+#include "actors/hub_inbox.hpp"
 #include "actors/write_queue.hpp"
 #include "rendezvous.hpp"
 #include "store/backend.hpp"
@@ -116,6 +117,8 @@ using hub_atom = caf::atom_constant<caf::atom("hub")>;
 /// skips belongs to a commit that snapshot sees.
 struct HubGate {
   std::atomic<std::size_t> watches{0};
+  /// Where the writer posts its commit records for the hub (never to its mailbox).
+  HubInbox inbox;
 };
 
 /// Which commit records a subscriber needs; empty: all of them. Beehive's own actors

@@ -109,6 +109,62 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
   return id;
 }
 
+/// Whether subscriber `s` is to hear of `q`: its kind (and id), and not all of it in
+/// the subscriber's snapshot.
+bool wants(const WatchHubState::Sub& s, const QueuedChange& q) {
+  return q.change.row.meta.resource_version > s.floor && matches(s, q.change.row);
+}
+
+/// `q` as `s` is to hear of it. When the changes folded into `q` straddle the snapshot
+/// (its creation was in the snapshot, later writes were not), the subscriber already has
+/// the object: an `Added` is a modification of it.
+object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q) {
+  object_change c = q.change;
+  if (c.type == ChangeType::Added && q.first_version <= s.floor) {
+    c.type = ChangeType::Modified;
+    c.parts &= ~static_cast<unsigned>(object_change::created);
+  }
+  return c;
+}
+
+/// Hands what the inbox held to every subscriber: each blocking or pulled one under one
+/// lock of its stream, with one wake-up. Ends the subscriptions whose streams ended.
+void fan_out(WatchHubState& st, const HubBatch& batch) {
+  for (auto it = st.subs.begin(); it != st.subs.end();) {
+    auto& s = it->second;
+    bool alive = true;
+    if (s.core) {
+      alive = s.core->push_batch([&](auto&& put) {
+        for (auto& q : batch.changes)
+          if (wants(s, q)) put(q.change.row.meta.id, as_seen(s, q));
+      });
+    } else {
+      for (auto& q : batch.changes)
+        if (wants(s, q)) caf::anon_send(s.actor, as_seen(s, q));
+    }
+    answer_pull(s);
+    it = alive ? std::next(it) : st.subs.erase(it);
+  }
+  for (auto it = st.event_subs.begin(); it != st.event_subs.end();) {
+    auto& s = it->second;
+    auto wanted = [&](const event_run& r) {
+      return r.resource_version > s.floor && passes(s.filter, r.event);
+    };
+    bool alive = true;
+    if (s.core) {
+      alive = s.core->push_batch([&](auto&& put) {
+        for (auto& r : batch.events)
+          if (wanted(r)) put(r.event.id, r);
+      });
+    } else {
+      for (auto& r : batch.events)
+        if (wanted(r)) caf::anon_send(s.filter.subscriber, r);
+    }
+    it = alive ? std::next(it) : st.event_subs.erase(it);
+  }
+  sync_gate(st);
+}
+
 }  // namespace
 
 WatchHubState::~WatchHubState() {
@@ -119,18 +175,9 @@ WatchHubState::~WatchHubState() {
   }
 }
 
-bool merge_changes(object_change& pending, object_change&& incoming) {
-  auto type = pending.type == ChangeType::Added && incoming.type == ChangeType::Modified
-                  ? ChangeType::Added
-                  : incoming.type;
-  pending.parts |= incoming.parts;
-  pending.row = std::move(incoming.row);
-  pending.type = type;
-  return true;
-}
-
 watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
   self->state.rt = rt;
+  rt->hub_gate().inbox.attach(self->address());
   self->set_down_handler([self](caf::down_msg& m) {
     std::erase_if(self->state.subs,
                   [&](auto& kv) { return kv.second.actor.address() == m.source; });
@@ -170,7 +217,8 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
       },
       [self](inspect_atom) {
         auto& st = self->state;
-        watch_hub_state out{st.subs.size(), st.event_subs.size(), 0};
+        auto& inbox = st.rt->hub_gate().inbox;
+        watch_hub_state out{st.subs.size(), st.event_subs.size(), 0, inbox.size(), inbox.peak()};
         for (auto& [id, s] : st.subs)
           if (s.core) out.pending += s.core->pending();
         for (auto& [id, s] : st.event_subs)
@@ -182,28 +230,11 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         self->state.event_subs.erase(id);
         sync_gate(self->state);
       },
-      [self](const commit_record& rec) {
-        auto& subs = self->state.subs;
-        for (auto it = subs.begin(); it != subs.end();) {
-          bool alive = true;
-          for (auto& c : rec.changes)
-            if (c.row.meta.resource_version > it->second.floor && matches(it->second, c.row))
-              alive = deliver(it->second, c) && alive;
-          answer_pull(it->second);
-          it = alive ? std::next(it) : subs.erase(it);
-        }
-        auto& esubs = self->state.event_subs;
-        for (auto it = esubs.begin(); it != esubs.end();) {
-          bool alive = true;
-          for (auto& r : rec.events)
-            if (r.resource_version > it->second.floor && passes(it->second.filter, r.event))
-              alive = deliver(it->second, r) && alive;
-          it = alive ? std::next(it) : esubs.erase(it);
-        }
-        sync_gate(self->state);
-      },
+      [self](hub_wake_atom) { fan_out(self->state, self->state.rt->hub_gate().inbox.take()); },
       [self](shutdown_atom) {
         auto& st = self->state;
+        // The writer posted its last commit before it sent this.
+        fan_out(st, st.rt->hub_gate().inbox.take());
         st.stopped = true;
         for (auto& [id, s] : st.subs) {
           // What was committed before the stop reaches a pulled subscriber too: the

@@ -1,13 +1,15 @@
 #pragma once
 
-// The watch_hub actor: receives the store_writer's commit records and fans each change
-// out to the watches of its kind (and id). A new watch gets the current state first
+// The watch_hub actor: takes the store_writer's committed changes from its inbox
+// (hub_inbox.hpp: one entry per object, however many commits) and fans each change out
+// to the watches of its kind (and id). A new watch gets the current state first
 // (`Added`), read in the hub's own handler together with the store's resource
 // version; live changes at or below that version were in the snapshot and are
 // dropped, so there is no gap and no duplicate at the seam.
 //
 // Blocking watches are conflating stream cores, so a slow reader holds one pending
-// change per object, never one per write. When the writer has published its last
+// change per object, never one per write: what the hub and its watches hold is bounded
+// by objects x watches, whatever the write rate. When the writer has published its last
 // commit (it forwards its shutdown), every watch ends with errc::stopped after what
 // is already queued.
 
@@ -67,7 +69,7 @@ struct EventStreamWatch {
 using EventStreamWatchPtr = std::shared_ptr<EventStreamWatch>;
 
 using watch_hub_impl =
-    watch_hub_actor::extend<caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>,
+    watch_hub_actor::extend<caf::reacts_to<hub_wake_atom>, caf::reacts_to<shutdown_atom>,
                             caf::reacts_to<StreamWatchPtr>, caf::reacts_to<EventStreamWatchPtr>>;
 
 struct WatchHubState {
@@ -98,10 +100,6 @@ struct WatchHubState {
 
 watch_hub_impl::behavior_type watch_hub(watch_hub_impl::stateful_pointer<WatchHubState> self,
                                         Runtime* rt);
-
-/// The conflation rule for object changes: a pending `Added` stays `Added` with the
-/// newest body; anything followed by a removal becomes the `Deleted` with the final body.
-bool merge_changes(object_change& pending, object_change&& incoming);
 
 }  // namespace beehive::detail
 

@@ -146,7 +146,8 @@ BEEHIVE_INSPECT(watch_request, x.gk, opt(x.id), x.subscriber, x.pull)
 BEEHIVE_INSPECT(event_watch_request, x.id, opt(x.category), opt(x.type), opt(x.reason),
                 opt(x.since), opt(x.limit), x.subscriber)
 BEEHIVE_INSPECT(watch_ended, x.subscription)
-BEEHIVE_INSPECT(watch_hub_state, x.object_watches, x.event_watches, x.pending)
+BEEHIVE_INSPECT(watch_hub_state, x.object_watches, x.event_watches, x.pending, x.queued,
+                x.peak_queued)
 BEEHIVE_INSPECT(requeue_request, x.id, x.reset_backoff)
 BEEHIVE_INSPECT(schedule_watch_request, x.id, x.subscriber)
 BEEHIVE_INSPECT(schedule_change, x.id, x.schedule)

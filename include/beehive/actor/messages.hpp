@@ -269,6 +269,10 @@ struct watch_hub_state {
   std::size_t object_watches = 0;
   std::size_t event_watches = 0;
   std::size_t pending = 0;  ///< changes queued in blocking streams, not yet read
+  /// Committed changes and event runs waiting for the hub to fan them out (one per
+  /// object or run, whatever the number of commits), and the most there have been.
+  std::size_t queued = 0;
+  std::size_t peak_queued = 0;
 };
 
 // -- controller -----------------------------------------------------------------

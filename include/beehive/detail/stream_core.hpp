@@ -74,18 +74,26 @@ class StreamCore : public StreamCoreBase {
     {
       std::lock_guard lk(mu_);
       if (ended_ || finishing_) return false;
-      auto it = pending_.find(key);
-      if (it == pending_.end()) {
-        pending_.emplace(key, std::move(value));
-        order_.push_back(key);
-      } else if (!merge_) {
-        it->second = std::move(value);
-      } else if (!merge_(it->second, std::move(value))) {
-        pending_.erase(it);
-        order_.erase(std::find(order_.begin(), order_.end(), key));
-      }
+      put_locked(key, std::move(value));
     }
     cv_.notify_one();
+    return true;
+  }
+
+  /// Queues several values under one lock and wakes the consumer once: `fill` is called
+  /// with a `put(key, value)` callable. Returns false when the stream has ended.
+  template <class Fill>
+  bool push_batch(Fill&& fill) {
+    bool any = false;
+    {
+      std::lock_guard lk(mu_);
+      if (ended_ || finishing_) return false;
+      fill([&](std::int64_t key, T value) {
+        put_locked(key, std::move(value));
+        any = true;
+      });
+    }
+    if (any) cv_.notify_one();
     return true;
   }
 
@@ -121,6 +129,19 @@ class StreamCore : public StreamCoreBase {
   }
 
  private:
+  void put_locked(std::int64_t key, T&& value) {
+    auto it = pending_.find(key);
+    if (it == pending_.end()) {
+      pending_.emplace(key, std::move(value));
+      order_.push_back(key);
+    } else if (!merge_) {
+      it->second = std::move(value);
+    } else if (!merge_(it->second, std::move(value))) {
+      pending_.erase(it);
+      order_.erase(std::find(order_.begin(), order_.end(), key));
+    }
+  }
+
   bool has_pending_locked() const override { return !order_.empty(); }
   void drop_pending_locked() override {
     order_.clear();

@@ -1,0 +1,72 @@
+#pragma once
+
+// The watch hub's inbox of committed changes. The store_writer folds each commit record
+// into it after the commit; the hub takes everything at once and fans it out. It holds
+// one entry per object (and per event run), however many commits changed it, so what
+// waits for the hub is bounded by the objects written, never by the write rate: a hub
+// slower than the writer takes larger batches instead of queueing a message per commit.
+// Each entry is its object as last committed, so a commit that changed an object several
+// times (a `within` block that wrote its status, then a condition) reaches watchers once,
+// whole.
+//
+// Thread-safe: the writer (its actor, or a caller serving its queue) posts, the hub
+// takes; one mutex, held while a record is copied in or a batch is swapped out.
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/actor_addr.hpp>
+#include <caf/atom.hpp>
+
+#include <beehive/commit_record.hpp>
+
+namespace beehive::detail {
+
+/// Tells the hub that its inbox holds something. Sent only when the inbox was empty, so
+/// the hub's mailbox holds at most one, whatever the write rate.
+using hub_wake_atom = caf::atom_constant<caf::atom("hubwake")>;
+
+/// The conflation rule for object changes: a pending `Added` stays `Added` with the
+/// newest body; anything followed by a removal becomes the `Deleted` with the final body.
+bool merge_changes(object_change& pending, object_change&& incoming);
+
+/// One object's changes since the hub last took the inbox, folded by merge_changes.
+struct QueuedChange {
+  object_change change;
+  /// The resource version of the first change folded in: a watch whose snapshot was read
+  /// at or above it already holds the object (see watch_hub.cpp).
+  std::int64_t first_version = 0;
+};
+
+struct HubBatch {
+  std::vector<QueuedChange> changes;  ///< in the order each object first changed
+  std::vector<event_run> events;      ///< the newest state of each run, likewise
+};
+
+class HubInbox {
+ public:
+  /// `hub` receives the wakes from now on. What an earlier hub left is dropped: a new hub
+  /// has no watches yet, and each watch it opens reads a snapshot.
+  void attach(caf::actor_addr hub);
+  /// Folds in what `rec` changed; wakes the hub when the inbox was empty.
+  void post(const commit_record& rec);
+  /// Everything waiting; the next post wakes the hub again.
+  HubBatch take();
+  /// Entries waiting (objects plus event runs), and the most there have been since attach.
+  std::size_t size() const;
+  std::size_t peak() const;
+
+ private:
+  mutable std::mutex mu_;
+  caf::actor_addr hub_;
+  bool woken_ = false;  // a wake is on its way and the hub has not taken since
+  HubBatch batch_;
+  std::unordered_map<ObjectID, std::size_t> change_at_;  // index into batch_.changes
+  std::unordered_map<EventID, std::size_t> event_at_;    // index into batch_.events
+  std::size_t peak_ = 0;
+};
+
+}  // namespace beehive::detail
