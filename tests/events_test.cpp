@@ -305,8 +305,9 @@ TEST_F(EventsTest, RunsAggregateByIdentityWhenTheClockStepsBack) {
     ASSERT_NO_THROW(emit(o.id, "conn", EventType::Warning, "ProbeFailed", std::to_string(i))) << i;
   auto runs = w.list_events(ctx_, o.id, with_event_category("conn"));
   ASSERT_EQ(runs.size(), 2u);  // the 1000 extended the current run: no new run
-  auto& failed = runs[0].reason == "ProbeFailed" ? runs[0] : runs[1];
-  auto& connected = runs[0].reason == "ProbeFailed" ? runs[1] : runs[0];
+  // Copies: `runs` is read again below.
+  auto failed = runs[0].reason == "ProbeFailed" ? runs[0] : runs[1];
+  auto connected = runs[0].reason == "ProbeFailed" ? runs[1] : runs[0];
   EXPECT_EQ(failed.count, 1001);
   EXPECT_EQ(failed.first_at, t0 + 1min);
   EXPECT_EQ(failed.last_at, t0 + 1min - 1h);  // the clock's time, as it was told

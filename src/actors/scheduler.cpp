@@ -48,7 +48,7 @@ scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<const TimerCl
       [wake_at](timer_at_atom, const caf::actor& target, Time due) { wake_at(target, due); },
       [self, wake_at](wake_at_atom, const caf::actor& target, Time due) {
         auto& clock = *self->state.clock;
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - clock.wall_now());
+        std::chrono::milliseconds left(to_millis(due) - to_millis(clock.wall_now()));
         wake_at(target, saturating_add(clock.now(), left));
       },
       [self](tick_atom) {

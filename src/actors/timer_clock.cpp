@@ -15,7 +15,8 @@ Time TimerClock::now() const {
 
 Time TimerClock::to_wall(Time due) const {
   if (manual_ || due == Time::max()) return due;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due - now());
+  // In milliseconds, which cannot overflow for any Time (nanoseconds could).
+  std::chrono::milliseconds left(to_millis(due) - to_millis(now()));
   return saturating_add(wall_->now(), left);
 }
 

@@ -9,17 +9,18 @@
 
 namespace beehive::detail {
 
-/// `t + d`, clamped to the time point's range.
+/// `t + d`, clamped to the time point's range (whose unit is a millisecond or finer).
 template <class TimePoint>
 TimePoint saturating_add(TimePoint t, std::chrono::milliseconds d) {
-  using std::chrono::duration_cast;
-  using std::chrono::milliseconds;
-  if (d.count() >= 0) {
-    if (d >= duration_cast<milliseconds>(TimePoint::max() - t)) return TimePoint::max();
-  } else if (d <= -duration_cast<milliseconds>(t - TimePoint::min())) {
-    return TimePoint::min();
-  }
-  return t + duration_cast<typename TimePoint::duration>(d);
+  using Duration = typename TimePoint::duration;
+  using Rep = typename Duration::rep;
+  constexpr Rep per_ms = std::chrono::duration_cast<Duration>(std::chrono::milliseconds(1)).count();
+  static_assert(per_ms >= 1, "a time point with a unit coarser than a millisecond");
+  Rep step, sum;
+  if (__builtin_mul_overflow(static_cast<Rep>(d.count()), per_ms, &step) ||
+      __builtin_add_overflow(t.time_since_epoch().count(), step, &sum))
+    return d.count() > 0 ? TimePoint::max() : TimePoint::min();
+  return TimePoint(Duration(sum));
 }
 
 /// The deadline `d` from now; none when it lies beyond the steady clock's range (a huge
