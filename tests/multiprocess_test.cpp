@@ -3,6 +3,8 @@
 // made by other writers of the file wake the running beehive's controllers and reach its
 // watches within about 100 ms.
 
+#include <beehive/actors.hpp>
+
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
 
@@ -72,12 +74,23 @@ TEST_F(ForeignCommitTest, AnotherWritersCommitsWakeControllersAndReachWatches) {
   auto watch = w.watch_list(ctx_);
   ASSERT_TRUE(watch.next_for(5s).has_value());  // the snapshot
 
+  auto writer_transactions = [&] {
+    caf::scoped_actor self{bh_->store_writer()->home_system()};
+    std::uint64_t n = 0;
+    self->request(bh_->store_writer(), std::chrono::seconds(10), inspect_atom::value)
+        .receive([&](const store_writer_state& st) { n = st.transactions; }, [](caf::error&) {});
+    return n;
+  };
+  auto ours_before = writer_transactions();
   auto other_store = sqlite::open(dir_.file("beehive.db"));
   Beehive other(other_store);
   Widgets theirs(other, widget_kind);
   theirs.update(ctx_, a.id, {"changed", 2});
   ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 2; }, 5s));
   EXPECT_EQ(recorder_->last(a.id).spec.color, "changed");
+  // Publishing another writer's commit is no transaction of this beehive's writer (the
+  // reconcile of it wrote nothing either).
+  EXPECT_EQ(writer_transactions(), ours_before);
   auto c = watch.next_for(5s);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->type, ChangeType::Modified);

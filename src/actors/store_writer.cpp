@@ -137,8 +137,10 @@ void committed(const StoreWriterState& st, SteadyTime since) {
   }
 }
 
+/// Sends a commit's record on; `own`: this writer's commit (else another process's,
+/// found by poll_foreign, which counts as no transaction of this writer).
 void publish(StoreWriterState& st, const commit_record& rec, bool own = true) {
-  ++st.transactions;
+  if (own) ++st.transactions;
   if (rec.empty()) return;
   if (own && st.cfg->foreign_poll.count() > 0)
     for (auto& c : rec.changes) st.own_rvs.push_back(c.row.meta.resource_version);
