@@ -58,10 +58,7 @@ bool RendezvousBase::claim() {
 }
 
 bool RendezvousBase::abandoned() const {
-  int c = claim_.load(std::memory_order_acquire);
-  if (c != open) return c == given_up;
-  auto* ctx = serving_.load(std::memory_order_acquire);
-  return ctx && ctx->done() && give_up();
+  return claim_.load(std::memory_order_acquire) == given_up;
 }
 
 bool RendezvousBase::ready() const {
@@ -101,13 +98,7 @@ void RendezvousBase::wait(const Context& ctx, bool spin) {
   std::unique_lock lk(mu_);
   for (;;) {
     if (ready_) {
-      if (error_) {
-        // Given up while serving itself: the context's end is the reason, not what the
-        // writer made of it.
-        if (claim_.load(std::memory_order_acquire) == given_up)
-          if (auto ec = ctx.error()) throw Error(static_cast<errc>(ec.value()));
-        throw Error(error_->first, error_->second);
-      }
+      if (error_) throw Error(error_->first, error_->second);
       return;
     }
     if (auto ec = ctx.error(); ec && give_up()) throw Error(static_cast<errc>(ec.value()));

@@ -29,15 +29,12 @@ class RendezvousBase {
  public:
   virtual ~RendezvousBase() = default;
 
-  /// The caller gave up waiting (or, while it serves the queue itself, its context ended).
+  /// The caller gave up waiting.
   bool abandoned() const;
   /// The writer is about to apply the write: from now on the caller waits for its
   /// outcome whatever its context says. False when the caller gave up first (then the
   /// write must not be applied).
   bool claim();
-  /// While its caller serves the writer's queue itself (serve_inline), the caller's
-  /// context, which nothing else watches then; null afterwards.
-  void set_serving(const Context* ctx) { serving_.store(ctx, std::memory_order_release); }
   /// A value or an error has been delivered.
   bool ready() const;
   /// Delivers an error (ignored after the first delivery).
@@ -62,7 +59,6 @@ class RendezvousBase {
   /// Moves open -> given_up; false when the writer claimed the slot first.
   bool give_up() const;
   mutable std::atomic<int> claim_{open};
-  std::atomic<const Context*> serving_{nullptr};
 };
 
 template <class T>

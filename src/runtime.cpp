@@ -298,15 +298,11 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->check = std::move(check);
   w->cpu = sched_getcpu();  // see reply_group
   auto reply = w->reply;
-  if (auto pen = queue_->push(std::move(w))) serve_inline(*pen, *queue_, *reply, ctx);
+  queue_->push(std::move(w));
   return reply->take(ctx, queue_->replies_come_quickly());
 }
 
-std::optional<ObjectRow> Runtime::peek(ObjectID id) {
-  std::optional<ObjectRow> row;
-  if (read_if_idle(*queue_, id, row)) return row;
-  return backend_->reader()->get(id);
-}
+std::optional<ObjectRow> Runtime::peek(ObjectID id) { return backend_->reader()->get(id); }
 
 void Runtime::after_commit(const Context& ctx, std::function<void()> fn) {
   if (auto txn = ContextAccess::transaction(ctx))

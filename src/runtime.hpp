@@ -88,7 +88,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
                                                        ObjectID id);
   std::uint64_t next_subscription() { return ++last_subscription_; }
   const watch_hub_impl& watch_hub() const { return hub_; }
-  /// Object `id` as committed, for converged-write checks (see read_if_idle).
+  /// Object `id` as committed, for converged-write checks.
   std::optional<ObjectRow> peek(ObjectID id);
   /// The hub's count of watches (see HubGate).
   HubGate& hub_gate() { return *hub_gate_; }

@@ -17,19 +17,6 @@ namespace {
 using store::WriteOps;
 using Self = store_writer_impl::stateful_pointer<StoreWriterState>;
 
-/// The pen, held by one of the actor's handlers.
-class ActorPen {
- public:
-  explicit ActorPen(StoreWriterState& st) : lk_(st.pen->mu), st_(st) { st.on_actor = true; }
-  ~ActorPen() { st_.on_actor = false; }
-  ActorPen(const ActorPen&) = delete;
-  ActorPen& operator=(const ActorPen&) = delete;
-
- private:
-  std::lock_guard<std::mutex> lk_;
-  StoreWriterState& st_;
-};
-
 WriteReply run_op(WriteOps& ops, const create_request& r) {
   return {ops.create(r.gk, r.spec, r.slug, r.finalizers, r.owner, r.spec_version)};
 }
@@ -256,7 +243,7 @@ WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
         throw;
       } catch (const std::exception& e) {
         throw Error(errc::decode, e.what());
-      } catch (...) {  // a migrator may throw anything; a caller's thread may be serving
+      } catch (...) {  // a migrator may throw anything
         throw Error(errc::decode, "decoding the written row threw a non-standard exception");
       }
     };
@@ -336,15 +323,10 @@ WriteReply execute(StoreWriterState& st, const WriteOp& op, const RowCheck& chec
   return reply;
 }
 
-/// Runs what waited for the session to end, until another session begins. A caller
-/// serving the queue leaves the actor's jobs to the actor.
+/// Runs what waited for the session to end, until another session begins.
 void run_deferred(StoreWriterState& st) {
   while (!st.session && !st.deferred.empty()) {
-    if (st.deferred.front().actor_only && !st.on_actor) {
-      if (auto a = caf::actor_cast<caf::actor>(st.self)) caf::anon_send(a, drain_queue_atom::value);
-      return;
-    }
-    auto job = std::move(st.deferred.front().job);
+    auto job = std::move(st.deferred.front());
     st.deferred.pop_front();
     job();
   }
@@ -424,7 +406,7 @@ WriteReply session_step(StoreWriterState& st, SessionCmd::Kind kind,
 
 void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   if (st.session && w->session != st.session && w->session == 0) {
-    st.deferred.push_back({[&st, w] { serve_blocking(st, w); }, false});
+    st.deferred.push_back([&st, w] { serve_blocking(st, w); });
     return;
   }
   auto& reply = *w->reply;
@@ -715,7 +697,6 @@ std::vector<caf::message> execute_all(StoreWriterState& st, const transaction_re
 template <class Reply, class Work>
 caf::typed_response_promise<Reply> answer(Self self, Work work) {
   auto& st = self->state;
-  ActorPen pen(st);
   auto rp = self->template make_response_promise<Reply>();
   auto job = [work = std::move(work), rp]() mutable {
     try {
@@ -727,7 +708,7 @@ caf::typed_response_promise<Reply> answer(Self self, Work work) {
     }
   };
   if (st.session)
-    st.deferred.push_back({std::move(job), true});
+    st.deferred.push_back(std::move(job));
   else
     job();
   return rp;
@@ -763,61 +744,12 @@ get_or_create_reply pick_goc(WriteReply&& r) { return {std::move(r.row), r.flag}
 
 }  // namespace
 
-StoreWriterState::~StoreWriterState() {
-  if (!pen) return;
-  std::lock_guard lk(pen->mu);
-  pen->state = nullptr;
-}
-
-bool read_if_idle(WriteQueue& queue, ObjectID id, std::optional<ObjectRow>& row) {
-  auto pen = queue.idle_pen();
-  if (!pen) return false;
-  std::unique_lock lk(pen->mu, std::try_to_lock);
-  // An open session's transaction would show its uncommitted writes.
-  if (!lk || !pen->state || pen->state->session) return false;
-  row = pen->state->cfg->writer->get(id);
-  return true;
-}
-
-void serve_inline(WriterPen& pen, WriteQueue& queue, RendezvousBase& mine, const Context& ctx) {
-  std::unique_lock lk(pen.mu, std::try_to_lock);
-  if (!lk || !pen.state) {  // the actor is busy, or gone: it (or its successor) serves
-    queue.hand_off();
-    return;
-  }
-  auto& st = *pen.state;
-  mine.set_serving(&ctx);
-  struct Unset {
-    RendezvousBase& r;
-    ~Unset() { r.set_serving(nullptr); }
-  } unset{mine};
-  try {
-    for (;;) {
-      auto batch = queue.take_or_idle();
-      if (batch.empty()) return;  // idle: the next push serves or wakes the actor
-      serve_batch(st, std::move(batch));
-      // Served its own: the caller goes back to its work, the actor takes the rest.
-      if (mine.ready()) {
-        queue.hand_off();
-        return;
-      }
-    }
-  } catch (...) {
-    queue.hand_off();
-    throw;
-  }
-}
-
 store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWriterConfig> cfg) {
   auto& st = self->state;
   st.subscribers = std::move(cfg->subscribers);
   st.hub = std::move(cfg->hub);
   st.cfg = std::move(cfg);
-  st.self = self->address();
-  st.pen = std::make_shared<WriterPen>();
-  st.pen->state = &st;
   if (st.cfg->foreign_poll.count() > 0) {
-    // Before the pen is handed out: from then on only its holder may use the connection.
     try {
       st.data_version = st.cfg->writer->data_version();
       st.cfg->writer->changed_since(std::numeric_limits<std::int64_t>::max(), st.seen_rv);
@@ -825,7 +757,6 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
     }
     self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
   }
-  st.cfg->queue->set_pen(st.pen);
   return {
       [self](const create_request& r) { return serve(self, r, pick_row); },
       [self](const update_request& r) { return serve(self, r, pick_row); },
@@ -885,35 +816,27 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [self](inspect_atom) {
         auto& s = self->state;
-        ActorPen pen(s);
         return store_writer_state{s.transactions, s.session, s.deferred.size(),
                                   s.subscribers.size() + (s.hub ? 1 : 0)};
       },
       [&st](subscribe_atom, const caf::actor& a) {
-        ActorPen pen(st);
         st.subscribers.push_back({a, {}});
       },
       [&st](subscribe_atom, const caf::actor& a, const RecordFilter& wants) {
-        ActorPen pen(st);
         st.subscribers.push_back({a, wants});
       },
       [&st](unsubscribe_atom, const caf::actor& a) {
-        ActorPen pen(st);
         std::erase_if(st.subscribers, [&](const Subscriber& s) { return s.actor == a; });
       },
       [&st](hub_atom, const caf::actor& hub) {
-        ActorPen pen(st);
         st.hub = hub;
       },
       [&st](drain_queue_atom) {
-        ActorPen pen(st);
-        run_deferred(st);  // what a caller serving the queue left to the actor
         drain_queue(st);
       },
       [self](poll_foreign_atom) {
         auto& st = self->state;
         {
-          ActorPen pen(st);
           try {
             poll_foreign(st);
           } catch (const std::exception&) {  // a failed read: the next poll tries again
@@ -922,14 +845,12 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
       },
       [&st](abort_session_atom) {
-        ActorPen pen(st);
         if (!st.session) return;
         st.aborted_session = st.session;
         st.cfg->writer->rollback();
         end_session(st);  // serves what waited for the block: the shutdown above all
       },
       [self](shutdown_atom) {
-        ActorPen pen(self->state);
         // After the last commit: subscribers learn that nothing more will come.
         auto quit = [self] {
           // Serve what callers queued before the shutdown; refuse the rest.
@@ -939,7 +860,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           self->quit();
         };
         if (self->state.session)
-          self->state.deferred.push_back({quit, true});
+          self->state.deferred.push_back(quit);
         else
           quit();
       },

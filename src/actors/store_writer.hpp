@@ -13,11 +13,10 @@
 // through a WriteQueue of BlockingWrites, which carry a reply slot instead of a response
 // promise, and commits the plain writes of each drain together (group commit).
 //
-// A blocked caller that finds the writer idle serves the queue itself, on its own
-// thread, instead of waking the actor and being woken by it: two thread hand-offs cost
-// several times the write. The writer's state is behind a lock (WriterPen) that the
-// actor's handlers and such callers take in turn; work that must run on the actor
-// (response promises, quitting) is left to it.
+// Only this actor's thread runs write transactions: a blocked caller hands its write to
+// the queue and waits. The hand-off stays cheap while work flows: after a drain the
+// writer polls the queue briefly before it sleeps (a caller writing back to back finds it
+// awake), and a caller spins briefly for its reply before it sleeps.
 
 #include <atomic>
 #include <cstdint>
@@ -163,38 +162,14 @@ struct StoreWriterConfig {
 
 struct StoreWriterState;
 
-/// The writer's state and the lock over it, shared with the WriteQueue so that a blocked
-/// caller can serve the queue while the actor is idle. `state` is null once the actor
-/// has ended.
-struct WriterPen {
-  std::mutex mu;
-  StoreWriterState* state = nullptr;
-};
-
-/// Serves the queue on the calling thread (see above) until `mine` is answered or the
-/// queue is empty; what is left is handed to the actor. The caller's push made it
-/// responsible for draining; `ctx` is its context, which ends its own wait as usual.
-void serve_inline(WriterPen& pen, WriteQueue& queue, RendezvousBase& mine, const Context& ctx);
-
-/// Reads object `id` on the writer's connection if the writer is idle, into `row`; false
-/// when it is busy (then read elsewhere). Converged-write checks use it: right after the
-/// writer's own writes its page cache is warm, where a read connection must reload the
-/// pages those writes changed.
-bool read_if_idle(WriteQueue& queue, ObjectID id, std::optional<ObjectRow>& row);
-
 struct StoreWriterState {
   StoreWriterState() = default;
   StoreWriterState(const StoreWriterState&) = delete;
   StoreWriterState& operator=(const StoreWriterState&) = delete;
-  /// Waits for a caller serving the queue, then retires the pen.
-  ~StoreWriterState();
 
   std::shared_ptr<StoreWriterConfig> cfg;
   std::vector<Subscriber> subscribers;
   caf::actor hub;
-  std::shared_ptr<WriterPen> pen;
-  caf::actor_addr self;   // to hand the actor work that must run on it
-  bool on_actor = false;  // the actor, not a caller, holds the pen
 
   std::uint64_t session = 0;  // the open within session; 0 = none
   std::uint64_t last_session = 0;
@@ -210,11 +185,7 @@ struct StoreWriterState {
   };
   std::vector<Mark> marks;    // the session record's extent at each savepoint
   commit_record session_rec;  // what the session changed so far
-  struct Deferred {
-    std::function<void()> job;
-    bool actor_only;  // delivers a response promise or quits: only the actor may run it
-  };
-  std::deque<Deferred> deferred;   // arrived while a session was open
+  std::deque<std::function<void()>> deferred;  // arrived while a session was open
   std::uint64_t transactions = 0;  // committed
   int linger_credit = 8;           // 0..16: up when lingering after a drain caught a request
   unsigned linger_probe = 0;

@@ -9,34 +9,14 @@ void WriteQueue::set_wake(std::function<void()> wake) {
   wake_ = std::move(wake);
 }
 
-void WriteQueue::set_pen(std::shared_ptr<WriterPen> pen) {
-  std::lock_guard lk(mu_);
-  pen_ = std::move(pen);
-}
-
-std::shared_ptr<WriterPen> WriteQueue::push(BlockingWritePtr w) {
+void WriteQueue::push(BlockingWritePtr w) {
   std::lock_guard lk(mu_);
   if (closed_) throw Error(errc::stopped, "beehive stopped");
   items_.push_back(std::move(w));
   size_.store(items_.size(), std::memory_order_release);
-  if (awake_) return nullptr;
+  if (awake_) return;
   awake_ = true;
-  if (pen_) return pen_;
   if (wake_) wake_();  // a message send: quick, never blocks
-  return nullptr;
-}
-
-std::shared_ptr<WriterPen> WriteQueue::idle_pen() {
-  std::lock_guard lk(mu_);
-  return awake_ ? nullptr : pen_;
-}
-
-void WriteQueue::hand_off() {
-  std::lock_guard lk(mu_);
-  if (items_.empty())
-    awake_ = false;
-  else if (wake_)
-    wake_();
 }
 
 std::vector<BlockingWritePtr> WriteQueue::take() {
@@ -65,7 +45,6 @@ std::vector<BlockingWritePtr> WriteQueue::close() {
   std::lock_guard lk(mu_);
   closed_ = true;
   wake_ = nullptr;
-  pen_ = nullptr;
   std::vector<BlockingWritePtr> out(std::make_move_iterator(items_.begin()),
                                     std::make_move_iterator(items_.end()));
   items_.clear();

@@ -1,8 +1,7 @@
 #pragma once
 
 // The hand-off between blocking callers and the store_writer. Callers push requests
-// here; the push that finds the writer idle serves the queue itself when it can take the
-// writer's pen (see store_writer.hpp), or else sends the writer a CAF message. The writer
+// here; the push that finds the writer idle wakes it with a CAF message. The writer
 // drains everything queued at once, applies the plain writes of a drain together in one
 // transaction (group commit: each in its own savepoint, replies after the commit), and
 // then polls the queue briefly before going back to sleep, so that a caller issuing
@@ -22,24 +21,15 @@ namespace beehive::detail {
 
 struct BlockingWrite;
 using BlockingWritePtr = std::shared_ptr<BlockingWrite>;
-struct WriterPen;
 
 class WriteQueue {
  public:
   /// How the writer is woken; set once the writer exists, cleared by close().
   void set_wake(std::function<void()> wake);
 
-  /// The writer's pen, for callers to serve the queue themselves; set by each writer.
-  void set_pen(std::shared_ptr<WriterPen> pen);
-
-  /// Queues `w`. When the writer was idle, the caller becomes responsible for the queue:
-  /// it gets the pen to serve it with (serve_inline), or, without one, the writer is
-  /// woken. Throws Error(errc::stopped) once closed.
-  std::shared_ptr<WriterPen> push(BlockingWritePtr w);
-  /// The responsible party is done: idle if nothing is queued, else the writer is woken.
-  void hand_off();
-  /// The writer's pen while nobody serves the queue (null while someone does).
-  std::shared_ptr<WriterPen> idle_pen();
+  /// Queues `w`, waking the writer when it was idle. Throws Error(errc::stopped) once
+  /// closed.
+  void push(BlockingWritePtr w);
 
   /// Takes everything queued; when nothing is, marks the writer idle and returns empty.
   std::vector<BlockingWritePtr> take_or_idle();
@@ -67,7 +57,6 @@ class WriteQueue {
   std::atomic<std::size_t> size_{0};
   std::atomic<bool> quick_commits_{true};
   std::function<void()> wake_;
-  std::shared_ptr<WriterPen> pen_;
   bool awake_ = false;  // the writer has been woken and has not gone idle yet
   bool closed_ = false;
 };
