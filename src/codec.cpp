@@ -53,6 +53,20 @@ void require_storable(const nlohmann::json& j, std::string_view what) {
   }
 }
 
+bool json_within_depth(const nlohmann::json& j) noexcept {
+  std::vector<std::pair<const nlohmann::json*, int>> todo{{&j, 0}};
+  while (!todo.empty()) {
+    auto [v, depth] = todo.back();
+    todo.pop_back();
+    if (!v->is_structured()) continue;
+    if (depth == max_json_depth) return false;
+    for (const auto& item : *v) todo.emplace_back(&item, depth + 1);
+  }
+  return true;
+}
+
+bool json_text_within_depth(std::string_view text) noexcept { return within_depth(text); }
+
 void require_json_text(std::string_view text, std::string_view what) {
   if (!within_depth(text)) throw Error(errc::invalid_argument, std::string(what) + too_deep);
   if (!nlohmann::json::accept(text))  // checks without building the value

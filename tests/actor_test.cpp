@@ -697,6 +697,34 @@ TEST_F(ActorTest, AStalledWatcherNeitherBlocksWritersNorGrowsWithWrites) {
   stop(ctx_);
 }
 
+/// An event detail from another node nested 100,000 levels deep arrives as null instead
+/// of overflowing the stack in the parser; a local one that deep is sent as null.
+TEST_F(ActorTest, ADetailNestedTooDeepCrossesTheWireAsNull) {
+  std::string deep(100000, '[');
+  deep += std::string(100000, ']');
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys_, buf};
+  std::string category = "c", reason = "R", message = "m";
+  EventType type = EventType::Normal;
+  ASSERT_FALSE(sink(category, type, reason, message, deep));  // EventSpec's fields
+  EventSpec back{"x", EventType::Warning, "y", "z", nlohmann::json{{"keep", 1}}};
+  caf::binary_deserializer source{sys_, buf};
+  ASSERT_FALSE(source(back));
+  EXPECT_EQ(back.reason, "R");
+  EXPECT_TRUE(back.detail.is_null());
+
+  nlohmann::json nested = nlohmann::json::array();
+  for (int i = 0; i < 600; ++i) nested = nlohmann::json::array({std::move(nested)});
+  EventSpec local{"c", EventType::Normal, "R", "m", std::move(nested)};
+  buf.clear();
+  caf::binary_serializer sink2{sys_, buf};
+  ASSERT_FALSE(sink2(local));
+  EventSpec back2;
+  caf::binary_deserializer source2{sys_, buf};
+  ASSERT_FALSE(source2(back2));
+  EXPECT_TRUE(back2.detail.is_null());
+}
+
 TEST_F(ActorTest, MessagesSerializeAndPrint) {
   ObjectRow row;
   row.meta.id = 7;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <beehive/actor/messages.hpp>
+#include <beehive/detail/codec.hpp>
 
 namespace beehive::detail {
 
@@ -62,19 +63,24 @@ OptRef<T> opt(std::optional<T>& x) {
   return {x};
 }
 
-/// A JSON value as its text ("" for null).
+/// A JSON value as its text ("" for null). A value nested deeper than beehive stores
+/// (max_json_depth) travels as null: printing or parsing it recurses once per level and
+/// would overflow the stack at depths a hostile peer can send.
 struct JsonRef {
   nlohmann::json& ref;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JsonRef x) {
-  std::string text = x.ref.is_null() ? std::string() : x.ref.dump();
+  std::string text =
+      x.ref.is_null() || !json_within_depth(x.ref) ? std::string() : x.ref.dump();
   if constexpr (saving<Inspector>) {
     return f(caf::meta::type_name("json"), text);
   } else {
     auto result = f(caf::meta::type_name("json"), text);
-    x.ref = text.empty() ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+    x.ref = text.empty() || !json_text_within_depth(text)
+                ? nlohmann::json()
+                : nlohmann::json::parse(text, nullptr, false);
     return result;
   }
 }

@@ -55,6 +55,10 @@ nlohmann::json parse_json(std::string_view text);
 /// deep and its numbers are finite (JSON has no NaN or infinity: they would be stored
 /// as null). Walks without recursing.
 void require_storable(const nlohmann::json& j, std::string_view what);
+/// Whether `j` nests at most max_json_depth deep (a walk without recursion).
+bool json_within_depth(const nlohmann::json& j) noexcept;
+/// Whether `text` nests at most max_json_depth deep (a scan of its brackets, no parse).
+bool json_text_within_depth(std::string_view text) noexcept;
 /// Throws invalid_argument naming `what` unless `text` is one JSON value, nested at most
 /// max_json_depth deep (JSON text a caller hands over as is, e.g. an actor's spec).
 void require_json_text(std::string_view text, std::string_view what);
