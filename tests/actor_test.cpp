@@ -476,6 +476,14 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   list_events_request by_category{o.meta.id};
   by_category.category = bad;
   EXPECT_ERRC(ask<std::vector<Event>>(w, by_category), errc::invalid_argument);
+  // Watches that take text.
+  auto hub = bh_->watch_hub();
+  EXPECT_ERRC(ask<std::uint64_t>(hub, watch_request{bad_kind, std::nullopt, sys_.spawn([] {})}),
+              errc::invalid_argument);
+  event_watch_request bad_reason{o.meta.id};
+  bad_reason.reason = bad;
+  bad_reason.subscriber = sys_.spawn([] {});
+  EXPECT_ERRC(ask<std::uint64_t>(hub, bad_reason), errc::invalid_argument);
   // Nothing was written.
   auto all = ask<std::vector<ObjectRow>>(w, list_request{widget_kind});
   ASSERT_EQ(all.size(), 1u);

@@ -1,6 +1,10 @@
 #include "actors/watch_hub.hpp"
 
+#include <initializer_list>
 #include <iostream>
+#include <optional>
+
+#include <beehive/detail/codec.hpp>
 
 #include "options_internal.hpp"
 #include "runtime.hpp"
@@ -66,6 +70,18 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
   st.subs.emplace(id, std::move(sub));
   sync_gate(st);
   return id;
+}
+
+/// The error for a request whose text is not UTF-8 (as every call that takes text
+/// refuses it), or nothing; null entries are absent fields.
+std::optional<caf::error> refuse_text(std::initializer_list<const std::string*> texts) {
+  try {
+    for (auto* t : texts)
+      if (t) require_utf8(*t, "text");
+  } catch (const Error& e) {
+    return make_error(e.value(), e.message());
+  }
+  return std::nullopt;
 }
 
 detail::EventQuery query_of(const event_watch_request& f) {
@@ -186,7 +202,8 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
     sync_gate(self->state);
   });
   return {
-      [self](const watch_request& r) -> std::uint64_t {
+      [self](const watch_request& r) -> caf::result<std::uint64_t> {
+        if (auto err = refuse_text({&r.gk.group, &r.gk.kind})) return *err;
         std::shared_ptr<ChangeCore> core;
         if (r.pull) core = std::make_shared<ChangeCore>(Context{}, merge_changes);
         return add(self, self->state.rt->next_subscription(),
@@ -207,7 +224,10 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         add(self, w->subscription, {w->gk, w->id, w->core, nullptr, 0});
         w->ready->deliver(true);
       },
-      [self](const event_watch_request& r) -> std::uint64_t {
+      [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
+        if (auto err = refuse_text({r.category ? &*r.category : nullptr,
+                                    r.reason ? &*r.reason : nullptr}))
+          return *err;
         return add_events(self, self->state.rt->next_subscription(), {r, nullptr, 0});
       },
       [self](const EventStreamWatchPtr& w) {
