@@ -167,6 +167,8 @@ class Backend : public Store {
   /// Claims the database for one running beehive, across processes; released when the
   /// handle goes (or the process dies). Throws Error(errc::store_in_use) while claimed.
   virtual std::shared_ptr<void> claim() = 0;
+  /// A warning when others may read the database (logged at start); empty otherwise.
+  virtual std::string exposure() const = 0;
 };
 
 /// The backend behind a public Store; throws invalid_argument for a foreign Store.

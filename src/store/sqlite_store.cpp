@@ -15,6 +15,7 @@
 #include <beehive/errors.hpp>
 #include <beehive/sqlite.hpp>
 
+#include "store/private_files.hpp"
 #include "store/run_lock.hpp"
 #include "store/sqlite_connection.hpp"
 #include "store/sqlite_schema.hpp"
@@ -495,6 +496,7 @@ class SqliteStore : public Backend {
   std::int64_t session() const override { return session_; }
 
   std::shared_ptr<void> claim() override { return RunLock::acquire(file_); }
+  std::string exposure() const override { return store::exposure(file_); }
 
   std::string identity() const override {
     std::error_code ec;
@@ -527,13 +529,7 @@ Backend& backend_of(Store& s) {
 namespace beehive::sqlite {
 
 std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) {
-  std::error_code ec;
-  if (file.has_parent_path()) {
-    std::filesystem::create_directories(file.parent_path(), ec);
-    if (ec)
-      throw Error(errc::store,
-                  "cannot create " + file.parent_path().string() + ": " + ec.message());
-  }
+  store::create_private(file);
   try {
     return std::make_shared<store::SqliteStore>(file, options);
   } catch (const SQLite::Exception& e) {

@@ -1,0 +1,56 @@
+#include "store/private_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::filesystem::path& p, int err) {
+  throw Error(errc::store, what + " " + p.string() + ": " + std::strerror(err));
+}
+
+}  // namespace
+
+void create_private(const std::filesystem::path& file) {
+  // The missing directories, outermost first: mkdir's mode is cut by the umask, so each
+  // is set to 0700 explicitly once it exists (only those created here).
+  std::vector<std::filesystem::path> missing;
+  for (auto dir = file.parent_path(); !dir.empty() && !std::filesystem::exists(dir);
+       dir = dir.parent_path()) {
+    missing.push_back(dir);
+    if (dir == dir.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST) fail("cannot create", *it, errno);
+    if (::chmod(it->c_str(), 0700) != 0) fail("cannot set the mode of", *it, errno);
+  }
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return;  // an existing database keeps its permissions
+    fail("cannot create", file, errno);
+  }
+  ::fchmod(fd, 0600);  // 0600 already unless the umask took bits the owner needs
+  ::close(fd);
+}
+
+std::string exposure(const std::filesystem::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return {};
+  if ((st.st_mode & (S_IRGRP | S_IROTH)) == 0) return {};
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return file.string() + " is readable by " + ((st.st_mode & S_IROTH) ? "every user" : "its group") +
+         " (mode " + mode + "): its specs and statuses may hold secrets; chmod 600 it";
+}
+
+}  // namespace beehive::store

@@ -1,0 +1,20 @@
+#pragma once
+
+// Files beehive creates are private to the user it runs as, whatever the umask: the
+// directories it creates for a database 0700, a new database file 0600 (SQLite then
+// creates the -wal and -shm files with the database file's mode). Existing files and
+// directories keep their permissions; `exposure` tells whether others can read one.
+
+#include <filesystem>
+#include <string>
+
+namespace beehive::store {
+
+/// Creates `file`'s missing parent directories (0700 each) and, when `file` does not
+/// exist, an empty `file` (0600). Throws Error(errc::store) when it cannot.
+void create_private(const std::filesystem::path& file);
+
+/// A warning for an operator when the group or others may read `file`; empty otherwise.
+std::string exposure(const std::filesystem::path& file);
+
+}  // namespace beehive::store
