@@ -90,6 +90,11 @@ nlohmann::json parse_json(std::string_view text) {
   if (!within_depth(text)) throw Error(errc::decode, "stored JSON" + too_deep);
   try {
     return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Where, not what: nlohmann's message quotes the text around the error, which may be
+    // a secret, and this message reaches logs and error strings.
+    throw Error(errc::decode,
+                "stored JSON does not parse (syntax error at byte " + std::to_string(e.byte) + ")");
   } catch (const nlohmann::json::exception& e) {
     throw Error(errc::decode, std::string("stored JSON does not parse: ") + e.what());
   }
