@@ -48,6 +48,10 @@ Option with_metrics(std::shared_ptr<MetricsSink> sink) {
   return Option([m = detail::contained(std::move(sink))](OptionSet& s) { s.metrics = m; });
 }
 
+Option with_max_object_bytes(std::size_t bytes) {
+  return Option([bytes](OptionSet& s) { s.max_object_bytes = bytes; });
+}
+
 LoadOption load_owner() { return LoadOption(LoadOption::owner); }
 LoadOption load_dependencies() { return LoadOption(LoadOption::dependencies); }
 LoadOption load_dependents() { return LoadOption(LoadOption::dependents); }

@@ -28,6 +28,7 @@ struct OptionSet {
   std::shared_ptr<Clock> clock;
   Logger logger;
   std::shared_ptr<MetricsSink> metrics;
+  std::optional<std::size_t> max_object_bytes;
 
   static OptionSet from(const std::vector<Option>& opts) {
     OptionSet s;

@@ -89,6 +89,7 @@ void Runtime::spawn_writer(std::vector<Subscriber> subscribers, caf::actor hub) 
   cfg->clock = clock_;
   cfg->queue = queue_;
   cfg->metrics = settings_.metrics;
+  cfg->max_object_bytes = settings_.max_object_bytes.value_or(default_max_object_bytes);
   // Detached: the writer blocks on disk, and a dedicated thread makes the blocking
   // hand-off one wake each way.
   auto w = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
@@ -509,6 +510,8 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
     throw;
   }
   claimed_ = id;
+  if (auto warning = backend_->exposure(); !warning.empty())
+    log(LogLevel::warning, warning, {{"store", id}});
   spawn_controllers();
   if (ctx.done()) {  // a start cancelled half-way leaves nothing running
     drain_reconciles(std::nullopt);

@@ -52,17 +52,19 @@ class Gate {
   std::atomic<bool> arrived_{false};
 };
 
-/// A logger that keeps every message, for checks of what was (not) logged. Outlives the
-/// beehive it is given to.
+/// A logger that keeps every entry (its message and its fields), for checks of what was
+/// (not) logged. Outlives the beehive it is given to.
 class LogCapture {
  public:
   Logger logger() {
-    return [this](LogLevel, std::string_view message, const LogFields&) {
+    return [this](LogLevel, std::string_view message, const LogFields& fields) {
+      std::string entry(message);
+      for (auto& [key, value] : fields) entry += " " + key + "=" + value;
       std::lock_guard lk(mu_);
-      messages_.emplace_back(message);
+      messages_.push_back(std::move(entry));
     };
   }
-  /// Whether any message contains `text`.
+  /// Whether any entry contains `text`.
   bool contains(std::string_view text) const {
     std::lock_guard lk(mu_);
     for (auto& m : messages_)

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <limits>
 #include <thread>
+#include <type_traits>
 #include <utility>
+
+#include <beehive/detail/codec.hpp>
 
 #include "options_internal.hpp"
 #include "store/write_ops.hpp"
@@ -232,8 +235,37 @@ void timed_commit(StoreWriterState& st) {
 
 /// Runs one write and its check (a create's before its INSERT); throws, leaving the
 /// caller to undo what the write did (see alone_atomic).
+/// Refuses a write whose spec, status or event is larger than the bounds (nothing of it
+/// is written): one place for the blocking and the actor surface.
+void check_size(const StoreWriterState& st, const WriteOp& op) {
+  auto limit = st.cfg->max_object_bytes;
+  auto require = [](std::size_t size, std::size_t max, const char* what) {
+    if (size > max)
+      throw Error(errc::invalid_argument, std::string(what) + " of " + std::to_string(size) +
+                                              " bytes is over the limit of " +
+                                              std::to_string(max));
+  };
+  std::visit(
+      [&](const auto& r) {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, create_request> || std::is_same_v<R, update_request> ||
+                      std::is_same_v<R, create_or_update_request> ||
+                      std::is_same_v<R, get_or_create_request>)
+          require(r.spec.size(), limit, "a spec");
+        else if constexpr (std::is_same_v<R, update_status_request>)
+          require(r.status.size(), limit, "a status");
+        else if constexpr (std::is_same_v<R, record_event_request>) {
+          require(r.event.message.size(), max_event_message_bytes, "an event message");
+          if (!r.event.detail.is_null())
+            require(dump_json(r.event.detail).size(), max_event_detail_bytes, "an event detail");
+        }
+      },
+      op);
+}
+
 WriteReply apply(StoreWriterState& st, const WriteOp& op, const RowCheck& check,
                  commit_record& rec) {
+  check_size(st, op);
   WriteOps::RowCheck checked;
   if (check)
     checked = [&check](const ObjectRow& row) {

@@ -140,6 +140,11 @@ using store_writer_impl =
 using ActorRead = std::variant<get_request, get_by_slug_request, list_request, relation_request,
                                has_incoming_refs_request, list_events_request>;
 
+/// with_max_object_bytes' default, and the bounds on event runs.
+inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
+inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
+inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
+
 struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   std::shared_ptr<Clock> clock;
@@ -152,6 +157,8 @@ struct StoreWriterConfig {
   /// The watch hub and its gate (a restarted writer starts with them too).
   caf::actor hub;
   std::shared_ptr<HubGate> hub_gate;
+  /// The largest spec, and status, a write may store (with_max_object_bytes).
+  std::size_t max_object_bytes = default_max_object_bytes;
   /// How long the writer keeps polling its queue after a drain before it sleeps.
   std::chrono::microseconds linger{100};
   /// How often the writer checks whether another process (or another Store on the same

@@ -1,0 +1,176 @@
+// Secure by default: files beehive creates are private whatever the umask, objects are
+// bounded in size on both surfaces, and secrets in stored text do not reach the logs.
+
+#include <sys/stat.h>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <beehive/actors.hpp>
+
+#include "controller_fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+unsigned mode_of(const std::filesystem::path& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+/// Sets the process umask for one test (each CTest test runs in a process of its own).
+class Umask {
+ public:
+  explicit Umask(mode_t m) : old_(::umask(m)) {}
+  ~Umask() { ::umask(old_); }
+
+ private:
+  mode_t old_;
+};
+
+class FileModeTest : public ::testing::TestWithParam<mode_t> {};
+
+TEST_P(FileModeTest, FilesAndDirectoriesBeehiveCreatesArePrivate) {
+  Umask umask(GetParam());
+  TempDir dir;
+  auto db = dir.path() / "new" / "nested" / "beehive.db";
+  {
+    auto store = sqlite::open(db);
+    Beehive bh(store);
+    register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind,
+                                                  [](auto&, auto&, auto&) { return Result{}; });
+    auto stop = bh.start(Context{});
+    Widgets(bh, widget_kind).create(Context{}, {"a", 1});
+    auto lock = db;
+    lock += ".beehive-lock";
+    auto wal = db;
+    wal += "-wal";
+    auto shm = db;
+    shm += "-shm";
+    EXPECT_EQ(mode_of(dir.path() / "new"), 0700u);
+    EXPECT_EQ(mode_of(dir.path() / "new" / "nested"), 0700u);
+    EXPECT_EQ(mode_of(db), 0600u);
+    EXPECT_EQ(mode_of(wal), 0600u);
+    EXPECT_EQ(mode_of(shm), 0600u);
+    EXPECT_EQ(mode_of(lock), 0600u);
+    stop(Context{});
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Umasks, FileModeTest, ::testing::Values(mode_t{022}, mode_t{027}));
+
+TEST(FileModeTest, AnExistingReadableDatabaseKeepsItsModeAndIsWarnedAbout) {
+  Umask umask(022);
+  TempDir dir;
+  auto db = dir.file("shared.db");
+  { SQLite::Database create(db.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE); }
+  ::chmod(db.c_str(), 0644);
+  std::filesystem::create_directories(dir.path() / "kept");
+  ::chmod((dir.path() / "kept").c_str(), 0755);
+  LogCapture log;
+  auto store = sqlite::open(db);
+  Beehive bh(store, with_logger(log.logger()));
+  auto stop = bh.start(Context{});
+  EXPECT_EQ(mode_of(db), 0644u);  // left alone
+  EXPECT_TRUE(log.contains("readable by every user"));
+  stop(Context{});
+  auto kept = sqlite::open(dir.path() / "kept" / "k.db");
+  EXPECT_EQ(mode_of(dir.path() / "kept"), 0755u);  // an existing directory is left alone
+  EXPECT_EQ(mode_of(dir.path() / "kept" / "k.db"), 0600u);
+}
+
+/// A spec of exactly `bytes` bytes of JSON text: {"color":"aaa…","size":0}.
+WidgetSpec spec_of_size(std::size_t bytes) {
+  return {std::string(bytes - std::string(R"({"color":"","size":0})").size(), 'a'), 0};
+}
+
+class SizeLimitTest : public BeehiveTest {
+ protected:
+  void SetUp() override {
+    store_ = sqlite::open(db_path());
+    bh_ = std::make_unique<Beehive>(store_, with_max_object_bytes(100));
+  }
+};
+
+TEST_F(SizeLimitTest, ASpecOrStatusOverTheLimitIsRefusedOnTheBlockingSurface) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  auto at_limit = w.create(ctx_, spec_of_size(100));
+  EXPECT_ERRC_WITH(w.create(ctx_, spec_of_size(101)), errc::invalid_argument, "limit");
+  EXPECT_ERRC(w.update(ctx_, at_limit.id, spec_of_size(101)), errc::invalid_argument);
+  EXPECT_ERRC(w.create_or_update(ctx_, "s", spec_of_size(101)), errc::invalid_argument);
+  EXPECT_EQ(w.list(ctx_).size(), 1u);  // nothing written
+  EXPECT_EQ(w.get(ctx_, at_limit.id).resource_version, at_limit.resource_version);
+  // A status: raw JSON, to size it exactly.
+  auto raw = register_controller<nlohmann::json, nlohmann::json>(
+      bh(), gadget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Client<nlohmann::json, nlohmann::json> gadgets(bh(), gadget_kind);
+  auto g = gadgets.create(ctx_, nlohmann::json::object());
+  auto status = [](std::size_t bytes) {  // {"s":"aaa…"}
+    return nlohmann::json{{"s", std::string(bytes - 8, 'a')}};
+  };
+  EXPECT_NO_THROW(raw.update_status(ctx_, g.id, 1, status(100)));
+  EXPECT_ERRC(raw.update_status(ctx_, g.id, 1, status(101)), errc::invalid_argument);
+  EXPECT_EQ(gadgets.get(ctx_, g.id).status->at("s").get<std::string>().size(), 92u);
+  // Events: a message over 64 KiB.
+  EXPECT_ERRC(raw.record_event(ctx_, g.id, {"", EventType::Normal, "Big", std::string(65537, 'm')}),
+              errc::invalid_argument);
+  EXPECT_NO_THROW(raw.record_event(ctx_, g.id, {"", EventType::Normal, "Ok", std::string(65536, 'm')}));
+  (void)cc;
+}
+
+TEST_F(SizeLimitTest, ASpecOrStatusOverTheLimitIsRefusedOnTheActorSurface) {
+  auto w = bh().store_writer();
+  auto& sys = w->home_system();
+  caf::scoped_actor self{sys};
+  auto ask = [&](auto request) {  // every request here replies with a row
+    std::optional<caf::error> err;
+    self->request(w, std::chrono::seconds(10), std::move(request))
+        .receive([](const ObjectRow&) {}, [&](caf::error& e) { err = e; });
+    return err;
+  };
+  auto text = [](std::size_t bytes) { return nlohmann::json(spec_of_size(bytes)).dump(); };
+  EXPECT_FALSE(ask(create_request{widget_kind, text(100)}));
+  auto refused = ask(create_request{widget_kind, text(101)});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code(), static_cast<std::uint8_t>(errc::invalid_argument));
+  EXPECT_TRUE(
+      ask(update_status_request{widget_kind, 1, 1, R"({"s":")" + std::string(100, 'a') + R"("})"}));
+  EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 1u);
+}
+
+using SecretTest = ControllerTest;
+
+/// A secret in a stored spec that does not parse (written by another program) reaches
+/// neither the logs nor the error a read throws.
+TEST_F(SecretTest, AStoredSecretIsNotQuotedInLogsOrErrors) {
+  const std::string planted = "hunter2-planted-password";
+  LogCapture log;
+  open(with_logger(log.logger()));
+  auto stop_first = stop_before_locals();
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  {
+    SQLite::Database db(dir_.file("beehive.db").string(), SQLite::OPEN_READWRITE);
+    // An unterminated string: nlohmann's own message would quote all of it.
+    db.exec("UPDATE objects SET spec = '{\"color\": \"x\", \"password\": \"" + planted +
+            "' WHERE id = " + std::to_string(o.id));
+  }
+  try {
+    w.get(ctx_, o.id);
+    ADD_FAILURE() << "the broken row decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find(planted), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("byte"), std::string::npos) << e.what();
+  }
+  start();  // the reconcile loop quarantines the row and logs why
+  ASSERT_TRUE(eventually([&] { return log.contains("quarantined"); }));
+  EXPECT_FALSE(log.contains(planted));
+  w.list(ctx_);  // skips the row and logs it
+  EXPECT_FALSE(log.contains(planted));
+}
+
+}  // namespace
+}  // namespace beehive::test
