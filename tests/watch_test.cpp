@@ -113,9 +113,17 @@ TEST_F(WatchTest, ASlowReaderConvergesToTheLatestState) {
   Widgets gadgets(*bh_, gadget_kind);
   auto markers = gadgets.watch_list(ctx_);
   for (int i = 1; i <= 10000; ++i) w.update(ctx_, o.id, {"a", i});
-  // Once a later commit reaches another stream, the hub has handed `s` every update.
+  // Once a later commit reaches another stream, the hub has taken every update; once it
+  // has answered a request after that, it has finished handing them to `s` too (it
+  // serves a batch to one stream after another).
   gadgets.create(ctx_, {"marker", 1});
   ASSERT_TRUE(markers.next_for(10s).has_value());
+  {
+    auto hub = bh_->watch_hub();
+    caf::scoped_actor self{hub->home_system()};
+    self->request(hub, caf::infinite, inspect_atom::value)
+        .receive([](const watch_hub_state&) {}, [](caf::error&) { FAIL(); });
+  }
   std::vector<WidgetChange> got;
   while (auto c = s.next_for(200ms)) got.push_back(std::move(*c));
   // One change, not ten thousand: the snapshot's Added, conflated with every update.
