@@ -42,6 +42,16 @@ class ActorTest : public ::testing::Test {
     return std::move(*out);
   }
 
+  /// `x` serialized and read back into `into`, as it crosses to another node.
+  template <class T>
+  void through_the_wire(T x, T& into) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys_, buf};
+    ASSERT_FALSE(sink(x));
+    caf::binary_deserializer source{sys_, buf};
+    ASSERT_FALSE(source(into));
+  }
+
   TempDir dir_;
   AppConfig cfg_;
   caf::actor_system sys_{cfg_};
@@ -723,13 +733,8 @@ TEST_F(ActorTest, ADetailNestedTooDeepCrossesTheWireAsNull) {
 
   nlohmann::json nested = nlohmann::json::array();
   for (int i = 0; i < 600; ++i) nested = nlohmann::json::array({std::move(nested)});
-  EventSpec local{"c", EventType::Normal, "R", "m", std::move(nested)};
-  buf.clear();
-  caf::binary_serializer sink2{sys_, buf};
-  ASSERT_FALSE(sink2(local));
   EventSpec back2;
-  caf::binary_deserializer source2{sys_, buf};
-  ASSERT_FALSE(source2(back2));
+  through_the_wire(EventSpec{"c", EventType::Normal, "R", "m", std::move(nested)}, back2);
   EXPECT_TRUE(back2.detail.is_null());
 }
 
@@ -744,12 +749,8 @@ TEST_F(ActorTest, MessagesSerializeAndPrint) {
   row.status = R"({"b":2})";
   row.status_version = 2;
   object_change change{ChangeType::Modified, row, object_change::status};
-  std::vector<char> buf;
-  caf::binary_serializer sink{sys_, buf};
-  ASSERT_FALSE(sink(change));
   object_change back;
-  caf::binary_deserializer source{sys_, buf};
-  ASSERT_FALSE(source(back));
+  through_the_wire(change, back);
   EXPECT_EQ(back.type, ChangeType::Modified);
   EXPECT_EQ(back.row.meta.slug, "s");
   EXPECT_EQ(back.row.meta.observed_at, row.meta.observed_at);
@@ -759,12 +760,8 @@ TEST_F(ActorTest, MessagesSerializeAndPrint) {
   EXPECT_EQ(back.row.status, row.status);
   EXPECT_EQ(back.row.status_version, 2);
   EventSpec e{"c", EventType::Warning, "R", "m", nlohmann::json{{"x", 1}}};
-  buf.clear();
-  caf::binary_serializer sink2{sys_, buf};
-  ASSERT_FALSE(sink2(e));
   EventSpec e2;
-  caf::binary_deserializer source2{sys_, buf};
-  ASSERT_FALSE(source2(e2));
+  through_the_wire(e, e2);
   EXPECT_EQ(e2.detail, e.detail);
   EXPECT_EQ(e2.type, EventType::Warning);
   EXPECT_NE(caf::deep_to_string(change).find("beehive::object_change"), std::string::npos);
