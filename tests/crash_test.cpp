@@ -191,8 +191,15 @@ std::optional<std::string> apply_op(State& st, const std::vector<std::string>& o
     }
   } else if (name == "status") {
     if (op.size() != 5) return bad("malformed");
-    o.observed_generation = to_int(op[2]);
-    o.status = json{{"seq", to_int(op[3])}, {"note", op[4]}};
+    auto og = to_int(op[2]);
+    json status{{"seq", to_int(op[3])}, {"note", op[4]}};
+    // The stored status at an older generation than the recorded one writes nothing
+    // (observed_generation never moves back for a stale report).
+    bool stale = o.status == status && o.observed_generation && og < *o.observed_generation;
+    if (!stale) {
+      o.observed_generation = og;
+      o.status = status;
+    }
   } else if (name == "cond") {
     if (op.size() != 6) return bad("malformed");
     o.conditions[op[2]] = {op[3], op[4], op[5]};
