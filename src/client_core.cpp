@@ -243,7 +243,7 @@ std::shared_ptr<StreamCore<Schedule>> ClientCore::watch_schedule(const Context& 
 
 Schedule ClientCore::get_schedule(ObjectID id) const {
   auto kind = rt_->kind(gk_);
-  return kind ? kind->board->get(id) : Schedule{};
+  return kind ? kind->schedules->get(id) : Schedule{};
 }
 
 void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) const {

@@ -23,11 +23,6 @@ thread_local int open_sessions = 0;
 // Reconciles running on this thread: a stop from here would wait for itself.
 thread_local int in_reconcile = 0;
 
-/// A controller's writer subscription: only the commits that concern its kind.
-RecordFilter controller_filter(const GroupKind& gk) {
-  return [gk](const commit_record& rec) { return controller_wants(gk, rec); };
-}
-
 }  // namespace
 
 namespace {
@@ -73,117 +68,25 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
     own_sys_ = std::make_unique<caf::actor_system>(*own_cfg_);
     sys_ = own_sys_.get();
   }
-  ForgetSystem forget(own_sys_ != nullptr);
-  // Detached: restarting a controller waits for the writer (see spawn_controller).
-  supervisor_ = sys_->spawn<caf::detached + caf::hidden>(detail::supervisor, this);
-  spawn_writer();
-  spawn_hub();
-}
-
-void Runtime::spawn_writer(std::vector<Subscriber> subscribers, caf::actor hub) {
-  auto cfg = std::make_shared<StoreWriterConfig>();
-  cfg->subscribers = std::move(subscribers);
-  cfg->hub = std::move(hub);
-  cfg->hub_gate = hub_gate_;
-  cfg->writer = backend_->open_writer();
+  services_.backend = backend_;
+  services_.timers = timers_;
+  services_.logger = logger_;
+  services_.metrics = settings_.metrics;
+  auto cfg = std::make_shared<RootConfig>();
+  cfg->services = services_;
   cfg->clock = clock_;
   cfg->queue = queue_;
-  cfg->metrics = settings_.metrics;
+  cfg->hub_gate = hub_gate_;
+  cfg->directory = directory_;
+  cfg->first_writer = backend_->open_writer();
+  cfg->open_writer = [b = backend_] { return b->open_writer(); };
   cfg->max_object_bytes = settings_.max_object_bytes.value_or(default_max_object_bytes);
-  // Detached: the writer blocks on disk, and a dedicated thread makes the blocking
-  // hand-off one wake each way.
-  auto w = sys_->spawn<caf::detached>(detail::store_writer, std::move(cfg));
-  {
-    std::lock_guard k(kinds_mu_);
-    writer_ = w;
-    writer_public_ = caf::actor_cast<store_writer_actor>(w);
-  }
-  caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(w));
-  queue_->set_wake([w] { caf::anon_send(w, drain_queue_atom::value); });
-}
-
-void Runtime::sync_with_writer() {
-  // The writer's mailbox is in order: once it answers this, it has handled every message
-  // sent to it before (subscriptions above all), before it serves queued writes again.
+  cfg->cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
+  ForgetSystem forget(own_sys_ != nullptr);
+  root_ = sys_->spawn<caf::hidden>(detail::root, std::move(cfg));
   caf::scoped_actor self{*sys_, true};
-  self->request(writer_public_, caf::infinite, inspect_atom::value)
-      .receive([](const store_writer_state&) {}, [](caf::error&) {});
-}
-
-void Runtime::spawn_hub() {
-  hub_gate_->watches = 0;  // a restarted hub starts without watches
-  auto h = sys_->spawn(detail::watch_hub, this);
-  caf::anon_send(writer_, hub_atom::value, caf::actor_cast<caf::actor>(h));
-  sync_with_writer();  // no commit may escape the hub once it serves watches
-  caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(h));
-  std::lock_guard k(kinds_mu_);
-  hub_ = std::move(h);
-}
-
-watch_hub_impl Runtime::hub() const {
-  std::lock_guard k(kinds_mu_);
-  return hub_;
-}
-
-void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
-  std::lock_guard lk(mu_);
-  auto s = state_.load();
-  if (s == State::draining || s == State::stopped) return;  // stop ends them on purpose
-  auto say = [&](const std::string& what) {
-    log(LogLevel::error, what + " failed; restarted from the store",
-        {{"reason", caf::to_string(reason)}});
-  };
-  if (writer_ && writer_.address() == dead) {
-    // Its transaction, if any, died with its connection (SQLite rolls it back); what
-    // callers queued is served by the new writer, which the other actors subscribe to.
-    say("the store writer");
-    // The subscribers come with the writer, not in later messages: a caller's write can
-    // reach the new writer before anything this thread sends it.
-    std::vector<Subscriber> subscribers;
-    for (auto& [gk, entry] : kinds_)
-      if (entry->controller) subscribers.push_back({entry->controller, controller_filter(gk)});
-    spawn_writer(std::move(subscribers), caf::actor_cast<caf::actor>(hub()));
-    caf::anon_send(writer_, drain_queue_atom::value);  // what callers queued meanwhile
-    if (gc_) {  // they hold the writer's handle: new ones for the new writer
-      caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);
-      spawn_gc();
-    }
-    if (event_log_) {
-      caf::anon_send_exit(event_log_, caf::exit_reason::user_shutdown);
-      spawn_event_log();
-    }
-    return;
-  }
-  if (hub_ && hub_.address() == dead) {
-    say("the watch hub");
-    spawn_hub();
-    return;
-  }
-  if (s != State::running) return;
-  for (auto& [gk, entry] : kinds_) {
-    if (entry->controller && entry->controller.address() == dead) {
-      say("the controller of " + to_string(gk));
-      ++entry->restarts;
-      spawn_controller(entry);
-      return;
-    }
-  }
-  if (gc_ && gc_.address() == dead) {
-    say("the gc");
-    spawn_gc();
-    return;
-  }
-  if (event_log_ && event_log_.address() == dead) {
-    say("the event log");
-    spawn_event_log();
-    return;
-  }
-  if (scheduler_ && scheduler_.address() == dead) {
-    // Controllers and the gc hold the scheduler: they restart with the new one.
-    say("the scheduler");
-    kill_controllers();
-    spawn_controllers();
-  }
+  self->request(root_, caf::infinite, open_atom::value)
+      .receive([](bool) {}, [](caf::error& err) { throw Error(errc::store, error_message(err)); });
 }
 
 template <class Watch, class Core>
@@ -193,10 +96,10 @@ void Runtime::open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& 
   std::weak_ptr<Runtime> weak = weak_from_this();
   core->set_on_end([weak, sub = w->subscription] {
     if (auto rt = weak.lock())
-      if (auto h = rt->hub()) caf::anon_send(h, unsubscribe_atom::value, sub);
+      if (auto h = rt->watch_hub()) caf::anon_send(h, unsubscribe_atom::value, sub);
   });
   auto ready = w->ready;
-  caf::anon_send(hub(), std::move(w));
+  caf::anon_send(watch_hub(), std::move(w));
   ready->take(Context{});
 }
 
@@ -218,7 +121,7 @@ std::shared_ptr<StreamCore<Schedule>> Runtime::watch_schedule(const Context& ctx
   auto entry = kind(gk);
   if (!entry) throw Error(errc::no_controller, to_string(gk) + " has no controller");
   auto core = std::make_shared<StreamCore<Schedule>>(ctx);
-  entry->board->watch(id, core);
+  entry->schedules->watch(id, core);
   return core;
 }
 
@@ -249,25 +152,19 @@ void Runtime::shutdown_system() {
     stop(Context{});
   } catch (...) {
   }
-  stop_writer();
-  std::lock_guard lk(mu_);
-  {
-    std::lock_guard k(kinds_mu_);
-    for (auto& [gk, entry] : kinds_) entry->controller = nullptr;
-    scheduler_ = nullptr;
-    gc_ = nullptr;
-    event_log_ = nullptr;
+  if (root_) {
+    ForgetSystem forget(own_sys_ != nullptr);
+    {
+      // Reconciles that outlived stop's deadline still use this runtime: wait for them.
+      caf::scoped_actor self{*sys_, true};
+      self->request(root_, caf::infinite, await_workers_atom::value)
+          .receive([](bool) {}, [](caf::error&) {});
+    }
+    caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
+    root_ = nullptr;
   }
-  if (supervisor_) caf::anon_send_exit(supervisor_, caf::exit_reason::user_shutdown);
-  supervisor_ = nullptr;
-  own_sys_.reset();  // waits for every actor, reconciles still running included
+  own_sys_.reset();
   own_cfg_.reset();
-  {
-    // In an application's system, wait for reconciles that outlived stop's deadline. A
-    // job dropped unserved releases its flight too, so this cannot wait for nothing.
-    std::unique_lock f(flight_mu_);
-    flight_cv_.wait(f, [&] { return in_flight_ == 0; });
-  }
   // A controller that captured a Client holds this runtime: drop the controllers so the
   // cycle breaks and the store closes.
   std::lock_guard k(kinds_mu_);
@@ -397,58 +294,23 @@ int Runtime::status_version(const GroupKind& gk) const {
   return m ? m->schema_version_status() : 0;
 }
 
-caf::actor Runtime::controller(const GroupKind& gk) const {
-  std::lock_guard lk(kinds_mu_);
-  auto it = kinds_.find(gk);
-  return it == kinds_.end() ? caf::actor{} : it->second->controller;
-}
-
-caf::actor Runtime::gc() const {
-  std::lock_guard lk(kinds_mu_);
-  return gc_;
-}
-
-caf::actor Runtime::event_log() const {
-  std::lock_guard lk(kinds_mu_);
-  return event_log_;
-}
-
+caf::actor Runtime::controller(const GroupKind& gk) const { return directory_->controller(gk); }
+caf::actor Runtime::gc() const { return directory_->gc(); }
+caf::actor Runtime::event_log() const { return directory_->event_log(); }
 scheduler_actor Runtime::scheduler() const {
-  std::lock_guard lk(kinds_mu_);
-  return caf::actor_cast<scheduler_actor>(scheduler_);
+  return caf::actor_cast<scheduler_actor>(directory_->scheduler());
 }
 
 void Runtime::requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
-  std::lock_guard lk(kinds_mu_);
-  auto it = kinds_.find(gk);
-  if (it == kinds_.end()) throw Error(errc::no_controller, to_string(gk) + " has no controller");
+  if (!kind(gk)) throw Error(errc::no_controller, to_string(gk) + " has no controller");
   // Before start the request has nowhere to go: start reconciles everything anyway.
-  if (it->second->controller)
-    caf::anon_send(it->second->controller, requeue_request{id, reset_backoff});
+  if (auto c = directory_->controller(gk)) caf::anon_send(c, requeue_request{id, reset_backoff});
 }
 
 std::shared_ptr<KindEntry> Runtime::kind(const GroupKind& gk) const {
   std::lock_guard lk(kinds_mu_);
   auto it = kinds_.find(gk);
   return it == kinds_.end() ? nullptr : it->second;
-}
-
-FlightPtr Runtime::begin_flight() {
-  {
-    std::lock_guard lk(flight_mu_);
-    ++in_flight_;
-  }
-  return std::make_shared<Flight>(weak_from_this());
-}
-
-Flight::~Flight() {
-  if (auto r = rt.lock()) {
-    {
-      std::lock_guard lk(r->flight_mu_);
-      --r->in_flight_;
-    }
-    r->flight_cv_.notify_all();
-  }
 }
 
 Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
@@ -491,7 +353,7 @@ Outcome Runtime::reconcile_once(const KindEntry& kind, ObjectID id) {
 }
 
 std::function<void(const Context&)> Runtime::start(const Context& ctx) {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
   ForgetSystem forget(own_sys_ != nullptr);
   if (state_ == State::running) throw Error(errc::already_started, "beehive already started");
   if (state_ != State::created) throw Error(errc::stopped, "beehive stopped");
@@ -512,114 +374,55 @@ std::function<void(const Context&)> Runtime::start(const Context& ctx) {
   claimed_ = id;
   if (auto warning = backend_->exposure(); !warning.empty())
     log(LogLevel::warning, warning, {{"store", id}});
-  spawn_controllers();
-  if (ctx.done()) {  // a start cancelled half-way leaves nothing running
-    drain_reconciles(std::nullopt);
-    kill_controllers();
-    std::lock_guard c(claims_mu);
-    claims.erase(claimed_);
-    claimed_.clear();
-    run_claim_.reset();
-    ctx.throw_if_done();
+  StartPlan plan;
+  {
+    std::lock_guard k(kinds_mu_);
+    for (auto& [gk, entry] : kinds_) plan.kinds.push_back(entry);
+  }
+  plan.retention = retention_policy();
+  std::weak_ptr<Runtime> weak = shared_from_this();
+  plan.reconcile = [weak](const KindEntry& kind, ObjectID id) {
+    if (auto rt = weak.lock()) return rt->reconcile_once(kind, id);
+    return Outcome{Outcome::cancelled, {}, "beehive gone"};
+  };
+  {
+    caf::scoped_actor self{*sys_, true};
+    self->request(root_, caf::infinite, std::move(plan)).receive([](bool) {}, [](caf::error&) {});
   }
   state_ = State::running;
-  std::weak_ptr<Runtime> weak = shared_from_this();
+  if (ctx.done()) {  // a start cancelled half-way leaves nothing running
+    lk.unlock();
+    try {
+      stop(Context{});
+    } catch (...) {
+    }
+    ctx.throw_if_done();
+  }
   return [weak](const Context& stop_ctx) {
     if (auto rt = weak.lock()) rt->stop(stop_ctx);
   };
 }
 
-void Runtime::spawn_controllers() {
-  {
-    auto sched = sys_->spawn(detail::scheduler, timers_);
-    caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(sched));
-    std::lock_guard k(kinds_mu_);
-    scheduler_ = sched;
-  }
-  if (auto* manual = dynamic_cast<ManualClock*>(clock_.get())) {
-    caf::actor_addr addr = caf::actor_cast<caf::actor_addr>(scheduler_);
-    clock_token_ = manual->subscribe([addr] {
-      if (auto s = caf::actor_cast<caf::actor>(addr)) caf::anon_send(s, tick_atom::value);
-    });
-  }
-  for (auto& [gk, entry] : kinds_) spawn_controller(entry);
-  spawn_gc();
-  spawn_event_log();
-}
-
-void Runtime::spawn_controller(const std::shared_ptr<KindEntry>& entry) {
-  auto c = caf::actor_cast<caf::actor>(sys_->spawn(detail::controller, entry, this, scheduler_));
-  caf::anon_send(writer_, subscribe_atom::value, c, controller_filter(entry->gk));
-  caf::anon_send(supervisor_, c);
-  {
-    std::lock_guard k(kinds_mu_);
-    entry->controller = c;
-  }
-  // Once the writer has the subscription, every commit after it reaches the controller,
-  // and its start lists everything before.
-  sync_with_writer();
-  caf::anon_send(c, start_atom::value);
-}
-
-Periodic Runtime::periodic() const {
-  return {writer_public_, scheduler_, timers_,
-          settings_.resync_interval.value_or(KindSettings{}.resync), logger_};
-}
-
-void Runtime::spawn_gc() {
-  auto g = caf::actor_cast<caf::actor>(sys_->spawn(detail::gc, periodic()));
-  adopt(g, RecordFilter{gc_wants}, gc_);
-}
-
-void Runtime::spawn_event_log() {
+trim_events_request Runtime::retention_policy() const {
   trim_events_request policy;
   auto retention = [](const std::pair<int, std::chrono::milliseconds>& r) {
-    return event_retention{r.first, r.second};
+    return beehive::event_retention{r.first, r.second};
   };
   if (settings_.event_retention) policy.fallback = retention(*settings_.event_retention);
+  std::lock_guard k(kinds_mu_);
   for (auto& [gk, entry] : kinds_)
     if (entry->event_retention)
       policy.retention.emplace_back(gk, retention(*entry->event_retention));
-  auto e =
-      caf::actor_cast<caf::actor>(sys_->spawn(detail::event_log, periodic(), std::move(policy)));
-  adopt(e, RecordFilter{has_event_runs}, event_log_);
+  return policy;
 }
 
-void Runtime::adopt(const caf::actor& a, RecordFilter wants, caf::actor& slot) {
-  caf::anon_send(writer_, subscribe_atom::value, a, std::move(wants));
-  sync_with_writer();
-  caf::anon_send(supervisor_, a);
-  {
-    std::lock_guard k(kinds_mu_);
-    slot = a;
-  }
-  caf::anon_send(a, start_atom::value);
-}
-
-void Runtime::kill_controllers() {
-  for (auto& [gk, entry] : kinds_) {
-    caf::actor c;
-    {
-      std::lock_guard k(kinds_mu_);
-      c.swap(entry->controller);
-    }
-    if (!c) continue;
-    caf::anon_send(writer_, unsubscribe_atom::value, c);
-    caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
-  }
-  for (auto* slot : {&gc_, &event_log_}) {
-    if (!*slot) continue;
-    caf::anon_send(writer_, unsubscribe_atom::value, *slot);
-    caf::anon_send_exit(*slot, caf::exit_reason::user_shutdown);
-    std::lock_guard k(kinds_mu_);
-    *slot = nullptr;
-  }
-  if (auto* manual = dynamic_cast<ManualClock*>(clock_.get()); manual && clock_token_)
-    manual->unsubscribe(clock_token_);
-  clock_token_ = 0;
-  if (scheduler_) caf::anon_send_exit(scheduler_, caf::exit_reason::user_shutdown);
-  std::lock_guard k(kinds_mu_);
-  scheduler_ = nullptr;
+StopReport Runtime::stop_actors(std::optional<Context::Deadline> deadline) {
+  StopReport report;
+  if (!root_) return report;
+  caf::scoped_actor self{*sys_, true};
+  self->request(root_, caf::infinite, StopRequest{deadline})
+      .receive([&](const StopReport& r) { report = r; }, [](caf::error&) {});
+  return report;
 }
 
 void Runtime::stop(const Context& ctx) {
@@ -633,87 +436,28 @@ void Runtime::stop(const Context& ctx) {
                 "stop called inside a within block would wait for that block forever");
   std::unique_lock lk(mu_);
   ForgetSystem forget(own_sys_ != nullptr);
-  if (state_ == State::created) {  // never started: nothing to drain
-    stop_writer(ctx.deadline());
-    for (auto& [gk, entry] : kinds_) entry->board->finish_all(errc::stopped);
-  }
-  if (state_ != State::running) return;
+  if (state_ == State::stopped) return;
+  bool was_running = state_ == State::running;
   state_ = State::draining;
   cancel_reconciles_();  // reconciles in flight see their context end now
-  bool drained = drain_reconciles(ctx.deadline());
-  if (drained && gc_) {
-    // What the gc has queued (a pass triggered by the last commits) finishes first; a
-    // pass asked for now runs after it in the writer's order.
-    caf::scoped_actor self{*sys_, true};
-    auto d = ctx.deadline();
-    auto left = d ? std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 *d - std::chrono::steady_clock::now()),
-                             std::chrono::milliseconds(1))
-                  : std::chrono::milliseconds(std::chrono::hours(24));
-    self->request(caf::actor_cast<gc_actor>(gc_), left, collect_atom::value)
-        .receive([](int) {}, [](caf::error&) {});
-  }
-  kill_controllers();
+  auto report = stop_actors(ctx.deadline());
   state_ = State::stopped;
-  bool closed = stop_writer(ctx.deadline());
-  for (auto& [gk, entry] : kinds_) entry->board->finish_all(errc::stopped);
+  {
+    std::lock_guard k(kinds_mu_);
+    for (auto& [gk, entry] : kinds_) entry->schedules->finish_all(errc::stopped);
+  }
+  if (!was_running) return;
   {
     std::lock_guard c(claims_mu);
     claims.erase(claimed_);
   }
   claimed_.clear();
   run_claim_.reset();
-  if (!drained)
+  if (!report.drained)
     throw Error(errc::deadline_exceeded, "reconciles still running when the stop deadline passed");
-  if (!closed)
+  if (!report.closed)
     throw Error(errc::deadline_exceeded,
                 "a within block was still open when the stop deadline passed; rolled back");
-}
-
-bool Runtime::drain_reconciles(std::optional<Context::Deadline> deadline) {
-  {
-    caf::scoped_actor self{*sys_, true};
-    for (auto& [gk, entry] : kinds_)
-      self->request(entry->controller, caf::infinite, drain_atom::value)
-          .receive([](bool) {}, [](caf::error&) {});
-  }
-  std::unique_lock f(flight_mu_);
-  auto idle = [&] { return in_flight_ == 0; };
-  if (deadline) return flight_cv_.wait_until(f, *deadline, idle);
-  flight_cv_.wait(f, idle);
-  return true;
-}
-
-bool Runtime::stop_writer(std::optional<Context::Deadline> deadline) {
-  if (!writer_) return true;
-  state_ = State::stopped;
-  bool in_time = true;
-  caf::anon_send(writer_, shutdown_atom::value);
-  {
-    caf::scoped_actor self{*sys_, true};
-    // The writer quits once the within block it serves, if any, has ended; at the
-    // deadline that block is rolled back instead, and its later steps fail with stopped.
-    if (deadline) {
-      self->monitor(writer_);
-      auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                               *deadline - std::chrono::steady_clock::now()),
-                           std::chrono::milliseconds(0));
-      bool down = false;
-      self->receive([&](const caf::down_msg&) { down = true; }, caf::after(left) >> [] {});
-      if (!down) {
-        in_time = false;
-        caf::anon_send(writer_, abort_session_atom::value);
-      }
-    }
-    // The writer forwards its shutdown to the hub after the last commit record; the
-    // hub ends every watch and quits.
-    self->wait_for(writer_, hub());
-  }
-  std::lock_guard k(kinds_mu_);
-  writer_ = nullptr;
-  writer_public_ = nullptr;
-  hub_ = nullptr;
-  return in_time;
 }
 
 }  // namespace beehive::detail

@@ -1,11 +1,16 @@
 #pragma once
 
-// Runtime: what a Beehive and its clients share — the actor system, the store, the
-// clock, the registered kinds and the actors — with the lifecycle (start, drain, stop)
-// and the blocking hand-off to the store_writer.
+// Runtime: the blocking facade's handle on a beehive — what a Beehive and its clients
+// share: the actor system, the store, the clock, the registered kinds, the handles of
+// the actors (read from the root's ActorDirectory) and the blocking hand-off to the
+// store_writer. Start and stop are requests to the root actor, which runs both
+// protocols; the runtime keeps only what concerns callers: whether calls are served,
+// and the claim on the database.
+//
+// Thread-safety: every member function may be called from any thread, except that
+// start and stop are serialized among themselves.
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,26 +20,14 @@
 #include <beehive/options.hpp>
 
 #include "actors/controller.hpp"
-#include "actors/event_log.hpp"
-#include "actors/gc.hpp"
+#include "actors/root.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
-#include "actors/supervisor.hpp"
 #include "actors/watch_hub.hpp"
 #include "options_internal.hpp"
 #include "store/backend.hpp"
 
 namespace beehive::detail {
-
-class Runtime;
-
-/// One reconcile in flight, counted for stop's drain until destroyed.
-struct Flight {
-  explicit Flight(std::weak_ptr<Runtime> r) : rt(std::move(r)) {}
-  ~Flight();
-  std::weak_ptr<Runtime> rt;
-};
-using FlightPtr = std::shared_ptr<Flight>;
 
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
@@ -46,8 +39,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// What timers run on (see TimerClock).
   const TimerClock& timers() const { return *timers_; }
   store_writer_actor store_writer() const {
-    std::lock_guard k(kinds_mu_);
-    return writer_public_;
+    return caf::actor_cast<store_writer_actor>(directory_->writer());
   }
 
   /// Reports to the application's logger.
@@ -86,8 +78,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// `no_controller` for a client-only kind.
   std::shared_ptr<StreamCore<Schedule>> watch_schedule(const Context& ctx, const GroupKind& gk,
                                                        ObjectID id);
-  std::uint64_t next_subscription() { return ++last_subscription_; }
-  const watch_hub_impl& watch_hub() const { return hub_; }
+  std::uint64_t next_subscription() { return services_.next_subscription(); }
+  /// The watch hub's handle (null before it serves, and after stop).
+  watch_hub_impl watch_hub() const { return directory_->hub(); }
   /// Object `id` as committed, for converged-write checks.
   std::optional<ObjectRow> peek(ObjectID id);
   /// The hub's count of watches (see HubGate).
@@ -101,10 +94,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // -- controllers ----------------------------------------------------------------
 
   void register_kind(const GroupKind& gk, ReconcileFn fn, const std::vector<Option>& opts);
-  /// A controller hands an id to a worker: the reconcile is in flight until the
-  /// returned token is released (after the pass, or when the job is dropped unserved).
-  FlightPtr begin_flight();
-  /// One reconcile pass of `id`, on a worker's thread.
+  /// One reconcile pass of `id`, on a worker's thread (Services::reconcile).
   Outcome reconcile_once(const KindEntry& kind, ObjectID id);
   /// The kind's migrator (null without one) and the schema versions it writes.
   const Migrator* migrator(const GroupKind& gk) const;
@@ -122,44 +112,22 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// `ctx` (stopped either way). Idempotent.
   void stop(const Context& ctx);
 
-  /// Restarts the failed actor `dead` (called by the supervisor); logs it.
-  void restart(const caf::actor_addr& dead, const caf::error& reason);
-
-  /// After stop: releases every actor handle and, for an actor system of its own,
-  /// destroys it (waiting for reconciles still running). Called by ~Beehive, never from
-  /// an actor's thread.
+  /// After stop: waits for reconciles that outlived stop's deadline, ends the root and,
+  /// for an actor system of its own, destroys it. Called by ~Beehive, never from an
+  /// actor's thread.
   void shutdown_system();
 
  private:
   enum class State { created, running, draining, stopped };
 
-  void spawn_controllers();
-  /// Spawns `entry`'s controller, subscribes it, starts it; the caller holds mu_.
-  void spawn_controller(const std::shared_ptr<KindEntry>& entry);
-  /// The gc's and the event_log's writer, timer and cadence (the resync interval).
-  Periodic periodic() const;
-  void spawn_gc();
-  void spawn_event_log();
-  /// Stops the controllers dispatching and waits until no reconcile runs (false when
-  /// `deadline` passed first).
-  bool drain_reconciles(std::optional<Context::Deadline> deadline);
-  /// Subscribes a gc-like actor to the writer's commit records, has it supervised,
-  /// publishes it in `slot` and starts it.
-  void adopt(const caf::actor& a, RecordFilter wants, caf::actor& slot);
-  void spawn_hub();
-  void spawn_writer(std::vector<Subscriber> subscribers = {}, caf::actor hub = {});
-  /// Returns once the writer has handled every message sent to it before.
-  void sync_with_writer();
-  /// The hub handle, safe from any thread.
-  watch_hub_impl hub() const;
   /// Hands `w` to the hub for `core` and returns once its snapshot is in (every later
   /// commit arrives live); the stream unsubscribes when it ends.
   template <class Watch, class Core>
   void open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core);
-  void kill_controllers();
-  /// Shuts the writer (and after it the hub) down; false when a within block was still
-  /// open at `deadline` and was rolled back.
-  bool stop_writer(std::optional<Context::Deadline> deadline = std::nullopt);
+  /// Runs the root's stop protocol (see root.hpp) and waits for its report.
+  StopReport stop_actors(std::optional<Context::Deadline> deadline);
+  /// The retention policy the event_log applies, from the Beehive's and kinds' options.
+  trim_events_request retention_policy() const;
 
   std::unique_ptr<caf::actor_system_config> own_cfg_;
   std::unique_ptr<caf::actor_system> own_sys_;
@@ -170,33 +138,22 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<const TimerClock> timers_;
   Logger logger_;
+  Services services_;
   std::shared_ptr<WriteQueue> queue_ = std::make_shared<WriteQueue>();
-  store_writer_impl writer_;
-  store_writer_actor writer_public_;
-  scheduler_impl scheduler_;
-  watch_hub_impl hub_;
   std::shared_ptr<HubGate> hub_gate_ = std::make_shared<HubGate>();
-  caf::actor gc_;
-  caf::actor event_log_;
-  caf::actor supervisor_;
-  std::atomic<std::uint64_t> last_subscription_{0};
+  std::shared_ptr<ActorDirectory> directory_ = std::make_shared<ActorDirectory>();
+  root_actor root_;
   /// The parent of every reconcile's context: stop cancels it, so that reconciles in
   /// flight see their context end at once.
   Context stop_ctx_;
   std::function<void()> cancel_reconciles_;
-  int clock_token_ = 0;
 
   mutable std::mutex mu_;  // lifecycle; held while stop drains, so never by calls
   std::atomic<State> state_{State::created};
   mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
-  std::string claimed_;  // the database this running beehive claimed
+  std::string claimed_;              // the database this running beehive claimed
   std::shared_ptr<void> run_claim_;  // its claim across processes (see Backend::claim)
-
-  friend struct Flight;
-  std::mutex flight_mu_;
-  std::condition_variable flight_cv_;
-  int in_flight_ = 0;
 };
 
 }  // namespace beehive::detail

@@ -5,17 +5,17 @@
 
 #include <beehive/detail/saturate.hpp>
 
-#include "runtime.hpp"
+#include "actors/reader.hpp"
 
 namespace beehive::detail {
 
-Schedule ScheduleBoard::get(ObjectID id) const {
+Schedule ScheduleTable::get(ObjectID id) const {
   std::lock_guard lk(mu_);
   auto it = next_.find(id);
   return it == next_.end() ? Schedule{} : Schedule{it->second};
 }
 
-void ScheduleBoard::set(ObjectID id, Time t) {
+void ScheduleTable::set(ObjectID id, Time t) {
   std::lock_guard lk(mu_);
   auto& slot = next_[id];
   if (slot == t) return;
@@ -23,12 +23,12 @@ void ScheduleBoard::set(ObjectID id, Time t) {
   publish_locked(id, {t});
 }
 
-void ScheduleBoard::clear(ObjectID id) {
+void ScheduleTable::clear(ObjectID id) {
   std::lock_guard lk(mu_);
   if (next_.erase(id)) publish_locked(id, {});
 }
 
-void ScheduleBoard::watch_actor(ObjectID id, caf::actor subscriber) {
+void ScheduleTable::watch_actor(ObjectID id, caf::actor subscriber) {
   std::lock_guard lk(mu_);
   auto it = next_.find(id);
   caf::anon_send(subscriber,
@@ -36,7 +36,7 @@ void ScheduleBoard::watch_actor(ObjectID id, caf::actor subscriber) {
   actor_watches_.emplace(id, std::move(subscriber));
 }
 
-void ScheduleBoard::publish_locked(ObjectID id, Schedule s) {
+void ScheduleTable::publish_locked(ObjectID id, Schedule s) {
   auto [a, b] = actor_watches_.equal_range(id);
   for (auto it = a; it != b; ++it) caf::anon_send(it->second, schedule_change{id, s});
   auto [first, last] = watches_.equal_range(id);
@@ -49,14 +49,14 @@ void ScheduleBoard::publish_locked(ObjectID id, Schedule s) {
   }
 }
 
-void ScheduleBoard::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core) {
+void ScheduleTable::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core) {
   std::lock_guard lk(mu_);
   auto it = next_.find(id);
   core->push(id, it == next_.end() ? Schedule{} : Schedule{it->second});
   watches_.emplace(id, core);
 }
 
-void ScheduleBoard::finish_all(std::error_code why) {
+void ScheduleTable::finish_all(std::error_code why) {
   std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches;
   std::unordered_multimap<ObjectID, caf::actor> actors;
   {
@@ -73,27 +73,28 @@ namespace {
 
 using Self = controller_impl::stateful_pointer<ControllerState>;
 
-caf::behavior worker(caf::event_based_actor* self, const caf::actor& controller,
-                     const std::shared_ptr<KindEntry>& kind, Runtime* rt) {
-  return {
-      [=](reconcile_atom, ObjectID id, const FlightPtr& flight) {
-        Outcome outcome;
-        if (auto* m = kind->metrics.get()) {
-          auto began = std::chrono::steady_clock::now();  // real time, not the Beehive's clock
-          outcome = rt->reconcile_once(*kind, id);
-          m->reconciled(outcome, std::chrono::steady_clock::now() - began);
-        } else {
-          outcome = rt->reconcile_once(*kind, id);
-        }
-        (void)flight;  // released with the message, after the pass
-        self->send(controller, done_atom::value, id, std::move(outcome),
-                   caf::actor_cast<caf::actor>(self));
-      },
-  };
-}
-
 /// Now on the timers' time line (see TimerClock): every due time here is on it.
-Time now(Self self) { return self->state.rt->timers().now(); }
+Time now(Self self) { return self->state.services.timers->now(); }
+
+using IdList = std::vector<std::pair<ObjectID, std::int64_t>>;
+
+/// Lists the kind's ids on the reader actor, then hands them to `then`. A failed read is
+/// logged: the next resync lists again.
+template <class Fn>
+void list_kind(Self self, bool with_deletions, Fn then) {
+  auto* backend = self->state.services.backend;
+  auto gk = self->state.kind->gk;
+  ReadJob job = [backend, gk, with_deletions] {
+    return caf::make_message(backend->reader()->list_ids(gk, with_deletions));
+  };
+  self->request(self->state.services.reader, caf::infinite, std::move(job))
+      .then([then](IdList& ids) mutable { then(ids); },
+            [self](caf::error& err) {
+              self->state.services.log(
+                  LogLevel::error, "listing a kind failed",
+                  {{"kind", to_string(self->state.kind->gk)}, {"reason", error_message(err)}});
+            });
+}
 
 /// Every change of the queue or of the ids in flight ends in dispatch, which reports them.
 void report_gauges(ControllerState& st, const KindMetrics& m) {
@@ -107,16 +108,18 @@ void report_gauges(ControllerState& st, const KindMetrics& m) {
   }
 }
 
+void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w);
+
 void dispatch(Self self) {
   auto& st = self->state;
   // Sent after the gauges are reported: a running reconcile is always counted in them.
-  std::vector<std::tuple<caf::actor, ObjectID, FlightPtr>> jobs;
+  std::vector<std::pair<caf::actor, ObjectID>> jobs;
   while (st.dispatching && !st.idle.empty() && !st.queue.empty()) {
     auto id = st.queue.front();
     st.queue.pop_front();
     st.queued.erase(id);
     st.in_flight.insert(id);
-    st.kind->board->clear(id);
+    st.kind->schedules->clear(id);
     if (auto* m = st.kind->metrics.get()) {
       auto it = st.enqueued_at.find(id);
       if (it != st.enqueued_at.end()) {
@@ -124,14 +127,18 @@ void dispatch(Self self) {
         st.enqueued_at.erase(it);
       }
     }
-    // Counted from dispatch, so that a drain also waits for jobs not yet started.
-    auto flight = st.rt->begin_flight();
-    jobs.emplace_back(st.idle.back(), id, std::move(flight));
+    jobs.emplace_back(st.idle.back(), id);
     st.idle.pop_back();
   }
   if (auto* m = st.kind->metrics.get()) report_gauges(st, *m);
-  for (auto& [w, id, flight] : jobs)
-    caf::anon_send(w, reconcile_atom::value, id, std::move(flight));
+  for (auto& [w, id] : jobs)
+    self->request(w, caf::infinite, reconcile_atom::value, id)
+        .then([self, id = id, w = w](Outcome& o) { on_done(self, id, o, w); },
+              [self, id = id, w = w](caf::error&) {
+                // The worker is gone (the controller is being replaced): nothing ran
+                // that needs a retry from here.
+                on_done(self, id, {Outcome::cancelled, {}, "worker gone"}, w);
+              });
 }
 
 void enqueue(Self self, ObjectID id) {
@@ -142,7 +149,7 @@ void enqueue(Self self, ObjectID id) {
   }
   if (st.queued.insert(id).second) {
     st.queue.push_back(id);
-    st.kind->board->set(id, st.rt->timers().wall_now());
+    st.kind->schedules->set(id, st.services.timers->wall_now());
     if (st.kind->metrics) st.enqueued_at[id] = now(self);
   }
 }
@@ -159,12 +166,14 @@ void rearm(Self self) {
 
 void arm_timer(Self self, ObjectID id, Time due) {
   self->state.timers[id] = due;
-  self->state.kind->board->set(id, self->state.rt->timers().to_wall(due));
+  self->state.kind->schedules->set(id, self->state.services.timers->to_wall(due));
 }
 
 void resync(Self self) {
-  auto& st = self->state;
-  for (auto [id, rv] : st.rt->backend().reader()->list_ids(st.kind->gk, true)) enqueue(self, id);
+  list_kind(self, true, [self](const IdList& ids) {
+    for (auto [id, rv] : ids) enqueue(self, id);
+    dispatch(self);
+  });
 }
 
 void on_wake(Self self) {
@@ -199,27 +208,32 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       d = std::min(d, cfg.max_retry);
       arm_timer(self, id, saturating_add(now(self), d));
       if (auto* m = st.kind->metrics.get()) m->retried();
-      st.rt->log(LogLevel::warning, "reconcile failed; retrying with backoff",
-                 {{"kind", to_string(st.kind->gk)},
-                  {"id", std::to_string(id)},
-                  {"reason", o.message},
-                  {"retry_in_ms", std::to_string(d.count())}});
+      st.services.log(LogLevel::warning, "reconcile failed; retrying with backoff",
+                      {{"kind", to_string(st.kind->gk)},
+                       {"id", std::to_string(id)},
+                       {"reason", o.message},
+                       {"retry_in_ms", std::to_string(d.count())}});
       break;
     }
     case Outcome::success:
     case Outcome::quarantined:
       st.backoff.erase(id);
-      if (o.requeue_after.count() > 0) arm_timer(self, id, saturating_add(now(self), o.requeue_after));
+      if (o.requeue_after.count() > 0)
+        arm_timer(self, id, saturating_add(now(self), o.requeue_after));
       break;
     case Outcome::gone:
     case Outcome::cancelled:  // stop cancelled it: start reconciles it again
       st.backoff.erase(id);
       break;
   }
-  if (!st.timers.count(id)) st.kind->board->clear(id);
+  if (!st.timers.count(id)) st.kind->schedules->clear(id);
   if (st.dirty.erase(id)) enqueue(self, id);
   dispatch(self);
   rearm(self);
+  if (st.drained && st.in_flight.empty()) {
+    st.drained->deliver(true);
+    st.drained.reset();
+  }
 }
 
 }  // namespace
@@ -236,31 +250,47 @@ bool controller_wants(const GroupKind& gk, const commit_record& rec) {
                      [&](const Ref& r) { return r.group == gk.group && r.kind == gk.kind; });
 }
 
-controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind, Runtime* rt,
-                                          scheduler_impl scheduler) {
+caf::behavior worker(caf::event_based_actor*, std::shared_ptr<KindEntry> kind, Services services) {
+  return {
+      [kind, services](reconcile_atom, ObjectID id) {
+        if (auto* m = kind->metrics.get()) {
+          auto began = std::chrono::steady_clock::now();  // real time, not the Beehive's clock
+          auto outcome = services.reconcile(*kind, id);
+          m->reconciled(outcome, std::chrono::steady_clock::now() - began);
+          return outcome;
+        }
+        return services.reconcile(*kind, id);
+      },
+  };
+}
+
+controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind,
+                                          Services services, scheduler_impl scheduler,
+                                          std::vector<caf::actor> workers) {
   auto& st = self->state;
   st.kind = std::move(kind);
-  st.rt = rt;
+  st.services = std::move(services);
   st.scheduler = std::move(scheduler);
-  auto me = caf::actor_cast<caf::actor>(self);
-  for (int i = 0; i < st.kind->settings.concurrency; ++i) {
-    // Detached: reconcile may block. Linked: workers end with their controller.
-    auto w = self->spawn<caf::detached + caf::linked>(worker, me, st.kind, rt);
-    st.workers.push_back(w);
+  for (auto& w : workers) {
+    self->link_to(w);  // workers end with their controller, and it with any of them
     st.idle.push_back(w);
   }
+  st.workers = std::move(workers);
   return {
       [self](start_atom) {
-        auto& st = self->state;
-        for (auto [id, rv] : st.rt->backend().reader()->list_ids(st.kind->gk, false)) {
-          enqueue(self, id);
-          st.listed_rv = std::max(st.listed_rv, rv);
-        }
-        st.dispatching = true;
-        if (st.kind->settings.resync.count() > 0)
-          st.next_resync = saturating_add(now(self), st.kind->settings.resync);
-        dispatch(self);
-        rearm(self);
+        list_kind(self, false, [self](const IdList& ids) {
+          auto& st = self->state;
+          for (auto [id, rv] : ids) {
+            enqueue(self, id);
+            st.listed_rv = std::max(st.listed_rv, rv);
+          }
+          if (st.draining) return;
+          st.dispatching = true;
+          if (st.kind->settings.resync.count() > 0)
+            st.next_resync = saturating_add(now(self), st.kind->settings.resync);
+          dispatch(self);
+          rearm(self);
+        });
       },
       [self](const commit_record& rec) {
         auto& st = self->state;
@@ -274,24 +304,36 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         dispatch(self);
       },
       [self](wake_atom) { on_wake(self); },
-      [self](done_atom, ObjectID id, const Outcome& o, const caf::actor& w) {
-        on_done(self, id, o, w);
-      },
       [self](const requeue_request& r) -> caf::result<bool> {
-        auto& st = self->state;
-        auto row = st.rt->backend().reader()->get(r.id);
-        if (!row || row->meta.group != st.kind->gk.group || row->meta.kind != st.kind->gk.kind)
-          return make_error(errc::not_found,
-                            "no " + to_string(st.kind->gk) + " with id " + std::to_string(r.id));
-        if (r.reset_backoff) st.backoff.erase(r.id);
-        st.timers.erase(r.id);
-        enqueue(self, r.id);
-        dispatch(self);
-        return true;
+        // Only an object of this kind is requeued: check on the reader, then queue.
+        auto* backend = self->state.services.backend;
+        auto gk = self->state.kind->gk;
+        ReadJob job = [backend, gk, id = r.id] {
+          auto row = backend->reader()->get(id);
+          return caf::make_message(row && row->meta.group == gk.group && row->meta.kind == gk.kind);
+        };
+        auto rp = self->make_response_promise<bool>();
+        self->request(self->state.services.reader, caf::infinite, std::move(job))
+            .then(
+                [self, rp, r](bool exists) mutable {
+                  auto& st = self->state;
+                  if (!exists) {
+                    rp.deliver(make_error(errc::not_found, "no " + to_string(st.kind->gk) +
+                                                               " with id " + std::to_string(r.id)));
+                    return;
+                  }
+                  if (r.reset_backoff) st.backoff.erase(r.id);
+                  st.timers.erase(r.id);
+                  enqueue(self, r.id);
+                  dispatch(self);
+                  rp.deliver(true);
+                },
+                [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        return rp;
       },
-      [self](schedule_atom, ObjectID id) { return self->state.kind->board->get(id); },
+      [self](schedule_atom, ObjectID id) { return self->state.kind->schedules->get(id); },
       [self](const schedule_watch_request& r) {
-        self->state.kind->board->watch_actor(r.id, r.subscriber);
+        self->state.kind->schedules->watch_actor(r.id, r.subscriber);
         return true;
       },
       [self](inspect_atom) {
@@ -303,7 +345,8 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         std::sort(out.in_flight.begin(), out.in_flight.end());
         out.backoff.assign(st.backoff.begin(), st.backoff.end());
         std::sort(out.backoff.begin(), out.backoff.end());
-        for (auto& [id, due] : st.timers) out.timers.emplace_back(id, st.rt->timers().to_wall(due));
+        for (auto& [id, due] : st.timers)
+          out.timers.emplace_back(id, st.services.timers->to_wall(due));
         std::sort(out.timers.begin(), out.timers.end());
         out.dispatching = st.dispatching;
         out.workers = static_cast<int>(st.workers.size());
@@ -311,9 +354,14 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         return out;
       },
       [](shutdown_atom) {},  // the writer's last word; stop ends us
-      [self](drain_atom) {
-        self->state.dispatching = false;
-        return true;  // acknowledged: nothing more will be dispatched
+      [self](drain_atom) -> caf::result<bool> {
+        // Nothing more is dispatched; answered once the passes in flight have ended.
+        auto& st = self->state;
+        st.dispatching = false;
+        st.draining = true;
+        if (st.in_flight.empty()) return true;
+        if (!st.drained) st.drained = self->make_response_promise<bool>();
+        return *st.drained;
       },
   };
 }

@@ -5,8 +5,11 @@
 //
 // Queue semantics: an id queued twice runs once; an id is never handed to two workers
 // at once; an id re-added while it is being reconciled runs once more afterwards.
-// Workers are detached actors (reconcile may block) that read the row, run the typed
-// reconcile and report an Outcome back.
+// Workers are detached actors (reconcile may block), spawned by the root with their
+// controller and linked to it: each answers a reconcile request with the pass's Outcome.
+// Stop asks the controller to drain: it stops dispatching and answers once no pass is in
+// flight. Its reads of the store (the listing at start and at each resync, a requeue's
+// existence check) run on the reader actor, never on the controller's thread.
 
 #include <deque>
 #include <memory>
@@ -15,7 +18,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include <caf/all.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <beehive/actors.hpp>
 #include <beehive/detail/controller_core.hpp>
@@ -23,18 +27,14 @@
 #include <beehive/schedule.hpp>
 
 #include "actors/scheduler.hpp"
+#include "actors/services.hpp"
 #include "actors/store_writer.hpp"
 #include "metrics/kind_metrics.hpp"
 
 namespace beehive::detail {
 
-class Runtime;
-struct Flight;
-using FlightPtr = std::shared_ptr<Flight>;
-
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
-using done_atom = caf::atom_constant<caf::atom("done")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 
 /// A kind's controller settings, resolved from the Beehive's and the kind's options.
@@ -45,9 +45,9 @@ struct KindSettings {
   std::chrono::milliseconds base_retry{1000};
 };
 
-/// Per-object next-reconcile times, readable from any thread without a message, and
-/// streamed to schedule watches on every change.
-class ScheduleBoard {
+/// Per-object next-reconcile times, written by the kind's controller, readable from any
+/// thread without a message, and streamed to schedule watches on every change.
+class ScheduleTable {
  public:
   Schedule get(ObjectID id) const;
   void set(ObjectID id, Time t);
@@ -74,24 +74,23 @@ struct KindEntry {
   GroupKind gk;
   KindSettings settings;
   ReconcileFn reconcile;
-  std::shared_ptr<ScheduleBoard> board = std::make_shared<ScheduleBoard>();
+  std::shared_ptr<ScheduleTable> schedules = std::make_shared<ScheduleTable>();
   std::optional<std::pair<int, std::chrono::milliseconds>> event_retention;
   std::shared_ptr<Migrator> migrator;
   std::shared_ptr<const KindMetrics> metrics;  // null: no sink, nothing reported
-  caf::actor controller;  // controller_impl, set at start; guarded by the runtime's registry lock
-  std::uint64_t restarts = 0;
+  std::uint64_t restarts = 0;                  // written by the root, read by inspect
 };
 
-/// The controller's full interface: the public one plus the runtime's, the scheduler's,
-/// the writer's and its workers' messages.
-using controller_impl = controller_actor::extend<
-    caf::reacts_to<start_atom>, caf::reacts_to<commit_record>, caf::reacts_to<wake_atom>,
-    caf::reacts_to<done_atom, ObjectID, Outcome, caf::actor>,
-    caf::replies_to<drain_atom>::with<bool>, caf::reacts_to<shutdown_atom>>;
+/// The controller's full interface: the public one plus the root's, the scheduler's
+/// and the writer's messages.
+using controller_impl =
+    controller_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<commit_record>,
+                             caf::reacts_to<wake_atom>, caf::replies_to<drain_atom>::with<bool>,
+                             caf::reacts_to<shutdown_atom>>;
 
 struct ControllerState {
   std::shared_ptr<KindEntry> kind;
-  Runtime* rt = nullptr;
+  Services services;
   scheduler_impl scheduler;
 
   std::deque<ObjectID> queue;
@@ -113,6 +112,9 @@ struct ControllerState {
   // Off until start has listed the kind (commits arriving earlier only queue, so that
   // start reconciles each object once) and again once draining.
   bool dispatching = false;
+  bool draining = false;
+  /// Stop's drain request, answered once nothing is in flight.
+  std::optional<caf::typed_response_promise<bool>> drained;
 
   static inline const char* name = "beehive.controller";
 };
@@ -123,11 +125,16 @@ bool wakes_controller(const GroupKind& gk, const object_change& c);
 /// Whether a commit concerns the kind's controller at all (its writer subscription filter).
 bool controller_wants(const GroupKind& gk, const commit_record& rec);
 
+/// `workers` are the kind's workers (see worker); the controller links itself to them.
 controller_impl::behavior_type controller(controller_impl::stateful_pointer<ControllerState> self,
-                                          std::shared_ptr<KindEntry> kind, Runtime* rt,
-                                          scheduler_impl scheduler);
+                                          std::shared_ptr<KindEntry> kind, Services services,
+                                          scheduler_impl scheduler,
+                                          std::vector<caf::actor> workers);
+
+/// A worker of `kind`'s controller: answers `reconcile_atom, id` with the pass's Outcome.
+caf::behavior worker(caf::event_based_actor* self, std::shared_ptr<KindEntry> kind,
+                     Services services);
 
 }  // namespace beehive::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::Outcome)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::FlightPtr)

@@ -23,8 +23,6 @@
 
 namespace beehive::detail {
 
-class Runtime;
-
 using gc_impl = gc_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
                                  caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>>;
 

@@ -7,7 +7,6 @@
 #include <beehive/detail/codec.hpp>
 
 #include "options_internal.hpp"
-#include "runtime.hpp"
 
 namespace beehive::detail {
 
@@ -18,7 +17,7 @@ using Self = watch_hub_impl::stateful_pointer<WatchHubState>;
 /// Publishes how many watches the hub serves (HubGate), plus `opening` for one about to
 /// read its snapshot: the writer skips the hub's commit records only while this is 0.
 void sync_gate(WatchHubState& st, std::size_t opening = 0) {
-  st.rt->hub_gate().watches.store(st.subs.size() + st.event_subs.size() + opening);
+  st.gate->watches.store(st.subs.size() + st.event_subs.size() + opening);
 }
 
 bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {
@@ -57,11 +56,11 @@ std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
   }
   sync_gate(st, 1);  // before the snapshot, so that no record it misses is skipped
   try {
-    for (auto& row : st.rt->backend().reader()->snapshot(sub.gk, sub.id, sub.floor))
+    for (auto& row : st.services.backend->reader()->snapshot(sub.gk, sub.id, sub.floor))
       deliver(sub, {ChangeType::Added, std::move(row), object_change::created});
   } catch (const std::exception& e) {
     // The store failed to read the snapshot: end the watch rather than hide a gap.
-    st.rt->log(LogLevel::error, "watch snapshot failed", {{"reason", e.what()}});
+    st.services.log(LogLevel::error, "watch snapshot failed", {{"reason", e.what()}});
     end(id, sub, errc::store);
     sync_gate(st);
     return id;
@@ -109,11 +108,11 @@ std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub su
   }
   sync_gate(st, 1);
   try {
-    auto runs =
-        st.rt->backend().reader()->event_snapshot(sub.filter.id, query_of(sub.filter), sub.floor);
+    auto runs = st.services.backend->reader()->event_snapshot(sub.filter.id, query_of(sub.filter),
+                                                              sub.floor);
     for (auto& r : runs) deliver(sub, r);
   } catch (const std::exception& e) {
-    st.rt->log(LogLevel::error, "event watch snapshot failed", {{"reason", e.what()}});
+    st.services.log(LogLevel::error, "event watch snapshot failed", {{"reason", e.what()}});
     if (sub.core) sub.core->finish(errc::store);
     if (sub.filter.subscriber) caf::anon_send(sub.filter.subscriber, watch_ended{id});
     sync_gate(st);
@@ -191,9 +190,11 @@ WatchHubState::~WatchHubState() {
   }
 }
 
-watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
-  self->state.rt = rt;
-  rt->hub_gate().inbox.attach(self->address());
+watch_hub_impl::behavior_type watch_hub(Self self, Services services,
+                                        std::shared_ptr<HubGate> gate) {
+  self->state.services = std::move(services);
+  self->state.gate = std::move(gate);
+  self->state.gate->inbox.attach(self->address());
   self->set_down_handler([self](caf::down_msg& m) {
     std::erase_if(self->state.subs,
                   [&](auto& kv) { return kv.second.actor.address() == m.source; });
@@ -206,7 +207,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         if (auto err = refuse_text({&r.gk.group, &r.gk.kind})) return *err;
         std::shared_ptr<ChangeCore> core;
         if (r.pull) core = std::make_shared<ChangeCore>(Context{}, merge_changes);
-        return add(self, self->state.rt->next_subscription(),
+        return add(self, self->state.services.next_subscription(),
                    {r.gk, r.id, std::move(core), r.subscriber, 0});
       },
       [self](pull_atom, std::uint64_t id) -> caf::result<std::vector<object_change>> {
@@ -225,10 +226,10 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         w->ready->deliver(true);
       },
       [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
-        if (auto err = refuse_text({r.category ? &*r.category : nullptr,
-                                    r.reason ? &*r.reason : nullptr}))
+        if (auto err =
+                refuse_text({r.category ? &*r.category : nullptr, r.reason ? &*r.reason : nullptr}))
           return *err;
-        return add_events(self, self->state.rt->next_subscription(), {r, nullptr, 0});
+        return add_events(self, self->state.services.next_subscription(), {r, nullptr, 0});
       },
       [self](const EventStreamWatchPtr& w) {
         w->served = true;
@@ -237,7 +238,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
       },
       [self](inspect_atom) {
         auto& st = self->state;
-        auto& inbox = st.rt->hub_gate().inbox;
+        auto& inbox = st.gate->inbox;
         watch_hub_state out{st.subs.size(), st.event_subs.size(), 0, inbox.size(), inbox.peak()};
         for (auto& [id, s] : st.subs)
           if (s.core) out.pending += s.core->pending();
@@ -250,11 +251,11 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         self->state.event_subs.erase(id);
         sync_gate(self->state);
       },
-      [self](hub_wake_atom) { fan_out(self->state, self->state.rt->hub_gate().inbox.take()); },
+      [self](hub_wake_atom) { fan_out(self->state, self->state.gate->inbox.take()); },
       [self](shutdown_atom) {
         auto& st = self->state;
         // The writer posted its last commit before it sent this.
-        fan_out(st, st.rt->hub_gate().inbox.take());
+        fan_out(st, st.gate->inbox.take());
         st.stopped = true;
         for (auto& [id, s] : st.subs) {
           // What was committed before the stop reaches a pulled subscriber too: the

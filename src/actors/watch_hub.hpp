@@ -21,12 +21,11 @@
 #include <beehive/actors.hpp>
 #include <beehive/detail/stream_core.hpp>
 
+#include "actors/services.hpp"
 #include "actors/store_writer.hpp"
 #include "rendezvous.hpp"
 
 namespace beehive::detail {
-
-class Runtime;
 
 using ChangeCore = StreamCore<object_change>;
 using EventCore = StreamCore<event_run>;
@@ -91,7 +90,8 @@ struct WatchHubState {
   /// store failure, so readers learn that they must reopen them.
   ~WatchHubState();
 
-  Runtime* rt = nullptr;
+  Services services;
+  std::shared_ptr<HubGate> gate;
   std::unordered_map<std::uint64_t, Sub> subs;
   std::unordered_map<std::uint64_t, EventSub> event_subs;
   bool stopped = false;
@@ -99,7 +99,7 @@ struct WatchHubState {
 };
 
 watch_hub_impl::behavior_type watch_hub(watch_hub_impl::stateful_pointer<WatchHubState> self,
-                                        Runtime* rt);
+                                        Services services, std::shared_ptr<HubGate> gate);
 
 }  // namespace beehive::detail
 

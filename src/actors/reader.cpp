@@ -1,0 +1,23 @@
+#include "actors/reader.hpp"
+
+#include <exception>
+
+#include <beehive/actor/errors.hpp>
+
+namespace beehive::detail {
+
+caf::behavior reader(caf::event_based_actor*) {
+  return {
+      [](const ReadJob& job) -> caf::message {
+        try {
+          return job();
+        } catch (const std::exception& e) {
+          return caf::make_message(make_error(errc::store, e.what()));
+        } catch (...) {
+          return caf::make_message(make_error(errc::store, "unknown exception"));
+        }
+      },
+  };
+}
+
+}  // namespace beehive::detail

@@ -1,0 +1,484 @@
+#include "actors/root.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include <caf/actor_cast.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+
+#include "actors/event_log.hpp"
+#include "actors/gc.hpp"
+#include "actors/reader.hpp"
+#include "actors/scheduler.hpp"
+
+namespace beehive::detail {
+
+// -- ActorDirectory -----------------------------------------------------------------
+
+store_writer_impl ActorDirectory::writer() const {
+  std::lock_guard lk(mu_);
+  return writer_;
+}
+watch_hub_impl ActorDirectory::hub() const {
+  std::lock_guard lk(mu_);
+  return hub_;
+}
+scheduler_impl ActorDirectory::scheduler() const {
+  std::lock_guard lk(mu_);
+  return scheduler_;
+}
+caf::actor ActorDirectory::gc() const {
+  std::lock_guard lk(mu_);
+  return gc_;
+}
+caf::actor ActorDirectory::event_log() const {
+  std::lock_guard lk(mu_);
+  return event_log_;
+}
+caf::actor ActorDirectory::controller(const GroupKind& gk) const {
+  std::lock_guard lk(mu_);
+  auto it = controllers_.find(gk);
+  return it == controllers_.end() ? caf::actor{} : it->second;
+}
+void ActorDirectory::set_writer(store_writer_impl w) {
+  std::lock_guard lk(mu_);
+  writer_ = std::move(w);
+}
+void ActorDirectory::set_hub(watch_hub_impl h) {
+  std::lock_guard lk(mu_);
+  hub_ = std::move(h);
+}
+void ActorDirectory::set_scheduler(scheduler_impl s) {
+  std::lock_guard lk(mu_);
+  scheduler_ = std::move(s);
+}
+void ActorDirectory::set_gc(caf::actor g) {
+  std::lock_guard lk(mu_);
+  gc_ = std::move(g);
+}
+void ActorDirectory::set_event_log(caf::actor e) {
+  std::lock_guard lk(mu_);
+  event_log_ = std::move(e);
+}
+void ActorDirectory::set_controller(const GroupKind& gk, caf::actor c) {
+  std::lock_guard lk(mu_);
+  if (c)
+    controllers_[gk] = std::move(c);
+  else
+    controllers_.erase(gk);
+}
+
+namespace {
+
+using Self = root_actor::stateful_pointer<RootState>;
+using Phase = RootState::Phase;
+
+/// A controller's writer subscription: only the commits that concern its kind.
+RecordFilter controller_filter(const GroupKind& gk) {
+  return [gk](const commit_record& rec) { return controller_wants(gk, rec); };
+}
+
+/// What is left of the stop deadline (which is set).
+std::chrono::milliseconds ms_left(const RootState& st) {
+  // Rounded up: giving up a little late is fine, early is not.
+  auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(*st.deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(0));
+}
+
+/// What is left of the stop deadline, as a request timeout.
+caf::duration time_left(const RootState& st) {
+  return st.deadline ? caf::duration{ms_left(st)} : caf::infinite;
+}
+
+void log_restart(Self self, const std::string& what, const caf::error& reason) {
+  self->state.cfg->services.log(LogLevel::error, what + " failed; restarted from the store",
+                                {{"reason", caf::to_string(reason)}});
+}
+
+/// Runs `then` once the writer has handled every message sent to it before (its
+/// mailbox is in order): subscriptions above all, so that no commit after them escapes
+/// the new subscriber.
+template <class Fn>
+void after_writer_caught_up(Self self, Fn then) {
+  self->request(self->state.writer, caf::infinite, inspect_atom::value)
+      .then([then](const store_writer_state&) mutable { then(); },
+            [then](caf::error&) mutable { then(); });  // the writer died: its restart resubscribes
+}
+
+void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
+  auto& st = self->state;
+  auto& cfg = *st.cfg;
+  auto wc = std::make_shared<StoreWriterConfig>();
+  // The subscribers come with the writer, not in later messages: a caller's write can
+  // reach a new writer before anything sent to it afterwards.
+  for (auto& [gk, c] : st.controllers) wc->subscribers.push_back({c, controller_filter(gk)});
+  wc->hub = caf::actor_cast<caf::actor>(st.hub);
+  wc->hub_gate = cfg.hub_gate;
+  wc->writer = std::move(connection);
+  wc->clock = cfg.clock;
+  wc->queue = cfg.queue;
+  wc->metrics = cfg.services.metrics;
+  wc->max_object_bytes = cfg.max_object_bytes;
+  // Detached: the writer blocks on disk, and a dedicated thread makes the blocking
+  // hand-off one wake each way.
+  auto w = self->spawn<caf::detached>(detail::store_writer, std::move(wc));
+  self->monitor(w);
+  st.writer = w;
+  cfg.directory->set_writer(w);
+  cfg.queue->set_wake([w] { caf::anon_send(w, drain_queue_atom::value); });
+  caf::anon_send(w, drain_queue_atom::value);  // what callers queued meanwhile
+}
+
+void spawn_hub(Self self) {
+  auto& st = self->state;
+  st.cfg->hub_gate->watches = 0;  // a new hub starts without watches
+  auto h = self->spawn(detail::watch_hub, st.cfg->services, st.cfg->hub_gate);
+  self->monitor(h);
+  st.hub = h;
+  self->send(st.writer, hub_atom::value, caf::actor_cast<caf::actor>(h));
+  // Published once the writer knows it: no commit escapes a watch the hub serves.
+  after_writer_caught_up(self, [self, h] {
+    if (self->state.hub == h) self->state.cfg->directory->set_hub(h);
+  });
+}
+
+void spawn_reader(Self self) {
+  auto r = self->spawn<caf::detached>(detail::reader);
+  self->monitor(r);
+  self->state.cfg->services.reader = r;
+}
+
+void spawn_scheduler(Self self) {
+  auto& st = self->state;
+  auto s = self->spawn(detail::scheduler, st.cfg->services.timers);
+  self->monitor(s);
+  st.scheduler = s;
+  st.cfg->directory->set_scheduler(s);
+  if (auto* manual = dynamic_cast<ManualClock*>(st.cfg->clock.get())) {
+    if (st.clock_token) manual->unsubscribe(st.clock_token);
+    auto addr = caf::actor_cast<caf::actor_addr>(s);
+    st.clock_token = manual->subscribe([addr] {
+      if (auto a = caf::actor_cast<caf::actor>(addr)) caf::anon_send(a, tick_atom::value);
+    });
+  }
+}
+
+/// Spawns the kind's controller and its workers and subscribes it to the writer; it
+/// starts once sent start_atom.
+caf::actor spawn_controller(Self self, const std::shared_ptr<KindEntry>& entry) {
+  auto& st = self->state;
+  std::vector<caf::actor> workers;
+  for (int i = 0; i < entry->settings.concurrency; ++i) {
+    // Detached: reconcile may block.
+    auto w = self->spawn<caf::detached>(detail::worker, entry, st.cfg->services);
+    self->monitor(w);
+    workers.push_back(w);
+  }
+  auto c = caf::actor_cast<caf::actor>(
+      self->spawn(detail::controller, entry, st.cfg->services, st.scheduler, workers));
+  for (auto& w : workers) st.workers[w.address()] = c;
+  self->monitor(c);
+  st.controllers[entry->gk] = c;
+  st.cfg->directory->set_controller(entry->gk, c);
+  self->send(st.writer, subscribe_atom::value, c, controller_filter(entry->gk));
+  return c;
+}
+
+Periodic periodic(Self self) {
+  auto& st = self->state;
+  return {caf::actor_cast<store_writer_actor>(st.writer), st.scheduler, st.cfg->services.timers,
+          st.cfg->cadence, st.cfg->services.logger};
+}
+
+caf::actor spawn_gc(Self self) {
+  auto g = caf::actor_cast<caf::actor>(self->spawn(detail::gc, periodic(self)));
+  self->monitor(g);
+  self->state.gc = g;
+  self->state.cfg->directory->set_gc(g);
+  self->send(self->state.writer, subscribe_atom::value, g, RecordFilter{gc_wants});
+  return g;
+}
+
+caf::actor spawn_event_log(Self self) {
+  auto e = caf::actor_cast<caf::actor>(
+      self->spawn(detail::event_log, periodic(self), self->state.retention));
+  self->monitor(e);
+  self->state.event_log = e;
+  self->state.cfg->directory->set_event_log(e);
+  self->send(self->state.writer, subscribe_atom::value, e, RecordFilter{has_event_runs});
+  return e;
+}
+
+/// Starts `actors` once the writer has their subscriptions: a controller's start lists
+/// its kind, and every commit after the listing reaches it.
+void start_once_subscribed(Self self, std::vector<caf::actor> actors) {
+  after_writer_caught_up(self, [actors] {
+    for (auto& a : actors) caf::anon_send(a, start_atom::value);
+  });
+}
+
+/// Ends `a` on purpose (no restart) and drops its writer subscription.
+void retire(Self self, caf::actor& a) {
+  if (!a) return;
+  if (self->state.writer) self->send(self->state.writer, unsubscribe_atom::value, a);
+  self->send_exit(a, caf::exit_reason::user_shutdown);
+  a = nullptr;
+}
+
+/// The gc and the event_log hold the writer's and the scheduler's handles: they
+/// restart with either.
+std::vector<caf::actor> respawn_periodic(Self self) {
+  auto& st = self->state;
+  retire(self, st.gc);
+  retire(self, st.event_log);
+  return {spawn_gc(self), spawn_event_log(self)};
+}
+
+void retire_controllers(Self self) {
+  auto& st = self->state;
+  for (auto& [gk, c] : st.controllers) {
+    retire(self, c);
+    st.cfg->directory->set_controller(gk, nullptr);
+  }
+  st.controllers.clear();
+}
+
+void retire_scheduler(Self self) {
+  auto& st = self->state;
+  if (auto* manual = dynamic_cast<ManualClock*>(st.cfg->clock.get()); manual && st.clock_token)
+    manual->unsubscribe(st.clock_token);
+  st.clock_token = 0;
+  if (st.scheduler) self->send_exit(st.scheduler, caf::exit_reason::user_shutdown);
+  st.scheduler = scheduler_impl{};
+  st.cfg->directory->set_scheduler(scheduler_impl{});
+}
+
+/// The scheduler's restart group: the scheduler, the controllers, the gc and the
+/// event_log (each holds the scheduler's handle).
+void spawn_scheduler_group(Self self) {
+  auto& st = self->state;
+  spawn_scheduler(self);
+  std::vector<caf::actor> started;
+  for (auto& entry : st.kinds) started.push_back(spawn_controller(self, entry));
+  for (auto& a : respawn_periodic(self)) started.push_back(a);
+  start_once_subscribed(self, std::move(started));
+}
+
+void restart(Self self, const caf::down_msg& m) {
+  auto& st = self->state;
+  if (st.writer && m.source == st.writer.address()) {
+    // Its transaction, if any, died with its connection (SQLite rolls it back); what
+    // callers queued is served by the new writer.
+    log_restart(self, "the store writer", m.reason);
+    try {
+      spawn_writer(self, st.cfg->open_writer());
+    } catch (const std::exception& e) {
+      st.writer = store_writer_impl{};
+      st.cfg->directory->set_writer(store_writer_impl{});
+      st.cfg->services.log(LogLevel::error, "the store writer cannot be restarted",
+                           {{"reason", e.what()}});
+      return;
+    }
+    if (st.phase == Phase::running) start_once_subscribed(self, respawn_periodic(self));
+    return;
+  }
+  if (st.hub && m.source == st.hub.address()) {
+    log_restart(self, "the watch hub", m.reason);
+    spawn_hub(self);
+    return;
+  }
+  if (st.cfg->services.reader && m.source == st.cfg->services.reader.address()) {
+    // Actors spawned from now on get the new reader; those holding the old one are
+    // respawned with it.
+    log_restart(self, "the reader", m.reason);
+    spawn_reader(self);
+    if (st.phase == Phase::running) {
+      retire_controllers(self);
+      std::vector<caf::actor> started;
+      for (auto& entry : st.kinds) started.push_back(spawn_controller(self, entry));
+      start_once_subscribed(self, std::move(started));
+    }
+    return;
+  }
+  if (st.phase != Phase::running) return;
+  if (st.scheduler && m.source == st.scheduler.address()) {
+    log_restart(self, "the scheduler", m.reason);
+    st.scheduler = scheduler_impl{};
+    retire_controllers(self);
+    spawn_scheduler_group(self);
+    return;
+  }
+  for (auto& entry : st.kinds) {
+    auto it = st.controllers.find(entry->gk);
+    if (it != st.controllers.end() && it->second.address() == m.source) {
+      log_restart(self, "the controller of " + to_string(entry->gk), m.reason);
+      ++entry->restarts;
+      start_once_subscribed(self, {spawn_controller(self, entry)});
+      return;
+    }
+  }
+  if (st.gc && m.source == st.gc.address()) {
+    log_restart(self, "the gc", m.reason);
+    start_once_subscribed(self, {spawn_gc(self)});
+    return;
+  }
+  if (st.event_log && m.source == st.event_log.address()) {
+    log_restart(self, "the event log", m.reason);
+    start_once_subscribed(self, {spawn_event_log(self)});
+  }
+}
+
+// -- stop ---------------------------------------------------------------------------
+
+void finish_stop(Self self) {
+  auto& st = self->state;
+  if (st.writer || st.hub || !st.stopping) return;
+  st.phase = Phase::stopped;
+  if (auto& r = st.cfg->services.reader) self->send_exit(r, caf::exit_reason::user_shutdown);
+  st.stopping->deliver(st.report);
+  st.stopping.reset();
+}
+
+/// Last: the writer serves what is queued and quits, handing its shutdown to the hub
+/// after its last commit record.
+void close_writer(Self self) {
+  auto& st = self->state;
+  if (!st.writer) {
+    if (st.hub) self->send_exit(st.hub, caf::exit_reason::user_shutdown);
+    finish_stop(self);
+    return;
+  }
+  self->send(st.writer, shutdown_atom::value);
+  if (st.deadline) self->delayed_send(self, ms_left(st), stop_deadline_atom::value);
+}
+
+void retire_all(Self self) {
+  auto& st = self->state;
+  retire_controllers(self);
+  retire(self, st.gc);
+  retire(self, st.event_log);
+  st.cfg->directory->set_gc(nullptr);
+  st.cfg->directory->set_event_log(nullptr);
+  retire_scheduler(self);
+  close_writer(self);
+}
+
+/// Second: what the gc has queued (a pass triggered by the last commits) finishes.
+void let_gc_finish(Self self) {
+  auto& st = self->state;
+  if (!st.report.drained || !st.gc) {
+    retire_all(self);
+    return;
+  }
+  self->request(caf::actor_cast<gc_actor>(st.gc), time_left(st), collect_atom::value)
+      .then([self](int) { retire_all(self); }, [self](caf::error&) { retire_all(self); });
+}
+
+/// First: every controller stops dispatching and answers once its reconciles ended.
+void drain_controllers(Self self) {
+  auto& st = self->state;
+  if (st.controllers.empty()) {
+    let_gc_finish(self);
+    return;
+  }
+  auto pending = std::make_shared<std::size_t>(st.controllers.size());
+  auto one_done = [self, pending] {
+    if (--*pending == 0) let_gc_finish(self);
+  };
+  for (auto& [gk, c] : st.controllers)
+    self->request(c, time_left(st), drain_atom::value)
+        .then([one_done](bool) { one_done(); },
+              [self, one_done](caf::error& err) {
+                // A controller that died meanwhile has nothing left to drain.
+                if (err == caf::sec::request_timeout) self->state.report.drained = false;
+                one_done();
+              });
+}
+
+void on_down(Self self, const caf::down_msg& m) {
+  auto& st = self->state;
+  if (st.workers.erase(m.source)) {
+    if (st.workers.empty()) {
+      for (auto& rp : st.awaiting_workers) rp.deliver(true);
+      st.awaiting_workers.clear();
+    }
+    return;
+  }
+  if (st.phase == Phase::stopping || st.phase == Phase::stopped) {
+    if (st.writer && m.source == st.writer.address()) {
+      st.writer = store_writer_impl{};
+      st.cfg->directory->set_writer(store_writer_impl{});
+      if (st.hub && m.reason != caf::exit_reason::normal)  // it could not hand over
+        self->send_exit(st.hub, caf::exit_reason::user_shutdown);
+    } else if (st.hub && m.source == st.hub.address()) {
+      st.hub = watch_hub_impl{};
+      st.cfg->directory->set_hub(watch_hub_impl{});
+    } else if (auto& r = st.cfg->services.reader; r && m.source == r.address()) {
+      r = nullptr;
+    }
+    finish_stop(self);
+    return;
+  }
+  // Stopped on purpose (a restart group's old members).
+  if (m.reason == caf::exit_reason::normal || m.reason == caf::exit_reason::user_shutdown) return;
+  restart(self, m);
+}
+
+}  // namespace
+
+root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
+  self->state.cfg = std::move(cfg);
+  self->set_down_handler([self](caf::down_msg& m) { on_down(self, m); });
+  return {
+      [self](open_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.writer) return true;
+        spawn_reader(self);
+        spawn_writer(self, std::move(st.cfg->first_writer));
+        spawn_hub(self);
+        auto rp = self->make_response_promise<bool>();
+        after_writer_caught_up(self, [rp]() mutable { rp.deliver(true); });
+        return rp;
+      },
+      [self](StartPlan& plan) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.phase != Phase::created) return make_error(errc::stopped, "beehive stopped");
+        st.phase = Phase::running;
+        st.kinds = std::move(plan.kinds);
+        st.retention = std::move(plan.retention);
+        st.cfg->services.reconcile = std::move(plan.reconcile);
+        spawn_scheduler_group(self);
+        auto rp = self->make_response_promise<bool>();
+        after_writer_caught_up(self, [rp]() mutable { rp.deliver(true); });
+        return rp;
+      },
+      [self](const StopRequest& req) -> caf::result<StopReport> {
+        auto& st = self->state;
+        if (st.phase == Phase::stopped) return st.report;
+        if (st.stopping) return make_error(errc::stopped, "a stop is already in progress");
+        st.phase = Phase::stopping;
+        st.deadline = req.deadline;
+        st.stopping = self->make_response_promise<StopReport>();
+        auto rp = *st.stopping;
+        drain_controllers(self);
+        return rp;
+      },
+      [self](stop_deadline_atom) {
+        // The writer still serves a within block: roll it back, so that it can quit.
+        auto& st = self->state;
+        if (st.phase != Phase::stopping || !st.writer) return;
+        st.report.closed = false;
+        self->send(st.writer, abort_session_atom::value);
+      },
+      [self](await_workers_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.workers.empty()) return true;
+        st.awaiting_workers.push_back(self->make_response_promise<bool>());
+        return st.awaiting_workers.back();
+      },
+  };
+}
+
+}  // namespace beehive::detail

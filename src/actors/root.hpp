@@ -1,0 +1,158 @@
+#pragma once
+
+// The root actor: beehive's supervisor. It spawns every other actor, publishes their
+// handles in the ActorDirectory, restarts a failed one from the store, and runs start and
+// stop as message protocols.
+//
+// Restart groups (an actor restarts with those that hold its handle):
+//   store_writer -> the writer, then the gc and the event_log (the controllers and the
+//                   hub are handed to the new writer as they are);
+//   scheduler    -> the scheduler, every controller, the gc and the event_log;
+//   a controller, the gc, the event_log, the watch hub or the reader -> itself alone.
+// A restarted controller lists its kind again and reconciles it; the gc runs a pass; a
+// restarted hub serves new watches (those it served end with errc::store). Nothing
+// committed is lost: what matters lives in the store and the rest is rebuilt from it.
+//
+// Stop, in order: every controller stops dispatching and answers once its reconciles
+// have ended (bounded by the deadline); the gc finishes what it queued; the controllers,
+// the gc, the event_log and the scheduler quit; the writer serves what is queued and
+// quits (at the deadline a still-open within block is rolled back), handing its shutdown
+// to the hub after its last commit record; the hub delivers what is left, ends every
+// watch and quits. Then the root answers the stop request.
+//
+// Every member runs on the root's thread; the facade talks to it only by messages and
+// reads handles from the ActorDirectory.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/controller.hpp"
+#include "actors/services.hpp"
+#include "actors/store_writer.hpp"
+#include "actors/watch_hub.hpp"
+#include "actors/write_queue.hpp"
+
+namespace beehive::detail {
+
+/// Spawns the writer, the hub and the reader; answered once they serve.
+using open_atom = caf::atom_constant<caf::atom("open")>;
+/// Answered once no worker is left (reconciles that outlived stop's deadline included).
+using await_workers_atom = caf::atom_constant<caf::atom("awaitwork")>;
+/// The stop deadline passed: roll back a within block the writer still serves.
+using stop_deadline_atom = caf::atom_constant<caf::atom("stopdead")>;
+
+/// The handles of the running actors, published by the root for the facade.
+/// Thread-safety: every member function may be called from any thread.
+class ActorDirectory {
+ public:
+  store_writer_impl writer() const;
+  watch_hub_impl hub() const;
+  scheduler_impl scheduler() const;
+  caf::actor gc() const;
+  caf::actor event_log() const;
+  /// The kind's controller, or null (before start, after stop, or no such kind).
+  caf::actor controller(const GroupKind& gk) const;
+
+  void set_writer(store_writer_impl w);
+  void set_hub(watch_hub_impl h);
+  void set_scheduler(scheduler_impl s);
+  void set_gc(caf::actor g);
+  void set_event_log(caf::actor e);
+  void set_controller(const GroupKind& gk, caf::actor c);
+
+ private:
+  mutable std::mutex mu_;
+  store_writer_impl writer_;
+  watch_hub_impl hub_;
+  scheduler_impl scheduler_;
+  caf::actor gc_;
+  caf::actor event_log_;
+  std::map<GroupKind, caf::actor> controllers_;
+};
+
+/// What the root is given once, when the beehive is built.
+struct RootConfig {
+  Services services;
+  /// The Beehive's clock: a ManualClock's steps tick the scheduler.
+  std::shared_ptr<Clock> clock;
+  std::shared_ptr<WriteQueue> queue;
+  std::shared_ptr<HubGate> hub_gate;
+  std::shared_ptr<ActorDirectory> directory;
+  /// The first writer's connection (opened by the facade, so that a failure to open it
+  /// is the constructor's), then how a restarted writer opens its own.
+  std::unique_ptr<store::Writer> first_writer;
+  std::function<std::unique_ptr<store::Writer>()> open_writer;
+  std::size_t max_object_bytes = default_max_object_bytes;
+  /// The gc's and the event_log's cadence (the resync interval).
+  std::chrono::milliseconds cadence{30000};
+};
+
+/// `start`: the registered kinds, the event retention policy, and how a worker runs a
+/// reconcile pass (Services::reconcile, known only once the facade is complete).
+struct StartPlan {
+  std::vector<std::shared_ptr<KindEntry>> kinds;
+  trim_events_request retention;
+  std::function<Outcome(const KindEntry&, std::int64_t)> reconcile;
+};
+
+/// `stop`: when the protocol gives up waiting (nullopt: never).
+struct StopRequest {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+struct StopReport {
+  bool drained = true;  // every reconcile ended before the deadline
+  bool closed = true;   // no within block had to be rolled back at the deadline
+};
+
+struct RootState {
+  RootState() = default;
+
+  std::shared_ptr<RootConfig> cfg;
+  enum class Phase { created, running, stopping, stopped } phase = Phase::created;
+  std::vector<std::shared_ptr<KindEntry>> kinds;
+  trim_events_request retention;
+
+  store_writer_impl writer;
+  watch_hub_impl hub;
+  scheduler_impl scheduler;
+  caf::actor gc;
+  caf::actor event_log;
+  std::map<GroupKind, caf::actor> controllers;
+  /// Every worker still alive, and the controller it works for.
+  std::map<caf::actor_addr, caf::actor> workers;
+  int clock_token = 0;  // the ManualClock subscription that ticks the scheduler
+
+  // The stop in progress.
+  std::optional<caf::typed_response_promise<StopReport>> stopping;
+  StopReport report;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::vector<caf::typed_response_promise<bool>> awaiting_workers;
+
+  static inline const char* name = "beehive.root";
+};
+
+using root_actor =
+    caf::typed_actor<caf::replies_to<open_atom>::with<bool>, caf::replies_to<StartPlan>::with<bool>,
+                     caf::replies_to<StopRequest>::with<StopReport>,
+                     caf::replies_to<await_workers_atom>::with<bool>,
+                     caf::reacts_to<stop_deadline_atom>>;
+
+/// Spawns nothing until `open`; the controllers, scheduler, gc and event_log on start.
+root_actor::behavior_type root(root_actor::stateful_pointer<RootState> self,
+                               std::shared_ptr<RootConfig> cfg);
+
+}  // namespace beehive::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StartPlan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StopRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StopReport)

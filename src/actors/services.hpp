@@ -1,0 +1,53 @@
+#pragma once
+
+// Services: what beehive's actors need from the beehive that spawned them, handed to
+// them as one value when they are spawned. Actors never see the blocking facade (the
+// runtime): they get the store's read pool, the timers' clock, the logger and the
+// metrics sink, and a function that runs one reconcile pass.
+//
+// Thread-safety: every member is safe to use from any actor's thread; the value itself
+// is copied into each actor and never changed afterwards.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include <caf/actor.hpp>
+
+#include <beehive/detail/controller_core.hpp>
+#include <beehive/logger.hpp>
+#include <beehive/metrics.hpp>
+
+#include "actors/timer_clock.hpp"
+#include "store/backend.hpp"
+
+namespace beehive::detail {
+
+struct KindEntry;
+
+struct Services {
+  /// The store: its read pool (Backend::reader) for the actors' reads. Owned by the
+  /// beehive, which outlives its actors.
+  store::Backend* backend = nullptr;
+  /// What timers run on (see TimerClock).
+  std::shared_ptr<const TimerClock> timers;
+  Logger logger;
+  /// Null: no metrics.
+  std::shared_ptr<MetricsSink> metrics;
+  /// Runs blocking reads off the actors' scheduler threads (see reader.hpp).
+  caf::actor reader;
+  /// Runs one reconcile pass of an object of the kind, on the calling (worker) thread.
+  std::function<Outcome(const KindEntry&, std::int64_t id)> reconcile;
+  /// Numbers watch subscriptions; shared so that a restarted hub never reuses one.
+  std::shared_ptr<std::atomic<std::uint64_t>> subscription_ids =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
+
+  void log(LogLevel level, std::string_view message, const LogFields& fields = {}) const {
+    if (logger) logger(level, message, fields);
+  }
+  std::uint64_t next_subscription() const { return ++*subscription_ids; }
+};
+
+}  // namespace beehive::detail
