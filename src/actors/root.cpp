@@ -294,6 +294,7 @@ void restart(Self self, const caf::down_msg& m) {
     // respawned with it.
     log_restart(self, "the reader", m.reason);
     spawn_reader(self);
+    spawn_hub(self);
     if (st.phase == Phase::running) {
       retire_controllers(self);
       std::vector<caf::actor> started;

@@ -6,6 +6,7 @@
 
 #include <beehive/detail/codec.hpp>
 
+#include "actors/reader.hpp"
 #include "options_internal.hpp"
 
 namespace beehive::detail {
@@ -14,10 +15,11 @@ namespace {
 
 using Self = watch_hub_impl::stateful_pointer<WatchHubState>;
 
-/// Publishes how many watches the hub serves (HubGate), plus `opening` for one about to
-/// read its snapshot: the writer skips the hub's commit records only while this is 0.
-void sync_gate(WatchHubState& st, std::size_t opening = 0) {
-  st.gate->watches.store(st.subs.size() + st.event_subs.size() + opening);
+/// Publishes how many watches the hub serves (HubGate), those whose snapshot is being
+/// read included: the writer skips the hub's commit records only while this is 0.
+void sync_gate(WatchHubState& st) {
+  st.gate->watches.store(st.subs.size() + st.event_subs.size() + st.opening.size() +
+                         st.opening_events.size());
 }
 
 bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {
@@ -48,27 +50,65 @@ void end(std::uint64_t id, WatchHubState::Sub& s, errc code) {
   if (s.actor) caf::anon_send(s.actor, watch_ended{id});
 }
 
-std::uint64_t add(Self self, std::uint64_t id, WatchHubState::Sub sub) {
+void finish_shutdown(Self self);
+bool wants(const WatchHubState::Sub& s, const QueuedChange& q);
+object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q);
+
+/// After a snapshot arrived (or failed): the hub's shutdown waited for the last one.
+void after_opening(Self self) {
+  auto& st = self->state;
+  sync_gate(st);
+  if (st.shutdown_pending && st.opening.empty() && st.opening_events.empty()) finish_shutdown(self);
+}
+
+/// Reads `sub`'s snapshot on the reader (the gate counts it first, so that no commit
+/// record the snapshot misses is skipped), then delivers it and serves the watch.
+void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Ready ready) {
   auto& st = self->state;
   if (st.stopped) {
     end(id, sub, errc::stopped);
-    return id;
+    ready(id);
+    return;
   }
-  sync_gate(st, 1);  // before the snapshot, so that no record it misses is skipped
-  try {
-    for (auto& row : st.services.backend->reader()->snapshot(sub.gk, sub.id, sub.floor))
-      deliver(sub, {ChangeType::Added, std::move(row), object_change::created});
-  } catch (const std::exception& e) {
-    // The store failed to read the snapshot: end the watch rather than hide a gap.
-    st.services.log(LogLevel::error, "watch snapshot failed", {{"reason", e.what()}});
-    end(id, sub, errc::store);
-    sync_gate(st);
-    return id;
-  }
-  if (sub.actor) self->monitor(sub.actor);
-  st.subs.emplace(id, std::move(sub));
+  auto* backend = st.services.backend;
+  ReadJob job = [backend, gk = sub.gk, oid = sub.id] {
+    std::int64_t floor = 0;
+    auto rows = backend->reader()->snapshot(gk, oid, floor);
+    return caf::make_message(std::move(rows), floor);
+  };
+  st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, std::move(ready)});
   sync_gate(st);
-  return id;
+  self->request(st.services.reader, caf::infinite, std::move(job))
+      .then(
+          [self, id](std::vector<ObjectRow>& rows, std::int64_t floor) {
+            auto& st = self->state;
+            auto it = st.opening.find(id);
+            if (it == st.opening.end()) return;  // unsubscribed meanwhile
+            auto o = std::move(it->second);
+            st.opening.erase(it);
+            auto& sub = o.sub;
+            sub.floor = floor;
+            for (auto& row : rows)
+              deliver(sub, {ChangeType::Added, std::move(row), object_change::created});
+            for (auto& q : o.held)
+              if (wants(sub, q)) deliver(sub, as_seen(sub, q));
+            if (sub.actor) self->monitor(sub.actor);
+            st.subs.emplace(id, std::move(sub));
+            o.ready(id);
+            after_opening(self);
+          },
+          [self, id](caf::error& err) {
+            // The store failed to read the snapshot: end the watch rather than hide a gap.
+            auto& st = self->state;
+            auto it = st.opening.find(id);
+            if (it == st.opening.end()) return;
+            st.services.log(LogLevel::error, "watch snapshot failed",
+                            {{"reason", error_message(err)}});
+            end(id, it->second.sub, errc::store);
+            it->second.ready(id);
+            st.opening.erase(it);
+            after_opening(self);
+          });
 }
 
 /// The error for a request whose text is not UTF-8 (as every call that takes text
@@ -99,29 +139,57 @@ bool deliver(const WatchHubState::EventSub& s, const event_run& r) {
   return true;
 }
 
-std::uint64_t add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub) {
+void end_events(std::uint64_t id, WatchHubState::EventSub& s, errc code) {
+  if (s.core) s.core->finish(code);
+  if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
+}
+
+void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
+                WatchHubState::Ready ready) {
   auto& st = self->state;
   if (st.stopped) {
-    if (sub.core) sub.core->finish(errc::stopped);
-    if (sub.filter.subscriber) caf::anon_send(sub.filter.subscriber, watch_ended{id});
-    return id;
+    end_events(id, sub, errc::stopped);
+    ready(id);
+    return;
   }
-  sync_gate(st, 1);
-  try {
-    auto runs = st.services.backend->reader()->event_snapshot(sub.filter.id, query_of(sub.filter),
-                                                              sub.floor);
-    for (auto& r : runs) deliver(sub, r);
-  } catch (const std::exception& e) {
-    st.services.log(LogLevel::error, "event watch snapshot failed", {{"reason", e.what()}});
-    if (sub.core) sub.core->finish(errc::store);
-    if (sub.filter.subscriber) caf::anon_send(sub.filter.subscriber, watch_ended{id});
-    sync_gate(st);
-    return id;
-  }
-  if (sub.filter.subscriber) self->monitor(sub.filter.subscriber);
-  st.event_subs.emplace(id, std::move(sub));
+  auto* backend = st.services.backend;
+  ReadJob job = [backend, oid = sub.filter.id, q = query_of(sub.filter)] {
+    std::int64_t floor = 0;
+    auto runs = backend->reader()->event_snapshot(oid, q, floor);
+    return caf::make_message(std::move(runs), floor);
+  };
+  st.opening_events.emplace(id,
+                            WatchHubState::OpeningEventSub{std::move(sub), {}, std::move(ready)});
   sync_gate(st);
-  return id;
+  self->request(st.services.reader, caf::infinite, std::move(job))
+      .then(
+          [self, id](std::vector<event_run>& runs, std::int64_t floor) {
+            auto& st = self->state;
+            auto it = st.opening_events.find(id);
+            if (it == st.opening_events.end()) return;
+            auto o = std::move(it->second);
+            st.opening_events.erase(it);
+            auto& sub = o.sub;
+            sub.floor = floor;
+            for (auto& r : runs) deliver(sub, r);
+            for (auto& r : o.held)
+              if (r.resource_version > floor && passes(sub.filter, r.event)) deliver(sub, r);
+            if (sub.filter.subscriber) self->monitor(sub.filter.subscriber);
+            st.event_subs.emplace(id, std::move(sub));
+            o.ready(id);
+            after_opening(self);
+          },
+          [self, id](caf::error& err) {
+            auto& st = self->state;
+            auto it = st.opening_events.find(id);
+            if (it == st.opening_events.end()) return;
+            st.services.log(LogLevel::error, "event watch snapshot failed",
+                            {{"reason", error_message(err)}});
+            end_events(id, it->second.sub, errc::store);
+            it->second.ready(id);
+            st.opening_events.erase(it);
+            after_opening(self);
+          });
 }
 
 /// Whether subscriber `s` is to hear of `q`: its kind (and id), and not all of it in
@@ -145,6 +213,12 @@ object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q) {
 /// Hands what the inbox held to every subscriber: each blocking or pulled one under one
 /// lock of its stream, with one wake-up. Ends the subscriptions whose streams ended.
 void fan_out(WatchHubState& st, const HubBatch& batch) {
+  for (auto& [id, o] : st.opening)
+    for (auto& q : batch.changes)
+      if (matches(o.sub, q.change.row)) o.held.push_back(q);
+  for (auto& [id, o] : st.opening_events)
+    for (auto& r : batch.events)
+      if (passes(o.sub.filter, r.event)) o.held.push_back(r);
   for (auto it = st.subs.begin(); it != st.subs.end();) {
     auto& s = it->second;
     bool alive = true;
@@ -180,14 +254,40 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
   sync_gate(st);
 }
 
+/// Ends every watch with stopped and quits: the writer's shutdown has come and every
+/// snapshot has been delivered.
+void finish_shutdown(Self self) {
+  auto& st = self->state;
+  st.stopped = true;
+  st.shutdown_pending = false;
+  for (auto& [id, s] : st.subs) {
+    // What was committed before the stop reaches a pulled subscriber too: the
+    // waiting pull's reply, or pushed messages ahead of `watch_ended`.
+    answer_pull(s);
+    if (s.actor && s.core)
+      for (auto& c : s.core->take_all()) caf::anon_send(s.actor, std::move(c));
+    end(id, s, errc::stopped);
+  }
+  st.subs.clear();
+  for (auto& [id, s] : st.event_subs) end_events(id, s, errc::stopped);
+  st.event_subs.clear();
+  sync_gate(st);
+  self->quit();
+}
+
 }  // namespace
 
 WatchHubState::~WatchHubState() {
-  for (auto& [id, s] : subs) end(id, s, errc::store);
-  for (auto& [id, s] : event_subs) {
-    if (s.core) s.core->finish(errc::store);
-    if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
+  for (auto& [id, o] : opening) {
+    end(id, o.sub, errc::store);
+    o.ready(id);
   }
+  for (auto& [id, o] : opening_events) {
+    end_events(id, o.sub, errc::store);
+    o.ready(id);
+  }
+  for (auto& [id, s] : subs) end(id, s, errc::store);
+  for (auto& [id, s] : event_subs) end_events(id, s, errc::store);
 }
 
 watch_hub_impl::behavior_type watch_hub(Self self, Services services,
@@ -202,13 +302,18 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
                   [&](auto& kv) { return kv.second.filter.subscriber.address() == m.source; });
     sync_gate(self->state);
   });
+  // An actor subscriber is monitored once its snapshot is delivered; one that went down
+  // meanwhile is found then (messages to it are dropped) and removed by its down message.
   return {
       [self](const watch_request& r) -> caf::result<std::uint64_t> {
         if (auto err = refuse_text({&r.gk.group, &r.gk.kind})) return *err;
         std::shared_ptr<ChangeCore> core;
         if (r.pull) core = std::make_shared<ChangeCore>(Context{}, merge_changes);
-        return add(self, self->state.services.next_subscription(),
-                   {r.gk, r.id, std::move(core), r.subscriber, 0});
+        auto rp = self->make_response_promise<std::uint64_t>();
+        add(self, self->state.services.next_subscription(),
+            {r.gk, r.id, std::move(core), r.subscriber, 0},
+            [rp](std::uint64_t id) mutable { rp.deliver(id); });
+        return rp;
       },
       [self](pull_atom, std::uint64_t id) -> caf::result<std::vector<object_change>> {
         auto it = self->state.subs.find(id);
@@ -221,20 +326,27 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         return *s.waiting;
       },
       [self](const StreamWatchPtr& w) {
-        w->served = true;
-        add(self, w->subscription, {w->gk, w->id, w->core, nullptr, 0});
-        w->ready->deliver(true);
+        // Served once its snapshot is in: if the hub dies first, the watch's last
+        // reference goes and releases the caller as stopped.
+        add(self, w->subscription, {w->gk, w->id, w->core, nullptr, 0}, [w](std::uint64_t) {
+          w->served = true;
+          w->ready->deliver(true);
+        });
       },
       [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
         if (auto err =
                 refuse_text({r.category ? &*r.category : nullptr, r.reason ? &*r.reason : nullptr}))
           return *err;
-        return add_events(self, self->state.services.next_subscription(), {r, nullptr, 0});
+        auto rp = self->make_response_promise<std::uint64_t>();
+        add_events(self, self->state.services.next_subscription(), {r, nullptr, 0},
+                   [rp](std::uint64_t id) mutable { rp.deliver(id); });
+        return rp;
       },
       [self](const EventStreamWatchPtr& w) {
-        w->served = true;
-        add_events(self, w->subscription, {w->filter, w->core, 0});
-        w->ready->deliver(true);
+        add_events(self, w->subscription, {w->filter, w->core, 0}, [w](std::uint64_t) {
+          w->served = true;
+          w->ready->deliver(true);
+        });
       },
       [self](inspect_atom) {
         auto& st = self->state;
@@ -247,32 +359,26 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         return out;
       },
       [self](unsubscribe_atom, std::uint64_t id) {
-        self->state.subs.erase(id);
-        self->state.event_subs.erase(id);
-        sync_gate(self->state);
+        auto& st = self->state;
+        st.subs.erase(id);
+        st.event_subs.erase(id);
+        if (auto it = st.opening.find(id); it != st.opening.end()) {
+          it->second.ready(id);
+          st.opening.erase(it);
+        }
+        if (auto it = st.opening_events.find(id); it != st.opening_events.end()) {
+          it->second.ready(id);
+          st.opening_events.erase(it);
+        }
+        after_opening(self);
       },
       [self](hub_wake_atom) { fan_out(self->state, self->state.gate->inbox.take()); },
       [self](shutdown_atom) {
         auto& st = self->state;
         // The writer posted its last commit before it sent this.
         fan_out(st, st.gate->inbox.take());
-        st.stopped = true;
-        for (auto& [id, s] : st.subs) {
-          // What was committed before the stop reaches a pulled subscriber too: the
-          // waiting pull's reply, or pushed messages ahead of `watch_ended`.
-          answer_pull(s);
-          if (s.actor && s.core)
-            for (auto& c : s.core->take_all()) caf::anon_send(s.actor, std::move(c));
-          end(id, s, errc::stopped);
-        }
-        st.subs.clear();
-        for (auto& [id, s] : st.event_subs) {
-          if (s.core) s.core->finish(errc::stopped);
-          if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
-        }
-        st.event_subs.clear();
-        sync_gate(st);
-        self->quit();
+        st.shutdown_pending = true;
+        if (st.opening.empty() && st.opening_events.empty()) finish_shutdown(self);
       },
   };
 }

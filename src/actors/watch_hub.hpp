@@ -21,6 +21,7 @@
 #include <beehive/actors.hpp>
 #include <beehive/detail/stream_core.hpp>
 
+#include "actors/hub_inbox.hpp"
 #include "actors/services.hpp"
 #include "actors/store_writer.hpp"
 #include "rendezvous.hpp"
@@ -86,6 +87,21 @@ struct WatchHubState {
     std::shared_ptr<EventCore> core;  // a blocking stream, or filter.subscriber
     std::int64_t floor = 0;
   };
+  /// Called once a new watch's snapshot has been delivered (or the watch ended first):
+  /// releases the facade's caller, or answers the actor's request with the id.
+  using Ready = std::function<void(std::uint64_t id)>;
+  /// A watch whose snapshot the reader is reading: the changes fanned out meanwhile are
+  /// held, and replayed (above the snapshot's version) once it is delivered.
+  struct OpeningSub {
+    Sub sub;
+    std::vector<QueuedChange> held;
+    Ready ready;
+  };
+  struct OpeningEventSub {
+    EventSub sub;
+    std::vector<event_run> held;
+    Ready ready;
+  };
   /// A hub that dies without the writer's shutdown (a crash) ends its watches as a
   /// store failure, so readers learn that they must reopen them.
   ~WatchHubState();
@@ -94,6 +110,11 @@ struct WatchHubState {
   std::shared_ptr<HubGate> gate;
   std::unordered_map<std::uint64_t, Sub> subs;
   std::unordered_map<std::uint64_t, EventSub> event_subs;
+  std::unordered_map<std::uint64_t, OpeningSub> opening;
+  std::unordered_map<std::uint64_t, OpeningEventSub> opening_events;
+  /// The writer's shutdown arrived while snapshots were being read: the hub ends its
+  /// watches once they are delivered.
+  bool shutdown_pending = false;
   bool stopped = false;
   static inline const char* name = "beehive.watch_hub";
 };
