@@ -599,6 +599,43 @@ TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
   stop(ctx_);
 }
 
+TEST_F(ActorTest, ACrashedSchedulerIsRestartedWithEveryActorThatHoldsIt) {
+  // A pass that fails waits for its backoff timer, which only the scheduler fires.
+  auto fails_left = std::make_shared<std::atomic<int>>(2);
+  Widgets w(*bh_, widget_kind);
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [fails_left](const Context& ctx, auto& client, const auto& o) {
+        if (fails_left->fetch_sub(1) > 0) throw std::runtime_error("not yet");
+        client.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+        return Result{};
+      });
+  auto a = w.create(ctx_, {"a", 1});
+  testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  ASSERT_TRUE(eventually([&] { return w.get_schedule(ctx_, a.id).next_requeue_at != Time{}; }));
+  auto old_scheduler = bh_->scheduler();
+  auto old_controller = *bh_->controller(widget_kind);
+  auto old_gc = bh_->gc();
+  auto old_log = bh_->event_log();
+  caf::anon_send_exit(old_scheduler, caf::exit_reason::kill);  // a crash
+  // Its restart group: the scheduler, the controllers, the gc and the event log.
+  ASSERT_TRUE(eventually([&] {
+    auto c = bh_->controller(widget_kind);
+    return bh_->scheduler() != old_scheduler && c && *c != old_controller &&
+           bh_->gc() != old_gc && bh_->event_log() != old_log;
+  }));
+  // The new controller lists the kind again; its failed pass is retried on the new
+  // scheduler's timers as the clock moves.
+  for (int i = 0; i < 20 && w.get(ctx_, a.id).observed_generation != 1; ++i) {
+    clock_->advance(30s);
+    eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }, 200ms);
+  }
+  EXPECT_EQ(w.get(ctx_, a.id).observed_generation, 1);
+  stop(ctx_);
+  auto err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("the scheduler failed"), std::string::npos) << err;
+}
+
 TEST_F(ActorTest, ACrashedEventLogIsRestartedAndKeepsWorking) {
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
                                                 [](auto&, auto&, auto&) { return Result{}; });
