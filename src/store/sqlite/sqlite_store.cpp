@@ -15,10 +15,10 @@
 #include <beehive/errors.hpp>
 #include <beehive/sqlite.hpp>
 
-#include "store/private_files.hpp"
-#include "store/run_lock.hpp"
-#include "store/sqlite_connection.hpp"
-#include "store/sqlite_schema.hpp"
+#include "store/sqlite/private_files.hpp"
+#include "store/sqlite/run_lock.hpp"
+#include "store/sqlite/sqlite_connection.hpp"
+#include "store/sqlite/sqlite_schema.hpp"
 
 namespace beehive::store {
 

@@ -15,7 +15,7 @@
 #include <beehive/sqlite.hpp>
 
 #include "store/backend.hpp"
-#include "store/row_statement.hpp"
+#include "store/sqlite/row_statement.hpp"
 
 namespace beehive::store {
 

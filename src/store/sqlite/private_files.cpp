@@ -1,4 +1,4 @@
-#include "store/private_files.hpp"
+#include "store/sqlite/private_files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "store/row_statement.hpp"
+#include "store/sqlite/row_statement.hpp"
 
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-#include "store/sqlite_schema.hpp"
+#include "store/sqlite/sqlite_schema.hpp"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "store/sqlite_connection.hpp"
+#include "store/sqlite/sqlite_connection.hpp"
 
 #include <sqlite3.h>
 

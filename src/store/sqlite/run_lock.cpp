@@ -1,4 +1,4 @@
-#include "store/run_lock.hpp"
+#include "store/sqlite/run_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
