@@ -114,18 +114,6 @@ std::vector<ObjectRow> Connection::changed_since(std::int64_t rv, std::int64_t& 
   });
 }
 
-std::int64_t Connection::data_version() {
-  return guarded([&] {
-    // Not counted in statements_run(): it runs on the writer's own cadence, whatever
-    // the callers whose statements that count measures are doing.
-    auto& slot = stmts_[static_cast<int>(Query::data_version)];
-    if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql_for(Query::data_version));
-    Use s(*slot);
-    s->executeStep();
-    return s->getColumn(0).getInt64();
-  });
-}
-
 std::vector<Ref> Connection::related(ObjectID id, unsigned relation) {
   Query q = relation == LoadOption::owner          ? Query::owner_of
             : relation == LoadOption::dependencies ? Query::dependencies_of
