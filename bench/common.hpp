@@ -25,7 +25,7 @@
 
 #include <beehive/beehive.hpp>
 
-#include "store/sqlite_schema.hpp"
+#include "store/sqlite/sqlite_schema.hpp"
 
 namespace bench {
 
@@ -132,7 +132,7 @@ struct Hive {
   beehive::Context ctx;
 };
 
-// Gives a raw-SQLite baseline's file beehive's own schema (src/store/sqlite_schema.cpp),
+// Gives a raw-SQLite baseline's file beehive's own schema (src/store/sqlite/sqlite_schema.cpp),
 // so that its writes pay for the same tables and indexes beehive's do. The raw side then
 // uses only the `objects` table.
 inline void create_raw_schema(SQLite::Database& db) {

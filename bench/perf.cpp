@@ -118,7 +118,7 @@
 #include <beehive/actors.hpp>
 
 #include "common.hpp"
-#include "store/sqlite_connection.hpp"  // beehive::store::statements_run (private header)
+#include "store/sqlite/sqlite_connection.hpp"  // beehive::store::statements_run (private header)
 
 namespace {
 

@@ -131,7 +131,7 @@ enum class Load { plain, owner, dependencies, dependents, owned, events, all };
 // events for the odd ones.
 //
 // There is no public call that records events yet, so the event rows are inserted with
-// SQLiteCpp into beehive's `events` table (src/store/sqlite_schema.cpp), in the shape
+// SQLiteCpp into beehive's `events` table (src/store/sqlite/sqlite_schema.cpp), in the shape
 // the store reads back.
 struct ListFixture {
   ListFixture() : hive("list") {

@@ -14,7 +14,7 @@
 //
 // The raw side is what an application would write by hand with SQLiteCpp: a table
 // shaped like beehive's `objects` (same columns, constraints and indexes, see
-// src/store/sqlite_schema.cpp), prepared statements reused, BEGIN IMMEDIATE ... COMMIT
+// src/store/sqlite/sqlite_schema.cpp), prepared statements reused, BEGIN IMMEDIATE ... COMMIT
 // around each write. Everything beehive does beyond that (resource version counter,
 // re-reading the row, JSON encode/decode, the hand-off to the writer actor, the reader
 // pool) is what the ratio measures.

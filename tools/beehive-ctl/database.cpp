@@ -6,7 +6,7 @@
 #include <beehive/sqlite.hpp>
 
 #include "failure.hpp"
-#include "store/sqlite_schema.hpp"
+#include "store/sqlite/sqlite_schema.hpp"
 
 namespace beehive::ctl {
 
@@ -79,7 +79,7 @@ std::vector<ConditionRow> Database::conditions(ObjectID id) {
       r.stored = condition_status_from_string(s.getColumn(1).getString());
       r.condition = {s.getColumn(0).getString(), r.stored, s.getColumn(2).getString(),
                      s.getColumn(3).getString(), s.getColumn(4).getInt() != 0};
-      // The library's liveness rule (store/sqlite_connection.cpp, read_row).
+      // The library's liveness rule (store/sqlite/row_statement.cpp, RowStatement::row).
       if (r.condition.liveness && s.getColumn(5).getInt64() != conn_->session())
         r.condition.status = ConditionStatus::Unknown;
       r.last_transition_at = from_millis(s.getColumn(6).getInt64());

@@ -20,7 +20,7 @@
 #include <beehive/group_kind.hpp>
 #include <beehive/time.hpp>
 
-#include "store/sqlite_connection.hpp"
+#include "store/sqlite/sqlite_connection.hpp"
 
 namespace beehive::ctl {
 

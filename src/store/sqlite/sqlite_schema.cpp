@@ -1,4 +1,10 @@
-#include "store/sqlite_schema.hpp"
+// The SQLite schema as a list of migrations, applied in order inside one transaction
+// when a store is opened, which also starts the store's new session.
+//
+// Runs on the thread opening the store (beehive's start, beehive-ctl, the benchmarks),
+// on the connection it passes; holds no state of its own.
+
+#include "store/sqlite/sqlite_schema.hpp"
 
 #include <string>
 #include <vector>

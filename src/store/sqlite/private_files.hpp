@@ -4,6 +4,9 @@
 // directories it creates for a database 0700, a new database file 0600 (SQLite then
 // creates the -wal and -shm files with the database file's mode). Existing files and
 // directories keep their permissions; `exposure` tells whether others can read one.
+// They act on the SQLite file and its path, so they live with the SQLite backend.
+//
+// Called by the thread opening the store; stateless, safe on any thread.
 
 #include <filesystem>
 #include <string>

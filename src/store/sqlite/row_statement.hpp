@@ -3,7 +3,9 @@
 // A prepared object read (get, get by slug, list, owned objects) on the SQLite C API.
 // These run on every read, and SQLiteCpp's column accessors cost a shared_ptr copy per
 // column (two atomic operations each, 20-odd per row): as much as a fifth of a point
-// read. Everything else keeps using SQLiteCpp. One thread at a time, like its connection.
+// read. Everything else keeps using SQLiteCpp.
+//
+// Not thread-safe: used by the one thread using its Connection at the time.
 
 #include <cstdint>
 #include <string_view>

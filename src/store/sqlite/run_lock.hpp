@@ -6,6 +6,8 @@
 // beehive never leaves its database claimed. It is never a lock on the database file
 // itself: SQLite's own POSIX locks on that file would be broken by closing another
 // descriptor of it. flock conflicts between two opens in one process as well.
+//
+// Taken by the thread starting beehive and held until it stops; a RunLock is immutable.
 
 #include <filesystem>
 #include <memory>

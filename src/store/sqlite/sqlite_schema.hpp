@@ -1,6 +1,8 @@
 #pragma once
 
 // The SQLite schema and its forward migration.
+//
+// Run by whoever opens a store, on its own connection and thread (see sqlite_schema.cpp).
 
 #include <cstdint>
 

@@ -1,7 +1,14 @@
 #pragma once
 
-// One SQLite connection with its prepared statements, and the row reads shared by the
-// read-only connections and the write connection.
+// One SQLite connection with its prepared statements, and the reads shared by the
+// read-only connections and the write connection. The definitions are split by concept:
+// sqlite_connection.cpp (opening, the statement cache, errors), sqlite_object_reads.cpp
+// (objects and their relations) and sqlite_event_reads.cpp (the event log).
+//
+// Not thread-safe: a Connection is used by one thread at a time (it is opened NOMUTEX),
+// either a caller's thread holding it leased from the read pool or the thread running
+// the store's writer. statements_run(), guarded() and rethrow_sqlite() are safe on any
+// thread.
 
 #include <array>
 #include <filesystem>
@@ -15,55 +22,10 @@
 #include <beehive/sqlite.hpp>
 
 #include "store/backend.hpp"
-#include "store/row_statement.hpp"
+#include "store/sqlite/row_statement.hpp"
+#include "store/sqlite/sqlite_queries.hpp"
 
 namespace beehive::store {
-
-enum class Query : int {
-  get,
-  get_by_slug,
-  list,
-  set_resource_version,
-  resource_version,
-  last_object_id,
-  reserve_object_ids,
-  insert_object,
-  update_spec,
-  request_deletion,
-  owner_of,
-  dependencies_of,
-  dependents_of,
-  owned_by,
-  recent_events,
-  list_ids,
-  list_unsettled_ids,
-  update_status,
-  upsert_condition,
-  delete_condition,
-  set_finalizers,
-  conditions_changed,
-  current_resource_version,
-  has_incoming_refs,
-  list_owned_objects,
-  add_ref,
-  remove_ref,
-  object_exists,
-  cascade_candidates,
-  collectible,
-  drop_pending_dependencies,
-  delete_object,
-  list_events,
-  current_run,
-  insert_event,
-  extend_event,
-  kinds_with_events,
-  trim_events,
-  begin_read,
-  end_read,
-  changed_since,
-  data_version,
-  count_,  // not a query
-};
 
 class Connection {
  public:
@@ -164,6 +126,23 @@ auto guarded(Fn&& fn) -> decltype(fn()) {
   } catch (const SQLite::Exception& e) {
     rethrow_sqlite(e);
   }
+}
+
+// Here rather than in a .cpp: both the object reads and the event reads run in it.
+template <class Fn>
+auto Connection::snapshot(unsigned loads, Fn&& fn) -> decltype(fn()) {
+  return guarded([&] {
+    if (loads == 0 || in_transaction()) return fn();
+    use(Query::begin_read)->exec();
+    try {
+      auto result = fn();
+      use(Query::end_read)->exec();
+      return result;
+    } catch (...) {
+      db_.tryExec("ROLLBACK");
+      throw;
+    }
+  });
 }
 
 }  // namespace beehive::store

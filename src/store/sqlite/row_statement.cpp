@@ -1,4 +1,10 @@
-#include "store/row_statement.hpp"
+// A prepared object read on the SQLite C API, and the decoding of its row (the columns
+// sqlite_queries.cpp selects) into an ObjectRow; see row_statement.hpp for why it
+// bypasses SQLiteCpp.
+//
+// Runs on the thread using the statement's connection; not thread-safe.
+
+#include "store/sqlite/row_statement.hpp"
 
 #include <optional>
 #include <string>

@@ -1,4 +1,9 @@
-#include "store/private_files.hpp"
+// Creating a database's file and directories private to the user (see
+// private_files.hpp), and the warning when an existing one is not.
+//
+// Runs on the thread opening the store; stateless, safe on any thread.
+
+#include "store/sqlite/private_files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -49,8 +54,9 @@ std::string exposure(const std::filesystem::path& file) {
   if ((st.st_mode & (S_IRGRP | S_IROTH)) == 0) return {};
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-  return file.string() + " is readable by " + ((st.st_mode & S_IROTH) ? "every user" : "its group") +
-         " (mode " + mode + "): its specs and statuses may hold secrets; chmod 600 it";
+  return file.string() + " is readable by " +
+         ((st.st_mode & S_IROTH) ? "every user" : "its group") + " (mode " + mode +
+         "): its specs and statuses may hold secrets; chmod 600 it";
 }
 
 }  // namespace beehive::store

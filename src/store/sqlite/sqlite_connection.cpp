@@ -1,0 +1,88 @@
+// Opening a SQLite connection, its cache of prepared statements, and the translation
+// of SQLite's errors into beehive's. The reads themselves are in sqlite_object_reads.cpp
+// and sqlite_event_reads.cpp.
+//
+// A Connection runs on one thread at a time (see sqlite_connection.hpp); the statement
+// counter is a relaxed atomic, shared by every connection of the process.
+
+#include "store/sqlite/sqlite_connection.hpp"
+
+#include <sqlite3.h>
+
+#include <atomic>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store {
+
+void rethrow_sqlite(const SQLite::Exception& e) {
+  if (e.getExtendedErrorCode() == SQLITE_CONSTRAINT_UNIQUE)
+    throw Error(errc::already_exists, e.what());
+  throw Error(errc::store, e.what());
+}
+
+Connection::Connection(const std::filesystem::path& file, bool read_only,
+                       const sqlite::Options& opts, std::int64_t session)
+    // NOMUTEX: a connection is only ever used by one thread at a time (a leased reader,
+    // or the writer on the thread running it), so SQLite's per-call connection mutex is
+    // pure cost.
+    // No VFS argument: every file goes through SQLite's default VFS, unmodified, so that
+    // durability is SQLite's own argument (a shim that batched the writer's WAL writes
+    // once lost acknowledged transactions).
+    : db_(file.string(),
+          SQLITE_OPEN_NOMUTEX |
+              (read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)),
+          static_cast<int>(opts.busy_timeout.count())),
+      session_(session) {
+  if (!read_only) {
+    db_.exec("PRAGMA journal_mode = WAL");
+    db_.exec(opts.synchronous == sqlite::Synchronous::full ? "PRAGMA synchronous = FULL"
+                                                           : "PRAGMA synchronous = NORMAL");
+    db_.exec("PRAGMA foreign_keys = ON");
+  }
+}
+
+namespace {
+std::atomic<std::uint64_t> statement_count{0};
+}  // namespace
+
+std::uint64_t statements_run() { return statement_count.load(std::memory_order_relaxed); }
+
+Connection::Use Connection::use(Query q) {
+  statement_count.fetch_add(1, std::memory_order_relaxed);
+  auto& slot = stmts_[static_cast<int>(q)];
+  if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql_for(q));
+  return Use(*slot);
+}
+
+Connection::RowUse Connection::use_rows(Query q) {
+  statement_count.fetch_add(1, std::memory_order_relaxed);
+  int i = q == Query::list_owned_objects ? 3 : q == Query::changed_since ? 4 : static_cast<int>(q);
+  auto& slot = row_stmts_.at(static_cast<std::size_t>(i));
+  if (!slot) slot = std::make_unique<RowStatement>(db_.getHandle(), sql_for(q));
+  return RowUse(*slot);
+}
+
+void Connection::exec(const std::string& sql) {
+  statement_count.fetch_add(1, std::memory_order_relaxed);
+  auto& slot = plain_[sql];
+  if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql);
+  Use u(*slot);
+  u->exec();
+}
+
+bool Connection::in_transaction() const { return !sqlite3_get_autocommit(db_.getHandle()); }
+
+std::int64_t Connection::data_version() {
+  return guarded([&] {
+    // Not counted in statements_run(): it runs on the writer's own cadence, whatever
+    // the callers whose statements that count measures are doing.
+    auto& slot = stmts_[static_cast<int>(Query::data_version)];
+    if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql_for(Query::data_version));
+    Use s(*slot);
+    s->executeStep();
+    return s->getColumn(0).getInt64();
+  });
+}
+
+}  // namespace beehive::store

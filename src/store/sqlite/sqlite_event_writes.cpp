@@ -1,0 +1,64 @@
+// The SQLite writer's event-log statements: a new event run, extending the current
+// run, and trimming the runs a kind's retention no longer keeps.
+//
+// Runs on the thread running the writer (owned by the store_writer actor), inside its
+// open transaction; not thread-safe.
+
+#include "store/sqlite/sqlite_writer.hpp"
+
+namespace beehive::store {
+
+EventID SqliteWriter::insert_event(ObjectID id, const EventSpec& e,
+                                   const std::optional<std::string>& detail, Time now,
+                                   std::int64_t rv) {
+  return guarded([&] {
+    auto s = conn_.use(Query::insert_event);
+    s->bind(1, id);
+    s->bindNoCopy(2, e.category);
+    s->bind(3, to_string(e.type));
+    s->bindNoCopy(4, e.reason);
+    s->bindNoCopy(5, e.message);
+    if (detail) s->bindNoCopy(6, *detail);
+    s->bind(7, to_millis(now));
+    s->bind(8, rv);
+    s->exec();
+    return conn_.db().getLastInsertRowid();
+  });
+}
+
+void SqliteWriter::extend_event(EventID id, const std::string& message,
+                                const std::optional<std::string>& detail, Time now,
+                                std::int64_t rv) {
+  guarded([&] {
+    auto s = conn_.use(Query::extend_event);
+    s->bind(1, id);
+    s->bindNoCopy(2, message);
+    if (detail) s->bindNoCopy(3, *detail);
+    s->bind(4, to_millis(now));
+    s->bind(5, rv);
+    s->exec();
+  });
+}
+
+std::vector<GroupKind> SqliteWriter::kinds_with_events() {
+  return guarded([&] {
+    auto s = conn_.use(Query::kinds_with_events);
+    std::vector<GroupKind> out;
+    while (s->executeStep())
+      out.push_back({s->getColumn(0).getString(), s->getColumn(1).getString()});
+    return out;
+  });
+}
+
+int SqliteWriter::trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) {
+  return guarded([&] {
+    auto s = conn_.use(Query::trim_events);
+    s->bindNoCopy(1, gk.group);
+    s->bindNoCopy(2, gk.kind);
+    s->bind(3, per_object);
+    if (older_than) s->bind(4, to_millis(*older_than));
+    return s->exec();
+  });
+}
+
+}  // namespace beehive::store

@@ -1,0 +1,168 @@
+// The SQLite writer's object statements: inserting and updating objects (spec, status,
+// conditions, finalizers, deletion requests), their edges, and the garbage collector's
+// queries and removals. Each is one prepared statement; resource versions and ids come
+// from the caller (see sqlite_writer.cpp).
+//
+// Runs on the thread running the writer (owned by the store_writer actor), inside its
+// open transaction; not thread-safe.
+
+#include <nlohmann/json.hpp>
+
+#include "store/sqlite/sqlite_writer.hpp"
+
+namespace beehive::store {
+
+void SqliteWriter::insert_object(const ObjectRow& row, std::optional<ObjectID> owner) {
+  guarded([&] {
+    auto s = conn_.use(Query::insert_object);
+    s->bind(9, row.meta.id);
+    s->bindNoCopy(1, row.meta.group);
+    s->bindNoCopy(2, row.meta.kind);
+    if (row.meta.slug) s->bindNoCopy(3, *row.meta.slug);
+    s->bindNoCopy(4, row.spec);
+    s->bind(5, row.spec_version);
+    s->bind(6, row.meta.resource_version);
+    s->bind(7, nlohmann::json(row.meta.finalizers).dump());
+    s->bind(8, to_millis(row.meta.created_at));
+    s->exec();
+    if (owner) add_ref(row.meta.id, "owned_by", *owner);
+  });
+}
+
+bool SqliteWriter::add_ref(ObjectID from, const char* relation, ObjectID to) {
+  return guarded([&] {
+    auto s = conn_.use(Query::add_ref);
+    s->bind(1, from);
+    s->bindNoCopy(2, relation);
+    s->bind(3, to);
+    return s->exec() > 0;
+  });
+}
+
+bool SqliteWriter::remove_ref(ObjectID from, const char* relation, ObjectID to) {
+  return guarded([&] {
+    auto s = conn_.use(Query::remove_ref);
+    s->bind(1, from);
+    s->bindNoCopy(2, relation);
+    s->bind(3, to);
+    return s->exec() > 0;
+  });
+}
+
+bool SqliteWriter::exists(ObjectID id) {
+  return guarded([&] {
+    auto s = conn_.use(Query::object_exists);
+    s->bind(1, id);
+    s->executeStep();
+    return s->getColumn(0).getInt() != 0;
+  });
+}
+
+std::vector<ObjectID> SqliteWriter::cascade_candidates() { return ids(Query::cascade_candidates); }
+
+std::vector<ObjectID> SqliteWriter::collectible() { return ids(Query::collectible); }
+
+void SqliteWriter::drop_pending_dependencies(ObjectID target) {
+  guarded([&] {
+    auto s = conn_.use(Query::drop_pending_dependencies);
+    s->bind(1, target);
+    s->exec();
+  });
+}
+
+void SqliteWriter::delete_object(ObjectID id) {
+  guarded([&] {
+    auto s = conn_.use(Query::delete_object);
+    s->bind(1, id);
+    s->exec();
+  });
+}
+
+void SqliteWriter::update_spec(ObjectID id, const std::string& spec, int spec_version,
+                               std::int64_t generation, std::int64_t rv, Time now) {
+  guarded([&] {
+    auto s = conn_.use(Query::update_spec);
+    s->bind(1, id);
+    s->bindNoCopy(2, spec);
+    s->bind(3, spec_version);
+    s->bind(4, generation);
+    s->bind(5, rv);
+    s->bind(6, to_millis(now));
+    s->exec();
+  });
+}
+
+void SqliteWriter::request_deletion(ObjectID id, Time at, std::int64_t rv) {
+  guarded([&] {
+    auto s = conn_.use(Query::request_deletion);
+    s->bind(1, id);
+    s->bind(2, to_millis(at));
+    s->bind(3, rv);
+    s->exec();
+  });
+}
+
+void SqliteWriter::update_status(ObjectID id, const std::optional<std::string>& status,
+                                 int status_version,
+                                 std::optional<std::int64_t> observed_generation,
+                                 std::optional<Time> observed_at, std::int64_t rv, Time now) {
+  guarded([&] {
+    auto s = conn_.use(Query::update_status);
+    s->bind(1, id);
+    if (status) s->bindNoCopy(2, *status);
+    s->bind(3, status_version);
+    if (observed_generation) s->bind(4, *observed_generation);
+    if (observed_at) s->bind(5, to_millis(*observed_at));
+    s->bind(6, rv);
+    s->bind(7, to_millis(now));
+    s->exec();
+  });
+}
+
+void SqliteWriter::upsert_condition(ObjectID id, const Condition& c, Time now) {
+  guarded([&] {
+    auto s = conn_.use(Query::upsert_condition);
+    s->bind(1, id);
+    s->bindNoCopy(2, c.type);
+    s->bind(3, to_string(c.status));
+    s->bindNoCopy(4, c.reason);
+    s->bindNoCopy(5, c.message);
+    s->bind(6, c.liveness ? 1 : 0);
+    s->bind(7, conn_.session());
+    s->bind(8, to_millis(now));
+    s->exec();
+  });
+}
+
+bool SqliteWriter::delete_condition(ObjectID id, const std::string& type) {
+  return guarded([&] {
+    auto s = conn_.use(Query::delete_condition);
+    s->bind(1, id);
+    s->bindNoCopy(2, type);
+    return s->exec() > 0;
+  });
+}
+
+void SqliteWriter::set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
+                                  std::int64_t rv, Time now) {
+  guarded([&] {
+    auto s = conn_.use(Query::set_finalizers);
+    s->bind(1, id);
+    s->bind(2, nlohmann::json(finalizers).dump());
+    s->bind(3, rv);
+    s->bind(4, to_millis(now));
+    s->exec();
+  });
+}
+
+void SqliteWriter::conditions_changed(ObjectID id, std::int64_t rv, Time now) {
+  guarded([&] {
+    auto s = conn_.use(Query::conditions_changed);
+    s->bind(1, id);
+    s->bind(2, rv);
+    s->bind(3, to_millis(now));
+    s->exec();
+  });
+}
+
+}  // namespace beehive::store

@@ -1,0 +1,199 @@
+// The SQL text of every statement a Connection prepares, by Query. Kept apart from
+// the code that runs the statements so that the schema's users can be read in one place
+// (sqlite_schema.cpp is the schema itself).
+//
+// Pure functions of their argument: safe on any thread. A connection prepares each
+// statement once, the first time it is used.
+
+#include "store/sqlite/sqlite_queries.hpp"
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store {
+
+namespace {
+
+// Column layout shared by every object read. Conditions come along as one JSON array
+// from a correlated subquery, so one statement (and one implicit read transaction)
+// returns a consistent row; the subquery runs only for objects that have conditions
+// (it is a quarter of a point read).
+constexpr const char* object_columns = R"sql(
+  o.id, o."group", o.kind, o.slug, o.spec, o.spec_version, o.status, o.status_version,
+  o.generation, o.observed_generation, o.observed_at, o.resource_version,
+  o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at,
+  CASE WHEN o.conditions_count = 0 THEN '[]' ELSE
+  (SELECT json_group_array(json_array(c.type, c.status, c.reason, c.message, c.liveness,
+                                      c.session))
+     FROM (SELECT * FROM conditions WHERE object_id = o.id ORDER BY type) AS c) END
+)sql";
+
+std::string select_objects(const char* where) {
+  return std::string("SELECT ") + object_columns + " FROM objects AS o WHERE " + where;
+}
+
+}  // namespace
+
+std::string sql_for(Query q) {
+  switch (q) {
+    case Query::get:
+      return select_objects("o.id = ?1");
+    case Query::get_by_slug:
+      return select_objects(R"(o."group" = ?1 AND o.kind = ?2 AND o.slug = ?3)");
+    case Query::list:
+      return select_objects(R"(o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
+    // No UPDATE ... RETURNING: SQLite runs RETURNING as a trigger, which gives the
+    // statement its own journal, allocated and freed on every write (measured: a quarter
+    // of a blocking update's time, most of it in malloc trimming the heap).
+    case Query::set_resource_version:
+      return "UPDATE beehive_meta SET value = ?1 WHERE key = 'resource_version'";
+    case Query::resource_version:
+      return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
+    case Query::last_object_id:  // AUTOINCREMENT's own counter, and the rows (none yet)
+      return R"sql(SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'objects'), 0),
+                        coalesce((SELECT max(id) FROM objects), 0))sql";
+    case Query::reserve_object_ids:
+      return "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'objects'";
+    case Query::insert_object:
+      return R"sql(INSERT INTO objects (id, "group", kind, slug, spec, spec_version, generation,
+             resource_version, finalizers, created_at, updated_at)
+             VALUES (?9, ?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?8))sql";
+    case Query::update_spec:
+      return "UPDATE objects SET spec = ?2, spec_version = ?3, generation = ?4, "
+             "resource_version = ?5, updated_at = ?6 WHERE id = ?1";
+    case Query::request_deletion:
+      return "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, "
+             "updated_at = ?2 WHERE id = ?1";
+    case Query::owner_of:
+    case Query::dependencies_of:
+      return std::string(R"sql(SELECT r.from_id, o.id, o."group", o.kind FROM refs AS r
+             JOIN objects AS o ON o.id = r.to_id WHERE r.relation = ')sql") +
+             (q == Query::owner_of ? "owned_by" : "depends_on") +
+             "' AND r.from_id IN (SELECT value FROM json_each(?1)) ORDER BY r.from_id, o.id";
+    case Query::dependents_of:
+    case Query::owned_by:
+      return std::string(R"sql(SELECT r.to_id, o.id, o."group", o.kind FROM refs AS r
+             JOIN objects AS o ON o.id = r.from_id WHERE r.relation = ')sql") +
+             (q == Query::owned_by ? "owned_by" : "depends_on") +
+             "' AND r.to_id IN (SELECT value FROM json_each(?1)) ORDER BY r.to_id, o.id";
+    case Query::recent_events:
+      // The newest runs per (object, category), as load_events() promises: a LIMIT per
+      // pair walks events_by_object backwards and stops, where a window function would
+      // read and rank every run of the objects.
+      return R"sql(SELECT e.id, e.object_id, e.category, e.type, e.reason, e.message, e.detail,
+             e.count, e.first_at, e.last_at, e.resource_version
+             FROM (SELECT DISTINCT object_id, category FROM events
+                   WHERE object_id IN (SELECT value FROM json_each(?1))) AS k
+             JOIN events AS e ON e.id IN (
+               SELECT id FROM events WHERE object_id = k.object_id AND category = k.category
+               ORDER BY last_at DESC, id DESC LIMIT ?2)
+             ORDER BY e.object_id, e.last_at DESC, e.id DESC)sql";
+    case Query::list_ids:
+      return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2)";
+    case Query::changed_since:  // through objects_by_version: only the rows that changed
+      return select_objects("o.resource_version > ?1 ORDER BY o.resource_version");
+    case Query::data_version:
+      return "PRAGMA data_version";
+    case Query::list_unsettled_ids:
+      // The WHERE clause repeats the partial index's, so that the index is used.
+      return R"(SELECT id, resource_version FROM objects INDEXED BY objects_unsettled
+             WHERE "group" = ?1 AND kind = ?2 AND
+             (observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL))";
+    case Query::update_status:
+      return "UPDATE objects SET status = ?2, status_version = ?3, observed_generation = ?4, "
+             "observed_at = ?5, resource_version = ?6, updated_at = ?7 WHERE id = ?1";
+    case Query::upsert_condition:
+      return R"sql(INSERT INTO conditions (object_id, type, status, reason, message, liveness,
+             session, last_transition_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (object_id, type) DO UPDATE SET status = excluded.status,
+               reason = excluded.reason, message = excluded.message,
+               liveness = excluded.liveness, session = excluded.session,
+               last_transition_at = CASE WHEN conditions.status = excluded.status
+                 THEN conditions.last_transition_at ELSE excluded.last_transition_at END)sql";
+    case Query::delete_condition:
+      return "DELETE FROM conditions WHERE object_id = ?1 AND type = ?2";
+    case Query::set_finalizers:
+      return "UPDATE objects SET finalizers = ?2, resource_version = ?3, updated_at = ?4 "
+             "WHERE id = ?1";
+    case Query::conditions_changed:
+      return "UPDATE objects SET resource_version = ?2, updated_at = ?3, conditions_count = "
+             "(SELECT count(*) FROM conditions WHERE object_id = ?1) WHERE id = ?1";
+    case Query::current_resource_version:
+      return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
+    case Query::has_incoming_refs:
+      // A live claim: an owned child, or a dependent that is not being deleted itself.
+      return R"sql(SELECT EXISTS (SELECT 1 FROM refs AS r JOIN objects AS o ON o.id = r.from_id
+             WHERE r.to_id = ?1 AND (r.relation = 'owned_by' OR o.deletion_requested_at IS NULL)))sql";
+    case Query::list_owned_objects:
+      return select_objects(R"(o.id IN (SELECT from_id FROM refs WHERE to_id = ?3 AND
+             relation = 'owned_by') AND o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
+    case Query::add_ref:
+      return "INSERT OR IGNORE INTO refs (from_id, relation, to_id) VALUES (?1, ?2, ?3)";
+    case Query::remove_ref:
+      return "DELETE FROM refs WHERE from_id = ?1 AND relation = ?2 AND to_id = ?3";
+    case Query::object_exists:
+      return "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?1)";
+    case Query::cascade_candidates:
+      // Starts from the (few) deletion-pending owners through the partial index
+      // (CROSS JOIN fixes SQLite's join order).
+      return R"sql(SELECT child.id FROM objects AS owner
+             CROSS JOIN refs AS r ON r.to_id = owner.id AND r.relation = 'owned_by'
+             JOIN objects AS child ON child.id = r.from_id
+             WHERE owner.deletion_requested_at IS NOT NULL
+               AND child.deletion_requested_at IS NULL)sql";
+    case Query::collectible:
+      // Deletion requested, every finalizer removed, and no live claim on it: no owned
+      // child, no dependent that is not itself being deleted (as has_incoming_refs).
+      // A deletion-pending dependent's edge (a self-edge, a cycle among objects being
+      // deleted) never holds its target: it would hold both ends forever.
+      // No ORDER BY: it would trade the partial index for a scan of every object.
+      return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
+             AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs AS r
+               JOIN objects AS d ON d.id = r.from_id WHERE r.to_id = o.id
+               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)))sql";
+    case Query::drop_pending_dependencies:
+      return R"sql(DELETE FROM refs WHERE to_id = ?1 AND relation = 'depends_on' AND EXISTS
+             (SELECT 1 FROM objects WHERE id = refs.from_id
+              AND deletion_requested_at IS NOT NULL))sql";
+    case Query::delete_object:
+      return "DELETE FROM objects WHERE id = ?1";
+    case Query::list_events:
+      return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
+             first_at, last_at, resource_version FROM events WHERE object_id = ?1
+             AND (?2 IS NULL OR category = ?2) AND (?3 IS NULL OR type = ?3)
+             AND (?4 IS NULL OR reason = ?4) AND (?5 IS NULL OR last_at >= ?5)
+             ORDER BY last_at DESC, id DESC LIMIT ?6)sql";
+    case Query::current_run:
+      // The run started last (ids only grow), through events_by_run: never by last_at,
+      // which a clock stepped back moves behind an older run's.
+      return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
+             first_at, last_at, resource_version FROM events INDEXED BY events_by_run
+             WHERE object_id = ?1 AND category = ?2 ORDER BY id DESC LIMIT 1)sql";
+    case Query::insert_event:
+      return R"sql(INSERT INTO events (object_id, category, type, reason, message, detail,
+             count, first_at, last_at, resource_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8))sql";
+    case Query::extend_event:
+      return "UPDATE events SET count = count + 1, message = ?2, detail = ?3, last_at = ?4, "
+             "resource_version = ?5 WHERE id = ?1";
+    case Query::kinds_with_events:
+      return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
+             WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
+    case Query::trim_events:
+      return R"sql(DELETE FROM events WHERE id IN (
+               SELECT id FROM (
+                 SELECT e.id, e.last_at, row_number() OVER (PARTITION BY e.object_id, e.category
+                                                            ORDER BY e.last_at DESC, e.id DESC) AS n
+                 FROM events AS e JOIN objects AS o ON o.id = e.object_id
+                 WHERE o."group" = ?1 AND o.kind = ?2)
+               WHERE (?3 > 0 AND n > ?3) OR (?4 IS NOT NULL AND last_at < ?4)))sql";
+    case Query::begin_read:
+      return "BEGIN";
+    case Query::end_read:
+      return "COMMIT";
+    case Query::count_:
+      break;
+  }
+  throw Error(errc::store, "unknown query");
+}
+
+}  // namespace beehive::store

@@ -1,0 +1,61 @@
+#pragma once
+
+// The statements a SQLite Connection runs, named (Query) so that each is prepared once
+// per connection and kept, and their SQL text (sql_for, in sqlite_queries.cpp).
+//
+// Plain data and a pure function: safe on any thread.
+
+#include <string>
+
+namespace beehive::store {
+
+enum class Query : int {
+  get,
+  get_by_slug,
+  list,
+  set_resource_version,
+  resource_version,
+  last_object_id,
+  reserve_object_ids,
+  insert_object,
+  update_spec,
+  request_deletion,
+  owner_of,
+  dependencies_of,
+  dependents_of,
+  owned_by,
+  recent_events,
+  list_ids,
+  list_unsettled_ids,
+  update_status,
+  upsert_condition,
+  delete_condition,
+  set_finalizers,
+  conditions_changed,
+  current_resource_version,
+  has_incoming_refs,
+  list_owned_objects,
+  add_ref,
+  remove_ref,
+  object_exists,
+  cascade_candidates,
+  collectible,
+  drop_pending_dependencies,
+  delete_object,
+  list_events,
+  current_run,
+  insert_event,
+  extend_event,
+  kinds_with_events,
+  trim_events,
+  begin_read,
+  end_read,
+  changed_since,
+  data_version,
+  count_,  // not a query
+};
+
+/// The SQL text of `q`; the object reads select the columns RowStatement::row decodes.
+std::string sql_for(Query q);
+
+}  // namespace beehive::store

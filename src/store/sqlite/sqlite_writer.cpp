@@ -1,0 +1,150 @@
+// The SQLite writer's transactions: BEGIN IMMEDIATE ... COMMIT with nested savepoints,
+// waiting for the file's write lock (the busy handler), and the resource versions and
+// object ids a transaction allocates, counted in memory and stored once per commit.
+//
+// Runs on the thread running the writer (owned by the store_writer actor), one call at
+// a time; not thread-safe.
+
+#include "store/sqlite/sqlite_writer.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <thread>
+
+namespace beehive::store {
+
+SqliteWriter::SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
+                           std::int64_t session)
+    : ConnectionReader(file, false, opts, session), busy_timeout_(opts.busy_timeout) {
+  // Replaces SQLite's own busy timeout: the same bound, but it also stops waiting for
+  // callers that have gone (set_lock_wait).
+  sqlite3_busy_handler(conn_.db().getHandle(), &SqliteWriter::on_busy, this);
+}
+
+void SqliteWriter::begin() {
+  rv_.reset();  // another process may have written since
+  rv_taken_ = false;
+  ids_checked_ = false;
+  guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
+}
+
+void SqliteWriter::commit() {
+  guarded([&] {
+    if (rv_taken_) {
+      auto s = conn_.use(Query::set_resource_version);
+      s->bind(1, *rv_);
+      s->exec();
+      rv_taken_ = false;
+    }
+    conn_.exec("COMMIT");
+  });
+}
+
+void SqliteWriter::rollback() {
+  // A failed statement may already have rolled the transaction back.
+  if (in_transaction()) conn_.db().tryExec("ROLLBACK");
+}
+
+bool SqliteWriter::in_transaction() { return !sqlite3_get_autocommit(conn_.db().getHandle()); }
+
+std::int64_t SqliteWriter::data_version() { return conn_.data_version(); }
+
+std::vector<ObjectRow> SqliteWriter::changed_since(std::int64_t rv,
+                                                   std::int64_t& resource_version) {
+  return conn_.changed_since(rv, resource_version);
+}
+
+void SqliteWriter::set_lock_wait(std::function<bool()> keep_waiting) {
+  keep_waiting_ = std::move(keep_waiting);
+}
+
+// Counted here within a transaction and stored once, at its commit: a group commit's
+// rows then cost no statements each. Versions taken by a write that rolled back to its
+// savepoint are skipped, which leaves a gap and keeps the order.
+std::int64_t SqliteWriter::next_resource_version() {
+  if (!rv_) {
+    rv_ = guarded([&] {
+      auto s = conn_.use(Query::resource_version);
+      s->executeStep();
+      return s->getColumn(0).getInt64();
+    });
+  }
+  rv_taken_ = true;
+  return ++*rv_;
+}
+
+// Counted here like resource versions; an id allocated by a write that failed is
+// skipped.
+//
+// AUTOINCREMENT stores its counter (a page of its own) whenever a row's id exceeds it,
+// which would be every transaction that creates: the counter is raised a block of ids
+// ahead instead, so that most commits leave its page alone. It stays at or above every
+// id ever committed, so ids are never reused. Within the block the count goes on from
+// memory, checked once per transaction against the file: when the counter is not the
+// one this writer left (another process, or a rolled-back reservation), counting
+// resumes after it, as it does after a restart (skipping what was reserved, unused).
+ObjectID SqliteWriter::next_object_id() {
+  if (!ids_checked_) {
+    guarded([&] {
+      auto s = conn_.use(Query::last_object_id);
+      s->executeStep();
+      auto counter = s->getColumn(0).getInt64(), max_id = s->getColumn(1).getInt64();
+      if (counter != id_ceiling_ || max_id > last_id_) {
+        id_ceiling_ = counter;
+        last_id_ = std::max(counter, max_id);
+      }
+    });
+    ids_checked_ = true;
+  }
+  ++last_id_;
+  // No counter row until the first object is inserted: AUTOINCREMENT writes that one.
+  if (last_id_ > id_ceiling_ && id_ceiling_ > 0) {
+    id_ceiling_ = last_id_ + kReservedIds - 1;
+    guarded([&] {
+      auto s = conn_.use(Query::reserve_object_ids);
+      s->bind(1, id_ceiling_);
+      s->exec();
+    });
+  }
+  return last_id_;
+}
+
+void SqliteWriter::savepoint(int depth) {
+  guarded([&] { conn_.exec("SAVEPOINT s" + std::to_string(depth)); });
+}
+
+void SqliteWriter::release(int depth) {
+  guarded([&] { conn_.exec("RELEASE s" + std::to_string(depth)); });
+}
+
+void SqliteWriter::rollback_to(int depth) {
+  guarded([&] {
+    conn_.exec("ROLLBACK TO s" + std::to_string(depth));
+    conn_.exec("RELEASE s" + std::to_string(depth));
+  });
+}
+
+int SqliteWriter::on_busy(void* self, int attempt) {
+  auto& w = *static_cast<SqliteWriter*>(self);
+  auto now = std::chrono::steady_clock::now();
+  if (attempt == 0) w.busy_since_ = now;
+  if (now - w.busy_since_ >= w.busy_timeout_) return 0;
+  if (w.keep_waiting_ && !w.keep_waiting_()) return 0;
+  static constexpr int steps_ms[] = {1, 2, 5, 10};
+  auto step = std::chrono::milliseconds(steps_ms[std::min(attempt, 3)]);
+  auto left = w.busy_timeout_ - (now - w.busy_since_);
+  std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(step, left));
+  return 1;
+}
+
+std::vector<ObjectID> SqliteWriter::ids(Query q) {
+  return guarded([&] {
+    auto s = conn_.use(q);
+    std::vector<ObjectID> out;
+    while (s->executeStep()) out.push_back(s->getColumn(0).getInt64());
+    return out;
+  });
+}
+
+}  // namespace beehive::store

@@ -1,0 +1,87 @@
+#pragma once
+
+// The Writer interface on SQLite: the store's one write connection. Its definitions are
+// split by concept: sqlite_writer.cpp (transactions, savepoints, waiting for the file's
+// lock, resource versions and object ids), sqlite_object_writes.cpp (objects, edges,
+// conditions and the collector's queries) and sqlite_event_writes.cpp (the event log).
+//
+// Not thread-safe: owned by the store_writer actor, and used by one thread at a time,
+// the one running the writer.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/sqlite/sqlite_reader.hpp"
+
+namespace beehive::store {
+
+class SqliteWriter : public ConnectionReader<Writer> {
+ public:
+  SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
+               std::int64_t session);
+
+  void begin() override;
+  void commit() override;
+  void rollback() override;
+  bool in_transaction() override;
+  std::int64_t data_version() override;
+  std::vector<ObjectRow> changed_since(std::int64_t rv, std::int64_t& resource_version) override;
+  void set_lock_wait(std::function<bool()> keep_waiting) override;
+  std::int64_t next_resource_version() override;
+  ObjectID next_object_id() override;
+
+  void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override;
+  bool add_ref(ObjectID from, const char* relation, ObjectID to) override;
+  bool remove_ref(ObjectID from, const char* relation, ObjectID to) override;
+  bool exists(ObjectID id) override;
+  std::vector<ObjectID> cascade_candidates() override;
+  std::vector<ObjectID> collectible() override;
+  void drop_pending_dependencies(ObjectID target) override;
+  void delete_object(ObjectID id) override;
+  void update_spec(ObjectID id, const std::string& spec, int spec_version, std::int64_t generation,
+                   std::int64_t rv, Time now) override;
+  void request_deletion(ObjectID id, Time at, std::int64_t rv) override;
+  void update_status(ObjectID id, const std::optional<std::string>& status, int status_version,
+                     std::optional<std::int64_t> observed_generation,
+                     std::optional<Time> observed_at, std::int64_t rv, Time now) override;
+  void upsert_condition(ObjectID id, const Condition& c, Time now) override;
+  bool delete_condition(ObjectID id, const std::string& type) override;
+  void set_finalizers(ObjectID id, const std::vector<std::string>& finalizers, std::int64_t rv,
+                      Time now) override;
+  void conditions_changed(ObjectID id, std::int64_t rv, Time now) override;
+
+  EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
+                       Time now, std::int64_t rv) override;
+  void extend_event(EventID id, const std::string& message,
+                    const std::optional<std::string>& detail, Time now, std::int64_t rv) override;
+  std::vector<GroupKind> kinds_with_events() override;
+  int trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) override;
+
+  void savepoint(int depth) override;
+  void release(int depth) override;
+  void rollback_to(int depth) override;
+
+ private:
+  /// SQLite's busy handler: true retries. Sleeps like SQLite's own busy timeout (short
+  /// steps first), but never longer than 10 ms at a time, so that a caller giving up
+  /// frees the writer promptly.
+  static int on_busy(void* self, int attempt);
+  /// The first column of every row of `q`, as ids.
+  std::vector<ObjectID> ids(Query q);
+
+  std::chrono::milliseconds busy_timeout_;
+  std::chrono::steady_clock::time_point busy_since_{};
+  std::function<bool()> keep_waiting_;
+  std::optional<std::int64_t> rv_;  // the transaction's last resource version, once read
+  bool ids_checked_ = false;        // this transaction has compared the id counter with the file
+  ObjectID last_id_ = 0;            // the last object id this writer allocated
+  ObjectID id_ceiling_ = -1;        // the id counter as this writer left it (-1: not read yet)
+  static constexpr ObjectID kReservedIds = 1024;
+  bool rv_taken_ = false;  // a version was taken: store it at commit
+};
+
+}  // namespace beehive::store
