@@ -84,7 +84,12 @@ void Runtime::spawn_writer(std::vector<Subscriber> subscribers, caf::actor hub) 
   auto cfg = std::make_shared<StoreWriterConfig>();
   cfg->subscribers = std::move(subscribers);
   cfg->hub = std::move(hub);
-  cfg->hub_gate = hub_gate_;
+  cfg->hub_feed = hub_feed_;
+  // Aliases the store: the writer's reader may outlive this Runtime by a read.
+  cfg->backend = std::shared_ptr<store::Backend>(store_, backend_);
+  cfg->schema_versions = [this](const GroupKind& gk) {
+    return SchemaVersions{spec_version(gk), status_version(gk)};
+  };
   cfg->writer = backend_->open_writer();
   cfg->clock = clock_;
   cfg->queue = queue_;
@@ -99,7 +104,7 @@ void Runtime::spawn_writer(std::vector<Subscriber> subscribers, caf::actor hub) 
     writer_public_ = caf::actor_cast<store_writer_actor>(w);
   }
   caf::anon_send(supervisor_, caf::actor_cast<caf::actor>(w));
-  queue_->set_wake([w] { caf::anon_send(w, drain_queue_atom::value); });
+  queue_->set_wake([w] { caf::anon_send(w, serve_queue_atom::value); });
 }
 
 void Runtime::sync_with_writer() {
@@ -111,7 +116,7 @@ void Runtime::sync_with_writer() {
 }
 
 void Runtime::spawn_hub() {
-  hub_gate_->watches = 0;  // a restarted hub starts without watches
+  hub_feed_->watches = 0;  // a restarted hub starts without watches
   auto h = sys_->spawn(detail::watch_hub, this);
   caf::anon_send(writer_, hub_atom::value, caf::actor_cast<caf::actor>(h));
   sync_with_writer();  // no commit may escape the hub once it serves watches
@@ -143,7 +148,7 @@ void Runtime::restart(const caf::actor_addr& dead, const caf::error& reason) {
     for (auto& [gk, entry] : kinds_)
       if (entry->controller) subscribers.push_back({entry->controller, controller_filter(gk)});
     spawn_writer(std::move(subscribers), caf::actor_cast<caf::actor>(hub()));
-    caf::anon_send(writer_, drain_queue_atom::value);  // what callers queued meanwhile
+    caf::anon_send(writer_, serve_queue_atom::value);  // what callers queued meanwhile
     if (gc_) {  // they hold the writer's handle: new ones for the new writer
       caf::anon_send_exit(gc_, caf::exit_reason::user_shutdown);
       spawn_gc();
@@ -206,7 +211,7 @@ std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id
   ctx.throw_if_done();
   auto core = std::make_shared<EventCore>(ctx);
   auto w = std::make_shared<EventStreamWatch>();
-  w->filter = {id, q.category, q.type, q.reason, q.since, q.limit, nullptr};
+  w->filter = {id, q, nullptr};
   open_watch(std::move(w), core);
   return core;
 }
@@ -303,7 +308,9 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   return reply->take(ctx, queue_->replies_come_quickly());
 }
 
-std::optional<ObjectRow> Runtime::peek(ObjectID id) { return backend_->reader()->get(id); }
+std::optional<ObjectRow> Runtime::read_committed(ObjectID id) {
+  return backend_->reader()->get(id);
+}
 
 void Runtime::after_commit(const Context& ctx, std::function<void()> fn) {
   if (auto txn = ContextAccess::transaction(ctx))

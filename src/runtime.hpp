@@ -89,9 +89,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::uint64_t next_subscription() { return ++last_subscription_; }
   const watch_hub_impl& watch_hub() const { return hub_; }
   /// Object `id` as committed, for converged-write checks.
-  std::optional<ObjectRow> peek(ObjectID id);
-  /// The hub's count of watches (see HubGate).
-  HubGate& hub_gate() { return *hub_gate_; }
+  std::optional<ObjectRow> read_committed(ObjectID id);
+  /// What the writer shares with the watch hub (see WatchHubFeed).
+  WatchHubFeed& hub_feed() { return *hub_feed_; }
   /// Handles for the actor surface (null before start / for unknown kinds).
   caf::actor controller(const GroupKind& gk) const;
   caf::actor gc() const;
@@ -175,7 +175,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   store_writer_actor writer_public_;
   scheduler_impl scheduler_;
   watch_hub_impl hub_;
-  std::shared_ptr<HubGate> hub_gate_ = std::make_shared<HubGate>();
+  std::shared_ptr<WatchHubFeed> hub_feed_ = std::make_shared<WatchHubFeed>();
   caf::actor gc_;
   caf::actor event_log_;
   caf::actor supervisor_;
@@ -190,7 +190,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::atomic<State> state_{State::created};
   mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
-  std::string claimed_;  // the database this running beehive claimed
+  std::string claimed_;              // the database this running beehive claimed
   std::shared_ptr<void> run_claim_;  // its claim across processes (see Backend::claim)
 
   friend struct Flight;

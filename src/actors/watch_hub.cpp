@@ -15,10 +15,10 @@ namespace {
 
 using Self = watch_hub_impl::stateful_pointer<WatchHubState>;
 
-/// Publishes how many watches the hub serves (HubGate), plus `opening` for one about to
+/// Publishes how many watches the hub serves (WatchHubFeed), plus `opening` for one about to
 /// read its snapshot: the writer skips the hub's commit records only while this is 0.
 void sync_gate(WatchHubState& st, std::size_t opening = 0) {
-  st.rt->hub_gate().watches.store(st.subs.size() + st.event_subs.size() + opening);
+  st.rt->hub_feed().watches.store(st.subs.size() + st.event_subs.size() + opening);
 }
 
 bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {
@@ -84,12 +84,11 @@ std::optional<caf::error> refuse_text(std::initializer_list<const std::string*> 
   return std::nullopt;
 }
 
-detail::EventQuery query_of(const event_watch_request& f) {
-  return {f.category, f.type, f.reason, f.limit, f.since};
-}
+const EventFilter& query_of(const event_watch_request& w) { return w.filter; }
 
-bool passes(const event_watch_request& f, const Event& e) {
-  return e.object_id == f.id && (!f.category || e.category == *f.category) &&
+bool passes(const event_watch_request& w, const Event& e) {
+  auto& f = w.filter;
+  return e.object_id == w.id && (!f.category || e.category == *f.category) &&
          (!f.type || e.type == *f.type) && (!f.reason || e.reason == *f.reason) &&
          (!f.since || e.last_at >= *f.since);
 }
@@ -193,7 +192,7 @@ WatchHubState::~WatchHubState() {
 
 watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
   self->state.rt = rt;
-  rt->hub_gate().inbox.attach(self->address());
+  rt->hub_feed().inbox.attach(self->address());
   self->set_down_handler([self](caf::down_msg& m) {
     std::erase_if(self->state.subs,
                   [&](auto& kv) { return kv.second.actor.address() == m.source; });
@@ -225,8 +224,8 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         w->ready->deliver(true);
       },
       [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
-        if (auto err = refuse_text({r.category ? &*r.category : nullptr,
-                                    r.reason ? &*r.reason : nullptr}))
+        if (auto err = refuse_text({r.filter.category ? &*r.filter.category : nullptr,
+                                    r.filter.reason ? &*r.filter.reason : nullptr}))
           return *err;
         return add_events(self, self->state.rt->next_subscription(), {r, nullptr, 0});
       },
@@ -237,7 +236,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
       },
       [self](inspect_atom) {
         auto& st = self->state;
-        auto& inbox = st.rt->hub_gate().inbox;
+        auto& inbox = st.rt->hub_feed().inbox;
         watch_hub_state out{st.subs.size(), st.event_subs.size(), 0, inbox.size(), inbox.peak()};
         for (auto& [id, s] : st.subs)
           if (s.core) out.pending += s.core->pending();
@@ -250,11 +249,11 @@ watch_hub_impl::behavior_type watch_hub(Self self, Runtime* rt) {
         self->state.event_subs.erase(id);
         sync_gate(self->state);
       },
-      [self](hub_wake_atom) { fan_out(self->state, self->state.rt->hub_gate().inbox.take()); },
+      [self](hub_wake_atom) { fan_out(self->state, self->state.rt->hub_feed().inbox.take()); },
       [self](shutdown_atom) {
         auto& st = self->state;
         // The writer posted its last commit before it sent this.
-        fan_out(st, st.rt->hub_gate().inbox.take());
+        fan_out(st, st.rt->hub_feed().inbox.take());
         st.stopped = true;
         for (auto& [id, s] : st.subs) {
           // What was committed before the stop reaches a pulled subscriber too: the
