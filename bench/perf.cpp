@@ -115,6 +115,8 @@
 #include <thread>
 #include <vector>
 
+#include <caf/all.hpp>
+
 #include <beehive/actors.hpp>
 
 #include "common.hpp"

@@ -39,9 +39,10 @@ caf::behavior operator_actor(caf::event_based_actor* self, beehive::store_writer
           [=](std::uint64_t subscription) {
             std::cout << "watching Jobs (subscription " << subscription << ")\n";
             for (int i = 0; i < jobs; ++i) {
-              auto spec = nlohmann::json(JobSpec{"echo " + std::to_string(i)}).dump();
-              self->request(writer, caf::infinite,
-                            beehive::create_request{job_kind, spec, "job-" + std::to_string(i)})
+              // The typed helper encodes the spec; the writer sets its schema version.
+              auto create = beehive::make_create(job_kind, JobSpec{"echo " + std::to_string(i)},
+                                                 "job-" + std::to_string(i));
+              self->request(writer, caf::infinite, std::move(create))
                   .then(
                       [=](const beehive::ObjectRow& row) {
                         std::cout << "created " << *row.meta.slug << " as " << row.meta.id << "\n";

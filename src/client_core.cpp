@@ -36,7 +36,8 @@ void run_on_create(Runtime& rt, const OptionSet& s, const Context& ctx) {
       } catch (const std::exception& e) {
         rt.log(LogLevel::error, "a with_on_create callback threw", {{"reason", e.what()}});
       } catch (...) {
-        rt.log(LogLevel::error, "a with_on_create callback threw", {{"reason", "unknown exception"}});
+        rt.log(LogLevel::error, "a with_on_create callback threw",
+               {{"reason", "unknown exception"}});
       }
     });
 }
@@ -124,7 +125,7 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
-    auto row = rt_->peek(id);
+    auto row = rt_->read_committed(id);
     if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
       if (check) check(*row);
       return std::move(*row);

@@ -31,11 +31,12 @@ const Migrator* ControllerClientCore::migrator() const { return rt_->migrator(gk
 namespace {
 
 /// The kind's row, read without the writer, when a converged write may be skipped.
-std::optional<ObjectRow> peek(Runtime& rt, const Context& ctx, const GroupKind& gk, ObjectID id) {
+std::optional<ObjectRow> read_committed(Runtime& rt, const Context& ctx, const GroupKind& gk,
+                                        ObjectID id) {
   if (ContextAccess::transaction(ctx)) return std::nullopt;  // within sees its own writes
   rt.ensure_running(ctx);
   ctx.throw_if_done();
-  auto row = rt.peek(id);
+  auto row = rt.read_committed(id);
   if (!row || row->meta.group != gk.group || row->meta.kind != gk.kind) return std::nullopt;
   return row;
 }
@@ -47,7 +48,7 @@ void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          RowCheck check) const {
   // Unchanged status at the recorded generation, or at an older one: nothing to write
   // (and no writer taken). WriteOps::update_status applies the same rule.
-  if (auto row = peek(*rt_, ctx, gk_, id);
+  if (auto row = read_committed(*rt_, ctx, gk_, id);
       row && row->status == status && row->status_version == rt_->status_version(gk_) &&
       row->meta.observed_generation && observed_generation <= *row->meta.observed_generation)
     return;
@@ -61,7 +62,7 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
                                          const Condition& c) const {
   for (auto* text : {&c.type, &c.reason, &c.message}) require_utf8(*text, "condition text");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
-  if (auto row = peek(*rt_, ctx, gk_, id))
+  if (auto row = read_committed(*rt_, ctx, gk_, id))
     for (const auto& existing : row->meta.conditions)
       if (existing == c) return;  // identical and current (a stale liveness reads Unknown)
   rt_->write(ctx, set_condition_request{gk_, id, c}, {});
@@ -86,7 +87,7 @@ void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
 }
 
 void ControllerClientCore::add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
-  if (peek(*rt_, ctx, gk_, from))
+  if (read_committed(*rt_, ctx, gk_, from))
     for (const auto& ref : rt_->backend().reader()->related(from, LoadOption::dependencies))
       if (ref.id == to) return;  // the edge exists
   rt_->write(ctx, add_dependency_request{gk_, from, to}, {});
@@ -100,7 +101,7 @@ bool ControllerClientCore::has_incoming_refs(const Context& ctx, ObjectID id) co
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
-    return rt_->read_in_transaction(ctx, ReadOp{ReadOp::incoming, gk_, id}).flag;
+    return rt_->read_in_transaction(ctx, ReadOp{ReadOp::incoming, gk_, id, {}}).flag;
   return rt_->backend().reader()->has_incoming_refs(id);
 }
 

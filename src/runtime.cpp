@@ -76,10 +76,15 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   cfg->services = services_;
   cfg->clock = clock_;
   cfg->queue = queue_;
-  cfg->hub_gate = hub_gate_;
+  cfg->hub_feed = hub_feed_;
   cfg->directory = directory_;
   cfg->first_writer = backend_->open_writer();
   cfg->open_writer = [b = backend_] { return b->open_writer(); };
+  // Aliases the store: the writer's reader may outlive this Runtime by a read.
+  cfg->backend = std::shared_ptr<store::Backend>(store_, backend_);
+  cfg->schema_versions = [this](const GroupKind& gk) {
+    return SchemaVersions{spec_version(gk), status_version(gk)};
+  };
   cfg->max_object_bytes = settings_.max_object_bytes.value_or(default_max_object_bytes);
   cfg->cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
   ForgetSystem forget(own_sys_ != nullptr);
@@ -109,7 +114,7 @@ std::shared_ptr<EventCore> Runtime::watch_events(const Context& ctx, ObjectID id
   ctx.throw_if_done();
   auto core = std::make_shared<EventCore>(ctx);
   auto w = std::make_shared<EventStreamWatch>();
-  w->filter = {id, q.category, q.type, q.reason, q.since, q.limit, nullptr};
+  w->filter = {id, q, nullptr};
   open_watch(std::move(w), core);
   return core;
 }
@@ -200,7 +205,9 @@ WriteReply Runtime::write(const Context& ctx, WriteOp op, RowCheck check) {
   return reply->take(ctx, queue_->replies_come_quickly());
 }
 
-std::optional<ObjectRow> Runtime::peek(ObjectID id) { return backend_->reader()->get(id); }
+std::optional<ObjectRow> Runtime::read_committed(ObjectID id) {
+  return backend_->reader()->get(id);
+}
 
 void Runtime::after_commit(const Context& ctx, std::function<void()> fn) {
   if (auto txn = ContextAccess::transaction(ctx))

@@ -82,9 +82,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// The watch hub's handle (null before it serves, and after stop).
   watch_hub_impl watch_hub() const { return directory_->hub(); }
   /// Object `id` as committed, for converged-write checks.
-  std::optional<ObjectRow> peek(ObjectID id);
-  /// The hub's count of watches (see HubGate).
-  HubGate& hub_gate() { return *hub_gate_; }
+  std::optional<ObjectRow> read_committed(ObjectID id);
+  /// What the writer shares with the watch hub (see WatchHubFeed).
+  WatchHubFeed& hub_feed() { return *hub_feed_; }
   /// Handles for the actor surface (null before start / for unknown kinds).
   caf::actor controller(const GroupKind& gk) const;
   caf::actor gc() const;
@@ -140,7 +140,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   Logger logger_;
   Services services_;
   std::shared_ptr<WriteQueue> queue_ = std::make_shared<WriteQueue>();
-  std::shared_ptr<HubGate> hub_gate_ = std::make_shared<HubGate>();
+  std::shared_ptr<WatchHubFeed> hub_feed_ = std::make_shared<WatchHubFeed>();
   std::shared_ptr<ActorDirectory> directory_ = std::make_shared<ActorDirectory>();
   root_actor root_;
   /// The parent of every reconcile's context: stop cancels it, so that reconciles in

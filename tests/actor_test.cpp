@@ -130,20 +130,24 @@ TEST_F(ActorTest, ATransactionOfMessagesCommitsAllOrNothing) {
                                                 [](auto&, auto&, auto&) { return Result{}; });
   auto w = bh_->store_writer();
   auto a = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1)});
-  auto replies = ask<std::vector<caf::message>>(
-      w, transaction_request{{caf::make_message(create_request{widget_kind, spec("b", 1), "b"}),
-                              caf::make_message(set_condition_request{
-                                  widget_kind, a.meta.id, {"Ready", ConditionStatus::True}}),
-                              caf::make_message(remove_by_slug_request{widget_kind, "none"})}});
+  auto replies =
+      ask<transaction_reply>(
+          w, transaction_request{{create_request{widget_kind, spec("b", 1), "b"},
+                                  set_condition_request{
+                                      widget_kind, a.meta.id, {"Ready", ConditionStatus::True}},
+                                  remove_by_slug_request{widget_kind, "none"}}})
+          .replies;
   ASSERT_EQ(replies.size(), 3u);
-  EXPECT_TRUE(replies[0].match_elements<ObjectRow>());
-  EXPECT_EQ(replies[0].get_as<ObjectRow>(0).meta.slug, "b");
-  EXPECT_FALSE(replies[2].get_as<bool>(0));
+  ASSERT_TRUE(std::holds_alternative<ObjectRow>(replies[0]));
+  EXPECT_EQ(std::get<ObjectRow>(replies[0]).meta.slug, "b");
+  ASSERT_TRUE(std::holds_alternative<ObjectRow>(replies[1]));
+  EXPECT_EQ(std::get<ObjectRow>(replies[1]).meta.conditions.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<bool>(replies[2]));
+  EXPECT_FALSE(std::get<bool>(replies[2]));
   try {
-    ask<std::vector<caf::message>>(
-        w,
-        transaction_request{{caf::make_message(create_request{widget_kind, spec("c", 1), "c"}),
-                             caf::make_message(create_request{widget_kind, spec("b", 2), "b"})}});
+    ask<transaction_reply>(w,
+                           transaction_request{{create_request{widget_kind, spec("c", 1), "c"},
+                                                create_request{widget_kind, spec("b", 2), "b"}}});
     ADD_FAILURE() << "the second create must fail";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), errc::already_exists);
@@ -389,7 +393,7 @@ TEST_F(ActorTest, AnActorWatchesEventRuns) {
   cc.record_event(ctx_, o.meta.id, {"probe", EventType::Normal, "Up"});  // in the snapshot
   event_watch_request req;
   req.id = o.meta.id;
-  req.category = "probe";
+  req.filter.category = "probe";
   req.subscriber = subscriber;
   EXPECT_GT(ask<std::uint64_t>(bh_->watch_hub(), req), 0u);
   cc.record_event(ctx_, o.meta.id, {"probe", EventType::Normal, "Up"});  // extends the run
@@ -477,21 +481,20 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
               errc::invalid_argument);
   // A transaction refuses as a whole, naming the write.
   EXPECT_ERRC_WITH(
-      ask<std::vector<caf::message>>(
-          w, transaction_request{{caf::make_message(create_request{widget_kind, spec("t", 1), "t"}),
-                                  caf::make_message(create_request{widget_kind, deep})}}),
+      ask<transaction_reply>(w, transaction_request{{create_request{widget_kind, spec("t", 1), "t"},
+                                                     create_request{widget_kind, deep}}}),
       errc::invalid_argument, "write 1");
   // Reads that take text.
   EXPECT_ERRC(ask<ObjectRow>(w, get_by_slug_request{widget_kind, bad}), errc::invalid_argument);
   list_events_request by_category{o.meta.id};
-  by_category.category = bad;
+  by_category.filter.category = bad;
   EXPECT_ERRC(ask<std::vector<Event>>(w, by_category), errc::invalid_argument);
   // Watches that take text.
   auto hub = bh_->watch_hub();
   EXPECT_ERRC(ask<std::uint64_t>(hub, watch_request{bad_kind, std::nullopt, sys_.spawn([] {})}),
               errc::invalid_argument);
   event_watch_request bad_reason{o.meta.id};
-  bad_reason.reason = bad;
+  bad_reason.filter.reason = bad;
   bad_reason.subscriber = sys_.spawn([] {});
   EXPECT_ERRC(ask<std::uint64_t>(hub, bad_reason), errc::invalid_argument);
   // Nothing was written.
@@ -577,7 +580,7 @@ TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
   EXPECT_EQ(record("other", EventType::Normal, "Up").count, 1);          // its own timeline
   EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 1);          // a new run after Down
   cc.record_event(ctx_, o.meta.id, {"probe", EventType::Normal, "Up"});  // the blocking way
-  auto probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, "probe"});
+  auto probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, {"probe"}});
   ASSERT_EQ(probe.size(), 3u);
   EXPECT_EQ(probe[0].count, 2);
   EXPECT_EQ(probe[0].reason, "Up");
@@ -587,11 +590,11 @@ TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
   }));
   // A sweep keeps the two newest runs of each (object, category).
   EXPECT_EQ(ask<int>(log, sweep_atom::value), 1);
-  probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, "probe"});
+  probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, {"probe"}});
   ASSERT_EQ(probe.size(), 2u);
   EXPECT_EQ(probe[0].reason, "Up");
   EXPECT_EQ(probe[1].reason, "Down");
-  EXPECT_EQ(ask<std::vector<Event>>(log, list_events_request{o.meta.id, "other"}).size(), 1u);
+  EXPECT_EQ(ask<std::vector<Event>>(log, list_events_request{o.meta.id, {"other"}}).size(), 1u);
   auto st = state();
   EXPECT_GE(st.sweeps, 2u);
   EXPECT_EQ(st.trimmed, 1u);
@@ -829,11 +832,36 @@ TEST_F(ActorTest, MessagesSerializeAndPrint) {
   ASSERT_TRUE(back_trim.match_elements<trim_events_request>());
   EXPECT_EQ(back_trim.get_as<trim_events_request>(0).retention[0].second.max_age,
             std::chrono::milliseconds(1h));
-  list_events_request list{7, std::string("c")};
-  list.limit = 5;
+  list_events_request list{7, {std::string("c")}};
+  list.filter.limit = 5;
   auto back_list = round_trip(caf::make_message(list));
   ASSERT_TRUE(back_list.match_elements<list_events_request>());
-  EXPECT_EQ(back_list.get_as<list_events_request>(0).limit, 5);
+  EXPECT_EQ(back_list.get_as<list_events_request>(0).filter.limit, 5);
+  EXPECT_EQ(back_list.get_as<list_events_request>(0).filter.category, "c");
+  // A typed transaction: each write keeps its alternative, each reply its own.
+  transaction_request txn{
+      {create_request{widget_kind, R"({"size":2})", std::string("t")},
+       remove_by_slug_request{widget_kind, "gone"},
+       set_condition_request{widget_kind, 3, {"Ready", ConditionStatus::False}}}};
+  auto back_txn = round_trip(caf::make_message(txn));
+  ASSERT_TRUE(back_txn.match_elements<transaction_request>());
+  auto& writes = back_txn.get_as<transaction_request>(0).writes;
+  ASSERT_EQ(writes.size(), 3u);
+  ASSERT_TRUE(std::holds_alternative<create_request>(writes[0]));
+  EXPECT_EQ(std::get<create_request>(writes[0]).slug, "t");
+  ASSERT_TRUE(std::holds_alternative<remove_by_slug_request>(writes[1]));
+  EXPECT_EQ(std::get<remove_by_slug_request>(writes[1]).slug, "gone");
+  ASSERT_TRUE(std::holds_alternative<set_condition_request>(writes[2]));
+  EXPECT_EQ(std::get<set_condition_request>(writes[2]).condition.status, ConditionStatus::False);
+  transaction_reply replies{{row, true, Event{}}};
+  auto back_replies = round_trip(caf::make_message(replies));
+  ASSERT_TRUE(back_replies.match_elements<transaction_reply>());
+  auto& got = back_replies.get_as<transaction_reply>(0).replies;
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(std::get<ObjectRow>(got[0]).meta.id, row.meta.id);
+  EXPECT_TRUE(std::get<bool>(got[1]));
+  EXPECT_TRUE(std::holds_alternative<Event>(got[2]));
+  EXPECT_NE(caf::deep_to_string(txn).find("remove_by_slug_request"), std::string::npos);
   for (auto& m : {caf::make_message(collect_request{}), caf::make_message(event_log_state{1, 2}),
                   caf::make_message(std::vector<Event>{Event{}}),
                   caf::make_message(std::vector<Ref>{Ref{1, "g", "k"}}),
@@ -841,6 +869,80 @@ TEST_F(ActorTest, MessagesSerializeAndPrint) {
                   caf::make_message(scheduler_state{}), caf::make_message(store_writer_state{}),
                   caf::make_message(watch_hub_state{})})
     EXPECT_EQ(caf::to_string(round_trip(m)), caf::to_string(m));
+}
+
+/// A build whose Widget spec is at schema version 3 and status at 2 (shapes unchanged).
+class WidgetV3 : public Migrator {
+ public:
+  int schema_version_spec() const override { return 3; }
+  int schema_version_status() const override { return 2; }
+  nlohmann::json convert_spec(int, nlohmann::json raw) const override { return raw; }
+  nlohmann::json convert_status(int, nlohmann::json raw) const override { return raw; }
+};
+
+TEST_F(ActorTest, TypedRequestsAreWrittenAtTheKindsSchemaVersions) {
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; },
+      with_migrator(std::make_shared<WidgetV3>()));
+  auto w = bh_->store_writer();
+  // The application sends its own types; the writer fills in the migrator's versions.
+  auto row =
+      ask<ObjectRow>(w, make_create(widget_kind, WidgetSpec{"blue", 2}, std::string("typed")));
+  EXPECT_EQ(row.spec_version, 3);
+  EXPECT_EQ((decode_row<WidgetSpec, WidgetStatus>(row).spec), (WidgetSpec{"blue", 2}));
+  auto updated = ask<ObjectRow>(w, make_update(widget_kind, row.meta.id, WidgetSpec{"red", 2}));
+  EXPECT_EQ(updated.spec_version, 3);
+  EXPECT_EQ(updated.meta.generation, 2);
+  auto status =
+      ask<ObjectRow>(w, make_update_status(widget_kind, row.meta.id, 2, WidgetStatus{true}));
+  EXPECT_EQ(status.status_version, 2);
+  auto goc = ask<get_or_create_reply>(w, make_get_or_create(widget_kind, "other", WidgetSpec{}));
+  EXPECT_TRUE(goc.created);
+  EXPECT_EQ(goc.row.spec_version, 3);
+  // The same holds inside a transaction; a version the sender sets is kept.
+  create_request older{widget_kind, spec("old", 1)};
+  older.spec_version = 1;
+  auto replies =
+      ask<transaction_reply>(
+          w, transaction_request{{make_create_or_update(widget_kind, "cu", WidgetSpec{"x", 1}),
+                                  older}})
+          .replies;
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(std::get<ObjectRow>(replies[0]).spec_version, 3);
+  EXPECT_EQ(std::get<ObjectRow>(replies[1]).spec_version, 1);
+  // The blocking facade reads what the actor wrote.
+  Widgets widgets(*bh_, widget_kind);
+  auto typed = widgets.get_by_slug(ctx_, "typed");
+  EXPECT_EQ(typed.spec.color, "red");
+  EXPECT_TRUE(typed.status.has_value() && typed.status->ready);
+}
+
+TEST_F(ActorTest, AnActorsSpecIsStoredAsTheFacadeWouldStoreIt) {
+  auto w = bh_->store_writer();
+  auto row = ask<ObjectRow>(w, create_request{widget_kind, R"({ "size": 1, "color": "a" })"});
+  EXPECT_EQ(row.spec, R"({"color":"a","size":1})");
+  EXPECT_EQ(row.spec_version, 0);  // a kind without a migrator
+  // The same value spelled otherwise is the same spec: nothing is written.
+  auto again =
+      ask<ObjectRow>(w, update_request{widget_kind, row.meta.id, R"({"size":1,"color":"a"})"});
+  EXPECT_EQ(again.meta.resource_version, row.meta.resource_version);
+  EXPECT_EQ(again.meta.generation, 1);
+  // A value that the typed helper cannot store is refused in the sender.
+  EXPECT_ERRC(make_create(widget_kind, nlohmann::json(std::numeric_limits<double>::infinity())),
+              errc::invalid_argument);
+}
+
+TEST_F(ActorTest, ActorHandlesNameEveryActor) {
+  auto stop = bh_->start(ctx_);
+  auto h = actor_handles(*bh_);
+  EXPECT_EQ(h.store_writer, bh_->store_writer());
+  EXPECT_EQ(h.watch_hub, bh_->watch_hub());
+  EXPECT_EQ(h.gc, bh_->gc());
+  EXPECT_EQ(h.event_log, bh_->event_log());
+  EXPECT_EQ(h.scheduler, bh_->scheduler());
+  EXPECT_FALSE(h.controller(widget_kind).has_value());  // no controller registered
+  EXPECT_EQ(ask<store_writer_state>(h.store_writer, inspect_atom::value).session, 0u);
+  stop(ctx_);
 }
 
 TEST(ActorErrorTest, ErrcRoundTripsThroughCafErrors) {

@@ -3,7 +3,8 @@
 /// Beehive's actor surface, for applications that talk to beehive from their own CAF
 /// actors: the typed interfaces of its actors, their messages (actor/messages.hpp, each
 /// with an `inspect` overload in actor/inspect.hpp) and error conversion
-/// (actor/errors.hpp). This is the only public header that brings in CAF.
+/// (actor/errors.hpp). Only this header and those under actor/ bring in CAF, and only the
+/// CAF headers they need.
 ///
 /// Every blocking Client / ControllerClient operation has a message form an actor can
 /// send without blocking:
@@ -13,8 +14,8 @@
 ///       .then([](const beehive::ObjectRow& row) { ... },
 ///             [](caf::error& err) { auto code = beehive::to_errc(err); ... });
 ///
-/// Writes and reads go to the store_writer (reads answered in commit order with the
-/// writes), watches to the watch_hub, requeue and schedules to the kind's controller,
+/// Writes and reads go to the store_writer (it hands reads to a reader on the read
+/// connections), watches to the watch_hub, requeue and schedules to the kind's controller,
 /// event writes, reads and retention sweeps to the event_log (or, for event writes
 /// inside a `transaction_request`, to the store_writer). Every actor answers
 /// `inspect_atom` with a snapshot of its state.
@@ -40,11 +41,16 @@
 #include <string>
 #include <vector>
 
-#include <caf/all.hpp>
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
+#include <beehive/actor/atoms.hpp>
 #include <beehive/actor/errors.hpp>
 #include <beehive/actor/inspect.hpp>
 #include <beehive/actor/messages.hpp>
+#include <beehive/actor/requests.hpp>
 #include <beehive/beehive.hpp>
 #include <beehive/detail/codec.hpp>
 
@@ -53,35 +59,45 @@ namespace beehive {
 /// Registers every beehive message type with `cfg` (call before the system is built).
 void add_message_types(caf::actor_system_config& cfg);
 
-/// Owns the database's write connection (beehive's blocking callers use it themselves
-/// while the actor is idle, under its lock, in the same order). Every write is one transaction,
-/// replied to after its commit; reads are answered in order with them. Subscribers
-/// (`subscribe_atom` + an actor) receive a `commit_record` after every commit that
-/// changed something.
-using store_writer_actor = caf::typed_actor<
-    caf::replies_to<create_request>::with<ObjectRow>,
-    caf::replies_to<update_request>::with<ObjectRow>,
-    caf::replies_to<create_or_update_request>::with<ObjectRow>,
-    caf::replies_to<get_or_create_request>::with<get_or_create_reply>,
-    caf::replies_to<remove_request>::with<ObjectRow>,
-    caf::replies_to<remove_by_slug_request>::with<bool>,
-    caf::replies_to<update_status_request>::with<ObjectRow>,
-    caf::replies_to<set_condition_request>::with<ObjectRow>,
-    caf::replies_to<remove_condition_request>::with<ObjectRow>,
-    caf::replies_to<remove_finalizer_request>::with<ObjectRow>,
-    caf::replies_to<add_dependency_request>::with<bool>,
-    caf::replies_to<remove_dependency_request>::with<bool>,
-    caf::replies_to<record_event_request>::with<Event>, caf::replies_to<collect_request>::with<int>,
-    caf::replies_to<trim_events_request>::with<int>,
-    caf::replies_to<transaction_request>::with<std::vector<caf::message>>,
-    caf::replies_to<get_request>::with<ObjectRow>,
-    caf::replies_to<get_by_slug_request>::with<ObjectRow>,
-    caf::replies_to<list_request>::with<std::vector<ObjectRow>>,
-    caf::replies_to<relation_request>::with<std::vector<Ref>>,
-    caf::replies_to<has_incoming_refs_request>::with<bool>,
-    caf::replies_to<list_events_request>::with<std::vector<Event>>,
-    caf::replies_to<inspect_atom>::with<store_writer_state>,
-    caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
+namespace detail {
+template <class... Lists>
+struct concat;
+template <class... Ts>
+struct concat<type_list<Ts...>> {
+  using type = type_list<Ts...>;
+};
+template <class... As, class... Bs, class... Rest>
+struct concat<type_list<As...>, type_list<Bs...>, Rest...> {
+  using type = typename concat<type_list<As..., Bs...>, Rest...>::type;
+};
+/// The typed interface answering each request of `List` with its `reply_type`.
+template <class List>
+struct replies_for;
+template <class... Rs>
+struct replies_for<type_list<Rs...>> {
+  using type =
+      caf::typed_actor<typename caf::replies_to<Rs>::template with<typename Rs::reply_type>...>;
+};
+}  // namespace detail
+
+/// Every request the store_writer answers (derived from requests.hpp's lists).
+using store_writer_request_types =
+    typename detail::concat<write_request_types, maintenance_request_types,
+                            type_list<transaction_request>, read_request_types>::type;
+
+/// Serializes every write of the beehive: each write is one transaction (or part of a
+/// `transaction_request`), replied to after its commit. Reads are handed to a reader on
+/// the store's read connections: a read sent after a write's reply arrived sees that
+/// write. Subscribers (`subscribe_atom` + an actor) receive a `commit_record` after
+/// every commit that changed something.
+///
+/// A write from an actor gets the checks the blocking facade makes (UTF-8 text, JSON
+/// text nested at most max_json_depth deep, stored in canonical form, size bounds); an
+/// unset spec or status version is the one the kind's migrator declares.
+using store_writer_actor =
+    typename detail::replies_for<store_writer_request_types>::type::template extend<
+        caf::replies_to<inspect_atom>::with<store_writer_state>,
+        caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
 /// Fans committed changes out to watches: blocking streams and actor subscribers.
 using watch_hub_actor =
@@ -98,15 +114,13 @@ using controller_actor = caf::typed_actor<caf::replies_to<requeue_request>::with
                                           caf::replies_to<inspect_atom>::with<controller_state>>;
 
 /// Garbage collection: `collect_atom` runs a pass now (replies the objects removed).
-using collect_atom = caf::atom_constant<caf::atom("collect")>;
 using gc_actor = caf::typed_actor<caf::replies_to<collect_atom>::with<int>,
                                   caf::replies_to<inspect_atom>::with<gc_state>>;
 
 /// The event timelines: `record_event_request` (extends the category's current run or
-/// starts one) and `list_events_request`, both run by the store_writer in commit order;
+/// starts one, run by the store_writer in commit order) and `list_events_request`;
 /// `sweep_atom` runs a retention sweep now (replies the runs removed). It also sweeps at
 /// start and on the resync cadence.
-using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using event_log_actor =
     caf::typed_actor<caf::replies_to<record_event_request>::with<Event>,
                      caf::replies_to<list_events_request>::with<std::vector<Event>>,
@@ -114,47 +128,55 @@ using event_log_actor =
                      caf::replies_to<inspect_atom>::with<event_log_state>>;
 
 /// Every timer: wakes an actor at a time of the beehive's clock.
-using wake_at_atom = caf::atom_constant<caf::atom("wake_at")>;
 using scheduler_actor = caf::typed_actor<caf::reacts_to<wake_at_atom, caf::actor, Time>,
                                          caf::replies_to<inspect_atom>::with<scheduler_state>>;
 
-namespace detail {
-store_writer_actor store_writer_of(const Beehive& bh);
-watch_hub_actor watch_hub_of(const Beehive& bh);
-std::optional<controller_actor> controller_of(const Beehive& bh, const GroupKind& gk);
-gc_actor gc_of(const Beehive& bh);
-event_log_actor event_log_of(const Beehive& bh);
-scheduler_actor scheduler_of(const Beehive& bh);
-}  // namespace detail
+/// The handles of a running beehive's actors (see `actor_handles`). The gc, event_log
+/// and scheduler handles are invalid (null) before start.
+struct ActorHandles {
+  store_writer_actor store_writer;
+  watch_hub_actor watch_hub;
+  gc_actor gc;
+  event_log_actor event_log;
+  scheduler_actor scheduler;
+  /// The kind's controller; nullopt before start or for a kind without one.
+  std::optional<controller_actor> controller(const GroupKind& gk) const;
+
+  const Beehive* beehive = nullptr;
+};
+
+/// The handles of `bh`'s actors as they are now (a restarted actor has a new handle:
+/// take them again after a request to an old one failed with `errc::stopped`).
+ActorHandles actor_handles(const Beehive& bh);
 
 template <class Dummy>
 auto Beehive::store_writer() const {
-  return detail::store_writer_of(*this);
+  return actor_handles(*this).store_writer;
 }
 
 template <class Dummy>
 auto Beehive::watch_hub() const {
-  return detail::watch_hub_of(*this);
+  return actor_handles(*this).watch_hub;
 }
 
 template <class Dummy>
 auto Beehive::controller(const GroupKind& gk) const {
-  return detail::controller_of(*this, gk);
+  return actor_handles(*this).controller(gk);
 }
 
 template <class Dummy>
 auto Beehive::gc() const {
-  return detail::gc_of(*this);
+  return actor_handles(*this).gc;
 }
 
 template <class Dummy>
 auto Beehive::event_log() const {
-  return detail::event_log_of(*this);
+  return actor_handles(*this).event_log;
 }
 
 template <class Dummy>
 auto Beehive::scheduler() const {
-  return detail::scheduler_of(*this);
+  return actor_handles(*this).scheduler;
 }
 
 /// Decodes a row received from an actor into the application's types, converting blobs
@@ -162,6 +184,44 @@ auto Beehive::scheduler() const {
 template <class Spec, class Status>
 Object<Spec, Status> decode_row(const ObjectRow& row, const Migrator* m = nullptr) {
   return detail::decode_object<Spec, Status>(row, m);
+}
+
+// -- typed requests: an application actor sends its own Spec and Status types ------------
+//
+// Each encodes the value as the blocking Client does (canonical JSON; a value that does
+// not store as itself throws Error(errc::invalid_argument) here, in the sender) and
+// leaves the schema version unset: the store_writer fills in the kind's.
+
+template <class Spec>
+create_request make_create(const GroupKind& gk, const Spec& spec,
+                           std::optional<std::string> slug = std::nullopt,
+                           std::vector<std::string> finalizers = {},
+                           std::optional<ObjectID> owner = std::nullopt) {
+  return {gk, detail::encode(spec), std::move(slug), std::move(finalizers), owner};
+}
+
+template <class Spec>
+update_request make_update(const GroupKind& gk, ObjectID id, const Spec& spec) {
+  return {gk, id, detail::encode(spec)};
+}
+
+template <class Spec>
+create_or_update_request make_create_or_update(const GroupKind& gk, std::string slug,
+                                               const Spec& spec) {
+  return {gk, std::move(slug), detail::encode(spec)};
+}
+
+template <class Spec>
+get_or_create_request make_get_or_create(const GroupKind& gk, std::string slug, const Spec& spec,
+                                         std::vector<std::string> finalizers = {},
+                                         std::optional<ObjectID> owner = std::nullopt) {
+  return {gk, std::move(slug), detail::encode(spec), std::move(finalizers), owner};
+}
+
+template <class Status>
+update_status_request make_update_status(const GroupKind& gk, ObjectID id,
+                                         std::int64_t observed_generation, const Status& status) {
+  return {gk, id, observed_generation, detail::encode(status)};
 }
 
 }  // namespace beehive

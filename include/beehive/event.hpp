@@ -8,6 +8,7 @@
 /// Plain values: copyable, thread-compatible.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -46,6 +47,17 @@ struct Event {
   int count = 0;          ///< occurrences in this run (>= 1)
   Time first_at{};
   Time last_at{};
+};
+
+/// Which event runs a listing or an event watch selects (what EventOptions set, and what
+/// the actor surface's list_events_request and event_watch_request carry). Unset parts
+/// select everything.
+struct EventFilter {
+  std::optional<std::string> category;
+  std::optional<EventType> type;
+  std::optional<std::string> reason;
+  std::optional<int> limit;   ///< at most this many runs, newest first
+  std::optional<Time> since;  ///< only runs active at or after it (last_at >= since)
 };
 
 /// Decodes `e.detail` as a T; throws Error(errc::decode) when there is no detail or it

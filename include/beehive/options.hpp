@@ -36,14 +36,8 @@ class MetricsSink;
 
 namespace detail {
 struct OptionSet;
-/// What EventOptions select.
-struct EventQuery {
-  std::optional<std::string> category;
-  std::optional<EventType> type;
-  std::optional<std::string> reason;
-  std::optional<int> limit;
-  std::optional<Time> since;
-};
+/// What EventOptions select (the internal name of the public EventFilter).
+using EventQuery = EventFilter;
 struct RequeueSettings {
   bool reset_backoff = false;
 };
@@ -121,11 +115,11 @@ LoadOption load_events();
 
 class EventOption {
  public:
-  explicit EventOption(std::function<void(detail::EventQuery&)> apply) : apply_(std::move(apply)) {}
-  void apply(detail::EventQuery& q) const { apply_(q); }
+  explicit EventOption(std::function<void(EventFilter&)> apply) : apply_(std::move(apply)) {}
+  void apply(EventFilter& q) const { apply_(q); }
 
  private:
-  std::function<void(detail::EventQuery&)> apply_;
+  std::function<void(EventFilter&)> apply_;
 };
 
 EventOption with_event_category(std::string category);

@@ -115,8 +115,10 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
   // reach a new writer before anything sent to it afterwards.
   for (auto& [gk, c] : st.controllers) wc->subscribers.push_back({c, controller_filter(gk)});
   wc->hub = caf::actor_cast<caf::actor>(st.hub);
-  wc->hub_gate = cfg.hub_gate;
+  wc->hub_feed = cfg.hub_feed;
   wc->writer = std::move(connection);
+  wc->backend = cfg.backend;
+  wc->schema_versions = cfg.schema_versions;
   wc->clock = cfg.clock;
   wc->queue = cfg.queue;
   wc->metrics = cfg.services.metrics;
@@ -127,14 +129,14 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
   self->monitor(w);
   st.writer = w;
   cfg.directory->set_writer(w);
-  cfg.queue->set_wake([w] { caf::anon_send(w, drain_queue_atom::value); });
-  caf::anon_send(w, drain_queue_atom::value);  // what callers queued meanwhile
+  cfg.queue->set_wake([w] { caf::anon_send(w, serve_queue_atom::value); });
+  caf::anon_send(w, serve_queue_atom::value);  // what callers queued meanwhile
 }
 
 void spawn_hub(Self self) {
   auto& st = self->state;
-  st.cfg->hub_gate->watches = 0;  // a new hub starts without watches
-  auto h = self->spawn(detail::watch_hub, st.cfg->services, st.cfg->hub_gate);
+  st.cfg->hub_feed->watches = 0;  // a new hub starts without watches
+  auto h = self->spawn(detail::watch_hub, st.cfg->services, st.cfg->hub_feed);
   self->monitor(h);
   st.hub = h;
   self->send(st.writer, hub_atom::value, caf::actor_cast<caf::actor>(h));

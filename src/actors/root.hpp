@@ -85,12 +85,16 @@ struct RootConfig {
   /// The Beehive's clock: a ManualClock's steps tick the scheduler.
   std::shared_ptr<Clock> clock;
   std::shared_ptr<WriteQueue> queue;
-  std::shared_ptr<HubGate> hub_gate;
+  std::shared_ptr<WatchHubFeed> hub_feed;
   std::shared_ptr<ActorDirectory> directory;
   /// The first writer's connection (opened by the facade, so that a failure to open it
   /// is the constructor's), then how a restarted writer opens its own.
   std::unique_ptr<store::Writer> first_writer;
   std::function<std::unique_ptr<store::Writer>()> open_writer;
+  /// The store, for the writer's reader (the actor surface's reads).
+  std::shared_ptr<store::Backend> backend;
+  /// A registered kind's schema versions (see StoreWriterConfig::schema_versions).
+  std::function<SchemaVersions(const GroupKind&)> schema_versions;
   std::size_t max_object_bytes = default_max_object_bytes;
   /// The gc's and the event_log's cadence (the resync interval).
   std::chrono::milliseconds cadence{30000};

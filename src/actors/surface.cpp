@@ -1,9 +1,13 @@
-// The public actor surface: error conversion, the actors' handles, and the checks an
-// application actor's requests get (the facade's, which they bypass).
+// The public actor surface's glue: error conversion, the message types an actor system
+// must know (derived from the request lists of actor/requests.hpp), and the handles of
+// a running beehive's actors. Called by application threads; keeps no state.
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/message.hpp>
 
 #include <beehive/actors.hpp>
 
-#include "actors/store_writer.hpp"
 #include "runtime.hpp"
 
 namespace beehive {
@@ -27,41 +31,32 @@ std::string error_message(const caf::error& err) {
   return {};
 }
 
+namespace {
+
+/// Registers each request of the list, and its reply type where that is one of ours.
+template <class... Rs>
+void add_requests(caf::actor_system_config& cfg, type_list<Rs...>) {
+  (cfg.add_message_type<Rs>(Rs::type_name), ...);
+}
+
+}  // namespace
+
 void add_message_types(caf::actor_system_config& cfg) {
+  add_requests(cfg, store_writer_request_types{});
 #define BEEHIVE_TYPE(T) cfg.add_message_type<T>("beehive::" #T)
   BEEHIVE_TYPE(GroupKind);
   BEEHIVE_TYPE(Ref);
   BEEHIVE_TYPE(Condition);
   BEEHIVE_TYPE(EventSpec);
   BEEHIVE_TYPE(Event);
+  BEEHIVE_TYPE(EventFilter);
   BEEHIVE_TYPE(Schedule);
   BEEHIVE_TYPE(ObjectRow);
   BEEHIVE_TYPE(object_change);
   BEEHIVE_TYPE(event_run);
   BEEHIVE_TYPE(commit_record);
-  BEEHIVE_TYPE(create_request);
-  BEEHIVE_TYPE(update_request);
-  BEEHIVE_TYPE(create_or_update_request);
-  BEEHIVE_TYPE(get_or_create_request);
   BEEHIVE_TYPE(get_or_create_reply);
-  BEEHIVE_TYPE(remove_request);
-  BEEHIVE_TYPE(remove_by_slug_request);
-  BEEHIVE_TYPE(update_status_request);
-  BEEHIVE_TYPE(set_condition_request);
-  BEEHIVE_TYPE(remove_condition_request);
-  BEEHIVE_TYPE(remove_finalizer_request);
-  BEEHIVE_TYPE(add_dependency_request);
-  BEEHIVE_TYPE(remove_dependency_request);
-  BEEHIVE_TYPE(record_event_request);
-  BEEHIVE_TYPE(collect_request);
-  BEEHIVE_TYPE(trim_events_request);
-  BEEHIVE_TYPE(transaction_request);
-  BEEHIVE_TYPE(get_request);
-  BEEHIVE_TYPE(get_by_slug_request);
-  BEEHIVE_TYPE(list_request);
-  BEEHIVE_TYPE(relation_request);
-  BEEHIVE_TYPE(has_incoming_refs_request);
-  BEEHIVE_TYPE(list_events_request);
+  BEEHIVE_TYPE(transaction_reply);
   BEEHIVE_TYPE(store_writer_state);
   BEEHIVE_TYPE(watch_request);
   BEEHIVE_TYPE(event_watch_request);
@@ -90,114 +85,23 @@ void add_message_types(caf::actor_system_config& cfg) {
                          });
 }
 
-namespace detail {
-
-namespace {
-
-// What the blocking facade checks before it sends a request (client_core.cpp,
-// controller_client.cpp, codec): an actor's request reaches the writer directly.
-
-void check_kind(const GroupKind& gk) {
-  require_utf8(gk.group, "group");
-  require_utf8(gk.kind, "kind");
-}
-void check_finalizers(const std::vector<std::string>& finalizers) {
-  for (auto& f : finalizers) require_utf8(f, "finalizer");
+ActorHandles actor_handles(const Beehive& bh) {
+  auto& rt = *bh.runtime();
+  ActorHandles h;
+  h.store_writer = rt.store_writer();
+  h.watch_hub = caf::actor_cast<watch_hub_actor>(rt.watch_hub());
+  h.gc = caf::actor_cast<gc_actor>(rt.gc());
+  h.event_log = caf::actor_cast<event_log_actor>(rt.event_log());
+  h.scheduler = rt.scheduler();
+  h.beehive = &bh;
+  return h;
 }
 
-void check(const create_request& r) {
-  check_kind(r.gk);
-  if (r.slug) require_utf8(*r.slug, "slug");
-  check_finalizers(r.finalizers);
-  require_json_text(r.spec, "spec");
-}
-void check(const update_request& r) {
-  check_kind(r.gk);
-  require_json_text(r.spec, "spec");
-}
-void check(const create_or_update_request& r) {
-  check_kind(r.gk);
-  require_utf8(r.slug, "slug");
-  require_json_text(r.spec, "spec");
-}
-void check(const get_or_create_request& r) {
-  check_kind(r.gk);
-  require_utf8(r.slug, "slug");
-  check_finalizers(r.finalizers);
-  require_json_text(r.spec, "spec");
-}
-void check(const remove_request& r) { check_kind(r.gk); }
-void check(const remove_by_slug_request& r) {
-  check_kind(r.gk);
-  require_utf8(r.slug, "slug");
-}
-void check(const update_status_request& r) {
-  check_kind(r.gk);
-  require_json_text(r.status, "status");
-}
-void check(const set_condition_request& r) {
-  check_kind(r.gk);
-  for (auto* text : {&r.condition.type, &r.condition.reason, &r.condition.message})
-    require_utf8(*text, "condition text");
-  if (r.condition.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
-}
-void check(const remove_condition_request& r) {
-  check_kind(r.gk);
-  require_utf8(r.type, "condition type");
-}
-void check(const remove_finalizer_request& r) {
-  check_kind(r.gk);
-  require_utf8(r.finalizer, "finalizer");
-}
-void check(const add_dependency_request& r) { check_kind(r.gk); }
-void check(const remove_dependency_request& r) { check_kind(r.gk); }
-void check(const record_event_request& r) {
-  check_kind(r.gk);
-  for (auto* text : {&r.event.category, &r.event.reason, &r.event.message})
-    require_utf8(*text, "event text");
-  require_storable(r.event.detail, "event detail");
-}
-// Beehive's own requests (gc, event_log, within sessions) need no check.
-void check(const collect_request&) {}
-void check(const trim_events_request&) {}
-void check(const SessionCmd&) {}
-void check(const ReadOp&) {}
-
-}  // namespace
-
-void check_request(const WriteOp& op) {
-  std::visit([](const auto& r) { check(r); }, op);
-}
-
-void check_request(const get_by_slug_request& r) {
-  check_kind(r.gk);
-  require_utf8(r.slug, "slug");
-}
-
-void check_request(const list_events_request& r) {
-  if (r.category) require_utf8(*r.category, "event category");
-  if (r.reason) require_utf8(*r.reason, "event reason");
-}
-
-store_writer_actor store_writer_of(const Beehive& bh) { return bh.runtime()->store_writer(); }
-
-watch_hub_actor watch_hub_of(const Beehive& bh) {
-  return caf::actor_cast<watch_hub_actor>(bh.runtime()->watch_hub());
-}
-
-std::optional<controller_actor> controller_of(const Beehive& bh, const GroupKind& gk) {
-  auto c = bh.runtime()->controller(gk);
+std::optional<controller_actor> ActorHandles::controller(const GroupKind& gk) const {
+  if (!beehive) return std::nullopt;
+  auto c = beehive->runtime()->controller(gk);
   if (!c) return std::nullopt;
   return caf::actor_cast<controller_actor>(c);
 }
 
-gc_actor gc_of(const Beehive& bh) { return caf::actor_cast<gc_actor>(bh.runtime()->gc()); }
-
-event_log_actor event_log_of(const Beehive& bh) {
-  return caf::actor_cast<event_log_actor>(bh.runtime()->event_log());
-}
-
-scheduler_actor scheduler_of(const Beehive& bh) { return bh.runtime()->scheduler(); }
-
-}  // namespace detail
 }  // namespace beehive

@@ -15,10 +15,10 @@ namespace {
 
 using Self = watch_hub_impl::stateful_pointer<WatchHubState>;
 
-/// Publishes how many watches the hub serves (HubGate), those whose snapshot is being
+/// Publishes how many watches the hub serves (WatchHubFeed), those whose snapshot is being
 /// read included: the writer skips the hub's commit records only while this is 0.
-void sync_gate(WatchHubState& st) {
-  st.gate->watches.store(st.subs.size() + st.event_subs.size() + st.opening.size() +
+void publish_watch_count(WatchHubState& st) {
+  st.feed->watches.store(st.subs.size() + st.event_subs.size() + st.opening.size() +
                          st.opening_events.size());
 }
 
@@ -57,11 +57,11 @@ object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q);
 /// After a snapshot arrived (or failed): the hub's shutdown waited for the last one.
 void after_opening(Self self) {
   auto& st = self->state;
-  sync_gate(st);
+  publish_watch_count(st);
   if (st.shutdown_pending && st.opening.empty() && st.opening_events.empty()) finish_shutdown(self);
 }
 
-/// Reads `sub`'s snapshot on the reader (the gate counts it first, so that no commit
+/// Reads `sub`'s snapshot on the reader (the count includes it first, so that no commit
 /// record the snapshot misses is skipped), then delivers it and serves the watch.
 void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Ready ready) {
   auto& st = self->state;
@@ -77,7 +77,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     return caf::make_message(std::move(rows), floor);
   };
   st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, std::move(ready)});
-  sync_gate(st);
+  publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
           [self, id](std::vector<ObjectRow>& rows, std::int64_t floor) {
@@ -123,12 +123,11 @@ std::optional<caf::error> refuse_text(std::initializer_list<const std::string*> 
   return std::nullopt;
 }
 
-detail::EventQuery query_of(const event_watch_request& f) {
-  return {f.category, f.type, f.reason, f.limit, f.since};
-}
+const EventFilter& query_of(const event_watch_request& w) { return w.filter; }
 
-bool passes(const event_watch_request& f, const Event& e) {
-  return e.object_id == f.id && (!f.category || e.category == *f.category) &&
+bool passes(const event_watch_request& w, const Event& e) {
+  auto& f = w.filter;
+  return e.object_id == w.id && (!f.category || e.category == *f.category) &&
          (!f.type || e.type == *f.type) && (!f.reason || e.reason == *f.reason) &&
          (!f.since || e.last_at >= *f.since);
 }
@@ -160,7 +159,7 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
   };
   st.opening_events.emplace(id,
                             WatchHubState::OpeningEventSub{std::move(sub), {}, std::move(ready)});
-  sync_gate(st);
+  publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
           [self, id](std::vector<event_run>& runs, std::int64_t floor) {
@@ -251,7 +250,7 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
     }
     it = alive ? std::next(it) : st.event_subs.erase(it);
   }
-  sync_gate(st);
+  publish_watch_count(st);
 }
 
 /// Ends every watch with stopped and quits: the writer's shutdown has come and every
@@ -271,7 +270,7 @@ void finish_shutdown(Self self) {
   st.subs.clear();
   for (auto& [id, s] : st.event_subs) end_events(id, s, errc::stopped);
   st.event_subs.clear();
-  sync_gate(st);
+  publish_watch_count(st);
   self->quit();
 }
 
@@ -291,16 +290,16 @@ WatchHubState::~WatchHubState() {
 }
 
 watch_hub_impl::behavior_type watch_hub(Self self, Services services,
-                                        std::shared_ptr<HubGate> gate) {
+                                        std::shared_ptr<WatchHubFeed> feed) {
   self->state.services = std::move(services);
-  self->state.gate = std::move(gate);
-  self->state.gate->inbox.attach(self->address());
+  self->state.feed = std::move(feed);
+  self->state.feed->inbox.attach(self->address());
   self->set_down_handler([self](caf::down_msg& m) {
     std::erase_if(self->state.subs,
                   [&](auto& kv) { return kv.second.actor.address() == m.source; });
     std::erase_if(self->state.event_subs,
                   [&](auto& kv) { return kv.second.filter.subscriber.address() == m.source; });
-    sync_gate(self->state);
+    publish_watch_count(self->state);
   });
   // An actor subscriber is monitored once its snapshot is delivered; one that went down
   // meanwhile is found then (messages to it are dropped) and removed by its down message.
@@ -334,8 +333,8 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         });
       },
       [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
-        if (auto err =
-                refuse_text({r.category ? &*r.category : nullptr, r.reason ? &*r.reason : nullptr}))
+        if (auto err = refuse_text({r.filter.category ? &*r.filter.category : nullptr,
+                                    r.filter.reason ? &*r.filter.reason : nullptr}))
           return *err;
         auto rp = self->make_response_promise<std::uint64_t>();
         add_events(self, self->state.services.next_subscription(), {r, nullptr, 0},
@@ -350,7 +349,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
       },
       [self](inspect_atom) {
         auto& st = self->state;
-        auto& inbox = st.gate->inbox;
+        auto& inbox = st.feed->inbox;
         watch_hub_state out{st.subs.size(), st.event_subs.size(), 0, inbox.size(), inbox.peak()};
         for (auto& [id, s] : st.subs)
           if (s.core) out.pending += s.core->pending();
@@ -372,11 +371,11 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         }
         after_opening(self);
       },
-      [self](hub_wake_atom) { fan_out(self->state, self->state.gate->inbox.take()); },
+      [self](hub_wake_atom) { fan_out(self->state, self->state.feed->inbox.take()); },
       [self](shutdown_atom) {
         auto& st = self->state;
         // The writer posted its last commit before it sent this.
-        fan_out(st, st.gate->inbox.take());
+        fan_out(st, st.feed->inbox.take());
         st.shutdown_pending = true;
         if (st.opening.empty() && st.opening_events.empty()) finish_shutdown(self);
       },

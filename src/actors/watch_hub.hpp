@@ -107,7 +107,7 @@ struct WatchHubState {
   ~WatchHubState();
 
   Services services;
-  std::shared_ptr<HubGate> gate;
+  std::shared_ptr<WatchHubFeed> feed;
   std::unordered_map<std::uint64_t, Sub> subs;
   std::unordered_map<std::uint64_t, EventSub> event_subs;
   std::unordered_map<std::uint64_t, OpeningSub> opening;
@@ -120,7 +120,7 @@ struct WatchHubState {
 };
 
 watch_hub_impl::behavior_type watch_hub(watch_hub_impl::stateful_pointer<WatchHubState> self,
-                                        Services services, std::shared_ptr<HubGate> gate);
+                                        Services services, std::shared_ptr<WatchHubFeed> feed);
 
 }  // namespace beehive::detail
 

@@ -18,11 +18,8 @@
 
 #include <beehive/commit_record.hpp>
 #include <beehive/object_row.hpp>
+#include <beehive/options.hpp>
 #include <beehive/store.hpp>
-
-namespace beehive::detail {
-struct EventQuery;
-}
 
 namespace beehive::store {
 

@@ -279,4 +279,42 @@ int WriteOps::collect_garbage() {
   return removed;
 }
 
+// -- one overload per request (requests.hpp) ------------------------------------------------
+
+ObjectRow WriteOps::apply(const create_request& r) {
+  return create(r.gk, r.spec, r.slug, r.finalizers, r.owner, r.spec_version.value_or(0));
+}
+ObjectRow WriteOps::apply(const update_request& r) {
+  return update(r.gk, r.id, r.spec, r.spec_version.value_or(0));
+}
+ObjectRow WriteOps::apply(const create_or_update_request& r) {
+  return create_or_update(r.gk, r.slug, r.spec, r.spec_version.value_or(0));
+}
+get_or_create_reply WriteOps::apply(const get_or_create_request& r) {
+  auto [row, created] =
+      get_or_create(r.gk, r.slug, r.spec, r.finalizers, r.owner, r.spec_version.value_or(0));
+  return {std::move(row), created};
+}
+ObjectRow WriteOps::apply(const remove_request& r) { return remove(r.gk, r.id); }
+bool WriteOps::apply(const remove_by_slug_request& r) { return remove_by_slug(r.gk, r.slug); }
+ObjectRow WriteOps::apply(const update_status_request& r) {
+  return update_status(r.gk, r.id, r.observed_generation, r.status, r.status_version.value_or(0));
+}
+ObjectRow WriteOps::apply(const set_condition_request& r) {
+  return set_condition(r.gk, r.id, r.condition);
+}
+ObjectRow WriteOps::apply(const remove_condition_request& r) {
+  return remove_condition(r.gk, r.id, r.type);
+}
+ObjectRow WriteOps::apply(const remove_finalizer_request& r) {
+  return remove_finalizer(r.gk, r.id, r.finalizer);
+}
+bool WriteOps::apply(const add_dependency_request& r) { return add_dependency(r.gk, r.from, r.to); }
+bool WriteOps::apply(const remove_dependency_request& r) {
+  return remove_dependency(r.gk, r.from, r.to);
+}
+Event WriteOps::apply(const record_event_request& r) { return record_event(r.gk, r.id, r.event); }
+int WriteOps::apply(const collect_request&) { return collect_garbage(); }
+int WriteOps::apply(const trim_events_request& r) { return trim_events(r); }
+
 }  // namespace beehive::store

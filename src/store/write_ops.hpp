@@ -4,6 +4,9 @@
 // versions), written once over the backend's Writer primitives. Every function runs
 // inside a transaction the caller opened, appends what it changed to `changes`, and
 // throws beehive::Error on failure (the caller rolls back).
+//
+// Run by the WriteEngine, on the store_writer's thread; one WriteOps per write, not
+// shared between threads.
 
 #include <functional>
 #include <optional>
@@ -12,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include <beehive/actors.hpp>
+#include <beehive/actor/requests.hpp>
 #include <beehive/commit_record.hpp>
 
 #include "store/backend.hpp"
@@ -30,6 +33,25 @@ class WriteOps {
 
   /// Whether `check` has seen the row this write returns (a create's, before its INSERT).
   bool checked() const { return checked_; }
+
+  /// How each request of requests.hpp applies: one overload per request, replying its
+  /// `reply_type`. A request's unset schema version is the kind's current one, which
+  /// its sender (the facade, or the store_writer for an actor) filled in.
+  ObjectRow apply(const create_request& r);
+  ObjectRow apply(const update_request& r);
+  ObjectRow apply(const create_or_update_request& r);
+  get_or_create_reply apply(const get_or_create_request& r);
+  ObjectRow apply(const remove_request& r);
+  bool apply(const remove_by_slug_request& r);
+  ObjectRow apply(const update_status_request& r);
+  ObjectRow apply(const set_condition_request& r);
+  ObjectRow apply(const remove_condition_request& r);
+  ObjectRow apply(const remove_finalizer_request& r);
+  bool apply(const add_dependency_request& r);
+  bool apply(const remove_dependency_request& r);
+  Event apply(const record_event_request& r);
+  int apply(const collect_request& r);
+  int apply(const trim_events_request& r);
 
   /// `owner` must exist (not_found); its edge is written with the row. The row is built
   /// and checked first, then written by one INSERT (two with an owner): without an

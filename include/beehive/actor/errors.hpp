@@ -10,7 +10,8 @@
 #include <optional>
 #include <string>
 
-#include <caf/all.hpp>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
 
 #include <beehive/errors.hpp>
 

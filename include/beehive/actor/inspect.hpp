@@ -7,11 +7,16 @@
 ///
 /// The overloads keep no state: CAF may call them from any thread.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <variant>
 
-#include <caf/all.hpp>
+#include <caf/error.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/sec.hpp>
 #include <nlohmann/json.hpp>
 
 #include <beehive/actor/messages.hpp>
@@ -72,8 +77,7 @@ struct JsonRef {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JsonRef x) {
-  std::string text =
-      x.ref.is_null() || !json_within_depth(x.ref) ? std::string() : x.ref.dump();
+  std::string text = x.ref.is_null() || !json_within_depth(x.ref) ? std::string() : x.ref.dump();
   if constexpr (saving<Inspector>) {
     return f(caf::meta::type_name("json"), text);
   } else {
@@ -86,6 +90,27 @@ typename Inspector::result_type inspect(Inspector& f, JsonRef x) {
 }
 
 inline JsonRef json(nlohmann::json& x) { return {x}; }
+
+template <class... Ts, std::size_t... Is>
+void emplace_alternative(std::variant<Ts...>& v, std::size_t i, std::index_sequence<Is...>) {
+  ((i == Is ? (void)v.template emplace<Is>() : (void)0), ...);
+}
+
+/// A std::variant (which CAF 0.17 does not know) as (index, alternative).
+template <class Inspector, class... Ts>
+typename Inspector::result_type inspect_variant(Inspector& f, std::variant<Ts...>& x) {
+  if constexpr (saving<Inspector>) {
+    auto index = static_cast<std::uint8_t>(x.index());
+    return std::visit([&](auto& value) { return f(caf::meta::type_name("variant"), index, value); },
+                      x);
+  } else {
+    std::uint8_t index = 0;
+    if (auto err = f(index)) return err;
+    if (index >= sizeof...(Ts)) return caf::make_error(caf::sec::invalid_argument);
+    emplace_alternative(x, index, std::index_sequence_for<Ts...>{});
+    return std::visit([&](auto& value) { return f(value); }, x);
+  }
+}
 
 }  // namespace beehive::detail
 
@@ -106,6 +131,8 @@ BEEHIVE_INSPECT(EventSpec, x.category, x.type, x.reason, x.message, json(x.detai
 BEEHIVE_INSPECT(Event, x.id, x.object_id, x.category, x.type, x.reason, x.message, json(x.detail),
                 x.count, x.first_at, x.last_at)
 BEEHIVE_INSPECT(Schedule, x.next_requeue_at)
+BEEHIVE_INSPECT(EventFilter, opt(x.category), opt(x.type), opt(x.reason), opt(x.limit),
+                opt(x.since))
 BEEHIVE_INSPECT(LoadedRelations, opt(x.owner), opt(x.dependencies), opt(x.dependents), opt(x.owned),
                 opt(x.events))
 BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
@@ -117,16 +144,16 @@ BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts)
 BEEHIVE_INSPECT(event_run, x.event, x.resource_version)
 BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.edges_removed)
 BEEHIVE_INSPECT(create_request, x.gk, x.spec, opt(x.slug), x.finalizers, opt(x.owner),
-                x.spec_version)
-BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, x.spec_version)
-BEEHIVE_INSPECT(create_or_update_request, x.gk, x.slug, x.spec, x.spec_version)
+                opt(x.spec_version))
+BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, opt(x.spec_version))
+BEEHIVE_INSPECT(create_or_update_request, x.gk, x.slug, x.spec, opt(x.spec_version))
 BEEHIVE_INSPECT(get_or_create_request, x.gk, x.slug, x.spec, x.finalizers, opt(x.owner),
-                x.spec_version)
+                opt(x.spec_version))
 BEEHIVE_INSPECT(get_or_create_reply, x.row, x.created)
 BEEHIVE_INSPECT(remove_request, x.gk, x.id)
 BEEHIVE_INSPECT(remove_by_slug_request, x.gk, x.slug)
 BEEHIVE_INSPECT(update_status_request, x.gk, x.id, x.observed_generation, x.status,
-                x.status_version)
+                opt(x.status_version))
 BEEHIVE_INSPECT(set_condition_request, x.gk, x.id, x.condition)
 BEEHIVE_INSPECT(remove_condition_request, x.gk, x.id, x.type)
 BEEHIVE_INSPECT(remove_finalizer_request, x.gk, x.id, x.finalizer)
@@ -139,18 +166,25 @@ typename Inspector::result_type inspect(Inspector& f, collect_request&) {
   return f(caf::meta::type_name("beehive::collect_request"));
 }
 BEEHIVE_INSPECT(trim_events_request, opt(x.fallback), x.retention)
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_request& x) {
+  return detail::inspect_variant(f, x);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_reply& x) {
+  return detail::inspect_variant(f, x);
+}
 BEEHIVE_INSPECT(transaction_request, x.writes)
+BEEHIVE_INSPECT(transaction_reply, x.replies)
 BEEHIVE_INSPECT(get_request, x.gk, x.id, x.loads)
 BEEHIVE_INSPECT(get_by_slug_request, x.gk, x.slug, x.loads)
 BEEHIVE_INSPECT(list_request, x.gk, x.loads, opt(x.owner))
 BEEHIVE_INSPECT(relation_request, x.id, x.relation)
 BEEHIVE_INSPECT(has_incoming_refs_request, x.id)
-BEEHIVE_INSPECT(list_events_request, x.id, opt(x.category), opt(x.type), opt(x.reason),
-                opt(x.since), opt(x.limit))
+BEEHIVE_INSPECT(list_events_request, x.id, x.filter)
 BEEHIVE_INSPECT(store_writer_state, x.transactions, x.session, x.deferred, x.subscribers)
 BEEHIVE_INSPECT(watch_request, x.gk, opt(x.id), x.subscriber, x.pull)
-BEEHIVE_INSPECT(event_watch_request, x.id, opt(x.category), opt(x.type), opt(x.reason),
-                opt(x.since), opt(x.limit), x.subscriber)
+BEEHIVE_INSPECT(event_watch_request, x.id, x.filter, x.subscriber)
 BEEHIVE_INSPECT(watch_ended, x.subscription)
 BEEHIVE_INSPECT(watch_hub_state, x.object_watches, x.event_watches, x.pending, x.queued,
                 x.peak_queued)

@@ -1,9 +1,11 @@
 #pragma once
 
-/// The messages of beehive's actors: requests (each answered with the reply type its
-/// actor's interface names, or a `caf::error` in beehive's category), the changes
-/// watches deliver, and the state each actor reports to `inspect_atom`. Every type has
-/// an `inspect` overload (actor/inspect.hpp), so it can be serialized and printed.
+/// The messages of beehive's actors: the store_writer's requests (actor/requests.hpp,
+/// plain values without CAF, each naming its reply type), the requests that name a
+/// subscribing actor (watches, schedules), the changes watches deliver, and the state
+/// each actor reports to `inspect_atom`. Every type has an `inspect` overload
+/// (actor/inspect.hpp), so it can be serialized and printed. Requests are answered with
+/// their reply type, or a `caf::error` in beehive's category.
 ///
 /// Object rows carry spec and status as JSON text at the schema version they were
 /// written at; use `decode_row<Spec, Status>` to turn one into a typed Object.
@@ -17,8 +19,10 @@
 #include <utility>
 #include <vector>
 
-#include <caf/all.hpp>
+#include <caf/actor.hpp>
 
+#include <beehive/actor/atoms.hpp>
+#include <beehive/actor/requests.hpp>
 #include <beehive/commit_record.hpp>
 #include <beehive/condition.hpp>
 #include <beehive/event.hpp>
@@ -27,189 +31,6 @@
 #include <beehive/schedule.hpp>
 
 namespace beehive {
-
-// -- atoms --------------------------------------------------------------------
-
-using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
-using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscr")>;
-
-// -- store_writer -------------------------------------------------------------
-
-/// Create an object. `spec` is JSON text. Replies the stored row.
-struct create_request {
-  GroupKind gk{};
-  std::string spec{};
-  std::optional<std::string> slug{};
-  std::vector<std::string> finalizers{};
-  std::optional<ObjectID> owner{};  ///< must exist; its owned_by edge is written with the row
-  int spec_version = 0;             ///< the schema version `spec` is written at
-};
-
-/// Replace an object's spec; a spec equal to the stored one writes nothing.
-/// Replies the stored row.
-struct update_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-  std::string spec{};
-  int spec_version = 0;  ///< the schema version `spec` is written at
-};
-
-/// Update the object holding `slug`, or create it. Replies the stored row.
-struct create_or_update_request {
-  GroupKind gk{};
-  std::string slug{};
-  std::string spec{};
-  int spec_version = 0;  ///< the schema version `spec` is written at
-};
-
-/// Return the object holding `slug` untouched, or create it with the options.
-struct get_or_create_request {
-  GroupKind gk{};
-  std::string slug{};
-  std::string spec{};
-  std::vector<std::string> finalizers{};
-  std::optional<ObjectID> owner{};
-  int spec_version = 0;  ///< the schema version `spec` is written at
-};
-
-struct get_or_create_reply {
-  ObjectRow row{};
-  bool created = false;
-};
-
-/// Request deletion of an object (a soft delete). Replies the row as it now stands.
-struct remove_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-};
-
-/// Request deletion of the object holding `slug`, if any. Replies true when a deletion
-/// was requested by this call.
-struct remove_by_slug_request {
-  GroupKind gk{};
-  std::string slug{};
-};
-
-/// Controller writes (kind-folded: another kind's id is wrong_kind). Each replies the
-/// row as it now stands.
-struct update_status_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-  std::int64_t observed_generation = 0;
-  std::string status{};    ///< JSON text
-  int status_version = 0;  ///< the schema version `status` is written at
-};
-
-struct set_condition_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-  Condition condition{};
-};
-
-struct remove_condition_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-  std::string type{};
-};
-
-struct remove_finalizer_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-  std::string finalizer{};
-};
-
-/// Adds or removes a depends_on edge from this kind's `from` to any object `to`.
-/// Replies true when the edge was added (removed); repeating it writes nothing.
-struct add_dependency_request {
-  GroupKind gk{};
-  ObjectID from = 0;
-  ObjectID to = 0;
-};
-
-struct remove_dependency_request {
-  GroupKind gk{};
-  ObjectID from = 0;
-  ObjectID to = 0;
-};
-
-/// Records an observation on this kind's object `id`: extends the current run of its
-/// category when (type, reason) match, starts a new run otherwise. Replies the run.
-struct record_event_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-  EventSpec event{};
-};
-
-/// Event retention: keep the newest `per_object` runs per (object, category) (all when
-/// 0) and none older than `max_age` (no bound when 0).
-struct event_retention {
-  int per_object = 0;
-  std::chrono::milliseconds max_age{0};
-};
-
-/// One garbage-collection pass: cascades deletion to the children of deletion-pending
-/// owners and removes collectible objects. Replies the number of objects removed.
-struct collect_request {};
-
-/// One retention sweep: trims every kind's event timelines by `retention` (per kind;
-/// `fallback` for kinds not listed; nothing when neither applies). Replies the number of
-/// runs removed.
-struct trim_events_request {
-  std::optional<event_retention> fallback{};
-  std::vector<std::pair<GroupKind, event_retention>> retention{};
-};
-
-/// The actor form of `within`: the writes in `writes` (each a message holding one write
-/// request above) applied in one transaction, in order, all or nothing. Replies one
-/// message per write holding that request's reply; if any write fails, nothing is
-/// committed and the error names the failing index.
-struct transaction_request {
-  std::vector<caf::message> writes{};
-};
-
-// -- reads (served by the store_writer, in commit order with the writes) -------
-
-/// The kind's object `id`; not_found for a missing or another kind's id. `loads` is a
-/// set of LoadOption bits (LoadOption::owner | LoadOption::events ...).
-struct get_request {
-  GroupKind gk{};
-  ObjectID id = 0;
-  unsigned loads = 0;
-};
-
-struct get_by_slug_request {
-  GroupKind gk{};
-  std::string slug{};
-  unsigned loads = 0;
-};
-
-/// Every object of the kind by id, or (with `owner`) those `owner` owns.
-struct list_request {
-  GroupKind gk{};
-  unsigned loads = 0;
-  std::optional<ObjectID> owner{};
-};
-
-/// One relation of any object (a LoadOption bit: owner, dependencies, dependents,
-/// owned); not kind-scoped, empty for a missing id.
-struct relation_request {
-  ObjectID id = 0;
-  unsigned relation = 0;
-};
-
-struct has_incoming_refs_request {
-  ObjectID id = 0;
-};
-
-/// An object's event runs, newest first, filtered as list_events filters.
-struct list_events_request {
-  ObjectID id = 0;
-  std::optional<std::string> category{};
-  std::optional<EventType> type{};
-  std::optional<std::string> reason{};
-  std::optional<Time> since{};
-  std::optional<int> limit{};
-};
 
 /// The store_writer's state, for `inspect_atom`.
 struct store_writer_state {
@@ -240,10 +61,10 @@ struct watch_request {
   bool pull = false;
 };
 
-/// For a pulled subscription: replies every pending change, in order, once at least
-/// one is pending (one pull waits at a time). Ends with `errc::stopped` when the beehive
-/// stops, `errc::not_found` for an unknown or ended subscription.
-using pull_atom = caf::atom_constant<caf::atom("pull")>;
+// For a pulled subscription, `pull_atom` + the id replies every pending change, in
+// order, once at least one is pending (one pull waits at a time). Ends with
+// `errc::stopped` when the beehive stops, `errc::not_found` for an unknown or ended
+// subscription.
 
 /// Subscribes `subscriber` to the event runs of object `id` that pass the filters: a
 /// snapshot of the newest `limit` runs (all without a limit), oldest first, then every
@@ -251,11 +72,7 @@ using pull_atom = caf::atom_constant<caf::atom("pull")>;
 /// Replies the subscription id; ends as watch_request does.
 struct event_watch_request {
   ObjectID id = 0;
-  std::optional<std::string> category{};
-  std::optional<EventType> type{};
-  std::optional<std::string> reason{};
-  std::optional<Time> since{};
-  std::optional<int> limit{};
+  EventFilter filter{};
   caf::actor subscriber{};
 };
 
@@ -276,10 +93,6 @@ struct watch_hub_state {
 };
 
 // -- controller -----------------------------------------------------------------
-
-using requeue_atom = caf::atom_constant<caf::atom("requeue")>;
-using schedule_atom = caf::atom_constant<caf::atom("schedule")>;
-using inspect_atom = caf::atom_constant<caf::atom("inspect")>;
 
 /// Requeues `id` now (kept backoff unless `reset_backoff`). Replies true once queued;
 /// not_found for a missing or another kind's id.

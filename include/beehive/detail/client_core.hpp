@@ -26,6 +26,10 @@ class Beehive;
 class Migrator;
 }  // namespace beehive
 
+namespace beehive::store {
+struct ReadOp;
+}
+
 namespace beehive::detail {
 
 class Runtime;
@@ -86,7 +90,7 @@ class ClientCore {
   void report_skipped(const ObjectRow& row, const std::exception& e) const;
 
  private:
-  std::vector<ObjectRow> read_in_transaction(const Context& ctx, struct ReadOp op) const;
+  std::vector<ObjectRow> read_in_transaction(const Context& ctx, store::ReadOp op) const;
 
   std::shared_ptr<Runtime> rt_;
   GroupKind gk_;

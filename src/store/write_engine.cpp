@@ -1,0 +1,480 @@
+// The write engine (see write_engine.hpp): transactions, sessions, savepoints and group
+// commit over the backend's write connection. Run only by the store_writer actor's
+// thread; no locks, no CAF.
+
+#include "store/write_engine.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+#include <beehive/detail/codec.hpp>
+
+#include "store/write_ops.hpp"
+
+namespace beehive::store {
+
+void put_reply(WriteReply& out, ObjectRow&& row) { out.row = std::move(row); }
+void put_reply(WriteReply& out, get_or_create_reply&& r) {
+  out.row = std::move(r.row);
+  out.flag = r.created;
+}
+void put_reply(WriteReply& out, bool flag) { out.flag = flag; }
+void put_reply(WriteReply& out, int count) { out.count = count; }
+void put_reply(WriteReply& out, Event&& event) { out.event = std::move(event); }
+
+namespace {
+
+/// An exception's explanation without the code name that Error::what() appends.
+std::string message_of(const std::exception& e) {
+  if (auto* be = dynamic_cast<const Error*>(&e)) return be->message();
+  return e.what();
+}
+
+/// While `begin` waits for another process's lock, it keeps waiting only as long as
+/// `keep_waiting` says (some caller still waits for the outcome); reset afterwards.
+class LockWait {
+ public:
+  LockWait(Writer& w, std::function<bool()> keep_waiting) : w_(w) {
+    w_.set_lock_wait(std::move(keep_waiting));
+  }
+  ~LockWait() { w_.set_lock_wait({}); }
+  LockWait(const LockWait&) = delete;
+  LockWait& operator=(const LockWait&) = delete;
+
+ private:
+  Writer& w_;
+};
+
+/// The commit record of rows another process changed: a create when the row is as
+/// created, else a change of every part (level-triggered readers sort it out).
+object_change foreign_change(ObjectRow row) {
+  object_change c;
+  bool created = row.meta.generation == 1 && row.meta.created_at == row.meta.updated_at;
+  c.type = created ? ChangeType::Added : ChangeType::Modified;
+  c.parts = created ? object_change::created
+                    : object_change::spec | object_change::status | object_change::conditions |
+                          object_change::finalizers;
+  if (row.meta.deletion_requested_at) c.parts |= object_change::deletion;
+  c.row = std::move(row);
+  return c;
+}
+
+/// A create without an owner is one INSERT (its slug is looked up before, its spec was
+/// decoded by its caller): SQLite undoes a failing statement by itself, so in a group it
+/// needs no savepoint of its own, whose copies of the pages it touches are a sizeable
+/// part of its cost.
+bool is_single_statement(const WriteOp& op) {
+  auto* c = std::get_if<create_request>(&op);
+  return c && !c->owner;
+}
+
+}  // namespace
+
+WriteEngine::WriteEngine(WriteEngineConfig cfg) : cfg_(std::move(cfg)) {
+  if (!cfg_.watch_foreign_commits) return;
+  try {
+    data_version_ = cfg_.writer->data_version();
+    cfg_.writer->changed_since(std::numeric_limits<std::int64_t>::max(), seen_rv_);
+  } catch (const std::exception&) {  // the first look publishes from the start then
+  }
+}
+
+WriteEngine::SteadyTime WriteEngine::began() const {
+  return cfg_.metrics ? std::chrono::steady_clock::now() : SteadyTime{};
+}
+
+void WriteEngine::committed(SteadyTime since) {
+  if (auto* m = cfg_.metrics.get()) {
+    static const MetricLabels none;
+    auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - since);
+    m->counter_add(metric::store_transactions_total, none, 1);
+    m->histogram_observe(metric::store_write_duration, none, took.count());
+  }
+}
+
+void WriteEngine::publish(const commit_record& rec, bool own) {
+  if (own) ++transactions_;
+  if (rec.empty()) return;
+  if (own && cfg_.watch_foreign_commits)
+    for (auto& c : rec.changes) own_rvs_.push_back(c.row.meta.resource_version);
+  if (cfg_.publish) cfg_.publish(rec);
+}
+
+void WriteEngine::publish_foreign_commits() {
+  auto& w = *cfg_.writer;
+  if (session_) return;  // its transaction would hide them: next time
+  std::int64_t own_max = 0;
+  for (auto rv : own_rvs_) own_max = std::max(own_max, rv);
+  auto dv = w.data_version();
+  if (dv == data_version_) {  // nobody else committed: everything is published
+    seen_rv_ = std::max(seen_rv_, own_max);
+    own_rvs_.clear();
+    return;
+  }
+  data_version_ = dv;
+  std::int64_t head = 0;
+  auto rows = w.changed_since(seen_rv_, head);
+  std::sort(own_rvs_.begin(), own_rvs_.end());
+  commit_record rec;
+  for (auto& row : rows)
+    if (!std::binary_search(own_rvs_.begin(), own_rvs_.end(), row.meta.resource_version))
+      rec.changes.push_back(foreign_change(std::move(row)));
+  seen_rv_ = std::max({seen_rv_, head, own_max});
+  own_rvs_.clear();
+  publish(rec, false);
+}
+
+void WriteEngine::undo_savepoint(int sp, const std::string& why) {
+  auto& w = *cfg_.writer;
+  if (!w.in_transaction()) {
+    broken_ = why;
+    return;
+  }
+  try {
+    w.rollback_to(sp);
+  } catch (const std::exception& e) {
+    broken_ = why + " (" + message_of(e) + ")";
+  }
+}
+
+void WriteEngine::note_session_failure(const std::string& why) {
+  if (session_ && broken_.empty() && !cfg_.writer->in_transaction()) broken_ = why;
+}
+
+Error WriteEngine::broken_session() const {
+  return Error(errc::store, "the transaction was rolled back after a failure: " + broken_);
+}
+
+void WriteEngine::timed_commit() {
+  auto start = std::chrono::steady_clock::now();
+  cfg_.writer->commit();
+  last_commit_ = std::chrono::steady_clock::now() - start;
+}
+
+/// Refuses a write whose spec, status or event is larger than the bounds (nothing of it
+/// is written): one place for the blocking and the actor surface.
+void WriteEngine::check_size(const WriteOp& op) const {
+  auto limit = cfg_.max_object_bytes;
+  auto require = [](std::size_t size, std::size_t max, const char* what) {
+    if (size > max)
+      throw Error(errc::invalid_argument, std::string(what) + " of " + std::to_string(size) +
+                                              " bytes is over the limit of " + std::to_string(max));
+  };
+  std::visit(
+      [&](const auto& r) {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, create_request> || std::is_same_v<R, update_request> ||
+                      std::is_same_v<R, create_or_update_request> ||
+                      std::is_same_v<R, get_or_create_request>)
+          require(r.spec.size(), limit, "a spec");
+        else if constexpr (std::is_same_v<R, update_status_request>)
+          require(r.status.size(), limit, "a status");
+        else if constexpr (std::is_same_v<R, record_event_request>) {
+          require(r.event.message.size(), max_event_message_bytes, "an event message");
+          if (!r.event.detail.is_null())
+            require(detail::dump_json(r.event.detail).size(), max_event_detail_bytes,
+                    "an event detail");
+        }
+      },
+      op);
+}
+
+/// Runs one write and its check (a create's before its INSERT); throws, leaving the
+/// caller to undo what the write did.
+WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_record& rec) {
+  check_size(op);
+  WriteOps::RowCheck checked;
+  if (check)
+    checked = [&check](const ObjectRow& row) {
+      try {
+        check(row);
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        throw Error(errc::decode, e.what());
+      } catch (...) {  // a migrator may throw anything
+        throw Error(errc::decode, "decoding the written row threw a non-standard exception");
+      }
+    };
+  WriteOps ops(*cfg_.writer, cfg_.clock->now(), rec, check ? &checked : nullptr);
+  WriteReply reply;
+  std::visit(
+      [&](const auto& r) {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, SessionCmd> || std::is_same_v<R, ReadOp>)
+          throw Error(errc::store, "a session step or read is not a write");
+        else
+          put_reply(reply, ops.apply(r));
+      },
+      op);
+  if (check && !ops.checked()) checked(reply.row);
+  return reply;
+}
+
+/// A GC pass that would find nothing, or a sweep without a retention policy, takes no
+/// write transaction: an idle beehive's passes are two index reads each.
+bool WriteEngine::nothing_to_do(const WriteOp& op) {
+  auto& w = *cfg_.writer;
+  if (std::holds_alternative<collect_request>(op))
+    return w.cascade_candidates().empty() && w.collectible().empty();
+  if (auto* t = std::get_if<trim_events_request>(&op)) return !t->fallback && t->retention.empty();
+  return false;
+}
+
+WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, WaitingCaller* caller) {
+  auto& w = *cfg_.writer;
+  auto not_applied = [] { return Error(errc::cancelled, "the caller stopped waiting"); };
+  if (session_) {
+    if (!broken_.empty()) throw broken_session();
+    if (caller && !caller->claim()) throw not_applied();
+    // Inside a session: a savepoint per write, so that a failing one rolls back alone.
+    int sp = depth_ + 1;
+    commit_record rec;
+    w.savepoint(sp);
+    try {
+      auto reply = apply(op, check, rec);
+      w.release(sp);
+      session_rec_.append(std::move(rec));
+      return reply;
+    } catch (const std::exception& e) {
+      undo_savepoint(sp, message_of(e));
+      throw;
+    } catch (...) {
+      undo_savepoint(sp, "a write failed");
+      throw;
+    }
+  }
+  if (nothing_to_do(op)) return {};
+  commit_record rec;
+  auto since = began();
+  {
+    LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
+    w.begin();
+  }
+  // From here on the caller waits for the real outcome (see WaitingCaller::claim).
+  if (caller && !caller->claim()) {
+    w.rollback();
+    throw not_applied();
+  }
+  WriteReply reply;
+  try {
+    reply = apply(op, check, rec);
+    timed_commit();
+  } catch (...) {
+    w.rollback();
+    throw;
+  }
+  committed(since);
+  publish(rec);
+  return reply;
+}
+
+void WriteEngine::end_session() {
+  session_ = 0;
+  depth_ = 0;
+  broken_.clear();
+  marks_.clear();
+  session_rec_ = {};
+}
+
+void WriteEngine::abort_session(bool stopped) {
+  if (!session_) return;
+  if (stopped) aborted_session_ = session_;
+  cfg_.writer->rollback();
+  end_session();
+}
+
+WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller* caller) {
+  auto& w = *cfg_.writer;
+  // A broken session has no transaction left: nested blocks only keep their
+  // bookkeeping (their writes failed already), and the commit fails.
+  bool live = broken_.empty();
+  switch (kind) {
+    case SessionCmd::begin: {
+      session_began_ = began();
+      LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
+      w.begin();
+      session_ = ++last_session_;
+      WriteReply reply;
+      reply.session = session_;
+      return reply;
+    }
+    case SessionCmd::savepoint:
+      if (live) w.savepoint(depth_ + 1);
+      ++depth_;
+      marks_.push_back(
+          {session_rec_.changes.size(), session_rec_.wakes.size(), session_rec_.edges_removed});
+      break;
+    case SessionCmd::release:
+      if (live) w.release(depth_);
+      --depth_;
+      marks_.pop_back();
+      break;
+    case SessionCmd::rollback_to:
+      if (live) undo_savepoint(depth_, "a nested block failed");
+      --depth_;
+      session_rec_.changes.resize(marks_.back().changes);
+      session_rec_.wakes.resize(marks_.back().wakes);
+      session_rec_.edges_removed = marks_.back().edges_removed;
+      marks_.pop_back();
+      break;
+    case SessionCmd::commit: {
+      if (!live) {
+        auto err = broken_session();
+        w.rollback();
+        end_session();
+        throw err;
+      }
+      auto changes = std::move(session_rec_);
+      try {
+        w.commit();
+      } catch (...) {
+        w.rollback();
+        end_session();
+        throw;
+      }
+      committed(session_began_);
+      // Before the writes deferred behind the session run: their records come after
+      // this one, as their versions do.
+      publish(changes);
+      end_session();
+      break;
+    }
+    case SessionCmd::rollback:
+      w.rollback();
+      end_session();
+      break;
+  }
+  return {};
+}
+
+WriteReply WriteEngine::read(const ReadOp& r) {
+  auto& w = *cfg_.writer;
+  if (session_ && !broken_.empty()) throw broken_session();
+  WriteReply reply;
+  try {
+    switch (r.what) {
+      case ReadOp::get:
+        if (auto row = w.get(r.id, r.loads)) reply.rows.push_back(std::move(*row));
+        break;
+      case ReadOp::get_by_slug:
+        if (auto row = w.get_by_slug(r.gk, r.slug, r.loads)) reply.rows.push_back(std::move(*row));
+        break;
+      case ReadOp::list:
+        reply.rows = w.list(r.gk, r.loads);
+        break;
+      case ReadOp::list_owned:
+        reply.rows = w.list_owned_objects(r.gk, r.id, r.loads);
+        break;
+      case ReadOp::related:
+        reply.refs = w.related(r.id, r.loads);
+        break;
+      case ReadOp::incoming:
+        reply.flag = w.has_incoming_refs(r.id);
+        break;
+      case ReadOp::events:
+        reply.events = w.list_events(r.id, r.query);
+        break;
+      case ReadOp::current:
+        if (auto run = w.current_run(r.id, r.query.category.value_or("")))
+          reply.events.push_back(*run);
+        break;
+    }
+  } catch (const std::exception& e) {
+    note_session_failure(message_of(e));  // a failed read can take the transaction along
+    throw;
+  }
+  return reply;
+}
+
+void WriteEngine::commit_group(std::vector<GroupedWrite>& writes,
+                               const std::function<void(std::vector<GroupedWrite>&)>& more) {
+  auto& w = *cfg_.writer;
+  commit_record rec;
+  auto since = began();
+  try {
+    {
+      // Another process's lock is waited for while any caller of the group still waits.
+      LockWait wait(w, [&writes] {
+        return std::any_of(writes.begin(), writes.end(), [](const GroupedWrite& g) {
+          return !g.caller || !g.caller->abandoned();
+        });
+      });
+      w.begin();
+    }
+    for (std::size_t i = 0;; ++i) {
+      if (i == writes.size()) {
+        if (more) more(writes);
+        if (i == writes.size()) break;
+      }
+      auto& item = writes[i];
+      if (item.caller && !item.caller->claim()) {  // gave up before its turn: not applied
+        item.code = errc::cancelled;
+        item.what = "the caller stopped waiting";
+        continue;
+      }
+      static const RowCheck no_check;
+      commit_record one;
+      bool savepoint = !is_single_statement(*item.op);
+      if (savepoint) w.savepoint(1);
+      try {
+        item.reply = apply(*item.op, item.check ? *item.check : no_check, one);
+        if (savepoint) w.release(1);
+        rec.append(std::move(one));
+      } catch (const Error& e) {
+        // The database may have rolled the whole transaction back (an I/O error, a
+        // full disk): then the group fails as one, below, rather than the writes after
+        // this one committing on their own.
+        if (!w.in_transaction()) throw;
+        if (savepoint) w.rollback_to(1);
+        item.code = e.value();
+        item.what = e.message();
+      } catch (const std::exception& e) {
+        if (!w.in_transaction()) throw;
+        if (savepoint) w.rollback_to(1);
+        item.code = errc::store;
+        item.what = e.what();
+      }
+    }
+    timed_commit();
+  } catch (const std::exception& e) {  // the transaction itself failed: nothing landed
+    w.rollback();
+    // No caller is told that its write landed: every write of the group fails.
+    for (auto& item : writes) {
+      item.reply.reset();
+      item.code = errc::store;
+      item.what = message_of(e);
+    }
+    return;
+  }
+  committed(since);
+  publish(rec);
+}
+
+std::vector<WriteReply> WriteEngine::execute_all(const std::vector<WriteOp>& ops) {
+  auto& w = *cfg_.writer;
+  commit_record rec;
+  std::vector<WriteReply> replies;
+  auto since = began();
+  w.begin();
+  try {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      try {
+        replies.push_back(apply(ops[i], {}, rec));
+      } catch (const Error& e) {
+        throw Error(e.value(), "write " + std::to_string(i) + ": " + e.message());
+      }
+    }
+    w.commit();
+  } catch (...) {
+    w.rollback();
+    throw;
+  }
+  committed(since);
+  publish(rec);
+  return replies;
+}
+
+}  // namespace beehive::store

@@ -1,0 +1,233 @@
+#pragma once
+
+// The write engine: runs every write transaction of one Beehive over the backend's write
+// connection. It owns the `within` sessions (a session's writes each in a savepoint,
+// nested blocks as savepoints), the group commit (several independent writes in one
+// transaction, each in its own savepoint so that a failing one rolls back alone), the
+// all-or-nothing transactions of the actor surface, and the look for other processes'
+// commits. It applies every write through WriteOps and hands each commit's record to its
+// `publish` function, after the commit and never after a rollback.
+//
+// It knows nothing of actors, mailboxes or reply slots: callers pass what they want run
+// and get the result (or an exception) back.
+//
+// Thread-safety: none. Exactly one thread runs it: the store_writer actor's, which owns
+// it (src/actors/store_writer.*); blocked callers hand their writes to that actor.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <beehive/actor/requests.hpp>
+#include <beehive/commit_record.hpp>
+#include <beehive/errors.hpp>
+#include <beehive/metrics.hpp>
+#include <beehive/options.hpp>
+#include <beehive/time.hpp>
+
+#include "store/backend.hpp"
+
+namespace beehive::store {
+
+/// The steps of a `within` session.
+struct SessionCmd {
+  enum Kind { begin, savepoint, release, rollback_to, commit, rollback } kind = begin;
+};
+
+/// A read inside a within block: served on the write connection, so that it sees the
+/// block's own uncommitted writes.
+struct ReadOp {
+  enum What { get, get_by_slug, list, list_owned, related, incoming, events, current } what = get;
+  GroupKind gk;
+  ObjectID id = 0;  // get, related, incoming, events, current: the object; list_owned: owner
+  std::string slug;
+  unsigned loads = 0;  // related: the relation
+  EventFilter query{};
+};
+
+/// Every operation the engine runs: the application's writes, beehive's maintenance
+/// writes, and the steps and reads of a within session.
+using WriteOp = beehive::detail::variant_of<write_request_types, collect_request,
+                                            trim_events_request, SessionCmd, ReadOp>::type;
+
+/// What an operation returns, for the blocking facade (each request's `reply_type`
+/// lands in the field below that holds it).
+struct WriteReply {
+  ObjectRow row;
+  bool flag{};  // get_or_create: created; remove_by_slug: deletion requested; incoming refs
+  std::uint64_t session{};        // SessionCmd::begin: the session opened
+  std::vector<ObjectRow> rows{};  // ReadOp
+  int count{};                    // collect_request: objects removed; trim_events: runs
+  Event event{};                  // record_event_request: the run
+  std::vector<Ref> refs{};        // ReadOp::related
+  std::vector<Event> events{};    // ReadOp::events
+};
+
+/// Puts a request's typed reply into a WriteReply, and takes it back out.
+void put_reply(WriteReply& out, ObjectRow&& row);
+void put_reply(WriteReply& out, get_or_create_reply&& r);
+void put_reply(WriteReply& out, bool flag);
+void put_reply(WriteReply& out, int count);
+void put_reply(WriteReply& out, Event&& event);
+template <class Reply>
+Reply take_reply(WriteReply&& r) {
+  if constexpr (std::is_same_v<Reply, ObjectRow>)
+    return std::move(r.row);
+  else if constexpr (std::is_same_v<Reply, get_or_create_reply>)
+    return {std::move(r.row), r.flag};
+  else if constexpr (std::is_same_v<Reply, bool>)
+    return r.flag;
+  else if constexpr (std::is_same_v<Reply, int>)
+    return r.count;
+  else
+    return std::move(r.event);
+}
+
+/// Decodes a written row back into the caller's types inside the transaction; throwing
+/// rolls the write back (the facade's documented "nothing is written that the caller
+/// could not read back").
+using RowCheck = std::function<void(const ObjectRow&)>;
+
+/// The blocked caller a write is run for, as the engine sees it: a write is applied only
+/// after `claim` succeeded (a caller that gave up first is never written), and another
+/// process's lock is waited for only while the caller has not `abandoned` its wait.
+class WaitingCaller {
+ public:
+  virtual bool abandoned() const = 0;
+  virtual bool claim() = 0;
+
+ protected:
+  ~WaitingCaller() = default;
+};
+
+/// One write of a group commit and, once the group is done, its outcome.
+struct GroupedWrite {
+  const WriteOp* op = nullptr;
+  const RowCheck* check = nullptr;
+  WaitingCaller* caller = nullptr;
+  std::optional<WriteReply> reply{};  ///< set when it committed
+  errc code = errc::store;            ///< else why not
+  std::string what{};
+};
+
+/// The schema versions a registered kind writes (its migrator's; 0 without one).
+struct SchemaVersions {
+  int spec = 0;
+  int status = 0;
+};
+
+struct WriteEngineConfig {
+  std::unique_ptr<Writer> writer;
+  std::shared_ptr<Clock> clock;
+  /// Null: no metrics, and no clock reads for them.
+  std::shared_ptr<MetricsSink> metrics;
+  /// The largest spec, and status, a write may store (with_max_object_bytes).
+  std::size_t max_object_bytes = 8 * 1024 * 1024;
+  /// Remember this engine's own commits, to tell other processes' apart (see
+  /// publish_foreign_commits).
+  bool watch_foreign_commits = true;
+  /// Receives the record of every commit that changed something, right after it.
+  std::function<void(const commit_record&)> publish;
+};
+
+/// with_max_object_bytes' default, and the bounds on event runs.
+inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
+inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
+inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
+
+class WriteEngine {
+ public:
+  explicit WriteEngine(WriteEngineConfig cfg);
+  WriteEngine(const WriteEngine&) = delete;
+  WriteEngine& operator=(const WriteEngine&) = delete;
+
+  /// Runs one write: in the open session (in a savepoint), or as a transaction of its
+  /// own. With a `caller`, another process's lock is waited for only while it waits, and
+  /// nothing is written unless it claims the write first.
+  WriteReply execute(const WriteOp& op, const RowCheck& check, WaitingCaller* caller = nullptr);
+
+  /// One step of a within session. `begin` returns the new session's number in
+  /// WriteReply::session; `commit` publishes the session's record.
+  WriteReply session_step(SessionCmd::Kind kind, const WaitingCaller* caller = nullptr);
+
+  /// A read on the write connection (inside a session: it sees the session's writes).
+  WriteReply read(const ReadOp& r);
+
+  /// Applies `writes` (from 0 on; `more` may append to it whenever all so far are
+  /// applied) in one transaction, each in its own savepoint, then commits. Each write's
+  /// outcome lands in it; when the transaction itself fails, every write fails.
+  void commit_group(std::vector<GroupedWrite>& writes,
+                    const std::function<void(std::vector<GroupedWrite>&)>& more);
+
+  /// All of `ops` in one transaction, or none (the error names the failing index).
+  std::vector<WriteReply> execute_all(const std::vector<WriteOp>& ops);
+
+  /// Publishes what other processes (or another Store on the file) committed since the
+  /// last look: one PRAGMA data_version while nothing happened. Not inside a session.
+  void publish_foreign_commits();
+
+  /// Rolls the open session back and ends it. `stopped`: stop's deadline did it, and
+  /// the session's later steps fail with errc::stopped.
+  void abort_session(bool stopped);
+
+  /// A step of the open session failed with `why`: when the database rolled the whole
+  /// transaction back meanwhile, the session is broken (its later steps fail, its commit
+  /// fails) rather than carrying on outside any transaction.
+  void note_session_failure(const std::string& why);
+
+  bool in_session() const { return session_ != 0; }
+  std::uint64_t session() const { return session_; }
+  /// The session stop rolled back (its later steps fail stopped); 0 = none.
+  std::uint64_t aborted_session() const { return aborted_session_; }
+  /// Transactions committed.
+  std::uint64_t transactions() const { return transactions_; }
+  /// How long the last COMMIT took.
+  std::chrono::steady_clock::duration last_commit_took() const { return last_commit_; }
+  Writer& writer() { return *cfg_.writer; }
+
+ private:
+  struct Mark {
+    std::size_t changes, wakes;
+    bool edges_removed;
+  };
+  using SteadyTime = std::chrono::steady_clock::time_point;
+
+  WriteReply apply(const WriteOp& op, const RowCheck& check, commit_record& rec);
+  void check_size(const WriteOp& op) const;
+  bool nothing_to_do(const WriteOp& op);
+  void undo_savepoint(int sp, const std::string& why);
+  Error broken_session() const;
+  void timed_commit();
+  SteadyTime began() const;
+  void committed(SteadyTime since);
+  void publish(const commit_record& rec, bool own = true);
+  void end_session();
+
+  WriteEngineConfig cfg_;
+  std::uint64_t session_ = 0;  // the open within session; 0 = none
+  std::uint64_t last_session_ = 0;
+  std::uint64_t aborted_session_ = 0;
+  int depth_ = 0;  // savepoints open inside the session
+  /// Why the session's transaction is gone, when the database rolled it back by itself
+  /// after a failure (an I/O error, a full disk): the rest of the session fails with
+  /// this instead of running outside any transaction, and its commit fails.
+  std::string broken_;
+  std::vector<Mark> marks_;    // the session record's extent at each savepoint
+  commit_record session_rec_;  // what the session changed so far
+  SteadyTime session_began_;   // metrics only
+  std::uint64_t transactions_ = 0;
+  std::chrono::steady_clock::duration last_commit_{};
+  // Other processes' commits: the data_version last read, the resource version up to
+  // which everything was published, and the versions this engine published since the
+  // last look (those rows need not be published again).
+  std::int64_t data_version_ = 0;
+  std::int64_t seen_rv_ = 0;
+  std::vector<std::int64_t> own_rvs_;
+};
+
+}  // namespace beehive::store
