@@ -423,6 +423,29 @@ trim_events_request Runtime::retention_policy() const {
   return policy;
 }
 
+void Runtime::settle(const Context& ctx) {
+  ctx.throw_if_done();
+  if (!root_) return;
+  ForgetSystem forget(own_sys_ != nullptr);
+  caf::scoped_actor self{*sys_, true};
+  caf::duration timeout = caf::infinite;
+  if (auto d = ctx.deadline())
+    timeout = caf::duration{std::max(std::chrono::ceil<std::chrono::milliseconds>(
+                                         *d - std::chrono::steady_clock::now()),
+                                     std::chrono::milliseconds(1))};
+  std::optional<Error> failure;
+  self->request(root_, timeout, settle_atom::value)
+      .receive([](bool) {},
+               [&](caf::error& err) {
+                 if (err == caf::sec::request_timeout)
+                   failure = Error(errc::deadline_exceeded, "not settled before the deadline");
+                 else
+                   failure = Error(to_errc(err).value_or(errc::store), error_message(err));
+               });
+  if (failure) throw *failure;
+  ctx.throw_if_done();
+}
+
 StopReport Runtime::stop_actors(std::optional<Context::Deadline> deadline) {
   StopReport report;
   if (!root_) return report;

@@ -112,6 +112,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   /// `ctx` (stopped either way). Idempotent.
   void stop(const Context& ctx);
 
+  /// Returns once nothing is left to do at the clock's current time (see
+  /// beehive::testing::settle); throws deadline_exceeded when `ctx` ends first.
+  void settle(const Context& ctx);
+
   /// After stop: waits for reconciles that outlived stop's deadline, ends the root and,
   /// for an actor system of its own, destroys it. Called by ~Beehive, never from an
   /// actor's thread.

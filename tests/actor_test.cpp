@@ -297,7 +297,7 @@ TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
   Widgets w(*bh_, widget_kind);
   auto a = w.create(ctx_, {"a", 1});
   auto flaky = w.create(ctx_, {"flaky", 1});
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto stop = bh_->start(ctx_);
   ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
   ASSERT_TRUE(eventually([&] {
@@ -319,7 +319,7 @@ TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
   auto st = ask<controller_state>(*bh_->controller(widget_kind), inspect_atom::value);
   EXPECT_EQ(st.restarts, 1u);
   stop(ctx_);
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("the controller of Widget.acme.com failed"), std::string::npos) << err;
 }
 
@@ -613,7 +613,7 @@ TEST_F(ActorTest, ACrashedSchedulerIsRestartedWithEveryActorThatHoldsIt) {
         return Result{};
       });
   auto a = w.create(ctx_, {"a", 1});
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto stop = bh_->start(ctx_);
   ASSERT_TRUE(eventually([&] { return w.get_schedule(ctx_, a.id).next_requeue_at != Time{}; }));
   auto old_scheduler = bh_->scheduler();
@@ -635,7 +635,7 @@ TEST_F(ActorTest, ACrashedSchedulerIsRestartedWithEveryActorThatHoldsIt) {
   }
   EXPECT_EQ(w.get(ctx_, a.id).observed_generation, 1);
   stop(ctx_);
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("the scheduler failed"), std::string::npos) << err;
 }
 
@@ -643,7 +643,7 @@ TEST_F(ActorTest, ACrashedEventLogIsRestartedAndKeepsWorking) {
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
                                                 [](auto&, auto&, auto&) { return Result{}; });
   auto o = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("a", 1)});
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto stop = bh_->start(ctx_);
   auto old = bh_->event_log();
   ask<Event>(old, record_event_request{widget_kind, o.meta.id, {"", EventType::Normal, "Up"}});
@@ -658,7 +658,7 @@ TEST_F(ActorTest, ACrashedEventLogIsRestartedAndKeepsWorking) {
   EXPECT_EQ(ev.count, 2);  // the run committed before the crash is kept and extended
   EXPECT_EQ(ask<int>(log, sweep_atom::value), 0);
   stop(ctx_);
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("the event log failed"), std::string::npos) << err;
 }
 
@@ -667,7 +667,7 @@ TEST_F(ActorTest, ACrashedWatchHubEndsItsStreamsAndANewWatchStartsOver) {
   auto a = w.create(ctx_, {"a", 1});
   auto s = w.watch_list(ctx_);
   ASSERT_TRUE(s.next_for(5s).has_value());  // the snapshot
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto old = bh_->watch_hub();
   caf::anon_send_exit(old, caf::exit_reason::kill);  // a crash
   EXPECT_FALSE(s.next_for(5s).has_value());
@@ -681,7 +681,7 @@ TEST_F(ActorTest, ACrashedWatchHubEndsItsStreamsAndANewWatchStartsOver) {
   auto live = again.next_for(5s);
   ASSERT_TRUE(live.has_value());
   EXPECT_EQ(live->object.spec.size, 2);
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("the watch hub failed"), std::string::npos) << err;
 }
 
@@ -693,7 +693,7 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
       });
   Widgets w(*bh_, widget_kind);
   auto a = w.create(ctx_, {"a", 1}, with_slug("a"));
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto stop = bh_->start(ctx_);
   ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
   auto s = w.watch_list(ctx_);
@@ -724,7 +724,7 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
     return w.list(ctx_).size() == 1;
   }));
   stop(ctx_);
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("the store writer failed"), std::string::npos) << err;
 }
 

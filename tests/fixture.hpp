@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <beehive/beehive.hpp>
+#include <beehive/testing.hpp>
 
 namespace beehive::test {
 

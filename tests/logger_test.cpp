@@ -50,10 +50,10 @@ TEST_F(LoggerTest, SkippedRowsAndStderrDefault) {
   EXPECT_TRUE(w.list(ctx_).empty());
   EXPECT_TRUE(captured_->has("does not decode", "id", std::to_string(bad.id)));
   // The default logger writes warnings and errors to stderr, one line each.
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   stderr_logger()(LogLevel::warning, "something", {{"id", "7"}});
   stderr_logger()(LogLevel::info, "quiet", {});
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "beehive: something id=7\n");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "beehive: something id=7\n");
 }
 
 }  // namespace

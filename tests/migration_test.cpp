@@ -275,7 +275,7 @@ TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
   auto ok = v1.create(ctx_, {"Ok Row"});
   EXPECT_ERRC(v1.get(ctx_, newer.id), errc::schema_version_downgrade);
   EXPECT_ERRC(v1.get_by_slug(ctx_, "g"), errc::schema_version_downgrade);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto all = v1.list(ctx_);  // skipped and logged
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].id, ok.id);
@@ -288,7 +288,7 @@ TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
   EXPECT_TRUE(eventually([&] { return reconciles(ok.id) == 1; }));
   settle();
   EXPECT_EQ(reconciles(newer.id), 0);
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("quarantined Person.acme.com " + std::to_string(newer.id)), std::string::npos)
       << err;
   EXPECT_ERRC(v1.update(ctx_, newer.id, {"Overwrite"}), errc::schema_version_downgrade);
@@ -311,9 +311,9 @@ TEST_F(MigrationTest, AConverterThatThrowsIsADecodeError) {
   open<SpecV1>(std::make_shared<BrokenMigrator>());
   Client<SpecV1, StatusV> c(*bh_, person_kind);
   EXPECT_ERRC(c.get(ctx_, a.id), errc::decode);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_TRUE(c.list(ctx_).empty());
-  testing::internal::GetCapturedStderr();
+  ::testing::internal::GetCapturedStderr();
 }
 
 TEST_F(MigrationTest, AMigratorGivenToTheBeehiveIsIgnored) {

@@ -69,7 +69,7 @@ TEST_F(MisbehaveTest, ARowWhoseDecodeThrowsANonStandardExceptionIsQuarantined) {
   });
   Client<Lenient, WidgetStatus> lenient(*bh_, kind);
   lenient.create(ctx_, {-1});  // stored fine; the controller's type cannot take it
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   start();
   settle();
   lenient.create(ctx_, {1});  // the controller keeps serving the kind
@@ -77,7 +77,7 @@ TEST_F(MisbehaveTest, ARowWhoseDecodeThrowsANonStandardExceptionIsQuarantined) {
   settle();
   EXPECT_EQ(reconciled, 1);
   close();
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("quarantined Picky.acme.com"), std::string::npos) << err;
   EXPECT_EQ(err.find("restarted"), std::string::npos) << err;
 }

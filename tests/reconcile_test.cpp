@@ -325,7 +325,7 @@ TEST_F(ReconcileTest, UndecodableRowsAreQuarantinedAndWarnedAboutAtEachResync) {
   });
   auto good = Client<Picky, WidgetStatus>(*bh_, widget_kind).create(ctx_, Picky{1});
   auto poison = widgets().create(ctx_, {"not a picky", 1});  // same kind, other shape
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   start();
   ASSERT_TRUE(eventually([&] { return calls == 1; }));
   settle();
@@ -334,7 +334,7 @@ TEST_F(ReconcileTest, UndecodableRowsAreQuarantinedAndWarnedAboutAtEachResync) {
   clock_->advance(30s);
   ASSERT_TRUE(eventually([&] { return calls == 2; }));  // good is unsettled too
   settle();
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   auto needle = "quarantined Widget.acme.com " + std::to_string(poison.id);
   size_t n = 0;
   for (auto p = err.find(needle); p != std::string::npos; p = err.find(needle, p + 1)) ++n;

@@ -156,7 +156,7 @@ TEST_F(WatchTest, UndecodableRowsAreSkippedAndTheStreamGoesOn) {
   Client<nlohmann::json, nlohmann::json> raw(*bh_, widget_kind);
   raw.create(ctx_, nlohmann::json{{"not", "a widget"}});
   auto good = w.create(ctx_, {"ok", 1});
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   auto s = w.watch_list(ctx_);
   auto c = next(s);
   EXPECT_EQ(c.object.id, good.id);
@@ -164,7 +164,7 @@ TEST_F(WatchTest, UndecodableRowsAreSkippedAndTheStreamGoesOn) {
   auto later = w.create(ctx_, {"later", 2});
   EXPECT_EQ(next(s).object.id, later.id);
   EXPECT_FALSE(s.done());
-  auto err = testing::internal::GetCapturedStderr();
+  auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("does not decode"), std::string::npos);
 }
 

@@ -78,6 +78,19 @@ Time now(Self self) { return self->state.services.timers->now(); }
 
 using IdList = std::vector<std::pair<ObjectID, std::int64_t>>;
 
+/// Nothing queued, in flight, being read or due at the timers' now (see settle.hpp). A
+/// draining controller dispatches nothing more: it is as idle as it will get.
+bool idle(Self self) {
+  auto& st = self->state;
+  if (st.draining) return st.in_flight.empty();
+  if (!st.dispatching || st.pending_reads > 0 || !st.queue.empty() || !st.in_flight.empty())
+    return false;
+  auto t = now(self);
+  if (st.next_resync <= t) return false;
+  return std::none_of(st.timers.begin(), st.timers.end(),
+                      [t](const auto& kv) { return kv.second <= t; });
+}
+
 /// Lists the kind's ids on the reader actor, then hands them to `then`. A failed read is
 /// logged: the next resync lists again.
 template <class Fn>
@@ -87,13 +100,21 @@ void list_kind(Self self, bool with_deletions, Fn then) {
   ReadJob job = [backend, gk, with_deletions] {
     return caf::make_message(backend->reader()->list_ids(gk, with_deletions));
   };
+  ++self->state.pending_reads;
   self->request(self->state.services.reader, caf::infinite, std::move(job))
-      .then([then](IdList& ids) mutable { then(ids); },
-            [self](caf::error& err) {
-              self->state.services.log(
-                  LogLevel::error, "listing a kind failed",
-                  {{"kind", to_string(self->state.kind->gk)}, {"reason", error_message(err)}});
-            });
+      .then(
+          [self, then](IdList& ids) mutable {
+            --self->state.pending_reads;
+            then(ids);
+            self->state.settling.check(idle(self));
+          },
+          [self](caf::error& err) {
+            auto& st = self->state;
+            --st.pending_reads;
+            st.services.log(LogLevel::error, "listing a kind failed",
+                            {{"kind", to_string(st.kind->gk)}, {"reason", error_message(err)}});
+            st.settling.check(idle(self));
+          });
 }
 
 /// Every change of the queue or of the ids in flight ends in dispatch, which reports them.
@@ -139,6 +160,7 @@ void dispatch(Self self) {
                 // that needs a retry from here.
                 on_done(self, id, {Outcome::cancelled, {}, "worker gone"}, w);
               });
+  st.settling.check(idle(self));
 }
 
 void enqueue(Self self, ObjectID id) {
@@ -313,11 +335,14 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
           return caf::make_message(row && row->meta.group == gk.group && row->meta.kind == gk.kind);
         };
         auto rp = self->make_response_promise<bool>();
+        ++self->state.pending_reads;
         self->request(self->state.services.reader, caf::infinite, std::move(job))
             .then(
                 [self, rp, r](bool exists) mutable {
                   auto& st = self->state;
+                  --st.pending_reads;
                   if (!exists) {
+                    st.settling.check(idle(self));
                     rp.deliver(make_error(errc::not_found, "no " + to_string(st.kind->gk) +
                                                                " with id " + std::to_string(r.id)));
                     return;
@@ -328,7 +353,11 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
                   dispatch(self);
                   rp.deliver(true);
                 },
-                [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+                [self, rp](caf::error& err) mutable {
+                  --self->state.pending_reads;
+                  self->state.settling.check(idle(self));
+                  rp.deliver(std::move(err));
+                });
         return rp;
       },
       [self](schedule_atom, ObjectID id) { return self->state.kind->schedules->get(id); },
@@ -354,6 +383,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         return out;
       },
       [](shutdown_atom) {},  // the writer's last word; stop ends us
+      [self](settle_atom) { return self->state.settling.ask(self, idle(self)); },
       [self](drain_atom) -> caf::result<bool> {
         // Nothing more is dispatched; answered once the passes in flight have ended.
         auto& st = self->state;

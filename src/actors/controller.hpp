@@ -28,6 +28,7 @@
 
 #include "actors/scheduler.hpp"
 #include "actors/services.hpp"
+#include "actors/settle.hpp"
 #include "actors/store_writer.hpp"
 #include "metrics/kind_metrics.hpp"
 
@@ -86,7 +87,8 @@ struct KindEntry {
 using controller_impl =
     controller_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<commit_record>,
                              caf::reacts_to<wake_atom>, caf::replies_to<drain_atom>::with<bool>,
-                             caf::reacts_to<shutdown_atom>>;
+                             caf::reacts_to<shutdown_atom>,
+                             caf::replies_to<settle_atom>::with<bool>>;
 
 struct ControllerState {
   std::shared_ptr<KindEntry> kind;
@@ -115,6 +117,9 @@ struct ControllerState {
   bool draining = false;
   /// Stop's drain request, answered once nothing is in flight.
   std::optional<caf::typed_response_promise<bool>> drained;
+  /// Reads on the reader actor not answered yet (a listing, a requeue's check).
+  int pending_reads = 0;
+  SettleWaiters settling;
 
   static inline const char* name = "beehive.controller";
 };

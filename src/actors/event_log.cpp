@@ -6,6 +6,10 @@ namespace {
 
 using Self = event_log_impl::stateful_pointer<EventLogState>;
 
+bool idle(const EventLogState& st) {
+  return !st.counts.sweeping && !st.again && !st.periodic.due(st.next_wake);
+}
+
 /// Runs one sweep, or folds the ask into one more after the sweep in flight. Callers
 /// waiting on `sweep_atom` are answered by the sweep that starts after they asked.
 void sweep(Self self) {
@@ -26,6 +30,7 @@ void sweep(Self self) {
             st.counts.trimmed += static_cast<std::uint64_t>(removed);
             for (auto& rp : waiting) rp.deliver(removed);
             if (std::exchange(st.again, false)) sweep(self);
+            st.settling.check(idle(st));
           },
           [self, waiting](caf::error& err) mutable {
             // The next ask or the cadence retries.
@@ -34,6 +39,7 @@ void sweep(Self self) {
             st.periodic.log_failure("event retention sweep failed", err);
             for (auto& rp : waiting) rp.deliver(err);
             if (std::exchange(st.again, false)) sweep(self);
+            st.settling.check(idle(st));
           });
 }
 
@@ -46,11 +52,11 @@ event_log_impl::behavior_type event_log(Self self, Periodic periodic, trim_event
   self->state.policy = std::move(policy);
   return {
       [self](start_atom) {
-        self->state.periodic.arm(self);
+        self->state.next_wake = self->state.periodic.arm(self);
         sweep(self);
       },
       [self](wake_atom) {
-        self->state.periodic.arm(self);
+        self->state.next_wake = self->state.periodic.arm(self);
         sweep(self);
       },
       [self](const commit_record& rec) {
@@ -70,6 +76,7 @@ event_log_impl::behavior_type event_log(Self self, Periodic periodic, trim_event
         return rp;
       },
       [self](inspect_atom) { return self->state.counts; },
+      [self](settle_atom) { return self->state.settling.ask(self, idle(self->state)); },
   };
 }
 

@@ -22,19 +22,22 @@
 #include "actors/controller.hpp"
 #include "actors/periodic.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/settle.hpp"
 #include "actors/store_writer.hpp"
 
 namespace beehive::detail {
 
 using event_log_impl =
     event_log_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
-                            caf::reacts_to<commit_record>>;
+                            caf::reacts_to<commit_record>, caf::replies_to<settle_atom>::with<bool>>;
 
 struct EventLogState {
   // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
   EventLogState() = default;
 
   Periodic periodic;
+  Time next_wake = Time::max();  // when the periodic wake is due
+  SettleWaiters settling;
   trim_events_request policy;
   event_log_state counts;
   std::vector<caf::typed_response_promise<int>> waiting;  // sweep_atom callers

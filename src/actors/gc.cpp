@@ -2,13 +2,15 @@
 
 #include <algorithm>
 
-#include <iostream>
-
 namespace beehive::detail {
 
 namespace {
 
 using Self = gc_impl::stateful_pointer<GcState>;
+
+bool idle(const GcState& st) {
+  return !st.running && !st.again && !st.periodic.due(st.next_wake);
+}
 
 void pass(Self self) {
   auto& st = self->state;
@@ -24,11 +26,14 @@ void pass(Self self) {
             st.running = false;
             ++st.passes;
             if (std::exchange(st.again, false)) pass(self);
+            st.settling.check(idle(st));
           },
           [self](caf::error& err) {
             // The next trigger or the cadence retries.
-            self->state.running = false;
-            self->state.periodic.log_failure("garbage collection failed", err);
+            auto& st = self->state;
+            st.running = false;
+            st.periodic.log_failure("garbage collection failed", err);
+            st.settling.check(idle(st));
           });
 }
 
@@ -46,11 +51,11 @@ gc_impl::behavior_type gc(Self self, Periodic periodic) {
   self->state.periodic = std::move(periodic);
   return {
       [self](start_atom) {
-        self->state.periodic.arm(self);
+        self->state.next_wake = self->state.periodic.arm(self);
         pass(self);
       },
       [self](wake_atom) {
-        self->state.periodic.arm(self);
+        self->state.next_wake = self->state.periodic.arm(self);
         pass(self);
       },
       [self](const commit_record& rec) {
@@ -63,6 +68,7 @@ gc_impl::behavior_type gc(Self self, Periodic periodic) {
       [self](inspect_atom) {
         return gc_state{self->state.passes, self->state.running};
       },
+      [self](settle_atom) { return self->state.settling.ask(self, idle(self->state)); },
   };
 }
 

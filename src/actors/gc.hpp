@@ -19,18 +19,22 @@
 #include "actors/controller.hpp"
 #include "actors/periodic.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/settle.hpp"
 #include "actors/store_writer.hpp"
 
 namespace beehive::detail {
 
 using gc_impl = gc_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
-                                 caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>>;
+                                 caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>,
+                                 caf::replies_to<settle_atom>::with<bool>>;
 
 struct GcState {
   // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
   GcState() = default;
 
   Periodic periodic;
+  Time next_wake = Time::max();  // when the periodic wake is due
+  SettleWaiters settling;
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
   std::uint64_t passes = 0;

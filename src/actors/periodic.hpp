@@ -25,12 +25,18 @@ struct Periodic {
   /// Has the scheduler wake `self` one cadence from now. Callers arm before starting
   /// their work, so that the next wake is timed from its start: a test that advances a
   /// manual clock once it sees the work's effect finds the next one due.
+  /// Returns the due time (Time::max() without a cadence), which settling compares with
+  /// the timers' now.
   template <class Self>
-  void arm(Self* self) const {
-    if (cadence.count() <= 0) return;
-    self->send(scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self),
-               saturating_add(clock->now(), cadence));
+  Time arm(Self* self) const {
+    if (cadence.count() <= 0) return Time::max();
+    auto due = saturating_add(clock->now(), cadence);
+    self->send(scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self), due);
+    return due;
   }
+
+  /// Whether a wake armed for `due` has fallen due.
+  bool due(Time next) const { return next <= clock->now(); }
 
   void log_failure(const std::string& what, const caf::error& err) const {
     if (logger) logger(LogLevel::error, what, {{"reason", error_message(err)}});

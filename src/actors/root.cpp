@@ -400,6 +400,58 @@ void drain_controllers(Self self) {
               });
 }
 
+// -- settle -------------------------------------------------------------------------
+
+/// One round: every actor that can have work answers once it is idle; then, if the
+/// writer committed nothing since `before`, everything is settled, else another round.
+void settle_round(Self self, std::uint64_t before, caf::typed_response_promise<bool> rp) {
+  auto& st = self->state;
+  std::vector<caf::actor> targets;
+  for (auto& [gk, c] : st.controllers) targets.push_back(c);
+  for (auto* a : {&st.gc, &st.event_log})
+    if (*a) targets.push_back(*a);
+  if (st.hub) targets.push_back(caf::actor_cast<caf::actor>(st.hub));
+  auto next = [self, before, rp]() mutable {
+    auto w = self->state.writer;
+    if (!w) {
+      rp.deliver(true);
+      return;
+    }
+    self->request(w, caf::infinite, inspect_atom::value)
+        .then(
+            [self, before, rp](const store_writer_state& s) mutable {
+              if (s.transactions == before)
+                rp.deliver(true);
+              else
+                settle_round(self, s.transactions, rp);
+            },
+            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  };
+  if (targets.empty()) {
+    next();
+    return;
+  }
+  auto pending = std::make_shared<std::size_t>(targets.size());
+  auto one_done = [pending, next]() mutable {
+    if (--*pending == 0) next();
+  };
+  for (auto& a : targets)
+    self->request(a, caf::infinite, settle_atom::value)
+        .then([one_done](bool) mutable { one_done(); },
+              [one_done](caf::error&) mutable { one_done(); });  // gone: nothing to wait for
+}
+
+void settle(Self self, caf::typed_response_promise<bool> rp) {
+  auto w = self->state.writer;
+  if (!w) {
+    rp.deliver(true);
+    return;
+  }
+  self->request(w, caf::infinite, inspect_atom::value)
+      .then([self, rp](const store_writer_state& s) { settle_round(self, s.transactions, rp); },
+            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+}
+
 void on_down(Self self, const caf::down_msg& m) {
   auto& st = self->state;
   if (st.workers.erase(m.source)) {
@@ -474,6 +526,11 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
         if (st.phase != Phase::stopping || !st.writer) return;
         st.report.closed = false;
         self->send(st.writer, abort_session_atom::value);
+      },
+      [self](settle_atom) {
+        auto rp = self->make_response_promise<bool>();
+        settle(self, rp);
+        return rp;
       },
       [self](await_workers_atom) -> caf::result<bool> {
         auto& st = self->state;

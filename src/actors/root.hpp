@@ -20,6 +20,9 @@
 // to the hub after its last commit record; the hub delivers what is left, ends every
 // watch and quits. Then the root answers the stop request.
 //
+// Settle (for beehive::testing::settle): the root asks every actor to answer once it is
+// idle at the timers' now (see settle.hpp), in rounds, until a round saw no commit.
+//
 // Every member runs on the root's thread; the facade talks to it only by messages and
 // reads handles from the ActorDirectory.
 
@@ -37,6 +40,7 @@
 
 #include "actors/controller.hpp"
 #include "actors/services.hpp"
+#include "actors/settle.hpp"
 #include "actors/store_writer.hpp"
 #include "actors/watch_hub.hpp"
 #include "actors/write_queue.hpp"
@@ -149,6 +153,7 @@ using root_actor =
     caf::typed_actor<caf::replies_to<open_atom>::with<bool>, caf::replies_to<StartPlan>::with<bool>,
                      caf::replies_to<StopRequest>::with<StopReport>,
                      caf::replies_to<await_workers_atom>::with<bool>,
+                     caf::replies_to<settle_atom>::with<bool>,
                      caf::reacts_to<stop_deadline_atom>>;
 
 /// Spawns nothing until `open`; the controllers, scheduler, gc and event_log on start.

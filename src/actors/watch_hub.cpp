@@ -58,6 +58,7 @@ object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q);
 void after_opening(Self self) {
   auto& st = self->state;
   publish_watch_count(st);
+  st.settling.check(st.opening.empty() && st.opening_events.empty());
   if (st.shutdown_pending && st.opening.empty() && st.opening_events.empty()) finish_shutdown(self);
 }
 
@@ -370,6 +371,12 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
           st.opening_events.erase(it);
         }
         after_opening(self);
+      },
+      [self](settle_atom) {
+        // Every commit the writer posted before the root asked is handed out now.
+        auto& st = self->state;
+        fan_out(st, st.feed->inbox.take());
+        return st.settling.ask(self, st.opening.empty() && st.opening_events.empty());
       },
       [self](hub_wake_atom) { fan_out(self->state, self->state.feed->inbox.take()); },
       [self](shutdown_atom) {

@@ -23,6 +23,7 @@
 
 #include "actors/hub_inbox.hpp"
 #include "actors/services.hpp"
+#include "actors/settle.hpp"
 #include "actors/store_writer.hpp"
 #include "rendezvous.hpp"
 
@@ -70,7 +71,8 @@ using EventStreamWatchPtr = std::shared_ptr<EventStreamWatch>;
 
 using watch_hub_impl =
     watch_hub_actor::extend<caf::reacts_to<hub_wake_atom>, caf::reacts_to<shutdown_atom>,
-                            caf::reacts_to<StreamWatchPtr>, caf::reacts_to<EventStreamWatchPtr>>;
+                            caf::reacts_to<StreamWatchPtr>, caf::reacts_to<EventStreamWatchPtr>,
+                            caf::replies_to<settle_atom>::with<bool>>;
 
 struct WatchHubState {
   struct Sub {
@@ -115,6 +117,7 @@ struct WatchHubState {
   /// The writer's shutdown arrived while snapshots were being read: the hub ends its
   /// watches once they are delivered.
   bool shutdown_pending = false;
+  SettleWaiters settling;
   bool stopped = false;
   static inline const char* name = "beehive.watch_hub";
 };

@@ -1,0 +1,166 @@
+#pragma once
+
+/// The test kit for applications' controllers (CMake target `beehive::testing`, which
+/// brings GoogleTest and GoogleMock).
+///
+///   TEST(Widgets, ConvergeAfterABackoff) {
+///     beehive::testing::TestBeehive t;          // a fresh database, a ManualClock
+///     auto widgets = register_widgets(t.beehive());
+///     t.start();
+///     auto w = widgets.create({}, WidgetSpec{3});
+///     t.settle();                               // every pass it caused has run
+///     t.advance(std::chrono::seconds(1));       // the retry falls due, and runs
+///     EXPECT_THAT(widgets.get({}, w.id), beehive::testing::IsSettled());
+///   }
+///
+/// `settle` is exact: it returns once nothing is left to do at the clock's current time
+/// (no reconcile queued, running or due, no garbage collection or event-log work pending,
+/// every committed change handed to every watch and actor subscriber), without sleeping
+/// or polling. Time moves only when the test moves it, so a backoff, a `requeue_after`
+/// or a resync happens exactly when `advance` passes its due time.
+///
+/// Including this header also makes GoogleTest print beehive's value types readably
+/// (`Time` as RFC 3339 with milliseconds, durations with their unit, objects, conditions,
+/// changes, events, schedules, group-kinds).
+///
+/// Thread-safety: `settle` may be called from any thread but a reconcile's; a
+/// TestBeehive is used from the test's thread.
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <beehive/beehive.hpp>
+
+namespace beehive::testing {
+
+/// Returns when nothing is left to do at the clock's current time (see above). Throws
+/// Error(errc::deadline_exceeded) when `ctx` ends first, and Error(errc::stopped) after
+/// the beehive stopped.
+void settle(Beehive& bh, const Context& ctx);
+
+/// A Beehive on a fresh temporary database, with a ManualClock. The database and its
+/// directory are removed when the TestBeehive goes; stop happens in stop() or the
+/// destructor.
+class TestBeehive {
+ public:
+  /// Options are the Beehive's (with_logger, with_metrics, with_resync_interval, ...);
+  /// its clock is always the kit's ManualClock.
+  template <class... Opts>
+  requires(std::convertible_to<Opts, Option>&&...) explicit TestBeehive(Opts&&... opts)
+      : TestBeehive(Fresh{}) {
+    bh_ = std::make_unique<Beehive>(store_, Option(std::forward<Opts>(opts))..., with_clock(clock_));
+  }
+  ~TestBeehive();
+  TestBeehive(const TestBeehive&) = delete;
+  TestBeehive& operator=(const TestBeehive&) = delete;
+
+  Beehive& beehive() { return *bh_; }
+  ManualClock& clock() { return *clock_; }
+  /// The database file.
+  const std::filesystem::path& path() const { return path_; }
+
+  void start();
+  /// Stops (without a deadline); a second stop is a no-op.
+  void stop();
+  /// settle(beehive(), a context of 10 s).
+  void settle();
+  /// clock().advance(d), then settle().
+  void advance(std::chrono::milliseconds d);
+
+ private:
+  struct Fresh {};
+  explicit TestBeehive(Fresh);
+
+  std::filesystem::path dir_;
+  std::filesystem::path path_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  Stop stop_;
+};
+
+/// Matches an object whose observed generation is its generation (its controller has
+/// reconciled its current spec).
+::testing::Matcher<const ObjectMeta&> IsSettled();
+/// Matches an object with a condition of `type` at `status`.
+::testing::Matcher<const ObjectMeta&> HasCondition(std::string type, ConditionStatus s);
+
+/// `t` as RFC 3339 in UTC with milliseconds ("2026-12-01T18:04:05.123Z").
+std::string format_time(Time t);
+
+}  // namespace beehive::testing
+
+namespace beehive {
+
+// GoogleTest finds these by argument-dependent lookup.
+void PrintTo(const GroupKind& gk, std::ostream* os);
+void PrintTo(const Ref& r, std::ostream* os);
+void PrintTo(ConditionStatus s, std::ostream* os);
+void PrintTo(const Condition& c, std::ostream* os);
+void PrintTo(ChangeType t, std::ostream* os);
+void PrintTo(EventType t, std::ostream* os);
+void PrintTo(const Event& e, std::ostream* os);
+void PrintTo(const Schedule& s, std::ostream* os);
+void PrintTo(const ObjectMeta& m, std::ostream* os);
+void PrintTo(errc e, std::ostream* os);
+
+namespace detail {
+/// The JSON text of `v` when it has a JSON form, else a placeholder.
+template <class T>
+std::string json_or_placeholder(const T& v) {
+  if constexpr (requires(nlohmann::json& j) { j = v; }) {
+    try {
+      nlohmann::json j = v;
+      return j.dump();
+    } catch (const std::exception&) {
+    }
+  }
+  return "<value>";
+}
+}  // namespace detail
+
+template <class Spec, class Status>
+void PrintTo(const Object<Spec, Status>& o, std::ostream* os) {
+  PrintTo(static_cast<const ObjectMeta&>(o), os);
+  *os << " spec=" << detail::json_or_placeholder(o.spec) << " status="
+      << (o.status ? detail::json_or_placeholder(*o.status) : std::string("none"));
+}
+
+template <class Spec, class Status>
+void PrintTo(const Change<Spec, Status>& c, std::ostream* os) {
+  *os << to_string(c.type) << " ";
+  PrintTo(c.object, os);
+}
+
+}  // namespace beehive
+
+// Time and durations are std types, beyond the reach of argument-dependent lookup:
+// GoogleTest's printer is specialised for them instead.
+namespace testing::internal {
+
+template <>
+class UniversalPrinter<beehive::Time> {
+ public:
+  static void Print(const beehive::Time& t, ::std::ostream* os) {
+    *os << beehive::testing::format_time(t);
+  }
+};
+
+template <class Rep, class Period>
+class UniversalPrinter<std::chrono::duration<Rep, Period>> {
+ public:
+  static void Print(const std::chrono::duration<Rep, Period>& d, ::std::ostream* os) {
+    *os << std::chrono::duration_cast<std::chrono::duration<double, std::milli>>(d).count()
+        << " ms";
+  }
+};
+
+}  // namespace testing::internal

@@ -1,0 +1,200 @@
+// The test kit (include/beehive/testing.hpp): TestBeehive, settle, the matchers and the
+// printers. Built into the beehive_testing library only (it needs GoogleTest), never
+// into libbeehive. Runs on the test's thread.
+
+#include <beehive/testing.hpp>
+
+#include <stdlib.h>
+
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+
+#include "runtime.hpp"
+
+namespace beehive::testing {
+
+void settle(Beehive& bh, const Context& ctx) { bh.runtime()->settle(ctx); }
+
+TestBeehive::TestBeehive(Fresh) {
+  auto pattern = (std::filesystem::temp_directory_path() / "beehive-test-XXXXXX").string();
+  if (!mkdtemp(pattern.data()))
+    throw Error(errc::store, "cannot create a temporary directory under " +
+                                 std::filesystem::temp_directory_path().string());
+  dir_ = pattern;
+  path_ = dir_ / "beehive.db";
+  store_ = sqlite::open(path_.string());
+}
+
+TestBeehive::~TestBeehive() {
+  try {
+    stop();
+  } catch (...) {
+  }
+  bh_.reset();
+  store_.reset();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void TestBeehive::start() { stop_ = bh_->start(Context{}); }
+
+void TestBeehive::stop() {
+  if (auto s = std::exchange(stop_, nullptr)) s(Context{});
+}
+
+void TestBeehive::settle() {
+  testing::settle(*bh_, Context{}.with_timeout(std::chrono::seconds(10)));
+}
+
+void TestBeehive::advance(std::chrono::milliseconds d) {
+  clock_->advance(d);
+  settle();
+}
+
+namespace {
+
+class IsSettledMatcher : public ::testing::MatcherInterface<const ObjectMeta&> {
+ public:
+  bool MatchAndExplain(const ObjectMeta& m, ::testing::MatchResultListener* l) const override {
+    if (m.observed_generation == m.generation) return true;
+    *l << "generation " << m.generation << ", observed generation ";
+    if (m.observed_generation)
+      *l << *m.observed_generation;
+    else
+      *l << "none";
+    return false;
+  }
+  void DescribeTo(std::ostream* os) const override {
+    *os << "is settled (observed generation == generation)";
+  }
+  void DescribeNegationTo(std::ostream* os) const override {
+    *os << "is not settled (observed generation != generation)";
+  }
+};
+
+class HasConditionMatcher : public ::testing::MatcherInterface<const ObjectMeta&> {
+ public:
+  HasConditionMatcher(std::string type, ConditionStatus s) : type_(std::move(type)), status_(s) {}
+  bool MatchAndExplain(const ObjectMeta& m, ::testing::MatchResultListener* l) const override {
+    for (auto& c : m.conditions) {
+      if (c.type != type_) continue;
+      if (c.status == status_) return true;
+      *l << "its " << type_ << " condition is " << to_string(c.status);
+      return false;
+    }
+    *l << "it has no " << type_ << " condition";
+    return false;
+  }
+  void DescribeTo(std::ostream* os) const override {
+    *os << "has condition " << type_ << "=" << to_string(status_);
+  }
+  void DescribeNegationTo(std::ostream* os) const override {
+    *os << "does not have condition " << type_ << "=" << to_string(status_);
+  }
+
+ private:
+  std::string type_;
+  ConditionStatus status_;
+};
+
+}  // namespace
+
+::testing::Matcher<const ObjectMeta&> IsSettled() {
+  return ::testing::MakeMatcher(new IsSettledMatcher);
+}
+
+::testing::Matcher<const ObjectMeta&> HasCondition(std::string type, ConditionStatus s) {
+  return ::testing::MakeMatcher(new HasConditionMatcher(std::move(type), s));
+}
+
+std::string format_time(Time t) {
+  auto ms = to_millis(t);
+  auto secs = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  auto frac = ms - static_cast<std::int64_t>(secs) * 1000;
+  std::tm tm{};
+  if (!gmtime_r(&secs, &tm)) return std::to_string(ms) + " ms since the epoch";
+  std::ostringstream out;
+  out << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0')
+      << frac << 'Z';
+  return out.str();
+}
+
+}  // namespace beehive::testing
+
+namespace beehive {
+
+namespace {
+void print_time(Time t, std::ostream* os) { *os << testing::format_time(t); }
+}  // namespace
+
+void PrintTo(const GroupKind& gk, std::ostream* os) { *os << to_string(gk); }
+
+void PrintTo(const Ref& r, std::ostream* os) {
+  *os << to_string(GroupKind{r.group, r.kind}) << "/" << r.id;
+}
+
+void PrintTo(ConditionStatus s, std::ostream* os) { *os << to_string(s); }
+
+void PrintTo(const Condition& c, std::ostream* os) {
+  *os << c.type << "=" << to_string(c.status);
+  if (!c.reason.empty()) *os << " reason=" << c.reason;
+  if (!c.message.empty()) *os << " message=\"" << c.message << "\"";
+  if (c.liveness) *os << " liveness";
+}
+
+void PrintTo(ChangeType t, std::ostream* os) { *os << to_string(t); }
+
+void PrintTo(EventType t, std::ostream* os) { *os << to_string(t); }
+
+void PrintTo(const Event& e, std::ostream* os) {
+  *os << "event " << e.id << " of " << e.object_id << " " << to_string(e.type);
+  if (!e.category.empty()) *os << " category=" << e.category;
+  *os << " reason=" << e.reason << " message=\"" << e.message << "\" count=" << e.count
+      << " first_at=";
+  print_time(e.first_at, os);
+  *os << " last_at=";
+  print_time(e.last_at, os);
+}
+
+void PrintTo(const Schedule& s, std::ostream* os) {
+  if (s.next_requeue_at == Time{})
+    *os << "nothing scheduled";
+  else {
+    *os << "next reconcile at ";
+    print_time(s.next_requeue_at, os);
+  }
+}
+
+void PrintTo(const ObjectMeta& m, std::ostream* os) {
+  *os << to_string(m.group_kind()) << "/" << m.id;
+  if (m.slug) *os << " (" << *m.slug << ")";
+  *os << " generation=" << m.generation << " observed=";
+  if (m.observed_generation)
+    *os << *m.observed_generation;
+  else
+    *os << "none";
+  *os << " rv=" << m.resource_version;
+  if (m.deletion_requested_at) {
+    *os << " deleting since ";
+    print_time(*m.deletion_requested_at, os);
+  }
+  if (!m.finalizers.empty()) {
+    *os << " finalizers=[";
+    for (std::size_t i = 0; i < m.finalizers.size(); ++i)
+      *os << (i ? "," : "") << m.finalizers[i];
+    *os << "]";
+  }
+  if (!m.conditions.empty()) {
+    *os << " conditions=[";
+    for (std::size_t i = 0; i < m.conditions.size(); ++i) {
+      if (i) *os << ", ";
+      PrintTo(m.conditions[i], os);
+    }
+    *os << "]";
+  }
+}
+
+void PrintTo(errc e, std::ostream* os) { *os << "errc::" << to_string(e); }
+
+}  // namespace beehive

@@ -1,0 +1,289 @@
+// The test kit (<beehive/testing.hpp>) as a user's test uses it: TestBeehive, settle,
+// advance, the matchers and the printers. Nothing here waits by polling or sleeping:
+// every check runs right after settle() returned.
+
+#include <beehive/testing.hpp>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using namespace std::chrono_literals;
+using beehive::testing::HasCondition;
+using beehive::testing::IsSettled;
+using beehive::testing::TestBeehive;
+
+/// A controller whose passes are counted per object; `fail_first` passes of each object
+/// throw, and every successful pass reports its status and a Ready condition.
+struct Counting {
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  std::shared_ptr<std::map<ObjectID, int>> passes = std::make_shared<std::map<ObjectID, int>>();
+
+  int of(ObjectID id) const {
+    std::lock_guard lk(*mu);
+    auto it = passes->find(id);
+    return it == passes->end() ? 0 : it->second;
+  }
+
+  void register_on(Beehive& bh, int fail_first = 0, std::chrono::milliseconds requeue = 0ms,
+                   const std::vector<Option>& opts = {}) {
+    auto reconcile = [mu = mu, passes = passes, fail_first, requeue](
+                         const Context& ctx, ControllerClient<WidgetStatus>& c,
+                         const Object<WidgetSpec, WidgetStatus>& o) {
+      int n;
+      {
+        std::lock_guard lk(*mu);
+        n = ++(*passes)[o.id];
+      }
+      if (n <= fail_first) throw std::runtime_error("not yet");
+      c.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+      c.set_condition(ctx, o.id, {"Ready", ConditionStatus::True, "Up", ""});
+      return Result{requeue};
+    };
+    if (opts.empty())
+      register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind, reconcile);
+    else if (opts.size() == 1)
+      register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind, reconcile, opts[0]);
+    else
+      register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind, reconcile, opts[0], opts[1]);
+  }
+};
+
+TEST(TestingKit, SettleReturnsOnceEveryPassACreateCausedHasRun) {
+  TestBeehive t;
+  Counting c;
+  c.register_on(t.beehive());
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(w.create({}, {"red", i}).id);
+  t.settle();
+  for (auto id : ids) {
+    EXPECT_THAT(w.get({}, id), IsSettled());
+    EXPECT_THAT(w.get({}, id), HasCondition("Ready", ConditionStatus::True));
+    // One pass for the create: the status and condition writes wake nothing.
+    EXPECT_EQ(c.of(id), 1);
+  }
+}
+
+TEST(TestingKit, ABackoffRunsExactlyWhenAdvancePassesItsDueTime) {
+  TestBeehive t;
+  Counting c;
+  c.register_on(t.beehive(), /*fail_first=*/3);
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto id = w.create({}, {"red", 1}).id;
+  t.settle();
+  EXPECT_EQ(c.of(id), 1);
+  EXPECT_EQ(w.get_schedule({}, id).next_requeue_at, t.clock().now() + 1s);
+  t.advance(999ms);
+  EXPECT_EQ(c.of(id), 1);  // not due yet
+  t.advance(1ms);
+  EXPECT_EQ(c.of(id), 2);  // the 1 s retry; the next waits 2 s
+  t.advance(2s);
+  EXPECT_EQ(c.of(id), 3);
+  t.advance(3999ms);
+  EXPECT_EQ(c.of(id), 3);
+  t.advance(1ms);
+  EXPECT_EQ(c.of(id), 4);  // the 4 s retry succeeds
+  EXPECT_THAT(w.get({}, id), IsSettled());
+  t.advance(1h);  // nothing else is scheduled (the resync aside)
+  EXPECT_EQ(w.get({}, id).observed_generation, 1);
+}
+
+TEST(TestingKit, RequeueAfterAndResyncRunOnTheManualClock) {
+  TestBeehive t(with_resync_interval(1h));
+  Counting c;
+  c.register_on(t.beehive(), 0, /*requeue=*/5s);
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto id = w.create({}, {"red", 1}).id;
+  t.settle();
+  EXPECT_EQ(c.of(id), 1);
+  t.advance(4s);
+  EXPECT_EQ(c.of(id), 1);
+  t.advance(1s);
+  EXPECT_EQ(c.of(id), 2);
+  for (int i = 0; i < 10; ++i) t.advance(5s);
+  EXPECT_EQ(c.of(id), 12);
+}
+
+TEST(TestingKit, AResyncReconcilesEveryUnsettledObjectOnce) {
+  TestBeehive t(with_resync_interval(10min));
+  auto passes = std::make_shared<std::map<ObjectID, int>>();
+  auto mu = std::make_shared<std::mutex>();
+  // "settles" records its generation; "pending" never does, so each resync retries it.
+  register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind, [passes, mu](const Context& ctx, auto& c, const auto& o) {
+        {
+          std::lock_guard lk(*mu);
+          ++(*passes)[o.id];
+        }
+        if (o.spec.color == "settles") c.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+        return Result{};
+      });
+  auto count = [&](ObjectID id) {
+    std::lock_guard lk(*mu);
+    return (*passes)[id];
+  };
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto settles = w.create({}, {"settles", 1}).id;
+  auto pending = w.create({}, {"pending", 1}).id;
+  t.settle();
+  t.advance(10min - 1ms);
+  EXPECT_EQ(count(pending), 1);
+  t.advance(1ms);
+  EXPECT_EQ(count(pending), 2);
+  EXPECT_EQ(count(settles), 1);
+  t.advance(10min);
+  EXPECT_EQ(count(pending), 3);
+  EXPECT_EQ(count(settles), 1);
+}
+
+TEST(TestingKit, SettleWaitsForTheGarbageCollectorsCascade) {
+  TestBeehive t;
+  Counting c;
+  c.register_on(t.beehive());
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto owner = w.create({}, {"owner", 1}).id;
+  std::vector<ObjectID> children;
+  for (int i = 0; i < 5; ++i) children.push_back(w.create({}, {"child", i}, with_owner(owner)).id);
+  t.settle();
+  w.remove({}, owner);
+  t.settle();
+  EXPECT_TRUE(w.list({}).empty());  // the owner and, by cascade, its children are gone
+}
+
+TEST(TestingKit, AFinalizerHoldsTheObjectUntilItsControllerRemovesIt) {
+  TestBeehive t;
+  register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind, [](const Context& ctx, auto& c, const auto& o) {
+        if (o.deletion_requested_at && o.spec.color == "done")
+          c.remove_finalizer(ctx, o.id, "acme.com/cleanup");
+        return Result{};
+      });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto held = w.create({}, {"busy", 1}, with_finalizers({"acme.com/cleanup"})).id;
+  auto freed = w.create({}, {"done", 1}, with_finalizers({"acme.com/cleanup"})).id;
+  t.settle();
+  w.remove({}, held);
+  w.remove({}, freed);
+  t.settle();
+  auto left = w.list({});
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].id, held);
+  EXPECT_TRUE(left[0].deletion_requested_at.has_value());
+}
+
+TEST(TestingKit, SettleHandsEveryCommittedChangeToWatches) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto stream = w.watch_list({});
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(w.create({}, {"red", i}).id);
+  t.settle();
+  // Every change is in the stream already: reading it does not wait.
+  for (auto id : ids) {
+    auto c = stream.next_for(0ms);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->object.id, id);
+  }
+}
+
+TEST(TestingKit, SettleThrowsDeadlineExceededWhileAReconcileIsStuck) {
+  TestBeehive t;
+  std::promise<void> entered, release;
+  auto released = release.get_future().share();
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
+                                                [&](auto&, auto&, auto&) {
+                                                  entered.set_value();
+                                                  released.wait();
+                                                  return Result{};
+                                                });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  w.create({}, {"red", 1});
+  entered.get_future().wait();
+  EXPECT_ERRC(beehive::testing::settle(t.beehive(), Context{}.with_timeout(50ms)),
+              errc::deadline_exceeded);
+  release.set_value();
+  t.settle();
+}
+
+TEST(TestingKit, TheDatabaseIsRemovedWithTheTestBeehive) {
+  std::filesystem::path path;
+  {
+    TestBeehive t;
+    path = t.path();
+    Widgets(t.beehive(), widget_kind).create({}, {"red", 1});
+    EXPECT_TRUE(std::filesystem::exists(path));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path.parent_path()));
+}
+
+TEST(TestingKit, MatchersExplainWhatDiffers) {
+  ObjectMeta m;
+  m.generation = 2;
+  m.observed_generation = 1;
+  m.conditions.push_back({"Ready", ConditionStatus::False, "Down", ""});
+  EXPECT_THAT(m, ::testing::Not(IsSettled()));
+  EXPECT_THAT(m, HasCondition("Ready", ConditionStatus::False));
+  EXPECT_THAT(m, ::testing::Not(HasCondition("Ready", ConditionStatus::True)));
+  EXPECT_THAT(m, ::testing::Not(HasCondition("Synced", ConditionStatus::True)));
+  EXPECT_EQ(::testing::DescribeMatcher<const ObjectMeta&>(HasCondition("Ready",
+                                                                       ConditionStatus::True)),
+            "has condition Ready=True");
+  ::testing::StringMatchResultListener why;
+  EXPECT_FALSE(::testing::ExplainMatchResult(IsSettled(), m, &why));
+  EXPECT_EQ(why.str(), "generation 2, observed generation 1");
+  m.observed_generation = 2;
+  EXPECT_THAT(m, IsSettled());
+}
+
+TEST(TestingKit, ValuesPrintReadably) {
+  using ::testing::PrintToString;
+  auto t = from_millis(1764612245123);  // 2025-12-01T18:04:05.123Z
+  EXPECT_EQ(PrintToString(t), "2025-12-01T18:04:05.123Z");
+  EXPECT_EQ(PrintToString(std::chrono::milliseconds(1500)), "1500 ms");
+  EXPECT_EQ(PrintToString(std::chrono::seconds(2)), "2000 ms");
+  EXPECT_EQ(PrintToString(widget_kind), "Widget.acme.com");
+  EXPECT_EQ(PrintToString(Schedule{}), "nothing scheduled");
+  EXPECT_EQ(PrintToString(Schedule{t}), "next reconcile at 2025-12-01T18:04:05.123Z");
+  EXPECT_EQ(PrintToString(Condition{"Ready", ConditionStatus::True, "Up", "all good"}),
+            "Ready=True reason=Up message=\"all good\"");
+  EXPECT_EQ(PrintToString(errc::not_found), "errc::not_found");
+  Object<WidgetSpec, WidgetStatus> o;
+  o.id = 7;
+  o.group = "acme.com";
+  o.kind = "Widget";
+  o.generation = 1;
+  o.spec = {"red", 3};
+  EXPECT_EQ(PrintToString(o),
+            "Widget.acme.com/7 generation=1 observed=none rv=0 spec={\"color\":\"red\",\"size\":3} "
+            "status=none");
+  Change<WidgetSpec, WidgetStatus> c{ChangeType::Modified, o};
+  EXPECT_EQ(PrintToString(c).rfind("Modified Widget.acme.com/7", 0), 0u);
+  Event e;
+  e.id = 3;
+  e.object_id = 7;
+  e.reason = "Up";
+  e.count = 2;
+  e.first_at = t;
+  e.last_at = t;
+  EXPECT_NE(PrintToString(e).find("reason=Up"), std::string::npos);
+  EXPECT_NE(PrintToString(e).find("first_at=2025-12-01T18:04:05.123Z"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace beehive::test
