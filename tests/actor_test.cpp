@@ -404,7 +404,7 @@ TEST_F(ActorTest, AnActorWatchesEventRuns) {
     std::lock_guard lk(seen->mu);
     return seen->counts.size() == 1 && seen->counts.begin()->second == 2;
   }));
-  settle();
+  beehive::testing::settle(*bh_, ctx_);
   {
     std::lock_guard lk(seen->mu);
     EXPECT_EQ(seen->counts.size(), 1u);  // not the "other" category's run

@@ -30,10 +30,6 @@ inline bool eventually(const std::function<bool()>& pred,
   return true;
 }
 
-/// Gives asynchronous work a moment to (wrongly) happen, for "nothing more happens"
-/// checks. Not a wait for a timer: timers only move with the manual clock.
-inline void settle() { std::this_thread::sleep_for(30ms); }
-
 /// Holds the reconciles that pass through it until it opens: a reconcile body calls
 /// `pass()`, the test waits with `wait_entered()` (once) for the first to arrive, and
 /// `open()` lets every one go.
@@ -178,6 +174,10 @@ class ControllerTest : public ::testing::Test {
   }
 
   void start() { stop_ = bh_->start(ctx_); }
+
+  /// Returns once nothing is left to do at the clock's current time (the kit's exact
+  /// settle): what a check of "nothing more happens" needs, without a sleep.
+  void settle() { beehive::testing::settle(*bh_, Context{}.with_timeout(10s)); }
 
   Widgets widgets() { return Widgets(*bh_, widget_kind); }
 

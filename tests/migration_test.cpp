@@ -286,7 +286,7 @@ TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
   EXPECT_FALSE(s.next_for(30ms).has_value());
   auto stop = bh_->start(ctx_);  // the reconcile loop quarantines it
   EXPECT_TRUE(eventually([&] { return reconciles(ok.id) == 1; }));
-  settle();
+  beehive::testing::settle(*bh_, ctx_);
   EXPECT_EQ(reconciles(newer.id), 0);
   auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("quarantined Person.acme.com " + std::to_string(newer.id)), std::string::npos)

@@ -157,7 +157,14 @@ TEST_F(MisbehaveTest, StopRollsBackAWithinBlockOpenInAReconcileWithoutHanging) {
   start();
   ASSERT_TRUE(eventually([&] { return entered.load(); }));
   auto stopping = std::async(std::launch::async, [&] { stop_(ctx_.with_timeout(10s)); });
-  settle();  // the beehive is draining now
+  ASSERT_TRUE(eventually([&] {  // the beehive is draining once it refuses calls
+    try {
+      widgets().list(ctx_);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == make_error_code(errc::stopped);
+    }
+  }));
   release = true;
   ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready) << "stop hung on the open block";
   stopping.get();
