@@ -1,3 +1,4 @@
+#include <beehive/actors.hpp>
 #include <beehive/beehive.hpp>
 
 #include "runtime.hpp"
@@ -14,5 +15,7 @@ Beehive::~Beehive() {
 }
 
 Stop Beehive::start(const Context& ctx) { return rt_->start(ctx); }
+
+caf::actor_system& actor_system_of(const Beehive& bh) { return bh.runtime()->system(); }
 
 }  // namespace beehive

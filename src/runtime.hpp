@@ -35,6 +35,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   ~Runtime();
 
   store::Backend& backend() { return *backend_; }
+  /// The actor system the actors run in (the application's, or this beehive's own).
+  caf::actor_system& system() { return *sys_; }
   Clock& clock() { return *clock_; }
   /// What timers run on (see TimerClock).
   const TimerClock& timers() const { return *timers_; }

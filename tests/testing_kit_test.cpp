@@ -2,7 +2,10 @@
 // advance, the matchers and the printers. Nothing here waits by polling or sleeping:
 // every check runs right after settle() returned.
 
+#include <beehive/actors.hpp>
 #include <beehive/testing.hpp>
+
+#include <caf/scoped_actor.hpp>
 
 #include <atomic>
 #include <future>
@@ -230,6 +233,27 @@ TEST(TestingKit, TheDatabaseIsRemovedWithTheTestBeehive) {
   }
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path.parent_path()));
+}
+
+TEST(TestingKit, ATestInspectsTheActorsOfABeehiveThatOwnsItsActorSystem) {
+  TestBeehive t;  // Beehive(store): no application system to send from
+  Counting c;
+  c.register_on(t.beehive(), /*fail_first=*/1);
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto id = w.create({}, {"red", 1}).id;
+  t.settle();
+  caf::scoped_actor self{actor_system_of(t.beehive())};
+  auto controller = actor_handles(t.beehive()).controller(widget_kind);
+  ASSERT_TRUE(controller.has_value());
+  controller_state st;
+  self->request(*controller, caf::infinite, inspect_atom::value)
+      .receive([&](const controller_state& s) { st = s; },
+               [](caf::error& e) { FAIL() << caf::to_string(e); });
+  EXPECT_EQ(st.queue_length, 0u);
+  ASSERT_EQ(st.backoff.size(), 1u);  // the failed pass waits on its backoff timer
+  EXPECT_EQ(st.backoff[0].first, id);
+  EXPECT_EQ(st.backoff[0].second, 1s);
 }
 
 TEST(TestingKit, MatchersExplainWhatDiffers) {

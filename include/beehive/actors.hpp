@@ -149,6 +149,11 @@ struct ActorHandles {
 /// take them again after a request to an old one failed with `errc::stopped`).
 ActorHandles actor_handles(const Beehive& bh);
 
+/// The actor system `bh` runs in: the application's, or the one a `Beehive(store)` owns.
+/// An application or a test sends from it (`caf::scoped_actor self{actor_system_of(bh)}`)
+/// to talk to a beehive that runs in a system of its own. Valid while `bh` lives.
+caf::actor_system& actor_system_of(const Beehive& bh);
+
 template <class Dummy>
 auto Beehive::store_writer() const {
   return actor_handles(*this).store_writer;
