@@ -102,6 +102,16 @@ set(_db_dir "${CONSUMER_BINARY_DIR}/data")
 file(MAKE_DIRECTORY "${_db_dir}")
 run_step(run "${_exe}" "${_db_dir}/consumer.db")
 
+# 4b. The consumer's controller test, on the installed test kit.
+file(GLOB_RECURSE _test_exe LIST_DIRECTORIES FALSE
+  "${CONSUMER_BINARY_DIR}/beehive_consumer_tests" "${CONSUMER_BINARY_DIR}/beehive_consumer_tests.exe")
+list(FILTER _test_exe EXCLUDE REGEX "/CMakeFiles/")
+if(NOT _test_exe)
+  message(FATAL_ERROR "package_consumer: beehive_consumer_tests was not built")
+endif()
+list(GET _test_exe 0 _test_exe)
+run_step(run-tests "${_test_exe}")
+
 # 5. The same consumer, built with nothing but pkg-config.
 find_program(_pkg_config pkg-config)
 if(_pkg_config)
