@@ -61,6 +61,13 @@ class ActorTest : public ::testing::Test {
   Context ctx_;
 };
 
+/// An event filter that selects one category.
+EventFilter in_category(std::string category) {
+  EventFilter f;
+  f.category = std::move(category);
+  return f;
+}
+
 std::string spec(const std::string& color, int size) {
   return nlohmann::json(WidgetSpec{color, size}).dump();
 }
@@ -580,7 +587,7 @@ TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
   EXPECT_EQ(record("other", EventType::Normal, "Up").count, 1);          // its own timeline
   EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 1);          // a new run after Down
   cc.record_event(ctx_, o.meta.id, {"probe", EventType::Normal, "Up"});  // the blocking way
-  auto probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, {"probe"}});
+  auto probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, in_category("probe")});
   ASSERT_EQ(probe.size(), 3u);
   EXPECT_EQ(probe[0].count, 2);
   EXPECT_EQ(probe[0].reason, "Up");
@@ -590,11 +597,13 @@ TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
   }));
   // A sweep keeps the two newest runs of each (object, category).
   EXPECT_EQ(ask<int>(log, sweep_atom::value), 1);
-  probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, {"probe"}});
+  probe = ask<std::vector<Event>>(log, list_events_request{o.meta.id, in_category("probe")});
   ASSERT_EQ(probe.size(), 2u);
   EXPECT_EQ(probe[0].reason, "Up");
   EXPECT_EQ(probe[1].reason, "Down");
-  EXPECT_EQ(ask<std::vector<Event>>(log, list_events_request{o.meta.id, {"other"}}).size(), 1u);
+  EXPECT_EQ(
+      ask<std::vector<Event>>(log, list_events_request{o.meta.id, in_category("other")}).size(),
+      1u);
   auto st = state();
   EXPECT_GE(st.sweeps, 2u);
   EXPECT_EQ(st.trimmed, 1u);
@@ -832,7 +841,7 @@ TEST_F(ActorTest, MessagesSerializeAndPrint) {
   ASSERT_TRUE(back_trim.match_elements<trim_events_request>());
   EXPECT_EQ(back_trim.get_as<trim_events_request>(0).retention[0].second.max_age,
             std::chrono::milliseconds(1h));
-  list_events_request list{7, {std::string("c")}};
+  list_events_request list{7, in_category("c")};
   list.filter.limit = 5;
   auto back_list = round_trip(caf::make_message(list));
   ASSERT_TRUE(back_list.match_elements<list_events_request>());

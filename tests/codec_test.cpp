@@ -3,6 +3,10 @@
 
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
@@ -80,6 +84,52 @@ TEST_F(CodecTest, GetOrCreateThatDoesNotRoundTripCreatesNothing) {
   EXPECT_ERRC(c.get_by_slug(ctx_, "g"), errc::not_found);
   EXPECT_ERRC(c.create_or_update(ctx_, "g2", PickySpec{-1}), errc::decode);
   EXPECT_ERRC(c.get_by_slug(ctx_, "g2"), errc::not_found);
+}
+
+/// Records the thread every decoding of a value of this type runs on.
+struct DecodedWhere {
+  static inline std::mutex mu;
+  static inline std::vector<std::thread::id> threads;
+  static void record() {
+    std::lock_guard lk(mu);
+    threads.push_back(std::this_thread::get_id());
+  }
+  static std::vector<std::thread::id> take() {
+    std::lock_guard lk(mu);
+    return std::exchange(threads, {});
+  }
+};
+struct TracedValue {
+  int v = 0;
+};
+void to_json(nlohmann::json& j, const TracedValue& t) { j = {{"v", t.v}}; }
+void from_json(const nlohmann::json& j, TracedValue& t) {
+  DecodedWhere::record();
+  t.v = j.at("v").get<int>();
+}
+
+TEST_F(CodecTest, TheCallersValuesAreDecodedOnTheCallersThread) {
+  // The writer thread runs transactions, not the application's from_json: a value the
+  // caller writes is decoded (its round trip checked) before it is handed over.
+  auto cc = register_controller<TracedValue, TracedValue>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Client<TracedValue, TracedValue> c(bh(), widget_kind);
+  auto o = c.create(ctx_, {1}, with_slug("t"));
+  EXPECT_EQ(c.update(ctx_, o.id, {2}).spec.v, 2);
+  EXPECT_EQ(c.create_or_update(ctx_, "t", {3}).spec.v, 3);
+  EXPECT_EQ(c.create_or_update(ctx_, "u", {4}).spec.v, 4);
+  auto [created, was_new] = c.get_or_create(ctx_, "v", {5});
+  EXPECT_TRUE(was_new);
+  EXPECT_EQ(created.spec.v, 5);
+  auto [existing, again] = c.get_or_create(ctx_, "v", {6});
+  EXPECT_FALSE(again);
+  EXPECT_EQ(existing.spec.v, 5);  // the stored one, decoded here: nothing was written
+  cc.update_status(ctx_, o.id, 3, {7});
+  auto here = std::this_thread::get_id();
+  auto threads = DecodedWhere::take();
+  EXPECT_FALSE(threads.empty());
+  for (auto& t : threads) EXPECT_EQ(t, here);
+  EXPECT_EQ(c.get(ctx_, o.id).status->v, 7);
 }
 
 TEST_F(CodecTest, UnencodableSpecIsInvalidArgumentAndWritesNothing) {

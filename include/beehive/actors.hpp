@@ -10,9 +10,14 @@
 /// send without blocking:
 ///
 ///   self->request(bh.store_writer(), caf::infinite,
-///                 beehive::create_request{{"acme.com", "Widget"}, R"({"size":3})"})
+///                 beehive::make_create(widget_kind, WidgetSpec{3}, "small"))
 ///       .then([](const beehive::ObjectRow& row) { ... },
 ///             [](caf::error& err) { auto code = beehive::to_errc(err); ... });
+///
+/// `make_create<Spec>` and its siblings encode the application's types as the Client
+/// does; a request may also carry JSON text itself. Either way the store_writer checks it
+/// as the facade checks its calls and writes it at the kind's schema version unless the
+/// request names one. `actor_handles(bh)` returns every actor's handle at once.
 ///
 /// Writes and reads go to the store_writer (it hands reads to a reader on the read
 /// connections), watches to the watch_hub, requeue and schedules to the kind's controller,

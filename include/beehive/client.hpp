@@ -68,9 +68,13 @@ class Client {
 
   /// Updates the object holding `slug`, or creates it; atomic under concurrency.
   ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec) const {
-    Decoded out;
-    core_.create_or_update(ctx, slug, detail::encode(spec), out.check(core_.migrator()));
-    return out.take();
+    auto text = detail::encode(spec);
+    // The stored spec will be these bytes (see create): decoded here, off the writer's
+    // thread; only the stored status is decoded inside the transaction.
+    auto typed = detail::decode<Spec>(text);
+    StoredStatus status;
+    auto row = core_.create_or_update(ctx, slug, std::move(text), status.check(core_.migrator()));
+    return status.object(std::move(row), std::move(typed), core_.migrator());
   }
 
   /// Returns the object holding `slug` untouched (second: false), or creates it with
@@ -79,18 +83,27 @@ class Client {
   template <class... Opts>
   std::pair<ObjectType, bool> get_or_create(const Context& ctx, std::string_view slug,
                                             const Spec& spec, Opts&&... opts) const {
-    Decoded out;
+    auto text = detail::encode(spec);
+    // A new row holds these bytes (see create); an existing one is returned untouched,
+    // nothing written, so its decoding needs no transaction: both happen on this thread.
+    auto typed = detail::decode<Spec>(text);
     auto [row, created] =
-        core_.get_or_create(ctx, slug, detail::encode(spec), {Option(std::forward<Opts>(opts))...},
-                            out.check(core_.migrator()));
-    return {out.take(), created};
+        core_.get_or_create(ctx, slug, std::move(text), {Option(std::forward<Opts>(opts))...}, {});
+    if (!created)
+      return {detail::decode_object<Spec, Status>(std::move(row), core_.migrator()), false};
+    ObjectType out;
+    out.spec = std::move(typed);
+    static_cast<ObjectMeta&>(out) = std::move(row.meta);
+    return {std::move(out), true};
   }
 
   /// Replaces the spec; generation moves only when the spec really changes.
   ObjectType update(const Context& ctx, ObjectID id, const Spec& spec) const {
-    Decoded out;
-    core_.update(ctx, id, detail::encode(spec), out.check(core_.migrator()));
-    return out.take();
+    auto text = detail::encode(spec);
+    auto typed = detail::decode<Spec>(text);  // as in create_or_update
+    StoredStatus status;
+    auto row = core_.update(ctx, id, std::move(text), status.check(core_.migrator()));
+    return status.object(std::move(row), std::move(typed), core_.migrator());
   }
 
   template <class... Loads>
@@ -257,20 +270,34 @@ class Client {
     return Stream<Change<Spec, Status>>(std::move(c), std::move(convert));
   }
 
-  // Receives the object the writer decoded inside the transaction, so the caller does
-  // not decode it a second time.
-  class Decoded {
+  // The stored status of a spec write, decoded inside the transaction: a status this
+  // build cannot read (a newer schema version, a migrator or from_json that throws) rolls
+  // the write back, as the write never happened. The caller then does not decode it again.
+  class StoredStatus {
    public:
     detail::RowCheck check(const Migrator* m) {
       return [slot = slot_, m](const ObjectRow& row) {
-        *slot = detail::decode_object<Spec, Status>(row, m);
+        *slot = row.status ? std::optional<Status>(detail::from_json_value<Status>(
+                                 detail::load_blob(*row.status, row.status_version, m, false)))
+                           : std::nullopt;
       };
     }
-    ObjectType take() { return std::move(**slot_); }
+    /// The written object: its metadata from `row`, its spec the caller's.
+    ObjectType object(ObjectRow row, Spec spec, const Migrator* m) {
+      ObjectType out;
+      out.spec = std::move(spec);
+      if (*slot_)
+        out.status = std::move(**slot_);
+      else if (row.status)  // not checked (it always is): decode it here
+        out.status = detail::from_json_value<Status>(
+            detail::load_blob(*row.status, row.status_version, m, false));
+      static_cast<ObjectMeta&>(out) = std::move(row.meta);
+      return out;
+    }
 
    private:
-    std::shared_ptr<std::optional<ObjectType>> slot_ =
-        std::make_shared<std::optional<ObjectType>>();
+    std::shared_ptr<std::optional<std::optional<Status>>> slot_ =
+        std::make_shared<std::optional<std::optional<Status>>>();
   };
 
   detail::ClientCore core_;

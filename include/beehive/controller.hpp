@@ -60,12 +60,12 @@ class ControllerClient {
   /// `observed_generation_future`; an older one leaves the object unsettled.
   void update_status(const Context& ctx, ObjectID id, std::int64_t observed_generation,
                      const Status& status) const {
-    core_.update_status(ctx, id, observed_generation, detail::encode(status),
-                        [m = core_.migrator()](const ObjectRow& row) {
-                          if (row.status)
-                            detail::from_json_value<Status>(
-                                detail::load_blob(*row.status, row.status_version, m, false));
-                        });
+    auto text = detail::encode(status);
+    // The stored status will be these bytes at the kind's version: decoding them here
+    // refuses a status that does not round-trip before anything is written, and keeps
+    // the application's from_json off the writer's thread.
+    detail::decode<Status>(text);
+    core_.update_status(ctx, id, observed_generation, std::move(text), {});
   }
 
   /// Sets the condition of `c.type`; an identical, current condition writes nothing.

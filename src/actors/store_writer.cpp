@@ -237,6 +237,8 @@ struct WriteHandler {
       ready = store::prepare_request(r, st.cfg->schema_versions);
     } catch (const Error& e) {
       refused = e;
+    } catch (const std::exception& e) {
+      refused = Error(errc::store, e.what());
     }
     return answer<Reply>(self, [&st, ready = std::move(ready), refused]() -> Reply {
       if (refused) throw *refused;

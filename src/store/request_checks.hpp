@@ -9,40 +9,51 @@
 //
 // Pure functions over plain values: any thread.
 
+#include <concepts>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <beehive/actor/requests.hpp>
+#include <beehive/condition.hpp>
+#include <beehive/detail/codec.hpp>
+#include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
 
 #include "store/write_engine.hpp"
 
 namespace beehive::store {
 
+void check_kind(const GroupKind& gk);
+void check_text(const std::string& text, std::string_view what);
+void check_text(const std::optional<std::string>& text, std::string_view what);
+void check_condition(const Condition& c);
+void check_event(const EventSpec& e);
+void check_filter(const EventFilter& f);
+
 /// Throws Error(errc::invalid_argument) for a request the facade would have refused.
-void check_request(const create_request& r);
-void check_request(const update_request& r);
-void check_request(const create_or_update_request& r);
-void check_request(const get_or_create_request& r);
-void check_request(const remove_request& r);
-void check_request(const remove_by_slug_request& r);
-void check_request(const update_status_request& r);
-void check_request(const set_condition_request& r);
-void check_request(const remove_condition_request& r);
-void check_request(const remove_finalizer_request& r);
-void check_request(const add_dependency_request& r);
-void check_request(const remove_dependency_request& r);
-void check_request(const record_event_request& r);
-/// Beehive's own requests (gc, event_log) need no check.
-inline void check_request(const collect_request&) {}
-inline void check_request(const trim_events_request&) {}
-void check_request(const get_request& r);
-void check_request(const get_by_slug_request& r);
-void check_request(const list_request& r);
-inline void check_request(const relation_request&) {}
-inline void check_request(const has_incoming_refs_request&) {}
-void check_request(const list_events_request& r);
+/// The checks follow the request's fields, so that a new request is checked like the
+/// others without a line here: a kind, slugs and finalizers must be UTF-8, a spec or
+/// status JSON text nested at most max_json_depth deep, a condition or event as the
+/// facade takes them, an event filter's text UTF-8.
+template <class Request>
+void check_request(const Request& r) {
+  if constexpr (requires { r.gk; }) check_kind(r.gk);
+  if constexpr (requires { r.slug; }) check_text(r.slug, "slug");
+  if constexpr (requires { r.finalizers; })
+    for (auto& f : r.finalizers) check_text(f, "finalizer");
+  if constexpr (requires { r.finalizer; }) check_text(r.finalizer, "finalizer");
+  if constexpr (requires { r.spec; }) detail::require_json_text(r.spec, "spec");
+  if constexpr (requires { r.status; }) detail::require_json_text(r.status, "status");
+  if constexpr (requires { r.condition; }) check_condition(r.condition);
+  if constexpr (requires {
+                  { r.type } -> std::convertible_to<std::string_view>;
+                })
+    check_text(r.type, "condition type");
+  if constexpr (requires { r.event; }) check_event(r.event);
+  if constexpr (requires { r.filter; }) check_filter(r.filter);
+}
 
 /// The kind's schema versions, for a request that leaves them unset.
 using SchemaVersionsOf = std::function<SchemaVersions(const GroupKind&)>;

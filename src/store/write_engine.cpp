@@ -164,14 +164,10 @@ void WriteEngine::check_size(const WriteOp& op) const {
   };
   std::visit(
       [&](const auto& r) {
-        using R = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<R, create_request> || std::is_same_v<R, update_request> ||
-                      std::is_same_v<R, create_or_update_request> ||
-                      std::is_same_v<R, get_or_create_request>)
-          require(r.spec.size(), limit, "a spec");
-        else if constexpr (std::is_same_v<R, update_status_request>)
-          require(r.status.size(), limit, "a status");
-        else if constexpr (std::is_same_v<R, record_event_request>) {
+        // By field, so that a new request carrying a spec, status or event is bounded too.
+        if constexpr (requires { r.spec; }) require(r.spec.size(), limit, "a spec");
+        if constexpr (requires { r.status; }) require(r.status.size(), limit, "a status");
+        if constexpr (requires { r.event; }) {
           require(r.event.message.size(), max_event_message_bytes, "an event message");
           if (!r.event.detail.is_null())
             require(detail::dump_json(r.event.detail).size(), max_event_detail_bytes,

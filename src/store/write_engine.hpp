@@ -121,24 +121,24 @@ struct SchemaVersions {
   int status = 0;
 };
 
+/// with_max_object_bytes' default, and the bounds on event runs.
+inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
+inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
+inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
+
 struct WriteEngineConfig {
   std::unique_ptr<Writer> writer;
   std::shared_ptr<Clock> clock;
   /// Null: no metrics, and no clock reads for them.
   std::shared_ptr<MetricsSink> metrics;
   /// The largest spec, and status, a write may store (with_max_object_bytes).
-  std::size_t max_object_bytes = 8 * 1024 * 1024;
+  std::size_t max_object_bytes = default_max_object_bytes;
   /// Remember this engine's own commits, to tell other processes' apart (see
   /// publish_foreign_commits).
   bool watch_foreign_commits = true;
   /// Receives the record of every commit that changed something, right after it.
   std::function<void(const commit_record&)> publish;
 };
-
-/// with_max_object_bytes' default, and the bounds on event runs.
-inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
-inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
-inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
 
 class WriteEngine {
  public:
