@@ -1,12 +1,13 @@
 #!/bin/sh
-# Smoke test of examples/metrics_http (ctest: example_metrics_http): runs it with
-# --serve-once on a free port, fetches /metrics once with curl and checks the exposition.
+# Smoke test of examples/metrics_http (ctest: example_metrics_http): runs it on a free
+# port for a few seconds, fetches /metrics once with curl, checks the exposition and that
+# the example then exits cleanly.
 #   metrics_http_smoke.sh <metrics_http executable> <curl>
 set -u
 exe=$1
 curl=$2
 rm -f port.txt
-"$exe" --port 0 --serve-once --port-file port.txt &
+"$exe" --port 0 --serve-for 5 --port-file port.txt &
 pid=$!
 tries=0
 while [ ! -s port.txt ]; do
@@ -30,10 +31,13 @@ if ! out=$("$curl" -sS --max-time 10 "http://127.0.0.1:$port/metrics"); then
 fi
 wait "$pid" || { echo "metrics_http failed"; exit 1; }
 printf '%s\n' "$out"
-printf '%s\n' "$out" | grep -q '^# TYPE beehive_reconcile_total counter$' || exit 1
-printf '%s\n' "$out" |
-  grep -q '^beehive_reconcile_total{kind="Job.demo.example.com",result="success"} 3$' || exit 1
-printf '%s\n' "$out" | grep -q '^beehive_workqueue_retries_total{kind="Job.demo.example.com"} 1$' ||
-  exit 1
-printf '%s\n' "$out" | grep -q '^beehive_store_write_duration_seconds_bucket{le="+Inf"} ' || exit 1
+expect() {
+  printf '%s\n' "$out" | grep -q "$1" || { echo "missing: $1"; exit 1; }
+}
+expect '^# TYPE controller_runtime_reconcile_total counter$'
+expect '^controller_runtime_reconcile_total{controller="Job.demo.example.com",result="success"} 3$'
+expect '^controller_runtime_reconcile_total{controller="Job.demo.example.com",result="error"} 1$'
+expect '^workqueue_retries_total{name="Job.demo.example.com"} 1$'
+expect '^beehive_objects{kind="Job.demo.example.com"} 3$'
+expect '^beehive_commit_seconds_bucket{le="+Inf"} '
 echo "metrics_http smoke test passed"

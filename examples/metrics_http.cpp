@@ -1,31 +1,22 @@
-// Metrics over HTTP: a beehive reporting to PrometheusMetrics, and a tiny HTTP server
-// (plain POSIX sockets, one request at a time) that serves its text exposition at
-// http://127.0.0.1:<port>/metrics for Prometheus to scrape.
+// Metrics over HTTP: a beehive reporting to PrometheusMetrics, served by
+// `PrometheusMetrics::serve` at http://127.0.0.1:<port>/metrics for Prometheus to scrape.
 //
-//   metrics_http [--port N] [--serve-once] [--port-file PATH]
+//   metrics_http [--port N] [--serve-for SECONDS] [--port-file PATH]
 //
-//   --port N          listen on 127.0.0.1:N (default 9464; 0 picks a free port)
-//   --serve-once      answer one request, then stop (gives up after 20 s without one)
-//   --port-file PATH  write the port listened on to PATH once listening
+//   --port N             listen on 127.0.0.1:N (default 9464; 0 picks a free port)
+//   --serve-for SECONDS  serve that long, then stop (default: until killed)
+//   --port-file PATH     write the port listened on to PATH once listening
 //
 // It registers a controller for demo.example.com/Job, creates three jobs (one of which
 // fails its first reconcile, so the error and retry series show up), waits until all three
-// have reconciled successfully, then serves. `ctest -L example` runs it with
-// --serve-once and fetches the page with curl (cmake/metrics_http_smoke.sh).
+// have reconciled successfully, then serves. `ctest -L example` runs it on a free port
+// and fetches the page with curl (cmake/metrics_http_smoke.sh).
 //
 // The database is ./var/metrics_http.db, recreated on every run.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -51,7 +42,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(JobStatus, done)
 
 struct Args {
   int port = 9464;  // the default of OpenTelemetry's Prometheus exporter
-  bool serve_once = false;
+  int serve_for = -1;
   std::string port_file;
 };
 
@@ -61,68 +52,16 @@ Args parse(int argc, char** argv) {
     std::string_view arg = argv[i];
     if (arg == "--port" && i + 1 < argc)
       a.port = std::atoi(argv[++i]);
-    else if (arg == "--serve-once")
-      a.serve_once = true;
+    else if (arg == "--serve-for" && i + 1 < argc)
+      a.serve_for = std::atoi(argv[++i]);
     else if (arg == "--port-file" && i + 1 < argc)
       a.port_file = argv[++i];
     else {
-      std::cerr << "usage: metrics_http [--port N] [--serve-once] [--port-file PATH]\n";
+      std::cerr << "usage: metrics_http [--port N] [--serve-for SECONDS] [--port-file PATH]\n";
       std::exit(2);
     }
   }
   return a;
-}
-
-/// A listening socket on 127.0.0.1; returns the descriptor and the port bound.
-std::pair<int, int> listen_local(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // never exposed beyond this host
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0 || ::listen(fd, 16) < 0) {
-    auto err = std::string(std::strerror(errno));
-    ::close(fd);
-    throw std::runtime_error("bind/listen 127.0.0.1:" + std::to_string(port) + ": " + err);
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  return {fd, ntohs(addr.sin_port)};
-}
-
-void send_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    auto n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return;  // the client went away
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
-/// Reads one request head and answers it: GET /metrics (or /) gets the exposition.
-void serve_one(int client, const beehive::PrometheusMetrics& metrics) {
-  std::string request;
-  char buf[1024];
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
-    pollfd p{client, POLLIN, 0};
-    if (::poll(&p, 1, 5000) <= 0) return;  // a silent client does not hold us
-    auto n = ::recv(client, buf, sizeof buf, 0);
-    if (n <= 0) return;
-    request.append(buf, static_cast<std::size_t>(n));
-  }
-  auto line = request.substr(0, request.find("\r\n"));
-  std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
-  if (line.rfind("GET /metrics ", 0) == 0 || line.rfind("GET / ", 0) == 0) {
-    body = metrics.text();
-  } else {
-    status = "404 Not Found";
-    type = "text/plain; charset=utf-8";
-    body = "try GET /metrics\n";
-  }
-  send_all(client, "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " +
-                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
 }
 
 int main(int argc, char** argv) try {
@@ -133,7 +72,7 @@ int main(int argc, char** argv) try {
   std::filesystem::remove("var/metrics_http.db-shm");
   auto store = beehive::sqlite::open("var/metrics_http.db");
 
-  // The sink: given to the Beehive, read by the HTTP handler.
+  // The sink: given to the Beehive, and serving its own /metrics endpoint.
   auto metrics = std::make_shared<beehive::PrometheusMetrics>();
   beehive::Beehive bh(store, beehive::with_metrics(metrics));
 
@@ -153,7 +92,8 @@ int main(int argc, char** argv) try {
   for (auto image : {"busybox:1", "alpine:3", "flaky:1"}) jobs.create({}, JobSpec{image});
 
   // Bounded wait: every job reconciled successfully once (the flaky one after its retry).
-  const beehive::MetricLabels success{{"kind", "Job.demo.example.com"}, {"result", "success"}};
+  const beehive::MetricLabels success{{"controller", "Job.demo.example.com"},
+                                      {"result", "success"}};
   auto until = std::chrono::steady_clock::now() + 15s;
   while (metrics->value(beehive::metric::reconcile_total, success) < 3) {
     if (std::chrono::steady_clock::now() > until) {
@@ -163,31 +103,19 @@ int main(int argc, char** argv) try {
     std::this_thread::sleep_for(10ms);
   }
 
-  auto [fd, port] = listen_local(args.port);
+  // The one call that turns the endpoint on; it serves until `metrics` is destroyed.
+  metrics->serve("127.0.0.1:" + std::to_string(args.port));
   if (!args.port_file.empty()) {
     // Written whole, then renamed: a reader polling for it never sees half a number.
     auto tmp = args.port_file + ".tmp";
-    std::ofstream(tmp) << port << "\n";
+    std::ofstream(tmp) << metrics->port() << "\n";
     std::filesystem::rename(tmp, args.port_file);
   }
-  std::cout << "serving http://127.0.0.1:" << port << "/metrics" << std::endl;
+  std::cout << "serving http://127.0.0.1:" << metrics->port() << "/metrics" << std::endl;
 
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, args.serve_once ? 20000 : -1);
-    if (ready <= 0) {
-      std::cerr << "no request within 20 s\n";
-      ::close(fd);
-      stop(beehive::Context{}.with_timeout(10s));
-      return 1;
-    }
-    int client = ::accept(fd, nullptr, nullptr);
-    if (client < 0) continue;
-    serve_one(client, *metrics);
-    ::close(client);
-    if (args.serve_once) break;
-  }
-  ::close(fd);
+  if (args.serve_for < 0)
+    for (;;) std::this_thread::sleep_for(1h);
+  std::this_thread::sleep_for(std::chrono::seconds(args.serve_for));
   stop(beehive::Context{}.with_timeout(10s));
   return 0;
 } catch (const std::exception& e) {

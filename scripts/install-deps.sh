@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
   g++ make cmake ninja-build pkg-config curl
-  libcaf-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev
+  libcaf-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
 )
 if [ $# -gt 0 ]; then

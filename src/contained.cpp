@@ -19,10 +19,28 @@ class ContainedSink final : public MetricsSink {
     } catch (...) {
     }
   }
-  void histogram_observe(std::string_view name, const MetricLabels& labels,
-                         double value) override {
+  void histogram_observe(std::string_view name, const MetricLabels& labels, double value) override {
     try {
       sink_->histogram_observe(name, labels, value);
+    } catch (...) {
+    }
+  }
+  void declare(std::string_view name, MetricType type, const MetricLabels& labels) override {
+    try {
+      sink_->declare(name, type, labels);
+    } catch (...) {
+    }
+  }
+  void work_started(const MetricLabels& queue, std::int64_t id,
+                    std::chrono::steady_clock::time_point at) override {
+    try {
+      sink_->work_started(queue, id, at);
+    } catch (...) {
+    }
+  }
+  void work_finished(const MetricLabels& queue, std::int64_t id) override {
+    try {
+      sink_->work_finished(queue, id);
     } catch (...) {
     }
   }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "context_internal.hpp"
+#include "metrics/store_metrics.hpp"
 #include "transaction.hpp"
 
 namespace beehive::detail {
@@ -72,6 +73,7 @@ Runtime::Runtime(caf::actor_system* sys, std::shared_ptr<Store> store,
   services_.timers = timers_;
   services_.logger = logger_;
   services_.metrics = settings_.metrics;
+  if (services_.metrics) declare_store_metrics(*services_.metrics);
   auto cfg = std::make_shared<RootConfig>();
   cfg->services = services_;
   cfg->clock = clock_;
@@ -279,7 +281,8 @@ void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vect
     s.resync = *r;
   entry->event_retention = kind_opts.event_retention;
   entry->migrator = kind_opts.migrator;
-  if (settings_.metrics) entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk);
+  if (settings_.metrics)
+    entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk, s.concurrency);
   for (auto r : {settings_.max_retry_interval, kind_opts.max_retry_interval})
     if (r && r->count() > 0) s.max_retry = *r;
   std::lock_guard k(kinds_mu_);

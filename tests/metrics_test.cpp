@@ -1,7 +1,15 @@
-// with_metrics: what the controllers and the store writer report, and the Prometheus
-// text PrometheusMetrics renders from it. Time moves only through the manual clock;
-// durations measured on the steady clock are checked by count, never by value.
+// with_metrics: what the controllers, the store writer and the watch hub report (the
+// series named after controller-runtime's, plus beehive's own), the Prometheus text
+// PrometheusMetrics renders from it (prometheus-cpp), and its HTTP endpoint. Time moves
+// only through the manual clock; durations measured on the steady clock are checked by
+// count, never by value.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <future>
 #include <map>
 #include <set>
@@ -16,7 +24,7 @@ namespace {
 class RecordingSink : public MetricsSink {
  public:
   struct Call {
-    char type;  // 'c'ounter, 'g'auge, 'h'istogram
+    char type;  // 'c'ounter, 'g'auge, 'h'istogram, 'd'eclared, work 's'tarted, 'f'inished
     std::string name;
     MetricLabels labels;
     double value;
@@ -29,6 +37,16 @@ class RecordingSink : public MetricsSink {
   }
   void histogram_observe(std::string_view n, const MetricLabels& l, double v) override {
     add('h', n, l, v);
+  }
+  void declare(std::string_view n, MetricType t, const MetricLabels& l) override {
+    add('d', n, l, static_cast<double>(t));
+  }
+  void work_started(const MetricLabels& q, std::int64_t id,
+                    std::chrono::steady_clock::time_point) override {
+    add('s', "", q, static_cast<double>(id));
+  }
+  void work_finished(const MetricLabels& q, std::int64_t id) override {
+    add('f', "", q, static_cast<double>(id));
   }
   std::vector<Call> calls() const {
     std::lock_guard lk(mu_);
@@ -64,12 +82,17 @@ class RecordingSink : public MetricsSink {
   std::vector<Call> calls_;
 };
 
-const MetricLabels widget_labels{{"kind", "Widget.acme.com"}};
-MetricLabels result(const char* r) { return {{"kind", "Widget.acme.com"}, {"result", r}}; }
+/// The label sets of the widget kind: controller-runtime labels a controller's series
+/// `controller` and its work queue's `name`; beehive's own per-kind series carry `kind`.
+const MetricLabels widget_controller{{"controller", "Widget.acme.com"}};
+const MetricLabels widget_queue{{"name", "Widget.acme.com"}};
+const MetricLabels widget_kind_labels{{"kind", "Widget.acme.com"}};
+MetricLabels result(const char* r) { return {{"controller", "Widget.acme.com"}, {"result", r}}; }
 
-/// The known workload: 3 widgets that succeed, one ("flaky") that throws once and then
-/// succeeds after its 1 s backoff, one ("later") that asks for requeue_after 5 s once.
-/// That is 7 passes: success 5, error 1, requeue 1; one retry.
+/// The known workload: 3 widgets that succeed (the first also writes its status, so it
+/// settles), one ("flaky") that throws once and then succeeds after its 1 s backoff, one
+/// ("later") that asks for requeue_after 5 s once. That is 7 passes: success 5, error 1,
+/// requeue_after 1; one retry; 7 adds to the queue; 5 objects, 4 of them unsettled.
 class MetricsTest : public ControllerTest {
  protected:
   /// The flaky widget's expected failure is not worth a line on stderr.
@@ -78,10 +101,12 @@ class MetricsTest : public ControllerTest {
   void run_workload(const std::function<double(const MetricLabels&)>& reconciles) {
     auto flaky_failed = std::make_shared<std::atomic<bool>>(false);
     auto later_requeued = std::make_shared<std::atomic<bool>>(false);
-    recorder_->set_body([=](auto&, auto&, auto& o) -> Result {
+    recorder_->set_body([=](auto& ctx, auto& cc, auto& o) -> Result {
       if (o.spec.color == "flaky" && !flaky_failed->exchange(true))
         throw std::runtime_error("first try fails");
       if (o.spec.color == "later" && !later_requeued->exchange(true)) return Result{5s};
+      if (o.spec.color == "ok" && o.spec.size == 0)
+        cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
       return {};
     });
     register_widgets(with_resync_interval(0ms));
@@ -89,7 +114,7 @@ class MetricsTest : public ControllerTest {
     for (int i = 0; i < 3; ++i) w.create(ctx_, {"ok", i});
     auto flaky = w.create(ctx_, {"flaky", 0});
     auto later = w.create(ctx_, {"later", 0});
-    writes_ = 5;
+    writes_ = 6;
     auto t0 = clock_->now();
     start();
     ASSERT_TRUE(eventually([&] { return recorder_->total() == 5; }));
@@ -102,7 +127,7 @@ class MetricsTest : public ControllerTest {
     // Reported by the worker after the pass returns: wait for the counts, not the calls.
     ASSERT_TRUE(eventually([&] {
       auto passes = reconciles(result("success")) + reconciles(result("error")) +
-                    reconciles(result("requeue"));
+                    reconciles(result("requeue_after"));
       return passes == 7;
     }));
     settle();
@@ -110,107 +135,6 @@ class MetricsTest : public ControllerTest {
   }
   int writes_ = 0;
 };
-
-TEST_F(MetricsTest, RecordingSinkSeesEveryReconcileRetryAndTransaction) {
-  auto sink = std::make_shared<RecordingSink>();
-  open(with_metrics(sink), quiet());
-  run_workload([&](const MetricLabels& l) { return sink->counter(metric::reconcile_total, l); });
-
-  EXPECT_EQ(sink->counter(metric::reconcile_total, result("success")), 5);
-  EXPECT_EQ(sink->counter(metric::reconcile_total, result("error")), 1);
-  EXPECT_EQ(sink->counter(metric::reconcile_total, result("requeue")), 1);
-  EXPECT_EQ(sink->counter(metric::workqueue_retries_total, widget_labels), 1);
-  EXPECT_EQ(sink->of('h', metric::reconcile_duration).size(), 7u);
-  EXPECT_EQ(sink->of('h', metric::workqueue_queue_duration).size(), 7u);
-  for (auto& c : sink->of('h', metric::reconcile_duration)) {
-    EXPECT_EQ(c.labels, widget_labels);
-    EXPECT_GE(c.value, 0);
-  }
-  // Nothing moved the clock while an id waited: every queue wait is zero.
-  for (auto& c : sink->of('h', metric::workqueue_queue_duration)) EXPECT_EQ(c.value, 0);
-  EXPECT_TRUE(eventually([&] {
-    return sink->gauge(metric::workqueue_depth, widget_labels) == 0 &&
-           sink->gauge(metric::active_workers, widget_labels) == 0;
-  }));
-  // At start all 5 were listed before the first dispatch took one: depth 4 was reported.
-  double max_depth = 0;
-  for (auto& c : sink->of('g', metric::workqueue_depth)) max_depth = std::max(max_depth, c.value);
-  EXPECT_GE(max_depth, 4);
-  auto txns = sink->counter(metric::store_transactions_total, {});
-  EXPECT_GE(txns, writes_);
-  EXPECT_EQ(static_cast<double>(sink->of('h', metric::store_write_duration).size()), txns);
-}
-
-TEST_F(MetricsTest, PrometheusMetricsAggregatesTheWorkload) {
-  auto prom = std::make_shared<PrometheusMetrics>();
-  open(with_metrics(prom), quiet());
-  run_workload([&](const MetricLabels& l) { return prom->value(metric::reconcile_total, l); });
-
-  EXPECT_EQ(prom->value(metric::reconcile_total, result("success")), 5);
-  EXPECT_EQ(prom->value(metric::reconcile_total, result("error")), 1);
-  EXPECT_EQ(prom->value(metric::reconcile_total, result("requeue")), 1);
-  EXPECT_EQ(prom->value(metric::workqueue_retries_total, widget_labels), 1);
-  EXPECT_EQ(prom->histogram(metric::reconcile_duration, widget_labels).count, 7u);
-  auto waits = prom->histogram(metric::workqueue_queue_duration, widget_labels);
-  EXPECT_EQ(waits.count, 7u);
-  EXPECT_EQ(waits.sum, 0);
-  EXPECT_TRUE(eventually([&] {
-    return prom->value(metric::workqueue_depth, widget_labels) == 0 &&
-           prom->value(metric::active_workers, widget_labels) == 0;
-  }));
-  auto txns = prom->value(metric::store_transactions_total, {});
-  EXPECT_GE(txns, writes_);
-  EXPECT_EQ(static_cast<double>(prom->histogram(metric::store_write_duration, {}).count), txns);
-
-  auto text = prom->text();
-  EXPECT_NE(text.find("# TYPE beehive_reconcile_total counter\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("beehive_reconcile_total{kind=\"Widget.acme.com\",result=\"success\"} 5\n"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("# TYPE beehive_reconcile_duration_seconds histogram\n"), std::string::npos);
-  EXPECT_NE(text.find("beehive_reconcile_duration_seconds_count{kind=\"Widget.acme.com\"} 7\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("beehive_workqueue_depth{kind=\"Widget.acme.com\"} 0\n"), std::string::npos);
-  EXPECT_NE(text.find("# TYPE beehive_store_write_duration_seconds histogram\n"),
-            std::string::npos);
-}
-
-/// Queue wait is on the Beehive's clock: an id that waits while the test moves time
-/// 3 s waited exactly 3 s.
-TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {
-  auto prom = std::make_shared<PrometheusMetrics>();
-  open(with_metrics(prom), quiet());
-  auto gate = std::make_shared<std::promise<void>>();
-  auto opened = gate->get_future().share();
-  auto entered = std::make_shared<std::atomic<bool>>(false);
-  recorder_->set_body([=](auto&, auto&, auto& o) -> Result {
-    if (o.spec.color == "blocker") {
-      entered->store(true);
-      opened.wait();
-    }
-    return {};
-  });
-  register_widgets(with_resync_interval(0ms));  // one worker
-  auto w = widgets();
-  w.create(ctx_, {"blocker", 0});
-  start();
-  ASSERT_TRUE(eventually([&] { return entered->load(); }));
-  EXPECT_EQ(prom->value(metric::active_workers, widget_labels), 1);
-  w.create(ctx_, {"waiting", 0});
-  ASSERT_TRUE(eventually([&] { return prom->value(metric::workqueue_depth, widget_labels) == 1; }));
-  clock_->advance(3s);
-  gate->set_value();
-  ASSERT_TRUE(
-      eventually([&] { return prom->value(metric::reconcile_total, result("success")) == 2; }));
-  auto waits = prom->histogram(metric::workqueue_queue_duration, widget_labels);
-  EXPECT_EQ(waits.count, 2u);
-  EXPECT_EQ(waits.sum, 3.0);
-  // 0 s lands in the first bucket, 3 s in le="5" (the tenth bound), nothing above.
-  ASSERT_EQ(waits.buckets.size(), PrometheusMetrics::default_buckets().size());
-  EXPECT_EQ(waits.buckets[0], 1u);
-  EXPECT_EQ(waits.buckets[9], 1u);
-  EXPECT_TRUE(eventually([&] { return prom->value(metric::active_workers, widget_labels) == 0; }));
-}
 
 /// The exposition, line by line: every sample belongs to a family with HELP and TYPE;
 /// histogram buckets are cumulative and end with le="+Inf" equal to _count.
@@ -285,6 +209,287 @@ void check_exposition(const std::string& text) {
   }
 }
 
+/// Every series beehive reports, with its type and its label set for the widget kind.
+struct Expected {
+  std::string_view name;
+  MetricType type;
+  MetricLabels labels;
+};
+std::vector<Expected> every_series() {
+  std::vector<Expected> out;
+  for (auto r : {"success", "error", "requeue", "requeue_after", "terminal_error"})
+    out.push_back({metric::reconcile_total, MetricType::counter, result(r)});
+  out.push_back({metric::reconcile_errors_total, MetricType::counter, widget_controller});
+  out.push_back({metric::reconcile_time, MetricType::histogram, widget_controller});
+  out.push_back({metric::max_concurrent_reconciles, MetricType::gauge, widget_controller});
+  out.push_back({metric::active_workers, MetricType::gauge, widget_controller});
+  out.push_back({metric::workqueue_depth, MetricType::gauge, widget_queue});
+  out.push_back({metric::workqueue_adds_total, MetricType::counter, widget_queue});
+  out.push_back({metric::workqueue_retries_total, MetricType::counter, widget_queue});
+  out.push_back({metric::workqueue_queue_duration, MetricType::histogram, widget_queue});
+  out.push_back({metric::workqueue_work_duration, MetricType::histogram, widget_queue});
+  out.push_back({metric::workqueue_unfinished_work, MetricType::gauge, widget_queue});
+  out.push_back({metric::workqueue_longest_running_processor, MetricType::gauge, widget_queue});
+  out.push_back({metric::objects, MetricType::gauge, widget_kind_labels});
+  out.push_back({metric::unsettled_objects, MetricType::gauge, widget_kind_labels});
+  out.push_back({metric::commit_seconds, MetricType::histogram, {}});
+  out.push_back({metric::group_commit_size, MetricType::histogram, {}});
+  out.push_back({metric::watch_subscribers, MetricType::gauge, {}});
+  return out;
+}
+
+/// `name{labels}` as the exposition writes it (labels sorted by name, as prometheus-cpp
+/// writes them), with `suffix` after the name.
+std::string sample(std::string_view name, MetricLabels labels, std::string_view suffix = "") {
+  std::sort(labels.begin(), labels.end());
+  std::string out(name);
+  out += suffix;
+  if (labels.empty()) return out;
+  out += '{';
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (i) out += ',';
+    out += labels[i].first + "=\"" + labels[i].second + "\"";
+  }
+  return out + '}';
+}
+
+/// Every series exists, at 0, as soon as the Beehive is constructed and the kind is
+/// registered: before start, before any object.
+TEST_F(MetricsTest, EverySeriesExistsAtZeroFromRegistration) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  register_widgets(with_concurrency(3));
+  auto text = prom->text();
+  for (auto& e : every_series()) {
+    EXPECT_NE(text.find("# TYPE " + std::string(e.name) + " "), std::string::npos) << e.name;
+    if (e.type == MetricType::histogram) {
+      EXPECT_NE(text.find(sample(e.name, e.labels, "_count") + " 0\n"), std::string::npos)
+          << e.name << "\n"
+          << text;
+      continue;
+    }
+    double expected = e.name == metric::max_concurrent_reconciles ? 3 : 0;
+    std::ostringstream line;
+    line << sample(e.name, e.labels) << " " << expected << "\n";
+    EXPECT_NE(text.find(line.str()), std::string::npos) << line.str() << text;
+  }
+  // The names of an earlier release are gone, with no alias.
+  for (auto old : {"beehive_reconcile_total", "beehive_reconcile_duration_seconds",
+                   "beehive_workqueue_depth", "beehive_workqueue_queue_duration_seconds",
+                   "beehive_workqueue_retries_total", "beehive_active_workers",
+                   "beehive_store_transactions_total", "beehive_store_write_duration_seconds"})
+    EXPECT_EQ(text.find(old), std::string::npos) << old;
+  check_exposition(text);
+}
+
+/// A sink of its own hears every series declared, each once, before any report.
+TEST_F(MetricsTest, RecordingSinkHearsEverySeriesDeclared) {
+  auto sink = std::make_shared<RecordingSink>();
+  open(with_metrics(sink), quiet());
+  register_widgets();
+  std::map<std::pair<std::string, MetricLabels>, int> seen;
+  for (auto& c : sink->calls())
+    if (c.type == 'd') ++seen[{c.name, c.labels}];
+  for (auto& e : every_series()) {
+    auto it = seen.find({std::string(e.name), e.labels});
+    ASSERT_NE(it, seen.end()) << e.name;
+    EXPECT_EQ(it->second, 1) << e.name;
+  }
+  EXPECT_EQ(seen.size(), every_series().size());
+}
+
+TEST_F(MetricsTest, RecordingSinkSeesEveryReconcileRetryAndTransaction) {
+  auto sink = std::make_shared<RecordingSink>();
+  open(with_metrics(sink), quiet());
+  run_workload([&](const MetricLabels& l) { return sink->counter(metric::reconcile_total, l); });
+
+  EXPECT_EQ(sink->counter(metric::reconcile_total, result("success")), 5);
+  EXPECT_EQ(sink->counter(metric::reconcile_total, result("error")), 1);
+  EXPECT_EQ(sink->counter(metric::reconcile_total, result("requeue_after")), 1);
+  EXPECT_EQ(sink->counter(metric::reconcile_total, result("requeue")), 0);
+  EXPECT_EQ(sink->counter(metric::reconcile_total, result("terminal_error")), 0);
+  EXPECT_EQ(sink->counter(metric::reconcile_errors_total, widget_controller), 1);
+  EXPECT_EQ(sink->counter(metric::workqueue_retries_total, widget_queue), 1);
+  EXPECT_EQ(sink->counter(metric::workqueue_adds_total, widget_queue), 7);
+  EXPECT_EQ(sink->of('h', metric::reconcile_time).size(), 7u);
+  EXPECT_EQ(sink->of('h', metric::workqueue_queue_duration).size(), 7u);
+  for (auto& c : sink->of('h', metric::reconcile_time)) {
+    EXPECT_EQ(c.labels, widget_controller);
+    EXPECT_GE(c.value, 0);
+  }
+  // Nothing moved the clock while an id waited: every queue wait is zero.
+  for (auto& c : sink->of('h', metric::workqueue_queue_duration)) EXPECT_EQ(c.value, 0);
+  EXPECT_TRUE(eventually([&] {
+    return sink->gauge(metric::workqueue_depth, widget_queue) == 0 &&
+           sink->gauge(metric::active_workers, widget_controller) == 0 &&
+           sink->of('h', metric::workqueue_work_duration).size() == 7u &&
+           sink->gauge(metric::workqueue_unfinished_work, widget_queue) == 0 &&
+           sink->gauge(metric::workqueue_longest_running_processor, widget_queue) == 0;
+  }));
+  // Each pass started and finished once, on the queue's labels.
+  EXPECT_EQ(sink->of('s', "").size(), 7u);
+  EXPECT_EQ(sink->of('f', "").size(), 7u);
+  for (auto& c : sink->of('s', "")) EXPECT_EQ(c.labels, widget_queue);
+  EXPECT_EQ(sink->gauge(metric::max_concurrent_reconciles, widget_controller), 1);
+  // At start all 5 were listed before the first dispatch took one: depth 4 was reported.
+  double max_depth = 0;
+  for (auto& c : sink->of('g', metric::workqueue_depth)) max_depth = std::max(max_depth, c.value);
+  EXPECT_GE(max_depth, 4);
+  EXPECT_TRUE(eventually([&] {
+    return sink->gauge(metric::objects, widget_kind_labels) == 5 &&
+           sink->gauge(metric::unsettled_objects, widget_kind_labels) == 4;
+  }));
+  auto commits = sink->of('h', metric::commit_seconds);
+  EXPECT_GE(static_cast<int>(commits.size()), writes_);
+  auto sizes = sink->of('h', metric::group_commit_size);
+  EXPECT_EQ(sizes.size(), commits.size());
+  for (auto& c : sizes) EXPECT_GE(c.value, 1);
+}
+
+TEST_F(MetricsTest, PrometheusMetricsAggregatesTheWorkload) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  run_workload([&](const MetricLabels& l) { return prom->value(metric::reconcile_total, l); });
+
+  EXPECT_EQ(prom->value(metric::reconcile_total, result("success")), 5);
+  EXPECT_EQ(prom->value(metric::reconcile_total, result("error")), 1);
+  EXPECT_EQ(prom->value(metric::reconcile_total, result("requeue_after")), 1);
+  EXPECT_EQ(prom->value(metric::reconcile_total, result("requeue")), 0);
+  EXPECT_EQ(prom->value(metric::reconcile_errors_total, widget_controller), 1);
+  EXPECT_EQ(prom->value(metric::workqueue_retries_total, widget_queue), 1);
+  EXPECT_EQ(prom->value(metric::workqueue_adds_total, widget_queue), 7);
+  EXPECT_EQ(prom->histogram(metric::reconcile_time, widget_controller).count, 7u);
+  auto waits = prom->histogram(metric::workqueue_queue_duration, widget_queue);
+  EXPECT_EQ(waits.count, 7u);
+  EXPECT_EQ(waits.sum, 0);
+  EXPECT_TRUE(eventually([&] {
+    return prom->value(metric::workqueue_depth, widget_queue) == 0 &&
+           prom->value(metric::active_workers, widget_controller) == 0 &&
+           prom->histogram(metric::workqueue_work_duration, widget_queue).count == 7u &&
+           prom->value(metric::objects, widget_kind_labels) == 5 &&
+           prom->value(metric::unsettled_objects, widget_kind_labels) == 4;
+  }));
+  auto commits = prom->histogram(metric::commit_seconds, {});
+  EXPECT_GE(static_cast<int>(commits.count), writes_);
+  auto sizes = prom->histogram(metric::group_commit_size, {});
+  EXPECT_EQ(sizes.count, commits.count);
+  EXPECT_GE(sizes.sum, static_cast<double>(sizes.count));  // every commit answers >= 1
+  ASSERT_EQ(sizes.buckets.size(), PrometheusMetrics::size_buckets().size());
+
+  auto text = prom->text();
+  EXPECT_NE(text.find("# TYPE controller_runtime_reconcile_total counter\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("controller_runtime_reconcile_total{controller=\"Widget.acme.com\","
+                      "result=\"success\"} 5\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE controller_runtime_reconcile_time_seconds histogram\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("controller_runtime_reconcile_time_seconds_count{controller=\"Widget.acme."
+                      "com\"} 7\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("workqueue_depth{name=\"Widget.acme.com\"} 0\n"), std::string::npos);
+  EXPECT_NE(text.find("beehive_objects{kind=\"Widget.acme.com\"} 5\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE beehive_commit_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("beehive_group_commit_size_bucket{le=\"1\"} "), std::string::npos);
+}
+
+/// Object counts follow commits after start: a create, a status write that settles the
+/// object, a deletion request, and the removal by the garbage collector.
+TEST_F(MetricsTest, ObjectCountsFollowCommits) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  auto cc = register_widgets(with_resync_interval(0ms));
+  auto w = widgets();
+  w.create(ctx_, {"before", 0});  // counted by the start listing
+  start();
+  auto counts = [&](double all, double unsettled) {
+    return eventually([&] {
+      return prom->value(metric::objects, widget_kind_labels) == all &&
+             prom->value(metric::unsettled_objects, widget_kind_labels) == unsettled;
+    });
+  };
+  ASSERT_TRUE(counts(1, 1));
+  auto o = w.create(ctx_, {"after", 0});
+  ASSERT_TRUE(counts(2, 2));
+  cc.update_status(ctx_, o.id, o.generation, WidgetStatus{true});
+  ASSERT_TRUE(counts(2, 1));
+  w.update(ctx_, o.id, {"after", 1});  // a new generation: unsettled again
+  ASSERT_TRUE(counts(2, 2));
+  w.remove(ctx_, o.id);  // no finalizers: collected
+  ASSERT_TRUE(counts(1, 1));
+}
+
+/// Queue wait is on the Beehive's clock: an id that waits while the test moves time
+/// 3 s waited exactly 3 s. While a pass runs, the in-flight gauges grow at every scrape.
+TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  auto gate = std::make_shared<std::promise<void>>();
+  auto opened = gate->get_future().share();
+  auto entered = std::make_shared<std::atomic<bool>>(false);
+  recorder_->set_body([=](auto&, auto&, auto& o) -> Result {
+    if (o.spec.color == "blocker") {
+      entered->store(true);
+      opened.wait();
+    }
+    return {};
+  });
+  register_widgets(with_resync_interval(0ms));  // one worker
+  auto w = widgets();
+  w.create(ctx_, {"blocker", 0});
+  start();
+  ASSERT_TRUE(eventually([&] { return entered->load(); }));
+  EXPECT_EQ(prom->value(metric::active_workers, widget_controller), 1);
+  // Computed from the pass's start at each scrape: the stuck pass shows, and grows.
+  auto longest = [&] {
+    prom->text();
+    return prom->value(metric::workqueue_longest_running_processor, widget_queue);
+  };
+  auto first = longest();
+  EXPECT_GT(first, 0);
+  EXPECT_TRUE(eventually([&] { return longest() > first; }));
+  EXPECT_GE(prom->value(metric::workqueue_unfinished_work, widget_queue),
+            prom->value(metric::workqueue_longest_running_processor, widget_queue));
+  w.create(ctx_, {"waiting", 0});
+  ASSERT_TRUE(eventually([&] { return prom->value(metric::workqueue_depth, widget_queue) == 1; }));
+  clock_->advance(3s);
+  gate->set_value();
+  ASSERT_TRUE(
+      eventually([&] { return prom->value(metric::reconcile_total, result("success")) == 2; }));
+  auto waits = prom->histogram(metric::workqueue_queue_duration, widget_queue);
+  EXPECT_EQ(waits.count, 2u);
+  EXPECT_EQ(waits.sum, 3.0);
+  // 0 s lands in the first bucket, 3 s in le="5" (the tenth bound), nothing above.
+  ASSERT_EQ(waits.buckets.size(), PrometheusMetrics::default_buckets().size());
+  EXPECT_EQ(waits.buckets[0], 1u);
+  EXPECT_EQ(waits.buckets[9], 1u);
+  EXPECT_TRUE(eventually([&] {
+    return prom->value(metric::active_workers, widget_controller) == 0 && longest() == 0 &&
+           prom->value(metric::workqueue_unfinished_work, widget_queue) == 0;
+  }));
+}
+
+/// beehive_watch_subscribers counts the hub's watches as they open and close.
+TEST_F(MetricsTest, WatchSubscribersAreCounted) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"x", 0});
+  EXPECT_EQ(prom->value(metric::watch_subscribers, {}), 0);
+  {
+    auto all = w.watch_list(ctx_);
+    auto one = w.watch(ctx_, o.id);
+    auto events = w.watch_events(ctx_, o.id);
+    EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 3; }));
+    all.close();
+    EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 2; }));
+  }
+  EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 0; }));
+}
+
 TEST_F(MetricsTest, ExpositionFormatOfARealRun) {
   auto prom = std::make_shared<PrometheusMetrics>();
   open(with_metrics(prom), quiet());
@@ -303,6 +508,9 @@ TEST(PrometheusMetrics, EscapesLabelsAndRendersBuckets) {
   m.histogram_observe("h_seconds", odd, 0.75);
   m.histogram_observe("h_seconds", odd, 9);
   m.histogram_observe("x_total", odd, 1);  // another type under a counter's name: ignored
+  m.counter_add("bad name", {}, 1);        // names Prometheus refuses: ignored
+  m.counter_add("y_total", {{"bad label", "v"}}, 1);  // a family without series: not shown
+  m.declare("z_total", MetricType::counter, {{"a", "b"}});
   auto text = m.text();
   EXPECT_EQ(text,
             "# HELP g Reported by beehive.\n"
@@ -310,17 +518,22 @@ TEST(PrometheusMetrics, EscapesLabelsAndRendersBuckets) {
             "g 3\n"
             "# HELP h_seconds Reported by beehive.\n"
             "# TYPE h_seconds histogram\n"
+            "h_seconds_count{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\"} 3\n"
+            "h_seconds_sum{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\"} 10.25\n"
             "h_seconds_bucket{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\",le=\"0.5\"} 1\n"
             "h_seconds_bucket{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\",le=\"1\"} 2\n"
             "h_seconds_bucket{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\",le=\"+Inf\"} 3\n"
-            "h_seconds_sum{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\"} 10.25\n"
-            "h_seconds_count{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\"} 3\n"
             "# HELP x_total Reported by beehive.\n"
             "# TYPE x_total counter\n"
-            "x_total{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\"} 3.5\n");
+            "x_total{kind=\"We\\\"ird\\\\Kind\\nX.acme.com\"} 3.5\n"
+            "# HELP z_total Reported by beehive.\n"
+            "# TYPE z_total counter\n"
+            "z_total{a=\"b\"} 0\n");
   EXPECT_EQ(m.value("x_total", odd), 3.5);
   EXPECT_EQ(m.value("missing", {}), 0);
   EXPECT_EQ(m.histogram("h_seconds", odd).count, 3u);
+  EXPECT_EQ(m.histogram("h_seconds", odd).buckets, (std::vector<std::uint64_t>{1, 1}));
+  EXPECT_EQ(m.port(), 0);
   check_exposition(text);
 }
 
@@ -339,14 +552,101 @@ TEST_F(MetricsTest, KindWithQuotesAndBackslashIsEscaped) {
       with_resync_interval(0ms));
   Client<WidgetSpec, WidgetStatus>(*bh_, odd).create(ctx_, {"x", 1});
   start();
-  MetricLabels l{{"kind", to_string(odd)}, {"result", "success"}};
+  MetricLabels l{{"controller", to_string(odd)}, {"result", "success"}};
   ASSERT_TRUE(eventually([&] { return prom->value(metric::reconcile_total, l) == 1; }));
   auto text = prom->text();
-  EXPECT_NE(
-      text.find("beehive_reconcile_total{kind=\"Qu\\\"o\\\\te.acme.com\",result=\"success\"} 1\n"),
-      std::string::npos)
+  EXPECT_NE(text.find("controller_runtime_reconcile_total{controller=\"Qu\\\"o\\\\te.acme.com\","
+                      "result=\"success\"} 1\n"),
+            std::string::npos)
       << text;
   check_exposition(text);
+}
+
+/// One GET over a plain socket: the status line and headers, then the body.
+std::string http_get(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "socket failed";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "connect failed";
+  }
+  std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string response;
+  char buf[4096];
+  for (;;) {
+    auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    response.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return response;
+}
+
+/// serve() answers GET /metrics with the exposition, on a port picked for port 0.
+TEST_F(MetricsTest, ServeAnswersGetMetrics) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  register_widgets();
+  prom->serve("127.0.0.1:0");
+  ASSERT_GT(prom->port(), 0);
+  auto response = http_get(prom->port(), "/metrics");
+  EXPECT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << response;
+  auto body_at = response.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos) << response;
+  auto body = response.substr(body_at + 4);
+  EXPECT_NE(body.find("controller_runtime_reconcile_total{controller=\"Widget.acme.com\","
+                      "result=\"success\"} 0\n"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find("beehive_watch_subscribers 0\n"), std::string::npos) << body;
+  // Serving twice is refused; so is a port another endpoint holds.
+  EXPECT_THROW(
+      {
+        try {
+          prom->serve("127.0.0.1:0");
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), errc::already_started);
+          throw;
+        }
+      },
+      Error);
+  PrometheusMetrics other;
+  try {
+    other.serve("127.0.0.1:" + std::to_string(prom->port()));
+    ADD_FAILURE() << "a taken port was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(prom->port())),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(other.port(), 0);
+}
+
+TEST(PrometheusMetrics, ServeRefusesABadAddress) {
+  for (std::string bad : {"", "nonsense", "127.0.0.1", "127.0.0.1:", ":9464", "127.0.0.1:99999",
+                          "127.0.0.1:12ab", "[::1:9464", "host name:9464"}) {
+    PrometheusMetrics m;
+    try {
+      m.serve(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument) << bad;
+      EXPECT_NE(std::string(e.what()).find("host:port"), std::string::npos) << e.what();
+    }
+  }
+  PrometheusMetrics m;  // well formed, but not an address of this host
+  try {
+    m.serve("192.0.2.1:0");
+    ADD_FAILURE() << "listened on an address this host does not have";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+  }
 }
 
 }  // namespace

@@ -180,6 +180,12 @@ class ThrowingSink : public MetricsSink {
   void counter_add(std::string_view, const MetricLabels&, double) override { throw_it(); }
   void gauge_set(std::string_view, const MetricLabels&, double) override { throw_it(); }
   void histogram_observe(std::string_view, const MetricLabels&, double) override { throw_it(); }
+  void declare(std::string_view, MetricType, const MetricLabels&) override { throw_it(); }
+  void work_started(const MetricLabels&, std::int64_t,
+                    std::chrono::steady_clock::time_point) override {
+    throw_it();
+  }
+  void work_finished(const MetricLabels&, std::int64_t) override { throw_it(); }
 
  private:
   static void throw_it() { throw std::runtime_error("sink down"); }

@@ -118,6 +118,8 @@ void list_kind(Self self, bool with_deletions, Fn then) {
 }
 
 /// Every change of the queue or of the ids in flight ends in dispatch, which reports them.
+/// The in-flight gauges are reported here, when a pass starts or ends; a sink that wants
+/// them current between those moments computes them from work_started / work_finished.
 void report_gauges(ControllerState& st, const KindMetrics& m) {
   if (st.queue.size() != st.reported_depth) {
     st.reported_depth = st.queue.size();
@@ -127,9 +129,49 @@ void report_gauges(ControllerState& st, const KindMetrics& m) {
     st.reported_active = st.in_flight.size();
     m.active_workers(st.reported_active);
   }
+  auto now = std::chrono::steady_clock::now();
+  double unfinished = 0, longest = 0;
+  for (auto& [id, began] : st.started_at) {
+    double s = std::chrono::duration<double>(now - began).count();
+    unfinished += s;
+    longest = std::max(longest, s);
+  }
+  m.in_flight(unfinished, longest);
+}
+
+/// beehive_objects and beehive_unsettled_objects, when they moved.
+void report_objects(ControllerState& st, const KindMetrics& m) {
+  std::pair counts{st.tally.objects(), st.tally.unsettled()};
+  if (counts == st.reported_objects) return;
+  st.reported_objects = counts;
+  m.objects(counts.first, counts.second);
 }
 
 void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w);
+
+/// The start listing of the object counts (metrics only): all ids, then the unsettled
+/// ones, on the reader; the commits keep the counts current from then on (ObjectTally).
+void count_objects(Self self) {
+  auto* backend = self->state.services.backend;
+  auto gk = self->state.kind->gk;
+  ReadJob job = [backend, gk] {
+    auto all = backend->reader()->list_ids(gk, false);
+    auto unsettled = backend->reader()->list_ids(gk, true);
+    return caf::make_message(std::move(all), std::move(unsettled));
+  };
+  self->request(self->state.services.reader, caf::infinite, std::move(job))
+      .then(
+          [self](IdList& all, IdList& unsettled) {
+            auto& st = self->state;
+            st.tally.listed(all, unsettled);
+            if (auto* m = st.kind->metrics.get()) report_objects(st, *m);
+          },
+          [self](caf::error& err) {
+            self->state.services.log(
+                LogLevel::warning, "counting a kind's objects failed",
+                {{"kind", to_string(self->state.kind->gk)}, {"reason", error_message(err)}});
+          });
+}
 
 void dispatch(Self self) {
   auto& st = self->state;
@@ -147,6 +189,9 @@ void dispatch(Self self) {
         m->dequeued(now(self) - it->second);
         st.enqueued_at.erase(it);
       }
+      auto began = std::chrono::steady_clock::now();
+      st.started_at[id] = began;
+      m->work_started(id, began);
     }
     jobs.emplace_back(st.idle.back(), id);
     st.idle.pop_back();
@@ -165,14 +210,19 @@ void dispatch(Self self) {
 
 void enqueue(Self self, ObjectID id) {
   auto& st = self->state;
+  auto* m = st.kind->metrics.get();
   if (st.in_flight.count(id)) {
-    st.dirty.insert(id);
+    // Counted as an add once, as client-go's queue counts an item re-added while processed.
+    if (st.dirty.insert(id).second && m) m->added();
     return;
   }
   if (st.queued.insert(id).second) {
     st.queue.push_back(id);
     st.kind->schedules->set(id, st.services.timers->wall_now());
-    if (st.kind->metrics) st.enqueued_at[id] = now(self);
+    if (m) {
+      st.enqueued_at[id] = now(self);
+      m->added();
+    }
   }
 }
 
@@ -221,6 +271,12 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   auto& st = self->state;
   st.in_flight.erase(id);
   st.idle.push_back(w);
+  if (auto* m = st.kind->metrics.get()) {
+    if (auto it = st.started_at.find(id); it != st.started_at.end()) {
+      m->work_finished(id, std::chrono::steady_clock::now() - it->second);
+      st.started_at.erase(it);
+    }
+  }
   st.timers.erase(id);
   const auto& cfg = st.kind->settings;
   switch (o.kind) {
@@ -265,9 +321,16 @@ bool wakes_controller(const GroupKind& gk, const object_change& c) {
   return (c.parts & wakes) && c.row.meta.group == gk.group && c.row.meta.kind == gk.kind;
 }
 
-bool controller_wants(const GroupKind& gk, const commit_record& rec) {
-  return std::any_of(rec.changes.begin(), rec.changes.end(),
-                     [&](const object_change& c) { return wakes_controller(gk, c); }) ||
+bool controller_wants(const GroupKind& gk, const commit_record& rec, bool counts_objects) {
+  constexpr unsigned counted = object_change::created | object_change::spec |
+                               object_change::status | object_change::deletion |
+                               object_change::removed;
+  auto wanted = [&](const object_change& c) {
+    if (wakes_controller(gk, c)) return true;
+    return counts_objects && (c.parts & counted) && c.row.meta.group == gk.group &&
+           c.row.meta.kind == gk.kind;
+  };
+  return std::any_of(rec.changes.begin(), rec.changes.end(), wanted) ||
          std::any_of(rec.wakes.begin(), rec.wakes.end(),
                      [&](const Ref& r) { return r.group == gk.group && r.kind == gk.kind; });
 }
@@ -300,6 +363,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
   st.workers = std::move(workers);
   return {
       [self](start_atom) {
+        if (self->state.kind->metrics) count_objects(self);
         list_kind(self, false, [self](const IdList& ids) {
           auto& st = self->state;
           for (auto [id, rv] : ids) {
@@ -323,6 +387,12 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
             enqueue(self, c.row.meta.id);
         for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
           if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
+        if (auto* m = st.kind->metrics.get()) {
+          for (auto& c : rec.changes)
+            if (c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)
+              st.tally.changed(c.row.meta, c.parts & object_change::removed);
+          report_objects(st, *m);
+        }
         dispatch(self);
       },
       [self](wake_atom) { on_wake(self); },

@@ -31,6 +31,7 @@
 #include "actors/settle.hpp"
 #include "actors/store_writer.hpp"
 #include "metrics/kind_metrics.hpp"
+#include "metrics/object_tally.hpp"
 
 namespace beehive::detail {
 
@@ -106,11 +107,15 @@ struct ControllerState {
   std::int64_t listed_rv = 0;                 // highest resource version the start listing saw
   Time next_resync{Time::max()};
   Time requested_wake{Time::max()};
-  // Metrics only (empty without a sink): when each queued id was queued, and the gauge
-  // values last reported, so that an unchanged gauge is not reported again.
+  // Metrics only (empty without a sink): when each queued id was queued, when each pass
+  // in flight began (steady clock), the kind's object counts, and the gauge values last
+  // reported, so that an unchanged gauge is not reported again.
   std::unordered_map<ObjectID, Time> enqueued_at;
+  std::unordered_map<ObjectID, std::chrono::steady_clock::time_point> started_at;
+  ObjectTally tally;
   std::size_t reported_depth = SIZE_MAX;
   std::size_t reported_active = SIZE_MAX;
+  std::pair<std::size_t, std::size_t> reported_objects{SIZE_MAX, SIZE_MAX};
   // Off until start has listed the kind (commits arriving earlier only queue, so that
   // start reconciles each object once) and again once draining.
   bool dispatching = false;
@@ -128,7 +133,9 @@ struct ControllerState {
 /// change or a deletion request of that kind (a status write does not).
 bool wakes_controller(const GroupKind& gk, const object_change& c);
 /// Whether a commit concerns the kind's controller at all (its writer subscription filter).
-bool controller_wants(const GroupKind& gk, const commit_record& rec);
+/// `counts_objects` (with metrics): also every change that moves the kind's object
+/// counts (a status write, a removal).
+bool controller_wants(const GroupKind& gk, const commit_record& rec, bool counts_objects = false);
 
 /// `workers` are the kind's workers (see worker); the controller links itself to them.
 controller_impl::behavior_type controller(controller_impl::stateful_pointer<ControllerState> self,

@@ -7,6 +7,7 @@
 #include <beehive/detail/codec.hpp>
 
 #include "actors/reader.hpp"
+#include "metrics/store_metrics.hpp"
 #include "options_internal.hpp"
 
 namespace beehive::detail {
@@ -17,9 +18,12 @@ using Self = watch_hub_impl::stateful_pointer<WatchHubState>;
 
 /// Publishes how many watches the hub serves (WatchHubFeed), those whose snapshot is being
 /// read included: the writer skips the hub's commit records only while this is 0.
+/// Reports it too (beehive_watch_subscribers).
 void publish_watch_count(WatchHubState& st) {
-  st.feed->watches.store(st.subs.size() + st.event_subs.size() + st.opening.size() +
-                         st.opening_events.size());
+  auto watches =
+      st.subs.size() + st.event_subs.size() + st.opening.size() + st.opening_events.size();
+  st.feed->watches.store(watches);
+  if (auto* m = st.services.metrics.get()) report_watch_subscribers(*m, watches);
 }
 
 bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {

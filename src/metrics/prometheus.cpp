@@ -1,5 +1,10 @@
-// PrometheusMetrics: in-memory series and the Prometheus text exposition format.
+// PrometheusMetrics: beehive's MetricsSink on a prometheus-cpp registry. prometheus-cpp
+// keeps the series (atomic counters and gauges, locked histograms), serializes them
+// (TextSerializer) and serves them (Exposer, on civetweb); this file maps the sink's
+// name-and-labels calls onto its families and series, and computes the work queues'
+// in-flight gauges when they are read.
 
+#include <beehive/errors.hpp>
 #include <beehive/metrics.hpp>
 
 #include <algorithm>
@@ -8,126 +13,223 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 namespace beehive {
 
 namespace {
 
-enum class Type { counter, gauge, histogram };
-
-const char* type_name(Type t) {
-  switch (t) {
-    case Type::counter:
-      return "counter";
-    case Type::gauge:
-      return "gauge";
-    case Type::histogram:
-      return "histogram";
-  }
-  return "untyped";
-}
-
-/// HELP text for beehive's own names; other names get a generic line.
-std::string_view help_of(std::string_view name) {
+/// HELP text for beehive's own names; other names get a generic line. prometheus-cpp
+/// 1.0 writes HELP unescaped: these hold no backslash and no newline.
+std::string help_of(std::string_view name) {
   static const std::map<std::string_view, std::string_view> help = {
-      {metric::reconcile_total, "Reconcile passes per kind and result (success, error, requeue)."},
-      {metric::reconcile_duration, "Duration of one reconcile pass in seconds (steady clock)."},
-      {metric::workqueue_depth, "Object ids waiting in the kind's work queue."},
+      {metric::reconcile_total,
+       "Reconcile passes per controller and result (success, error, requeue, requeue_after, "
+       "terminal_error)."},
+      {metric::reconcile_errors_total, "Reconcile passes that failed, per controller."},
+      {metric::reconcile_time, "Duration of one reconcile pass in seconds (steady clock)."},
+      {metric::max_concurrent_reconciles, "Workers of the controller."},
+      {metric::active_workers, "Reconcile passes in flight per controller."},
+      {metric::workqueue_depth, "Object ids waiting in the work queue."},
+      {metric::workqueue_adds_total, "Object ids added to the work queue."},
+      {metric::workqueue_retries_total, "Backoff retries armed after failed passes."},
       {metric::workqueue_queue_duration,
        "Seconds from an id's enqueue to a worker taking it (the Beehive's clock)."},
-      {metric::workqueue_retries_total, "Backoff retries armed after failed reconciles."},
-      {metric::active_workers, "Reconciles in flight per kind."},
-      {metric::store_transactions_total, "Committed store write transactions."},
-      {metric::store_write_duration,
+      {metric::workqueue_work_duration,
+       "Seconds from a worker taking an id to the pass's end (steady clock)."},
+      {metric::workqueue_unfinished_work,
+       "Seconds of work in flight, summed over the passes in flight."},
+      {metric::workqueue_longest_running_processor,
+       "Seconds the longest-running pass in flight has been running."},
+      {metric::objects, "Stored objects of the kind, deletion-pending ones included."},
+      {metric::unsettled_objects,
+       "Objects of the kind whose observed generation lags, or whose deletion was requested."},
+      {metric::commit_seconds,
        "Duration of one committed write transaction, BEGIN to COMMIT, in seconds."},
+      {metric::group_commit_size, "Requests answered by one committed write transaction."},
+      {metric::watch_subscribers, "Object and event watches the watch hub serves."},
   };
   auto it = help.find(name);
-  return it == help.end() ? std::string_view("Reported by beehive.") : it->second;
+  return std::string(it == help.end() ? std::string_view("Reported by beehive.") : it->second);
 }
 
-/// A sample value as Prometheus reads it: shortest round-trip decimal, +Inf, -Inf, NaN.
-void append_number(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v > 0 ? "+Inf" : "-Inf";
-    return;
-  }
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
+prometheus::Labels to_labels(const MetricLabels& labels) {
+  return prometheus::Labels(labels.begin(), labels.end());
 }
 
-void append_escaped(std::string& out, std::string_view s, bool quote) {
-  for (char c : s) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '\n')
-      out += "\\n";
-    else if (quote && c == '"')
-      out += "\\\"";
-    else
-      out += c;
-  }
+/// Bounds as the constructor promises them: ascending, unique, finite.
+std::vector<double> clean(std::vector<double> b) {
+  std::erase_if(b, [](double x) { return !std::isfinite(x); });
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
 }
 
-/// `{k="v",...}` with `extra` (le="...") appended; nothing for no labels at all.
-void append_labels(std::string& out, const MetricLabels& labels,
-                   const std::pair<std::string_view, std::string>* extra = nullptr) {
-  if (labels.empty() && !extra) return;
-  out += '{';
-  bool first = true;
-  auto one = [&](std::string_view k, std::string_view v) {
-    if (!first) out += ',';
-    first = false;
-    out += k;
-    out += "=\"";
-    append_escaped(out, v, true);
-    out += '"';
-  };
-  for (auto& [k, v] : labels) one(k, v);
-  if (extra) one(extra->first, extra->second);
-  out += '}';
+/// "host:port" with a port of 0..65535 and a non-empty host; "[v6]:port" too.
+bool valid_address(std::string_view a) {
+  auto colon = a.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == a.size()) return false;
+  auto host = a.substr(0, colon), port = a.substr(colon + 1);
+  if (host.front() == '[' ? host.back() != ']' || host.size() < 3
+                          : host.find_first_of(":[] /") != std::string_view::npos)
+    return false;
+  unsigned value = 0;
+  auto r = std::from_chars(port.data(), port.data() + port.size(), value);
+  return r.ec == std::errc() && r.ptr == port.data() + port.size() && value <= 65535;
 }
 
-struct Series {
-  double value = 0;  // counter, gauge
-  PrometheusMetrics::Histogram hist;
-};
-
-struct Family {
-  Type type;
-  std::map<MetricLabels, Series, std::less<>> series;
-};
+using Steady = std::chrono::steady_clock;
 
 }  // namespace
 
 struct PrometheusMetrics::Impl {
-  std::vector<double> bounds;
-  mutable std::mutex mu;
+  /// One name's family; the series are prometheus-cpp's, never removed, so that their
+  /// pointers stay valid outside the lock. A name Prometheus refused has no family.
+  struct Family {
+    MetricType type = MetricType::counter;
+    prometheus::Family<prometheus::Counter>* counters = nullptr;
+    prometheus::Family<prometheus::Gauge>* gauges = nullptr;
+    prometheus::Family<prometheus::Histogram>* histograms = nullptr;
+    const std::vector<double>* bounds = nullptr;
+    /// Null for a label set Prometheus refused.
+    std::map<MetricLabels, void*, std::less<>> series;
+  };
+
+  /// What the Exposer collects: the in-flight gauges brought up to date, then the registry.
+  struct Scrape : prometheus::Collectable {
+    Impl* impl;
+    explicit Scrape(Impl* i) : impl(i) {}
+    std::vector<prometheus::MetricFamily> Collect() const override {
+      impl->refresh_in_flight();
+      return impl->registry->Collect();
+    }
+  };
+
+  std::vector<double> seconds;
+  std::vector<double> sizes = size_buckets();
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::shared_ptr<Scrape> scrape = std::make_shared<Scrape>(this);
+
+  mutable std::mutex mu;  // families
   std::map<std::string, Family, std::less<>> families;
 
-  /// The series, created on first use; a name reported as another type is ignored
-  /// (null), since one exposition cannot hold both.
-  Series* series(std::string_view name, const MetricLabels& labels, Type type) {
-    auto f = families.find(name);
-    if (f == families.end()) f = families.emplace(std::string(name), Family{type, {}}).first;
-    if (f->second.type != type) return nullptr;
-    auto s = f->second.series.find(labels);
-    if (s == f->second.series.end()) {
-      s = f->second.series.emplace(labels, Series{}).first;
-      if (type == Type::histogram) s->second.hist.buckets.assign(bounds.size(), 0);
-    }
-    return &s->second;
+  mutable std::mutex flight_mu;  // in_flight
+  std::map<MetricLabels, std::unordered_map<std::int64_t, Steady::time_point>, std::less<>>
+      in_flight;
+
+  std::mutex serve_mu;
+  std::unique_ptr<prometheus::Exposer> exposer;  // last: stops serving first
+  int port = 0;
+
+  ~Impl() {
+    std::lock_guard lk(serve_mu);
+    exposer.reset();  // no scrape runs past this point
   }
 
-  const Series* find(std::string_view name, const MetricLabels& labels) const {
+  Family* family(std::string_view name, MetricType type) {
     auto f = families.find(name);
-    if (f == families.end()) return nullptr;
+    if (f == families.end()) {
+      Family fam;
+      fam.type = type;
+      try {
+        auto help = help_of(name);
+        switch (type) {
+          case MetricType::counter:
+            fam.counters =
+                &prometheus::BuildCounter().Name(std::string(name)).Help(help).Register(*registry);
+            break;
+          case MetricType::gauge:
+            fam.gauges =
+                &prometheus::BuildGauge().Name(std::string(name)).Help(help).Register(*registry);
+            break;
+          case MetricType::histogram:
+            fam.histograms = &prometheus::BuildHistogram()
+                                  .Name(std::string(name))
+                                  .Help(help)
+                                  .Register(*registry);
+            fam.bounds = name == metric::group_commit_size ? &sizes : &seconds;
+            break;
+        }
+      } catch (const std::exception&) {  // a name Prometheus does not accept: ignored
+      }
+      f = families.emplace(std::string(name), std::move(fam)).first;
+    }
+    return f->second.type == type ? &f->second : nullptr;
+  }
+
+  /// The series, created at 0 on first use; null when the name is another type's or
+  /// Prometheus refused the name or the labels.
+  void* series(std::string_view name, const MetricLabels& labels, MetricType type) {
+    std::lock_guard lk(mu);
+    auto* f = family(name, type);
+    if (!f) return nullptr;
+    auto s = f->series.find(labels);
+    if (s != f->series.end()) return s->second;
+    void* made = nullptr;
+    try {
+      if (f->counters) made = &f->counters->Add(to_labels(labels));
+      if (f->gauges) made = &f->gauges->Add(to_labels(labels));
+      if (f->histograms)
+        made = &f->histograms->Add(to_labels(labels),
+                                   prometheus::Histogram::BucketBoundaries(*f->bounds));
+    } catch (const std::exception&) {  // a label name Prometheus does not accept
+    }
+    f->series.emplace(labels, made);
+    return made;
+  }
+
+  /// Looks up without creating.
+  const void* find(std::string_view name, const MetricLabels& labels, MetricType type) const {
+    std::lock_guard lk(mu);
+    auto f = families.find(name);
+    if (f == families.end() || f->second.type != type) return nullptr;
     auto s = f->second.series.find(labels);
-    return s == f->second.series.end() ? nullptr : &s->second;
+    return s == f->second.series.end() ? nullptr : s->second;
+  }
+
+  std::optional<MetricType> type_of(std::string_view name) const {
+    std::lock_guard lk(mu);
+    auto f = families.find(name);
+    if (f == families.end()) return std::nullopt;
+    return f->second.type;
+  }
+
+  void set_gauge(std::string_view name, const MetricLabels& labels, double v) {
+    if (auto* g = static_cast<prometheus::Gauge*>(series(name, labels, MetricType::gauge)))
+      g->Set(v);
+  }
+
+  /// workqueue_unfinished_work_seconds and workqueue_longest_running_processor_seconds of
+  /// every queue that ever had work, as of now.
+  void refresh_in_flight() {
+    std::vector<std::tuple<MetricLabels, double, double>> values;
+    {
+      std::lock_guard lk(flight_mu);
+      auto now = Steady::now();
+      for (auto& [queue, passes] : in_flight) {
+        double sum = 0, longest = 0;
+        for (auto& [id, began] : passes) {
+          double s = std::chrono::duration<double>(now - began).count();
+          sum += s;
+          longest = std::max(longest, s);
+        }
+        values.emplace_back(queue, sum, longest);
+      }
+    }
+    for (auto& [queue, sum, longest] : values) {
+      set_gauge(metric::workqueue_unfinished_work, queue, sum);
+      set_gauge(metric::workqueue_longest_running_processor, queue, longest);
+    }
   }
 };
 
@@ -135,106 +237,118 @@ std::vector<double> PrometheusMetrics::default_buckets() {
   return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 }
 
+std::vector<double> PrometheusMetrics::size_buckets() {
+  return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+}
+
 PrometheusMetrics::PrometheusMetrics(std::vector<double> buckets)
-    : impl_(std::make_unique<Impl>()) {
-  std::sort(buckets.begin(), buckets.end());
-  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
-  std::erase_if(buckets, [](double b) { return std::isinf(b) || std::isnan(b); });
-  impl_->bounds = std::move(buckets);
+    : impl_(std::make_shared<Impl>()) {
+  impl_->seconds = clean(std::move(buckets));
 }
 
 PrometheusMetrics::~PrometheusMetrics() = default;
 
 void PrometheusMetrics::counter_add(std::string_view name, const MetricLabels& labels,
                                     double delta) {
-  std::lock_guard lk(impl_->mu);
-  if (auto* s = impl_->series(name, labels, Type::counter)) s->value += delta;
+  if (auto* c = static_cast<prometheus::Counter*>(impl_->series(name, labels, MetricType::counter)))
+    c->Increment(delta);  // prometheus-cpp ignores a negative delta
 }
 
 void PrometheusMetrics::gauge_set(std::string_view name, const MetricLabels& labels, double value) {
-  std::lock_guard lk(impl_->mu);
-  if (auto* s = impl_->series(name, labels, Type::gauge)) s->value = value;
+  impl_->set_gauge(name, labels, value);
 }
 
 void PrometheusMetrics::histogram_observe(std::string_view name, const MetricLabels& labels,
                                           double value) {
-  // The bucket is found before taking the lock: the bounds never change.
-  auto& b = impl_->bounds;
-  auto bucket = static_cast<std::size_t>(std::lower_bound(b.begin(), b.end(), value) - b.begin());
-  std::lock_guard lk(impl_->mu);
-  auto* s = impl_->series(name, labels, Type::histogram);
-  if (!s) return;
-  ++s->hist.count;
-  s->hist.sum += value;
-  if (bucket < s->hist.buckets.size()) ++s->hist.buckets[bucket];  // else only +Inf
+  if (auto* h =
+          static_cast<prometheus::Histogram*>(impl_->series(name, labels, MetricType::histogram)))
+    h->Observe(value);
+}
+
+void PrometheusMetrics::declare(std::string_view name, MetricType type,
+                                const MetricLabels& labels) {
+  impl_->series(name, labels, type);
+}
+
+void PrometheusMetrics::work_started(const MetricLabels& queue, std::int64_t id,
+                                     std::chrono::steady_clock::time_point at) {
+  std::lock_guard lk(impl_->flight_mu);
+  auto it = impl_->in_flight.find(queue);
+  if (it == impl_->in_flight.end())
+    it = impl_->in_flight.emplace(queue, decltype(it->second){}).first;
+  it->second[id] = at;
+}
+
+void PrometheusMetrics::work_finished(const MetricLabels& queue, std::int64_t id) {
+  std::lock_guard lk(impl_->flight_mu);
+  auto it = impl_->in_flight.find(queue);
+  if (it != impl_->in_flight.end()) it->second.erase(id);
+}
+
+std::string PrometheusMetrics::text() const {
+  auto families = impl_->scrape->Collect();
+  std::sort(families.begin(), families.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  auto key = [](const prometheus::ClientMetric& m) {
+    std::vector<std::pair<std::string, std::string>> k;
+    for (auto& l : m.label) k.emplace_back(l.name, l.value);
+    return k;
+  };
+  for (auto& f : families)
+    std::sort(f.metric.begin(), f.metric.end(),
+              [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+void PrometheusMetrics::serve(std::string address) {
+  if (!valid_address(address))
+    throw Error(errc::invalid_argument,
+                "metrics address \"" + address + "\" is not host:port (like 127.0.0.1:9464)");
+  std::lock_guard lk(impl_->serve_mu);
+  if (impl_->exposer) throw Error(errc::already_started, "PrometheusMetrics already serves");
+  try {
+    auto exposer = std::make_unique<prometheus::Exposer>(address);
+    exposer->RegisterCollectable(impl_->scrape);
+    auto ports = exposer->GetListeningPorts();
+    impl_->port = ports.empty() ? 0 : ports.front();
+    impl_->exposer = std::move(exposer);
+  } catch (const std::exception& e) {
+    throw Error(errc::invalid_argument, "cannot serve metrics on " + address +
+                                            " (taken, or not an address of this " +
+                                            "host?): " + e.what());
+  }
+}
+
+int PrometheusMetrics::port() const {
+  std::lock_guard lk(impl_->serve_mu);
+  return impl_->port;
 }
 
 double PrometheusMetrics::value(std::string_view name, const MetricLabels& labels) const {
-  std::lock_guard lk(impl_->mu);
-  auto* s = impl_->find(name, labels);
-  return s ? s->value : 0;
+  auto type = impl_->type_of(name);
+  if (type == MetricType::counter)
+    if (auto* c = static_cast<const prometheus::Counter*>(impl_->find(name, labels, *type)))
+      return c->Value();
+  if (type == MetricType::gauge)
+    if (auto* g = static_cast<const prometheus::Gauge*>(impl_->find(name, labels, *type)))
+      return g->Value();
+  return 0;
 }
 
 PrometheusMetrics::Histogram PrometheusMetrics::histogram(std::string_view name,
                                                           const MetricLabels& labels) const {
-  std::lock_guard lk(impl_->mu);
-  auto* s = impl_->find(name, labels);
-  return s ? s->hist : Histogram{};
-}
-
-std::string PrometheusMetrics::text() const {
-  std::string out;
-  std::lock_guard lk(impl_->mu);
-  for (auto& [name, family] : impl_->families) {
-    out += "# HELP ";
-    out += name;
-    out += ' ';
-    append_escaped(out, help_of(name), false);
-    out += "\n# TYPE ";
-    out += name;
-    out += ' ';
-    out += type_name(family.type);
-    out += '\n';
-    for (auto& [labels, s] : family.series) {
-      if (family.type != Type::histogram) {
-        out += name;
-        append_labels(out, labels);
-        out += ' ';
-        append_number(out, s.value);
-        out += '\n';
-        continue;
-      }
-      std::uint64_t cumulative = 0;
-      // Structured bindings are captured through references: clang 14 cannot capture them.
-      auto bucket_line = [&out, &name = name, &labels = labels](std::string le, std::uint64_t n) {
-        std::pair<std::string_view, std::string> extra{"le", std::move(le)};
-        out += name;
-        out += "_bucket";
-        append_labels(out, labels, &extra);
-        out += ' ';
-        out += std::to_string(n);
-        out += '\n';
-      };
-      for (std::size_t i = 0; i < impl_->bounds.size(); ++i) {
-        cumulative += s.hist.buckets[i];
-        std::string le;
-        append_number(le, impl_->bounds[i]);
-        bucket_line(std::move(le), cumulative);
-      }
-      bucket_line("+Inf", s.hist.count);
-      out += name;
-      out += "_sum";
-      append_labels(out, labels);
-      out += ' ';
-      append_number(out, s.hist.sum);
-      out += '\n';
-      out += name;
-      out += "_count";
-      append_labels(out, labels);
-      out += ' ';
-      out += std::to_string(s.hist.count);
-      out += '\n';
-    }
+  auto* h =
+      static_cast<const prometheus::Histogram*>(impl_->find(name, labels, MetricType::histogram));
+  if (!h) return {};
+  auto m = h->Collect().histogram;
+  Histogram out;
+  out.count = m.sample_count;
+  out.sum = m.sample_sum;
+  std::uint64_t below = 0;
+  for (auto& b : m.bucket) {
+    if (std::isinf(b.upper_bound)) break;  // +Inf: the count
+    out.buckets.push_back(b.cumulative_count - below);
+    below = b.cumulative_count;
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include <beehive/detail/codec.hpp>
 
+#include "metrics/store_metrics.hpp"
 #include "store/write_ops.hpp"
 
 namespace beehive::store {
@@ -85,13 +86,9 @@ WriteEngine::SteadyTime WriteEngine::began() const {
   return cfg_.metrics ? std::chrono::steady_clock::now() : SteadyTime{};
 }
 
-void WriteEngine::committed(SteadyTime since) {
-  if (auto* m = cfg_.metrics.get()) {
-    static const MetricLabels none;
-    auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - since);
-    m->counter_add(metric::store_transactions_total, none, 1);
-    m->histogram_observe(metric::store_write_duration, none, took.count());
-  }
+void WriteEngine::committed(SteadyTime since, std::size_t requests) {
+  if (auto* m = cfg_.metrics.get())
+    detail::report_commit(*m, std::chrono::steady_clock::now() - since, requests);
 }
 
 void WriteEngine::publish(const commit_record& rec, bool own) {
@@ -445,7 +442,7 @@ void WriteEngine::commit_group(std::vector<GroupedWrite>& writes,
     }
     return;
   }
-  committed(since);
+  committed(since, writes.size());
   publish(rec);
 }
 
@@ -468,7 +465,7 @@ std::vector<WriteReply> WriteEngine::execute_all(const std::vector<WriteOp>& ops
     w.rollback();
     throw;
   }
-  committed(since);
+  committed(since, ops.size());
   publish(rec);
   return replies;
 }

@@ -204,7 +204,7 @@ class WriteEngine {
   Error broken_session() const;
   void timed_commit();
   SteadyTime began() const;
-  void committed(SteadyTime since);
+  void committed(SteadyTime since, std::size_t requests = 1);
   void publish(const commit_record& rec, bool own = true);
   void end_session();
 

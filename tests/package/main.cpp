@@ -1,4 +1,6 @@
-// Consumer of an installed beehive: open a store, create one object, read it back.
+// Consumer of an installed beehive: open a store, create one object, read it back, and
+// render the metrics (PrometheusMetrics links prometheus-cpp, which the installed package
+// config must find).
 // Usage: beehive_consumer <database-file>
 #include <beehive/beehive.hpp>
 #include <beehive/sqlite.hpp>
@@ -31,7 +33,8 @@ int main(int argc, char** argv) {
   try {
     const std::filesystem::path path = argv[1];
     auto store = beehive::sqlite::open(path);
-    beehive::Beehive bh(store);
+    auto metrics = std::make_shared<beehive::PrometheusMetrics>();
+    beehive::Beehive bh(store, beehive::with_metrics(metrics));
     beehive::Client<app::Spec, app::Status> client(bh,
                                                    beehive::GroupKind{"package.test", "Widget"});
     const beehive::Context ctx;
@@ -41,6 +44,11 @@ int main(int argc, char** argv) {
     if (got.id != created.id || got.spec.replicas != 3) {
       std::cerr << "beehive_consumer: read back id " << got.id << " replicas " << got.spec.replicas
                 << ", expected id " << created.id << " replicas 3\n";
+      return 1;
+    }
+    if (metrics->text().find("# TYPE beehive_commit_seconds histogram\n") == std::string::npos) {
+      std::cerr << "beehive_consumer: the metrics lack beehive_commit_seconds:\n"
+                << metrics->text();
       return 1;
     }
     std::cout << "beehive_consumer: object " << got.id << " round-tripped\n";
