@@ -66,10 +66,16 @@ class Client {
     return out;
   }
 
-  /// Updates the object holding `slug`, or creates it; atomic under concurrency.
-  ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec) const {
+  /// Updates the object holding `slug`, or creates it; atomic under concurrency. The
+  /// create options (with_finalizers, with_owner, with_on_create) apply only when it
+  /// creates; an update leaves finalizers and owner as they are. with_slug here is
+  /// `conflicting_option`.
+  template <class... Opts>
+  ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec,
+                              Opts&&... opts) const {
     Decoded out;
-    core_.create_or_update(ctx, slug, detail::encode(spec), out.check(core_.migrator()));
+    core_.create_or_update(ctx, slug, detail::encode(spec), out.check(core_.migrator()),
+                           {Option(std::forward<Opts>(opts))...});
     return out.take();
   }
 

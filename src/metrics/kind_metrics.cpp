@@ -27,10 +27,11 @@ void KindMetrics::reconciled(const Outcome& o, std::chrono::steady_clock::durati
       return;  // stop's doing, not the controller's
     case Outcome::error:
     case Outcome::quarantined:
+    case Outcome::terminal_error:  // the metrics series names map it (result="terminal_error")
       result = &error_;
       break;  // quarantined: a terminal error
     case Outcome::success:
-      if (o.requeue_after.count() > 0) result = &requeue_;
+      if (o.requeue_after.count() > 0 || o.requeue_now) result = &requeue_;
       break;
     case Outcome::gone:
       break;

@@ -53,6 +53,7 @@ void check_request(const update_request& r) {
 void check_request(const create_or_update_request& r) {
   check_kind(r.gk);
   require_utf8(r.slug, "slug");
+  check_finalizers(r.finalizers);
   require_json_text(r.spec, "spec");
 }
 void check_request(const get_or_create_request& r) {
@@ -83,6 +84,11 @@ void check_request(const remove_condition_request& r) {
 void check_request(const remove_finalizer_request& r) {
   check_kind(r.gk);
   require_utf8(r.finalizer, "finalizer");
+}
+void check_request(const add_finalizer_request& r) {
+  check_kind(r.gk);
+  require_utf8(r.finalizer, "finalizer");
+  if (r.finalizer.empty()) throw Error(errc::invalid_argument, "a finalizer needs a name");
 }
 void check_request(const add_dependency_request& r) { check_kind(r.gk); }
 void check_request(const remove_dependency_request& r) { check_kind(r.gk); }

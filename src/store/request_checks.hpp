@@ -31,6 +31,7 @@ void check_request(const update_status_request& r);
 void check_request(const set_condition_request& r);
 void check_request(const remove_condition_request& r);
 void check_request(const remove_finalizer_request& r);
+void check_request(const add_finalizer_request& r);
 void check_request(const add_dependency_request& r);
 void check_request(const remove_dependency_request& r);
 void check_request(const record_event_request& r);
