@@ -85,7 +85,11 @@ bool already_stored(const Context& ctx, const std::optional<ObjectRow>& row, con
 }
 
 ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug, std::string spec,
-                                       RowCheck check) const {
+                                       RowCheck check, const std::vector<Option>& opts) const {
+  auto s = OptionSet::from(opts);
+  if (s.slug)
+    throw Error(errc::conflicting_option, "create_or_update takes its slug as an argument");
+  check_text(s);
   require_utf8(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
@@ -96,12 +100,19 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
       return std::move(*row);
     }
   }
-  return rt_
-      ->write(
-          ctx,
-          create_or_update_request{gk_, std::string(slug), std::move(spec), rt_->spec_version(gk_)},
-          std::move(check))
-      .row;
+  create_or_update_request req{
+      gk_, std::string(slug), std::move(spec), rt_->spec_version(gk_), s.finalizers, s.owner};
+  if (s.on_create.empty()) return rt_->write(ctx, std::move(req), std::move(check)).row;
+  // with_on_create runs only when this call creates: whether the slug was free is read
+  // in the same transaction as the write.
+  ObjectRow out;
+  rt_->within(ctx, [&](const Context& inner) {
+    bool existed = !rt_->read_in_transaction(inner, ReadOp{ReadOp::get_by_slug, gk_, 0, req.slug})
+                        .rows.empty();
+    out = rt_->write(inner, std::move(req), std::move(check)).row;
+    if (!existed) run_on_create(*rt_, s, inner);
+  });
+  return out;
 }
 
 std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::string_view slug,

@@ -82,5 +82,17 @@ bool ContextAccess::is_reconcile(const Context& ctx) {
   return false;
 }
 
+Context ContextAccess::for_pass(const Context& ctx, std::int64_t id) {
+  auto n = std::const_pointer_cast<ContextNode>(child(ctx.node_));
+  n->pass_object = id;
+  return Context(std::move(n));
+}
+
+std::int64_t ContextAccess::pass_object(const Context& ctx) {
+  for (auto n = ctx.node_.get(); n; n = n->parent.get())
+    if (n->pass_object) return n->pass_object;
+  return 0;
+}
+
 }  // namespace detail
 }  // namespace beehive

@@ -4,6 +4,7 @@
 // `within` block attached to it.
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -17,6 +18,7 @@ struct ContextNode {
   std::shared_ptr<std::atomic<bool>> cancelled;  // this node's own flag, if any
   std::shared_ptr<Transaction> txn;              // set on a within block's context
   bool reconcile = false;                        // a reconcile's context
+  std::int64_t pass_object = 0;                  // a pass's context: its object's id
 };
 
 struct ContextAccess {
@@ -28,6 +30,10 @@ struct ContextAccess {
   /// while the beehive drains.
   static Context for_reconcile(const Context& ctx);
   static bool is_reconcile(const Context& ctx);
+  /// A child of `ctx` for the pass of object `id` (ControllerClient::log names it).
+  static Context for_pass(const Context& ctx, std::int64_t id);
+  /// The object of the pass `ctx` belongs to, or 0.
+  static std::int64_t pass_object(const Context& ctx);
   /// True when the context can end (has a deadline or a cancel function).
   static bool can_end(const Context& ctx) { return ctx.node_ != nullptr; }
 };

@@ -2,6 +2,7 @@
 #include <beehive/detail/codec.hpp>
 
 #include <beehive/beehive.hpp>
+#include <beehive/result.hpp>
 
 #include "context_internal.hpp"
 #include "runtime.hpp"
@@ -9,7 +10,7 @@
 namespace beehive::detail {
 
 Outcome run_reconcile(const std::function<void()>& decode,
-                      const std::function<std::chrono::milliseconds()>& reconcile) {
+                      const std::function<Result()>& reconcile) {
   try {
     decode();
   } catch (const std::exception& e) {
@@ -18,7 +19,12 @@ Outcome run_reconcile(const std::function<void()>& decode,
     return {Outcome::quarantined, {}, "unknown exception"};
   }
   try {
-    return {Outcome::success, reconcile(), {}};
+    auto r = reconcile();
+    Outcome out{Outcome::success, r.requeue_after, {}};
+    out.requeue_now = r.requeue;
+    return out;
+  } catch (const TerminalError& e) {
+    return {Outcome::terminal_error, {}, e.what()};
   } catch (const std::exception& e) {
     return {Outcome::error, {}, e.what()};
   } catch (...) {
@@ -64,7 +70,8 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
   if (auto row = read_committed(*rt_, ctx, gk_, id))
     for (const auto& existing : row->meta.conditions)
-      if (existing == c) return;  // identical and current (a stale liveness reads Unknown)
+      if (same_observation(existing, c))
+        return;  // identical and current (a stale liveness reads Unknown)
   rt_->write(ctx, set_condition_request{gk_, id, c}, {});
 }
 
@@ -84,6 +91,25 @@ void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
                                             std::string_view finalizer) const {
   require_utf8(finalizer, "finalizer");
   rt_->write(ctx, remove_finalizer_request{gk_, id, std::string(finalizer)}, {});
+}
+
+void ControllerClientCore::add_finalizer(const Context& ctx, ObjectID id,
+                                         std::string_view finalizer) const {
+  require_utf8(finalizer, "finalizer");
+  if (finalizer.empty()) throw Error(errc::invalid_argument, "a finalizer needs a name");
+  if (auto row = read_committed(*rt_, ctx, gk_, id); row && !row->meta.deletion_requested_at)
+    for (const auto& f : row->meta.finalizers)
+      if (f == finalizer) return;  // present: nothing to write (and no writer taken)
+  rt_->write(ctx, add_finalizer_request{gk_, id, std::string(finalizer)}, {});
+}
+
+Time ControllerClientCore::now() const { return rt_->clock().now(); }
+
+void ControllerClientCore::log(const Context& ctx, LogLevel level, std::string_view message,
+                               LogFields fields) const {
+  fields.emplace_back("kind", to_string(gk_));
+  if (auto id = ContextAccess::pass_object(ctx)) fields.emplace_back("id", std::to_string(id));
+  rt_->log(level, message, fields);
 }
 
 void ControllerClientCore::add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
@@ -115,11 +141,63 @@ void ControllerClientCore::within(const Context& ctx,
   rt_->within(ctx, fn);
 }
 
+namespace {
+
+const char* result_name(const Outcome& o) {
+  switch (o.kind) {
+    case Outcome::success:
+      return o.requeue_now ? "requeue" : o.requeue_after.count() > 0 ? "requeue_after" : "success";
+    case Outcome::error:
+      return "error";
+    case Outcome::terminal_error:
+      return "terminal_error";
+    case Outcome::quarantined:
+      return "quarantined";
+    case Outcome::gone:
+      return "gone";
+    case Outcome::cancelled:
+      return "cancelled";
+  }
+  return "error";
+}
+
+/// A pass ended by TerminalError is not retried, so this is its only trace: logged once
+/// and kept in the object's event log, where an operator looks for why it stopped.
+void report_terminal(const ControllerClientCore& core, const Context& ctx, const ObjectRow& row,
+                     const std::string& message) {
+  core.log(ctx, LogLevel::warning, "reconcile failed with a terminal error; not retried",
+           {{"reason", message}});
+  try {
+    core.record_event(ctx, row.meta.id,
+                      {"reconcile", EventType::Warning, "TerminalError", message, nullptr});
+  } catch (const std::exception& e) {
+    core.log(ctx, LogLevel::error, "recording a terminal error's event failed",
+             {{"reason", e.what()}});
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
                                        const std::vector<Option>& opts) {
   require_utf8(gk.group, "group");
   require_utf8(gk.kind, "kind");
-  bh.runtime()->register_kind(gk, std::move(fn), opts);
+  // Every pass goes through here, on the worker's thread: its context names the object
+  // (ControllerClient::log), a terminal error is reported, and at debug each pass is logged.
+  auto pass = [fn = std::move(fn)](const Context& ctx, const ControllerClientCore& core,
+                                   const ObjectRow& row) {
+    auto pass_ctx = ContextAccess::for_pass(ctx, row.meta.id);
+    auto began = std::chrono::steady_clock::now();
+    auto out = fn(pass_ctx, core, row);
+    if (out.kind == Outcome::terminal_error) report_terminal(core, pass_ctx, row, out.message);
+    auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began);
+    core.log(pass_ctx, LogLevel::debug, "reconciled",
+             {{"generation", std::to_string(row.meta.generation)},
+              {"result", result_name(out)},
+              {"duration_ms", std::to_string(took.count())}});
+    return out;
+  };
+  bh.runtime()->register_kind(gk, std::move(pass), opts);
   return bh.runtime();
 }
 

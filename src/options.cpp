@@ -1,5 +1,7 @@
 #include <beehive/options.hpp>
 
+#include <beehive/errors.hpp>
+
 #include "contained.hpp"
 #include "options_internal.hpp"
 
@@ -26,6 +28,30 @@ Option with_resync_interval(std::chrono::milliseconds d) {
 }
 Option with_max_retry_interval(std::chrono::milliseconds d) {
   return Option([d](OptionSet& s) { s.max_retry_interval = d; });
+}
+Option with_backoff(std::chrono::milliseconds base, std::chrono::milliseconds max, double jitter) {
+  if (base.count() <= 0 || max < base)
+    throw Error(errc::invalid_argument, "with_backoff needs 0 < base <= max");
+  if (!(jitter >= 0 && jitter < 1))  // NaN included
+    throw Error(errc::invalid_argument, "with_backoff needs 0 <= jitter < 1");
+  return Option([=](OptionSet& s) {
+    s.backoff = OptionSet::Backoff{base, max, jitter};
+    s.max_retry_interval.reset();  // the later option wins
+  });
+}
+Option with_rate_limit(double per_second, int burst) {
+  if (!(per_second > 0) || burst < 1)
+    throw Error(errc::invalid_argument, "with_rate_limit needs per_second > 0 and burst >= 1");
+  return Option([=](OptionSet& s) { s.rate_limit.emplace(per_second, burst); });
+}
+Option with_owns(GroupKind child) {
+  return Option([gk = std::move(child)](OptionSet& s) { s.owns.push_back(gk); });
+}
+Option with_watches(GroupKind other, std::function<std::vector<ObjectID>(const ObjectMeta&)> map) {
+  if (!map) throw Error(errc::invalid_argument, "with_watches needs a map function");
+  return Option([gk = std::move(other), map = std::move(map)](OptionSet& s) {
+    s.watches.emplace_back(gk, map);
+  });
 }
 Option with_migrator(std::shared_ptr<Migrator> m) {
   return Option([m = std::move(m)](OptionSet& s) { s.migrator = m; });

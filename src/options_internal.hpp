@@ -29,6 +29,15 @@ struct OptionSet {
   Logger logger;
   std::shared_ptr<MetricsSink> metrics;
   std::optional<std::size_t> max_object_bytes;
+  struct Backoff {
+    std::chrono::milliseconds base, max;
+    double jitter;
+  };
+  std::optional<Backoff> backoff;
+  std::optional<std::pair<double, int>> rate_limit;  // per second, burst
+  std::vector<GroupKind> owns;
+  std::vector<std::pair<GroupKind, std::function<std::vector<ObjectID>(const ObjectMeta&)>>>
+      watches;
 
   static OptionSet from(const std::vector<Option>& opts) {
     OptionSet s;

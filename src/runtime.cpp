@@ -283,8 +283,8 @@ void Runtime::register_kind(const GroupKind& gk, ReconcileFn fn, const std::vect
   entry->migrator = kind_opts.migrator;
   if (settings_.metrics)
     entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk, s.concurrency);
-  for (auto r : {settings_.max_retry_interval, kind_opts.max_retry_interval})
-    if (r && r->count() > 0) s.max_retry = *r;
+  s.apply(settings_, false);
+  s.apply(kind_opts, true);
   std::lock_guard k(kinds_mu_);
   kinds_.emplace(gk, std::move(entry));
 }

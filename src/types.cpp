@@ -33,6 +33,23 @@ ConditionStatus condition_status_from_string(const std::string& s) {
   throw Error(errc::decode, "not a condition status: \"" + s + "\"");
 }
 
+bool same_observation(const Condition& stored, const Condition& next) noexcept {
+  return stored.type == next.type && stored.status == next.status && stored.reason == next.reason &&
+         stored.message == next.message && stored.liveness == next.liveness &&
+         stored.observed_generation == next.observed_generation;
+}
+
+const Condition* find_condition(const ObjectMeta& meta, std::string_view type) noexcept {
+  for (const auto& c : meta.conditions)
+    if (c.type == type) return &c;
+  return nullptr;
+}
+
+bool is_condition_true(const ObjectMeta& meta, std::string_view type) noexcept {
+  const auto* c = find_condition(meta, type);
+  return c && c->status == ConditionStatus::True;
+}
+
 void to_json(nlohmann::json& j, ConditionStatus s) { j = to_string(s); }
 void from_json(const nlohmann::json& j, ConditionStatus& s) {
   s = condition_status_from_string(j.get<std::string>());

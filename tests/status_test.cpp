@@ -130,6 +130,8 @@ TEST_F(StatusTest, ConditionsAreUpsertedPerTypeAndIdenticalOnesWriteNothing) {
   cc_->set_condition(ctx_, o.id, {"Synced", ConditionStatus::True, "Done", "", false});
   auto a = w.get(ctx_, o.id);
   ASSERT_EQ(a.conditions.size(), 2u);
+  // The store stamps the transition time (the manual clock never moved here).
+  ready.last_transition_at = from_millis(to_millis(clock_->now()));
   EXPECT_EQ(a.conditions[0], ready);  // ordered by type
   EXPECT_EQ(a.conditions[1].type, "Synced");
   cc_->set_condition(ctx_, o.id, ready);

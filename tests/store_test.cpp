@@ -21,7 +21,7 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 5);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 6);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
@@ -41,6 +41,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
     db.exec("DROP INDEX events_by_run");
     db.exec("ALTER TABLE events DROP COLUMN resource_version");
     db.exec("ALTER TABLE objects DROP COLUMN conditions_count");
+    db.exec("ALTER TABLE conditions DROP COLUMN observed_generation");
     db.exec("UPDATE beehive_schema SET version = 1");
     // A condition written by the old version: the migration counts it.
     db.exec(
@@ -56,7 +57,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   EXPECT_EQ(kept.conditions[0].type, "Ready");
   EXPECT_EQ(kept.conditions[0].message, "kept too");
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 5);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 6);
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
       1);

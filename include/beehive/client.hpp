@@ -66,14 +66,20 @@ class Client {
     return out;
   }
 
-  /// Updates the object holding `slug`, or creates it; atomic under concurrency.
-  ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec) const {
+  /// Updates the object holding `slug`, or creates it; atomic under concurrency. The
+  /// create options (with_finalizers, with_owner, with_on_create) apply only when it
+  /// creates; an update leaves finalizers and owner as they are. with_slug here is
+  /// `conflicting_option`.
+  template <class... Opts>
+  ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec,
+                              Opts&&... opts) const {
     auto text = detail::encode(spec);
     // The stored spec will be these bytes (see create): decoded here, off the writer's
     // thread; only the stored status is decoded inside the transaction.
     auto typed = detail::decode<Spec>(text);
     StoredStatus status;
-    auto row = core_.create_or_update(ctx, slug, std::move(text), status.check(core_.migrator()));
+    auto row = core_.create_or_update(ctx, slug, std::move(text), status.check(core_.migrator()),
+                                      {Option(std::forward<Opts>(opts))...});
     return status.object(std::move(row), std::move(typed), core_.migrator());
   }
 

@@ -5,6 +5,7 @@
 ///
 /// Plain values, copied into each subscriber's message: thread-compatible.
 
+#include <optional>
 #include <vector>
 
 #include <beehive/event.hpp>
@@ -30,6 +31,9 @@ struct object_change {
   ChangeType type = ChangeType::Added;
   ObjectRow row;
   unsigned parts = 0;
+  /// The row's owner, when it has one (controllers that own the row's kind reconcile
+  /// it). Set by this process's writes; unset on changes read from another process.
+  std::optional<Ref> owner{};
 };
 
 /// An event run a commit wrote (a new run, or an extension of the current one), with

@@ -16,10 +16,12 @@
 /// `requeue_after` falls due, and on retries. A controller is never called concurrently
 /// for one object; `with_concurrency(n)` runs up to n different objects at once, on
 /// threads of their own (reconcile may block). An exception thrown out of reconcile is
-/// retried with exponential backoff (1 s doubling, capped at 30 s or
-/// `with_max_retry_interval`), cleared only by a successful pass. A row that does not
-/// decode is quarantined: logged, treated as a successful no-op, logged again at each
-/// resync.
+/// retried with exponential backoff (1 s doubling, capped at 30 s; see `with_backoff`
+/// and `with_max_retry_interval`), cleared only by a successful pass; a `TerminalError`
+/// is not retried (see result.hpp). A row that does not decode is quarantined: logged,
+/// treated as a successful no-op, logged again at each resync. `with_owns` and
+/// `with_watches` reconcile objects of this kind when objects of other kinds change.
+/// At `LogLevel::debug` each pass is logged (id, generation, result, duration).
 ///
 /// ControllerClient writes are kind-folded (another kind's id is `errc::wrong_kind`, a
 /// missing one `errc::not_found`) and each commits on its own unless made inside
@@ -39,6 +41,7 @@
 #include <beehive/context.hpp>
 #include <beehive/detail/codec.hpp>
 #include <beehive/detail/controller_core.hpp>
+#include <beehive/logger.hpp>
 #include <beehive/object.hpp>
 #include <beehive/options.hpp>
 #include <beehive/result.hpp>
@@ -88,6 +91,24 @@ class ControllerClient {
   /// Removes one finalizer; absent is a no-op.
   void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const {
     core_.remove_finalizer(ctx, id, finalizer);
+  }
+
+  /// Adds one finalizer, so that the object is not removed until a controller removes
+  /// it again; present already is a no-op. An object whose deletion was requested takes
+  /// no new finalizer (`invalid_argument`): its teardown must be able to finish.
+  void add_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const {
+    core_.add_finalizer(ctx, id, finalizer);
+  }
+
+  /// Now, on the beehive's clock (`with_clock`; a ManualClock in tests): use it rather
+  /// than the system clock so that a pass's notion of time matches its timers'.
+  Time now() const { return core_.now(); }
+
+  /// Logs through the beehive's logger (`with_logger`), adding the kind and, when `ctx`
+  /// is a pass's context (or derived from it), the object id to `fields`.
+  void log(const Context& ctx, LogLevel level, std::string_view message,
+           LogFields fields = {}) const {
+    core_.log(ctx, level, message, std::move(fields));
   }
 
   /// Adds a depends_on edge from this kind's `from` to any existing `to`: when `to`'s
@@ -145,7 +166,8 @@ class Controller {
 };
 
 /// Registers `controller` for `gk`. Options: with_concurrency, with_resync_interval,
-/// with_max_retry_interval, with_migrator, with_event_retention. Throws
+/// with_max_retry_interval, with_backoff, with_rate_limit, with_owns, with_watches,
+/// with_migrator, with_event_retention. Throws
 /// `already_registered` for a kind registered before and `already_started` after start.
 template <class Spec, class Status, class C, class... Opts>
 requires(std::convertible_to<Opts, Option>&&...) ControllerClient<Status> register_controller(
@@ -169,7 +191,7 @@ requires(std::convertible_to<Opts, Option>&&...) ControllerClient<Status> regist
         [&] { obj = detail::decode_object<Spec, Status>(row, core.migrator()); },
         [&] {
           ControllerClient<Status> cc(core);
-          return call(ctx, cc, obj).requeue_after;
+          return call(ctx, cc, obj);
         });
   };
   auto rt = detail::register_kind(bh, gk, std::move(fn), {Option(std::forward<Opts>(opts))...});

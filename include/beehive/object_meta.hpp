@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <beehive/condition.hpp>
@@ -60,5 +61,10 @@ struct ObjectMeta {
 
   LoadedRelations relations;
 };
+
+/// The condition of `type` on `meta`, or null; the pointer lives as long as `meta`.
+const Condition* find_condition(const ObjectMeta& meta, std::string_view type) noexcept;
+/// Whether `meta` has a condition of `type` whose status is True.
+bool is_condition_true(const ObjectMeta& meta, std::string_view type) noexcept;
 
 }  // namespace beehive

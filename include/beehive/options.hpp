@@ -5,14 +5,15 @@
 /// contradicts a positional argument (`with_slug` given to `get_or_create` is
 /// `errc::conflicting_option`).
 ///
-///   Option      create, get_or_create, Beehive, register_controller
+///   Option      create, create_or_update, get_or_create, Beehive, register_controller
 ///   LoadOption  reads: which relations to attach to the returned objects
 ///   EventOption list_events / watch_events filters
 ///   RequeueOption  requeue
 ///
 /// Defaults: no slug, no finalizers, no owner; resync every 30 s; retry backoff from
-/// 1 s doubling to at most 30 s; one worker per kind; the system clock; events kept
-/// without bound until their object is removed; no metrics.
+/// 1 s doubling to at most 30 s, without jitter; no rate limit; no owned or watched
+/// kinds; one worker per kind; the system clock; events kept without bound until their
+/// object is removed; no metrics.
 ///
 /// Options are immutable values: build them on any thread and share them freely.
 
@@ -33,6 +34,7 @@ namespace beehive {
 class Context;
 class Migrator;
 class MetricsSink;
+struct ObjectMeta;
 
 namespace detail {
 struct OptionSet;
@@ -68,6 +70,33 @@ Option with_on_create(std::function<void(const Context&)> fn);
 Option with_resync_interval(std::chrono::milliseconds d);
 /// Beehive or register_controller: cap on the retry backoff; zero or negative is ignored.
 Option with_max_retry_interval(std::chrono::milliseconds d);
+/// Beehive (default for every kind) or register_controller: the retry ladder. A failed
+/// pass (and Result::requeue_now()) is retried after `base`, then twice the previous
+/// delay, at most `max`; a pass that succeeds without asking again clears it. `jitter`
+/// is the largest fraction of a step added or taken at random (0.1: each delay is
+/// within +-10% of its step), so that many objects failing together do not retry in
+/// lockstep. Defaults: 1 s, 30 s, no jitter (1 s, 2 s, 4 s ... 30 s exactly). Throws
+/// invalid_argument unless 0 < base <= max and 0 <= jitter < 1. A later
+/// with_max_retry_interval at the same level replaces `max`.
+Option with_backoff(std::chrono::milliseconds base = std::chrono::seconds(1),
+                    std::chrono::milliseconds max = std::chrono::seconds(30), double jitter = 0);
+/// Beehive (default for every kind) or register_controller: at most `per_second` passes
+/// a second for the kind, with bursts of up to `burst` (a token bucket that starts full),
+/// whatever woke them (creates, retries, resync, requeues). Timed on the beehive's timers
+/// (a ManualClock in tests). Default: no limit. Throws invalid_argument unless
+/// per_second > 0 and burst >= 1.
+Option with_rate_limit(double per_second, int burst);
+/// register_controller: this kind owns objects of `child` (created with with_owner):
+/// any committed change of such an object (spec, status, conditions, finalizers,
+/// deletion, removal) reconciles its owner. Give it once per child kind.
+Option with_owns(GroupKind child);
+/// register_controller: a committed change of an object of `other` reconciles the ids of
+/// this kind that `map` returns for it (ids of other kinds, and missing ones, are
+/// skipped at their pass). `map` runs on beehive's threads, possibly several at once,
+/// with the object as committed (a removed one with its final body): keep it quick and
+/// thread-safe, and do no blocking calls into the beehive in it. An exception it throws
+/// is logged and maps to nothing.
+Option with_watches(GroupKind other, std::function<std::vector<ObjectID>(const ObjectMeta&)> map);
 /// register_controller: the kind's schema migrator.
 Option with_migrator(std::shared_ptr<Migrator> m);
 /// Beehive or register_controller: keep the newest `per_object` runs per (object,

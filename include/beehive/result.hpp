@@ -1,16 +1,46 @@
 #pragma once
 
-/// `Result`: what a reconcile returns. A positive `requeue_after` reconciles the
-/// object again after that delay (the newest schedule wins); zero means no requeue.
+/// `Result`: what a reconcile returns, and `TerminalError`, what it throws when retrying
+/// cannot help.
 ///
-/// A plain value: copyable, thread-compatible.
+/// A positive `requeue_after` reconciles the object again after that delay (the newest
+/// schedule wins); zero means no requeue. `Result::requeue_now()` asks for another pass
+/// right after this one, paced like a retry (the kind's backoff ladder and rate limit)
+/// but without an error: nothing is logged as a failure, and the next pass that does not
+/// ask again clears the ladder.
+///
+/// Plain values: copyable, thread-compatible.
 
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 namespace beehive {
 
 struct Result {
   std::chrono::milliseconds requeue_after{0};
+  /// Another pass as soon as the kind's backoff ladder and rate limit allow (set by
+  /// requeue_now()); wins over requeue_after.
+  bool requeue = false;
+
+  /// A pass that asks for another one right away, rate-limited like a retry.
+  static Result requeue_now() {
+    Result r;
+    r.requeue = true;
+    return r;
+  }
+};
+
+/// Thrown out of reconcile for a failure that retrying cannot fix (a spec that can never
+/// be satisfied, a permission that is missing): the pass ends without a retry, the
+/// failure is logged once and recorded as a Warning event on the object (category
+/// "reconcile", reason "TerminalError", the message). The object is reconciled again
+/// only when its spec changes (or its deletion is requested), it is requeued by hand,
+/// or the process restarts; resync, timers and wakes leave it alone meanwhile.
+class TerminalError : public std::runtime_error {
+ public:
+  explicit TerminalError(const std::string& what) : std::runtime_error(what) {}
+  explicit TerminalError(const char* what) : std::runtime_error(what) {}
 };
 
 }  // namespace beehive

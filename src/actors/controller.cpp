@@ -1,13 +1,28 @@
 #include "actors/controller.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include <beehive/detail/saturate.hpp>
 
 #include "actors/reader.hpp"
+#include "options_internal.hpp"
 
 namespace beehive::detail {
+
+void KindSettings::apply(const OptionSet& s, bool kind_level) {
+  if (s.backoff) {
+    base_retry = s.backoff->base;
+    max_retry = s.backoff->max;
+    jitter = s.backoff->jitter;
+  }
+  if (s.max_retry_interval && s.max_retry_interval->count() > 0) max_retry = *s.max_retry_interval;
+  if (s.rate_limit) std::tie(rate, burst) = *s.rate_limit;
+  if (!kind_level) return;
+  owns.insert(owns.end(), s.owns.begin(), s.owns.end());
+  watches.insert(watches.end(), s.watches.begin(), s.watches.end());
+}
 
 Schedule ScheduleTable::get(ObjectID id) const {
   std::lock_guard lk(mu_);
@@ -83,9 +98,10 @@ using IdList = std::vector<std::pair<ObjectID, std::int64_t>>;
 bool idle(Self self) {
   auto& st = self->state;
   if (st.draining) return st.in_flight.empty();
-  if (!st.dispatching || st.pending_reads > 0 || !st.queue.empty() || !st.in_flight.empty())
-    return false;
+  if (!st.dispatching || st.pending_reads > 0 || !st.in_flight.empty()) return false;
   auto t = now(self);
+  // Queued ids wait for a token of the rate limit that is due later: nothing to do now.
+  if (!st.queue.empty() && !(st.rate_wake != Time::max() && st.rate_wake > t)) return false;
   if (st.next_resync <= t) return false;
   return std::none_of(st.timers.begin(), st.timers.end(),
                       [t](const auto& kv) { return kv.second <= t; });
@@ -148,6 +164,31 @@ void report_objects(ControllerState& st, const KindMetrics& m) {
 }
 
 void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w);
+void rearm(Self self);
+
+/// Takes a token of the kind's rate limit for one pass; without one, notes when the next
+/// is due (rearm wakes us then). Always true without a rate limit.
+bool take_token(Self self) {
+  auto& st = self->state;
+  const auto& cfg = st.kind->settings;
+  if (cfg.rate <= 0) return true;
+  auto t = now(self);
+  if (st.tokens_at == Time{}) {
+    st.tokens = cfg.burst;  // the bucket starts full
+  } else if (t > st.tokens_at) {
+    std::chrono::duration<double> elapsed = t - st.tokens_at;
+    st.tokens = std::min<double>(cfg.burst, st.tokens + elapsed.count() * cfg.rate);
+  }
+  st.tokens_at = t;
+  constexpr double epsilon = 1e-9;  // a token due at t counts at t, whatever the rounding
+  if (st.tokens >= 1 - epsilon) {
+    st.tokens = std::max(0.0, st.tokens - 1);
+    return true;
+  }
+  std::chrono::duration<double> wait((1 - st.tokens) / cfg.rate);
+  st.rate_wake = t + std::chrono::ceil<Time::duration>(wait);
+  return false;
+}
 
 /// The start listing of the object counts (metrics only): all ids, then the unsettled
 /// ones, on the reader; the commits keep the counts current from then on (ObjectTally).
@@ -159,17 +200,22 @@ void count_objects(Self self) {
     auto unsettled = backend->reader()->list_ids(gk, true);
     return caf::make_message(std::move(all), std::move(unsettled));
   };
+  ++self->state.pending_reads;
   self->request(self->state.services.reader, caf::infinite, std::move(job))
       .then(
           [self](IdList& all, IdList& unsettled) {
             auto& st = self->state;
+            --st.pending_reads;
             st.tally.listed(all, unsettled);
             if (auto* m = st.kind->metrics.get()) report_objects(st, *m);
+            st.settling.check(idle(self));
           },
           [self](caf::error& err) {
-            self->state.services.log(
-                LogLevel::warning, "counting a kind's objects failed",
-                {{"kind", to_string(self->state.kind->gk)}, {"reason", error_message(err)}});
+            auto& st = self->state;
+            --st.pending_reads;
+            st.services.log(LogLevel::warning, "counting a kind's objects failed",
+                            {{"kind", to_string(st.kind->gk)}, {"reason", error_message(err)}});
+            st.settling.check(idle(self));
           });
 }
 
@@ -177,7 +223,12 @@ void dispatch(Self self) {
   auto& st = self->state;
   // Sent after the gauges are reported: a running reconcile is always counted in them.
   std::vector<std::pair<caf::actor, ObjectID>> jobs;
+  bool limited = false;
   while (st.dispatching && !st.idle.empty() && !st.queue.empty()) {
+    if (!take_token(self)) {
+      limited = true;
+      break;
+    }
     auto id = st.queue.front();
     st.queue.pop_front();
     st.queued.erase(id);
@@ -205,12 +256,21 @@ void dispatch(Self self) {
                 // that needs a retry from here.
                 on_done(self, id, {Outcome::cancelled, {}, "worker gone"}, w);
               });
+  if (limited) rearm(self);
   st.settling.check(idle(self));
 }
 
-void enqueue(Self self, ObjectID id) {
+/// Queues `id`. An id marked by a TerminalError is left alone unless `lift` (a spec
+/// change, a deletion request, a requeue by hand), which clears the mark.
+void enqueue(Self self, ObjectID id, bool lift = false) {
   auto& st = self->state;
   auto* m = st.kind->metrics.get();
+  if (lift) {
+    st.terminal.erase(id);
+    if (st.in_flight.count(id)) st.lifted.insert(id);
+  } else if (st.terminal.count(id)) {
+    return;
+  }
   if (st.in_flight.count(id)) {
     // Counted as an add once, as client-go's queue counts an item re-added while processed.
     if (st.dirty.insert(id).second && m) m->added();
@@ -231,6 +291,7 @@ void rearm(Self self) {
   auto& st = self->state;
   Time earliest = st.next_resync;
   for (auto& [id, due] : st.timers) earliest = std::min(earliest, due);
+  if (!st.queue.empty()) earliest = std::min(earliest, st.rate_wake);
   if (earliest == Time::max() || earliest == st.requested_wake) return;
   st.requested_wake = earliest;
   self->send(st.scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self), earliest);
@@ -252,6 +313,7 @@ void on_wake(Self self) {
   auto& st = self->state;
   st.requested_wake = Time::max();
   auto t = now(self);
+  if (st.rate_wake <= t) st.rate_wake = Time::max();  // dispatch below takes the token
   std::vector<ObjectID> due;
   for (auto& [id, at] : st.timers)
     if (at <= t) due.push_back(id);
@@ -279,12 +341,23 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   }
   st.timers.erase(id);
   const auto& cfg = st.kind->settings;
+  bool lifted = st.lifted.erase(id) > 0;
+  // A retry (or requeue_now) after the next step of the backoff ladder, jittered.
+  auto step_ladder = [&] {
+    auto& d = st.backoff[id];
+    d = d.count() == 0 ? cfg.base_retry : std::min(d * 2, cfg.max_retry);
+    d = std::min(d, cfg.max_retry);
+    auto delay = d;
+    if (cfg.jitter > 0) {
+      std::uniform_real_distribution<double> fraction(-cfg.jitter, cfg.jitter);
+      delay = std::chrono::round<std::chrono::milliseconds>(d * (1 + fraction(st.random)));
+    }
+    arm_timer(self, id, saturating_add(now(self), delay));
+    return delay;
+  };
   switch (o.kind) {
     case Outcome::error: {
-      auto& d = st.backoff[id];
-      d = d.count() == 0 ? cfg.base_retry : std::min(d * 2, cfg.max_retry);
-      d = std::min(d, cfg.max_retry);
-      arm_timer(self, id, saturating_add(now(self), d));
+      auto d = step_ladder();
       if (auto* m = st.kind->metrics.get()) m->retried();
       st.services.log(LogLevel::warning, "reconcile failed; retrying with backoff",
                       {{"kind", to_string(st.kind->gk)},
@@ -294,12 +367,29 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       break;
     }
     case Outcome::success:
+      if (o.requeue_now) {
+        step_ladder();  // paced like a retry, but nothing failed: no log
+        break;
+      }
+      [[fallthrough]];
     case Outcome::quarantined:
       st.backoff.erase(id);
       if (o.requeue_after.count() > 0)
         arm_timer(self, id, saturating_add(now(self), o.requeue_after));
       break;
+    case Outcome::terminal_error:
+      // Not retried: the pass already logged it and recorded its event. Only what lifts
+      // the mark (see enqueue) reconciles it again, including a lift during this pass.
+      st.backoff.erase(id);
+      if (!lifted) {
+        st.terminal.insert(id);
+        st.dirty.erase(id);
+      }
+      break;
     case Outcome::gone:
+      st.terminal.erase(id);
+      st.backoff.erase(id);
+      break;
     case Outcome::cancelled:  // stop cancelled it: start reconciles it again
       st.backoff.erase(id);
       break;
@@ -321,19 +411,64 @@ bool wakes_controller(const GroupKind& gk, const object_change& c) {
   return (c.parts & wakes) && c.row.meta.group == gk.group && c.row.meta.kind == gk.kind;
 }
 
-bool controller_wants(const GroupKind& gk, const commit_record& rec, bool counts_objects) {
+namespace {
+bool of_kind(const ObjectMeta& m, const GroupKind& gk) {
+  return m.group == gk.group && m.kind == gk.kind;
+}
+}  // namespace
+
+bool wakes_owner(const GroupKind& gk, const KindSettings& s, const object_change& c) {
+  return c.owner && c.owner->group == gk.group && c.owner->kind == gk.kind &&
+         std::any_of(s.owns.begin(), s.owns.end(),
+                     [&](const GroupKind& child) { return of_kind(c.row.meta, child); });
+}
+
+bool watched(const KindSettings& s, const object_change& c) {
+  return std::any_of(s.watches.begin(), s.watches.end(),
+                     [&](const auto& w) { return of_kind(c.row.meta, w.first); });
+}
+
+bool controller_wants(const GroupKind& gk, const KindSettings& s, const commit_record& rec,
+                      bool counts_objects) {
   constexpr unsigned counted = object_change::created | object_change::spec |
                                object_change::status | object_change::deletion |
                                object_change::removed;
-  auto wanted = [&](const object_change& c) {
-    if (wakes_controller(gk, c)) return true;
-    return counts_objects && (c.parts & counted) && c.row.meta.group == gk.group &&
-           c.row.meta.kind == gk.kind;
-  };
-  return std::any_of(rec.changes.begin(), rec.changes.end(), wanted) ||
+  return std::any_of(rec.changes.begin(), rec.changes.end(),
+                     [&](const object_change& c) {
+                       return wakes_controller(gk, c) || wakes_owner(gk, s, c) || watched(s, c) ||
+                              ((c.parts & object_change::removed) && of_kind(c.row.meta, gk)) ||
+                              (counts_objects && (c.parts & counted) && of_kind(c.row.meta, gk));
+                     }) ||
          std::any_of(rec.wakes.begin(), rec.wakes.end(),
                      [&](const Ref& r) { return r.group == gk.group && r.kind == gk.kind; });
 }
+
+namespace {
+
+/// The ids `other`'s change maps to, by the user's function; a throw is logged, and
+/// maps to nothing.
+std::vector<ObjectID> map_watched(
+    Self self, const GroupKind& other,
+    const std::function<std::vector<ObjectID>(const ObjectMeta&)>& map, const ObjectMeta& meta) {
+  try {
+    return map(meta);
+  } catch (const std::exception& e) {
+    self->state.services.log(LogLevel::error, "a with_watches map function threw",
+                             {{"kind", to_string(self->state.kind->gk)},
+                              {"watched", to_string(other)},
+                              {"id", std::to_string(meta.id)},
+                              {"reason", e.what()}});
+  } catch (...) {
+    self->state.services.log(LogLevel::error, "a with_watches map function threw",
+                             {{"kind", to_string(self->state.kind->gk)},
+                              {"watched", to_string(other)},
+                              {"id", std::to_string(meta.id)},
+                              {"reason", "unknown exception"}});
+  }
+  return {};
+}
+
+}  // namespace
 
 caf::behavior worker(caf::event_based_actor*, std::shared_ptr<KindEntry> kind, Services services) {
   return {
@@ -381,10 +516,18 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       [self](const commit_record& rec) {
         auto& st = self->state;
         auto& gk = st.kind->gk;
-        for (auto& c : rec.changes)
+        const auto& cfg = st.kind->settings;
+        for (auto& c : rec.changes) {
           // Rows at or below the start listing's versions were reconciled from it.
           if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
-            enqueue(self, c.row.meta.id);
+            enqueue(self, c.row.meta.id, true);  // a new spec, or a deletion: lifts a terminal mark
+          if ((c.parts & object_change::removed) && of_kind(c.row.meta, gk))
+            st.terminal.erase(c.row.meta.id);
+          if (wakes_owner(gk, cfg, c)) enqueue(self, c.owner->id);
+          for (auto& [other, map] : cfg.watches)
+            if (of_kind(c.row.meta, other))
+              for (auto id : map_watched(self, other, map, c.row.meta)) enqueue(self, id);
+        }
         for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
           if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
         if (auto* m = st.kind->metrics.get()) {
@@ -419,7 +562,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
                   }
                   if (r.reset_backoff) st.backoff.erase(r.id);
                   st.timers.erase(r.id);
-                  enqueue(self, r.id);
+                  enqueue(self, r.id, true);  // by hand: lifts a terminal mark
                   dispatch(self);
                   rp.deliver(true);
                 },

@@ -12,8 +12,10 @@
 // existence check) run on the reader actor, never on the controller's thread.
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -39,12 +41,26 @@ using start_atom = caf::atom_constant<caf::atom("start")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 
+struct OptionSet;
+
 /// A kind's controller settings, resolved from the Beehive's and the kind's options.
 struct KindSettings {
   int concurrency = 1;
   std::chrono::milliseconds resync{30000};  // <= 0: no resync
   std::chrono::milliseconds max_retry{30000};
   std::chrono::milliseconds base_retry{1000};
+  double jitter = 0;            // largest fraction of a backoff step added or taken at random
+  double rate = 0;              // passes per second; <= 0: no rate limit
+  int burst = 1;                // the token bucket's size
+  std::vector<GroupKind> owns;  // a change of an object of these kinds wakes its owner
+  /// A change of an object of the kind wakes the ids the function returns.
+  std::vector<std::pair<GroupKind, std::function<std::vector<ObjectID>(const ObjectMeta&)>>>
+      watches;
+
+  /// Reads the backoff and rate limit of `s` over these (with_backoff, then
+  /// with_max_retry_interval; see options.hpp), and at `kind_level` (register_controller's
+  /// options) its owned and watched kinds.
+  void apply(const OptionSet& s, bool kind_level);
 };
 
 /// Per-object next-reconcile times, written by the kind's controller, readable from any
@@ -103,8 +119,19 @@ struct ControllerState {
   std::vector<caf::actor> idle;        // workers waiting for an id
   std::vector<caf::actor> workers;
   std::unordered_map<ObjectID, std::chrono::milliseconds> backoff;  // last retry delay
-  std::unordered_map<ObjectID, Time> timers;  // pending backoff / requeue_after
-  std::int64_t listed_rv = 0;                 // highest resource version the start listing saw
+  /// Ids whose last pass ended in a TerminalError: woken only by a spec change, a
+  /// deletion request or a requeue (which lift the mark).
+  std::unordered_set<ObjectID> terminal;
+  /// In-flight ids whose mark was lifted meanwhile: their pass's TerminalError does
+  /// not mark them again.
+  std::unordered_set<ObjectID> lifted;
+  /// The rate limit's token bucket (KindSettings::rate), on the timers' time line.
+  double tokens = 0;
+  Time tokens_at{};
+  Time rate_wake{Time::max()};  // when the next token is due, while ids wait for one
+  std::minstd_rand random{std::random_device{}()};  // backoff jitter
+  std::unordered_map<ObjectID, Time> timers;        // pending backoff / requeue_after
+  std::int64_t listed_rv = 0;  // highest resource version the start listing saw
   Time next_resync{Time::max()};
   Time requested_wake{Time::max()};
   // Metrics only (empty without a sink): when each queued id was queued, when each pass
@@ -132,10 +159,16 @@ struct ControllerState {
 /// A change that makes the kind's controller reconcile its object: a create, a spec
 /// change or a deletion request of that kind (a status write does not).
 bool wakes_controller(const GroupKind& gk, const object_change& c);
-/// Whether a commit concerns the kind's controller at all (its writer subscription filter).
+/// A change of an object that `gk` owns, of a kind it owns (`with_owns`).
+bool wakes_owner(const GroupKind& gk, const KindSettings& s, const object_change& c);
+/// A change of an object of a kind `s` watches (`with_watches`).
+bool watched(const KindSettings& s, const object_change& c);
+/// Whether a commit concerns the kind's controller at all (its writer subscription
+/// filter): the kind's own wakes and removals, and changes of owned and watched objects.
 /// `counts_objects` (with metrics): also every change that moves the kind's object
-/// counts (a status write, a removal).
-bool controller_wants(const GroupKind& gk, const commit_record& rec, bool counts_objects = false);
+/// counts (a status write).
+bool controller_wants(const GroupKind& gk, const KindSettings& s, const commit_record& rec,
+                      bool counts_objects = false);
 
 /// `workers` are the kind's workers (see worker); the controller links itself to them.
 controller_impl::behavior_type controller(controller_impl::stateful_pointer<ControllerState> self,

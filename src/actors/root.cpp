@@ -74,12 +74,17 @@ namespace {
 using Self = root_actor::stateful_pointer<RootState>;
 using Phase = RootState::Phase;
 
-/// A controller's writer subscription: only the commits that concern its kind (with
-/// metrics, every change that moves its object counts too).
-RecordFilter controller_filter(const GroupKind& gk, bool counts_objects) {
-  return [gk, counts_objects](const commit_record& rec) {
-    return controller_wants(gk, rec, counts_objects);
-  };
+/// A controller's writer subscription: only the commits that concern its kind (its own
+/// objects, and those it owns or watches; with metrics, every change that moves its
+/// object counts too).
+RecordFilter controller_filter(const RootState& st, const GroupKind& gk) {
+  bool counts = st.cfg->services.metrics != nullptr;
+  for (auto& k : st.kinds)
+    if (k->gk == gk)
+      return [k, counts](const commit_record& rec) {
+        return controller_wants(k->gk, k->settings, rec, counts);
+      };
+  return [gk, counts](const commit_record& rec) { return controller_wants(gk, {}, rec, counts); };
 }
 
 /// What is left of the stop deadline (which is set).
@@ -116,8 +121,7 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
   auto wc = std::make_shared<StoreWriterConfig>();
   // The subscribers come with the writer, not in later messages: a caller's write can
   // reach a new writer before anything sent to it afterwards.
-  for (auto& [gk, c] : st.controllers)
-    wc->subscribers.push_back({c, controller_filter(gk, cfg.services.metrics != nullptr)});
+  for (auto& [gk, c] : st.controllers) wc->subscribers.push_back({c, controller_filter(st, gk)});
   wc->hub = caf::actor_cast<caf::actor>(st.hub);
   wc->hub_feed = cfg.hub_feed;
   wc->writer = std::move(connection);
@@ -188,8 +192,7 @@ caf::actor spawn_controller(Self self, const std::shared_ptr<KindEntry>& entry) 
   self->monitor(c);
   st.controllers[entry->gk] = c;
   st.cfg->directory->set_controller(entry->gk, c);
-  self->send(st.writer, subscribe_atom::value, c,
-             controller_filter(entry->gk, st.cfg->services.metrics != nullptr));
+  self->send(st.writer, subscribe_atom::value, c, controller_filter(st, entry->gk));
   return c;
 }
 

@@ -57,11 +57,13 @@ void KindMetrics::reconciled(const Outcome& o, Steady::duration took) const {
       failed = true;
       break;
     case Outcome::quarantined:  // not retried: a terminal error
+    case Outcome::terminal_error:
       result = &terminal_error_;
       failed = true;
       break;
     case Outcome::success:
       if (o.requeue_after.count() > 0) result = &requeue_after_;
+      if (o.requeue_now) result = &requeue_;
       break;
     case Outcome::gone:
       break;

@@ -17,8 +17,19 @@ ObjectRow WriteOps::reread(ObjectID id) {
 ObjectRow WriteOps::changed(ObjectID id, unsigned parts) {
   auto row = reread(id);
   bool created = parts & object_change::created;
-  rec_.changes.push_back({created ? ChangeType::Added : ChangeType::Modified, row, parts});
+  record({created ? ChangeType::Added : ChangeType::Modified, row, parts}, owner_of(id));
   return row;
+}
+
+std::optional<Ref> WriteOps::owner_of(ObjectID id) {
+  auto refs = w_.related(id, LoadOption::owner);
+  if (refs.empty()) return std::nullopt;
+  return std::move(refs.front());
+}
+
+void WriteOps::record(object_change c, std::optional<Ref> owner) {
+  c.owner = std::move(owner);
+  rec_.changes.push_back(std::move(c));
 }
 
 ObjectRow WriteOps::require_own(const GroupKind& gk, ObjectID id) {
@@ -63,7 +74,8 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
     checked_ = true;
   }
   w_.insert_object(row, owner);
-  rec_.changes.push_back({ChangeType::Added, row, object_change::created});
+  record({ChangeType::Added, row, object_change::created},
+         owner ? owner_of(row.meta.id) : std::nullopt);
   return row;
 }
 
@@ -89,7 +101,7 @@ ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec, in
   out.meta.updated_at = from_millis(to_millis(now_));  // stored in milliseconds
   w_.update_spec(out.meta.id, spec, spec_version, out.meta.generation, out.meta.resource_version,
                  now_);
-  rec_.changes.push_back({ChangeType::Modified, out, object_change::spec});
+  record({ChangeType::Modified, out, object_change::spec}, owner_of(out.meta.id));
   return out;
 }
 
@@ -99,9 +111,11 @@ ObjectRow WriteOps::update(const GroupKind& gk, ObjectID id, const std::string& 
 }
 
 ObjectRow WriteOps::create_or_update(const GroupKind& gk, const std::string& slug,
-                                     const std::string& spec, int spec_version) {
+                                     const std::string& spec, int spec_version,
+                                     const std::vector<std::string>& finalizers,
+                                     std::optional<ObjectID> owner) {
   if (auto row = w_.get_by_slug(gk, slug)) return update_row(*row, spec, spec_version);
-  return create(gk, spec, slug, {}, std::nullopt, spec_version);
+  return create(gk, spec, slug, finalizers, owner, spec_version);
 }
 
 std::pair<ObjectRow, bool> WriteOps::get_or_create(const GroupKind& gk, const std::string& slug,
@@ -156,7 +170,7 @@ ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
 ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condition& c) {
   auto row = require_own(gk, id);
   for (const auto& existing : row.meta.conditions)
-    if (existing == c) return row;  // identical and current: nothing to write
+    if (same_observation(existing, c)) return row;  // identical and current: nothing to write
   w_.upsert_condition(id, c, now_);
   w_.conditions_changed(id, w_.next_resource_version(), now_);
   wake_dependents(id);
@@ -176,6 +190,18 @@ ObjectRow WriteOps::remove_finalizer(const GroupKind& gk, ObjectID id,
   auto row = require_own(gk, id);
   auto finalizers = row.meta.finalizers;
   if (std::erase(finalizers, finalizer) == 0) return row;
+  w_.set_finalizers(id, finalizers, w_.next_resource_version(), now_);
+  return changed(id, object_change::finalizers);
+}
+
+ObjectRow WriteOps::add_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer) {
+  auto row = require_own(gk, id);
+  if (row.meta.deletion_requested_at)
+    throw Error(errc::invalid_argument,
+                "object " + std::to_string(id) + " is being deleted: it takes no new finalizer");
+  auto finalizers = row.meta.finalizers;
+  if (std::find(finalizers.begin(), finalizers.end(), finalizer) != finalizers.end()) return row;
+  finalizers.push_back(finalizer);
   w_.set_finalizers(id, finalizers, w_.next_resource_version(), now_);
   return changed(id, object_change::finalizers);
 }
@@ -264,14 +290,15 @@ int WriteOps::collect_garbage() {
     for (auto id : w_.collectible()) {
       auto final_body = reread(id);
       auto targets = w_.related(id, LoadOption::dependencies);
-      for (auto& owner : w_.related(id, LoadOption::owner)) targets.push_back(owner);
+      auto owner = owner_of(id);
+      if (owner) targets.push_back(*owner);
       w_.drop_pending_dependencies(id);  // RESTRICT would refuse the DELETE otherwise
       w_.delete_object(id);
       released(targets);
       // The removal is a change of its own: it gets a resource version, so that a
       // watch whose snapshot holds the last body still sees it.
       final_body.meta.resource_version = w_.next_resource_version();
-      rec_.changes.push_back({ChangeType::Deleted, std::move(final_body), object_change::removed});
+      record({ChangeType::Deleted, std::move(final_body), object_change::removed}, owner);
       ++removed;
       progress = true;
     }
@@ -288,7 +315,7 @@ ObjectRow WriteOps::apply(const update_request& r) {
   return update(r.gk, r.id, r.spec, r.spec_version.value_or(0));
 }
 ObjectRow WriteOps::apply(const create_or_update_request& r) {
-  return create_or_update(r.gk, r.slug, r.spec, r.spec_version.value_or(0));
+  return create_or_update(r.gk, r.slug, r.spec, r.spec_version.value_or(0), r.finalizers, r.owner);
 }
 get_or_create_reply WriteOps::apply(const get_or_create_request& r) {
   auto [row, created] =
@@ -308,6 +335,9 @@ ObjectRow WriteOps::apply(const remove_condition_request& r) {
 }
 ObjectRow WriteOps::apply(const remove_finalizer_request& r) {
   return remove_finalizer(r.gk, r.id, r.finalizer);
+}
+ObjectRow WriteOps::apply(const add_finalizer_request& r) {
+  return add_finalizer(r.gk, r.id, r.finalizer);
 }
 bool WriteOps::apply(const add_dependency_request& r) { return add_dependency(r.gk, r.from, r.to); }
 bool WriteOps::apply(const remove_dependency_request& r) {

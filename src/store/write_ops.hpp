@@ -47,6 +47,7 @@ class WriteOps {
   ObjectRow apply(const set_condition_request& r);
   ObjectRow apply(const remove_condition_request& r);
   ObjectRow apply(const remove_finalizer_request& r);
+  ObjectRow apply(const add_finalizer_request& r);
   bool apply(const add_dependency_request& r);
   bool apply(const remove_dependency_request& r);
   Event apply(const record_event_request& r);
@@ -61,8 +62,10 @@ class WriteOps {
                    const std::vector<std::string>& finalizers,
                    std::optional<ObjectID> owner = std::nullopt, int spec_version = 0);
   ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec, int spec_version = 0);
+  /// `finalizers` and `owner` apply only when it creates.
   ObjectRow create_or_update(const GroupKind& gk, const std::string& slug, const std::string& spec,
-                             int spec_version = 0);
+                             int spec_version = 0, const std::vector<std::string>& finalizers = {},
+                             std::optional<ObjectID> owner = std::nullopt);
   /// The row holding the slug untouched (false), or a new one (true).
   std::pair<ObjectRow, bool> get_or_create(const GroupKind& gk, const std::string& slug,
                                            const std::string& spec,
@@ -81,6 +84,8 @@ class WriteOps {
   ObjectRow set_condition(const GroupKind& gk, ObjectID id, const Condition& c);
   ObjectRow remove_condition(const GroupKind& gk, ObjectID id, const std::string& type);
   ObjectRow remove_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer);
+  /// Present already: nothing written. invalid_argument once deletion was requested.
+  ObjectRow add_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer);
   /// `from` is this kind's; `to` any existing object. True when the edge is new.
   bool add_dependency(const GroupKind& gk, ObjectID from, ObjectID to);
   bool remove_dependency(const GroupKind& gk, ObjectID from, ObjectID to);
@@ -103,6 +108,10 @@ class WriteOps {
   ObjectRow require_own(const GroupKind& gk, ObjectID id);
   /// Re-reads a row the transaction changed and records the change.
   ObjectRow changed(ObjectID id, unsigned parts);
+  /// Records a change, with the row's owner (controllers that own its kind wake on it).
+  void record(object_change c, std::optional<Ref> owner);
+  /// The owner of `id`, if it has one.
+  std::optional<Ref> owner_of(ObjectID id);
   /// Edges to `targets` are gone: wakes those being deleted, and tells GC.
   void released(const std::vector<Ref>& targets);
   /// Queues the dependents of `id` for a wake (its conditions changed).

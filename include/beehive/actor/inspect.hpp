@@ -126,7 +126,8 @@ namespace beehive {
 
 BEEHIVE_INSPECT(GroupKind, x.group, x.kind)
 BEEHIVE_INSPECT(Ref, x.id, x.group, x.kind)
-BEEHIVE_INSPECT(Condition, x.type, x.status, x.reason, x.message, x.liveness)
+BEEHIVE_INSPECT(Condition, x.type, x.status, x.reason, x.message, x.liveness, x.observed_generation,
+                x.last_transition_at)
 BEEHIVE_INSPECT(EventSpec, x.category, x.type, x.reason, x.message, json(x.detail))
 BEEHIVE_INSPECT(Event, x.id, x.object_id, x.category, x.type, x.reason, x.message, json(x.detail),
                 x.count, x.first_at, x.last_at)
@@ -140,13 +141,14 @@ BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
                 opt(x.deletion_requested_at), x.finalizers, x.conditions, x.created_at,
                 x.updated_at, x.relations)
 BEEHIVE_INSPECT(ObjectRow, x.meta, x.spec, x.spec_version, opt(x.status), x.status_version)
-BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts)
+BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts, opt(x.owner))
 BEEHIVE_INSPECT(event_run, x.event, x.resource_version)
 BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.edges_removed)
 BEEHIVE_INSPECT(create_request, x.gk, x.spec, opt(x.slug), x.finalizers, opt(x.owner),
                 opt(x.spec_version))
 BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, opt(x.spec_version))
-BEEHIVE_INSPECT(create_or_update_request, x.gk, x.slug, x.spec, opt(x.spec_version))
+BEEHIVE_INSPECT(create_or_update_request, x.gk, x.slug, x.spec, opt(x.spec_version), x.finalizers,
+                opt(x.owner))
 BEEHIVE_INSPECT(get_or_create_request, x.gk, x.slug, x.spec, x.finalizers, opt(x.owner),
                 opt(x.spec_version))
 BEEHIVE_INSPECT(get_or_create_reply, x.row, x.created)
@@ -157,6 +159,7 @@ BEEHIVE_INSPECT(update_status_request, x.gk, x.id, x.observed_generation, x.stat
 BEEHIVE_INSPECT(set_condition_request, x.gk, x.id, x.condition)
 BEEHIVE_INSPECT(remove_condition_request, x.gk, x.id, x.type)
 BEEHIVE_INSPECT(remove_finalizer_request, x.gk, x.id, x.finalizer)
+BEEHIVE_INSPECT(add_finalizer_request, x.gk, x.id, x.finalizer)
 BEEHIVE_INSPECT(add_dependency_request, x.gk, x.from, x.to)
 BEEHIVE_INSPECT(remove_dependency_request, x.gk, x.from, x.to)
 BEEHIVE_INSPECT(record_event_request, x.gk, x.id, x.event)

@@ -59,7 +59,8 @@ struct update_request {
   std::optional<int> spec_version{};  ///< as create_request's
 };
 
-/// Update the object holding `slug`, or create it. Replies the stored row.
+/// Update the object holding `slug`, or create it (with `finalizers` and `owner`, which
+/// an update ignores). Replies the stored row.
 struct create_or_update_request {
   using reply_type = ObjectRow;
   static constexpr const char* type_name = "beehive::create_or_update_request";
@@ -67,6 +68,8 @@ struct create_or_update_request {
   std::string slug{};
   std::string spec{};
   std::optional<int> spec_version{};  ///< as create_request's
+  std::vector<std::string> finalizers{};
+  std::optional<ObjectID> owner{};  ///< as create_request's, when it creates
 };
 
 struct get_or_create_reply {
@@ -142,6 +145,16 @@ struct remove_finalizer_request {
   std::string finalizer{};
 };
 
+/// Adds a finalizer (present already: nothing written); invalid_argument on an object
+/// whose deletion was requested.
+struct add_finalizer_request {
+  using reply_type = ObjectRow;
+  static constexpr const char* type_name = "beehive::add_finalizer_request";
+  GroupKind gk{};
+  ObjectID id = 0;
+  std::string finalizer{};
+};
+
 /// Adds or removes a depends_on edge from this kind's `from` to any object `to`.
 /// Replies true when the edge was added (removed); repeating it writes nothing.
 struct add_dependency_request {
@@ -200,7 +213,7 @@ using write_request_types =
     type_list<create_request, update_request, create_or_update_request, get_or_create_request,
               remove_request, remove_by_slug_request, update_status_request, set_condition_request,
               remove_condition_request, remove_finalizer_request, add_dependency_request,
-              remove_dependency_request, record_event_request>;
+              remove_dependency_request, record_event_request, add_finalizer_request>;
 
 /// Beehive's own maintenance writes (gc and event_log send them), each a transaction of
 /// its own.

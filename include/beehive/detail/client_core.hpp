@@ -48,8 +48,9 @@ class ClientCore {
 
   /// The caller decodes `spec` itself (see Client::create): the writer does not check it.
   ObjectRow create(const Context& ctx, std::string spec, const std::vector<Option>& opts) const;
+  /// `opts`: the create options, applied only when it creates.
   ObjectRow create_or_update(const Context& ctx, std::string_view slug, std::string spec,
-                             RowCheck check) const;
+                             RowCheck check, const std::vector<Option>& opts = {}) const;
   std::pair<ObjectRow, bool> get_or_create(const Context& ctx, std::string_view slug,
                                            std::string spec, const std::vector<Option>& opts,
                                            RowCheck check) const;

@@ -18,8 +18,11 @@
 #include <beehive/detail/client_core.hpp>
 #include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
+#include <beehive/logger.hpp>
 #include <beehive/object_row.hpp>
 #include <beehive/options.hpp>
+#include <beehive/result.hpp>
+#include <beehive/time.hpp>
 
 namespace beehive {
 class Beehive;
@@ -33,15 +36,19 @@ class Runtime;
 /// How one reconcile pass ended.
 struct Outcome {
   // cancelled: failed after stop cancelled the pass's context; not retried here, not counted.
-  enum Kind { success, error, quarantined, gone, cancelled } kind = success;
+  // terminal_error: reconcile threw TerminalError; not retried until the spec changes.
+  enum Kind { success, error, quarantined, gone, cancelled, terminal_error } kind = success;
   std::chrono::milliseconds requeue_after{0};
   std::string message;
+  /// success only: Result::requeue_now(), paced by the backoff ladder like a retry.
+  bool requeue_now = false;
 };
 
 /// Runs `decode` then `reconcile`, turning their exceptions into the outcome: a row that
-/// does not decode is quarantined, an exception from reconcile is an error.
+/// does not decode is quarantined, a TerminalError is terminal, any other exception from
+/// reconcile is an error.
 Outcome run_reconcile(const std::function<void()>& decode,
-                      const std::function<std::chrono::milliseconds()>& reconcile);
+                      const std::function<Result()>& reconcile);
 
 class ControllerClientCore {
  public:
@@ -56,6 +63,12 @@ class ControllerClientCore {
   void set_condition(const Context& ctx, ObjectID id, const Condition& c) const;
   void remove_condition(const Context& ctx, ObjectID id, std::string_view type) const;
   void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const;
+  void add_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const;
+  /// The beehive's clock.
+  Time now() const;
+  /// Logs through the beehive's logger with the kind, and the object id of the pass
+  /// `ctx` belongs to (if any), added to `fields`.
+  void log(const Context& ctx, LogLevel level, std::string_view message, LogFields fields) const;
   void record_event(const Context& ctx, ObjectID id, const EventSpec& e) const;
   void add_dependency(const Context& ctx, ObjectID from, ObjectID to) const;
   void remove_dependency(const Context& ctx, ObjectID from, ObjectID to) const;

@@ -94,8 +94,13 @@ ObjectRow RowStatement::row(std::int64_t session) const {
   auto conditions = text(s, 16);
   if (conditions != "[]") {
     for (auto& c : nlohmann::json::parse(conditions)) {
-      Condition cond{c[0].get<std::string>(), condition_status_from_string(c[1]),
-                     c[2].get<std::string>(), c[3].get<std::string>(), c[4].get<int>() != 0};
+      Condition cond{c[0].get<std::string>(),
+                     condition_status_from_string(c[1]),
+                     c[2].get<std::string>(),
+                     c[3].get<std::string>(),
+                     c[4].get<int>() != 0,
+                     c[6].get<std::int64_t>(),
+                     from_millis(c[7].get<std::int64_t>())};
       // A liveness condition is only as current as the process that wrote it.
       if (cond.liveness && c[5].get<std::int64_t>() != session)
         cond.status = ConditionStatus::Unknown;

@@ -130,6 +130,7 @@ void SqliteWriter::upsert_condition(ObjectID id, const Condition& c, Time now) {
     s->bind(6, c.liveness ? 1 : 0);
     s->bind(7, conn_.session());
     s->bind(8, to_millis(now));
+    s->bind(9, static_cast<std::int64_t>(c.observed_generation));
     s->exec();
   });
 }

@@ -23,7 +23,7 @@ constexpr const char* object_columns = R"sql(
   o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at,
   CASE WHEN o.conditions_count = 0 THEN '[]' ELSE
   (SELECT json_group_array(json_array(c.type, c.status, c.reason, c.message, c.liveness,
-                                      c.session))
+                                      c.session, c.observed_generation, c.last_transition_at))
      FROM (SELECT * FROM conditions WHERE object_id = o.id ORDER BY type) AS c) END
 )sql";
 
@@ -103,10 +103,12 @@ std::string sql_for(Query q) {
              "observed_at = ?5, resource_version = ?6, updated_at = ?7 WHERE id = ?1";
     case Query::upsert_condition:
       return R"sql(INSERT INTO conditions (object_id, type, status, reason, message, liveness,
-             session, last_transition_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             session, last_transition_at, observed_generation)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (object_id, type) DO UPDATE SET status = excluded.status,
                reason = excluded.reason, message = excluded.message,
                liveness = excluded.liveness, session = excluded.session,
+               observed_generation = excluded.observed_generation,
                last_transition_at = CASE WHEN conditions.status = excluded.status
                  THEN conditions.last_transition_at ELSE excluded.last_transition_at END)sql";
     case Query::delete_condition:

@@ -112,6 +112,11 @@ UPDATE objects SET conditions_count =
 CREATE INDEX objects_by_version ON objects (resource_version);
 CREATE INDEX events_by_run ON events (object_id, category, id);
 )sql",
+      // 5 -> 6: a condition carries the generation its controller observed it at (0 =
+      // not given), as Condition::observed_generation.
+      R"sql(
+ALTER TABLE conditions ADD COLUMN observed_generation INTEGER NOT NULL DEFAULT 0;
+)sql",
   };
   return m;
 }
