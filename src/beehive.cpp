@@ -1,13 +1,13 @@
 #include <beehive/actors.hpp>
 #include <beehive/beehive.hpp>
 
-#include "runtime.hpp"
+#include "beehive_core.hpp"
 
 namespace beehive {
 
 Beehive::Beehive(caf::actor_system* sys, std::shared_ptr<Store> store,
                  const std::vector<Option>& opts)
-    : rt_(std::make_shared<detail::Runtime>(sys, std::move(store), opts)) {}
+    : rt_(std::make_shared<detail::BeehiveCore>(sys, std::move(store), opts)) {}
 
 Beehive::~Beehive() {
   // Clients may keep the runtime alive; the actors and their system end here.
@@ -16,6 +16,6 @@ Beehive::~Beehive() {
 
 Stop Beehive::start(const Context& ctx) { return rt_->start(ctx); }
 
-caf::actor_system& actor_system_of(const Beehive& bh) { return bh.runtime()->system(); }
+caf::actor_system& actor_system_of(const Beehive& bh) { return bh.core()->system(); }
 
 }  // namespace beehive

@@ -7,7 +7,7 @@
 
 #include "context_internal.hpp"
 #include "options_internal.hpp"
-#include "runtime.hpp"
+#include "beehive_core.hpp"
 
 namespace beehive::detail {
 
@@ -28,7 +28,7 @@ bool same_kind(const ObjectRow& row, const GroupKind& gk) {
 
 /// The callbacks run after the commit: a throw is logged, never reported as the
 /// create's failure (the object is stored).
-void run_on_create(Runtime& rt, const OptionSet& s, const Context& ctx) {
+void run_on_create(BeehiveCore& rt, const OptionSet& s, const Context& ctx) {
   for (auto& fn : s.on_create)
     rt.after_commit(ctx, [fn, ctx, &rt] {
       try {
@@ -44,7 +44,7 @@ void run_on_create(Runtime& rt, const OptionSet& s, const Context& ctx) {
 
 }  // namespace
 
-ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.runtime()), gk_(std::move(gk)) {
+ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.core()), gk_(std::move(gk)) {
   require_utf8(gk_.group, "group");
   require_utf8(gk_.kind, "kind");
 }

@@ -5,7 +5,7 @@
 #include <beehive/result.hpp>
 
 #include "context_internal.hpp"
-#include "runtime.hpp"
+#include "beehive_core.hpp"
 
 namespace beehive::detail {
 
@@ -37,7 +37,7 @@ const Migrator* ControllerClientCore::migrator() const { return rt_->migrator(gk
 namespace {
 
 /// The kind's row, read without the writer, when a converged write may be skipped.
-std::optional<ObjectRow> read_committed(Runtime& rt, const Context& ctx, const GroupKind& gk,
+std::optional<ObjectRow> read_committed(BeehiveCore& rt, const Context& ctx, const GroupKind& gk,
                                         ObjectID id) {
   if (ContextAccess::transaction(ctx)) return std::nullopt;  // within sees its own writes
   rt.ensure_running(ctx);
@@ -178,7 +178,7 @@ void report_terminal(const ControllerClientCore& core, const Context& ctx, const
 
 }  // namespace
 
-std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
+std::shared_ptr<BeehiveCore> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
                                        const std::vector<Option>& opts) {
   require_utf8(gk.group, "group");
   require_utf8(gk.kind, "kind");
@@ -197,8 +197,8 @@ std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, Reconci
               {"duration_ms", std::to_string(took.count())}});
     return out;
   };
-  bh.runtime()->register_kind(gk, std::move(pass), opts);
-  return bh.runtime();
+  bh.core()->register_kind(gk, std::move(pass), opts);
+  return bh.core();
 }
 
 }  // namespace beehive::detail

@@ -7,7 +7,7 @@
 #include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
-#include "runtime.hpp"
+#include "beehive_core.hpp"
 
 namespace beehive::test {
 namespace {
@@ -277,7 +277,7 @@ TEST_F(WatchTest, AWatchOpenedWhileTheHubLagsGetsAddedThenModified) {
   // snapshot), then Modified, never a second Added.
   auto w = widgets();
   auto earlier = w.watch_list(ctx_);  // a watch is open: the writer posts to the hub
-  auto& inbox = bh_->runtime()->hub_feed().inbox;
+  auto& inbox = bh_->core()->hub_feed().inbox;
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
   auto sink = sys.spawn(
@@ -372,7 +372,7 @@ TEST_F(WatchTest, AWatchOpenedWhileNoneWasOpenMissesNoConcurrentWrite) {
       if (auto c = s->next_for(50ms)) latest[c->object.id] = c->object.spec.size;
     }
     s.reset();  // closed: the next round opens the first watch again
-    ASSERT_TRUE(eventually([&] { return bh_->runtime()->hub_feed().watches.load() == 0; }));
+    ASSERT_TRUE(eventually([&] { return bh_->core()->hub_feed().watches.load() == 0; }));
   }
 }
 

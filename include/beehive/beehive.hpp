@@ -54,7 +54,7 @@ class actor_system;
 namespace beehive {
 
 namespace detail {
-class Runtime;
+class BeehiveCore;
 }
 
 /// Stops a started beehive: `stop(ctx)`. Drains in this order: refuses new calls
@@ -109,12 +109,12 @@ class Beehive {
   auto scheduler() const;
 
   /// Internal plumbing shared with clients.
-  const std::shared_ptr<detail::Runtime>& runtime() const { return rt_; }
+  const std::shared_ptr<detail::BeehiveCore>& core() const { return rt_; }
 
  private:
   Beehive(caf::actor_system* sys, std::shared_ptr<Store> store, const std::vector<Option>& opts);
 
-  std::shared_ptr<detail::Runtime> rt_;
+  std::shared_ptr<detail::BeehiveCore> rt_;
 };
 
 }  // namespace beehive

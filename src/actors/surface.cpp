@@ -8,7 +8,7 @@
 
 #include <beehive/actors.hpp>
 
-#include "runtime.hpp"
+#include "beehive_core.hpp"
 
 namespace beehive {
 
@@ -86,7 +86,7 @@ void add_message_types(caf::actor_system_config& cfg) {
 }
 
 ActorHandles actor_handles(const Beehive& bh) {
-  auto& rt = *bh.runtime();
+  auto& rt = *bh.core();
   ActorHandles h;
   h.store_writer = rt.store_writer();
   h.watch_hub = caf::actor_cast<watch_hub_actor>(rt.watch_hub());
@@ -99,7 +99,7 @@ ActorHandles actor_handles(const Beehive& bh) {
 
 std::optional<controller_actor> ActorHandles::controller(const GroupKind& gk) const {
   if (!beehive) return std::nullopt;
-  auto c = beehive->runtime()->controller(gk);
+  auto c = beehive->core()->controller(gk);
   if (!c) return std::nullopt;
   return caf::actor_cast<controller_actor>(c);
 }

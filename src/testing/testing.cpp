@@ -10,11 +10,11 @@
 #include <iomanip>
 #include <sstream>
 
-#include "runtime.hpp"
+#include "beehive_core.hpp"
 
 namespace beehive::testing {
 
-void settle(Beehive& bh, const Context& ctx) { bh.runtime()->settle(ctx); }
+void settle(Beehive& bh, const Context& ctx) { bh.core()->settle(ctx); }
 
 TestBeehive::TestBeehive(Fresh) {
   auto pattern = (std::filesystem::temp_directory_path() / "beehive-test-XXXXXX").string();

@@ -32,7 +32,7 @@ struct ReadOp;
 
 namespace beehive::detail {
 
-class Runtime;
+class BeehiveCore;
 
 /// Runs on the writer inside the write transaction with the written row; throwing
 /// rolls the write back.
@@ -93,7 +93,7 @@ class ClientCore {
  private:
   std::vector<ObjectRow> read_in_transaction(const Context& ctx, store::ReadOp op) const;
 
-  std::shared_ptr<Runtime> rt_;
+  std::shared_ptr<BeehiveCore> rt_;
   GroupKind gk_;
 };
 

@@ -31,7 +31,7 @@ class Migrator;
 
 namespace beehive::detail {
 
-class Runtime;
+class BeehiveCore;
 
 /// How one reconcile pass ended.
 struct Outcome {
@@ -52,7 +52,7 @@ Outcome run_reconcile(const std::function<void()>& decode,
 
 class ControllerClientCore {
  public:
-  ControllerClientCore(std::shared_ptr<Runtime> rt, GroupKind gk)
+  ControllerClientCore(std::shared_ptr<BeehiveCore> rt, GroupKind gk)
       : rt_(std::move(rt)), gk_(std::move(gk)) {}
 
   const GroupKind& group_kind() const { return gk_; }
@@ -77,7 +77,7 @@ class ControllerClientCore {
   void within(const Context& ctx, const std::function<void(const Context&)>& fn) const;
 
  private:
-  std::shared_ptr<Runtime> rt_;
+  std::shared_ptr<BeehiveCore> rt_;
   GroupKind gk_;
 };
 
@@ -86,7 +86,7 @@ using ReconcileFn =
     std::function<Outcome(const Context&, const ControllerClientCore& core, const ObjectRow&)>;
 
 /// Registers a kind's reconcile; returns the runtime shared with its ControllerClient.
-std::shared_ptr<Runtime> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
+std::shared_ptr<BeehiveCore> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
                                        const std::vector<Option>& opts);
 
 }  // namespace beehive::detail

@@ -1,10 +1,10 @@
 #pragma once
 
-// Runtime: the blocking facade's handle on a beehive — what a Beehive and its clients
+// BeehiveCore: the blocking facade's handle on a beehive — what a Beehive and its clients
 // share: the actor system, the store, the clock, the registered kinds, the handles of
 // the actors (read from the root's ActorDirectory) and the blocking hand-off to the
 // store_writer. Start and stop are requests to the root actor, which runs both
-// protocols; the runtime keeps only what concerns callers: whether calls are served,
+// protocols; the core keeps only what concerns callers: whether calls are served,
 // and the claim on the database.
 //
 // Thread-safety: every member function may be called from any thread, except that
@@ -29,10 +29,11 @@
 
 namespace beehive::detail {
 
-class Runtime : public std::enable_shared_from_this<Runtime> {
+class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
  public:
-  Runtime(caf::actor_system* sys, std::shared_ptr<Store> store, const std::vector<Option>& opts);
-  ~Runtime();
+  BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
+              const std::vector<Option>& opts);
+  ~BeehiveCore();
 
   store::Backend& backend() { return *backend_; }
   /// The actor system the actors run in (the application's, or this beehive's own).

@@ -1,0 +1,99 @@
+// BeehiveCore's blocking hand-off to the store_writer: a caller queues its write on the
+// WriteQueue and waits for the reply (the writer's thread runs every transaction), and
+// `within` is a session of such writes. Runs on the caller's thread.
+
+#include "beehive_core.hpp"
+
+#include <sched.h>
+
+#include "context_internal.hpp"
+#include "thread_guards.hpp"
+#include "transaction.hpp"
+
+namespace beehive::detail {
+
+thread_local int open_sessions = 0;
+
+std::vector<Ref> BeehiveCore::related(const Context& ctx, ObjectID id, unsigned relation) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  if (ContextAccess::transaction(ctx))
+    return read_in_transaction(ctx, ReadOp{ReadOp::related, {}, id, {}, relation}).refs;
+  return backend().reader()->related(id, relation);
+}
+
+WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto w = std::make_shared<BlockingWrite>();
+  if (auto txn = ContextAccess::transaction(ctx))
+    w->session = txn->session();
+  else if (open_sessions > 0)
+    throw Error(errc::invalid_argument,
+                "a write outside the within block open on this thread would wait for it "
+                "forever; use the context within passes to its function");
+  w->op = std::move(op);
+  w->check = std::move(check);
+  w->cpu = sched_getcpu();  // see reply_group
+  auto reply = w->reply;
+  queue_->push(std::move(w));
+  return reply->take(ctx, queue_->replies_come_quickly());
+}
+
+std::optional<ObjectRow> BeehiveCore::read_committed(ObjectID id) {
+  return backend_->reader()->get(id);
+}
+
+void BeehiveCore::after_commit(const Context& ctx, std::function<void()> fn) {
+  if (auto txn = ContextAccess::transaction(ctx))
+    txn->after_commit(std::move(fn));
+  else
+    fn();
+}
+
+void BeehiveCore::within(const Context& ctx, const std::function<void(const Context&)>& fn) {
+  // Session steps never give up half-way: they wait without the caller's deadline.
+  auto step = [this](const std::shared_ptr<Transaction>& txn, SessionCmd::Kind k) {
+    return write(ContextAccess::with_transaction(Context{}, txn), SessionCmd{k}, {});
+  };
+  // Undoing after a throw: the block's own exception is what the caller should see (a
+  // writer that stopped meanwhile rolled the transaction back already).
+  auto undo = [&](const std::shared_ptr<Transaction>& txn, SessionCmd::Kind k) {
+    try {
+      step(txn, k);
+    } catch (const Error&) {
+    }
+  };
+  if (auto txn = ContextAccess::transaction(ctx)) {
+    step(txn, SessionCmd::savepoint);
+    txn->mark();
+    try {
+      fn(ctx);
+    } catch (...) {
+      txn->drop_to_mark();
+      undo(txn, SessionCmd::rollback_to);
+      throw;
+    }
+    txn->keep();
+    step(txn, SessionCmd::release);
+    return;
+  }
+  auto begun = write(ctx, SessionCmd{SessionCmd::begin}, {});
+  auto txn = std::make_shared<Transaction>(begun.session);
+  auto inner = ContextAccess::with_transaction(ctx, txn);
+  ++open_sessions;
+  try {
+    fn(inner);
+  } catch (...) {
+    --open_sessions;
+    txn->take_post_commit();  // dropped; they hold the block's context, which holds txn
+    undo(txn, SessionCmd::rollback);
+    throw;
+  }
+  --open_sessions;
+  auto hooks = txn->take_post_commit();
+  step(txn, SessionCmd::commit);
+  for (auto& f : hooks) f();
+}
+
+}  // namespace beehive::detail

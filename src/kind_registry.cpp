@@ -1,0 +1,57 @@
+// BeehiveCore's registry of kinds: register_controller records a kind's reconcile and
+// settings before start; calls read it at any time (under its own lock, never the
+// lifecycle's).
+
+#include "beehive_core.hpp"
+
+namespace beehive::detail {
+
+void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
+                                const std::vector<Option>& opts) {
+  std::lock_guard lk(mu_);
+  if (state_ == State::stopped || state_ == State::draining)
+    throw Error(errc::stopped, "beehive stopped");
+  if (state_ != State::created)
+    throw Error(errc::already_started, "register controllers before start");
+  if (kind(gk)) throw Error(errc::already_registered, to_string(gk) + " already has a controller");
+  auto kind_opts = OptionSet::from(opts);
+  auto entry = std::make_shared<KindEntry>();
+  entry->gk = gk;
+  entry->reconcile = std::move(fn);
+  auto& s = entry->settings;
+  s.concurrency = kind_opts.concurrency.value_or(1);
+  if (auto r = kind_opts.resync_interval.has_value() ? kind_opts.resync_interval
+                                                     : settings_.resync_interval)
+    s.resync = *r;
+  entry->event_retention = kind_opts.event_retention;
+  entry->migrator = kind_opts.migrator;
+  if (settings_.metrics)
+    entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk, s.concurrency);
+  s.apply(settings_, false);
+  s.apply(kind_opts, true);
+  std::lock_guard k(kinds_mu_);
+  kinds_.emplace(gk, std::move(entry));
+}
+
+const Migrator* BeehiveCore::migrator(const GroupKind& gk) const {
+  auto k = kind(gk);
+  return k ? k->migrator.get() : nullptr;
+}
+
+int BeehiveCore::spec_version(const GroupKind& gk) const {
+  auto* m = migrator(gk);
+  return m ? m->schema_version_spec() : 0;
+}
+
+int BeehiveCore::status_version(const GroupKind& gk) const {
+  auto* m = migrator(gk);
+  return m ? m->schema_version_status() : 0;
+}
+
+std::shared_ptr<KindEntry> BeehiveCore::kind(const GroupKind& gk) const {
+  std::lock_guard lk(kinds_mu_);
+  auto it = kinds_.find(gk);
+  return it == kinds_.end() ? nullptr : it->second;
+}
+
+}  // namespace beehive::detail

@@ -1,0 +1,53 @@
+// One reconcile pass, as a worker runs it (Services::reconcile): read the row on the read
+// pool, run the kind's typed reconcile with a context stop can cancel, and turn what
+// happened into an Outcome for the controller. Runs on a worker's thread.
+
+#include "beehive_core.hpp"
+
+#include "context_internal.hpp"
+#include "thread_guards.hpp"
+
+namespace beehive::detail {
+
+thread_local int in_reconcile = 0;
+
+Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
+  Outcome out;
+  ++in_reconcile;
+  struct Leave {
+    ~Leave() { --in_reconcile; }
+  } leave;
+  auto exists = [&] {
+    auto row = backend_->reader()->get(id);
+    return row && row->meta.group == kind.gk.group && row->meta.kind == kind.gk.kind;
+  };
+  try {
+    auto row = backend_->reader()->get(id);
+    if (!row || row->meta.group != kind.gk.group || row->meta.kind != kind.gk.kind) {
+      out.kind = Outcome::gone;
+    } else {
+      ControllerClientCore core(shared_from_this(), kind.gk);
+      out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_), core, *row);
+      if (out.kind == Outcome::error) {
+        // Stop cancelled the pass: not a failure. Or the object went meanwhile (the GC
+        // collected it once the pass removed the last finalizer): nothing left to do.
+        if (stop_ctx_.done())
+          out = {Outcome::cancelled, {}, out.message};
+        else if (!exists())
+          out = {Outcome::gone, {}, out.message};
+      }
+      if (out.kind == Outcome::quarantined)
+        log(LogLevel::warning,
+            "quarantined " + to_string(kind.gk) + " " + std::to_string(id) +
+                ", which does not decode",
+            {{"kind", to_string(kind.gk)}, {"id", std::to_string(id)}, {"reason", out.message}});
+    }
+  } catch (const std::exception& e) {
+    out = {Outcome::error, {}, e.what()};  // the store failed to read it: retry later
+  } catch (...) {
+    out = {Outcome::error, {}, "unknown exception"};
+  }
+  return out;
+}
+
+}  // namespace beehive::detail

@@ -1,0 +1,14 @@
+#pragma once
+
+// What the calling thread is inside of, so that a call that would wait for itself is
+// refused instead of deadlocking: a write outside the within block open on this thread,
+// a stop from a reconcile or a within block. Each counter belongs to its thread.
+
+namespace beehive::detail {
+
+/// within blocks open on this thread (blocking_write.cpp).
+extern thread_local int open_sessions;
+/// Reconciles running on this thread (reconcile_pass.cpp).
+extern thread_local int in_reconcile;
+
+}  // namespace beehive::detail

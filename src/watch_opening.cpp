@@ -1,0 +1,59 @@
+// BeehiveCore's watches: a blocking stream is opened by handing its subscription to the
+// watch hub and waiting until the hub has delivered its snapshot (every later commit
+// then arrives live); schedule watches are served by the kind's ScheduleTable. Runs on
+// the caller's thread.
+
+#include "beehive_core.hpp"
+
+namespace beehive::detail {
+
+template <class Watch, class Core>
+void BeehiveCore::open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core) {
+  w->core = core;
+  w->subscription = next_subscription();
+  std::weak_ptr<BeehiveCore> weak = weak_from_this();
+  core->set_on_end([weak, sub = w->subscription] {
+    if (auto rt = weak.lock())
+      if (auto h = rt->watch_hub()) caf::anon_send(h, unsubscribe_atom::value, sub);
+  });
+  auto ready = w->ready;
+  caf::anon_send(watch_hub(), std::move(w));
+  ready->take(Context{});
+}
+
+std::shared_ptr<EventCore> BeehiveCore::watch_events(const Context& ctx, ObjectID id,
+                                                     const EventQuery& q) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto core = std::make_shared<EventCore>(ctx);
+  auto w = std::make_shared<EventStreamWatch>();
+  w->filter = {id, q, nullptr};
+  open_watch(std::move(w), core);
+  return core;
+}
+
+std::shared_ptr<StreamCore<Schedule>> BeehiveCore::watch_schedule(const Context& ctx,
+                                                                  const GroupKind& gk,
+                                                                  ObjectID id) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto entry = kind(gk);
+  if (!entry) throw Error(errc::no_controller, to_string(gk) + " has no controller");
+  auto core = std::make_shared<StreamCore<Schedule>>(ctx);
+  entry->schedules->watch(id, core);
+  return core;
+}
+
+std::shared_ptr<ChangeCore> BeehiveCore::watch(const Context& ctx, const GroupKind& gk,
+                                               std::optional<ObjectID> id) {
+  ensure_running(ctx);
+  ctx.throw_if_done();
+  auto core = std::make_shared<ChangeCore>(ctx, merge_changes);
+  auto w = std::make_shared<StreamWatch>();
+  w->gk = gk;
+  w->id = id;
+  open_watch(std::move(w), core);
+  return core;
+}
+
+}  // namespace beehive::detail
