@@ -12,7 +12,9 @@
 
 #include <memory>
 
-#include <caf/all.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include <beehive/actors.hpp>
 
