@@ -11,79 +11,6 @@
 
 namespace beehive::detail {
 
-void KindSettings::apply(const OptionSet& s, bool kind_level) {
-  if (s.backoff) {
-    base_retry = s.backoff->base;
-    max_retry = s.backoff->max;
-    jitter = s.backoff->jitter;
-  }
-  if (s.max_retry_interval && s.max_retry_interval->count() > 0) max_retry = *s.max_retry_interval;
-  if (s.rate_limit) std::tie(rate, burst) = *s.rate_limit;
-  if (!kind_level) return;
-  owns.insert(owns.end(), s.owns.begin(), s.owns.end());
-  watches.insert(watches.end(), s.watches.begin(), s.watches.end());
-}
-
-Schedule ScheduleTable::get(ObjectID id) const {
-  std::lock_guard lk(mu_);
-  auto it = next_.find(id);
-  return it == next_.end() ? Schedule{} : Schedule{it->second};
-}
-
-void ScheduleTable::set(ObjectID id, Time t) {
-  std::lock_guard lk(mu_);
-  auto& slot = next_[id];
-  if (slot == t) return;
-  slot = t;
-  publish_locked(id, {t});
-}
-
-void ScheduleTable::clear(ObjectID id) {
-  std::lock_guard lk(mu_);
-  if (next_.erase(id)) publish_locked(id, {});
-}
-
-void ScheduleTable::watch_actor(ObjectID id, caf::actor subscriber) {
-  std::lock_guard lk(mu_);
-  auto it = next_.find(id);
-  caf::anon_send(subscriber,
-                 schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
-  actor_watches_.emplace(id, std::move(subscriber));
-}
-
-void ScheduleTable::publish_locked(ObjectID id, Schedule s) {
-  auto [a, b] = actor_watches_.equal_range(id);
-  for (auto it = a; it != b; ++it) caf::anon_send(it->second, schedule_change{id, s});
-  auto [first, last] = watches_.equal_range(id);
-  for (auto it = first; it != last;) {
-    auto core = it->second.lock();
-    if (core && core->push(id, s))
-      ++it;
-    else
-      it = watches_.erase(it);
-  }
-}
-
-void ScheduleTable::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core) {
-  std::lock_guard lk(mu_);
-  auto it = next_.find(id);
-  core->push(id, it == next_.end() ? Schedule{} : Schedule{it->second});
-  watches_.emplace(id, core);
-}
-
-void ScheduleTable::finish_all(std::error_code why) {
-  std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches;
-  std::unordered_multimap<ObjectID, caf::actor> actors;
-  {
-    std::lock_guard lk(mu_);
-    watches.swap(watches_);
-    actors.swap(actor_watches_);
-  }
-  for (auto& [id, a] : actors) caf::anon_send(a, watch_ended{0});
-  for (auto& [id, weak] : watches)
-    if (auto core = weak.lock()) core->finish(why);
-}
-
 namespace {
 
 using Self = controller_impl::stateful_pointer<ControllerState>;
@@ -405,43 +332,6 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
 }
 
 }  // namespace
-
-bool wakes_controller(const GroupKind& gk, const object_change& c) {
-  constexpr unsigned wakes = object_change::created | object_change::spec | object_change::deletion;
-  return (c.parts & wakes) && c.row.meta.group == gk.group && c.row.meta.kind == gk.kind;
-}
-
-namespace {
-bool of_kind(const ObjectMeta& m, const GroupKind& gk) {
-  return m.group == gk.group && m.kind == gk.kind;
-}
-}  // namespace
-
-bool wakes_owner(const GroupKind& gk, const KindSettings& s, const object_change& c) {
-  return c.owner && c.owner->group == gk.group && c.owner->kind == gk.kind &&
-         std::any_of(s.owns.begin(), s.owns.end(),
-                     [&](const GroupKind& child) { return of_kind(c.row.meta, child); });
-}
-
-bool watched(const KindSettings& s, const object_change& c) {
-  return std::any_of(s.watches.begin(), s.watches.end(),
-                     [&](const auto& w) { return of_kind(c.row.meta, w.first); });
-}
-
-bool controller_wants(const GroupKind& gk, const KindSettings& s, const commit_record& rec,
-                      bool counts_objects) {
-  constexpr unsigned counted = object_change::created | object_change::spec |
-                               object_change::status | object_change::deletion |
-                               object_change::removed;
-  return std::any_of(rec.changes.begin(), rec.changes.end(),
-                     [&](const object_change& c) {
-                       return wakes_controller(gk, c) || wakes_owner(gk, s, c) || watched(s, c) ||
-                              ((c.parts & object_change::removed) && of_kind(c.row.meta, gk)) ||
-                              (counts_objects && (c.parts & counted) && of_kind(c.row.meta, gk));
-                     }) ||
-         std::any_of(rec.wakes.begin(), rec.wakes.end(),
-                     [&](const Ref& r) { return r.group == gk.group && r.kind == gk.kind; });
-}
 
 namespace {
 

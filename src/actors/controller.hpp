@@ -28,6 +28,8 @@
 #include <beehive/detail/stream_core.hpp>
 #include <beehive/schedule.hpp>
 
+#include "actors/atoms.hpp"
+#include "actors/schedule_table.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/services.hpp"
 #include "actors/settle.hpp"
@@ -36,10 +38,6 @@
 #include "metrics/object_tally.hpp"
 
 namespace beehive::detail {
-
-using start_atom = caf::atom_constant<caf::atom("start")>;
-using drain_atom = caf::atom_constant<caf::atom("drain")>;
-using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 
 struct OptionSet;
 
@@ -61,30 +59,6 @@ struct KindSettings {
   /// with_max_retry_interval; see options.hpp), and at `kind_level` (register_controller's
   /// options) its owned and watched kinds.
   void apply(const OptionSet& s, bool kind_level);
-};
-
-/// Per-object next-reconcile times, written by the kind's controller, readable from any
-/// thread without a message, and streamed to schedule watches on every change.
-class ScheduleTable {
- public:
-  Schedule get(ObjectID id) const;
-  void set(ObjectID id, Time t);
-  void clear(ObjectID id);
-
-  /// Streams `id`'s schedule: the current value, then every change (conflated).
-  void watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core);
-  /// Sends `subscriber` a schedule_change now and on every change of `id`.
-  void watch_actor(ObjectID id, caf::actor subscriber);
-  /// Ends every schedule watch with `why`.
-  void finish_all(std::error_code why);
-
- private:
-  void publish_locked(ObjectID id, Schedule s);
-
-  mutable std::mutex mu_;
-  std::unordered_map<ObjectID, Time> next_;
-  std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
-  std::unordered_multimap<ObjectID, caf::actor> actor_watches_;
 };
 
 /// Everything registration records about a kind.

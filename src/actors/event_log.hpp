@@ -31,7 +31,8 @@ namespace beehive::detail {
 
 using event_log_impl =
     event_log_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
-                            caf::reacts_to<commit_record>, caf::replies_to<settle_atom>::with<bool>>;
+                            caf::reacts_to<commit_record>,
+                            caf::replies_to<settle_atom>::with<bool>>;
 
 struct EventLogState {
   // Not an aggregate: CAF would otherwise try to build the state from the self pointer.

@@ -8,9 +8,7 @@ namespace {
 
 using Self = gc_impl::stateful_pointer<GcState>;
 
-bool idle(const GcState& st) {
-  return !st.running && !st.again && !st.periodic.due(st.next_wake);
-}
+bool idle(const GcState& st) { return !st.running && !st.again && !st.periodic.due(st.next_wake); }
 
 void pass(Self self) {
   auto& st = self->state;

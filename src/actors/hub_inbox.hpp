@@ -23,11 +23,9 @@
 
 #include <beehive/commit_record.hpp>
 
-namespace beehive::detail {
+#include "actors/atoms.hpp"
 
-/// Tells the hub that its inbox holds something. Sent only when the inbox was empty, so
-/// the hub's mailbox holds at most one, whatever the write rate.
-using hub_wake_atom = caf::atom_constant<caf::atom("hubwake")>;
+namespace beehive::detail {
 
 /// The conflation rule for object changes: a pending `Added` stays `Added` with the
 /// newest body; anything followed by a removal becomes the `Deleted` with the final body.

@@ -38,6 +38,8 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/actor_directory.hpp"
+#include "actors/atoms.hpp"
 #include "actors/controller.hpp"
 #include "actors/services.hpp"
 #include "actors/settle.hpp"
@@ -46,42 +48,6 @@
 #include "actors/write_queue.hpp"
 
 namespace beehive::detail {
-
-/// Spawns the writer, the hub and the reader; answered once they serve.
-using open_atom = caf::atom_constant<caf::atom("open")>;
-/// Answered once no worker is left (reconciles that outlived stop's deadline included).
-using await_workers_atom = caf::atom_constant<caf::atom("awaitwork")>;
-/// The stop deadline passed: roll back a within block the writer still serves.
-using stop_deadline_atom = caf::atom_constant<caf::atom("stopdead")>;
-
-/// The handles of the running actors, published by the root for the facade.
-/// Thread-safety: every member function may be called from any thread.
-class ActorDirectory {
- public:
-  store_writer_impl writer() const;
-  watch_hub_impl hub() const;
-  scheduler_impl scheduler() const;
-  caf::actor gc() const;
-  caf::actor event_log() const;
-  /// The kind's controller, or null (before start, after stop, or no such kind).
-  caf::actor controller(const GroupKind& gk) const;
-
-  void set_writer(store_writer_impl w);
-  void set_hub(watch_hub_impl h);
-  void set_scheduler(scheduler_impl s);
-  void set_gc(caf::actor g);
-  void set_event_log(caf::actor e);
-  void set_controller(const GroupKind& gk, caf::actor c);
-
- private:
-  mutable std::mutex mu_;
-  store_writer_impl writer_;
-  watch_hub_impl hub_;
-  scheduler_impl scheduler_;
-  caf::actor gc_;
-  caf::actor event_log_;
-  std::map<GroupKind, caf::actor> controllers_;
-};
 
 /// What the root is given once, when the beehive is built.
 struct RootConfig {
@@ -153,8 +119,7 @@ using root_actor =
     caf::typed_actor<caf::replies_to<open_atom>::with<bool>, caf::replies_to<StartPlan>::with<bool>,
                      caf::replies_to<StopRequest>::with<StopReport>,
                      caf::replies_to<await_workers_atom>::with<bool>,
-                     caf::replies_to<settle_atom>::with<bool>,
-                     caf::reacts_to<stop_deadline_atom>>;
+                     caf::replies_to<settle_atom>::with<bool>, caf::reacts_to<stop_deadline_atom>>;
 
 /// Spawns nothing until `open`; the controllers, scheduler, gc and event_log on start.
 root_actor::behavior_type root(root_actor::stateful_pointer<RootState> self,

@@ -13,16 +13,10 @@
 #include <beehive/actors.hpp>
 #include <beehive/time.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/timer_clock.hpp"
 
 namespace beehive::detail {
-
-using wake_atom = caf::atom_constant<caf::atom("wake")>;
-using tick_atom = caf::atom_constant<caf::atom("tick")>;
-
-/// Beehive's own timers: wake the actor at a time on the TimerClock. (The public
-/// `wake_at_atom` takes a time of the Beehive's clock and is converted.)
-using timer_at_atom = caf::atom_constant<caf::atom("timer_at")>;
 
 using scheduler_impl = scheduler_actor::extend<caf::reacts_to<tick_atom>,
                                                caf::reacts_to<timer_at_atom, caf::actor, Time>>;
@@ -30,7 +24,7 @@ using scheduler_impl = scheduler_actor::extend<caf::reacts_to<tick_atom>,
 struct SchedulerState {
   std::shared_ptr<const TimerClock> clock;
   std::vector<std::pair<caf::actor, Time>> wakes;  // one per target, few targets
-  Time armed{Time::max()};  // earliest delayed tick in flight (system clock)
+  Time armed{Time::max()};                         // earliest delayed tick in flight (system clock)
   static inline const char* name = "beehive.scheduler";
 };
 

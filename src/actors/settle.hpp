@@ -11,12 +11,11 @@
 
 #include <vector>
 
-#include <caf/atom.hpp>
 #include <caf/typed_response_promise.hpp>
 
-namespace beehive::detail {
+#include "actors/atoms.hpp"
 
-using settle_atom = caf::atom_constant<caf::atom("settle")>;
+namespace beehive::detail {
 
 /// The settle requests an actor holds until it is idle.
 class SettleWaiters {

@@ -33,6 +33,7 @@
 #include <beehive/metrics.hpp>
 #include <beehive/time.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/hub_inbox.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/write_queue.hpp"
@@ -70,19 +71,6 @@ struct BlockingWrite final : store::WaitingCaller {
 };
 
 // The writer's private messages.
-
-/// Quit once everything queued before it has been served.
-using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
-/// Writes are waiting in the WriteQueue: serve them (sent by the push that finds the
-/// writer idle).
-using serve_queue_atom = caf::atom_constant<caf::atom("servequeue")>;
-/// Stop's deadline passed while a within block was open: the writer rolls it back, ends
-/// the session and goes on with what waited for it (its shutdown above all).
-using abort_session_atom = caf::atom_constant<caf::atom("abortsess")>;
-/// Time to look for commits of other processes (see StoreWriterConfig::foreign_poll).
-using poll_foreign_atom = caf::atom_constant<caf::atom("pollfor")>;
-/// Names the watch hub: it gets commit records only while it has watches (WatchHubFeed).
-using hub_atom = caf::atom_constant<caf::atom("hub")>;
 
 /// What the writer shares with the watch hub. A commit record wakes the hub (a thread
 /// wake-up, a large part of a small write) only while the hub has a watch: the hub

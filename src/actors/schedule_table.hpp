@@ -1,0 +1,47 @@
+#pragma once
+
+// ScheduleTable: when each object of a kind is due to be reconciled next (backoff,
+// requeue_after, or queued now), as `get_schedule` and schedule watches report it.
+// Written by the kind's controller; read from any thread without a message.
+//
+// Thread-safety: every member function may be called from any thread.
+
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <unordered_map>
+
+#include <caf/actor.hpp>
+
+#include <beehive/detail/stream_core.hpp>
+#include <beehive/group_kind.hpp>
+#include <beehive/schedule.hpp>
+#include <beehive/time.hpp>
+
+namespace beehive::detail {
+
+/// Per-object next-reconcile times, written by the kind's controller, readable from any
+/// thread without a message, and streamed to schedule watches on every change.
+class ScheduleTable {
+ public:
+  Schedule get(ObjectID id) const;
+  void set(ObjectID id, Time t);
+  void clear(ObjectID id);
+
+  /// Streams `id`'s schedule: the current value, then every change (conflated).
+  void watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core);
+  /// Sends `subscriber` a schedule_change now and on every change of `id`.
+  void watch_actor(ObjectID id, caf::actor subscriber);
+  /// Ends every schedule watch with `why`.
+  void finish_all(std::error_code why);
+
+ private:
+  void publish_locked(ObjectID id, Schedule s);
+
+  mutable std::mutex mu_;
+  std::unordered_map<ObjectID, Time> next_;
+  std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
+  std::unordered_multimap<ObjectID, caf::actor> actor_watches_;
+};
+
+}  // namespace beehive::detail
