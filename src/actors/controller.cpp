@@ -20,6 +20,10 @@ Time now(Self self) { return self->state.services.timers->now(); }
 
 using IdList = std::vector<std::pair<ObjectID, std::int64_t>>;
 
+bool of_kind(const ObjectMeta& m, const GroupKind& gk) {
+  return m.group == gk.group && m.kind == gk.kind;
+}
+
 /// Nothing queued, in flight, being read or due at the timers' now (see settle.hpp). A
 /// draining controller dispatches nothing more: it is as idle as it will get.
 bool idle(Self self) {
@@ -38,10 +42,9 @@ bool idle(Self self) {
 /// logged: the next resync lists again.
 template <class Fn>
 void list_kind(Self self, bool with_deletions, Fn then) {
-  auto* backend = self->state.services.backend;
   auto gk = self->state.kind->gk;
-  ReadJob job = [backend, gk, with_deletions] {
-    return caf::make_message(backend->reader()->list_ids(gk, with_deletions));
+  ReadJob job = [gk, with_deletions](store::Reader& r) {
+    return caf::make_message(r.list_ids(gk, with_deletions));
   };
   ++self->state.pending_reads;
   self->request(self->state.services.reader, caf::infinite, std::move(job))
@@ -120,11 +123,10 @@ bool take_token(Self self) {
 /// The start listing of the object counts (metrics only): all ids, then the unsettled
 /// ones, on the reader; the commits keep the counts current from then on (ObjectTally).
 void count_objects(Self self) {
-  auto* backend = self->state.services.backend;
   auto gk = self->state.kind->gk;
-  ReadJob job = [backend, gk] {
-    auto all = backend->reader()->list_ids(gk, false);
-    auto unsettled = backend->reader()->list_ids(gk, true);
+  ReadJob job = [gk](store::Reader& r) {
+    auto all = r.list_ids(gk, false);
+    auto unsettled = r.list_ids(gk, true);
     return caf::make_message(std::move(all), std::move(unsettled));
   };
   ++self->state.pending_reads;
@@ -431,10 +433,9 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       [self](wake_atom) { on_wake(self); },
       [self](const requeue_request& r) -> caf::result<bool> {
         // Only an object of this kind is requeued: check on the reader, then queue.
-        auto* backend = self->state.services.backend;
         auto gk = self->state.kind->gk;
-        ReadJob job = [backend, gk, id = r.id] {
-          auto row = backend->reader()->get(id);
+        ReadJob job = [gk, id = r.id](store::Reader& reader) {
+          auto row = reader.get(id);
           return caf::make_message(row && row->meta.group == gk.group && row->meta.kind == gk.kind);
         };
         auto rp = self->make_response_promise<bool>();

@@ -6,11 +6,12 @@
 
 namespace beehive::detail {
 
-caf::behavior reader(caf::event_based_actor*) {
+caf::behavior reader(caf::event_based_actor*, store::Backend* backend) {
   return {
-      [](const ReadJob& job) -> caf::message {
+      [backend](const ReadJob& job) -> caf::message {
         try {
-          return job();
+          auto lease = backend->reader();
+          return job(*lease);
         } catch (const std::exception& e) {
           return caf::make_message(make_error(errc::store, e.what()));
         } catch (...) {

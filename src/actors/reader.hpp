@@ -15,12 +15,15 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/message.hpp>
 
+#include "store/backend.hpp"
+
 namespace beehive::detail {
 
-/// A read to run on the reader's thread; returns the reply.
-using ReadJob = std::function<caf::message()>;
+/// A read to run on the reader's thread, given a connection of the read pool; returns
+/// the reply.
+using ReadJob = std::function<caf::message(store::Reader&)>;
 
-caf::behavior reader(caf::event_based_actor* self);
+caf::behavior reader(caf::event_based_actor* self, store::Backend* backend);
 
 }  // namespace beehive::detail
 

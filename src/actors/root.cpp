@@ -100,7 +100,7 @@ void spawn_hub(Self self) {
 }
 
 void spawn_reader(Self self) {
-  auto r = self->spawn<caf::detached>(detail::reader);
+  auto r = self->spawn<caf::detached>(detail::reader, self->state.cfg->services.backend);
   self->monitor(r);
   self->state.cfg->services.reader = r;
 }

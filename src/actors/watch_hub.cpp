@@ -75,10 +75,9 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     ready(id);
     return;
   }
-  auto* backend = st.services.backend;
-  ReadJob job = [backend, gk = sub.gk, oid = sub.id] {
+  ReadJob job = [gk = sub.gk, oid = sub.id](store::Reader& r) {
     std::int64_t floor = 0;
-    auto rows = backend->reader()->snapshot(gk, oid, floor);
+    auto rows = r.snapshot(gk, oid, floor);
     return caf::make_message(std::move(rows), floor);
   };
   st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, std::move(ready)});
@@ -156,10 +155,9 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
     ready(id);
     return;
   }
-  auto* backend = st.services.backend;
-  ReadJob job = [backend, oid = sub.filter.id, q = query_of(sub.filter)] {
+  ReadJob job = [oid = sub.filter.id, q = query_of(sub.filter)](store::Reader& r) {
     std::int64_t floor = 0;
-    auto runs = backend->reader()->event_snapshot(oid, q, floor);
+    auto runs = r.event_snapshot(oid, q, floor);
     return caf::make_message(std::move(runs), floor);
   };
   st.opening_events.emplace(id,
