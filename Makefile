@@ -22,7 +22,7 @@ test: build
 
 # The concurrency tests, each repeated until it fails (at most 20 times): run after
 # changing anything they cover.
-REPEAT_TESTS := Race|Watch|Actor|Within|Lifecycle|Deadline|ClockStep|ForeignCommit|ProcessClaim|ReconcileTest.NoIdIsEverReconciledConcurrently
+REPEAT_TESTS := Race|Watch|Actor|Within|Lifecycle|Deadline|ClockStep|ForeignCommit|ProcessClaim|TestingKit|ReconcileApi|ReconcileTest.NoIdIsEverReconciledConcurrently
 repeat: build
 	ctest --preset default --output-on-failure -j$(JOBS) -R '$(REPEAT_TESTS)' --repeat until-fail:20
 
@@ -38,7 +38,7 @@ bench: build
 
 # Thread sanitizer over the concurrency tests (CAF itself is not instrumented; see the preset).
 # Watch tests are left out: they time conflation against writers, which TSan slows ~20x.
-TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit
+TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit|TestingKit
 TSAN_SKIP := Watch
 tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan
