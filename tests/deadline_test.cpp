@@ -26,7 +26,10 @@ TEST_F(DeadlineTest, AWriteThatThrowsADeadlineWroteNothing) {
       std::mt19937 rng(t);
       std::uniform_int_distribution<int> us(0, 3000);
       for (int i = 0; i < per_writer; ++i) {
-        auto slug = "w" + std::to_string(t) + "-" + std::to_string(i);
+        // Built with append: GCC 12 warns (-Wstringop-overflow, a false positive) on
+        // "literal" + std::to_string.
+        std::string slug("w");
+        slug.append(std::to_string(t)).append("-").append(std::to_string(i));
         auto ctx = Context{}.with_deadline(std::chrono::steady_clock::now() +
                                       std::chrono::microseconds(us(rng)));
         try {

@@ -283,9 +283,11 @@ class Client {
    public:
     detail::RowCheck check(const Migrator* m) {
       return [slot = slot_, m](const ObjectRow& row) {
-        *slot = row.status ? std::optional<Status>(detail::from_json_value<Status>(
-                                 detail::load_blob(*row.status, row.status_version, m, false)))
-                           : std::nullopt;
+        if (row.status)
+          slot->emplace(std::in_place, detail::from_json_value<Status>(detail::load_blob(
+                                           *row.status, row.status_version, m, false)));
+        else
+          slot->emplace(std::nullopt);
       };
     }
     /// The written object: its metadata from `row`, its spec the caller's.
