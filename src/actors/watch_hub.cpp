@@ -66,6 +66,20 @@ void after_opening(Self self) {
   if (st.shutdown_pending && st.opening.empty() && st.opening_events.empty()) finish_shutdown(self);
 }
 
+/// The store failed to read a new watch's snapshot: the watch ends (`end_watch`, with
+/// errc::store) rather than hide a gap, and its opener is released.
+template <class Openings, class EndWatch>
+void snapshot_failed(Self self, Openings& opening, std::uint64_t id, const caf::error& err,
+                     const char* what, EndWatch end_watch) {
+  auto it = opening.find(id);
+  if (it == opening.end()) return;  // unsubscribed meanwhile
+  self->state.services.log(LogLevel::error, what, {{"reason", error_message(err)}});
+  end_watch(id, it->second.sub);
+  it->second.ready(id);
+  opening.erase(it);
+  after_opening(self);
+}
+
 /// Reads `sub`'s snapshot on the reader (the count includes it first, so that no commit
 /// record the snapshot misses is skipped), then delivers it and serves the watch.
 void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Ready ready) {
@@ -102,16 +116,8 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
             after_opening(self);
           },
           [self, id](caf::error& err) {
-            // The store failed to read the snapshot: end the watch rather than hide a gap.
-            auto& st = self->state;
-            auto it = st.opening.find(id);
-            if (it == st.opening.end()) return;
-            st.services.log(LogLevel::error, "watch snapshot failed",
-                            {{"reason", error_message(err)}});
-            end(id, it->second.sub, errc::store);
-            it->second.ready(id);
-            st.opening.erase(it);
-            after_opening(self);
+            snapshot_failed(self, self->state.opening, id, err, "watch snapshot failed",
+                            [](auto sid, auto& sub) { end(sid, sub, errc::store); });
           });
 }
 
@@ -182,15 +188,9 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
             after_opening(self);
           },
           [self, id](caf::error& err) {
-            auto& st = self->state;
-            auto it = st.opening_events.find(id);
-            if (it == st.opening_events.end()) return;
-            st.services.log(LogLevel::error, "event watch snapshot failed",
-                            {{"reason", error_message(err)}});
-            end_events(id, it->second.sub, errc::store);
-            it->second.ready(id);
-            st.opening_events.erase(it);
-            after_opening(self);
+            snapshot_failed(self, self->state.opening_events, id, err,
+                            "event watch snapshot failed",
+                            [](auto sid, auto& sub) { end_events(sid, sub, errc::store); });
           });
 }
 
