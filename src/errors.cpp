@@ -53,6 +53,12 @@ const char* to_string(errc e) noexcept {
       return "deadline_exceeded";
     case errc::store:
       return "store";
+    case errc::conflict:
+      return "conflict";
+    case errc::watch_too_old:
+      return "watch_too_old";
+    case errc::watch_too_new:
+      return "watch_too_new";
   }
   return "unknown";
 }

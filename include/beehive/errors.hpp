@@ -43,6 +43,9 @@ enum class errc : std::uint8_t {
   cancelled,                   ///< the call's context was cancelled
   deadline_exceeded,           ///< the call's context passed its deadline
   store,                       ///< the database failed; the message carries SQLite's
+  conflict,       ///< with_resource_version named a version the object no longer has
+  watch_too_old,  ///< with_resume_from below what the change log still holds
+  watch_too_new,  ///< with_resume_from above the store's resource version
 };
 
 /// The category of beehive's error codes; its name is "beehive".

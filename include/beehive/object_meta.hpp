@@ -12,6 +12,7 @@
 /// threads at once).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,11 @@
 #include <beehive/time.hpp>
 
 namespace beehive {
+
+/// An object's labels: key -> value, in Kubernetes' syntax (a key is an optional DNS
+/// subdomain prefix and '/', then a name of at most 63 characters; a value is empty or a
+/// name). Selected by `with_selector`.
+using Labels = std::map<std::string, std::string>;
 
 /// Relations attached by a read; an empty optional means "not loaded".
 struct LoadedRelations {
@@ -44,6 +50,7 @@ struct ObjectMeta {
   std::int64_t resource_version = 0;
   std::optional<Time> deletion_requested_at;
   std::vector<std::string> finalizers;
+  Labels labels;  ///< set by with_labels at create, replaced by set_labels
   std::vector<Condition> conditions;
   Time created_at{};
   Time updated_at{};
