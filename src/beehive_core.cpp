@@ -85,6 +85,7 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
   };
   cfg->max_object_bytes = settings_.max_object_bytes.value_or(default_max_object_bytes);
   cfg->cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
+  if (auto& r = settings_.change_log_retention) cfg->change_log_retention = {r->first, r->second};
   ForgetSystem forget(own_sys_ != nullptr);
   root_ = sys_->spawn<caf::hidden>(detail::root, std::move(cfg));
   caf::scoped_actor self{*sys_, true};

@@ -75,8 +75,11 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   // -- watches --------------------------------------------------------------------
 
   /// Subscribes a conflating stream core to the kind (or one object of it).
+  /// `selector`: null for every object; `resume_from`: no snapshot, the changes above it.
   std::shared_ptr<ChangeCore> watch(const Context& ctx, const GroupKind& gk,
-                                    std::optional<ObjectID> id);
+                                    std::optional<ObjectID> id,
+                                    std::shared_ptr<const store::LabelSelector> selector = nullptr,
+                                    std::optional<std::int64_t> resume_from = std::nullopt);
   std::shared_ptr<EventCore> watch_events(const Context& ctx, ObjectID id, const EventQuery& q);
   /// `no_controller` for a client-only kind.
   std::shared_ptr<StreamCore<Schedule>> watch_schedule(const Context& ctx, const GroupKind& gk,

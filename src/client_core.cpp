@@ -5,9 +5,11 @@
 #include <beehive/beehive.hpp>
 #include <beehive/detail/codec.hpp>
 
-#include "context_internal.hpp"
-#include "options_internal.hpp"
 #include "beehive_core.hpp"
+#include "context_internal.hpp"
+#include "continue_token.hpp"
+#include "options_internal.hpp"
+#include "store/label_selector.hpp"
 
 namespace beehive::detail {
 
@@ -67,10 +69,10 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec,
                              const std::vector<Option>& opts) const {
   auto s = OptionSet::from(opts);
   check_text(s);
-  auto r = rt_->write(
-      ctx,
-      create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner, rt_->spec_version(gk_)},
-      {});
+  auto r = rt_->write(ctx,
+                      create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner,
+                                     rt_->spec_version(gk_), std::move(s.labels)},
+                      {});
   run_on_create(*rt_, s, ctx);
   return std::move(r.row);
 }
@@ -101,7 +103,8 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
     }
   }
   create_or_update_request req{
-      gk_, std::string(slug), std::move(spec), rt_->spec_version(gk_), s.finalizers, s.owner};
+      gk_,          std::string(slug), std::move(spec), rt_->spec_version(gk_),
+      s.finalizers, s.owner,           s.labels};
   if (s.on_create.empty()) return rt_->write(ctx, std::move(req), std::move(check)).row;
   // with_on_create runs only when this call creates: whether the slug was free is read
   // in the same transaction as the write.
@@ -125,27 +128,65 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   require_utf8(slug, "slug");
   auto r = rt_->write(ctx,
                       get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers,
-                                            s.owner, rt_->spec_version(gk_)},
+                                            s.owner, rt_->spec_version(gk_), s.labels},
                       std::move(check));
   if (r.flag) run_on_create(*rt_, s, ctx);
   return {std::move(r.row), r.flag};
 }
 
-ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec,
-                             RowCheck check) const {
+ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec, RowCheck check,
+                             const std::vector<Option>& opts) const {
+  auto s = OptionSet::from(opts);
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
     auto row = rt_->read_committed(id);
-    if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
+    // A converged write with a stale version is still a conflict: the writer says so.
+    bool version_ok =
+        !s.resource_version || (row && row->meta.resource_version == *s.resource_version);
+    if (version_ok && already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
       if (check) check(*row);
       return std::move(*row);
     }
   }
   return rt_
-      ->write(ctx, update_request{gk_, id, std::move(spec), rt_->spec_version(gk_)},
+      ->write(ctx,
+              update_request{gk_, id, std::move(spec), rt_->spec_version(gk_), s.resource_version},
               std::move(check))
       .row;
+}
+
+ObjectRow ClientCore::set_labels(const Context& ctx, ObjectID id, Labels labels,
+                                 const std::vector<Option>& opts) const {
+  auto s = OptionSet::from(opts);
+  return rt_->write(ctx, set_labels_request{gk_, id, std::move(labels), s.resource_version}, {})
+      .row;
+}
+
+ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
+                                          std::string_view continue_token, unsigned loads,
+                                          const ReadSettings& read) const {
+  store::LabelSelector selector;
+  if (read.selector) selector = store::LabelSelector::parse(*read.selector);
+  store::ListQuery q;
+  q.after = parse_continue_token(continue_token);
+  q.limit = limit == 0 ? 0 : limit + 1;  // one more tells whether another page follows
+  q.selector = &selector;
+  rt_->ensure_running(ctx);
+  ctx.throw_if_done();
+  RowPage page;
+  if (ContextAccess::transaction(ctx)) {
+    ReadOp op{ReadOp::list_where, gk_, 0, {}, loads};
+    op.where = q;
+    page.rows = read_in_transaction(ctx, std::move(op));
+  } else {
+    page.rows = rt_->backend().reader()->list_where(gk_, q, loads);
+  }
+  if (limit != 0 && page.rows.size() > limit) {
+    page.rows.resize(limit);
+    page.continue_token = make_continue_token(page.rows.back().meta.id);
+  }
+  return page;
 }
 
 std::vector<ObjectRow> ClientCore::read_in_transaction(const Context& ctx, ReadOp op) const {
@@ -204,8 +245,9 @@ std::vector<Ref> ClientCore::related(const Context& ctx, ObjectID id, unsigned r
   return rt_->related(ctx, id, relation);
 }
 
-void ClientCore::remove(const Context& ctx, ObjectID id) const {
-  rt_->write(ctx, remove_request{gk_, id}, {});
+void ClientCore::remove(const Context& ctx, ObjectID id, const std::vector<Option>& opts) const {
+  auto s = OptionSet::from(opts);
+  rt_->write(ctx, remove_request{gk_, id, s.resource_version}, {});
 }
 
 void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const {
@@ -214,8 +256,12 @@ void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const
 }
 
 std::shared_ptr<StreamCore<object_change>> ClientCore::watch(const Context& ctx,
-                                                             std::optional<ObjectID> id) const {
-  return rt_->watch(ctx, gk_, id);
+                                                             std::optional<ObjectID> id,
+                                                             const ReadSettings& read) const {
+  std::shared_ptr<const store::LabelSelector> selector;
+  if (read.selector && !read.selector->empty())
+    selector = std::make_shared<store::LabelSelector>(store::LabelSelector::parse(*read.selector));
+  return rt_->watch(ctx, gk_, id, std::move(selector), read.resume_from);
 }
 
 std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,

@@ -4,8 +4,9 @@
 #include <beehive/beehive.hpp>
 #include <beehive/result.hpp>
 
-#include "context_internal.hpp"
 #include "beehive_core.hpp"
+#include "context_internal.hpp"
+#include "options_internal.hpp"
 
 namespace beehive::detail {
 
@@ -51,16 +52,19 @@ std::optional<ObjectRow> read_committed(BeehiveCore& rt, const Context& ctx, con
 
 void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          std::int64_t observed_generation, std::string status,
-                                         RowCheck check) const {
+                                         RowCheck check, const std::vector<Option>& opts) const {
+  auto s = OptionSet::from(opts);
   // Unchanged status at the recorded generation, or at an older one: nothing to write
-  // (and no writer taken). WriteOps::update_status applies the same rule.
+  // (and no writer taken), unless a stale version must be refused. WriteOps::update_status
+  // applies the same rules.
   if (auto row = read_committed(*rt_, ctx, gk_, id);
       row && row->status == status && row->status_version == rt_->status_version(gk_) &&
-      row->meta.observed_generation && observed_generation <= *row->meta.observed_generation)
+      row->meta.observed_generation && observed_generation <= *row->meta.observed_generation &&
+      (!s.resource_version || *s.resource_version == row->meta.resource_version))
     return;
   rt_->write(ctx,
              update_status_request{gk_, id, observed_generation, std::move(status),
-                                   rt_->status_version(gk_)},
+                                   rt_->status_version(gk_), s.resource_version},
              std::move(check));
 }
 
@@ -179,7 +183,7 @@ void report_terminal(const ControllerClientCore& core, const Context& ctx, const
 }  // namespace
 
 std::shared_ptr<BeehiveCore> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
-                                       const std::vector<Option>& opts) {
+                                           const std::vector<Option>& opts) {
   require_utf8(gk.group, "group");
   require_utf8(gk.kind, "kind");
   // Every pass goes through here, on the worker's thread: its context names the object

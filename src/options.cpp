@@ -20,6 +20,15 @@ Option with_finalizers(std::vector<std::string> finalizers) {
 Option with_owner(ObjectID owner) {
   return Option([owner](OptionSet& s) { s.owner = owner; });
 }
+Option with_labels(Labels labels) {
+  return Option([labels = std::move(labels)](OptionSet& s) { s.labels = labels; });
+}
+Option with_resource_version(std::int64_t rv) {
+  return Option([rv](OptionSet& s) { s.resource_version = rv; });
+}
+Option with_change_log_retention(std::int64_t entries, std::chrono::milliseconds max_age) {
+  return Option([=](OptionSet& s) { s.change_log_retention = {entries, max_age}; });
+}
 Option with_on_create(std::function<void(const Context&)> fn) {
   return Option([fn = std::move(fn)](OptionSet& s) { s.on_create.push_back(fn); });
 }
@@ -100,6 +109,13 @@ EventOption with_event_limit(int n) {
 }
 EventOption with_events_since(Time t) {
   return EventOption([t](EventQuery& q) { q.since = t; });
+}
+
+ReadOption with_selector(std::string_view selector) {
+  return ReadOption([text = std::string(selector)](detail::ReadSettings& s) { s.selector = text; });
+}
+ReadOption with_resume_from(std::int64_t rv) {
+  return ReadOption([rv](detail::ReadSettings& s) { s.resume_from = rv; });
 }
 
 RequeueOption with_reset_backoff() {

@@ -19,6 +19,9 @@ struct OptionSet {
   std::optional<std::string> slug;
   std::vector<std::string> finalizers;
   std::optional<ObjectID> owner;
+  Labels labels;
+  std::optional<std::int64_t> resource_version;
+  std::optional<std::pair<std::int64_t, std::chrono::milliseconds>> change_log_retention;
   std::vector<std::function<void(const Context&)>> on_create;
   std::optional<std::chrono::milliseconds> resync_interval;
   std::optional<std::chrono::milliseconds> max_retry_interval;

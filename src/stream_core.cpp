@@ -86,4 +86,20 @@ bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk, std::optiona
   }
 }
 
+void StreamCoreBase::set_floor(std::int64_t version) {
+  std::lock_guard lk(mu_);
+  floor_ = version;
+}
+
+std::int64_t StreamCoreBase::position() const {
+  std::lock_guard lk(mu_);
+  if (!floor_) return 0;
+  auto oldest = oldest_pending_locked();
+  if (!oldest) return std::max(*floor_, pushed_max_);
+  // A value at or below the floor is still pending: the snapshot is not all delivered,
+  // and nothing would replay the rest of it.
+  if (*oldest <= *floor_) return 0;
+  return *oldest - 1;
+}
+
 }  // namespace beehive::detail

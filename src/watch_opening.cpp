@@ -5,6 +5,10 @@
 
 #include "beehive_core.hpp"
 
+#include <limits>
+
+#include "store/label_selector.hpp"
+
 namespace beehive::detail {
 
 template <class Watch, class Core>
@@ -45,13 +49,29 @@ std::shared_ptr<StreamCore<Schedule>> BeehiveCore::watch_schedule(const Context&
 }
 
 std::shared_ptr<ChangeCore> BeehiveCore::watch(const Context& ctx, const GroupKind& gk,
-                                               std::optional<ObjectID> id) {
+                                               std::optional<ObjectID> id,
+                                               std::shared_ptr<const store::LabelSelector> selector,
+                                               std::optional<std::int64_t> resume_from) {
   ensure_running(ctx);
   ctx.throw_if_done();
-  auto core = std::make_shared<ChangeCore>(ctx, merge_changes);
+  if (resume_from) {
+    if (*resume_from < 0)
+      throw Error(errc::invalid_argument,
+                  "with_resume_from takes a resource version, not " + std::to_string(*resume_from));
+    // Versions only grow: a position above the head now was never handed out.
+    auto head =
+        backend().reader()->changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
+    if (*resume_from > head)
+      throw Error(errc::watch_too_new, "resource version " + std::to_string(*resume_from) +
+                                           " is above the store's " + std::to_string(head));
+  }
+  auto core = std::make_shared<ChangeCore>(
+      ctx, merge_changes, [](const object_change& c) { return c.row.meta.resource_version; });
   auto w = std::make_shared<StreamWatch>();
   w->gk = gk;
   w->id = id;
+  w->selector = std::move(selector);
+  w->resume_from = resume_from;
   open_watch(std::move(w), core);
   return core;
 }

@@ -366,6 +366,10 @@ TEST_F(ReconcileApiTest, AVersionFiveDatabaseGainsConditionGenerations) {
   close();
   {  // turn the file back into a version-5 database holding a condition
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    db.exec("DROP TABLE labels");
+    db.exec("DROP TABLE change_log");
+    db.exec("ALTER TABLE objects DROP COLUMN labels");
+    db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
     db.exec("ALTER TABLE conditions DROP COLUMN observed_generation");
     db.exec("UPDATE beehive_schema SET version = 5");
     db.exec(
@@ -381,7 +385,7 @@ TEST_F(ReconcileApiTest, AVersionFiveDatabaseGainsConditionGenerations) {
   EXPECT_EQ(c->observed_generation, 0);
   EXPECT_EQ(c->last_transition_at, from_millis(1234));
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 6);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 7);
 }
 
 TEST_F(ReconcileApiTest, CreateOrUpdateAppliesCreateOptionsOnlyWhenItCreates) {

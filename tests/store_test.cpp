@@ -21,7 +21,7 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 6);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 7);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
@@ -36,6 +36,10 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   }
   {  // turn the file back into a version-1 database
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    db.exec("DROP TABLE labels");
+    db.exec("DROP TABLE change_log");
+    db.exec("ALTER TABLE objects DROP COLUMN labels");
+    db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
     db.exec("DROP INDEX objects_unsettled");
     db.exec("DROP INDEX objects_by_version");
     db.exec("DROP INDEX events_by_run");
@@ -57,7 +61,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   EXPECT_EQ(kept.conditions[0].type, "Ready");
   EXPECT_EQ(kept.conditions[0].message, "kept too");
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 6);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 7);
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
       1);

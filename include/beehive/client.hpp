@@ -29,6 +29,7 @@
 #include <beehive/group_kind.hpp>
 #include <beehive/object.hpp>
 #include <beehive/options.hpp>
+#include <beehive/page.hpp>
 #include <beehive/stream.hpp>
 
 namespace beehive {
@@ -52,7 +53,7 @@ class Client {
   /// Creates an object. Options: with_slug (`already_exists` when the kind holds it,
   /// a deletion-pending row included), with_finalizers, with_owner (the owner must
   /// exist: `not_found` otherwise, nothing written; deleting the owner deletes this
-  /// object too), with_on_create.
+  /// object too), with_labels, with_on_create.
   template <class... Opts>
   ObjectType create(const Context& ctx, const Spec& spec, Opts&&... opts) const {
     auto text = detail::encode(spec);
@@ -67,7 +68,7 @@ class Client {
   }
 
   /// Updates the object holding `slug`, or creates it; atomic under concurrency. The
-  /// create options (with_finalizers, with_owner, with_on_create) apply only when it
+  /// create options (with_finalizers, with_owner, with_labels, with_on_create) apply only when it
   /// creates; an update leaves finalizers and owner as they are. with_slug here is
   /// `conflicting_option`.
   template <class... Opts>
@@ -103,13 +104,27 @@ class Client {
     return {std::move(out), true};
   }
 
-  /// Replaces the spec; generation moves only when the spec really changes.
-  ObjectType update(const Context& ctx, ObjectID id, const Spec& spec) const {
+  /// Replaces the spec; generation moves only when the spec really changes. With
+  /// with_resource_version(rv), only if the object is still at `rv` (`conflict`
+  /// otherwise, nothing written).
+  template <class... Opts>
+  ObjectType update(const Context& ctx, ObjectID id, const Spec& spec, Opts&&... opts) const {
     auto text = detail::encode(spec);
     auto typed = detail::decode<Spec>(text);  // as in create_or_update
     StoredStatus status;
-    auto row = core_.update(ctx, id, std::move(text), status.check(core_.migrator()));
+    auto row = core_.update(ctx, id, std::move(text), status.check(core_.migrator()),
+                            {Option(std::forward<Opts>(opts))...});
     return status.object(std::move(row), std::move(typed), core_.migrator());
+  }
+
+  /// Replaces the object's labels (with_labels' rules: `invalid_argument` otherwise).
+  /// Moves the resource version, not the generation, and reaches watches; the same
+  /// labels write nothing. Takes with_resource_version as update does.
+  template <class... Opts>
+  ObjectType set_labels(const Context& ctx, ObjectID id, Labels labels, Opts&&... opts) const {
+    return detail::decode_object<Spec, Status>(
+        core_.set_labels(ctx, id, std::move(labels), {Option(std::forward<Opts>(opts))...}),
+        core_.migrator());
   }
 
   template <class... Loads>
@@ -124,15 +139,30 @@ class Client {
         core_.get_by_slug(ctx, slug, detail::load_bits(loads...)), core_.migrator());
   }
 
-  /// Every object of the kind, by id. A row that does not decode is skipped and logged.
-  template <class... Loads>
-  std::vector<ObjectType> list(const Context& ctx, const Loads&... loads) const {
-    auto bits = detail::load_bits(loads...);
+  /// Every object of the kind, by id; with with_selector, those whose labels match. A
+  /// row that does not decode is skipped and logged.
+  template <class... Opts>
+  std::vector<ObjectType> list(const Context& ctx, const Opts&... opts) const {
+    auto bits = detail::load_bits(opts...);
+    auto read = detail::read_settings(opts...);
+    if (read.selector) return decode_all(core_.list_page(ctx, 0, {}, bits, read).rows);
     std::vector<ObjectType> out;
     auto* m = core_.migrator();
     if (core_.list_each(ctx, bits, [&](ObjectRow&& row) { decode_into(out, std::move(row), m); }))
       return out;
     return decode_all(core_.list(ctx, bits));
+  }
+
+  /// At most `limit` objects of the kind (0: no limit) with ids above the page that
+  /// `continue_token` ends (empty: the first page), by id, filtered by with_selector.
+  /// Objects created between pages appear on a later page if their id is higher; none
+  /// is returned twice. A malformed token is `invalid_argument`. Loads as for list.
+  template <class... Opts>
+  Page<Spec, Status> list_page(const Context& ctx, std::size_t limit,
+                               std::string_view continue_token, const Opts&... opts) const {
+    auto page = core_.list_page(ctx, limit, continue_token, detail::load_bits(opts...),
+                                detail::read_settings(opts...));
+    return {decode_all(std::move(page.rows)), std::move(page.continue_token)};
   }
 
   /// This kind's objects owned by `owner`, decoded, by id (deletion-pending ones
@@ -161,8 +191,12 @@ class Client {
   }
 
   /// Requests deletion (a soft delete: deletion_requested_at is set, the object stays
-  /// until its finalizers are removed). Repeating it is a no-op.
-  void remove(const Context& ctx, ObjectID id) const { core_.remove(ctx, id); }
+  /// until its finalizers are removed). Repeating it is a no-op. Takes
+  /// with_resource_version as update does.
+  template <class... Opts>
+  void remove(const Context& ctx, ObjectID id, Opts&&... opts) const {
+    core_.remove(ctx, id, {Option(std::forward<Opts>(opts))...});
+  }
 
   /// Requests deletion of the object holding `slug`; absent or already deleting is a
   /// successful no-op.
@@ -175,14 +209,19 @@ class Client {
   /// that snapshot — everything committed once `watch` has returned included. A soft
   /// delete is `Modified`; the physical removal `Deleted`, with the final body.
   /// Conflated: a slow reader gets each object's latest state. The stream ends with its
-  /// context, on close, or with `errc::stopped` when the beehive stops.
-  Stream<Change<Spec, Status>> watch(const Context& ctx, ObjectID id) const {
-    return typed(core_.watch(ctx, id));
+  /// context, on close, or with `errc::stopped` when the beehive stops. With
+  /// with_resume_from(rv): no snapshot, the changes above `rv`, then live.
+  template <class... Opts>
+  Stream<Change<Spec, Status>> watch(const Context& ctx, ObjectID id, const Opts&... opts) const {
+    return typed(core_.watch(ctx, id, detail::read_settings(opts...)));
   }
 
-  /// Watches the whole kind, as `watch` does one object.
-  Stream<Change<Spec, Status>> watch_list(const Context& ctx) const {
-    return typed(core_.watch(ctx, std::nullopt));
+  /// Watches the whole kind, as `watch` does one object; with with_selector, the objects
+  /// that match (one that starts matching arrives as `Added`, one that stops as
+  /// `Deleted`).
+  template <class... Opts>
+  Stream<Change<Spec, Status>> watch_list(const Context& ctx, const Opts&... opts) const {
+    return typed(core_.watch(ctx, std::nullopt, detail::read_settings(opts...)));
   }
 
   /// The object's event runs, newest first (by last_at), filtered by

@@ -27,6 +27,7 @@ struct object_change {
     finalizers = 16,
     deletion = 32,  ///< deletion requested
     removed = 64,   ///< physically removed
+    labels = 128,
   };
   ChangeType type = ChangeType::Added;
   ObjectRow row;

@@ -61,14 +61,18 @@ class ControllerClient {
   /// ones write nothing, unless they settle a generation not yet recorded (that write
   /// happens once and emits). A generation above the object's is
   /// `observed_generation_future`; an older one leaves the object unsettled.
+  /// With with_resource_version(rv), only if the object is still at `rv` (`conflict`
+  /// otherwise, nothing written).
+  template <class... Opts>
   void update_status(const Context& ctx, ObjectID id, std::int64_t observed_generation,
-                     const Status& status) const {
+                     const Status& status, Opts&&... opts) const {
     auto text = detail::encode(status);
     // The stored status will be these bytes at the kind's version: decoding them here
     // refuses a status that does not round-trip before anything is written, and keeps
     // the application's from_json off the writer's thread.
     detail::decode<Status>(text);
-    core_.update_status(ctx, id, observed_generation, std::move(text), {});
+    core_.update_status(ctx, id, observed_generation, std::move(text), {},
+                        {Option(std::forward<Opts>(opts))...});
   }
 
   /// Sets the condition of `c.type`; an identical, current condition writes nothing.

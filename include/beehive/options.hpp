@@ -5,15 +5,18 @@
 /// contradicts a positional argument (`with_slug` given to `get_or_create` is
 /// `errc::conflicting_option`).
 ///
-///   Option      create, create_or_update, get_or_create, Beehive, register_controller
+///   Option      create, create_or_update, get_or_create, update, remove, set_labels,
+///               update_status, Beehive, register_controller
 ///   LoadOption  reads: which relations to attach to the returned objects
+///   ReadOption  list, list_page, watch, watch_list: label selector, where a watch resumes
 ///   EventOption list_events / watch_events filters
 ///   RequeueOption  requeue
 ///
 /// Defaults: no slug, no finalizers, no owner; resync every 30 s; retry backoff from
 /// 1 s doubling to at most 30 s, without jitter; no rate limit; no owned or watched
 /// kinds; one worker per kind; the system clock; events kept without bound until their
-/// object is removed; no metrics.
+/// object is removed; the change log keeps at least its last 100 000 entries and every
+/// entry younger than one hour; no metrics.
 ///
 /// Options are immutable values: build them on any thread and share them freely.
 
@@ -22,11 +25,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <beehive/event.hpp>
 #include <beehive/group_kind.hpp>
 #include <beehive/logger.hpp>
+#include <beehive/object_meta.hpp>
 #include <beehive/time.hpp>
 
 namespace beehive {
@@ -42,6 +47,10 @@ struct OptionSet;
 using EventQuery = EventFilter;
 struct RequeueSettings {
   bool reset_backoff = false;
+};
+struct ReadSettings {
+  std::optional<std::string> selector;
+  std::optional<std::int64_t> resume_from;
 };
 }  // namespace detail
 
@@ -60,6 +69,23 @@ Option with_slug(std::string slug);
 Option with_finalizers(std::vector<std::string> finalizers);
 /// Create: the owner; deleting it deletes this object too.
 Option with_owner(ObjectID owner);
+/// Create (create, get_or_create, create_or_update when it creates): the object's labels.
+/// Keys and values follow Kubernetes' syntax (`invalid_argument` otherwise, nothing
+/// written): a key is an optional DNS subdomain prefix (at most 253 characters) and '/',
+/// then a name of at most 63 characters of [A-Za-z0-9-_.] beginning and ending with a
+/// letter or digit; a value is empty or such a name.
+Option with_labels(Labels labels);
+/// update, remove, set_labels, ControllerClient::update_status: optimistic concurrency.
+/// The write happens only if the object's resource version is still `rv` (the version
+/// the caller read); otherwise it throws `errc::conflict` and writes nothing. A write
+/// that would change nothing still checks the version.
+Option with_resource_version(std::int64_t rv);
+/// Beehive: the change log (what watches resume from, and how other processes learn of
+/// commits) keeps at least its newest `entries` entries and every entry younger than
+/// `max_age`; the garbage collector trims the rest at its cadence. `entries` <= 0: no
+/// count bound (age alone); `max_age` <= 0: no age bound (count alone). Default: 100 000
+/// entries, one hour.
+Option with_change_log_retention(std::int64_t entries, std::chrono::milliseconds max_age);
 /// Create: called once after the create commits (never after a rollback). An exception
 /// it throws is logged (error level); the create still returns the stored object.
 Option with_on_create(std::function<void(const Context&)> fn);
@@ -158,6 +184,32 @@ EventOption with_event_reason(std::string reason);
 EventOption with_event_limit(int n);
 /// Only runs active at or after `t` (last_at >= t).
 EventOption with_events_since(Time t);
+
+/// What list, list_page, watch and watch_list select, and where a watch starts.
+class ReadOption {
+ public:
+  explicit ReadOption(std::function<void(detail::ReadSettings&)> apply)
+      : apply_(std::move(apply)) {}
+  void apply(detail::ReadSettings& s) const { apply_(s); }
+
+ private:
+  std::function<void(detail::ReadSettings&)> apply_;
+};
+
+/// list, list_page, watch_list: only the objects whose labels match `selector`, in
+/// Kubernetes' syntax: `a=b` (or `a==b`), `a!=b`, `a in (x,y)`, `a notin (x)`, `a` (has
+/// the key), `!a` (has not), requirements joined by commas (AND); `!=` and `notin`
+/// match objects without the key. Empty selects everything. A malformed selector is
+/// `invalid_argument`. A watch delivers an object that starts matching as `Added` and
+/// one that stops matching as `Deleted`.
+ReadOption with_selector(std::string_view selector);
+/// watch, watch_list: no snapshot; replay every change committed above `rv` (a
+/// position from Stream::resource_version()), each object once at its latest state (as
+/// a watch that fell behind gets it; deletions included, with their final bodies), then
+/// go live without gap or duplicate. `rv` above the store's resource version is
+/// `errc::watch_too_new` at once; below what the change log still holds, the stream
+/// ends with `errc::watch_too_old` (watch again without it: a snapshot, then live).
+ReadOption with_resume_from(std::int64_t rv);
 
 class RequeueOption {
  public:

@@ -8,7 +8,28 @@ namespace {
 
 using Self = gc_impl::stateful_pointer<GcState>;
 
-bool idle(const GcState& st) { return !st.running && !st.again && !st.periodic.due(st.next_wake); }
+bool idle(const GcState& st) {
+  return !st.running && !st.again && !st.trimming && !st.periodic.due(st.next_wake);
+}
+
+/// One change-log trim (a write only when something is old enough to go).
+void trim(Self self) {
+  auto& st = self->state;
+  if (st.trimming) return;
+  st.trimming = true;
+  self->request(st.periodic.writer, caf::infinite, st.log_retention)
+      .then(
+          [self](int) {
+            self->state.trimming = false;
+            self->state.settling.check(idle(self->state));
+          },
+          [self](caf::error& err) {
+            auto& st = self->state;
+            st.trimming = false;
+            st.periodic.log_failure("change log trim failed", err);
+            st.settling.check(idle(st));
+          });
+}
 
 void pass(Self self) {
   auto& st = self->state;
@@ -45,16 +66,19 @@ bool gc_wants(const commit_record& rec) {
                      [](const object_change& c) { return (c.parts & unblocking) != 0; });
 }
 
-gc_impl::behavior_type gc(Self self, Periodic periodic) {
+gc_impl::behavior_type gc(Self self, Periodic periodic, trim_change_log_request log_retention) {
   self->state.periodic = std::move(periodic);
+  self->state.log_retention = log_retention;
   return {
       [self](start_atom) {
         self->state.next_wake = self->state.periodic.arm(self);
         pass(self);
+        trim(self);
       },
       [self](wake_atom) {
         self->state.next_wake = self->state.periodic.arm(self);
         pass(self);
+        trim(self);
       },
       [self](const commit_record& rec) {
         if (gc_wants(rec)) pass(self);

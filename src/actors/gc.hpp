@@ -7,8 +7,9 @@
 //
 // It runs at start, on the resync cadence, and promptly after commits that may unblock
 // a collection: a deletion request, a finalizer removal, a physical removal, a removed
-// edge. Triggers that arrive while a pass runs fold into one more pass. Event retention
-// is the event_log's.
+// edge. Triggers that arrive while a pass runs fold into one more pass. At start and on
+// its cadence it also trims the change log to its retention. Event retention is the
+// event_log's.
 
 #include <memory>
 
@@ -39,6 +40,8 @@ struct GcState {
   SettleWaiters settling;
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
+  trim_change_log_request log_retention;
+  bool trimming = false;  // a change-log trim is in flight
   std::uint64_t passes = 0;
   static inline const char* name = "beehive.gc";
 };
@@ -47,6 +50,7 @@ struct GcState {
 /// removed, an object or an edge removed (its writer subscription filter too).
 bool gc_wants(const commit_record& rec);
 
-gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, Periodic periodic);
+gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, Periodic periodic,
+                          trim_change_log_request log_retention);
 
 }  // namespace beehive::detail

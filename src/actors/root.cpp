@@ -148,7 +148,8 @@ Periodic periodic(Self self) {
 }
 
 caf::actor spawn_gc(Self self) {
-  auto g = caf::actor_cast<caf::actor>(self->spawn(detail::gc, periodic(self)));
+  auto g = caf::actor_cast<caf::actor>(
+      self->spawn(detail::gc, periodic(self), self->state.cfg->change_log_retention));
   self->monitor(g);
   self->state.gc = g;
   self->state.cfg->directory->set_gc(g);

@@ -9,6 +9,7 @@
 #include "actors/reader.hpp"
 #include "metrics/store_metrics.hpp"
 #include "options_internal.hpp"
+#include "store/label_selector.hpp"
 
 namespace beehive::detail {
 
@@ -57,6 +58,7 @@ void end(std::uint64_t id, WatchHubState::Sub& s, errc code) {
 void finish_shutdown(Self self);
 bool wants(const WatchHubState::Sub& s, const QueuedChange& q);
 object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q);
+std::optional<object_change> view(WatchHubState::Sub& s, object_change c);
 
 /// After a snapshot arrived (or failed): the hub's shutdown waited for the last one.
 void after_opening(Self self) {
@@ -89,27 +91,47 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     ready(id);
     return;
   }
-  ReadJob job = [gk = sub.gk, oid = sub.id](store::Reader& r) {
-    std::int64_t floor = 0;
-    auto rows = r.snapshot(gk, oid, floor);
-    return caf::make_message(std::move(rows), floor);
+  // A snapshot (its rows as Added), or the change log above the resume point; with the
+  // version the watch goes live above, and whether the log no longer reaches back to it.
+  ReadJob job = [gk = sub.gk, oid = sub.id, from = sub.resume_from](store::Reader& r) {
+    std::vector<object_change> changes;
+    if (!from) {
+      std::int64_t floor = 0;
+      for (auto& row : r.snapshot(gk, oid, floor))
+        changes.push_back({ChangeType::Added, std::move(row), object_change::created});
+      return caf::make_message(std::move(changes), floor, false);
+    }
+    auto log = r.changes_since(*from, gk, oid);
+    if (*from < log.horizon) return caf::make_message(std::move(changes), *from, true);
+    for (auto& c : log.changes)
+      if (c.row) changes.push_back({c.type, std::move(*c.row), c.parts & ~store::kLoggedRequeue});
+    return caf::make_message(std::move(changes), *from, false);
   };
   st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, std::move(ready)});
   publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
-          [self, id](std::vector<ObjectRow>& rows, std::int64_t floor) {
+          [self, id](std::vector<object_change>& changes, std::int64_t floor, bool too_old) {
             auto& st = self->state;
             auto it = st.opening.find(id);
             if (it == st.opening.end()) return;  // unsubscribed meanwhile
             auto o = std::move(it->second);
             st.opening.erase(it);
             auto& sub = o.sub;
+            if (too_old) {
+              end(id, sub, errc::watch_too_old);
+              o.ready(id);
+              after_opening(self);
+              return;
+            }
             sub.floor = floor;
-            for (auto& row : rows)
-              deliver(sub, {ChangeType::Added, std::move(row), object_change::created});
+            sub.visible_exact = !sub.resume_from;
+            if (sub.core) sub.core->set_floor(floor);
+            for (auto& c : changes)
+              if (auto seen = view(sub, std::move(c))) deliver(sub, *seen);
             for (auto& q : o.held)
-              if (wants(sub, q)) deliver(sub, as_seen(sub, q));
+              if (wants(sub, q))
+                if (auto seen = view(sub, as_seen(sub, q))) deliver(sub, *seen);
             if (sub.actor) self->monitor(sub.actor);
             st.subs.emplace(id, std::move(sub));
             o.ready(id);
@@ -212,6 +234,34 @@ object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q) {
   return c;
 }
 
+/// What subscriber `s` is to hear of `c`, or nothing: with a selector, an object that
+/// starts matching arrives as `Added`, one that stops as `Deleted`, others not at all.
+/// Keeps the subscriber's visible set.
+std::optional<object_change> view(WatchHubState::Sub& s, object_change c) {
+  if (!s.selector) return c;
+  auto id = c.row.meta.id;
+  bool match = s.selector->matches(c.row.meta.labels);
+  // After a resume, an object not in `visible` may still be held by the subscriber: it
+  // matched at the resume point if it existed then and its labels have not changed.
+  bool labels_changed = c.parts & object_change::labels;
+  bool existed = !(c.parts & object_change::created);
+  if (c.type == ChangeType::Deleted) {
+    bool held = s.visible.erase(id) > 0 || (!s.visible_exact && match);
+    return held ? std::optional(std::move(c)) : std::nullopt;
+  }
+  if (match) {
+    if (s.visible.insert(id).second) {
+      bool held_already = !s.visible_exact && existed && !labels_changed;
+      c.type = held_already ? ChangeType::Modified : ChangeType::Added;
+    }
+    return c;
+  }
+  bool held = s.visible.erase(id) > 0 || (!s.visible_exact && existed && labels_changed);
+  if (!held) return std::nullopt;
+  c.type = ChangeType::Deleted;  // stopped matching: gone from the subscriber's view
+  return c;
+}
+
 /// Hands what the inbox held to every subscriber: each blocking or pulled one under one
 /// lock of its stream, with one wake-up. Ends the subscriptions whose streams ended.
 void fan_out(WatchHubState& st, const HubBatch& batch) {
@@ -227,11 +277,13 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
     if (s.core) {
       alive = s.core->push_batch([&](auto&& put) {
         for (auto& q : batch.changes)
-          if (wants(s, q)) put(q.change.row.meta.id, as_seen(s, q));
+          if (wants(s, q))
+            if (auto seen = view(s, as_seen(s, q))) put(q.change.row.meta.id, std::move(*seen));
       });
     } else {
       for (auto& q : batch.changes)
-        if (wants(s, q)) caf::anon_send(s.actor, as_seen(s, q));
+        if (wants(s, q))
+          if (auto seen = view(s, as_seen(s, q))) caf::anon_send(s.actor, std::move(*seen));
     }
     answer_pull(s);
     it = alive ? std::next(it) : st.subs.erase(it);
@@ -330,7 +382,10 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
       [self](const StreamWatchPtr& w) {
         // Served once its snapshot is in: if the hub dies first, the watch's last
         // reference goes and releases the caller as stopped.
-        add(self, w->subscription, {w->gk, w->id, w->core, nullptr, 0}, [w](std::uint64_t) {
+        WatchHubState::Sub sub{w->gk, w->id, w->core, nullptr, 0};
+        sub.selector = w->selector;
+        sub.resume_from = w->resume_from;
+        add(self, w->subscription, std::move(sub), [w](std::uint64_t) {
           w->served = true;
           w->ready->deliver(true);
         });

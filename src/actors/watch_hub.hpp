@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <beehive/actors.hpp>
 #include <beehive/detail/stream_core.hpp>
@@ -26,6 +27,7 @@
 #include "actors/settle.hpp"
 #include "actors/store_writer.hpp"
 #include "rendezvous.hpp"
+#include "store/backend.hpp"
 
 namespace beehive::detail {
 
@@ -36,6 +38,8 @@ using EventCore = StreamCore<event_run>;
 struct StreamWatch {
   GroupKind gk;
   std::optional<ObjectID> id;
+  std::shared_ptr<const store::LabelSelector> selector;  ///< null: every object
+  std::optional<std::int64_t> resume_from;               ///< no snapshot: the log above it
   std::shared_ptr<ChangeCore> core;
   std::uint64_t subscription = 0;
   bool served = false;
@@ -83,6 +87,14 @@ struct WatchHubState {
     std::int64_t floor = 0;            // changes at or below were in the snapshot
     /// A pull waiting for the next change.
     std::optional<caf::typed_response_promise<std::vector<object_change>>> waiting{};
+    /// With a selector: only matching objects, and the ones the subscriber holds (it
+    /// hears `Deleted` when one stops matching, `Added` when one starts).
+    std::shared_ptr<const store::LabelSelector> selector{};
+    std::unordered_set<ObjectID> visible{};
+    /// `visible` is all the subscriber holds (after a snapshot, not after a resume,
+    /// which does not say which unchanged objects matched).
+    bool visible_exact = true;
+    std::optional<std::int64_t> resume_from{};
   };
   struct EventSub {
     event_watch_request filter;

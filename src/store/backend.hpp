@@ -23,6 +23,38 @@
 
 namespace beehive::store {
 
+class LabelSelector;
+
+/// What `Reader::list_where` selects beyond the kind: ids above `after` (paging), at
+/// most `limit` rows (0: no limit), those `owner` owns, those `selector` matches.
+struct ListQuery {
+  ObjectID after = 0;
+  std::size_t limit = 0;
+  std::optional<ObjectID> owner;
+  const LabelSelector* selector = nullptr;  ///< null or empty: every object
+};
+
+/// The change-log bit of a requeue asked for through the store (beehive-ctl requeue): no
+/// object changed, the kind's controller, in whichever process runs it, reconciles it.
+constexpr unsigned kLoggedRequeue = 1u << 16;
+
+/// One object's logged changes above a version, folded: `parts` is every part that
+/// changed, `row` the object as it stands (for a removal, its final body as logged).
+struct LoggedChange {
+  std::int64_t resource_version = 0;  ///< of its latest change
+  ChangeType type = ChangeType::Modified;
+  unsigned parts = 0;  ///< object_change::Part bits, and kLoggedRequeue
+  Ref ref;
+  std::optional<ObjectRow> row;  ///< absent when only a requeue was logged
+};
+
+/// The change log above a version: each object once, in the order of its latest change.
+struct ChangeLogRead {
+  std::vector<LoggedChange> changes;
+  std::int64_t head = 0;     ///< the store's resource version, read in the same snapshot
+  std::int64_t horizon = 0;  ///< nothing at or below it is in the log any more
+};
+
 class Reader {
  public:
   virtual ~Reader() = default;
@@ -63,6 +95,14 @@ class Reader {
   /// Each with its resource version.
   virtual std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                                   bool unsettled_only) = 0;
+  /// The kind's objects `q` selects, by id (selection and paging done by the database).
+  virtual std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q,
+                                            unsigned loads) = 0;
+  /// The logged changes above `rv` (of the kind, of one object when `id` is given), in
+  /// one read snapshot; entries whose version is in `skip` (sorted) are left out.
+  virtual ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
+                                      std::optional<ObjectID> id,
+                                      const std::vector<std::int64_t>& skip = {}) = 0;
 };
 
 class Writer : public Reader {
@@ -85,8 +125,6 @@ class Writer : public Reader {
   /// Changes when another connection (another process, another Store on the file)
   /// commits; this writer's own commits leave it alone.
   virtual std::int64_t data_version() = 0;
-  /// Objects above resource version `rv`, in version order, with the current version.
-  virtual std::vector<ObjectRow> changed_since(std::int64_t rv, std::int64_t& resource_version) = 0;
   /// Allocates the id of the next object (strictly increasing, never one a removed
   /// object had). Allocated before the INSERT, so that the whole row can be checked
   /// before anything is written.
@@ -108,6 +146,20 @@ class Writer : public Reader {
   virtual bool delete_condition(ObjectID id, const std::string& type) = 0;
   virtual void set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
                               std::int64_t resource_version, Time now) = 0;
+  /// Replaces the object's labels.
+  virtual void set_labels(ObjectID id, const Labels& labels, std::int64_t resource_version,
+                          Time now) = 0;
+  /// Appends to the change log: `parts` of `meta`'s object changed at `resource_version`
+  /// (`final_body`: the removed object's last row).
+  virtual void log_change(std::int64_t resource_version, const ObjectMeta& meta, unsigned parts,
+                          Time at, const ObjectRow* final_body) = 0;
+  /// The newest change-log entry older than `older_than` beyond the newest
+  /// `keep_entries` (no count bound when <= 0): what a trim would remove up to.
+  virtual std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries,
+                                                     Time older_than) = 0;
+  /// Removes the log entries up to `cut` and moves the horizon there; returns the
+  /// entries removed.
+  virtual int trim_change_log(std::int64_t cut) = 0;
   /// After a condition write: moves the object's resource version and recounts its
   /// conditions (reads look them up only when there are some).
   virtual void conditions_changed(ObjectID id, std::int64_t resource_version, Time now) = 0;

@@ -48,20 +48,6 @@ class LockWait {
   Writer& w_;
 };
 
-/// The commit record of rows another process changed: a create when the row is as
-/// created, else a change of every part (level-triggered readers sort it out).
-object_change foreign_change(ObjectRow row) {
-  object_change c;
-  bool created = row.meta.generation == 1 && row.meta.created_at == row.meta.updated_at;
-  c.type = created ? ChangeType::Added : ChangeType::Modified;
-  c.parts = created ? object_change::created
-                    : object_change::spec | object_change::status | object_change::conditions |
-                          object_change::finalizers;
-  if (row.meta.deletion_requested_at) c.parts |= object_change::deletion;
-  c.row = std::move(row);
-  return c;
-}
-
 /// A create without an owner is one INSERT (its slug is looked up before, its spec was
 /// decoded by its caller): SQLite undoes a failing statement by itself, so in a group it
 /// needs no savepoint of its own, whose copies of the pages it touches are a sizeable
@@ -77,7 +63,7 @@ WriteEngine::WriteEngine(WriteEngineConfig cfg) : cfg_(std::move(cfg)) {
   if (!cfg_.watch_foreign_commits) return;
   try {
     data_version_ = cfg_.writer->data_version();
-    cfg_.writer->changed_since(std::numeric_limits<std::int64_t>::max(), seen_rv_);
+    seen_rv_ = cfg_.writer->changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
   } catch (const std::exception&) {  // the first look publishes from the start then
   }
 }
@@ -111,14 +97,22 @@ void WriteEngine::publish_foreign_commits() {
     return;
   }
   data_version_ = dv;
-  std::int64_t head = 0;
-  auto rows = w.changed_since(seen_rv_, head);
+  // Through the change log: what changed, removals with their final bodies, and the
+  // requeues asked for by tools (beehive-ctl requeue), each object once.
   std::sort(own_rvs_.begin(), own_rvs_.end());
+  auto log = w.changes_since(seen_rv_, {}, {}, own_rvs_);
   commit_record rec;
-  for (auto& row : rows)
-    if (!std::binary_search(own_rvs_.begin(), own_rvs_.end(), row.meta.resource_version))
-      rec.changes.push_back(foreign_change(std::move(row)));
-  seen_rv_ = std::max({seen_rv_, head, own_max});
+  for (auto& c : log.changes) {
+    if (c.parts & kLoggedRequeue) rec.wakes.push_back(c.ref);
+    if (!c.row) continue;
+    object_change change{c.type, std::move(*c.row), c.parts & ~kLoggedRequeue};
+    // Controllers that own the row's kind wake on it (with_owns), as on this process's.
+    if (auto owner = w.related(c.ref.id, LoadOption::owner); !owner.empty())
+      change.owner = owner.front();
+    if (c.type == ChangeType::Deleted) rec.edges_removed = true;
+    rec.changes.push_back(std::move(change));
+  }
+  seen_rv_ = std::max({seen_rv_, log.head, own_max});
   own_rvs_.clear();
   publish(rec, false);
 }
@@ -213,6 +207,8 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
   if (std::holds_alternative<collect_request>(op))
     return w.cascade_candidates().empty() && w.collectible().empty();
   if (auto* t = std::get_if<trim_events_request>(&op)) return !t->fallback && t->retention.empty();
+  if (auto* t = std::get_if<trim_change_log_request>(&op))
+    return !w.change_log_cut(t->entries, cfg_.clock->now() - t->max_age);
   return false;
 }
 
@@ -360,6 +356,9 @@ WriteReply WriteEngine::read(const ReadOp& r) {
         break;
       case ReadOp::list_owned:
         reply.rows = w.list_owned_objects(r.gk, r.id, r.loads);
+        break;
+      case ReadOp::list_where:
+        reply.rows = w.list_where(r.gk, r.where, r.loads);
         break;
       case ReadOp::related:
         reply.refs = w.related(r.id, r.loads);

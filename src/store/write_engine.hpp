@@ -42,18 +42,21 @@ struct SessionCmd {
 /// A read inside a within block: served on the write connection, so that it sees the
 /// block's own uncommitted writes.
 struct ReadOp {
-  enum What { get, get_by_slug, list, list_owned, related, incoming, events, current } what = get;
+  enum What { get, get_by_slug, list, list_owned, related, incoming, events, current, list_where };
+  What what = get;
   GroupKind gk;
   ObjectID id = 0;  // get, related, incoming, events, current: the object; list_owned: owner
   std::string slug;
   unsigned loads = 0;  // related: the relation
   EventFilter query{};
+  ListQuery where{};  // list_where; its selector lives as long as the caller waits
 };
 
 /// Every operation the engine runs: the application's writes, beehive's maintenance
 /// writes, and the steps and reads of a within session.
-using WriteOp = beehive::detail::variant_of<write_request_types, collect_request,
-                                            trim_events_request, SessionCmd, ReadOp>::type;
+using WriteOp =
+    beehive::detail::variant_of<write_request_types, collect_request, trim_events_request,
+                                trim_change_log_request, SessionCmd, ReadOp>::type;
 
 /// What an operation returns, for the blocking facade (each request's `reply_type`
 /// lands in the field below that holds it).

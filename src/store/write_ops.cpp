@@ -1,5 +1,7 @@
 #include "store/write_ops.hpp"
 
+#include "store/label_selector.hpp"
+
 #include <algorithm>
 
 #include <beehive/detail/codec.hpp>
@@ -27,7 +29,20 @@ std::optional<Ref> WriteOps::owner_of(ObjectID id) {
   return std::move(refs.front());
 }
 
+namespace {
+/// conflict unless the row is at the version the caller read (when it gave one).
+void require_version(const ObjectRow& row, std::optional<std::int64_t> expected) {
+  if (expected && *expected != row.meta.resource_version)
+    throw Error(errc::conflict, "object " + std::to_string(row.meta.id) +
+                                    " is at resource version " +
+                                    std::to_string(row.meta.resource_version) + ", not " +
+                                    std::to_string(*expected));
+}
+}  // namespace
+
 void WriteOps::record(object_change c, std::optional<Ref> owner) {
+  w_.log_change(c.row.meta.resource_version, c.row.meta, c.parts, now_,
+                c.type == ChangeType::Deleted ? &c.row : nullptr);
   c.owner = std::move(owner);
   rec_.changes.push_back(std::move(c));
 }
@@ -52,7 +67,8 @@ ObjectRow WriteOps::require(const GroupKind& gk, ObjectID id) {
 ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
                            const std::optional<std::string>& slug,
                            const std::vector<std::string>& finalizers,
-                           std::optional<ObjectID> owner, int spec_version) {
+                           std::optional<ObjectID> owner, int spec_version, const Labels& labels) {
+  if (!labels.empty()) validate_labels(labels);
   if (slug && w_.get_by_slug(gk, *slug))
     throw Error(errc::already_exists, to_string(gk) + " slug \"" + *slug + "\" is taken");
   if (owner && !w_.exists(*owner))
@@ -66,6 +82,7 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
   row.meta.generation = 1;
   row.meta.resource_version = w_.next_resource_version();
   row.meta.finalizers = finalizers;
+  row.meta.labels = labels;
   row.meta.created_at = row.meta.updated_at = from_millis(to_millis(now_));  // stored in ms
   row.spec = spec;
   row.spec_version = spec_version;
@@ -106,25 +123,27 @@ ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec, in
 }
 
 ObjectRow WriteOps::update(const GroupKind& gk, ObjectID id, const std::string& spec,
-                           int spec_version) {
-  return update_row(require(gk, id), spec, spec_version);
+                           int spec_version, std::optional<std::int64_t> expected) {
+  auto row = require(gk, id);
+  require_version(row, expected);
+  return update_row(row, spec, spec_version);
 }
 
 ObjectRow WriteOps::create_or_update(const GroupKind& gk, const std::string& slug,
                                      const std::string& spec, int spec_version,
                                      const std::vector<std::string>& finalizers,
-                                     std::optional<ObjectID> owner) {
+                                     std::optional<ObjectID> owner, const Labels& labels) {
   if (auto row = w_.get_by_slug(gk, slug)) return update_row(*row, spec, spec_version);
-  return create(gk, spec, slug, finalizers, owner, spec_version);
+  return create(gk, spec, slug, finalizers, owner, spec_version, labels);
 }
 
 std::pair<ObjectRow, bool> WriteOps::get_or_create(const GroupKind& gk, const std::string& slug,
                                                    const std::string& spec,
                                                    const std::vector<std::string>& finalizers,
-                                                   std::optional<ObjectID> owner,
-                                                   int spec_version) {
+                                                   std::optional<ObjectID> owner, int spec_version,
+                                                   const Labels& labels) {
   if (auto row = w_.get_by_slug(gk, slug)) return {std::move(*row), false};
-  return {create(gk, spec, slug, finalizers, owner, spec_version), true};
+  return {create(gk, spec, slug, finalizers, owner, spec_version, labels), true};
 }
 
 ObjectRow WriteOps::mark_deleted(const ObjectRow& row) {
@@ -133,8 +152,32 @@ ObjectRow WriteOps::mark_deleted(const ObjectRow& row) {
   return changed(row.meta.id, object_change::deletion);
 }
 
-ObjectRow WriteOps::remove(const GroupKind& gk, ObjectID id) {
-  return mark_deleted(require(gk, id));
+ObjectRow WriteOps::remove(const GroupKind& gk, ObjectID id, std::optional<std::int64_t> expected) {
+  auto row = require(gk, id);
+  require_version(row, expected);
+  return mark_deleted(row);
+}
+
+ObjectRow WriteOps::set_labels(const GroupKind& gk, ObjectID id, const Labels& labels,
+                               std::optional<std::int64_t> expected) {
+  validate_labels(labels);
+  auto row = require(gk, id);
+  require_version(row, expected);
+  if (row.meta.labels == labels) return row;
+  w_.set_labels(id, labels, w_.next_resource_version(), now_);
+  return changed(id, object_change::labels);
+}
+
+bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id) {
+  auto row = require(gk, id);
+  w_.log_change(w_.next_resource_version(), row.meta, kLoggedRequeue, now_, nullptr);
+  rec_.wakes.push_back({id, gk.group, gk.kind});
+  return true;
+}
+
+int WriteOps::trim_change_log(const trim_change_log_request& r) {
+  auto cut = w_.change_log_cut(r.entries, now_ - r.max_age);
+  return cut ? w_.trim_change_log(*cut) : 0;
 }
 
 bool WriteOps::remove_by_slug(const GroupKind& gk, const std::string& slug) {
@@ -146,8 +189,9 @@ bool WriteOps::remove_by_slug(const GroupKind& gk, const std::string& slug) {
 
 ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
                                   std::int64_t observed_generation, const std::string& status,
-                                  int status_version) {
+                                  int status_version, std::optional<std::int64_t> expected) {
   auto row = require_own(gk, id);
+  require_version(row, expected);
   if (observed_generation > row.meta.generation)
     throw Error(errc::observed_generation_future,
                 "observed generation " + std::to_string(observed_generation) + " is ahead of " +
@@ -309,23 +353,32 @@ int WriteOps::collect_garbage() {
 // -- one overload per request (requests.hpp) ------------------------------------------------
 
 ObjectRow WriteOps::apply(const create_request& r) {
-  return create(r.gk, r.spec, r.slug, r.finalizers, r.owner, r.spec_version.value_or(0));
+  return create(r.gk, r.spec, r.slug, r.finalizers, r.owner, r.spec_version.value_or(0), r.labels);
 }
 ObjectRow WriteOps::apply(const update_request& r) {
-  return update(r.gk, r.id, r.spec, r.spec_version.value_or(0));
+  return update(r.gk, r.id, r.spec, r.spec_version.value_or(0), r.resource_version);
 }
 ObjectRow WriteOps::apply(const create_or_update_request& r) {
-  return create_or_update(r.gk, r.slug, r.spec, r.spec_version.value_or(0), r.finalizers, r.owner);
+  return create_or_update(r.gk, r.slug, r.spec, r.spec_version.value_or(0), r.finalizers, r.owner,
+                          r.labels);
 }
 get_or_create_reply WriteOps::apply(const get_or_create_request& r) {
-  auto [row, created] =
-      get_or_create(r.gk, r.slug, r.spec, r.finalizers, r.owner, r.spec_version.value_or(0));
+  auto [row, created] = get_or_create(r.gk, r.slug, r.spec, r.finalizers, r.owner,
+                                      r.spec_version.value_or(0), r.labels);
   return {std::move(row), created};
 }
-ObjectRow WriteOps::apply(const remove_request& r) { return remove(r.gk, r.id); }
+ObjectRow WriteOps::apply(const remove_request& r) {
+  return remove(r.gk, r.id, r.resource_version);
+}
+ObjectRow WriteOps::apply(const set_labels_request& r) {
+  return set_labels(r.gk, r.id, r.labels, r.resource_version);
+}
+bool WriteOps::apply(const log_requeue_request& r) { return log_requeue(r.gk, r.id); }
+int WriteOps::apply(const trim_change_log_request& r) { return trim_change_log(r); }
 bool WriteOps::apply(const remove_by_slug_request& r) { return remove_by_slug(r.gk, r.slug); }
 ObjectRow WriteOps::apply(const update_status_request& r) {
-  return update_status(r.gk, r.id, r.observed_generation, r.status, r.status_version.value_or(0));
+  return update_status(r.gk, r.id, r.observed_generation, r.status, r.status_version.value_or(0),
+                       r.resource_version);
 }
 ObjectRow WriteOps::apply(const set_condition_request& r) {
   return set_condition(r.gk, r.id, r.condition);

@@ -51,8 +51,11 @@ class WriteOps {
   bool apply(const add_dependency_request& r);
   bool apply(const remove_dependency_request& r);
   Event apply(const record_event_request& r);
+  ObjectRow apply(const set_labels_request& r);
+  bool apply(const log_requeue_request& r);
   int apply(const collect_request& r);
   int apply(const trim_events_request& r);
+  int apply(const trim_change_log_request& r);
 
   /// `owner` must exist (not_found); its edge is written with the row. The row is built
   /// and checked first, then written by one INSERT (two with an owner): without an
@@ -60,18 +63,31 @@ class WriteOps {
   ObjectRow create(const GroupKind& gk, const std::string& spec,
                    const std::optional<std::string>& slug,
                    const std::vector<std::string>& finalizers,
-                   std::optional<ObjectID> owner = std::nullopt, int spec_version = 0);
-  ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec, int spec_version = 0);
-  /// `finalizers` and `owner` apply only when it creates.
+                   std::optional<ObjectID> owner = std::nullopt, int spec_version = 0,
+                   const Labels& labels = {});
+  /// `expected`: the resource version the object must be at (conflict otherwise).
+  ObjectRow update(const GroupKind& gk, ObjectID id, const std::string& spec, int spec_version = 0,
+                   std::optional<std::int64_t> expected = std::nullopt);
+  /// `finalizers`, `owner` and `labels` apply only when it creates.
   ObjectRow create_or_update(const GroupKind& gk, const std::string& slug, const std::string& spec,
                              int spec_version = 0, const std::vector<std::string>& finalizers = {},
-                             std::optional<ObjectID> owner = std::nullopt);
+                             std::optional<ObjectID> owner = std::nullopt,
+                             const Labels& labels = {});
   /// The row holding the slug untouched (false), or a new one (true).
   std::pair<ObjectRow, bool> get_or_create(const GroupKind& gk, const std::string& slug,
                                            const std::string& spec,
                                            const std::vector<std::string>& finalizers,
-                                           std::optional<ObjectID> owner, int spec_version = 0);
-  ObjectRow remove(const GroupKind& gk, ObjectID id);
+                                           std::optional<ObjectID> owner, int spec_version = 0,
+                                           const Labels& labels = {});
+  ObjectRow remove(const GroupKind& gk, ObjectID id,
+                   std::optional<std::int64_t> expected = std::nullopt);
+  /// Replaces the labels (validated); the same labels write nothing.
+  ObjectRow set_labels(const GroupKind& gk, ObjectID id, const Labels& labels,
+                       std::optional<std::int64_t> expected = std::nullopt);
+  /// Records a requeue of the object in the change log and wakes its controller here.
+  bool log_requeue(const GroupKind& gk, ObjectID id);
+  /// Trims the change log (see trim_change_log_request); returns the entries removed.
+  int trim_change_log(const trim_change_log_request& r);
   /// True when this call requested the deletion.
   bool remove_by_slug(const GroupKind& gk, const std::string& slug);
 
@@ -80,7 +96,8 @@ class WriteOps {
   /// Records status and the observed generation; unchanged bytes at an already
   /// recorded generation write nothing.
   ObjectRow update_status(const GroupKind& gk, ObjectID id, std::int64_t observed_generation,
-                          const std::string& status, int status_version = 0);
+                          const std::string& status, int status_version = 0,
+                          std::optional<std::int64_t> expected = std::nullopt);
   ObjectRow set_condition(const GroupKind& gk, ObjectID id, const Condition& c);
   ObjectRow remove_condition(const GroupKind& gk, ObjectID id, const std::string& type);
   ObjectRow remove_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer);
@@ -108,7 +125,8 @@ class WriteOps {
   ObjectRow require_own(const GroupKind& gk, ObjectID id);
   /// Re-reads a row the transaction changed and records the change.
   ObjectRow changed(ObjectID id, unsigned parts);
-  /// Records a change, with the row's owner (controllers that own its kind wake on it).
+  /// Records a change, with the row's owner (controllers that own its kind wake on it),
+  /// and logs it in the change log, in the same transaction.
   void record(object_change c, std::optional<Ref> owner);
   /// The owner of `id`, if it has one.
   std::optional<Ref> owner_of(ObjectID id);

@@ -138,24 +138,27 @@ BEEHIVE_INSPECT(LoadedRelations, opt(x.owner), opt(x.dependencies), opt(x.depend
                 opt(x.events))
 BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
                 opt(x.observed_generation), opt(x.observed_at), x.resource_version,
-                opt(x.deletion_requested_at), x.finalizers, x.conditions, x.created_at,
+                opt(x.deletion_requested_at), x.finalizers, x.labels, x.conditions, x.created_at,
                 x.updated_at, x.relations)
 BEEHIVE_INSPECT(ObjectRow, x.meta, x.spec, x.spec_version, opt(x.status), x.status_version)
 BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts, opt(x.owner))
 BEEHIVE_INSPECT(event_run, x.event, x.resource_version)
 BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.edges_removed)
 BEEHIVE_INSPECT(create_request, x.gk, x.spec, opt(x.slug), x.finalizers, opt(x.owner),
-                opt(x.spec_version))
-BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, opt(x.spec_version))
+                opt(x.spec_version), x.labels)
+BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, opt(x.spec_version), opt(x.resource_version))
 BEEHIVE_INSPECT(create_or_update_request, x.gk, x.slug, x.spec, opt(x.spec_version), x.finalizers,
-                opt(x.owner))
+                opt(x.owner), x.labels)
 BEEHIVE_INSPECT(get_or_create_request, x.gk, x.slug, x.spec, x.finalizers, opt(x.owner),
-                opt(x.spec_version))
+                opt(x.spec_version), x.labels)
 BEEHIVE_INSPECT(get_or_create_reply, x.row, x.created)
-BEEHIVE_INSPECT(remove_request, x.gk, x.id)
+BEEHIVE_INSPECT(remove_request, x.gk, x.id, opt(x.resource_version))
 BEEHIVE_INSPECT(remove_by_slug_request, x.gk, x.slug)
 BEEHIVE_INSPECT(update_status_request, x.gk, x.id, x.observed_generation, x.status,
-                opt(x.status_version))
+                opt(x.status_version), opt(x.resource_version))
+BEEHIVE_INSPECT(set_labels_request, x.gk, x.id, x.labels, opt(x.resource_version))
+BEEHIVE_INSPECT(log_requeue_request, x.gk, x.id)
+BEEHIVE_INSPECT(trim_change_log_request, x.entries, x.max_age)
 BEEHIVE_INSPECT(set_condition_request, x.gk, x.id, x.condition)
 BEEHIVE_INSPECT(remove_condition_request, x.gk, x.id, x.type)
 BEEHIVE_INSPECT(remove_finalizer_request, x.gk, x.id, x.finalizer)

@@ -46,6 +46,7 @@ struct create_request {
   /// The schema version `spec` is written at; unset: the version of the kind's migrator
   /// (0 for a kind without one).
   std::optional<int> spec_version{};
+  Labels labels{};  ///< checked as set_labels_request's
 };
 
 /// Replace an object's spec; a spec equal to the stored one writes nothing.
@@ -57,6 +58,9 @@ struct update_request {
   ObjectID id = 0;
   std::string spec{};
   std::optional<int> spec_version{};  ///< as create_request's
+  /// The write happens only if the object is at this resource version (errc::conflict
+  /// otherwise, nothing written).
+  std::optional<std::int64_t> resource_version{};
 };
 
 /// Update the object holding `slug`, or create it (with `finalizers` and `owner`, which
@@ -70,6 +74,7 @@ struct create_or_update_request {
   std::optional<int> spec_version{};  ///< as create_request's
   std::vector<std::string> finalizers{};
   std::optional<ObjectID> owner{};  ///< as create_request's, when it creates
+  Labels labels{};                  ///< when it creates
 };
 
 struct get_or_create_reply {
@@ -88,6 +93,7 @@ struct get_or_create_request {
   std::vector<std::string> finalizers{};
   std::optional<ObjectID> owner{};
   std::optional<int> spec_version{};  ///< as create_request's
+  Labels labels{};                    ///< when it creates
 };
 
 /// Request deletion of an object (a soft delete). Replies the row as it now stands.
@@ -96,6 +102,7 @@ struct remove_request {
   static constexpr const char* type_name = "beehive::remove_request";
   GroupKind gk{};
   ObjectID id = 0;
+  std::optional<std::int64_t> resource_version{};  ///< as update_request's
 };
 
 /// Request deletion of the object holding `slug`, if any. Replies true when a deletion
@@ -119,6 +126,7 @@ struct update_status_request {
   /// The schema version `status` is written at; unset: the version of the kind's
   /// migrator (0 for a kind without one).
   std::optional<int> status_version{};
+  std::optional<std::int64_t> resource_version{};  ///< as update_request's
 };
 
 struct set_condition_request {
@@ -153,6 +161,28 @@ struct add_finalizer_request {
   GroupKind gk{};
   ObjectID id = 0;
   std::string finalizer{};
+};
+
+/// Replaces an object's labels (keys and values in Kubernetes' syntax, invalid_argument
+/// otherwise): moves its resource version, not its generation. Replies the row.
+struct set_labels_request {
+  using reply_type = ObjectRow;
+  static constexpr const char* type_name = "beehive::set_labels_request";
+  GroupKind gk{};
+  ObjectID id = 0;
+  Labels labels{};
+  std::optional<std::int64_t> resource_version{};  ///< as update_request's
+};
+
+/// Asks the kind's controller to reconcile the object, in whichever process runs it:
+/// recorded in the change log (a running beehive reacts to another process's), no
+/// object changes. For tools that write the database without running controllers
+/// (beehive-ctl requeue). Replies true.
+struct log_requeue_request {
+  using reply_type = bool;
+  static constexpr const char* type_name = "beehive::log_requeue_request";
+  GroupKind gk{};
+  ObjectID id = 0;
 };
 
 /// Adds or removes a depends_on edge from this kind's `from` to any object `to`.
@@ -208,16 +238,27 @@ struct trim_events_request {
   std::vector<std::pair<GroupKind, event_retention>> retention{};
 };
 
+/// One change-log trim: removes the entries beyond the newest `entries` (no count bound
+/// when <= 0) that are older than `max_age`. Replies the number removed.
+struct trim_change_log_request {
+  using reply_type = int;
+  static constexpr const char* type_name = "beehive::trim_change_log_request";
+  std::int64_t entries = 0;
+  std::chrono::milliseconds max_age{0};
+};
+
 /// The writes an application may send, alone or inside a `transaction_request`.
 using write_request_types =
     type_list<create_request, update_request, create_or_update_request, get_or_create_request,
               remove_request, remove_by_slug_request, update_status_request, set_condition_request,
               remove_condition_request, remove_finalizer_request, add_dependency_request,
-              remove_dependency_request, record_event_request, add_finalizer_request>;
+              remove_dependency_request, record_event_request, add_finalizer_request,
+              set_labels_request, log_requeue_request>;
 
 /// Beehive's own maintenance writes (gc and event_log send them), each a transaction of
 /// its own.
-using maintenance_request_types = type_list<collect_request, trim_events_request>;
+using maintenance_request_types =
+    type_list<collect_request, trim_events_request, trim_change_log_request>;
 
 namespace detail {
 template <class List, class... More>

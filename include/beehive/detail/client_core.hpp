@@ -54,7 +54,10 @@ class ClientCore {
   std::pair<ObjectRow, bool> get_or_create(const Context& ctx, std::string_view slug,
                                            std::string spec, const std::vector<Option>& opts,
                                            RowCheck check) const;
-  ObjectRow update(const Context& ctx, ObjectID id, std::string spec, RowCheck check) const;
+  ObjectRow update(const Context& ctx, ObjectID id, std::string spec, RowCheck check,
+                   const std::vector<Option>& opts = {}) const;
+  ObjectRow set_labels(const Context& ctx, ObjectID id, Labels labels,
+                       const std::vector<Option>& opts) const;
   ObjectRow get(const Context& ctx, ObjectID id, unsigned loads) const;
   ObjectRow get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const;
   std::vector<ObjectRow> list(const Context& ctx, unsigned loads) const;
@@ -65,15 +68,23 @@ class ClientCore {
                  const std::function<void(ObjectRow&&)>& each) const;
   std::vector<ObjectRow> list_owned_objects(const Context& ctx, ObjectID owner,
                                             unsigned loads) const;
-  void remove(const Context& ctx, ObjectID id) const;
+  struct RowPage {
+    std::vector<ObjectRow> rows;
+    std::string continue_token;
+  };
+  /// A page of the kind's rows (limit 0: all of them), selected by `read.selector`.
+  RowPage list_page(const Context& ctx, std::size_t limit, std::string_view continue_token,
+                    unsigned loads, const ReadSettings& read) const;
+  void remove(const Context& ctx, ObjectID id, const std::vector<Option>& opts = {}) const;
   void remove_by_slug(const Context& ctx, std::string_view slug) const;
 
   /// One relation (a LoadOption bit) of any object; not kind-scoped, empty when missing.
   std::vector<Ref> related(const Context& ctx, ObjectID id, unsigned relation) const;
 
-  /// A conflating stream of the kind's changes (or one object's), snapshot first.
-  std::shared_ptr<StreamCore<object_change>> watch(const Context& ctx,
-                                                   std::optional<ObjectID> id) const;
+  /// A conflating stream of the kind's changes (or one object's), snapshot first (or
+  /// from `read.resume_from`), filtered by `read.selector`.
+  std::shared_ptr<StreamCore<object_change>> watch(const Context& ctx, std::optional<ObjectID> id,
+                                                   const ReadSettings& read = {}) const;
 
   std::vector<Event> list_events(const Context& ctx, ObjectID id, const EventQuery& q) const;
   /// The current run of a category: the one started last (record_event extends it).
@@ -97,9 +108,22 @@ class ClientCore {
   GroupKind gk_;
 };
 
-template <class... Loads>
-unsigned load_bits(const Loads&... loads) {
-  return (0u | ... | loads.bits());
+constexpr unsigned bits_of(const LoadOption& o) { return o.bits(); }
+constexpr unsigned bits_of(const ReadOption&) { return 0; }
+inline void apply_read(ReadSettings&, const LoadOption&) {}
+inline void apply_read(ReadSettings& s, const ReadOption& o) { o.apply(s); }
+
+/// The LoadOption bits among a read's options.
+template <class... Opts>
+unsigned load_bits(const Opts&... opts) {
+  return (0u | ... | bits_of(opts));
+}
+/// What the ReadOptions among a read's options set.
+template <class... Opts>
+ReadSettings read_settings(const Opts&... opts) {
+  ReadSettings s;
+  (apply_read(s, opts), ...);
+  return s;
 }
 
 }  // namespace beehive::detail

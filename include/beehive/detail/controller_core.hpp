@@ -59,7 +59,8 @@ class ControllerClientCore {
   const Migrator* migrator() const;
 
   void update_status(const Context& ctx, ObjectID id, std::int64_t observed_generation,
-                     std::string status, RowCheck check) const;
+                     std::string status, RowCheck check,
+                     const std::vector<Option>& opts = {}) const;
   void set_condition(const Context& ctx, ObjectID id, const Condition& c) const;
   void remove_condition(const Context& ctx, ObjectID id, std::string_view type) const;
   void remove_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const;
@@ -87,6 +88,6 @@ using ReconcileFn =
 
 /// Registers a kind's reconcile; returns the runtime shared with its ControllerClient.
 std::shared_ptr<BeehiveCore> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
-                                       const std::vector<Option>& opts);
+                                           const std::vector<Option>& opts);
 
 }  // namespace beehive::detail

@@ -91,7 +91,9 @@ ObjectRow RowStatement::row(std::int64_t session) const {
     m.finalizers = nlohmann::json::parse(finalizers).get<std::vector<std::string>>();
   m.created_at = from_millis(sqlite3_column_int64(s, 14));
   m.updated_at = from_millis(sqlite3_column_int64(s, 15));
-  auto conditions = text(s, 16);
+  if (!is_null(s, 16))
+    m.labels = nlohmann::json::parse(text(s, 16)).get<std::map<std::string, std::string>>();
+  auto conditions = text(s, 17);
   if (conditions != "[]") {
     for (auto& c : nlohmann::json::parse(conditions)) {
       Condition cond{c[0].get<std::string>(),

@@ -57,9 +57,19 @@ Connection::Use Connection::use(Query q) {
 
 Connection::RowUse Connection::use_rows(Query q) {
   statement_count.fetch_add(1, std::memory_order_relaxed);
-  int i = q == Query::list_owned_objects ? 3 : q == Query::changed_since ? 4 : static_cast<int>(q);
+  int i = q == Query::list_owned_objects ? 3 : static_cast<int>(q);
   auto& slot = row_stmts_.at(static_cast<std::size_t>(i));
   if (!slot) slot = std::make_unique<RowStatement>(db_.getHandle(), sql_for(q));
+  return RowUse(*slot);
+}
+
+Connection::RowUse Connection::use_rows(const std::string& sql) {
+  statement_count.fetch_add(1, std::memory_order_relaxed);
+  // Selections differ by the shape of their selector, and a program uses a few: keep
+  // them prepared, but never let callers with ever-new shapes grow the cache unbounded.
+  if (dynamic_.size() >= 64 && !dynamic_.contains(sql)) dynamic_.clear();
+  auto& slot = dynamic_[sql];
+  if (!slot) slot = std::make_unique<RowStatement>(db_.getHandle(), sql);
   return RowUse(*slot);
 }
 

@@ -3,7 +3,8 @@
 // One SQLite connection with its prepared statements, and the reads shared by the
 // read-only connections and the write connection. The definitions are split by concept:
 // sqlite_connection.cpp (opening, the statement cache, errors), sqlite_object_reads.cpp
-// (objects and their relations) and sqlite_event_reads.cpp (the event log).
+// (objects and their relations), sqlite_event_reads.cpp (the event log) and
+// sqlite_change_log.cpp (the change log and selections).
 //
 // Not thread-safe: a Connection is used by one thread at a time (it is opened NOMUTEX),
 // either a caller's thread holding it leased from the read pool or the thread running
@@ -59,15 +60,14 @@ class Connection {
     RowStatement& s_;
   };
   RowUse use_rows(Query q);
+  /// An object read built at run time (a selection), prepared once per SQL text.
+  RowUse use_rows(const std::string& sql);
   /// Runs a statement without parameters (BEGIN, COMMIT, SAVEPOINT ...), prepared once.
   void exec(const std::string& sql);
 
   /// `loads` is a set of LoadOption bits: the relations to attach, read in the same
   /// snapshot as the rows.
   std::optional<ObjectRow> get(ObjectID id, unsigned loads = 0);
-  /// Objects whose resource version is above `rv`, in version order, and the store's
-  /// resource version, read together.
-  std::vector<ObjectRow> changed_since(std::int64_t rv, std::int64_t& resource_version);
   /// SQLite's data_version: it changes when another connection commits.
   std::int64_t data_version();
   std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
@@ -81,6 +81,9 @@ class Connection {
   std::vector<Ref> related(ObjectID id, unsigned relation);
   bool has_incoming_refs(ObjectID id);
   std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner, unsigned loads);
+  std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q, unsigned loads);
+  ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
+                              std::optional<ObjectID> id, const std::vector<std::int64_t>& skip);
   std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q);
   std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
                                         std::int64_t& resource_version);
@@ -105,7 +108,8 @@ class Connection {
   SQLite::Database db_;
   std::int64_t session_;
   std::array<std::unique_ptr<SQLite::Statement>, static_cast<int>(Query::count_)> stmts_;
-  std::array<std::unique_ptr<RowStatement>, 5> row_stmts_;  // get .. list, owned, changed
+  std::array<std::unique_ptr<RowStatement>, 4> row_stmts_;  // get .. list, owned
+  std::unordered_map<std::string, std::unique_ptr<RowStatement>> dynamic_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> plain_;
 };
 

@@ -99,21 +99,6 @@ std::vector<ObjectRow> Connection::snapshot(const GroupKind& gk, std::optional<O
   });
 }
 
-std::vector<ObjectRow> Connection::changed_since(std::int64_t rv, std::int64_t& resource_version) {
-  return snapshot(LoadOption::owner /* any: forces one read transaction */, [&] {
-    {
-      auto s = use(Query::current_resource_version);
-      s->executeStep();
-      resource_version = s->getColumn(0).getInt64();
-    }
-    std::vector<ObjectRow> rows;
-    auto s = use_rows(Query::changed_since);
-    s->bind(1, rv);
-    while (s->step()) rows.push_back(s->row(session_));
-    return rows;
-  });
-}
-
 std::vector<Ref> Connection::related(ObjectID id, unsigned relation) {
   Query q = relation == LoadOption::owner          ? Query::owner_of
             : relation == LoadOption::dependencies ? Query::dependencies_of

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/row_json.hpp"
 #include "store/sqlite/sqlite_writer.hpp"
 
 namespace beehive::store {
@@ -24,8 +25,81 @@ void SqliteWriter::insert_object(const ObjectRow& row, std::optional<ObjectID> o
     s->bind(6, row.meta.resource_version);
     s->bind(7, nlohmann::json(row.meta.finalizers).dump());
     s->bind(8, to_millis(row.meta.created_at));
+    if (!row.meta.labels.empty()) s->bind(10, nlohmann::json(row.meta.labels).dump());
     s->exec();
     if (owner) add_ref(row.meta.id, "owned_by", *owner);
+    if (!row.meta.labels.empty()) insert_labels(row.meta.id, row.meta.labels);
+  });
+}
+
+void SqliteWriter::insert_labels(ObjectID id, const Labels& labels) {
+  auto s = conn_.use(Query::insert_label);
+  for (const auto& [key, value] : labels) {
+    s->bind(1, id);
+    s->bindNoCopy(2, key);
+    s->bindNoCopy(3, value);
+    s->exec();
+    s->reset();
+  }
+}
+
+void SqliteWriter::set_labels(ObjectID id, const Labels& labels, std::int64_t rv, Time now) {
+  guarded([&] {
+    {
+      auto s = conn_.use(Query::set_labels);
+      s->bind(1, id);
+      if (!labels.empty()) s->bind(2, nlohmann::json(labels).dump());
+      s->bind(3, rv);
+      s->bind(4, to_millis(now));
+      s->exec();
+    }
+    {
+      auto s = conn_.use(Query::delete_labels);
+      s->bind(1, id);
+      s->exec();
+    }
+    insert_labels(id, labels);
+  });
+}
+
+void SqliteWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned parts, Time at,
+                              const ObjectRow* final_body) {
+  guarded([&] {
+    auto s = conn_.use(Query::log_change);
+    s->bind(1, rv);
+    s->bind(2, meta.id);
+    s->bindNoCopy(3, meta.group);
+    s->bindNoCopy(4, meta.kind);
+    s->bind(5, static_cast<std::int64_t>(parts));
+    s->bind(6, to_millis(at));
+    if (final_body) s->bind(7, row_to_json(*final_body));
+    s->exec();
+  });
+}
+
+std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entries,
+                                                         Time older_than) {
+  return guarded([&]() -> std::optional<std::int64_t> {
+    auto s = conn_.use(Query::change_log_cut);
+    if (keep_entries > 0) s->bind(1, keep_entries);
+    s->bind(2, to_millis(older_than));
+    if (!s->executeStep() || s->getColumn(0).isNull()) return std::nullopt;
+    return s->getColumn(0).getInt64();
+  });
+}
+
+int SqliteWriter::trim_change_log(std::int64_t cut) {
+  return guarded([&] {
+    int removed = 0;
+    {
+      auto s = conn_.use(Query::trim_change_log);
+      s->bind(1, cut);
+      removed = s->exec();
+    }
+    auto s = conn_.use(Query::set_change_log_horizon);
+    s->bind(1, cut);
+    s->exec();
+    return removed;
   });
 }
 

@@ -20,7 +20,7 @@ namespace {
 constexpr const char* object_columns = R"sql(
   o.id, o."group", o.kind, o.slug, o.spec, o.spec_version, o.status, o.status_version,
   o.generation, o.observed_generation, o.observed_at, o.resource_version,
-  o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at,
+  o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at, o.labels,
   CASE WHEN o.conditions_count = 0 THEN '[]' ELSE
   (SELECT json_group_array(json_array(c.type, c.status, c.reason, c.message, c.liveness,
                                       c.session, c.observed_generation, c.last_transition_at))
@@ -32,6 +32,8 @@ std::string select_objects(const char* where) {
 }
 
 }  // namespace
+
+std::string select_objects_sql(const std::string& where) { return select_objects(where.c_str()); }
 
 std::string sql_for(Query q) {
   switch (q) {
@@ -55,8 +57,8 @@ std::string sql_for(Query q) {
       return "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'objects'";
     case Query::insert_object:
       return R"sql(INSERT INTO objects (id, "group", kind, slug, spec, spec_version, generation,
-             resource_version, finalizers, created_at, updated_at)
-             VALUES (?9, ?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?8))sql";
+             resource_version, finalizers, created_at, updated_at, labels)
+             VALUES (?9, ?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?8, ?10))sql";
     case Query::update_spec:
       return "UPDATE objects SET spec = ?2, spec_version = ?3, generation = ?4, "
              "resource_version = ?5, updated_at = ?6 WHERE id = ?1";
@@ -89,8 +91,6 @@ std::string sql_for(Query q) {
              ORDER BY e.object_id, e.last_at DESC, e.id DESC)sql";
     case Query::list_ids:
       return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2)";
-    case Query::changed_since:  // through objects_by_version: only the rows that changed
-      return select_objects("o.resource_version > ?1 ORDER BY o.resource_version");
     case Query::data_version:
       return "PRAGMA data_version";
     case Query::list_unsettled_ids:
@@ -188,6 +188,30 @@ std::string sql_for(Query q) {
                  FROM events AS e JOIN objects AS o ON o.id = e.object_id
                  WHERE o."group" = ?1 AND o.kind = ?2)
                WHERE (?3 > 0 AND n > ?3) OR (?4 IS NOT NULL AND last_at < ?4)))sql";
+    case Query::set_labels:
+      return "UPDATE objects SET labels = ?2, resource_version = ?3, updated_at = ?4 WHERE id = ?1";
+    case Query::delete_labels:
+      return "DELETE FROM labels WHERE object_id = ?1";
+    case Query::insert_label:
+      return "INSERT INTO labels (object_id, key, value) VALUES (?1, ?2, ?3)";
+    case Query::log_change:
+      return R"sql(INSERT INTO change_log (resource_version, object_id, "group", kind, parts, at,
+             final_body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7))sql";
+    case Query::change_log_since:
+      return R"sql(SELECT resource_version, object_id, "group", kind, parts, final_body
+             FROM change_log WHERE resource_version > ?1 ORDER BY resource_version)sql";
+    case Query::change_log_horizon:
+      return "SELECT value FROM beehive_meta WHERE key = 'change_log_horizon'";
+    case Query::change_log_cut:
+      // The newest entry that may go: older than ?2 and, unless ?1 is NULL, beyond the
+      // newest ?1 entries.
+      return R"sql(SELECT max(resource_version) FROM change_log WHERE at < ?2 AND
+             (?1 IS NULL OR resource_version < coalesce((SELECT resource_version FROM change_log
+               ORDER BY resource_version DESC LIMIT 1 OFFSET ?1 - 1), 0)))sql";
+    case Query::trim_change_log:
+      return "DELETE FROM change_log WHERE resource_version <= ?1";
+    case Query::set_change_log_horizon:
+      return "UPDATE beehive_meta SET value = max(value, ?1) WHERE key = 'change_log_horizon'";
     case Query::begin_read:
       return "BEGIN";
     case Query::end_read:

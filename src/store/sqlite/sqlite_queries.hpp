@@ -50,12 +50,22 @@ enum class Query : int {
   trim_events,
   begin_read,
   end_read,
-  changed_since,
   data_version,
+  set_labels,
+  delete_labels,
+  insert_label,
+  log_change,
+  change_log_since,
+  change_log_horizon,
+  change_log_cut,
+  trim_change_log,
+  set_change_log_horizon,
   count_,  // not a query
 };
 
 /// The SQL text of `q`; the object reads select the columns RowStatement::row decodes.
 std::string sql_for(Query q);
+/// An object read of the columns RowStatement::row decodes, `where` the rest of it.
+std::string select_objects_sql(const std::string& where);
 
 }  // namespace beehive::store

@@ -67,6 +67,16 @@ class ConnectionReader : public Interface {
     return watched([&] { return conn_.list_ids(gk, unsettled_only); });
   }
 
+  std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q,
+                                    unsigned loads) override {
+    return watched([&] { return conn_.list_where(gk, q, loads); });
+  }
+  ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
+                              std::optional<ObjectID> id,
+                              const std::vector<std::int64_t>& skip) override {
+    return watched([&] { return conn_.changes_since(rv, gk, id, skip); });
+  }
+
   /// A store failure seen on this connection (its file may have gone bad).
   bool failed() const { return failed_; }
 

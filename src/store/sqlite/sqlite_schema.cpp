@@ -117,6 +117,33 @@ CREATE INDEX events_by_run ON events (object_id, category, id);
       R"sql(
 ALTER TABLE conditions ADD COLUMN observed_generation INTEGER NOT NULL DEFAULT 0;
 )sql",
+      // 6 -> 7: labels, selected in SQL through `labels` (the objects column holds the
+      // same map as JSON, so that reads need no join); and the change log: one row per
+      // committed change of an object, written in the change's transaction, from which
+      // watches resume and other processes learn of commits (removals included). The log
+      // starts now: the horizon says that nothing at or below it is in the log.
+      R"sql(
+ALTER TABLE objects ADD COLUMN labels TEXT;
+CREATE TABLE labels (
+  object_id INTEGER NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  key       TEXT NOT NULL,
+  value     TEXT NOT NULL,
+  PRIMARY KEY (key, value, object_id)
+) WITHOUT ROWID;
+CREATE INDEX labels_by_object ON labels (object_id);
+
+CREATE TABLE change_log (
+  resource_version INTEGER PRIMARY KEY,
+  object_id        INTEGER NOT NULL,
+  "group"          TEXT NOT NULL,
+  kind             TEXT NOT NULL,
+  parts            INTEGER NOT NULL,
+  at               INTEGER NOT NULL,
+  final_body       TEXT
+);
+INSERT INTO beehive_meta (key, value)
+  SELECT 'change_log_horizon', value FROM beehive_meta WHERE key = 'resource_version';
+)sql",
   };
   return m;
 }

@@ -50,11 +50,6 @@ bool SqliteWriter::in_transaction() { return !sqlite3_get_autocommit(conn_.db().
 
 std::int64_t SqliteWriter::data_version() { return conn_.data_version(); }
 
-std::vector<ObjectRow> SqliteWriter::changed_since(std::int64_t rv,
-                                                   std::int64_t& resource_version) {
-  return conn_.changed_since(rv, resource_version);
-}
-
 void SqliteWriter::set_lock_wait(std::function<bool()> keep_waiting) {
   keep_waiting_ = std::move(keep_waiting);
 }

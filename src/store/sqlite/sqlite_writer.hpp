@@ -29,7 +29,6 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void rollback() override;
   bool in_transaction() override;
   std::int64_t data_version() override;
-  std::vector<ObjectRow> changed_since(std::int64_t rv, std::int64_t& resource_version) override;
   void set_lock_wait(std::function<bool()> keep_waiting) override;
   std::int64_t next_resource_version() override;
   ObjectID next_object_id() override;
@@ -53,6 +52,11 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void set_finalizers(ObjectID id, const std::vector<std::string>& finalizers, std::int64_t rv,
                       Time now) override;
   void conditions_changed(ObjectID id, std::int64_t rv, Time now) override;
+  void set_labels(ObjectID id, const Labels& labels, std::int64_t rv, Time now) override;
+  void log_change(std::int64_t rv, const ObjectMeta& meta, unsigned parts, Time at,
+                  const ObjectRow* final_body) override;
+  std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries, Time older_than) override;
+  int trim_change_log(std::int64_t cut) override;
 
   EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
                        Time now, std::int64_t rv) override;
@@ -70,6 +74,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   /// steps first), but never longer than 10 ms at a time, so that a caller giving up
   /// frees the writer promptly.
   static int on_busy(void* self, int attempt);
+  /// One `labels` row per label (the object's old ones already deleted).
+  void insert_labels(ObjectID id, const Labels& labels);
   /// The first column of every row of `q`, as ids.
   std::vector<ObjectID> ids(Query q);
 

@@ -1,0 +1,93 @@
+// The reads of a SQLite Connection that select: a kind's objects by label selector,
+// owner and page (SQL built from the selector, see label_selector.hpp), and the change
+// log above a version, folded per object.
+//
+// Runs on the thread using the connection; not thread-safe.
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "store/label_selector.hpp"
+#include "store/row_json.hpp"
+#include "store/sqlite/sqlite_connection.hpp"
+
+namespace beehive::store {
+
+std::vector<ObjectRow> Connection::list_where(const GroupKind& gk, const ListQuery& q,
+                                              unsigned loads) {
+  std::string where = R"(o."group" = ?1 AND o.kind = ?2 AND o.id > ?3)";
+  if (q.owner)
+    where += " AND o.id IN (SELECT from_id FROM refs WHERE to_id = ?4 AND relation = 'owned_by')";
+  SqlFilter filter;
+  if (q.selector && !q.selector->empty()) {
+    filter = to_sql(*q.selector, "o.id");
+    where += " AND " + filter.where;
+  }
+  where += " ORDER BY o.id";
+  if (q.limit > 0) where += " LIMIT " + std::to_string(q.limit);
+  auto sql = select_objects_sql(where);
+  return snapshot(loads, [&] {
+    std::vector<ObjectRow> rows;
+    {
+      auto s = use_rows(sql);
+      s->bind(1, gk.group);
+      s->bind(2, gk.kind);
+      s->bind(3, q.after);
+      int next = 4;
+      if (q.owner) s->bind(next++, *q.owner);
+      for (const auto& b : filter.binds) s->bind(next++, b);
+      while (s->step()) rows.push_back(s->row(session_));
+    }
+    load_all(rows, loads);
+    return rows;
+  });
+}
+
+ChangeLogRead Connection::changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
+                                        std::optional<ObjectID> id,
+                                        const std::vector<std::int64_t>& skip) {
+  return snapshot(LoadOption::owner /* any: forces one read transaction */, [&] {
+    ChangeLogRead out;
+    {
+      auto s = use(Query::current_resource_version);
+      s->executeStep();
+      out.head = s->getColumn(0).getInt64();
+    }
+    {
+      auto s = use(Query::change_log_horizon);
+      if (s->executeStep()) out.horizon = s->getColumn(0).getInt64();
+    }
+    std::unordered_map<ObjectID, std::size_t> at;
+    {
+      auto s = use(Query::change_log_since);
+      s->bind(1, rv);
+      while (s->executeStep()) {
+        ObjectID oid = s->getColumn(1).getInt64();
+        if (id && oid != *id) continue;
+        if (std::binary_search(skip.begin(), skip.end(), s->getColumn(0).getInt64())) continue;
+        std::string group = s->getColumn(2).getString(), kind = s->getColumn(3).getString();
+        if (gk && (group != gk->group || kind != gk->kind)) continue;
+        auto [it, fresh] = at.try_emplace(oid, out.changes.size());
+        if (fresh) out.changes.push_back({0, ChangeType::Modified, 0, Ref{oid, group, kind}, {}});
+        auto& c = out.changes[it->second];
+        c.resource_version = s->getColumn(0).getInt64();
+        c.parts |= static_cast<unsigned>(s->getColumn(4).getInt64());
+        if (!s->getColumn(5).isNull()) {  // a removal, with the final body
+          c.type = ChangeType::Deleted;
+          c.row = row_from_json(s->getColumn(5).getString());
+        }
+      }
+    }
+    for (auto& c : out.changes) {
+      if (c.type == ChangeType::Deleted) continue;
+      if (c.parts & object_change::created) c.type = ChangeType::Added;
+      if ((c.parts & ~kLoggedRequeue) == 0) continue;  // only a requeue: no object changed
+      c.row = get(c.ref.id);
+    }
+    std::sort(out.changes.begin(), out.changes.end(),
+              [](auto& a, auto& b) { return a.resource_version < b.resource_version; });
+    return out;
+  });
+}
+
+}  // namespace beehive::store
