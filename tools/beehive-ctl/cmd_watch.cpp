@@ -1,9 +1,10 @@
-// `watch KIND[.GROUP]`: the kind's objects, then a line per change.
+// `watch KIND[.GROUP]`: the kind's objects, then a row per change, in one table.
 //
 // Another process cannot subscribe to the application's commits, so watch polls: the
 // store-wide resource version moves with every commit (removals included), and only
 // when it moved is the kind re-read and compared with what was printed last. Rows that
-// vanished are DELETED, new ones ADDED, ones whose resource version moved MODIFIED.
+// vanished are DELETED, new ones ADDED, ones whose resource version moved MODIFIED; the
+// objects present at the start are EXISTING.
 
 #include <iostream>
 #include <map>
@@ -18,18 +19,45 @@ namespace beehive::ctl {
 
 namespace {
 
+/// What a row shows of an object, kept to print its DELETED row after it is gone.
 struct Seen {
   std::int64_t resource_version;
   std::string slug;
   std::int64_t generation;
+  std::optional<std::int64_t> observed_generation;
+  std::string ready;
+  std::optional<Time> deletion_requested_at;
 };
 
 std::map<ObjectID, Seen> index(const std::vector<ObjectRow>& rows) {
   std::map<ObjectID, Seen> out;
-  for (auto& r : rows)
-    out[r.meta.id] = {r.meta.resource_version, r.meta.slug ? *r.meta.slug : "<none>",
-                      r.meta.generation};
+  for (auto& r : rows) {
+    auto& m = r.meta;
+    out[m.id] = {m.resource_version, m.slug ? *m.slug : "<none>",
+                 m.generation,       m.observed_generation,
+                 ready_status(m),    m.deletion_requested_at};
+  }
   return out;
+}
+
+std::vector<std::string> cells(const char* event, ObjectID id, const Seen& s, Time now) {
+  return {event,
+          std::to_string(id),
+          s.slug,
+          std::to_string(s.generation),
+          s.observed_generation ? std::to_string(*s.observed_generation) : "-",
+          s.ready,
+          s.deletion_requested_at ? age(*s.deletion_requested_at, now) : "-",
+          std::to_string(s.resource_version)};
+}
+
+/// Widths for values of the usual size, so that later rows line up with the first ones
+/// (EVENT fits MODIFIED and EXISTING, READY fits Unknown); the header and the objects
+/// present at the start widen them.
+StreamTable watch_table() {
+  return StreamTable(
+      {"EVENT", "ID", "SLUG", "GENERATION", "OBSERVED", "READY", "DELETING", "RESOURCE-VERSION"},
+      {8, 6, 16, 10, 8, 7, 8, 0});
 }
 
 }  // namespace
@@ -42,18 +70,16 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
   auto& conn = db.connection();
 
   std::int64_t version = 0;
-  auto rows = conn.snapshot(gk, std::nullopt, version);
-  auto table = object_table();
+  auto seen = index(conn.snapshot(gk, std::nullopt, version));
+  auto table = watch_table();
   auto now = std::chrono::system_clock::now();
-  for (auto& r : rows) add_object_row(table, r, now);
-  table.print(out);
-  out.flush();
-  auto seen = index(rows);
+  for (auto& [id, s] : seen) table.fit(cells("EXISTING", id, s, now));
+  table.print_header(out);
+  for (auto& [id, s] : seen) table.print_row(out, cells("EXISTING", id, s, now));
 
   int changes = 0;
-  auto emit = [&](const char* type, ObjectID id, const Seen& s) {
-    out << type << std::string(10 - std::char_traits<char>::length(type), ' ') << id << "  "
-        << s.slug << "  " << s.generation << std::endl;
+  auto emit = [&](const char* event, ObjectID id, const Seen& s) {
+    table.print_row(out, cells(event, id, s, std::chrono::system_clock::now()));
     return o.max_changes && ++changes >= *o.max_changes;
   };
 

@@ -33,11 +33,16 @@ struct DescribeOptions {
 int run_describe(Database& db, const DescribeOptions& o, std::ostream& out);
 
 struct EventsOptions {
-  std::int64_t id = 0;
+  /// KIND[.GROUP]; alone and all digits, an object id of any kind (the older `events ID`).
+  std::string kind;
+  std::optional<std::string> object;  ///< SLUG|ID
   std::optional<std::string> category;
   int limit = 0;  ///< 0 = all
   Output output = Output::table;
 };
+/// Throws UsageError when `o` names no object (a lone token that is not an id). main calls
+/// it before opening the database, so that the status is 2 whatever the file.
+void check_events_usage(const EventsOptions& o);
 int run_events(Database& db, const EventsOptions& o, std::ostream& out);
 
 struct WatchOptions {

@@ -12,6 +12,7 @@
 #include "database.hpp"
 #include "duration.hpp"
 #include "failure.hpp"
+#include "selector.hpp"
 
 namespace ctl = beehive::ctl;
 
@@ -51,21 +52,26 @@ int main(int argc, char** argv) {
 
   ctl::GetOptions get;
   auto* get_cmd = app.add_subcommand("get", "A table of objects, or the objects as JSON");
-  get_cmd->add_option("kind", get.kind, "KIND[.GROUP], case-insensitive")->required();
+  get_cmd->add_option("kind", get.kind, "KIND[.GROUP] or its plural, case-insensitive")->required();
   get_cmd->add_option("object", get.object, "SLUG or ID (default: every object of the kind)");
   add_output(get_cmd, get.output);
 
   ctl::DescribeOptions describe;
   auto* describe_cmd = app.add_subcommand(
       "describe", "One object: spec, status, conditions, finalizers, relations, events");
-  describe_cmd->add_option("kind", describe.kind, "KIND[.GROUP], case-insensitive")->required();
+  describe_cmd->add_option("kind", describe.kind, "KIND[.GROUP] or its plural, case-insensitive")
+      ->required();
   describe_cmd->add_option("object", describe.object, "SLUG or ID")->required();
   describe_cmd->add_option("--events", describe.events, "newest event runs shown (default 20)")
       ->check(CLI::NonNegativeNumber);
 
   ctl::EventsOptions events;
   auto* events_cmd = app.add_subcommand("events", "An object's event runs, newest first");
-  events_cmd->add_option("id", events.id, "object ID")->required();
+  events_cmd
+      ->add_option("kind", events.kind,
+                   "KIND[.GROUP] or its plural, case-insensitive (alone: an object ID)")
+      ->required();
+  events_cmd->add_option("object", events.object, "SLUG or ID");
   events_cmd->add_option("--category", events.category, "only this timeline");
   events_cmd->add_option("--limit", events.limit, "at most this many runs")
       ->check(CLI::NonNegativeNumber);
@@ -75,9 +81,10 @@ int main(int argc, char** argv) {
   std::string interval = "200ms", for_duration;
   auto* watch_cmd = app.add_subcommand(
       "watch",
-      "The kind's objects, then one line per change (ADDED/MODIFIED/DELETED ID SLUG "
-      "GENERATION) until interrupted");
-  watch_cmd->add_option("kind", watch.kind, "KIND[.GROUP], case-insensitive")->required();
+      "The kind's objects (EXISTING), then a row per change (ADDED/MODIFIED/DELETED) in one "
+      "table: EVENT ID SLUG GENERATION OBSERVED READY DELETING RESOURCE-VERSION");
+  watch_cmd->add_option("kind", watch.kind, "KIND[.GROUP] or its plural, case-insensitive")
+      ->required();
   watch_cmd->add_option("--interval", interval, "polling period (default 200ms)");
   watch_cmd->add_option("--for", for_duration, "stop after this long (e.g. 5s)");
   watch_cmd->add_option("--max-changes", watch.max_changes, "stop after this many changes")
@@ -97,6 +104,11 @@ int main(int argc, char** argv) {
       if (watch.interval.count() == 0) throw ctl::UsageError("--interval must be positive");
       if (!for_duration.empty()) watch.for_ = ctl::parse_duration(for_duration);
     }
+    // Usage errors before the file is opened: status 2 whatever the file.
+    if (*get_cmd) ctl::check_kind_text(get.kind);
+    if (*describe_cmd) ctl::check_kind_text(describe.kind);
+    if (*events_cmd) ctl::check_events_usage(events);
+    if (*watch_cmd) ctl::check_kind_text(watch.kind);
     ctl::Database db(db_file, timeout);
     if (*kinds) return ctl::run_kinds(db, kinds_output, std::cout);
     if (*get_cmd) return ctl::run_get(db, get, std::cout);

@@ -157,14 +157,18 @@ Table object_table() {
   return Table({"ID", "SLUG", "GENERATION", "OBSERVED", "READY", "CONDITIONS", "AGE", "DELETING"});
 }
 
+std::string ready_status(const ObjectMeta& m) {
+  for (auto& c : m.conditions)
+    if (c.type == "Ready") return to_string(c.status);
+  return "-";
+}
+
 void add_object_row(Table& t, const ObjectRow& row, Time now) {
   auto& m = row.meta;
-  std::string ready = "-";
+  auto ready = ready_status(m);
   int true_count = 0;
-  for (auto& c : m.conditions) {
-    if (c.type == "Ready") ready = to_string(c.status);
+  for (auto& c : m.conditions)
     if (c.status == ConditionStatus::True) ++true_count;
-  }
   auto conditions = m.conditions.empty()
                         ? std::string("-")
                         : std::to_string(true_count) + "/" + std::to_string(m.conditions.size());

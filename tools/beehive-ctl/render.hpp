@@ -38,6 +38,9 @@ Json event_json(const Event& e);
 /// "Kind.group/ID", plus " (slug)" when `slug` is given.
 std::string ref_name(const Ref& r, const std::optional<std::string>& slug = std::nullopt);
 
+/// The Ready condition's status, "-" without one (the READY column).
+std::string ready_status(const ObjectMeta& m);
+
 /// The `get` table: ID, SLUG, GENERATION, OBSERVED, READY, CONDITIONS, AGE, DELETING.
 Table object_table();
 void add_object_row(Table& t, const ObjectRow& row, Time now);

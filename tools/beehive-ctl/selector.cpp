@@ -12,6 +12,16 @@ namespace beehive::ctl {
 
 namespace {
 
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool iequals(const std::string& a, const std::string& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
     return std::tolower(static_cast<unsigned char>(x)) ==
@@ -27,18 +37,38 @@ std::string join(const std::vector<GroupKind>& kinds) {
 
 }  // namespace
 
+std::string plural(const std::string& kind) {
+  auto k = lower(kind);
+  if (k.empty()) return k;
+  for (auto suffix : {"s", "x", "z", "ch", "sh"})
+    if (ends_with(k, suffix)) return k + "es";
+  if (k.size() >= 2 && k.back() == 'y' &&
+      std::string("aeiou").find(k[k.size() - 2]) == std::string::npos)
+    return k.substr(0, k.size() - 1) + "ies";
+  return k + "s";
+}
+
+void check_kind_text(const std::string& text) {
+  if (text.empty() || text[0] == '.') throw UsageError("empty kind in \"" + text + "\"");
+}
+
 GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent) {
+  check_kind_text(text);
   // The first dot ends the kind: groups are domains ("acme.com"), kinds have no dots.
   auto dot = text.find('.');
   std::string kind = text.substr(0, dot);
   std::optional<std::string> group;
   if (dot != std::string::npos) group = text.substr(dot + 1);
-  if (kind.empty()) throw UsageError("empty kind in \"" + text + "\"");
 
   std::vector<GroupKind> present, matches;
   for (auto& s : db.kinds()) present.push_back(s.gk);
+  auto in_group = [&](const GroupKind& gk) { return !group || iequals(gk.group, *group); };
   for (auto& gk : present)
-    if (iequals(gk.kind, kind) && (!group || iequals(gk.group, *group))) matches.push_back(gk);
+    if (iequals(gk.kind, kind) && in_group(gk)) matches.push_back(gk);
+  // Plurals only when no kind is spelled so: a kind "Bus" beside a kind "Bu" stays "Bus".
+  if (matches.empty())
+    for (auto& gk : present)
+      if (plural(gk.kind) == lower(kind) && in_group(gk)) matches.push_back(gk);
 
   if (matches.size() > 1) {
     // An exact spelling wins over case-insensitive look-alikes ("Widget" vs "widget").
@@ -55,12 +85,19 @@ GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent)
                  " (kinds present: " + join(present) + ")");
 }
 
-ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& token, unsigned loads) {
-  auto& conn = db.connection();
+std::optional<ObjectID> parse_id(const std::string& token) {
+  // from_chars would take a sign; an id is digits only.
+  if (token.empty() || token[0] == '-') return std::nullopt;
   ObjectID id = 0;
   auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), id);
-  if (ec == std::errc() && end == token.data() + token.size() && !token.empty()) {
-    auto row = conn.get(id, loads);
+  if (ec != std::errc() || end != token.data() + token.size()) return std::nullopt;
+  return id;
+}
+
+ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& token, unsigned loads) {
+  auto& conn = db.connection();
+  if (auto id = parse_id(token)) {
+    auto row = conn.get(*id, loads);
     if (row && row->meta.group == gk.group && row->meta.kind == gk.kind) return std::move(*row);
   }
   if (auto row = conn.get_by_slug(gk, token, loads)) return std::move(*row);
