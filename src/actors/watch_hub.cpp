@@ -102,10 +102,11 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
       return caf::make_message(std::move(changes), floor, false);
     }
     auto log = r.changes_since(*from, gk, oid);
-    if (*from < log.horizon) return caf::make_message(std::move(changes), *from, true);
+    if (*from < log.horizon) return caf::make_message(std::move(changes), log.head, true);
     for (auto& c : log.changes)
       if (c.row) changes.push_back({c.type, std::move(*c.row), c.parts & ~store::kLoggedRequeue});
-    return caf::make_message(std::move(changes), *from, false);
+    // Live changes at or below the head were replayed: the hub drops them.
+    return caf::make_message(std::move(changes), log.head, false);
   };
   st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, std::move(ready)});
   publish_watch_count(st);
@@ -126,7 +127,9 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
             }
             sub.floor = floor;
             sub.visible_exact = !sub.resume_from;
-            if (sub.core) sub.core->set_floor(floor);
+            // A resumed stream's position starts at its resume point: the replayed
+            // changes are above it.
+            if (sub.core) sub.core->set_floor(sub.resume_from.value_or(floor));
             for (auto& c : changes)
               if (auto seen = view(sub, std::move(c))) deliver(sub, *seen);
             for (auto& q : o.held)

@@ -1,0 +1,313 @@
+// The change log: every committed change of an object recorded in its transaction,
+// watches resumed from a position (with_resume_from, Stream::resource_version), the
+// retained horizon (watch_too_old) and the head (watch_too_new), retention trimmed by
+// the gc, and other writers' commits (removals included) found through the log.
+
+#include <set>
+#include <thread>
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <gmock/gmock.h>
+#include <caf/scoped_actor.hpp>
+
+#include <beehive/actors.hpp>
+#include <beehive/testing.hpp>
+
+#include "fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using namespace std::chrono_literals;
+using beehive::testing::TestBeehive;
+
+/// The parts column of every change-log entry, oldest first.
+std::vector<unsigned> logged_parts(const std::filesystem::path& file) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement q(db, "SELECT parts FROM change_log ORDER BY resource_version");
+  std::vector<unsigned> out;
+  while (q.executeStep()) out.push_back(static_cast<unsigned>(q.getColumn(0).getInt64()));
+  return out;
+}
+
+std::size_t log_size(const std::filesystem::path& file) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READONLY);
+  return static_cast<std::size_t>(db.execAndGet("SELECT count(*) FROM change_log").getInt64());
+}
+
+Change<WidgetSpec, WidgetStatus> next(Stream<Change<WidgetSpec, WidgetStatus>>& s) {
+  auto c = s.next_for(5s);
+  if (!c) throw std::runtime_error("no change within 5 s");
+  return std::move(*c);
+}
+
+/// A controller that keeps a finalizer on objects until their spec says "release".
+void register_finalizing(Beehive& bh) {
+  register_controller<WidgetSpec, WidgetStatus>(
+      bh, widget_kind,
+      [](const Context& ctx, ControllerClient<WidgetStatus>& c,
+         const Object<WidgetSpec, WidgetStatus>& o) {
+        if (o.deletion_requested_at) {
+          c.remove_finalizer(ctx, o.id, "keep");
+          return Result{};
+        }
+        c.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+        c.set_condition(ctx, o.id, {"Ready", ConditionStatus::True, "Up", ""});
+        return Result{};
+      });
+}
+
+TEST(ChangeLog, EveryKindOfChangeIsLoggedWithWhatChanged) {
+  TestBeehive t;
+  register_finalizing(t.beehive());
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto o = w.create({}, {"red", 1}, with_finalizers({"keep"}));
+  t.settle();  // status, then condition
+  w.update({}, o.id, {"blue", 1});
+  t.settle();
+  w.set_labels({}, o.id, {{"a", "b"}});
+  w.remove({}, o.id);
+  t.settle();  // finalizer removed, then the object collected
+  using P = object_change::Part;
+  std::vector<unsigned> expected{P::created, P::status,   P::conditions, P::spec,   P::status,
+                                 P::labels,  P::deletion, P::finalizers, P::removed};
+  EXPECT_EQ(logged_parts(t.path()), expected);
+}
+
+TEST(ChangeLog, ARolledBackWriteLeavesNoEntry) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  w.create({}, {"red", 1}, with_slug("a"));
+  auto before = log_size(t.path());
+  EXPECT_THROW(w.create({}, {"red", 1}, with_slug("a")), Error);             // slug taken
+  EXPECT_THROW(w.create({}, {"red", 1}, with_labels({{"-", "x"}})), Error);  // bad label
+  EXPECT_EQ(log_size(t.path()), before);
+}
+
+TEST(ChangeLog, AResumedWatchReplaysWhatItMissedThenGoesLive) {
+  TestBeehive t;
+  register_finalizing(t.beehive());
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 1});
+  auto b = w.create({}, {"b", 1});
+  t.settle();
+  std::int64_t position = 0;
+  {
+    auto watch = w.watch_list({});
+    EXPECT_EQ(watch.resource_version(), 0);  // nothing delivered yet
+    next(watch);
+    EXPECT_EQ(watch.resource_version(), 0);  // half of the snapshot
+    next(watch);
+    position = watch.resource_version();
+    EXPECT_GE(position,
+              std::max(w.get({}, a.id).resource_version, w.get({}, b.id).resource_version));
+  }
+  // Missed while disconnected: a spec change, a create, a removal.
+  w.update({}, a.id, {"a", 2});
+  auto c = w.create({}, {"c", 1});
+  w.remove({}, b.id);
+  t.settle();
+  auto resumed = w.watch_list({}, with_resume_from(position));
+  // At or above the resume point, below every change still to be delivered.
+  EXPECT_GE(resumed.resource_version(), position);
+  EXPECT_LT(resumed.resource_version(), w.get({}, a.id).resource_version);
+  std::map<ObjectID, Change<WidgetSpec, WidgetStatus>> got;
+  for (int i = 0; i < 3; ++i) {
+    auto ch = next(resumed);
+    got[ch.object.id] = ch;
+  }
+  EXPECT_EQ(got.at(a.id).type, ChangeType::Modified);
+  EXPECT_EQ(got.at(a.id).object.spec.size, 2);
+  EXPECT_EQ(got.at(c.id).type, ChangeType::Added);
+  EXPECT_EQ(got.at(b.id).type, ChangeType::Deleted);
+  EXPECT_EQ(got.at(b.id).object.spec.color, "b");  // the final body
+  EXPECT_FALSE(resumed.next_for(50ms));
+  // Then live.
+  w.update({}, c.id, {"c", 2});
+  auto live = next(resumed);
+  EXPECT_EQ(live.object.id, c.id);
+  EXPECT_EQ(live.object.spec.size, 2);
+  EXPECT_EQ(resumed.resource_version(), live.object.resource_version);
+}
+
+TEST(ChangeLog, ResumingFromAnyPositionMissesNothingAndRepeatsNothing) {
+  // A writer creates objects while a reader reads some, remembers its position, drops
+  // the stream and resumes: every object arrives exactly once across the two streams.
+  for (int round = 0; round < 5; ++round) {
+    TestBeehive t;
+    Widgets w(t.beehive(), widget_kind);
+    constexpr int kObjects = 300;
+    auto first = w.watch_list({});
+    std::thread writer([&] {
+      for (int i = 0; i < kObjects; ++i) w.create({}, {"x", i});
+    });
+    std::multiset<ObjectID> seen;
+    for (int i = 0; i < 40 + round * 30; ++i) seen.insert(next(first).object.id);
+    auto position = first.resource_version();
+    ASSERT_GT(position, 0);
+    first.close();
+    auto second = w.watch_list({}, with_resume_from(position));
+    while (seen.size() < kObjects) {
+      auto c = second.next_for(5s);
+      ASSERT_TRUE(c) << "round " << round << ": " << seen.size() << " seen";
+      EXPECT_EQ(c->type, ChangeType::Added);
+      seen.insert(c->object.id);
+    }
+    writer.join();
+    EXPECT_FALSE(second.next_for(20ms));
+    std::set<ObjectID> distinct(seen.begin(), seen.end());
+    EXPECT_EQ(distinct.size(), seen.size()) << "an object was delivered twice";
+    EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kObjects));
+  }
+}
+
+TEST(ChangeLog, OneObjectsWatchResumesToo) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto a = w.create({}, {"a", 1});
+  auto other = w.create({}, {"o", 1});
+  auto watch = w.watch({}, a.id);
+  next(watch);
+  auto position = watch.resource_version();
+  watch.close();
+  w.update({}, other.id, {"o", 2});
+  w.update({}, a.id, {"a", 2});
+  auto resumed = w.watch({}, a.id, with_resume_from(position));
+  auto c = next(resumed);
+  EXPECT_EQ(c.object.id, a.id);
+  EXPECT_EQ(c.object.spec.size, 2);
+  EXPECT_FALSE(resumed.next_for(50ms));
+}
+
+TEST(ChangeLog, APositionAboveTheHeadIsTooNewAtOnce) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto a = w.create({}, {"a", 1});
+  try {
+    w.watch_list({}, with_resume_from(a.resource_version + 1000));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.value(), errc::watch_too_new);
+  }
+  EXPECT_THROW(w.watch_list({}, with_resume_from(-1)), Error);
+  // The head itself is fine: nothing to replay, then live.
+  auto at_head = w.watch_list({}, with_resume_from(a.resource_version));
+  EXPECT_FALSE(at_head.next_for(20ms));
+  w.update({}, a.id, {"a", 2});
+  EXPECT_EQ(next(at_head).object.spec.size, 2);
+}
+
+TEST(ChangeLog, TheGcTrimsToTheRetentionAndOlderPositionsAreTooOld) {
+  TestBeehive t(with_change_log_retention(3, 1min), with_resync_interval(10s));
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 0});
+  auto early = a.resource_version;
+  for (int i = 1; i <= 6; ++i) w.update({}, a.id, {"a", i});
+  t.settle();
+  // Young entries are kept whatever their number.
+  t.advance(10s);
+  EXPECT_EQ(log_size(t.path()), 7u);
+  // Past max_age, only the newest 3 stay.
+  t.advance(1min);
+  EXPECT_EQ(log_size(t.path()), 3u);
+  auto too_old = w.watch_list({}, with_resume_from(early));
+  EXPECT_FALSE(too_old.next_for(1s));
+  EXPECT_TRUE(too_old.done());
+  EXPECT_EQ(too_old.error(), make_error_code(errc::watch_too_old));
+  // A position inside what is kept still resumes.
+  auto head = w.get({}, a.id).resource_version;
+  auto ok = w.watch_list({}, with_resume_from(head - 1));
+  EXPECT_EQ(next(ok).object.spec.size, 6);
+}
+
+TEST(ChangeLog, ASelectorWatchResumedSeesWhatStoppedMatching) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto gold = w.create({}, {"g", 1}, with_labels({{"tier", "gold"}}));
+  auto still = w.create({}, {"s", 1}, with_labels({{"tier", "gold"}}));
+  auto watch = w.watch_list({}, with_selector("tier=gold"));
+  next(watch);
+  next(watch);
+  auto position = watch.resource_version();
+  watch.close();
+  w.set_labels({}, gold.id, {{"tier", "lead"}});
+  w.update({}, still.id, {"s", 2});
+  auto resumed = w.watch_list({}, with_selector("tier=gold"), with_resume_from(position));
+  std::map<ObjectID, ChangeType> got;
+  for (int i = 0; i < 2; ++i) {
+    auto c = next(resumed);
+    got[c.object.id] = c.type;
+  }
+  EXPECT_EQ(got.at(gold.id), ChangeType::Deleted);
+  EXPECT_EQ(got.at(still.id), ChangeType::Modified);
+  // Live after the resume: `still` stops matching too, though the resume did not list it.
+  w.set_labels({}, still.id, {});
+  auto c = next(resumed);
+  EXPECT_EQ(c.object.id, still.id);
+  EXPECT_EQ(c.type, ChangeType::Deleted);
+}
+
+/// Another writer on the same file (a second Store in this process, which SQLite treats
+/// like another process): its removal reaches this beehive's watches with the final
+/// body, through the change log.
+TEST(ChangeLog, AnotherWritersRemovalReachesWatches) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 1});
+  auto watch = w.watch_list({});
+  next(watch);
+  {
+    Beehive other(sqlite::open(t.path()));
+    Widgets theirs(other, widget_kind);
+    theirs.update({}, a.id, {"a", 2});
+    theirs.remove({}, a.id);
+    caf::scoped_actor self{actor_system_of(other)};
+    int removed = 0;
+    self->request(other.store_writer(), 10s, collect_request{})
+        .receive([&](int n) { removed = n; }, [](caf::error&) {});
+    ASSERT_EQ(removed, 1);
+  }
+  // Conflated or not, the last word is the removal with the final body.
+  Change<WidgetSpec, WidgetStatus> c;
+  do c = next(watch);
+  while (c.type != ChangeType::Deleted);
+  EXPECT_EQ(c.object.id, a.id);
+  EXPECT_EQ(c.object.spec.size, 2);
+}
+
+TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
+  TempDir dir;
+  auto file = dir.file("v6.db");
+  ObjectID id;
+  std::int64_t rv;
+  {
+    Beehive bh(sqlite::open(file));
+    auto o = Widgets(bh, widget_kind).create({}, {"a", 1});
+    id = o.id;
+    rv = o.resource_version;
+  }
+  {  // back to schema 6
+    SQLite::Database db(file.string(), SQLite::OPEN_READWRITE);
+    db.exec("DROP TABLE labels");
+    db.exec("DROP TABLE change_log");
+    db.exec("ALTER TABLE objects DROP COLUMN labels");
+    db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
+    db.exec("UPDATE beehive_schema SET version = 6");
+  }
+  Beehive bh(sqlite::open(file));
+  Widgets w(bh, widget_kind);
+  EXPECT_TRUE(w.get({}, id).labels.empty());
+  auto before = w.watch_list({}, with_resume_from(rv - 1));
+  EXPECT_FALSE(before.next_for(1s));
+  EXPECT_EQ(before.error(), make_error_code(errc::watch_too_old));
+  auto from_upgrade = w.watch_list({}, with_resume_from(rv));
+  w.set_labels({}, id, {{"a", "b"}});
+  EXPECT_EQ(next(from_upgrade).object.labels, (Labels{{"a", "b"}}));
+}
+
+}  // namespace
+}  // namespace beehive::test

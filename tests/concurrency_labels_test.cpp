@@ -1,0 +1,403 @@
+// Objects as a Kubernetes user expects them: optimistic concurrency (with_resource_version),
+// labels (with_labels, set_labels), label selectors on list, list_page and watch_list, and
+// paging with continue tokens.
+
+#include <atomic>
+#include <future>
+#include <set>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <caf/scoped_actor.hpp>
+
+#include <beehive/actors.hpp>
+#include <beehive/testing.hpp>
+
+#include "fixture.hpp"
+
+namespace beehive::test {
+namespace {
+
+using namespace std::chrono_literals;
+using beehive::testing::TestBeehive;
+
+errc code_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.value();
+  }
+  ADD_FAILURE() << "no beehive::Error thrown";
+  return errc::store;
+}
+
+std::vector<ObjectID> ids_of(const std::vector<Object<WidgetSpec, WidgetStatus>>& objects) {
+  std::vector<ObjectID> ids;
+  for (auto& o : objects) ids.push_back(o.id);
+  return ids;
+}
+
+// -- optimistic concurrency ---------------------------------------------------------------
+
+TEST(OptimisticConcurrency, ReadModifyWriteLoopsLoseNoUpdate) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto id = w.create({}, {"count", 0}).id;
+  constexpr int kLoops = 4, kIncrements = 40;
+  std::atomic<int> conflicts{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kLoops; ++i)
+    threads.emplace_back([&] {
+      for (int n = 0; n < kIncrements;) {
+        auto o = w.get({}, id);
+        try {
+          w.update({}, id, {"count", o.spec.size + 1}, with_resource_version(o.resource_version));
+          ++n;
+        } catch (const Error& e) {
+          ASSERT_EQ(e.value(), errc::conflict);
+          ++conflicts;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(w.get({}, id).spec.size, kLoops * kIncrements);
+  EXPECT_EQ(w.get({}, id).generation, 1 + kLoops * kIncrements);
+}
+
+TEST(OptimisticConcurrency, AStaleVersionIsAConflictAndWritesNothing) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto o = w.create({}, {"red", 1});
+  auto now = w.update({}, o.id, {"blue", 2});
+  EXPECT_EQ(code_of([&] {
+              w.update({}, o.id, {"green", 3}, with_resource_version(o.resource_version));
+            }),
+            errc::conflict);
+  EXPECT_EQ(code_of([&] { w.remove({}, o.id, with_resource_version(o.resource_version)); }),
+            errc::conflict);
+  EXPECT_EQ(code_of([&] {
+              w.set_labels({}, o.id, {{"a", "b"}}, with_resource_version(o.resource_version));
+            }),
+            errc::conflict);
+  auto after = w.get({}, o.id);
+  EXPECT_EQ(after.spec.color, "blue");
+  EXPECT_EQ(after.resource_version, now.resource_version);
+  EXPECT_FALSE(after.deletion_requested_at);
+  EXPECT_TRUE(after.labels.empty());
+  // The current version passes.
+  auto green = w.update({}, o.id, {"green", 3}, with_resource_version(now.resource_version));
+  EXPECT_EQ(green.spec.color, "green");
+  w.remove({}, o.id, with_resource_version(green.resource_version));
+  EXPECT_TRUE(w.get({}, o.id).deletion_requested_at);
+}
+
+TEST(OptimisticConcurrency, ANoOpWriteStaysANoOpButStillChecksTheVersion) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto o = w.create({}, {"red", 1});
+  auto same = w.update({}, o.id, {"red", 1}, with_resource_version(o.resource_version));
+  EXPECT_EQ(same.resource_version, o.resource_version);
+  EXPECT_EQ(same.generation, 1);
+  w.update({}, o.id, {"blue", 1});
+  auto blue = w.get({}, o.id);
+  // The same bytes as stored, but read at an older version: the caller's view is stale.
+  EXPECT_EQ(code_of([&] {
+              w.update({}, o.id, {"blue", 1}, with_resource_version(o.resource_version));
+            }),
+            errc::conflict);
+  EXPECT_EQ(w.get({}, o.id).resource_version, blue.resource_version);
+}
+
+TEST(OptimisticConcurrency, UpdateStatusTakesTheVersionToo) {
+  TestBeehive t;
+  std::promise<errc> stale;
+  std::promise<bool> current;
+  std::atomic<int> pass{0};
+  register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind,
+      [&](const Context& ctx, ControllerClient<WidgetStatus>& c,
+          const Object<WidgetSpec, WidgetStatus>& o) {
+        if (pass++ != 0) return Result{};
+        try {
+          c.update_status(ctx, o.id, o.generation, WidgetStatus{true},
+                          with_resource_version(o.resource_version - 1));
+          stale.set_value(errc::store);
+        } catch (const Error& e) {
+          stale.set_value(e.value());
+        }
+        c.update_status(ctx, o.id, o.generation, WidgetStatus{true},
+                        with_resource_version(o.resource_version));
+        current.set_value(true);
+        return Result{};
+      });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto o = w.create({}, {"red", 1});
+  t.settle();
+  EXPECT_EQ(stale.get_future().get(), errc::conflict);
+  EXPECT_TRUE(current.get_future().get());
+  ASSERT_TRUE(w.get({}, o.id).status);
+  EXPECT_TRUE(w.get({}, o.id).status->ready);
+}
+
+TEST(OptimisticConcurrency, TheActorSurfaceRepliesConflict) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto o = w.create({}, {"red", 1});
+  w.update({}, o.id, {"blue", 2});
+  caf::scoped_actor self{actor_system_of(t.beehive())};
+  std::optional<errc> code;
+  update_request req{widget_kind, o.id, R"({"color":"green","size":3})"};
+  req.resource_version = o.resource_version;
+  self->request(t.beehive().store_writer(), 10s, req)
+      .receive([&](const ObjectRow&) { code.reset(); },
+               [&](caf::error& err) { code = to_errc(err); });
+  EXPECT_EQ(code, errc::conflict);
+  EXPECT_EQ(w.get({}, o.id).spec.color, "blue");
+}
+
+// -- labels -------------------------------------------------------------------------------
+
+TEST(Labels, EveryReadReturnsTheLabelsACreateGave) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  Labels labels{{"tier", "gold"}, {"example.com/team", "core"}, {"empty", ""}};
+  auto o = w.create({}, {"red", 1}, with_slug("a"), with_labels(labels));
+  EXPECT_EQ(o.labels, labels);
+  EXPECT_EQ(w.get({}, o.id).labels, labels);
+  EXPECT_EQ(w.get_by_slug({}, "a").labels, labels);
+  EXPECT_EQ(w.list({}).at(0).labels, labels);
+  auto watch = w.watch_list({});
+  auto c = watch.next_for(5s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->object.labels, labels);
+}
+
+TEST(Labels, TheyOutliveTheProcessThatWroteThem) {
+  TempDir dir;
+  auto file = dir.file("l.db");
+  ObjectID id;
+  {
+    Beehive bh(sqlite::open(file));
+    id = Widgets(bh, widget_kind).create({}, {"red", 1}, with_labels({{"a", "b"}})).id;
+  }
+  Beehive bh(sqlite::open(file));
+  EXPECT_EQ(Widgets(bh, widget_kind).get({}, id).labels, (Labels{{"a", "b"}}));
+}
+
+TEST(Labels, SetLabelsMovesTheVersionNotTheGenerationAndReachesWatches) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto o = w.create({}, {"red", 1}, with_labels({{"a", "1"}}));
+  auto watch = w.watch({}, o.id);
+  ASSERT_TRUE(watch.next_for(5s));  // the snapshot
+  auto relabelled = w.set_labels({}, o.id, {{"b", "2"}});
+  EXPECT_EQ(relabelled.labels, (Labels{{"b", "2"}}));
+  EXPECT_EQ(relabelled.generation, 1);
+  EXPECT_GT(relabelled.resource_version, o.resource_version);
+  auto c = watch.next_for(5s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->type, ChangeType::Modified);
+  EXPECT_EQ(c->object.labels, (Labels{{"b", "2"}}));
+  // The same labels again write nothing.
+  EXPECT_EQ(w.set_labels({}, o.id, {{"b", "2"}}).resource_version, relabelled.resource_version);
+  EXPECT_EQ(code_of([&] { w.set_labels({}, o.id + 100, {}); }), errc::not_found);
+}
+
+TEST(Labels, KeysAndValuesFollowKubernetesRulesAndABadOneWritesNothing) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto o = w.create({}, {"red", 1});
+  for (Labels bad : std::vector<Labels>{{{"", "x"}},
+                                        {{"-a", "x"}},
+                                        {{"a", "x y"}},
+                                        {{std::string(64, 'k'), "x"}},
+                                        {{"a", std::string(64, 'v')}},
+                                        {{"Bad_Prefix/a", "x"}},
+                                        {{"a/b/c", "x"}}}) {
+    EXPECT_EQ(code_of([&] {
+                w.create({}, {"blue", 1}, with_labels(bad));
+              }),
+              errc::invalid_argument);
+    EXPECT_EQ(code_of([&] { w.set_labels({}, o.id, bad); }), errc::invalid_argument);
+  }
+  EXPECT_EQ(w.list({}).size(), 1u);
+  EXPECT_EQ(w.get({}, o.id).resource_version, o.resource_version);
+  // The longest legal forms.
+  w.create({}, {"ok", 1},
+           with_labels({{std::string(63, 'k'), std::string(63, 'v')},
+                        {"a.example.com/" + std::string(63, 'n'), ""}}));
+}
+
+TEST(Labels, TheSlugWritesApplyThemOnlyWhenTheyCreate) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto a = w.create_or_update({}, "a", {"red", 1}, with_labels({{"v", "1"}}));
+  EXPECT_EQ(a.labels, (Labels{{"v", "1"}}));
+  auto again = w.create_or_update({}, "a", {"blue", 1}, with_labels({{"v", "2"}}));
+  EXPECT_EQ(again.labels, (Labels{{"v", "1"}}));
+  auto [b, created] = w.get_or_create({}, "b", {"red", 1}, with_labels({{"v", "3"}}));
+  EXPECT_TRUE(created);
+  EXPECT_EQ(w.get({}, b.id).labels, (Labels{{"v", "3"}}));
+}
+
+// -- selectors ----------------------------------------------------------------------------
+
+class Selectors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gold = w.create({}, {"g", 1}, with_labels({{"tier", "gold"}, {"env", "prod"}})).id;
+    silver = w.create({}, {"s", 1}, with_labels({{"tier", "silver"}, {"env", "dev"}})).id;
+    plain = w.create({}, {"p", 1}).id;
+    Client<WidgetSpec, WidgetStatus>(t.beehive(), gadget_kind)
+        .create({}, {"other kind", 1}, with_labels({{"tier", "gold"}}));
+  }
+  std::vector<ObjectID> select(std::string_view s) { return ids_of(w.list({}, with_selector(s))); }
+
+  TestBeehive t;
+  Widgets w{t.beehive(), widget_kind};
+  ObjectID gold = 0, silver = 0, plain = 0;
+};
+
+TEST_F(Selectors, ListSelectsByEveryOperator) {
+  using V = std::vector<ObjectID>;
+  EXPECT_EQ(select("tier=gold"), V{gold});
+  EXPECT_EQ(select("tier==gold"), V{gold});
+  EXPECT_EQ(select("tier!=gold"), (V{silver, plain}));  // absent keys match !=
+  EXPECT_EQ(select("tier in (gold, silver)"), (V{gold, silver}));
+  EXPECT_EQ(select("tier notin (gold)"), (V{silver, plain}));
+  EXPECT_EQ(select("tier"), (V{gold, silver}));
+  EXPECT_EQ(select("!tier"), V{plain});
+  EXPECT_EQ(select("tier,env=dev"), V{silver});
+  EXPECT_EQ(select("tier=gold,env=dev"), V{});
+  EXPECT_EQ(select(""), (V{gold, silver, plain}));
+  // Loads still apply.
+  auto with_owner = w.list({}, load_owner(), with_selector("tier=gold"));
+  ASSERT_EQ(with_owner.size(), 1u);
+  EXPECT_FALSE(with_owner[0].get_owner());
+}
+
+TEST_F(Selectors, ABadSelectorIsInvalidArgument) {
+  // (`tier=` is not among them: it selects the empty value, as in Kubernetes.)
+  for (auto bad : {"=gold", "tier in ()", "tier in (a", "tier >> 3", "a,,b", "!"})
+    EXPECT_EQ(code_of([&] { w.list({}, with_selector(bad)); }), errc::invalid_argument) << bad;
+  EXPECT_EQ(code_of([&] { w.watch_list({}, with_selector("a in (")); }), errc::invalid_argument);
+  EXPECT_EQ(code_of([&] { w.list_page({}, 10, "", with_selector("!!a")); }),
+            errc::invalid_argument);
+}
+
+TEST_F(Selectors, AWatchSeesObjectsStartAndStopMatching) {
+  auto watch = w.watch_list({}, with_selector("tier=gold"));
+  auto c = watch.next_for(5s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->type, ChangeType::Added);
+  EXPECT_EQ(c->object.id, gold);
+  // A change of a matching object, then one of an object that never matched (nothing).
+  w.update({}, gold, {"g", 2});
+  w.update({}, plain, {"p", 2});
+  c = watch.next_for(5s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->type, ChangeType::Modified);
+  EXPECT_EQ(c->object.id, gold);
+  // Silver starts matching: Added; gold stops: Deleted, with its body.
+  w.set_labels({}, silver, {{"tier", "gold"}});
+  c = watch.next_for(5s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->type, ChangeType::Added);
+  EXPECT_EQ(c->object.id, silver);
+  w.set_labels({}, gold, {{"tier", "bronze"}});
+  c = watch.next_for(5s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->type, ChangeType::Deleted);
+  EXPECT_EQ(c->object.id, gold);
+  EXPECT_EQ(c->object.labels, (Labels{{"tier", "bronze"}}));
+  // Gold no longer matches: its changes are not delivered; a new matching object is.
+  w.update({}, gold, {"g", 3});
+  auto fresh = w.create({}, {"n", 1}, with_labels({{"tier", "gold"}})).id;
+  c = watch.next_for(5s);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->type, ChangeType::Added);
+  EXPECT_EQ(c->object.id, fresh);
+  EXPECT_FALSE(watch.next_for(50ms));
+}
+
+// -- paging -------------------------------------------------------------------------------
+
+TEST(Paging, PagesCoverTheKindInIdOrderOnce) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  std::vector<ObjectID> created;
+  for (int i = 0; i < 25; ++i) created.push_back(w.create({}, {"c", i}).id);
+  std::vector<ObjectID> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    auto page = w.list_page({}, 10, token);
+    ++pages;
+    EXPECT_LE(page.items.size(), 10u);
+    for (auto& o : page.items) seen.push_back(o.id);
+    token = page.continue_token;
+    // Created between pages, with a higher id: on a later page.
+    if (pages == 1) created.push_back(w.create({}, {"late", 0}).id);
+  } while (!token.empty());
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(seen, created);
+  // No limit: everything, no token.
+  auto all = w.list_page({}, 0, "");
+  EXPECT_EQ(all.items.size(), 26u);
+  EXPECT_TRUE(all.continue_token.empty());
+  // An exact fit ends with an empty token rather than an empty page.
+  auto first = w.list_page({}, 13, "");
+  auto second = w.list_page({}, 13, first.continue_token);
+  EXPECT_EQ(second.items.size(), 13u);
+  EXPECT_TRUE(second.continue_token.empty());
+}
+
+TEST(Paging, SelectorsAndPagesCombine) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  std::vector<ObjectID> gold;
+  for (int i = 0; i < 12; ++i) {
+    auto o = w.create({}, {"c", i}, with_labels({{"tier", i % 3 == 0 ? "gold" : "lead"}}));
+    if (i % 3 == 0) gold.push_back(o.id);
+  }
+  auto p1 = w.list_page({}, 3, "", with_selector("tier=gold"));
+  auto p2 = w.list_page({}, 3, p1.continue_token, with_selector("tier=gold"));
+  EXPECT_EQ(ids_of(p1.items), std::vector<ObjectID>(gold.begin(), gold.begin() + 3));
+  EXPECT_EQ(ids_of(p2.items), std::vector<ObjectID>(gold.begin() + 3, gold.end()));
+  EXPECT_TRUE(p2.continue_token.empty());
+}
+
+TEST(Paging, AMalformedTokenIsInvalidArgument) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  w.create({}, {"c", 1});
+  auto token = w.list_page({}, 0, "").continue_token;
+  for (auto bad : {"x", "12", "bh1.", "bh1.-5", "bh1.!!", "bh2.1"})
+    EXPECT_EQ(code_of([&] { w.list_page({}, 1, bad); }), errc::invalid_argument) << bad;
+}
+
+TEST(Paging, InsideWithinAPageSeesTheBlocksOwnWrites) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  std::promise<std::size_t> seen;
+  std::atomic<bool> first{true};
+  register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind,
+      [&](const Context& ctx, ControllerClient<WidgetStatus>& c,
+          const Object<WidgetSpec, WidgetStatus>&) {
+        if (!first.exchange(false)) return Result{};
+        c.within(ctx, [&](const Context& tx) {
+          w.create(tx, {"c", 2}, with_labels({{"a", "b"}}));
+          seen.set_value(w.list_page(tx, 10, "", with_selector("a=b")).items.size());
+        });
+        return Result{};
+      });
+  w.create({}, {"c", 1}, with_labels({{"a", "b"}}));
+  t.start();
+  t.settle();
+  EXPECT_EQ(seen.get_future().get(), 2u);
+}
+
+}  // namespace
+}  // namespace beehive::test
