@@ -311,3 +311,41 @@ TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
 
 }  // namespace
 }  // namespace beehive::test
+
+namespace beehive::test {
+namespace {
+
+TEST(ChangeLog, AnActorResumesAndIsToldWhenItsPositionIsGone) {
+  TestBeehive t(with_change_log_retention(1, 0ms), with_resync_interval(10s));
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 1});
+  auto early = a.resource_version;
+  w.update({}, a.id, {"a", 2});
+  caf::scoped_actor self{actor_system_of(t.beehive())};
+  auto subscribe = [&](std::int64_t from) {
+    watch_request req{widget_kind, std::nullopt, caf::actor_cast<caf::actor>(self)};
+    req.resume_from = from;
+    std::uint64_t sub = 0;
+    self->request(t.beehive().watch_hub(), 10s, req)
+        .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) {});
+    return sub;
+  };
+  // Still in the log: the update arrives.
+  subscribe(early);
+  self->receive([&](const object_change& c) { EXPECT_EQ(c.row.meta.id, a.id); },
+                caf::after(5s) >> [] { ADD_FAILURE() << "no replay"; });
+  // Trimmed to the newest entry (the change right after `early` goes): the subscription
+  // ends at once.
+  w.update({}, a.id, {"a", 3});
+  self->receive([](const object_change&) {}, caf::after(5s) >> [] { ADD_FAILURE(); });
+  t.advance(10s);
+  auto sub = subscribe(early);
+  bool ended = false;
+  self->receive([&](const watch_ended& e) { ended = e.subscription == sub; },
+                caf::after(5s) >> [] {});
+  EXPECT_TRUE(ended);
+}
+
+}  // namespace
+}  // namespace beehive::test

@@ -401,3 +401,29 @@ TEST(Paging, InsideWithinAPageSeesTheBlocksOwnWrites) {
 
 }  // namespace
 }  // namespace beehive::test
+
+namespace beehive::test {
+namespace {
+
+TEST_F(Selectors, TheActorSurfaceListsBySelector) {
+  caf::scoped_actor self{actor_system_of(t.beehive())};
+  std::vector<ObjectID> got;
+  std::optional<errc> code;
+  list_request req{widget_kind};
+  req.selector = "tier in (gold,silver),env=prod";
+  self->request(t.beehive().store_writer(), 10s, req)
+      .receive(
+          [&](const std::vector<ObjectRow>& rows) {
+            for (auto& r : rows) got.push_back(r.meta.id);
+          },
+          [&](caf::error& err) { code = to_errc(err); });
+  EXPECT_EQ(got, std::vector<ObjectID>{gold});
+  req.selector = "tier in (";
+  self->request(t.beehive().store_writer(), 10s, req)
+      .receive([&](const std::vector<ObjectRow>&) { code.reset(); },
+               [&](caf::error& err) { code = to_errc(err); });
+  EXPECT_EQ(code, errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace beehive::test

@@ -16,7 +16,7 @@
 /// 1 s doubling to at most 30 s, without jitter; no rate limit; no owned or watched
 /// kinds; one worker per kind; the system clock; events kept without bound until their
 /// object is removed; the change log keeps at least its last 100 000 entries and every
-/// entry younger than one hour; no metrics.
+/// entry younger than five minutes; no metrics.
 ///
 /// Options are immutable values: build them on any thread and share them freely.
 
@@ -84,7 +84,7 @@ Option with_resource_version(std::int64_t rv);
 /// commits) keeps at least its newest `entries` entries and every entry younger than
 /// `max_age`; the garbage collector trims the rest at its cadence. `entries` <= 0: no
 /// count bound (age alone); `max_age` <= 0: no age bound (count alone). Default: 100 000
-/// entries, one hour.
+/// entries, five minutes (a quiet store keeps its last 100 000 changes however old).
 Option with_change_log_retention(std::int64_t entries, std::chrono::milliseconds max_age);
 /// Create: called once after the create commits (never after a rollback). An exception
 /// it throws is logged (error level); the create still returns the stored object.

@@ -69,7 +69,7 @@ struct RootConfig {
   /// The gc's and the event_log's cadence (the resync interval).
   std::chrono::milliseconds cadence{30000};
   /// What the gc keeps of the change log (with_change_log_retention's defaults).
-  trim_change_log_request change_log_retention{100000, std::chrono::hours(1)};
+  trim_change_log_request change_log_retention{100000, std::chrono::minutes(5)};
 };
 
 /// `start`: the registered kinds, the event retention policy, and how a worker runs a

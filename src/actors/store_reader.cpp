@@ -8,6 +8,7 @@
 
 #include <caf/result.hpp>
 
+#include "store/label_selector.hpp"
 #include "store/request_checks.hpp"
 
 namespace beehive::detail {
@@ -27,6 +28,13 @@ ObjectRow read(store::Reader& r, const get_by_slug_request& q) {
   return require_kind(r.get_by_slug(q.gk, q.slug, q.loads), q.gk, "with slug \"" + q.slug + "\"");
 }
 std::vector<ObjectRow> read(store::Reader& r, const list_request& q) {
+  if (!q.selector.empty()) {
+    auto selector = store::LabelSelector::parse(q.selector);
+    store::ListQuery where;
+    where.owner = q.owner;
+    where.selector = &selector;
+    return r.list_where(q.gk, where, q.loads);
+  }
   return q.owner ? r.list_owned_objects(q.gk, *q.owner, q.loads) : r.list(q.gk, q.loads);
 }
 std::vector<Ref> read(store::Reader& r, const relation_request& q) {

@@ -102,7 +102,9 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
       return caf::make_message(std::move(changes), floor, false);
     }
     auto log = r.changes_since(*from, gk, oid);
-    if (*from < log.horizon) return caf::make_message(std::move(changes), log.head, true);
+    // (Above the head: the facade refused it at once; an actor's request ends here.)
+    if (*from < log.horizon || *from > log.head)
+      return caf::make_message(std::move(changes), log.head, true);
     for (auto& c : log.changes)
       if (c.row) changes.push_back({c.type, std::move(*c.row), c.parts & ~store::kLoggedRequeue});
     // Live changes at or below the head were replayed: the hub drops them.
@@ -112,15 +114,15 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
   publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
-          [self, id](std::vector<object_change>& changes, std::int64_t floor, bool too_old) {
+          [self, id](std::vector<object_change>& changes, std::int64_t floor, bool outside) {
             auto& st = self->state;
             auto it = st.opening.find(id);
             if (it == st.opening.end()) return;  // unsubscribed meanwhile
             auto o = std::move(it->second);
             st.opening.erase(it);
             auto& sub = o.sub;
-            if (too_old) {
-              end(id, sub, errc::watch_too_old);
+            if (outside) {
+              end(id, sub, floor < *sub.resume_from ? errc::watch_too_new : errc::watch_too_old);
               o.ready(id);
               after_opening(self);
               return;
@@ -364,11 +366,18 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
   return {
       [self](const watch_request& r) -> caf::result<std::uint64_t> {
         if (auto err = refuse_text({&r.gk.group, &r.gk.kind})) return *err;
-        std::shared_ptr<ChangeCore> core;
-        if (r.pull) core = std::make_shared<ChangeCore>(Context{}, merge_changes);
+        WatchHubState::Sub sub{r.gk, r.id, nullptr, r.subscriber, 0};
+        if (r.pull) sub.core = std::make_shared<ChangeCore>(Context{}, merge_changes);
+        try {
+          if (!r.selector.empty())
+            sub.selector =
+                std::make_shared<store::LabelSelector>(store::LabelSelector::parse(r.selector));
+        } catch (const Error& e) {
+          return make_error(e.value(), e.message());
+        }
+        sub.resume_from = r.resume_from;
         auto rp = self->make_response_promise<std::uint64_t>();
-        add(self, self->state.services.next_subscription(),
-            {r.gk, r.id, std::move(core), r.subscriber, 0},
+        add(self, self->state.services.next_subscription(), std::move(sub),
             [rp](std::uint64_t id) mutable { rp.deliver(id); });
         return rp;
       },

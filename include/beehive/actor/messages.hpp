@@ -54,11 +54,18 @@ struct store_writer_state {
 /// changes conflated per object, as a blocking Stream does (memory bounded by the
 /// distinct objects pending, however many writes), and the subscriber takes them with
 /// `pull_atom` + the id.
+///
+/// `selector` and `resume_from` are with_selector's and with_resume_from's: objects
+/// starting to match arrive as `Added`, stopping as `Deleted`; a resume replays the
+/// change log instead of a snapshot, and ends the subscription (`watch_ended`) when its
+/// position is outside the log (the reply is the id either way).
 struct watch_request {
   GroupKind gk{};
   std::optional<ObjectID> id{};
   caf::actor subscriber{};
   bool pull = false;
+  std::string selector{};
+  std::optional<std::int64_t> resume_from{};
 };
 
 // For a pulled subscription, `pull_atom` + the id replies every pending change, in

@@ -309,13 +309,16 @@ struct get_by_slug_request {
   unsigned loads = 0;
 };
 
-/// Every object of the kind by id, or (with `owner`) those `owner` owns.
+/// Every object of the kind by id, or (with `owner`) those `owner` owns; with a
+/// `selector` (with_selector's syntax; invalid_argument when malformed), those whose
+/// labels match.
 struct list_request {
   using reply_type = std::vector<ObjectRow>;
   static constexpr const char* type_name = "beehive::list_request";
   GroupKind gk{};
   unsigned loads = 0;
   std::optional<ObjectID> owner{};
+  std::string selector{};
 };
 
 /// One relation of any object (a LoadOption bit: owner, dependencies, dependents,
