@@ -335,6 +335,7 @@ TEST_F(CtlTest, DescribeShowsEverySection) {
   EXPECT_TRUE(has("Owner:               Cluster.kstack.sh/" + std::to_string(prod_) + " (prod)"))
       << o;
   EXPECT_TRUE(has("Finalizers:          -")) << o;
+  EXPECT_TRUE(has("Labels:              -")) << o;
   EXPECT_TRUE(has("Deletion requested:  -")) << o;
   EXPECT_TRUE(has("Spec (schema version 0):\n  {\n    \"color\": \"red\",\n    \"size\": 2\n  }"))
       << o;
@@ -601,7 +602,16 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
                                        {"watch", "cluster", "--interval", "5"},
                                        {"watch", "cluster", "--for", "soon"},
                                        {"--busy-timeout", "5", "kinds"},
-                                       {"kinds", "-o", "yaml"}}) {
+                                       {"kinds", "-o", "yaml"},
+                                       {"get", "cluster", "-l", "a in ("},
+                                       {"get", "cluster", "--continue", "bogus"},
+                                       {"get", "cluster", "--owner", "noslash"},
+                                       {"get", "cluster", "prod", "--limit", "1"},
+                                       {"label", "cluster", "prod", "nochange"},
+                                       {"label", "cluster", "prod", "Bad Key=v"},
+                                       {"delete", "cluster"},
+                                       {"requeue", ".acme.com", "prod"},
+                                       {"apply"}}) {
     auto r = ctl(cmd);
     EXPECT_EQ(r.status, 2) << cmd[0] << ' ' << cmd.back() << ": " << r.err;
     EXPECT_FALSE(r.err.empty());

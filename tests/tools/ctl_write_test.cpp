@@ -157,6 +157,12 @@ TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   auto missing = ctl({"delete", "widget", "nope"});
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.err.find("not found"), std::string::npos) << missing.err;
+  // A mistyped --db creates no database.
+  auto absent = dir_.file("absent.db");
+  auto no_file = run({BEEHIVE_CTL, "--db", absent.string(), "delete", "widget", "a"});
+  EXPECT_EQ(no_file.status, 1);
+  EXPECT_NE(no_file.err.find("no such database file"), std::string::npos) << no_file.err;
+  EXPECT_FALSE(std::filesystem::exists(absent));
 }
 
 TEST_F(CtlWriteTest, LabelSetsAndRemoves) {
@@ -166,6 +172,8 @@ TEST_F(CtlWriteTest, LabelSetsAndRemoves) {
   EXPECT_OK(r);
   EXPECT_EQ(r.out, "Widget.acme.com/a labeled\n");
   EXPECT_EQ(widgets().get(ctx_, a.id).labels, (Labels{{"env", "prod"}, {"tier", "web"}}));
+  EXPECT_NE(ctl({"describe", "Widget", "a"}).out.find("Labels:              env=prod,tier=web"),
+            std::string::npos);
   // By id too; the same labels again write nothing.
   r = ctl({"label", "Widget", std::to_string(a.id), "env=prod"});
   EXPECT_OK(r);
