@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <caf/scoped_actor.hpp>
+
+#include <beehive/actors.hpp>
 #include <beehive/beehive.hpp>
 
 #include "fixture.hpp"
@@ -242,7 +245,7 @@ TEST_F(CtlWriteTest, GetSelectsByOwner) {
 
 TEST_F(CtlWriteTest, PagesCoverEveryObjectOnce) {
   for (int i = 0; i < 5; ++i)
-    widgets().create(ctx_, {"red", i}, with_slug("w" + std::to_string(i)));
+    widgets().create(ctx_, {"red", i}, with_slug(std::string("w").append(std::to_string(i))));
   std::vector<std::string> seen;
   std::string token;
   int pages = 0;
@@ -298,6 +301,24 @@ TEST_F(CtlWriteTest, WatchResumesFromAVersion) {
   auto too_new = ctl({"watch", "Widget", "--resume-from", "1000000", "--for", "1s"});
   EXPECT_EQ(too_new.status, 1);
   EXPECT_NE(too_new.err.find("watch_too_new"), std::string::npos) << too_new.err;
+}
+
+TEST_F(CtlWriteTest, WatchFromAVersionTheLogNoLongerHoldsIsTooOld) {
+  // A manual clock, so that the entries are older than the trim's cut.
+  auto clock = std::make_shared<ManualClock>();
+  bh_ = std::make_unique<Beehive>(store_, with_clock(clock));
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  for (int i = 2; i < 5; ++i) widgets().update(ctx_, a.id, {"red", i});
+  clock->advance(1h);
+  caf::scoped_actor self{actor_system_of(*bh_)};
+  int removed = 0;
+  self->request(bh_->store_writer(), std::chrono::seconds(10), trim_change_log_request{1, 1min})
+      .receive([&](int n) { removed = n; }, [](caf::error&) {});
+  ASSERT_GT(removed, 0);
+  auto r =
+      ctl({"watch", "Widget", "--resume-from", std::to_string(a.resource_version), "--for", "1s"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("watch_too_old"), std::string::npos) << r.err;
 }
 
 TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
