@@ -160,6 +160,14 @@ TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   auto missing = ctl({"delete", "widget", "nope"});
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.err.find("not found"), std::string::npos) << missing.err;
+  // A stale --resource-version is a conflict, nothing written.
+  auto b = widgets().create(ctx_, {"red", 1}, with_slug("b"));
+  widgets().update(ctx_, b.id, {"red", 2});
+  auto stale =
+      ctl({"delete", "widget", "b", "--resource-version", std::to_string(b.resource_version)});
+  EXPECT_EQ(stale.status, 1);
+  EXPECT_NE(stale.err.find("conflict"), std::string::npos) << stale.err;
+  EXPECT_FALSE(widgets().get(ctx_, b.id).deletion_requested_at.has_value());
   // A mistyped --db creates no database.
   auto absent = dir_.file("absent.db");
   auto no_file = run({BEEHIVE_CTL, "--db", absent.string(), "delete", "widget", "a"});
