@@ -203,10 +203,10 @@ TEST_F(CtlTest, GetPrintsATableOfTheKind) {
   EXPECT_OK(r);
   EXPECT_EQ(fields(lines(r.out).at(0)),
             (std::vector<std::string>{"ID", "SLUG", "GENERATION", "OBSERVED", "READY", "CONDITIONS",
-                                      "AGE", "DELETING"}));
+                                      "AGE", "DELETING", "LABELS"}));
   ASSERT_EQ(lines(r.out).size(), 3u) << r.out;
   auto prod = row(r.out, std::to_string(prod_));
-  ASSERT_EQ(prod.size(), 8u) << r.out;
+  ASSERT_EQ(prod.size(), 9u) << r.out;
   EXPECT_EQ(prod[1], "prod");
   EXPECT_EQ(prod[2], "1");
   EXPECT_EQ(prod[3], "1");
@@ -215,11 +215,12 @@ TEST_F(CtlTest, GetPrintsATableOfTheKind) {
   EXPECT_TRUE(prod[6] == "60m" || prod[6] == "59m" || prod[6] == "61m") << prod[6];
   EXPECT_EQ(prod[7], "-");
   auto staging = row(r.out, std::to_string(staging_));
-  ASSERT_EQ(staging.size(), 8u) << r.out;
+  ASSERT_EQ(staging.size(), 9u) << r.out;
   EXPECT_EQ(staging[3], "-");  // never observed
   EXPECT_EQ(staging[4], "-");  // no Ready condition
   EXPECT_NE(staging[7], "-");  // deletion requested, some minutes ago
   EXPECT_TRUE(std::regex_match(staging[7], std::regex("[0-9]+[sm]"))) << staging[7];
+  EXPECT_EQ(staging[8], "<none>");  // no labels
 }
 
 TEST_F(CtlTest, GetBySlugAndByIdPrintTheSameRow) {
@@ -334,6 +335,7 @@ TEST_F(CtlTest, DescribeShowsEverySection) {
   EXPECT_TRUE(has("Owner:               Cluster.kstack.sh/" + std::to_string(prod_) + " (prod)"))
       << o;
   EXPECT_TRUE(has("Finalizers:          -")) << o;
+  EXPECT_TRUE(has("Labels:              -")) << o;
   EXPECT_TRUE(has("Deletion requested:  -")) << o;
   EXPECT_TRUE(has("Spec (schema version 0):\n  {\n    \"color\": \"red\",\n    \"size\": 2\n  }"))
       << o;
@@ -600,7 +602,16 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
                                        {"watch", "cluster", "--interval", "5"},
                                        {"watch", "cluster", "--for", "soon"},
                                        {"--busy-timeout", "5", "kinds"},
-                                       {"kinds", "-o", "yaml"}}) {
+                                       {"kinds", "-o", "yaml"},
+                                       {"get", "cluster", "-l", "a in ("},
+                                       {"get", "cluster", "--continue", "bogus"},
+                                       {"get", "cluster", "--owner", "noslash"},
+                                       {"get", "cluster", "prod", "--limit", "1"},
+                                       {"label", "cluster", "prod", "nochange"},
+                                       {"label", "cluster", "prod", "Bad Key=v"},
+                                       {"delete", "cluster"},
+                                       {"requeue", ".acme.com", "prod"},
+                                       {"apply"}}) {
     auto r = ctl(cmd);
     EXPECT_EQ(r.status, 2) << cmd[0] << ' ' << cmd.back() << ": " << r.err;
     EXPECT_FALSE(r.err.empty());

@@ -2,8 +2,8 @@
 
 // Runs a program as a child process with its stdout and stderr captured, for tests that
 // drive a command-line tool: run to completion, or read its output line by line while
-// it runs and signal it. Every wait is bounded, so a hung child fails the test instead of
-// hanging it.
+// it runs and signal it, optionally writing its standard input. Every wait is bounded, so a hung
+// child fails the test instead of hanging it.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -30,12 +31,16 @@ struct RunResult {
 
 class Process {
  public:
-  explicit Process(const std::vector<std::string>& args) {
-    int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+  /// With `pipe_stdin`, the child's stdin is a pipe fed by write_stdin (and ended by
+  /// close_stdin or the destructor); otherwise it inherits this process's.
+  explicit Process(const std::vector<std::string>& args, bool pipe_stdin = false) {
+    int out[2], err[2], in[2] = {-1, -1};
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+        (pipe_stdin && pipe2(in, O_CLOEXEC) != 0))
       throw std::runtime_error("pipe failed");
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
+    if (pipe_stdin) posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&fa, err[1], STDERR_FILENO);
     std::vector<char*> argv;
@@ -45,6 +50,10 @@ class Process {
     posix_spawn_file_actions_destroy(&fa);
     ::close(out[1]);
     ::close(err[1]);
+    if (pipe_stdin) {
+      ::close(in[0]);
+      in_fd_ = in[1];
+    }
     out_fd_ = out[0];
     err_fd_ = err[0];
     if (rc != 0) {
@@ -53,6 +62,7 @@ class Process {
     }
   }
   ~Process() {
+    close_stdin();
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       int st;
@@ -91,8 +101,26 @@ class Process {
 
   void signal(int sig) { ::kill(pid_, sig); }
 
+  /// Writes all of `text` to the child's stdin (a pipe_stdin process only).
+  void write_stdin(const std::string& text) {
+    ::signal(SIGPIPE, SIG_IGN);  // a child that exited early is an error, not our death
+    std::size_t done = 0;
+    while (in_fd_ >= 0 && done < text.size()) {
+      ssize_t n = ::write(in_fd_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("cannot write to the child's stdin");
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  /// End of input for the child.
+  void close_stdin() {
+    if (in_fd_ >= 0) ::close(in_fd_);
+    in_fd_ = -1;
+  }
+
   /// Waits for the exit, collecting the remaining output; kills the child after `limit`.
   RunResult wait(std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+    close_stdin();
     auto until = std::chrono::steady_clock::now() + limit;
     while ((out_fd_ >= 0 || err_fd_ >= 0) && pump(until)) {
     }
@@ -144,7 +172,7 @@ class Process {
   }
 
   pid_t pid_ = -1;
-  int out_fd_ = -1, err_fd_ = -1;
+  int out_fd_ = -1, err_fd_ = -1, in_fd_ = -1;
   std::string pending_, all_out_, all_err_;
 };
 
@@ -152,6 +180,14 @@ class Process {
 inline RunResult run(const std::vector<std::string>& args,
                      std::chrono::milliseconds limit = std::chrono::seconds(30)) {
   Process p(args);
+  return p.wait(limit);
+}
+
+/// Runs `args` to completion with `input` as its standard input.
+inline RunResult run_with_input(const std::vector<std::string>& args, const std::string& input,
+                                std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  Process p(args, /*pipe_stdin=*/true);
+  p.write_stdin(input);
   return p.wait(limit);
 }
 

@@ -68,6 +68,7 @@ int run_describe(Database& db, const DescribeOptions& o, std::ostream& out) {
   std::string finalizers;
   for (auto& f : m.finalizers) finalizers += (finalizers.empty() ? "" : ", ") + f;
   field(out, "Finalizers", finalizers.empty() ? "-" : finalizers);
+  field(out, "Labels", m.labels.empty() ? "-" : labels_text(m.labels));
   auto owner = *rel.owner;
   std::optional<std::string> owner_slug;
   if (owner)

@@ -1,15 +1,64 @@
 // `get KIND[.GROUP] [SLUG|ID]`: a table of objects, or the objects as JSON.
+// `-l SELECTOR`, `--owner KIND/NAME`, `--limit N` and `--continue TOKEN` narrow and page
+// the listing; the database selects (Reader::list_where), so a page is one query.
 
+#include <iostream>
+
+#include <beehive/errors.hpp>
 #include <beehive/options.hpp>
 
 #include "commands.hpp"
+#include "continue_token.hpp"
 #include "database.hpp"
+#include "failure.hpp"
 #include "render.hpp"
 #include "selector.hpp"
+#include "store/label_selector.hpp"
 
 namespace beehive::ctl {
 
+namespace {
+
+/// The library's invalid_argument for command-line text is a usage error here.
+template <class Fn>
+auto as_usage(Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    if (e.code() != make_error_code(errc::invalid_argument)) throw;
+    throw UsageError(e.message().empty() ? e.what() : e.message());
+  }
+}
+
+store::LabelSelector parse_selector(const std::string& text) {
+  return as_usage([&] { return store::LabelSelector::parse(text); });
+}
+
+ObjectID parse_token(const std::string& token) {
+  return as_usage([&] { return detail::parse_continue_token(token); });
+}
+
+/// KIND[.GROUP]/SLUG|ID, split at the first '/' (kinds and groups have none).
+std::pair<std::string, std::string> split_owner(const std::string& text) {
+  auto slash = text.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size())
+    throw UsageError("--owner takes KIND/NAME, not \"" + text + "\"");
+  return {text.substr(0, slash), text.substr(slash + 1)};
+}
+
+}  // namespace
+
+void check_get_usage(const GetOptions& o) {
+  check_kind_text(o.kind);
+  if (o.object && o.selecting())
+    throw UsageError("a NAME cannot be combined with -l, --owner, --limit or --continue");
+  parse_selector(o.selector);
+  parse_token(o.continue_token);
+  if (o.owner) check_kind_text(split_owner(*o.owner).first);
+}
+
 int run_get(Database& db, const GetOptions& o, std::ostream& out) {
+  check_get_usage(o);
   Database::Snapshot snapshot(db);
   auto gk = resolve_kind(db, o.kind);
   // JSON carries the edges too; the table has no column for them.
@@ -17,22 +66,49 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
                        ? LoadOption::owner | LoadOption::dependencies | LoadOption::dependents
                        : 0;
   std::vector<ObjectRow> rows;
-  if (o.object)
+  std::string next_token;  // non-empty: another page follows
+  if (o.object) {
     rows.push_back(find_object(db, gk, *o.object, loads));
-  else
+  } else if (!o.selecting()) {
     rows = db.connection().list(gk, loads);
+  } else {
+    auto selector = parse_selector(o.selector);
+    store::ListQuery q;
+    q.after = parse_token(o.continue_token);
+    q.limit = o.limit == 0 ? 0 : o.limit + 1;  // one more tells whether a page follows
+    q.selector = &selector;
+    if (o.owner) {
+      auto [kind, name] = split_owner(*o.owner);
+      q.owner = find_object(db, resolve_kind(db, kind), name).meta.id;
+    }
+    rows = db.connection().list_where(gk, q, loads);
+    if (o.limit != 0 && rows.size() > o.limit) {
+      rows.resize(o.limit);
+      next_token = detail::make_continue_token(rows.back().meta.id);
+    }
+  }
 
+  bool paged = o.limit != 0 || !o.continue_token.empty();
   if (o.output == Output::json) {
     Json all = Json::array();
     for (auto& r : rows) all.push_back(object_json(r, db.conditions(r.meta.id)));
-    // One object asked for by name is printed bare, a listing as an array.
-    out << (o.object ? all.front() : all).dump(2) << '\n';
+    // One object asked for by name is printed bare, a listing as an array; a page as
+    // {"items", "continue"} (continue null on the last page).
+    if (paged)
+      out << Json{{"items", std::move(all)},
+                  {"continue", next_token.empty() ? Json() : Json(next_token)}}
+                 .dump(2)
+          << '\n';
+    else
+      out << (o.object ? all.front() : all).dump(2) << '\n';
     return 0;
   }
   auto now = std::chrono::system_clock::now();
   auto t = object_table();
   for (auto& r : rows) add_object_row(t, r, now);
   t.print(out);
+  // On stderr, so that stdout stays the table alone (a pipe to awk or sort sees rows).
+  if (!next_token.empty()) std::cerr << "continue: " << next_token << '\n';
   return 0;
 }
 

@@ -1,13 +1,23 @@
-// `watch KIND[.GROUP]`: the kind's objects, then a row per change, in one table.
+// `watch KIND[.GROUP] [--resume-from RV]`: the kind's objects, then a row per change, in
+// one table.
 //
-// Another process cannot subscribe to the application's commits, so watch polls: the
-// store-wide resource version moves with every commit (removals included), and only
-// when it moved is the kind re-read and compared with what was printed last. Rows that
-// vanished are DELETED, new ones ADDED, ones whose resource version moved MODIFIED; the
-// objects present at the start are EXISTING.
+// Another process cannot subscribe to the application's commits, so watch polls the
+// durable change log: each tick, when the store-wide resource version moved, it reads
+// the log above the last version printed (Reader::changes_since, folded per object, on
+// the read-only connection) and prints a row per object that changed: ADDED, MODIFIED or
+// DELETED (with the removed object's final body). No re-listing of the kind per tick.
+// A Beehive watch_list with with_resume_from would deliver the same, but needs a
+// Beehive over the file, and that opens it writable (sqlite::open creates, migrates and
+// holds a writer connection): watch stays a reader, like get and describe.
+//
+// The objects present at the start are EXISTING; with --resume-from there is no such
+// listing, only the changes above that version (watch_too_old when the log no longer
+// reaches back that far, watch_too_new when the version was never handed out).
 
 #include <iostream>
 #include <map>
+
+#include <beehive/errors.hpp>
 
 #include "commands.hpp"
 #include "database.hpp"
@@ -29,15 +39,36 @@ struct Seen {
   std::optional<Time> deletion_requested_at;
 };
 
+Seen seen(const ObjectMeta& m) {
+  return {m.resource_version, m.slug ? *m.slug : "<none>", m.generation, m.observed_generation,
+          ready_status(m),    m.deletion_requested_at};
+}
+
 std::map<ObjectID, Seen> index(const std::vector<ObjectRow>& rows) {
   std::map<ObjectID, Seen> out;
-  for (auto& r : rows) {
-    auto& m = r.meta;
-    out[m.id] = {m.resource_version, m.slug ? *m.slug : "<none>",
-                 m.generation,       m.observed_generation,
-                 ready_status(m),    m.deletion_requested_at};
-  }
+  for (auto& r : rows) out[r.meta.id] = seen(r.meta);
   return out;
+}
+
+const char* event_name(ChangeType t) {
+  switch (t) {
+    case ChangeType::Added:
+      return "ADDED";
+    case ChangeType::Deleted:
+      return "DELETED";
+    default:
+      return "MODIFIED";
+  }
+}
+
+/// The log above `rv`; throws watch_too_old once it no longer reaches back that far.
+store::ChangeLogRead read_log(Database& db, const GroupKind& gk, std::int64_t rv) {
+  auto log = db.connection().changes_since(rv, gk, std::nullopt, {});
+  if (rv < log.horizon)
+    throw Error(errc::watch_too_old, "resource version " + std::to_string(rv) +
+                                         " is older than the change log keeps (it starts after " +
+                                         std::to_string(log.horizon) + ")");
+  return log;
 }
 
 std::vector<std::string> cells(const char* event, ObjectID id, const Seen& s, Time now) {
@@ -67,48 +98,50 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
   install_stop_handlers();
   auto gk = resolve_kind(db, o.kind, /*allow_absent=*/true);
   auto started = std::chrono::steady_clock::now();
-  auto& conn = db.connection();
+  auto table = watch_table();
 
   std::int64_t version = 0;
-  auto seen = index(conn.snapshot(gk, std::nullopt, version));
-  auto table = watch_table();
-  auto now = std::chrono::system_clock::now();
-  for (auto& [id, s] : seen) table.fit(cells("EXISTING", id, s, now));
-  table.print_header(out);
-  for (auto& [id, s] : seen) table.print_row(out, cells("EXISTING", id, s, now));
+  if (o.resume_from) {
+    version = *o.resume_from;
+    auto log = read_log(db, gk, version);
+    if (version < 0 || version > log.head)
+      throw Error(errc::watch_too_new, "resource version " + std::to_string(version) +
+                                           " is above the store's " + std::to_string(log.head));
+    table.print_header(out);
+  } else {
+    auto existing = index(db.connection().snapshot(gk, std::nullopt, version));
+    auto now = std::chrono::system_clock::now();
+    for (auto& [id, s] : existing) table.fit(cells("EXISTING", id, s, now));
+    table.print_header(out);
+    for (auto& [id, s] : existing) table.print_row(out, cells("EXISTING", id, s, now));
+  }
 
   int changes = 0;
-  auto emit = [&](const char* event, ObjectID id, const Seen& s) {
-    table.print_row(out, cells(event, id, s, std::chrono::system_clock::now()));
-    return o.max_changes && ++changes >= *o.max_changes;
-  };
-
+  bool first = o.resume_from.has_value();  // a resumed watch reads the log at once
   while (!stop_requested()) {
-    auto wait = o.interval;
-    if (o.for_) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          started + *o.for_ - std::chrono::steady_clock::now());
-      if (left <= std::chrono::milliseconds::zero()) break;
-      wait = std::min(wait, left);
+    if (!first) {
+      auto wait = o.interval;
+      if (o.for_) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            started + *o.for_ - std::chrono::steady_clock::now());
+        if (left <= std::chrono::milliseconds::zero()) break;
+        wait = std::min(wait, left);
+      }
+      sleep_unless_stopped(wait);
+      if (stop_requested()) break;
+      // One cheap query when nothing was committed anywhere.
+      if (db.resource_version() == version) continue;
     }
-    sleep_unless_stopped(wait);
-    if (stop_requested()) break;
-    if (db.resource_version() == version) continue;
+    first = false;
 
-    auto current = index(conn.snapshot(gk, std::nullopt, version));
-    bool done = false;
-    for (auto& [id, s] : seen)
-      if (!done && !current.count(id)) done = emit("DELETED", id, s);
-    for (auto& [id, s] : current) {
-      if (done) break;
-      auto it = seen.find(id);
-      if (it == seen.end())
-        done = emit("ADDED", id, s);
-      else if (it->second.resource_version != s.resource_version)
-        done = emit("MODIFIED", id, s);
+    auto log = read_log(db, gk, version);
+    for (auto& c : log.changes) {
+      if (!c.row) continue;  // only a requeue was logged: the object did not change
+      table.print_row(out, cells(event_name(c.type), c.ref.id, seen(c.row->meta),
+                                 std::chrono::system_clock::now()));
+      if (o.max_changes && ++changes >= *o.max_changes) return 0;
     }
-    seen = std::move(current);
-    if (done) break;
+    version = std::max(version, log.head);
   }
   return 0;
 }

@@ -1,18 +1,21 @@
 #pragma once
 
-// The beehive-ctl commands. Each reads through `db`, writes its result to `out` and
-// returns the exit status; failures are thrown (failure.hpp) and turned into messages
-// and statuses by main.
+// The beehive-ctl commands. The read commands read through `db` (read-only); the write
+// commands (apply, delete, label, requeue) through a WriteSession (writer.hpp). Each writes
+// its result to `out` and returns the exit status; failures are thrown (failure.hpp) and
+// turned into messages and statuses by main.
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace beehive::ctl {
 
 class Database;
+class WriteSession;
 
 enum class Output { table, json };
 
@@ -22,7 +25,16 @@ struct GetOptions {
   std::string kind;                   ///< KIND[.GROUP]
   std::optional<std::string> object;  ///< SLUG|ID; all objects of the kind when empty
   Output output = Output::table;
+  std::string selector;              ///< -l: a label selector, Kubernetes syntax
+  std::optional<std::string> owner;  ///< --owner KIND[.GROUP]/SLUG|ID
+  std::size_t limit = 0;             ///< --limit: a page of at most this many (0: all)
+  std::string continue_token;        ///< --continue: the page after the one it ended
+  /// A listing narrowed or paged (-l, --owner, --limit, --continue).
+  bool selecting() const { return !selector.empty() || owner || limit || !continue_token.empty(); }
 };
+/// Throws UsageError for a malformed selector or continue token, or a name combined with
+/// a selection; main calls it before opening the database.
+void check_get_usage(const GetOptions& o);
 int run_get(Database& db, const GetOptions& o, std::ostream& out);
 
 struct DescribeOptions {
@@ -50,8 +62,32 @@ struct WatchOptions {
   std::chrono::milliseconds interval{200};
   std::optional<std::chrono::milliseconds> for_;  ///< stop after this long
   std::optional<int> max_changes;                 ///< stop after this many change lines
+  /// Start after this resource version, without the EXISTING rows.
+  std::optional<std::int64_t> resume_from;
 };
 /// Runs until SIGINT/SIGTERM or a bound; 0 in each case.
 int run_watch(Database& db, const WatchOptions& o, std::ostream& out);
+
+struct ApplyOptions {
+  std::string file;  ///< "-": standard input
+};
+int run_apply(WriteSession& ws, const ApplyOptions& o, std::ostream& out);
+
+/// An object named on the command line, for the write commands.
+struct ObjectName {
+  std::string kind;    ///< KIND[.GROUP] or its plural, resolved as for reads
+  std::string object;  ///< SLUG|ID
+  std::optional<std::int64_t> resource_version;  ///< precondition: conflict otherwise
+};
+int run_delete(WriteSession& ws, const ObjectName& o, std::ostream& out);
+int run_requeue(WriteSession& ws, const ObjectName& o, std::ostream& out);
+
+struct LabelOptions {
+  ObjectName target;
+  std::vector<std::string> changes;  ///< "k=v" sets k, "k-" removes k
+};
+/// Throws UsageError for a change that is neither k=v nor k-, or a bad key or value.
+void check_label_usage(const LabelOptions& o);
+int run_label(WriteSession& ws, const LabelOptions& o, std::ostream& out);
 
 }  // namespace beehive::ctl

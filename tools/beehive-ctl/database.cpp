@@ -30,8 +30,8 @@ std::int64_t check_and_read_session(const std::filesystem::path& file,
   if (version < latest)
     throw std::runtime_error(file.string() + " has the older schema " + std::to_string(version) +
                              " (this build reads " + std::to_string(latest) +
-                             "); open it once with the application to migrate it, "
-                             "beehive-ctl never writes");
+                             "); open it once with the application (or a beehive-ctl write "
+                             "command) to migrate it; the read commands never write");
   SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
   return s.executeStep() ? s.getColumn(0).getInt64() : 0;
 }

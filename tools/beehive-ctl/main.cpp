@@ -1,6 +1,9 @@
-// beehive-ctl: inspects a beehive database file, read-only, while the application runs.
+// beehive-ctl: inspects a beehive database file while the application runs (kinds, get,
+// describe, events, watch: read-only), and writes to it through the library (apply,
+// delete, label, requeue), which a running application picks up from the change log.
 //
-// Exit status: 0 success, 1 not found or runtime error (message on stderr), 2 usage.
+// Exit status: 0 success; 1 not found, conflict or another runtime error (message on
+// stderr); 2 usage, a malformed label selector or continue token included.
 
 #include <iostream>
 
@@ -13,6 +16,7 @@
 #include "duration.hpp"
 #include "failure.hpp"
 #include "selector.hpp"
+#include "writer.hpp"
 
 namespace ctl = beehive::ctl;
 
@@ -29,12 +33,34 @@ CLI::Option* add_output(CLI::App* cmd, ctl::Output& output) {
       ->transform(CLI::CheckedTransformer(output_names(), CLI::ignore_case));
 }
 
+/// KIND SLUG|ID [--resource-version RV], the arguments of delete, label and requeue.
+void add_object_name(CLI::App* cmd, ctl::ObjectName& o, bool resource_version) {
+  cmd->add_option("kind", o.kind, "KIND[.GROUP] or its plural, case-insensitive")->required();
+  cmd->add_option("object", o.object, "SLUG or ID")->required();
+  if (resource_version)
+    cmd->add_option("--resource-version", o.resource_version,
+                    "only if the object is still at this version (exit 1, conflict, otherwise)")
+        ->check(CLI::NonNegativeNumber);
+}
+
+/// What the message says besides the library's explanation, for the errors a script
+/// tells apart by it.
+std::string error_text(const beehive::Error& e) {
+  auto text = e.message().empty() ? std::string(e.what()) : e.message();
+  using beehive::errc;
+  if (e.code() == make_error_code(errc::conflict)) return "conflict: " + text;
+  if (e.code() == make_error_code(errc::watch_too_old)) return "watch_too_old: " + text;
+  if (e.code() == make_error_code(errc::watch_too_new)) return "watch_too_new: " + text;
+  if (e.code() == make_error_code(errc::invalid_argument)) return "invalid argument: " + text;
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Inspects a beehive database without writing to it; safe while the "
-      "application runs."};
+      "Inspects a beehive database (read-only: kinds, get, describe, events, watch) and "
+      "writes to it (apply, delete, label, requeue); safe while the application runs."};
   app.name("beehive-ctl");
   app.require_subcommand(1);
   // --db may follow the command too: `beehive-ctl get Widget --db app.db`.
@@ -54,6 +80,12 @@ int main(int argc, char** argv) {
   auto* get_cmd = app.add_subcommand("get", "A table of objects, or the objects as JSON");
   get_cmd->add_option("kind", get.kind, "KIND[.GROUP] or its plural, case-insensitive")->required();
   get_cmd->add_option("object", get.object, "SLUG or ID (default: every object of the kind)");
+  get_cmd->add_option("-l,--selector", get.selector,
+                      "label selector: a=b, a!=b, a in (x,y), a notin (x), a, !a; comma = AND");
+  get_cmd->add_option("--owner", get.owner, "only objects owned by KIND[.GROUP]/SLUG|ID");
+  get_cmd->add_option("--limit", get.limit, "at most N objects; the continue token goes to stderr")
+      ->check(CLI::PositiveNumber);
+  get_cmd->add_option("--continue", get.continue_token, "the page after the one TOKEN ended");
   add_output(get_cmd, get.output);
 
   ctl::DescribeOptions describe;
@@ -89,6 +121,33 @@ int main(int argc, char** argv) {
   watch_cmd->add_option("--for", for_duration, "stop after this long (e.g. 5s)");
   watch_cmd->add_option("--max-changes", watch.max_changes, "stop after this many changes")
       ->check(CLI::PositiveNumber);
+  watch_cmd
+      ->add_option("--resume-from", watch.resume_from,
+                   "the changes after this resource version, without the EXISTING rows")
+      ->check(CLI::NonNegativeNumber);
+
+  ctl::ApplyOptions apply;
+  auto* apply_cmd = app.add_subcommand(
+      "apply",
+      "Creates or updates objects by slug from JSON {group, kind, slug, spec, labels} "
+      "documents (one, or an array)");
+  apply_cmd->add_option("-f,--filename", apply.file, "the JSON file, - for standard input")
+      ->required();
+
+  ctl::ObjectName remove;
+  auto* delete_cmd = app.add_subcommand("delete", "Requests an object's deletion");
+  add_object_name(delete_cmd, remove, true);
+
+  ctl::ObjectName requeue;
+  auto* requeue_cmd = app.add_subcommand(
+      "requeue", "Asks the kind's controller, wherever it runs, to reconcile the object");
+  add_object_name(requeue_cmd, requeue, false);
+
+  ctl::LabelOptions label;
+  auto* label_cmd =
+      app.add_subcommand("label", "Sets (KEY=VALUE) and removes (KEY-) an object's labels");
+  add_object_name(label_cmd, label.target, true);
+  label_cmd->add_option("changes", label.changes, "KEY=VALUE or KEY-")->required();
 
   try {
     app.parse(argc, argv);
@@ -105,7 +164,18 @@ int main(int argc, char** argv) {
       if (!for_duration.empty()) watch.for_ = ctl::parse_duration(for_duration);
     }
     // Usage errors before the file is opened: status 2 whatever the file.
-    if (*get_cmd) ctl::check_kind_text(get.kind);
+    if (*get_cmd) ctl::check_get_usage(get);
+    if (*delete_cmd) ctl::check_kind_text(remove.kind);
+    if (*requeue_cmd) ctl::check_kind_text(requeue.kind);
+    if (*label_cmd) ctl::check_label_usage(label);
+    // The write commands open the file writable, through the library; the others never do.
+    if (*apply_cmd || *delete_cmd || *requeue_cmd || *label_cmd) {
+      ctl::WriteSession ws(db_file, timeout);
+      if (*apply_cmd) return ctl::run_apply(ws, apply, std::cout);
+      if (*delete_cmd) return ctl::run_delete(ws, remove, std::cout);
+      if (*requeue_cmd) return ctl::run_requeue(ws, requeue, std::cout);
+      return ctl::run_label(ws, label, std::cout);
+    }
     if (*describe_cmd) ctl::check_kind_text(describe.kind);
     if (*events_cmd) ctl::check_events_usage(events);
     if (*watch_cmd) ctl::check_kind_text(watch.kind);
@@ -120,7 +190,7 @@ int main(int argc, char** argv) {
     std::cerr << "beehive-ctl: " << e.what() << "\nRun with --help for more information.\n";
     return 2;
   } catch (const beehive::Error& e) {
-    std::cerr << "beehive-ctl: " << (e.message().empty() ? e.what() : e.message()) << '\n';
+    std::cerr << "beehive-ctl: " << error_text(e) << '\n';
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "beehive-ctl: " << e.what() << '\n';

@@ -109,6 +109,7 @@ Json object_json(const ObjectRow& row, const std::vector<ConditionRow>& conditio
   j["updated_at"] = iso_time(m.updated_at);
   j["deletion_requested_at"] = optional_time(m.deletion_requested_at);
   j["finalizers"] = m.finalizers;
+  j["labels"] = m.labels;
   j["spec"] = parse_stored(row.spec);
   j["spec_version"] = row.spec_version;
   j["status"] = row.status ? parse_stored(*row.status) : Json();
@@ -153,8 +154,20 @@ std::string ref_name(const Ref& r, const std::optional<std::string>& slug) {
   return name;
 }
 
+std::string object_name(const ObjectMeta& m) {
+  return to_string(GroupKind{m.group, m.kind}) + "/" + (m.slug ? *m.slug : std::to_string(m.id));
+}
+
+std::string labels_text(const Labels& labels) {
+  std::string out;
+  for (auto& [k, v] : labels) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return out.empty() ? "<none>" : out;
+}
+
+// LABELS last, as kubectl's --show-labels has it: the one column of unbounded width.
 Table object_table() {
-  return Table({"ID", "SLUG", "GENERATION", "OBSERVED", "READY", "CONDITIONS", "AGE", "DELETING"});
+  return Table(
+      {"ID", "SLUG", "GENERATION", "OBSERVED", "READY", "CONDITIONS", "AGE", "DELETING", "LABELS"});
 }
 
 std::string ready_status(const ObjectMeta& m) {
@@ -174,8 +187,8 @@ void add_object_row(Table& t, const ObjectRow& row, Time now) {
                         : std::to_string(true_count) + "/" + std::to_string(m.conditions.size());
   t.add({std::to_string(m.id), m.slug ? *m.slug : "<none>", std::to_string(m.generation),
          m.observed_generation ? std::to_string(*m.observed_generation) : "-", ready, conditions,
-         age(m.created_at, now),
-         m.deletion_requested_at ? age(*m.deletion_requested_at, now) : "-"});
+         age(m.created_at, now), m.deletion_requested_at ? age(*m.deletion_requested_at, now) : "-",
+         labels_text(m.labels)});
 }
 
 Table event_table(const std::vector<Event>& runs, Time now) {

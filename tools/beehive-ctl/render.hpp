@@ -38,10 +38,18 @@ Json event_json(const Event& e);
 /// "Kind.group/ID", plus " (slug)" when `slug` is given.
 std::string ref_name(const Ref& r, const std::optional<std::string>& slug = std::nullopt);
 
+/// "Kind.group/slug" ("Kind.group/ID" without a slug): how the write commands name
+/// what they wrote.
+std::string object_name(const ObjectMeta& m);
+
 /// The Ready condition's status, "-" without one (the READY column).
 std::string ready_status(const ObjectMeta& m);
 
-/// The `get` table: ID, SLUG, GENERATION, OBSERVED, READY, CONDITIONS, AGE, DELETING.
+/// "k=v,k2=v2" by key, "<none>" without labels (the LABELS column).
+std::string labels_text(const Labels& labels);
+
+/// The `get` table: ID, SLUG, GENERATION, OBSERVED, READY, CONDITIONS, AGE, DELETING,
+/// LABELS.
 Table object_table();
 void add_object_row(Table& t, const ObjectRow& row, Time now);
 

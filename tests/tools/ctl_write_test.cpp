@@ -1,0 +1,369 @@
+// beehive-ctl's write commands (apply, delete, label, requeue) and the selections of get
+// and watch (labels, owner, pages, resuming from a version), run as a separate process on
+// a database built through the public API; and a beehive running in a third process that
+// reacts to the tool's writes through the change log.
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include <caf/scoped_actor.hpp>
+
+#include <beehive/actors.hpp>
+#include <beehive/beehive.hpp>
+
+#include "fixture.hpp"
+#include "tools/process.hpp"
+
+namespace beehive::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+std::vector<std::string> fields(const std::string& line) {
+  std::istringstream in(line);
+  return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+/// The first field of each table row (the ids), the header left out.
+std::vector<std::string> ids(const std::string& table) {
+  std::vector<std::string> out;
+  auto all = lines(table);
+  for (std::size_t i = 1; i < all.size(); ++i)
+    if (auto f = fields(all[i]); !f.empty()) out.push_back(f[0]);
+  return out;
+}
+
+/// Widgets in acme.com, some labelled, one owning two gadgets; nothing started: the
+/// test's Beehive only writes and reads, as an application that is not running.
+class CtlWriteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = sqlite::open(db_path());
+    bh_ = std::make_unique<Beehive>(store_);
+  }
+
+  std::filesystem::path db_path() const { return dir_.file("app.db"); }
+  std::vector<std::string> args(std::vector<std::string> rest) const {
+    rest.insert(rest.begin(), {BEEHIVE_CTL, "--db", db_path().string()});
+    return rest;
+  }
+  RunResult ctl(std::vector<std::string> rest) { return run(args(std::move(rest))); }
+  std::string write_file(const std::string& name, const std::string& text) {
+    auto p = dir_.file(name);
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  Widgets widgets() const { return Widgets(*bh_, widget_kind); }
+
+  TempDir dir_;
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  Context ctx_;
+};
+
+#define EXPECT_OK(r) EXPECT_EQ((r).status, 0) << (r).err
+
+TEST_F(CtlWriteTest, ApplyCreatesThenUpdatesBySlug) {
+  auto file = write_file("a.json", R"({"group": "acme.com", "kind": "Widget", "slug": "a",
+      "spec": {"color": "red", "size": 1}, "labels": {"tier": "web"}})");
+  auto r = ctl({"apply", "-f", file});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a created\n");
+  auto a = widgets().get_by_slug(ctx_, "a");
+  EXPECT_EQ(a.spec, (WidgetSpec{"red", 1}));
+  EXPECT_EQ(a.labels, (Labels{{"tier", "web"}}));
+  EXPECT_EQ(a.generation, 1);
+
+  r = ctl({"apply", "-f", file});  // the same again writes nothing
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a unchanged\n");
+  EXPECT_EQ(widgets().get_by_slug(ctx_, "a").resource_version, a.resource_version);
+
+  // A spec change without a "labels" member keeps the labels.
+  file = write_file("a2.json", R"({"group": "acme.com", "kind": "Widget", "slug": "a",
+      "spec": {"color": "blue", "size": 2}})");
+  r = ctl({"apply", "-f", file});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a configured\n");
+  a = widgets().get_by_slug(ctx_, "a");
+  EXPECT_EQ(a.spec, (WidgetSpec{"blue", 2}));
+  EXPECT_EQ(a.generation, 2);
+  EXPECT_EQ(a.labels, (Labels{{"tier", "web"}}));
+
+  // A "labels" member replaces them, the spec as it is.
+  file = write_file("a3.json", R"({"group": "acme.com", "kind": "Widget", "slug": "a",
+      "spec": {"color": "blue", "size": 2}, "labels": {"env": "prod"}})");
+  r = ctl({"apply", "-f", file});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a configured\n");
+  a = widgets().get_by_slug(ctx_, "a");
+  EXPECT_EQ(a.labels, (Labels{{"env", "prod"}}));
+  EXPECT_EQ(a.generation, 2);
+}
+
+TEST_F(CtlWriteTest, ApplyAnArrayFromStdin) {
+  widgets().create(ctx_, {"red", 1}, with_slug("old"));
+  auto docs = R"([
+    {"group": "acme.com", "kind": "Widget", "slug": "old", "spec": {"color": "red", "size": 5}},
+    {"group": "acme.com", "kind": "Widget", "slug": "new", "spec": {"color": "green", "size": 1},
+     "labels": {"tier": "db"}}])";
+  auto r = run_with_input(args({"apply", "-f", "-"}), docs);
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/old configured\nWidget.acme.com/new created\n");
+  EXPECT_EQ(widgets().get_by_slug(ctx_, "old").spec.size, 5);
+  EXPECT_EQ(widgets().get_by_slug(ctx_, "new").labels, (Labels{{"tier", "db"}}));
+}
+
+TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
+  auto r = run_with_input(args({"apply", "-f", "-"}), "{not json");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
+
+  // The second document has no spec: the first is not written either.
+  r = run_with_input(args({"apply", "-f", "-"}),
+                     R"([{"group": "acme.com", "kind": "Widget", "slug": "x", "spec": {}},
+                         {"group": "acme.com", "kind": "Widget", "slug": "y"}])");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("[1]: \"spec\" is missing"), std::string::npos) << r.err;
+  EXPECT_TRUE(widgets().list(ctx_).empty());
+
+  // A label the library refuses.
+  r = run_with_input(args({"apply", "-f", "-"}),
+                     R"({"group": "acme.com", "kind": "Widget", "slug": "x", "spec": {},
+                         "labels": {"bad key": "v"}})");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("invalid argument"), std::string::npos) << r.err;
+
+  EXPECT_EQ(ctl({"apply", "-f", dir_.file("missing.json").string()}).status, 1);
+  EXPECT_EQ(ctl({"apply"}).status, 2);  // -f is required
+}
+
+TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"), with_finalizers({"keep"}));
+  auto r = ctl({"delete", "widgets", "a"});  // kinds by plural, as for reads
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a deletion requested\n");
+  EXPECT_TRUE(widgets().get(ctx_, a.id).deletion_requested_at.has_value());
+  EXPECT_EQ(ctl({"delete", "widget", "a"}).out, "Widget.acme.com/a already deleting\n");
+  auto missing = ctl({"delete", "widget", "nope"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.err.find("not found"), std::string::npos) << missing.err;
+  // A stale --resource-version is a conflict, nothing written.
+  auto b = widgets().create(ctx_, {"red", 1}, with_slug("b"));
+  widgets().update(ctx_, b.id, {"red", 2});
+  auto stale =
+      ctl({"delete", "widget", "b", "--resource-version", std::to_string(b.resource_version)});
+  EXPECT_EQ(stale.status, 1);
+  EXPECT_NE(stale.err.find("conflict"), std::string::npos) << stale.err;
+  EXPECT_FALSE(widgets().get(ctx_, b.id).deletion_requested_at.has_value());
+  // A mistyped --db creates no database.
+  auto absent = dir_.file("absent.db");
+  auto no_file = run({BEEHIVE_CTL, "--db", absent.string(), "delete", "widget", "a"});
+  EXPECT_EQ(no_file.status, 1);
+  EXPECT_NE(no_file.err.find("no such database file"), std::string::npos) << no_file.err;
+  EXPECT_FALSE(std::filesystem::exists(absent));
+}
+
+TEST_F(CtlWriteTest, LabelSetsAndRemoves) {
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"),
+                            with_labels({{"tier", "web"}, {"team", "x"}}));
+  auto r = ctl({"label", "Widget", "a", "env=prod", "team-"});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a labeled\n");
+  EXPECT_EQ(widgets().get(ctx_, a.id).labels, (Labels{{"env", "prod"}, {"tier", "web"}}));
+  EXPECT_NE(ctl({"describe", "Widget", "a"}).out.find("Labels:              env=prod,tier=web"),
+            std::string::npos);
+  // By id too; the same labels again write nothing.
+  r = ctl({"label", "Widget", std::to_string(a.id), "env=prod"});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a unchanged\n");
+  // The command line's own mistakes are usage errors.
+  EXPECT_EQ(ctl({"label", "Widget", "a", "justakey"}).status, 2);
+  EXPECT_EQ(ctl({"label", "Widget", "a", "bad key=v"}).status, 2);
+  EXPECT_EQ(ctl({"label", "Widget", "a"}).status, 2);
+}
+
+TEST_F(CtlWriteTest, LabelWithAStaleResourceVersionIsAConflict) {
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  auto stale = a.resource_version;
+  widgets().update(ctx_, a.id, {"red", 2});
+  auto r = ctl({"label", "Widget", "a", "x=1", "--resource-version", std::to_string(stale)});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("conflict"), std::string::npos) << r.err;
+  EXPECT_TRUE(widgets().get(ctx_, a.id).labels.empty());
+
+  auto current = widgets().get(ctx_, a.id).resource_version;
+  EXPECT_OK(ctl({"label", "Widget", "a", "x=1", "--resource-version", std::to_string(current)}));
+  EXPECT_EQ(widgets().get(ctx_, a.id).labels, (Labels{{"x", "1"}}));
+}
+
+TEST_F(CtlWriteTest, GetSelectsByLabels) {
+  auto web = widgets().create(ctx_, {"red", 1}, with_slug("web"), with_labels({{"tier", "web"}}));
+  auto db = widgets().create(ctx_, {"red", 1}, with_slug("db"), with_labels({{"tier", "db"}}));
+  widgets().create(ctx_, {"red", 1}, with_slug("bare"));
+
+  auto r = ctl({"get", "widgets", "-l", "tier=web"});
+  EXPECT_OK(r);
+  EXPECT_EQ(ids(r.out), std::vector<std::string>{std::to_string(web.id)}) << r.out;
+  EXPECT_EQ(fields(lines(r.out).at(0)).back(), "LABELS");
+  EXPECT_EQ(fields(lines(r.out).at(1)).back(), "tier=web");
+
+  r = ctl({"get", "widgets", "--selector", "tier in (db, web)"});
+  EXPECT_OK(r);
+  EXPECT_EQ(ids(r.out), (std::vector<std::string>{std::to_string(web.id), std::to_string(db.id)}));
+  r = ctl({"get", "widgets", "-l", "!tier", "-o", "json"});
+  EXPECT_OK(r);
+  auto j = Json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u) << r.out;
+  EXPECT_EQ(j[0]["slug"], "bare");
+
+  auto bad = ctl({"get", "widgets", "-l", "tier in ("});
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_EQ(ctl({"get", "widgets", "web", "-l", "tier=web"}).status, 2);  // a name and -l
+}
+
+TEST_F(CtlWriteTest, GetSelectsByOwner) {
+  auto parent = Widgets(*bh_, gadget_kind).create(ctx_, {"big", 1}, with_slug("parent"));
+  auto other = Widgets(*bh_, gadget_kind).create(ctx_, {"big", 1}, with_slug("other"));
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"), with_owner(parent.id));
+  widgets().create(ctx_, {"red", 1}, with_slug("b"), with_owner(other.id));
+  auto c = widgets().create(ctx_, {"red", 1}, with_slug("c"), with_owner(parent.id));
+  widgets().create(ctx_, {"red", 1}, with_slug("d"));
+
+  auto r = ctl({"get", "Widget", "--owner", "gadgets/parent"});
+  EXPECT_OK(r);
+  EXPECT_EQ(ids(r.out), (std::vector<std::string>{std::to_string(a.id), std::to_string(c.id)}));
+  r = ctl({"get", "Widget", "--owner", "Gadget.acme.com/" + std::to_string(other.id)});
+  EXPECT_EQ(ids(r.out).size(), 1u) << r.out;
+  EXPECT_EQ(ctl({"get", "Widget", "--owner", "Gadget/nope"}).status, 1);
+  EXPECT_EQ(ctl({"get", "Widget", "--owner", "parent"}).status, 2);
+}
+
+TEST_F(CtlWriteTest, PagesCoverEveryObjectOnce) {
+  for (int i = 0; i < 5; ++i)
+    widgets().create(ctx_, {"red", i}, with_slug(std::string("w").append(std::to_string(i))));
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  for (;;) {
+    std::vector<std::string> cmd{"get", "widgets", "--limit", "2"};
+    if (!token.empty()) cmd.insert(cmd.end(), {"--continue", token});
+    auto r = ctl(cmd);
+    ASSERT_EQ(r.status, 0) << r.err;
+    ++pages;
+    auto page = ids(r.out);
+    EXPECT_LE(page.size(), 2u);
+    seen.insert(seen.end(), page.begin(), page.end());
+    // The token is on stderr, "continue: TOKEN", only when another page follows.
+    if (r.err.rfind("continue: ", 0) != 0) break;
+    token = r.err.substr(10, r.err.find('\n') - 10);
+    ASSERT_LT(pages, 10);
+  }
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(seen.size(), 5u);
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), 5u);
+
+  // As JSON, the page carries its token.
+  auto r = ctl({"get", "widgets", "--limit", "3", "-o", "json"});
+  EXPECT_OK(r);
+  auto j = Json::parse(r.out);
+  EXPECT_EQ(j["items"].size(), 3u);
+  ASSERT_TRUE(j["continue"].is_string()) << r.out;
+  r = ctl({"get", "widgets", "--limit", "3", "--continue", j["continue"], "-o", "json"});
+  EXPECT_OK(r);
+  j = Json::parse(r.out);
+  EXPECT_EQ(j["items"].size(), 2u);
+  EXPECT_TRUE(j["continue"].is_null());
+  EXPECT_EQ(ctl({"get", "widgets", "--continue", "garbage"}).status, 2);
+}
+
+TEST_F(CtlWriteTest, WatchResumesFromAVersion) {
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  auto from = widgets().create(ctx_, {"red", 1}, with_slug("untouched")).resource_version;
+  widgets().update(ctx_, a.id, {"red", 2});
+  auto b = widgets().create(ctx_, {"red", 1}, with_slug("b"));
+  auto r = ctl({"watch", "Widget", "--resume-from", std::to_string(from), "--max-changes", "2",
+                "--interval", "20ms"});
+  EXPECT_OK(r);
+  auto out = lines(r.out);
+  ASSERT_EQ(out.size(), 3u) << r.out;  // the header, no EXISTING rows, two changes
+  EXPECT_EQ(fields(out[0]).at(0), "EVENT");
+  auto m = fields(out[1]), added = fields(out[2]);
+  EXPECT_EQ(std::vector<std::string>(m.begin(), m.begin() + 4),
+            (std::vector<std::string>{"MODIFIED", std::to_string(a.id), "a", "2"}));
+  EXPECT_EQ(std::vector<std::string>(added.begin(), added.begin() + 3),
+            (std::vector<std::string>{"ADDED", std::to_string(b.id), "b"}));
+
+  auto too_new = ctl({"watch", "Widget", "--resume-from", "1000000", "--for", "1s"});
+  EXPECT_EQ(too_new.status, 1);
+  EXPECT_NE(too_new.err.find("watch_too_new"), std::string::npos) << too_new.err;
+}
+
+TEST_F(CtlWriteTest, WatchFromAVersionTheLogNoLongerHoldsIsTooOld) {
+  // A manual clock, so that the entries are older than the trim's cut.
+  auto clock = std::make_shared<ManualClock>();
+  bh_ = std::make_unique<Beehive>(store_, with_clock(clock));
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  for (int i = 2; i < 5; ++i) widgets().update(ctx_, a.id, {"red", i});
+  clock->advance(1h);
+  caf::scoped_actor self{actor_system_of(*bh_)};
+  int removed = 0;
+  self->request(bh_->store_writer(), std::chrono::seconds(10), trim_change_log_request{1, 1min})
+      .receive([&](int n) { removed = n; }, [](caf::error&) {});
+  ASSERT_GT(removed, 0);
+  auto r =
+      ctl({"watch", "Widget", "--resume-from", std::to_string(a.resource_version), "--for", "1s"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("watch_too_old"), std::string::npos) << r.err;
+}
+
+TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
+  auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  auto r = ctl({"requeue", "widget", "a"});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/a requeued\n");
+  EXPECT_EQ(widgets().get(ctx_, a.id).resource_version, a.resource_version);
+  // A watch does not show it: nothing about the object changed.
+  auto w = ctl({"watch", "Widget", "--resume-from", std::to_string(a.resource_version), "--for",
+                "100ms", "--interval", "20ms"});
+  EXPECT_OK(w);
+  EXPECT_EQ(lines(w.out).size(), 1u) << w.out;
+  EXPECT_EQ(ctl({"requeue", "widget", "nope"}).status, 1);
+}
+
+TEST_F(CtlWriteTest, ARunningBeehiveReactsToApplyAndRequeue) {
+  widgets().create(ctx_, {"red", 1}, with_slug("w"));
+  Process peer({BEEHIVE_CTL_PEER, db_path().string(), "acme.com", "Widget"}, /*pipe_stdin=*/true);
+  // The start's resync reconciles it (before or after "started" is printed).
+  ASSERT_TRUE(peer.wait_for_line("reconciled w 1 1", 30s));
+
+  // A spec change written by the tool reaches the peer's controller.
+  auto r = run_with_input(args({"apply", "-f", "-"}),
+                          R"({"group": "acme.com", "kind": "Widget", "slug": "w",
+                              "spec": {"color": "red", "size": 2}})");
+  EXPECT_OK(r);
+  EXPECT_TRUE(peer.wait_for_line("reconciled w 2 2", 30s));
+
+  // A requeue reconciles it again, the spec as it was.
+  EXPECT_OK(ctl({"requeue", "Widget", "w"}));
+  EXPECT_TRUE(peer.wait_for_line("reconciled w 2 3", 30s));
+
+  peer.close_stdin();
+  auto done = peer.wait();
+  EXPECT_EQ(done.status, 0) << done.err;
+}
+
+}  // namespace
+}  // namespace beehive::test

@@ -1,0 +1,53 @@
+#pragma once
+
+// A beehive database opened for writing, for apply, delete, label and requeue: a Beehive
+// over the file that is never started, so that writes go through the library's own
+// checks, transactions and change log exactly as an application's do, while no
+// controller, timer or GC runs here. A beehive running in another process on the same
+// file sees each commit in the change log (its foreign-commit poll) and reacts as to its
+// own: watches get the change, the kind's controller the wake.
+//
+// Kinds and objects are named through a read-only Database beside it (selector.hpp), so
+// that writes resolve names exactly as reads do.
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include <beehive/beehive.hpp>
+
+#include "database.hpp"
+
+namespace beehive::ctl {
+
+/// The typed client of the write commands: specs and statuses as plain JSON.
+using JsonClient = Client<nlohmann::json, nlohmann::json>;
+
+class WriteSession {
+ public:
+  /// Throws NotFound for a missing file: a typo in --db must not create a database.
+  WriteSession(const std::filesystem::path& file, std::chrono::milliseconds busy_timeout);
+  ~WriteSession();
+  WriteSession(const WriteSession&) = delete;
+  WriteSession& operator=(const WriteSession&) = delete;
+
+  /// Reads, and resolves names; sees every commit of this session once it returns.
+  Database& db() { return *db_; }
+  JsonClient client(const GroupKind& gk) const { return JsonClient(*bh_, gk); }
+  /// Records a requeue of the object in the change log (log_requeue_request): the kind's
+  /// controller, in whichever process runs it, reconciles the object. Throws not_found.
+  void log_requeue(const GroupKind& gk, ObjectID id);
+  const Context& context() const { return ctx_; }
+
+ private:
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  std::optional<Database> db_;
+  Context ctx_;
+  std::chrono::milliseconds busy_timeout_;
+};
+
+}  // namespace beehive::ctl
