@@ -38,7 +38,7 @@ bench: build
 
 # Thread sanitizer over the concurrency tests (CAF itself is not instrumented; see the preset).
 # Watch tests are left out: they time conflation against writers, which TSan slows ~20x.
-TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit|TestingKit
+TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit|TestingKit|ChangeLog|OptimisticConcurrency|Selectors|Paging|Labels
 TSAN_SKIP := Watch
 tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan
