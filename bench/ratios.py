@@ -327,7 +327,8 @@ def selectors_table(res):
     t = {k: e.get("time") for k, e in res.items()}
     cv = {k: _cv(e) for k, e in res.items()}
     lines = ["| case | rows | time (µs) | cv |", "|---|---:|---:|---:|"]
-    for name in ("BM_RawSelectorList", "BM_RawSelectorListShipped", "BM_SelectorList",
+    for name in ("BM_RawSelectorList", "BM_RawSelectorListShipped", "BM_RawSelectorListFixed",
+                 "BM_SelectorList",
                  "BM_RawFullList", "BM_FullList"):
         e = res.get(name)
         if e and "time" in e:
@@ -340,6 +341,8 @@ def selectors_table(res):
          "BM_RawSelectorListShipped"),
         ("raw of beehive's statement / raw selective", "BM_RawSelectorListShipped",
          "BM_RawSelectorList"),
+        ("raw of beehive's statement with +kind terms / raw selective",
+         "BM_RawSelectorListFixed", "BM_RawSelectorList"),
         ("selective list / full list", "BM_SelectorList", "BM_FullList"),
         ("raw selective / raw full", "BM_RawSelectorList", "BM_RawFullList"),
         ("full list / raw full", "BM_FullList", "BM_RawFullList"),
