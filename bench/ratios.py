@@ -4,15 +4,18 @@
     python3 bench/ratios.py                      # bench_store: beehive / raw SQLite
     python3 bench/ratios.py --suite watch        # bench_watch: ratios to 0 watchers
     python3 bench/ratios.py --suite all          # store, controller, watch, relations,
-                                                 # events, perf, commit
+                                                 # events, perf, commit, selectors,
+                                                 # change_log
     python3 bench/ratios.py --repetitions 5      # more repetitions (default 3, watch 7)
     python3 bench/ratios.py --json out.json      # only read an earlier JSON result
     python3 bench/ratios.py -- --benchmark_filter=Get   # extra args for the binary
 
 Suites: store (bench/store.cpp), controller (bench/controller.cpp), watch
 (bench/watch.cpp), relations (bench/relations.cpp), events (bench/events.cpp), perf
-(bench/perf.cpp, all but group commit) and commit (bench/perf.cpp's group commit cases,
-repeated). Every ratio divides two medians measured in the same run. The binary's own console output is shown while it runs; the
+(bench/perf.cpp, all but group commit), commit (bench/perf.cpp's group commit cases,
+repeated), selectors (bench/selectors.cpp: a selective list of 100 000 objects against raw
+SQLite and the full list) and change_log (bench/change_log.cpp: a create with and without
+the change log's row). Every ratio divides two medians measured in the same run. The binary's own console output is shown while it runs; the
 JSON result is kept in build/default/bench_<suite>.json (or --out). Standard library
 only.
 """
@@ -318,6 +321,60 @@ def counters_table(res):
     return "\n".join(lines)
 
 
+def selectors_table(res):
+    """The selective list (1 000 of 100 000) against raw SQLite through the labels index,
+    against the raw statement beehive runs, and against the full list."""
+    t = {k: e.get("time") for k, e in res.items()}
+    cv = {k: _cv(e) for k, e in res.items()}
+    lines = ["| case | rows | time (µs) | cv |", "|---|---:|---:|---:|"]
+    for name in ("BM_RawSelectorList", "BM_RawSelectorListShipped", "BM_RawSelectorListFixed",
+                 "BM_SelectorList",
+                 "BM_RawFullList", "BM_FullList"):
+        e = res.get(name)
+        if e and "time" in e:
+            lines.append(f"| {name} | {_num(e.get('rows'), ',.0f')} | {e['time']:,.1f} "
+                         f"| {cv[name]} |")
+    ratios = [
+        ("selective list / raw selective (labels index)", "BM_SelectorList",
+         "BM_RawSelectorList"),
+        ("selective list / raw of beehive's statement", "BM_SelectorList",
+         "BM_RawSelectorListShipped"),
+        ("raw of beehive's statement / raw selective", "BM_RawSelectorListShipped",
+         "BM_RawSelectorList"),
+        ("raw of beehive's statement with +kind terms / raw selective",
+         "BM_RawSelectorListFixed", "BM_RawSelectorList"),
+        ("selective list / full list", "BM_SelectorList", "BM_FullList"),
+        ("raw selective / raw full", "BM_RawSelectorList", "BM_RawFullList"),
+        ("full list / raw full", "BM_FullList", "BM_RawFullList"),
+    ]
+    lines += ["", "| ratio | value |", "|---|---:|"]
+    for label, a, b in ratios:
+        if t.get(a) and t.get(b):
+            r = t[a] / t[b]
+            lines.append(f"| {label} | {r:.2f}x ({100 * r:.1f}%) |")
+    return "\n".join(lines)
+
+
+def change_log_table(res):
+    """A create with and without the change log: raw SQLite both ways, and beehive's
+    blocking create over the raw create without the log."""
+    lines = ["| synchronous | raw create (µs) | raw create + log (µs) | log's cost (raw) "
+             "| beehive create (µs) | beehive / raw create | cv raw / raw+log / beehive |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for mode in MODES:
+        raw = res.get(f"BM_RawCreate/{mode}", {})
+        logged = res.get(f"BM_RawCreateLogged/{mode}", {})
+        bh = res.get(f"BM_BeehiveCreate/{mode}", {})
+        if "time" not in raw:
+            continue
+        log_ratio = f"{logged['time'] / raw['time']:.3f}x" if "time" in logged else "-"
+        bh_ratio = f"{bh['time'] / raw['time']:.2f}x" if "time" in bh else "-"
+        lines.append(f"| {mode.upper()} | {raw['time']:.1f} | {_num(logged.get('time'), '.1f')} "
+                     f"| {log_ratio} | {_num(bh.get('time'), '.1f')} | {bh_ratio} "
+                     f"| {_cv(raw)} / {_cv(logged)} / {_cv(bh)} |")
+    return "\n".join(lines)
+
+
 SUITE_TABLES = {
     "controller": controller_table,
     "watch": watch_table,
@@ -325,8 +382,11 @@ SUITE_TABLES = {
     "events": counters_table,
     "perf": counters_table,
     "commit": commit_table,
+    "selectors": selectors_table,
+    "change_log": change_log_table,
 }
-SUITES = ["store", "controller", "watch", "relations", "events", "perf", "commit"]
+SUITES = ["store", "controller", "watch", "relations", "events", "perf", "commit", "selectors",
+          "change_log"]
 # The binary a suite runs, when it is not bench_<suite>.
 SUITE_BINARY = {"commit": "perf"}
 GROUP_COMMIT = "FullCommit|GroupCommit"
@@ -345,6 +405,10 @@ SUITE_DEFAULTS = {
     # Short but noisy: medians of interleaved repetitions.
     "commit": (7, [f"--benchmark_filter={GROUP_COMMIT}",
                    "--benchmark_enable_random_interleaving=true"]),
+    # One 100 000-object file built through beehive at start (~10-20 s), then short cases.
+    "selectors": (5, ["--benchmark_enable_random_interleaving=true"]),
+    # Single-row commits: noisy; interleaved so that the disk's drift spreads evenly.
+    "change_log": (7, ["--benchmark_enable_random_interleaving=true"]),
 }
 
 
