@@ -296,6 +296,7 @@ TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
     db.exec("DROP TABLE change_log");
     db.exec("ALTER TABLE objects DROP COLUMN labels");
     db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
+    db.exec("CREATE INDEX objects_by_version ON objects (resource_version)");
     db.exec("UPDATE beehive_schema SET version = 6");
   }
   Beehive bh(sqlite::open(file));

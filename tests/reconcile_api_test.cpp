@@ -370,6 +370,7 @@ TEST_F(ReconcileApiTest, AVersionFiveDatabaseGainsConditionGenerations) {
     db.exec("DROP TABLE change_log");
     db.exec("ALTER TABLE objects DROP COLUMN labels");
     db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
+    db.exec("CREATE INDEX objects_by_version ON objects (resource_version)");
     db.exec("ALTER TABLE conditions DROP COLUMN observed_generation");
     db.exec("UPDATE beehive_schema SET version = 5");
     db.exec(

@@ -41,7 +41,6 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
     db.exec("ALTER TABLE objects DROP COLUMN labels");
     db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
     db.exec("DROP INDEX objects_unsettled");
-    db.exec("DROP INDEX objects_by_version");
     db.exec("DROP INDEX events_by_run");
     db.exec("ALTER TABLE events DROP COLUMN resource_version");
     db.exec("ALTER TABLE objects DROP COLUMN conditions_count");

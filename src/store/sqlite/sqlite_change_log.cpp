@@ -15,15 +15,17 @@ namespace beehive::store {
 
 std::vector<ObjectRow> Connection::list_where(const GroupKind& gk, const ListQuery& q,
                                               unsigned loads) {
-  // A selector that requires a label value (or a key) drives the read from the labels'
-  // index, one rowid lookup per match: the unary `+` keeps SQLite (which has no
-  // statistics here) from scanning the kind's index and testing every object instead.
-  bool driven = q.selector && std::any_of(q.selector->requirements().begin(),
-                                          q.selector->requirements().end(), [](auto& r) {
-                                            using Op = LabelRequirement::Op;
-                                            return r.op == Op::equals || r.op == Op::in ||
-                                                   r.op == Op::exists;
-                                          });
+  // An owner, or a selector that requires a label value (or a key), drives the read from
+  // the edges' or the labels' index, one rowid lookup per match: the unary `+` keeps
+  // SQLite (which has no statistics here) from walking the kind's index and testing
+  // every object instead. A selector of negations alone cannot drive: it walks the kind.
+  bool driven =
+      q.owner || (q.selector && std::any_of(q.selector->requirements().begin(),
+                                            q.selector->requirements().end(), [](auto& r) {
+                                              using Op = LabelRequirement::Op;
+                                              return r.op == Op::equals || r.op == Op::in ||
+                                                     r.op == Op::exists;
+                                            }));
   std::string where = driven ? R"(+o."group" = ?1 AND +o.kind = ?2 AND +o.id > ?3)"
                              : R"(o."group" = ?1 AND o.kind = ?2 AND o.id > ?3)";
   if (q.owner)

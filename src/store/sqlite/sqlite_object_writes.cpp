@@ -6,6 +6,9 @@
 // Runs on the thread running the writer (owned by the store_writer actor), inside its
 // open transaction; not thread-safe.
 
+#include <algorithm>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "store/row_json.hpp"
@@ -80,11 +83,28 @@ void SqliteWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned 
 std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entries,
                                                          Time older_than) {
   return guarded([&]() -> std::optional<std::int64_t> {
-    auto s = conn_.use(Query::change_log_cut);
-    if (keep_entries > 0) s->bind(1, keep_entries);
-    s->bind(2, to_millis(older_than));
-    if (!s->executeStep() || s->getColumn(0).isNull()) return std::nullopt;
-    return s->getColumn(0).getInt64();
+    // Everything before the first young entry may go by age (cheap: it reads only the
+    // old entries, none at all in a busy store)...
+    std::int64_t cut = 0, oldest = 0;
+    {
+      auto s = conn_.use(Query::change_log_first_young);
+      s->bind(1, to_millis(older_than));
+      if (!s->executeStep() || s->getColumn(0).isNull()) return std::nullopt;  // empty log
+      oldest = s->getColumn(0).getInt64();
+      if (!s->getColumn(1).isNull() && s->getColumn(1).getInt64() == oldest)
+        return std::nullopt;  // the oldest entry is young: nothing is old enough
+      cut = s->getColumn(1).isNull() ? std::numeric_limits<std::int64_t>::max()
+                                     : s->getColumn(1).getInt64() - 1;
+    }
+    // ... unless it is among the newest `keep_entries`.
+    if (keep_entries > 0) {
+      auto s = conn_.use(Query::change_log_nth_newest);
+      s->bind(1, keep_entries);
+      if (!s->executeStep()) return std::nullopt;  // fewer entries than that
+      cut = std::min(cut, s->getColumn(0).getInt64() - 1);
+    }
+    if (cut < oldest) return std::nullopt;
+    return cut;
   });
 }
 

@@ -126,8 +126,10 @@ std::string sql_for(Query q) {
       return R"sql(SELECT EXISTS (SELECT 1 FROM refs AS r JOIN objects AS o ON o.id = r.from_id
              WHERE r.to_id = ?1 AND (r.relation = 'owned_by' OR o.deletion_requested_at IS NULL)))sql";
     case Query::list_owned_objects:
+      // The owner's edges drive (one rowid lookup per child); `+` keeps SQLite from
+      // walking the kind's index instead, which it prefers without statistics.
       return select_objects(R"(o.id IN (SELECT from_id FROM refs WHERE to_id = ?3 AND
-             relation = 'owned_by') AND o."group" = ?1 AND o.kind = ?2 ORDER BY o.id)");
+             relation = 'owned_by') AND +o."group" = ?1 AND +o.kind = ?2 ORDER BY o.id)");
     case Query::add_ref:
       return "INSERT OR IGNORE INTO refs (from_id, relation, to_id) VALUES (?1, ?2, ?3)";
     case Query::remove_ref:
@@ -202,12 +204,15 @@ std::string sql_for(Query q) {
              FROM change_log WHERE resource_version > ?1 ORDER BY resource_version)sql";
     case Query::change_log_horizon:
       return "SELECT value FROM beehive_meta WHERE key = 'change_log_horizon'";
-    case Query::change_log_cut:
-      // The newest entry that may go: older than ?2 and, unless ?1 is NULL, beyond the
-      // newest ?1 entries.
-      return R"sql(SELECT max(resource_version) FROM change_log WHERE at < ?2 AND
-             (?1 IS NULL OR resource_version < coalesce((SELECT resource_version FROM change_log
-               ORDER BY resource_version DESC LIMIT 1 OFFSET ?1 - 1), 0)))sql";
+    case Query::change_log_first_young:
+      // Walks the log from its oldest entry and stops at the first one at or after ?1:
+      // the old entries only, which are about to go (entries are appended in time order;
+      // one the clock put earlier behind a younger one is kept, never one too young).
+      return R"sql(SELECT min(resource_version), (SELECT resource_version FROM change_log
+             WHERE at >= ?1 ORDER BY resource_version LIMIT 1) FROM change_log)sql";
+    case Query::change_log_nth_newest:
+      return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
+             LIMIT 1 OFFSET ?1 - 1)sql";
     case Query::trim_change_log:
       return "DELETE FROM change_log WHERE resource_version <= ?1";
     case Query::set_change_log_horizon:

@@ -57,7 +57,8 @@ enum class Query : int {
   log_change,
   change_log_since,
   change_log_horizon,
-  change_log_cut,
+  change_log_first_young,
+  change_log_nth_newest,
   trim_change_log,
   set_change_log_horizon,
   count_,  // not a query

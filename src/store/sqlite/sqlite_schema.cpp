@@ -143,6 +143,9 @@ CREATE TABLE change_log (
 );
 INSERT INTO beehive_meta (key, value)
   SELECT 'change_log_horizon', value FROM beehive_meta WHERE key = 'resource_version';
+-- Other processes' commits are read from the log now: the index that found them among
+-- the objects would cost every write a page for nothing.
+DROP INDEX objects_by_version;
 )sql",
   };
   return m;
