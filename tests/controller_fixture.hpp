@@ -49,28 +49,33 @@ class Gate {
 };
 
 /// A logger that keeps every entry (its message and its fields), for checks of what was
-/// (not) logged. Outlives the beehive it is given to.
+/// (not) logged. The entries are shared with the logger it hands out, so a beehive that
+/// logs while it stops after the capture has gone (a fixture's member) writes nowhere
+/// harmful.
 class LogCapture {
  public:
   Logger logger() {
-    return [this](LogLevel, std::string_view message, const LogFields& fields) {
+    return [state = state_](LogLevel, std::string_view message, const LogFields& fields) {
       std::string entry(message);
       for (auto& [key, value] : fields) entry += " " + key + "=" + value;
-      std::lock_guard lk(mu_);
-      messages_.push_back(std::move(entry));
+      std::lock_guard lk(state->mu);
+      state->messages.push_back(std::move(entry));
     };
   }
   /// Whether any entry contains `text`.
   bool contains(std::string_view text) const {
-    std::lock_guard lk(mu_);
-    for (auto& m : messages_)
+    std::lock_guard lk(state_->mu);
+    for (auto& m : state_->messages)
       if (m.find(text) != std::string::npos) return true;
     return false;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::string> messages_;
+  struct State {
+    std::mutex mu;
+    std::vector<std::string> messages;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 /// Counts reconciles per id and runs a test-provided body.
