@@ -11,13 +11,12 @@
 //                              labels primary key (labels (key, value, object_id) ->
 //                              objects by rowid), into structs: what a selective read
 //                              costs when it reads only the matching rows
-//   BM_RawSelectorListShipped  raw SQLite, the statement beehive runs for the selector
-//                              (src/store/sqlite/sqlite_change_log.cpp's list_where and
-//                              label_selector.cpp's to_sql), into the same structs: the
-//                              plan's share of the library's time
-//   BM_RawSelectorListFixed    raw SQLite, beehive's statement with unary + on the kind's
-//                              terms (+o."group" = ?1 AND +o.kind = ?2), which keeps the
-//                              planner off objects_by_kind: a query shape that fixes it
+//   BM_RawSelectorListShipped  raw SQLite, beehive's statement without the unary + on the
+//                              kind's terms (as first shipped): the plan SQLite picks
+//                              unaided walks objects_by_kind over the whole kind
+//   BM_RawSelectorListFixed    raw SQLite, the statement beehive runs (list_where in
+//                              src/store/sqlite/sqlite_change_log.cpp: +o."group" = ?1 AND
+//                              +o.kind = ?2 keep the planner off objects_by_kind)
 //   BM_FullList                Client::list(ctx), all 100 000, decoded
 //   BM_RawFullList             raw SQLite, all 100 000 rows of the kind, into structs
 //
