@@ -293,6 +293,11 @@ TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
   {  // back to schema 6
     SQLite::Database db(file.string(), SQLite::OPEN_READWRITE);
     db.exec("DROP TABLE labels");
+    // (Schema 7 keeps the store's version in the log's newest entry too; 6 only had the
+    // counter.)
+    db.exec(
+        "UPDATE beehive_meta SET value = max(value, (SELECT max(resource_version) FROM "
+        "change_log)) WHERE key = 'resource_version'");
     db.exec("DROP TABLE change_log");
     db.exec("ALTER TABLE objects DROP COLUMN labels");
     db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
@@ -346,6 +351,44 @@ TEST(ChangeLog, AnActorResumesAndIsToldWhenItsPositionIsGone) {
   self->receive([&](const watch_ended& e) { ended = e.subscription == sub; },
                 caf::after(5s) >> [] {});
   EXPECT_TRUE(ended);
+}
+
+}  // namespace
+}  // namespace beehive::test
+
+namespace beehive::test {
+namespace {
+
+// The store's version is kept in the log's newest entry as much as in its counter: a
+// trim that empties the log must not move it back, nor must events (not logged).
+TEST(ChangeLog, VersionsNeverGoBackWhateverTheLogHolds) {
+  TestBeehive t(with_change_log_retention(0, 0ms), with_resync_interval(10s));
+  Widgets w(t.beehive(), widget_kind);
+  register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind,
+      [](const Context& ctx, ControllerClient<WidgetStatus>& c,
+         const Object<WidgetSpec, WidgetStatus>& o) {
+        c.record_event(ctx, o.id, {"probe", EventType::Normal, "Seen", "", {}});
+        return Result{};
+      });
+  t.start();
+  auto a = w.create({}, {"a", 1});
+  t.settle();  // the pass recorded an event: a version above the create's
+  ASSERT_EQ(w.list_events({}, a.id).size(), 1u);
+  auto head = w.watch_list({});
+  next(head);
+  auto position = head.resource_version();
+  EXPECT_GT(position, a.resource_version);  // the event's version
+  head.close();
+  t.advance(10s);  // the gc trims everything
+  EXPECT_EQ(log_size(t.path()), 0u);
+  // The old head is still the head: resuming there is neither too new nor too old.
+  auto resumed = w.watch_list({}, with_resume_from(position));
+  auto b = w.create({}, {"b", 1});
+  EXPECT_GT(b.resource_version, position);
+  ASSERT_FALSE(resumed.done()) << resumed.error().message();
+  auto c = next(resumed);
+  EXPECT_EQ(c.object.id, b.id);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 // open transaction; not thread-safe.
 
 #include <algorithm>
-#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -77,6 +76,7 @@ void SqliteWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned 
     s->bind(6, to_millis(at));
     if (final_body) s->bind(7, row_to_json(*final_body));
     s->exec();
+    last_logged_rv_ = rv;
   });
 }
 
@@ -91,10 +91,11 @@ std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entri
       s->bind(1, to_millis(older_than));
       if (!s->executeStep() || s->getColumn(0).isNull()) return std::nullopt;  // empty log
       oldest = s->getColumn(0).getInt64();
-      if (!s->getColumn(1).isNull() && s->getColumn(1).getInt64() == oldest)
+      auto first_young = s->getColumn(2);
+      if (!first_young.isNull() && first_young.getInt64() == oldest)
         return std::nullopt;  // the oldest entry is young: nothing is old enough
-      cut = s->getColumn(1).isNull() ? std::numeric_limits<std::int64_t>::max()
-                                     : s->getColumn(1).getInt64() - 1;
+      // No young entry: all of it, up to the newest.
+      cut = first_young.isNull() ? s->getColumn(1).getInt64() : first_young.getInt64() - 1;
     }
     // ... unless it is among the newest `keep_entries`.
     if (keep_entries > 0) {
@@ -111,6 +112,7 @@ std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entri
 int SqliteWriter::trim_change_log(std::int64_t cut) {
   return guarded([&] {
     int removed = 0;
+    conn_.use(Query::pin_resource_version)->exec();
     {
       auto s = conn_.use(Query::trim_change_log);
       s->bind(1, cut);

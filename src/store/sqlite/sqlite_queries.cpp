@@ -48,8 +48,13 @@ std::string sql_for(Query q) {
     // of a blocking update's time, most of it in malloc trimming the heap).
     case Query::set_resource_version:
       return "UPDATE beehive_meta SET value = ?1 WHERE key = 'resource_version'";
+    // The store's version is the larger of the counter and the newest change-log entry:
+    // a transaction whose last version went into the log leaves the counter alone,
+    // which saves every such commit a page (see SqliteWriter::commit).
     case Query::resource_version:
-      return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
+    case Query::current_resource_version:
+      return R"sql(SELECT max(value, coalesce((SELECT max(resource_version) FROM change_log), 0))
+             FROM beehive_meta WHERE key = 'resource_version')sql";
     case Query::last_object_id:  // AUTOINCREMENT's own counter, and the rows (none yet)
       return R"sql(SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'objects'), 0),
                         coalesce((SELECT max(id) FROM objects), 0))sql";
@@ -119,8 +124,6 @@ std::string sql_for(Query q) {
     case Query::conditions_changed:
       return "UPDATE objects SET resource_version = ?2, updated_at = ?3, conditions_count = "
              "(SELECT count(*) FROM conditions WHERE object_id = ?1) WHERE id = ?1";
-    case Query::current_resource_version:
-      return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
     case Query::has_incoming_refs:
       // A live claim: an owned child, or a dependent that is not being deleted itself.
       return R"sql(SELECT EXISTS (SELECT 1 FROM refs AS r JOIN objects AS o ON o.id = r.from_id
@@ -208,11 +211,16 @@ std::string sql_for(Query q) {
       // Walks the log from its oldest entry and stops at the first one at or after ?1:
       // the old entries only, which are about to go (entries are appended in time order;
       // one the clock put earlier behind a younger one is kept, never one too young).
-      return R"sql(SELECT min(resource_version), (SELECT resource_version FROM change_log
-             WHERE at >= ?1 ORDER BY resource_version LIMIT 1) FROM change_log)sql";
+      return R"sql(SELECT min(resource_version), max(resource_version),
+             (SELECT resource_version FROM change_log WHERE at >= ?1
+              ORDER BY resource_version LIMIT 1) FROM change_log)sql";
     case Query::change_log_nth_newest:
       return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
              LIMIT 1 OFFSET ?1 - 1)sql";
+    case Query::pin_resource_version:
+      // Before a trim: the counter takes the log's newest version, which may go.
+      return R"sql(UPDATE beehive_meta SET value = max(value, coalesce((SELECT
+               max(resource_version) FROM change_log), 0)) WHERE key = 'resource_version')sql";
     case Query::trim_change_log:
       return "DELETE FROM change_log WHERE resource_version <= ?1";
     case Query::set_change_log_horizon:

@@ -59,6 +59,7 @@ enum class Query : int {
   change_log_horizon,
   change_log_first_young,
   change_log_nth_newest,
+  pin_resource_version,
   trim_change_log,
   set_change_log_horizon,
   count_,  // not a query

@@ -25,13 +25,18 @@ SqliteWriter::SqliteWriter(const std::filesystem::path& file, const sqlite::Opti
 void SqliteWriter::begin() {
   rv_.reset();  // another process may have written since
   rv_taken_ = false;
+  last_logged_rv_ = 0;
   ids_checked_ = false;
   guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
 }
 
 void SqliteWriter::commit() {
   guarded([&] {
-    if (rv_taken_) {
+    // The store's version is also the log's newest entry: when the transaction's last
+    // version is one, the counter needs no write (nor its page a WAL frame). A version
+    // logged by a write rolled back to its savepoint was never seen by anyone, so the
+    // store's version may stay below it.
+    if (rv_taken_ && *rv_ != last_logged_rv_) {
       auto s = conn_.use(Query::set_resource_version);
       s->bind(1, *rv_);
       s->exec();

@@ -87,7 +87,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   ObjectID last_id_ = 0;            // the last object id this writer allocated
   ObjectID id_ceiling_ = -1;        // the id counter as this writer left it (-1: not read yet)
   static constexpr ObjectID kReservedIds = 1024;
-  bool rv_taken_ = false;  // a version was taken: store it at commit
+  bool rv_taken_ = false;            // a version was taken: store it at commit
+  std::int64_t last_logged_rv_ = 0;  // the version this transaction last logged
 };
 
 }  // namespace beehive::store
