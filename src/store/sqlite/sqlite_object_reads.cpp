@@ -106,6 +106,14 @@ std::vector<Ref> Connection::related(ObjectID id, unsigned relation) {
                                                    : Query::owned_by;
   return guarded([&] {
     std::vector<Ref> out;
+    if (relation == LoadOption::owner) {
+      auto s = use(Query::owner_of_one);
+      s->bind(1, id);
+      if (s->executeStep())
+        out.push_back(Ref{s->getColumn(0).getInt64(), s->getColumn(1).getString(),
+                          s->getColumn(2).getString()});
+      return out;
+    }
     auto ids = nlohmann::json::array({id}).dump();  // a one-id list, as load() passes
     for (auto& [from, ref] : edges(q, ids)) out.push_back(ref);
     return out;

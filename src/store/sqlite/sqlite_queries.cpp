@@ -70,6 +70,12 @@ std::string sql_for(Query q) {
     case Query::request_deletion:
       return "UPDATE objects SET deletion_requested_at = ?2, resource_version = ?3, "
              "updated_at = ?2 WHERE id = ?1";
+    case Query::owner_of_one:
+      // One object's owner, as every write looks it up for its commit record: bound
+      // directly, without the id list of the batched reads (json_each costs more than
+      // the lookup).
+      return R"sql(SELECT o.id, o."group", o.kind FROM refs AS r JOIN objects AS o
+             ON o.id = r.to_id WHERE r.from_id = ?1 AND r.relation = 'owned_by')sql";
     case Query::owner_of:
     case Query::dependencies_of:
       return std::string(R"sql(SELECT r.from_id, o.id, o."group", o.kind FROM refs AS r

@@ -21,6 +21,7 @@ enum class Query : int {
   update_spec,
   request_deletion,
   owner_of,
+  owner_of_one,
   dependencies_of,
   dependents_of,
   owned_by,
