@@ -279,6 +279,22 @@ State read_state(SQLite::Database& db, std::vector<std::string>& problems) {
                e.getColumn(6).getInt64()};
     st[it->second].events.push_back(std::move(r));
   }
+  // The change log is written in each change's transaction: every object's current
+  // version is an entry of it (the run writes far fewer changes than the retention
+  // keeps), and the store's version is at or above every object's.
+  if (db.tableExists("change_log")) {
+    SQLite::Statement l(db, R"(SELECT id, resource_version FROM objects AS o WHERE NOT EXISTS
+        (SELECT 1 FROM change_log WHERE resource_version = o.resource_version
+         AND object_id = o.id))");
+    while (l.executeStep())
+      problems.push_back("object " + l.getColumn(0).getString() + " at version " +
+                         l.getColumn(1).getString() + " has no change-log entry");
+    SQLite::Statement h(db, R"(SELECT (SELECT max(value, coalesce((SELECT max(resource_version)
+        FROM change_log), 0)) FROM beehive_meta WHERE key = 'resource_version') >=
+        coalesce((SELECT max(resource_version) FROM objects), 0))");
+    if (h.executeStep() && h.getColumn(0).getInt() == 0)
+      problems.push_back("an object's version is above the store's");
+  }
   return st;
 }
 
