@@ -102,9 +102,14 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
       return std::move(*row);
     }
   }
-  create_or_update_request req{
-      gk_,          std::string(slug), std::move(spec), rt_->spec_version(gk_),
-      s.finalizers, s.owner,           s.labels};
+  create_or_update_request req;
+  req.gk = gk_;
+  req.slug = std::string(slug);
+  req.spec = std::move(spec);
+  req.spec_version = rt_->spec_version(gk_);
+  req.finalizers = s.finalizers;
+  req.owner = s.owner;
+  req.labels = s.labels;
   if (s.on_create.empty()) return rt_->write(ctx, std::move(req), std::move(check)).row;
   // with_on_create runs only when this call creates: whether the slug was free is read
   // in the same transaction as the write.
