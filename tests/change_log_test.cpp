@@ -393,3 +393,32 @@ TEST(ChangeLog, VersionsNeverGoBackWhateverTheLogHolds) {
 
 }  // namespace
 }  // namespace beehive::test
+
+namespace beehive::test {
+namespace {
+
+std::uint64_t writer_transactions(Beehive& bh) {
+  caf::scoped_actor self{actor_system_of(bh)};
+  std::uint64_t n = 0;
+  self->request(bh.store_writer(), 10s, inspect_atom::value)
+      .receive([&](const store_writer_state& st) { n = st.transactions; }, [](caf::error&) {});
+  return n;
+}
+
+// Idle stays idle: old entries the count bound keeps are looked at on every gc cadence,
+// and no write transaction is taken for them.
+TEST(ChangeLog, ATrimWithNothingToRemoveWritesNothing) {
+  TestBeehive t(with_change_log_retention(10, 1min), with_resync_interval(10s));
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 0});
+  for (int i = 1; i < 5; ++i) w.update({}, a.id, {"a", i});
+  t.settle();
+  auto before = writer_transactions(t.beehive());
+  for (int i = 0; i < 10; ++i) t.advance(10s);  // far past max_age: only the count keeps them
+  EXPECT_EQ(writer_transactions(t.beehive()), before);
+  EXPECT_EQ(log_size(t.path()), 5u);
+}
+
+}  // namespace
+}  // namespace beehive::test
