@@ -14,6 +14,7 @@
 #include <beehive/testing.hpp>
 
 #include "fixture.hpp"
+#include "schema_downgrade.hpp"
 
 namespace beehive::test {
 namespace {
@@ -292,17 +293,7 @@ TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
   }
   {  // back to schema 6
     SQLite::Database db(file.string(), SQLite::OPEN_READWRITE);
-    db.exec("DROP TABLE labels");
-    // (Schema 7 keeps the store's version in the log's newest entry too; 6 only had the
-    // counter.)
-    db.exec(
-        "UPDATE beehive_meta SET value = max(value, (SELECT max(resource_version) FROM "
-        "change_log)) WHERE key = 'resource_version'");
-    db.exec("DROP TABLE change_log");
-    db.exec("ALTER TABLE objects DROP COLUMN labels");
-    db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
-    db.exec("CREATE INDEX objects_by_version ON objects (resource_version)");
-    db.exec("UPDATE beehive_schema SET version = 6");
+    downgrade_schema(db, 6);
   }
   Beehive bh(sqlite::open(file));
   Widgets w(bh, widget_kind);
@@ -314,12 +305,6 @@ TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
   w.set_labels({}, id, {{"a", "b"}});
   EXPECT_EQ(next(from_upgrade).object.labels, (Labels{{"a", "b"}}));
 }
-
-}  // namespace
-}  // namespace beehive::test
-
-namespace beehive::test {
-namespace {
 
 TEST(ChangeLog, AnActorResumesAndIsToldWhenItsPositionIsGone) {
   TestBeehive t(with_change_log_retention(1, 0ms), with_resync_interval(10s));
@@ -353,12 +338,6 @@ TEST(ChangeLog, AnActorResumesAndIsToldWhenItsPositionIsGone) {
   EXPECT_TRUE(ended);
 }
 
-}  // namespace
-}  // namespace beehive::test
-
-namespace beehive::test {
-namespace {
-
 // The store's version is kept in the log's newest entry as much as in its counter: a
 // trim that empties the log must not move it back, nor must events (not logged).
 TEST(ChangeLog, VersionsNeverGoBackWhateverTheLogHolds) {
@@ -390,12 +369,6 @@ TEST(ChangeLog, VersionsNeverGoBackWhateverTheLogHolds) {
   auto c = next(resumed);
   EXPECT_EQ(c.object.id, b.id);
 }
-
-}  // namespace
-}  // namespace beehive::test
-
-namespace beehive::test {
-namespace {
 
 std::uint64_t writer_transactions(Beehive& bh) {
   caf::scoped_actor self{actor_system_of(bh)};

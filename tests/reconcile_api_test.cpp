@@ -8,6 +8,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "controller_fixture.hpp"
+#include "schema_downgrade.hpp"
 
 namespace beehive::test {
 namespace {
@@ -366,18 +367,7 @@ TEST_F(ReconcileApiTest, AVersionFiveDatabaseGainsConditionGenerations) {
   close();
   {  // turn the file back into a version-5 database holding a condition
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
-    db.exec("DROP TABLE labels");
-    // (Schema 7 keeps the store's version in the log's newest entry too; 6 only had the
-    // counter.)
-    db.exec(
-        "UPDATE beehive_meta SET value = max(value, (SELECT max(resource_version) FROM "
-        "change_log)) WHERE key = 'resource_version'");
-    db.exec("DROP TABLE change_log");
-    db.exec("ALTER TABLE objects DROP COLUMN labels");
-    db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
-    db.exec("CREATE INDEX objects_by_version ON objects (resource_version)");
-    db.exec("ALTER TABLE conditions DROP COLUMN observed_generation");
-    db.exec("UPDATE beehive_schema SET version = 5");
+    downgrade_schema(db, 5);
     db.exec(
         "INSERT INTO conditions (object_id, type, status, reason, message, "
         "last_transition_at) VALUES (" +

@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "fixture.hpp"
+#include "schema_downgrade.hpp"
 
 namespace beehive::test {
 namespace {
@@ -36,21 +37,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   }
   {  // turn the file back into a version-1 database
     SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
-    db.exec("DROP TABLE labels");
-    // (Schema 7 keeps the store's version in the log's newest entry too; 6 only had the
-    // counter.)
-    db.exec(
-        "UPDATE beehive_meta SET value = max(value, (SELECT max(resource_version) FROM "
-        "change_log)) WHERE key = 'resource_version'");
-    db.exec("DROP TABLE change_log");
-    db.exec("ALTER TABLE objects DROP COLUMN labels");
-    db.exec("DELETE FROM beehive_meta WHERE key = 'change_log_horizon'");
-    db.exec("DROP INDEX objects_unsettled");
-    db.exec("DROP INDEX events_by_run");
-    db.exec("ALTER TABLE events DROP COLUMN resource_version");
-    db.exec("ALTER TABLE objects DROP COLUMN conditions_count");
-    db.exec("ALTER TABLE conditions DROP COLUMN observed_generation");
-    db.exec("UPDATE beehive_schema SET version = 1");
+    downgrade_schema(db, 1);
     // A condition written by the old version: the migration counts it.
     db.exec(
         "INSERT INTO conditions (object_id, type, status, reason, message, "

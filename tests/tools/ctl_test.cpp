@@ -15,6 +15,7 @@
 
 #include "fixture.hpp"
 #include "tools/process.hpp"
+#include "tools/text.hpp"
 
 namespace beehive::test {
 namespace {
@@ -42,19 +43,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, endpoint, latency_ms)
 const GroupKind cluster_kind{"kstack.sh", "Cluster"};
 const GroupKind other_widget_kind{"example.org", "Widget"};
 using Clusters = Client<ClusterSpec, ClusterStatus>;
-
-/// Whitespace-separated fields of a line.
-std::vector<std::string> fields(const std::string& line) {
-  std::istringstream in(line);
-  return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 /// The table row whose first field is `first`; empty when there is none.
 std::vector<std::string> row(const std::string& table, const std::string& first) {

@@ -17,24 +17,13 @@
 
 #include "fixture.hpp"
 #include "tools/process.hpp"
+#include "tools/text.hpp"
 
 namespace beehive::test {
 namespace {
 
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
-
-std::vector<std::string> fields(const std::string& line) {
-  std::istringstream in(line);
-  return {std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 /// The first field of each table row (the ids), the header left out.
 std::vector<std::string> ids(const std::string& table) {
