@@ -9,6 +9,7 @@ packages=(
   g++ make cmake ninja-build pkg-config curl
   libcaf-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libpq-dev postgresql
 )
 if [ $# -gt 0 ]; then
   packages=("$@")
