@@ -119,6 +119,11 @@ class Writer : public Reader {
   /// for callers that have gone; the store's busy timeout bounds the wait anyway.
   /// Empty: wait for the busy timeout.
   virtual void set_lock_wait(std::function<bool()> keep_waiting) = 0;
+  /// The write about to run is the leader's (a controller's, the collector's, a
+  /// sweep's): throws errc::store unless this process still leads, checked in the open
+  /// transaction so that a takeover cannot commit in between (fencing). A store with a
+  /// single process (SQLite) always leads.
+  virtual void fence() {}
 
   /// Allocates the next resource version (global, strictly increasing, never reused).
   virtual std::int64_t next_resource_version() = 0;
@@ -218,6 +223,17 @@ class Backend : public Store {
   virtual std::shared_ptr<void> claim() = 0;
   /// A warning when others may read the database (logged at start); empty otherwise.
   virtual std::string exposure() const = 0;
+
+  /// Whether the process holding claim() leads the processes running on this store
+  /// (runs controllers, the collector and sweeps). A store only one process can run on
+  /// (SQLite) always leads.
+  virtual bool leads() const { return true; }
+  /// Called, on a thread of the store's, whenever leads() changes while claimed; an
+  /// empty function unsubscribes. Returns once no earlier function runs any more.
+  virtual void on_leadership(std::function<void(bool)> changed) { (void)changed; }
+  /// Called, on a thread of the store's, soon after another process commits: a cue to
+  /// look at data_version() now rather than at the next poll. Empty unsubscribes.
+  virtual void on_foreign_commit(std::function<void()> committed) { (void)committed; }
 };
 
 /// The backend behind a public Store; throws invalid_argument for a foreign Store.

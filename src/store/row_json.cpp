@@ -46,6 +46,23 @@ std::string row_to_json(const ObjectRow& row) {
   return j.dump();
 }
 
+std::vector<Condition> stored_conditions(std::string_view json, std::int64_t session) {
+  std::vector<Condition> out;
+  if (json == "[]") return out;
+  for (auto& c : Json::parse(json)) {
+    Condition cond{c[0].get<std::string>(),
+                   condition_status_from_string(c[1]),
+                   c[2].get<std::string>(),
+                   c[3].get<std::string>(),
+                   c[4].get<int>() != 0,
+                   c[6].get<std::int64_t>(),
+                   from_millis(c[7].get<std::int64_t>())};
+    if (cond.liveness && c[5].get<std::int64_t>() != session) cond.status = ConditionStatus::Unknown;
+    out.push_back(std::move(cond));
+  }
+  return out;
+}
+
 ObjectRow row_from_json(std::string_view text) {
   try {
     auto j = Json::parse(text);

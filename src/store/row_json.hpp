@@ -8,12 +8,19 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <beehive/object_row.hpp>
 
 namespace beehive::store {
 
 std::string row_to_json(const ObjectRow& row);
+
+/// An object's conditions as both stores' reads return them, one JSON array of
+/// [type, status, reason, message, liveness, session, observed_generation,
+/// last_transition_at] per condition. A liveness condition written in another session
+/// than `session` reads as Unknown: it is only as current as the process that wrote it.
+std::vector<Condition> stored_conditions(std::string_view json, std::int64_t session);
 /// Throws Error(errc::store) for text that row_to_json did not write.
 ObjectRow row_from_json(std::string_view text);
 

@@ -1,9 +1,144 @@
-// Placeholder replaced by the PostgreSQL store proper.
+// The PostgreSQL backend (beehive::postgres::open): the schema migrated on open, a pool
+// of reader connections leased to callers, the write connection handed to the
+// store_writer actor, the change listener, and the leadership campaign while a Beehive
+// runs on the store.
+//
+// open() runs on the thread starting beehive; reader() on any caller's thread (the pool
+// is guarded by a mutex); the subscriptions from any thread. The other members only
+// read what the constructor set.
+
+#include <libpq-fe.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include <beehive/errors.hpp>
 #include <beehive/postgres.hpp>
 
+#include "store/backend.hpp"
+#include "store/postgres/pg_campaign.hpp"
+#include "store/postgres/pg_listener.hpp"
+#include "store/postgres/pg_reads.hpp"
+#include "store/postgres/pg_schema.hpp"
+#include "store/postgres/pg_writer.hpp"
+
+namespace beehive::store::pg {
+
+namespace {
+
+class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
+ public:
+  PgStore(std::string conninfo, postgres::Options opts)
+      : conninfo_(std::move(conninfo)), opts_(std::move(opts)) {
+    if (opts_.schema.empty()) throw Error(errc::invalid_argument, "postgres: empty schema name");
+    if (opts_.connections < 1) opts_.connections = 1;
+    Connection anchor(conninfo_, opts_.schema, opts_.connect_timeout);
+    session_ = pg_schema::migrate_and_open_session(anchor);
+    auto* raw = anchor.raw();
+    std::string host = PQhost(raw) ? PQhost(raw) : "", port = PQport(raw) ? PQport(raw) : "";
+    std::string db = PQdb(raw) ? PQdb(raw) : "";
+    where_ = "postgres://" + host + (port.empty() ? "" : ":" + port) + "/" + db +
+             "?schema=" + opts_.schema;
+    listener_ = std::make_unique<Listener>(conninfo_, opts_.schema, opts_.connect_timeout,
+                                           session_, shared_);
+  }
+
+  std::string describe() const override { return where_; }
+
+  ReaderLease reader() override {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !free_.empty() || opened_ < opts_.connections; });
+    std::unique_ptr<PgReader> r;
+    if (!free_.empty()) {
+      r = std::move(free_.back());
+      free_.pop_back();
+    } else {
+      ++opened_;
+      lk.unlock();
+      try {
+        r = std::make_unique<PgReader>(conninfo_, opts_.schema, opts_.connect_timeout, session_);
+      } catch (...) {
+        lk.lock();
+        --opened_;
+        cv_.notify_one();
+        throw;
+      }
+    }
+    return ReaderLease(r.release(), [this](Reader* p) {
+      std::unique_ptr<PgReader> conn(static_cast<PgReader*>(p));
+      {
+        std::lock_guard g(mu_);
+        if (conn->failed())
+          --opened_;
+        else
+          free_.push_back(std::move(conn));
+      }
+      cv_.notify_one();
+      conn.reset();
+    });
+  }
+
+  std::unique_ptr<Writer> open_writer() override {
+    return std::make_unique<PgWriter>(conninfo_, opts_.schema, opts_.connect_timeout, session_,
+                                      shared_);
+  }
+
+  std::int64_t session() const override { return session_; }
+
+  // Any number of processes may run on the store: the claim is a campaign for
+  // leadership, which ends (and hands the lease over) with the handle.
+  std::shared_ptr<void> claim() override {
+    auto weak = weak_from_this();
+    return std::make_shared<Campaign>(conninfo_, opts_.schema, opts_.connect_timeout, opts_.lease,
+                                      session_, shared_, [weak](bool leads) {
+                                        if (auto self = weak.lock()) self->leadership_changed(leads);
+                                      });
+  }
+
+  std::string exposure() const override { return {}; }
+  std::string identity() const override { return where_; }
+
+  bool leads() const override { return shared_->term.load(std::memory_order_acquire) != 0; }
+
+  void on_leadership(std::function<void(bool)> changed) override {
+    std::lock_guard g(leadership_mu_);
+    leadership_ = std::move(changed);
+  }
+
+  void on_foreign_commit(std::function<void()> committed) override {
+    listener_->subscribe(std::move(committed));
+  }
+
+ private:
+  void leadership_changed(bool leads) {
+    std::lock_guard g(leadership_mu_);
+    if (leadership_) leadership_(leads);
+  }
+
+  std::string conninfo_;
+  postgres::Options opts_;
+  std::string where_;
+  std::int64_t session_ = 0;
+  std::shared_ptr<SharedState> shared_ = std::make_shared<SharedState>();
+  std::unique_ptr<Listener> listener_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<PgReader>> free_;
+  int opened_ = 0;
+  std::mutex leadership_mu_;
+  std::function<void(bool)> leadership_;
+};
+
+}  // namespace
+
+}  // namespace beehive::store::pg
+
 namespace beehive::postgres {
-std::shared_ptr<Store> open(std::string, Options) {
-  throw Error(errc::store, "postgres store: not built yet");
+
+std::shared_ptr<Store> open(std::string conninfo, Options options) {
+  return std::make_shared<store::pg::PgStore>(std::move(conninfo), std::move(options));
 }
+
 }  // namespace beehive::postgres

@@ -15,6 +15,8 @@
 
 #include <beehive/time.hpp>
 
+#include "store/row_json.hpp"
+
 namespace beehive::store {
 
 namespace {
@@ -93,22 +95,7 @@ ObjectRow RowStatement::row(std::int64_t session) const {
   m.updated_at = from_millis(sqlite3_column_int64(s, 15));
   if (!is_null(s, 16))
     m.labels = nlohmann::json::parse(text(s, 16)).get<std::map<std::string, std::string>>();
-  auto conditions = text(s, 17);
-  if (conditions != "[]") {
-    for (auto& c : nlohmann::json::parse(conditions)) {
-      Condition cond{c[0].get<std::string>(),
-                     condition_status_from_string(c[1]),
-                     c[2].get<std::string>(),
-                     c[3].get<std::string>(),
-                     c[4].get<int>() != 0,
-                     c[6].get<std::int64_t>(),
-                     from_millis(c[7].get<std::int64_t>())};
-      // A liveness condition is only as current as the process that wrote it.
-      if (cond.liveness && c[5].get<std::int64_t>() != session)
-        cond.status = ConditionStatus::Unknown;
-      m.conditions.push_back(std::move(cond));
-    }
-  }
+  m.conditions = stored_conditions(text(s, 17), session);
   return r;
 }
 

@@ -1,0 +1,246 @@
+// A libpq connection: connecting (with the store's timeout and search path), prepared
+// statements with text parameters, pipelines, and error translation.
+//
+// Runs on the one thread using the connection at the time; not thread-safe.
+
+#include "store/postgres/pg_connection.hpp"
+
+#include <libpq-fe.h>
+
+#include <charconv>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store::pg {
+
+Params& Params::add(std::int64_t v) {
+  values_.push_back(std::to_string(v));
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::add(std::string_view v) {
+  values_.emplace_back(v);
+  null_.push_back(false);
+  return *this;
+}
+
+Params& Params::add_null() {
+  values_.emplace_back();
+  null_.push_back(true);
+  return *this;
+}
+
+std::vector<const char*> Params::pointers() const {
+  std::vector<const char*> out(values_.size());
+  for (std::size_t i = 0; i < values_.size(); ++i) out[i] = null_[i] ? nullptr : values_[i].c_str();
+  return out;
+}
+
+std::vector<int> Params::lengths() const {
+  std::vector<int> out(values_.size());
+  for (std::size_t i = 0; i < values_.size(); ++i) out[i] = static_cast<int>(values_[i].size());
+  return out;
+}
+
+Result& Result::operator=(Result&& o) noexcept {
+  if (this != &o) {
+    if (r_) PQclear(r_);
+    r_ = o.r_;
+    o.r_ = nullptr;
+  }
+  return *this;
+}
+
+Result::~Result() {
+  if (r_) PQclear(r_);
+}
+
+int Result::rows() const { return r_ ? PQntuples(r_) : 0; }
+
+bool Result::null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+
+std::string_view Result::text(int row, int col) const {
+  return {PQgetvalue(r_, row, col), static_cast<std::size_t>(PQgetlength(r_, row, col))};
+}
+
+std::int64_t Result::i64(int row, int col) const {
+  auto t = text(row, col);
+  std::int64_t v = 0;
+  std::from_chars(t.data(), t.data() + t.size(), v);
+  return v;
+}
+
+std::optional<std::int64_t> Result::opt_i64(int row, int col) const {
+  if (null(row, col)) return std::nullopt;
+  return i64(row, col);
+}
+
+int Result::affected() const {
+  const char* n = r_ ? PQcmdTuples(r_) : "";
+  return *n ? std::atoi(n) : 0;
+}
+
+namespace {
+
+// Notices (a schema that exists already, an index skipped) are not errors: beehive does
+// not print them.
+void ignore_notice(void*, const char*) {}
+
+bool ok(PGresult* r) {
+  auto s = PQresultStatus(r);
+  return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+}
+
+}  // namespace
+
+Connection::Connection(std::string conninfo, std::string schema,
+                       std::chrono::milliseconds connect_timeout)
+    : conninfo_(std::move(conninfo)), schema_(std::move(schema)), connect_timeout_(connect_timeout) {
+  connect();
+}
+
+Connection::~Connection() {
+  if (conn_) PQfinish(conn_);
+}
+
+void Connection::connect() {
+  if (conn_) PQfinish(conn_);
+  prepared_.clear();
+  auto timeout = std::to_string(std::max<long long>(
+      1, (static_cast<long long>(connect_timeout_.count()) + 999) / 1000));
+  const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
+  const char* values[] = {conninfo_.c_str(), timeout.c_str(), "beehive", nullptr};
+  conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+    std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
+    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    throw Error(errc::store, "postgres: cannot connect: " + why);
+  }
+  PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
+  // The schema's tables are named unqualified in every statement. pg_catalog stays
+  // first (implicitly), so that no table of the schema can shadow a system function.
+  Params p;
+  p.add(quote_identifier(schema_));
+  auto vals = p.pointers();
+  auto lens = p.lengths();
+  PGresult* r = PQexecParams(conn_, "SELECT set_config('search_path', $1, false)", 1, nullptr,
+                             vals.data(), lens.data(), nullptr, 0);
+  if (!ok(r)) fail(r, "search_path");
+  PQclear(r);
+}
+
+std::string Connection::quote_identifier(std::string_view name) const {
+  char* q = PQescapeIdentifier(conn_, name.data(), name.size());
+  if (!q) throw Error(errc::invalid_argument, "postgres: bad identifier: " + std::string(name));
+  std::string out(q);
+  PQfreemem(q);
+  return out;
+}
+
+bool Connection::in_transaction() const {
+  auto s = PQtransactionStatus(conn_);
+  return s == PQTRANS_ACTIVE || s == PQTRANS_INTRANS || s == PQTRANS_INERROR;
+}
+
+bool Connection::lost() const { return PQstatus(conn_) != CONNECTION_OK; }
+
+void Connection::reconnect() { connect(); }
+
+void Connection::ensure() {
+  if (!lost()) return;
+  connect();
+}
+
+void Connection::fail(PGresult* r, std::string_view what) {
+  std::string msg = r ? PQresultErrorMessage(r) : "";
+  if (msg.empty()) msg = PQerrorMessage(conn_);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  const char* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  bool unique = state && std::string_view(state) == "23505";
+  if (r) PQclear(r);
+  if (unique) throw Error(errc::already_exists, "postgres: " + msg);
+  if (lost()) throw Error(errc::store, "postgres: connection lost: " + msg);
+  throw Error(errc::store, "postgres: " + msg + (what.empty() ? "" : " (" + std::string(what) + ")"));
+}
+
+void Connection::prepare(const char* name, const std::string& sql, int nparams) {
+  if (prepared_.contains(name)) return;
+  (void)nparams;
+  PGresult* r = PQprepare(conn_, name, sql.c_str(), 0, nullptr);
+  if (!ok(r)) fail(r, name);
+  PQclear(r);
+  prepared_.insert(name);
+}
+
+Result Connection::run(const char* name, const std::string& sql, const Params& params) {
+  ensure();
+  auto vals = params.pointers();
+  auto lens = params.lengths();
+  PGresult* r = nullptr;
+  if (!*name) {  // run once: not worth preparing
+    r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, vals.data(),
+                     lens.data(), nullptr, 0);
+  } else {
+    prepare(name, sql, static_cast<int>(params.size()));
+    r = PQexecPrepared(conn_, name, static_cast<int>(params.size()), vals.data(), lens.data(),
+                       nullptr, 0);
+  }
+  if (!ok(r)) fail(r, name);
+  return Result(r);
+}
+
+void Connection::exec(const std::string& sql) {
+  ensure();
+  PGresult* r = PQexec(conn_, sql.c_str());
+  if (!ok(r)) fail(r, sql);
+  PQclear(r);
+}
+
+std::vector<Result> Connection::pipeline(std::vector<Statement>& statements) {
+  ensure();
+  for (auto& s : statements) prepare(s.name, *s.sql, static_cast<int>(s.params.size()));
+  if (PQenterPipelineMode(conn_) != 1) fail(nullptr, "pipeline");
+  std::vector<Result> results;
+  PGresult* first_error = nullptr;
+  bool sent = true;
+  for (auto& s : statements) {
+    auto vals = s.params.pointers();
+    auto lens = s.params.lengths();
+    if (!PQsendQueryPrepared(conn_, s.name, static_cast<int>(s.params.size()), vals.data(),
+                             lens.data(), nullptr, 0)) {
+      sent = false;
+      break;
+    }
+  }
+  if (sent && PQpipelineSync(conn_) != 1) sent = false;
+  if (sent) {
+    for (std::size_t i = 0; i < statements.size(); ++i) {
+      PGresult* r = PQgetResult(conn_);
+      if (!r) {  // the connection went
+        sent = false;
+        break;
+      }
+      if (!ok(r) && !first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+        first_error = r;
+      else
+        results.emplace_back(r);
+      while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the query's end
+    }
+    if (sent) {
+      PGresult* sync = PQgetResult(conn_);  // PGRES_PIPELINE_SYNC
+      if (sync) PQclear(sync);
+    }
+  }
+  if (!sent) {
+    // Whatever is left of the pipeline is unusable: drop the connection's state.
+    PQexitPipelineMode(conn_);
+    if (first_error) fail(first_error, statements.front().name);
+    fail(nullptr, statements.front().name);
+  }
+  PQexitPipelineMode(conn_);
+  if (first_error) fail(first_error, "pipeline");
+  return results;
+}
+
+}  // namespace beehive::store::pg

@@ -1,0 +1,121 @@
+#pragma once
+
+// One libpq connection to the store's schema: statements prepared once per connection
+// and run with bound parameters, several statements sent in one round trip (libpq's
+// pipeline mode), and PostgreSQL's errors turned into beehive's.
+//
+// A connection that is lost is re-established on the next statement run outside a
+// transaction (a transaction in progress is gone with it: that statement fails with
+// errc::store). Prepared statements are prepared again on the new connection.
+//
+// Not thread-safe: a connection is used by one thread at a time (a reader leased from
+// the pool, the thread running the writer, or the listener's thread).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+typedef struct pg_conn PGconn;
+typedef struct pg_result PGresult;
+
+namespace beehive::store::pg {
+
+/// Statement parameters, all sent as text (PostgreSQL converts them to the column's type).
+class Params {
+ public:
+  Params() = default;
+  Params& add(std::int64_t v);
+  Params& add(std::string_view v);
+  Params& add(const char* v) { return add(std::string_view(v)); }
+  Params& add(const std::string& v) { return add(std::string_view(v)); }
+  Params& add_null();
+  template <class T>
+  Params& add(const std::optional<T>& v) {
+    return v ? add(*v) : add_null();
+  }
+  std::size_t size() const { return values_.size(); }
+  /// Pointers valid while the Params lives unchanged.
+  std::vector<const char*> pointers() const;
+  std::vector<int> lengths() const;
+
+ private:
+  std::vector<std::string> values_;
+  std::vector<bool> null_;
+};
+
+/// A statement's result; owns the PGresult.
+class Result {
+ public:
+  Result() = default;
+  explicit Result(PGresult* r) : r_(r) {}
+  Result(Result&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  Result& operator=(Result&& o) noexcept;
+  ~Result();
+
+  int rows() const;
+  bool null(int row, int col) const;
+  std::string_view text(int row, int col) const;
+  std::string str(int row, int col) const { return std::string(text(row, col)); }
+  std::int64_t i64(int row, int col) const;
+  std::optional<std::int64_t> opt_i64(int row, int col) const;
+  bool boolean(int row, int col) const { return text(row, col) == "t"; }
+  /// Rows an INSERT, UPDATE or DELETE touched.
+  int affected() const;
+
+ private:
+  PGresult* r_ = nullptr;
+};
+
+/// One statement of a pipeline: prepared under `name` from `sql` the first time.
+struct Statement {
+  const char* name;
+  const std::string* sql;
+  Params params;
+};
+
+class Connection {
+ public:
+  /// Connects and sets the search path to `schema` (which need not exist yet).
+  Connection(std::string conninfo, std::string schema, std::chrono::milliseconds connect_timeout);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Runs the statement named `name` (prepared from `sql` on first use).
+  Result run(const char* name, const std::string& sql, const Params& params = {});
+  /// Runs SQL text without parameters (BEGIN, SAVEPOINT s1 ...).
+  void exec(const std::string& sql);
+  /// Sends the statements in one round trip and returns their results in order; the
+  /// first failing one throws, after every result has been read.
+  std::vector<Result> pipeline(std::vector<Statement>& statements);
+
+  /// Inside a transaction (an aborted one included).
+  bool in_transaction() const;
+  /// The server connection is gone (a statement failed for it).
+  bool lost() const;
+  /// Connects again now, dropping whatever state the old connection had.
+  void reconnect();
+  /// A quoted identifier (the schema, a channel name), safe to splice into SQL text.
+  std::string quote_identifier(std::string_view name) const;
+  PGconn* raw() { return conn_; }
+  const std::string& schema() const { return schema_; }
+
+ private:
+  void connect();
+  /// Reconnects when lost and not inside a transaction.
+  void ensure();
+  void prepare(const char* name, const std::string& sql, int nparams);
+  /// Throws the error of a failed result (errc::already_exists for a unique violation).
+  [[noreturn]] void fail(PGresult* r, std::string_view what);
+
+  std::string conninfo_, schema_;
+  std::chrono::milliseconds connect_timeout_;
+  PGconn* conn_ = nullptr;
+  std::unordered_set<std::string> prepared_;
+};
+
+}  // namespace beehive::store::pg

@@ -1,0 +1,78 @@
+// The change listener's thread: LISTEN on the store's channel, wait on the socket (and
+// on the eventfd that stops it), and report every notification from another session.
+// A lost connection is re-established every 100 ms; each new connection counts as a
+// commit heard, since notifications sent meanwhile were missed.
+
+#include "store/postgres/pg_listener.hpp"
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace beehive::store::pg {
+
+Listener::Listener(std::string conninfo, std::string schema,
+                   std::chrono::milliseconds connect_timeout, std::int64_t session,
+                   std::shared_ptr<SharedState> shared)
+    : conninfo_(std::move(conninfo)),
+      schema_(std::move(schema)),
+      connect_timeout_(connect_timeout),
+      own_payload_(std::to_string(session)),
+      shared_(std::move(shared)),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Listener::~Listener() {
+  stop_.store(true);
+  std::uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Listener::subscribe(std::function<void()> committed) {
+  std::lock_guard g(mu_);
+  subscriber_ = std::move(committed);
+}
+
+void Listener::heard() {
+  shared_->foreign_commits.fetch_add(1, std::memory_order_acq_rel);
+  std::lock_guard g(mu_);
+  if (subscriber_) subscriber_();
+}
+
+void Listener::loop() {
+  auto channel = ("beehive_" + schema_).substr(0, 63);
+  while (!stop_.load()) {
+    std::unique_ptr<Connection> c;
+    try {
+      c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_);
+      c->exec("LISTEN " + c->quote_identifier(channel));
+      heard();  // whatever was sent while not listening
+    } catch (const std::exception&) {
+      c.reset();
+    }
+    while (c && !stop_.load()) {
+      pollfd fds[2] = {{PQsocket(c->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, 1000) < 0) continue;
+      if (fds[1].revents) break;
+      if (!PQconsumeInput(c->raw())) {  // the connection is gone
+        c.reset();
+        break;
+      }
+      bool other = false;
+      while (PGnotify* n = PQnotifies(c->raw())) {
+        if (own_payload_ != n->extra) other = true;
+        PQfreemem(n);
+      }
+      if (other) heard();
+    }
+    if (stop_.load()) break;
+    pollfd wake{wake_fd_, POLLIN, 0};
+    (void)::poll(&wake, 1, 100);
+  }
+}
+
+}  // namespace beehive::store::pg

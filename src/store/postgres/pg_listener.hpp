@@ -1,0 +1,47 @@
+#pragma once
+
+// Listens, on a connection of its own, for the notifications every write transaction
+// sends at commit (LISTEN/NOTIFY), and tells the store's writer that another process
+// committed: it bumps SharedState::foreign_commits and calls the subscriber, which wakes
+// the writer to read the change log now rather than at its next poll.
+//
+// Owns one thread, stopped and joined by the destructor (woken at once through an
+// eventfd). subscribe() may be called from any thread.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "store/postgres/pg_writer.hpp"
+
+namespace beehive::store::pg {
+
+class Listener {
+ public:
+  Listener(std::string conninfo, std::string schema, std::chrono::milliseconds connect_timeout,
+           std::int64_t session, std::shared_ptr<SharedState> shared);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  void subscribe(std::function<void()> committed);
+
+ private:
+  void loop();
+  void heard();
+
+  std::string conninfo_, schema_;
+  std::chrono::milliseconds connect_timeout_;
+  std::string own_payload_;
+  std::shared_ptr<SharedState> shared_;
+  int wake_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;  // guards subscriber_, and is held while it runs
+  std::function<void()> subscriber_;
+  std::thread thread_;
+};
+
+}  // namespace beehive::store::pg

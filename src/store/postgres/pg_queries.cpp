@@ -1,0 +1,261 @@
+// The SQL text of every statement the PostgreSQL store prepares, by Q: the SQLite
+// store's statements (sqlite_queries.cpp explains their shapes) in PostgreSQL's
+// dialect, and the ones several processes need (counters locked per transaction, write
+// tokens, notifications, the leadership lease).
+//
+// Pure functions of their argument: safe on any thread.
+
+#include "store/postgres/pg_queries.hpp"
+
+#include <array>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store::pg {
+
+namespace {
+
+// Conditions come along as one JSON array in the row, as on SQLite; "C" collation sorts
+// them by type bytewise whatever the database's locale.
+constexpr const char* object_columns = R"sql(
+  o.id, o."group", o.kind, o.slug, o.spec, o.spec_version, o.status, o.status_version,
+  o.generation, o.observed_generation, o.observed_at, o.resource_version,
+  o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at, o.labels,
+  CASE WHEN o.conditions_count = 0 THEN '[]' ELSE
+  (SELECT json_agg(json_build_array(c.type, c.status, c.reason, c.message, c.liveness,
+                                    c.session, c.observed_generation, c.last_transition_at)
+                   ORDER BY c.type COLLATE "C")::text
+     FROM conditions AS c WHERE c.object_id = o.id) END
+)sql";
+
+std::string select_objects(const char* where) {
+  return std::string("SELECT ") + object_columns + " FROM objects AS o WHERE " + where;
+}
+
+constexpr const char* event_columns =
+    "id, object_id, category, type, reason, message, detail, count, first_at, last_at, "
+    "resource_version";
+
+std::string edges(const char* relation, bool outgoing) {
+  // outgoing: the objects the listed ones point at (owner, dependencies); else the ones
+  // pointing at them (dependents, owned).
+  std::string from = outgoing ? "r.from_id" : "r.to_id", to = outgoing ? "r.to_id" : "r.from_id";
+  return "SELECT " + from + R"sql(, o.id, o."group", o.kind FROM refs AS r JOIN objects AS o
+         ON o.id = )sql" + to + " WHERE r.relation = '" + relation + "' AND " + from +
+         " = ANY($1::bigint[]) ORDER BY " + from + ", o.id";
+}
+
+std::string sql_for(Q q) {
+  switch (q) {
+    case Q::get:
+      return select_objects("o.id = $1");
+    case Q::get_by_slug:
+      return select_objects(R"(o."group" = $1 AND o.kind = $2 AND o.slug = $3)");
+    case Q::list:
+      return select_objects(R"(o."group" = $1 AND o.kind = $2 ORDER BY o.id)");
+    case Q::head:
+      return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
+    case Q::lock_counters:
+      // Every write transaction, from every process, takes these rows first: writes are
+      // serialised, so versions become visible in the order they were given out.
+      return "SELECT key, value FROM beehive_meta WHERE key IN ('resource_version', "
+             "'object_id') FOR UPDATE";
+    case Q::store_counters:
+      return "UPDATE beehive_meta SET value = CASE key WHEN 'resource_version' THEN $1::bigint "
+             "ELSE $2::bigint END WHERE key IN ('resource_version', 'object_id')";
+    case Q::write_token:
+      return "INSERT INTO write_tokens (session, token) VALUES ($1, $2) "
+             "ON CONFLICT (session) DO UPDATE SET token = excluded.token";
+    case Q::read_token:
+      return "SELECT token FROM write_tokens WHERE session = $1";
+    case Q::notify:
+      return "SELECT pg_notify($1, $2)";
+    case Q::insert_object:
+      return R"sql(INSERT INTO objects (id, "group", kind, slug, spec, spec_version, generation,
+             resource_version, finalizers, created_at, updated_at, labels)
+             VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9, $10))sql";
+    case Q::update_spec:
+      return "UPDATE objects SET spec = $2, spec_version = $3, generation = $4, "
+             "resource_version = $5, updated_at = $6 WHERE id = $1";
+    case Q::request_deletion:
+      return "UPDATE objects SET deletion_requested_at = $2, resource_version = $3, "
+             "updated_at = $2 WHERE id = $1";
+    case Q::owner_of_one:
+      return R"sql(SELECT o.id, o."group", o.kind FROM refs AS r JOIN objects AS o
+             ON o.id = r.to_id WHERE r.from_id = $1 AND r.relation = 'owned_by')sql";
+    case Q::owner_of:
+      return edges("owned_by", true);
+    case Q::dependencies_of:
+      return edges("depends_on", true);
+    case Q::dependents_of:
+      return edges("depends_on", false);
+    case Q::owned_by:
+      return edges("owned_by", false);
+    case Q::recent_events:
+      return std::string(R"sql(SELECT e.* FROM (SELECT DISTINCT object_id, category FROM events
+             WHERE object_id = ANY($1::bigint[])) AS k CROSS JOIN LATERAL (SELECT )sql") +
+             event_columns + R"sql( FROM events WHERE object_id = k.object_id AND
+             category = k.category ORDER BY last_at DESC, id DESC LIMIT $2) AS e
+             ORDER BY e.object_id, e.last_at DESC, e.id DESC)sql";
+    case Q::list_ids:
+      return R"(SELECT id, resource_version FROM objects WHERE "group" = $1 AND kind = $2)";
+    case Q::list_unsettled_ids:
+      return R"(SELECT id, resource_version FROM objects WHERE "group" = $1 AND kind = $2 AND
+             (observed_generation IS DISTINCT FROM generation OR deletion_requested_at IS NOT NULL))";
+    case Q::update_status:
+      return "UPDATE objects SET status = $2, status_version = $3, "
+             "observed_generation = $4, observed_at = $5, resource_version = $6, updated_at = $7 "
+             "WHERE id = $1";
+    case Q::upsert_condition:
+      return R"sql(INSERT INTO conditions (object_id, type, status, reason, message, liveness,
+             session, last_transition_at, observed_generation)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (object_id, type) DO UPDATE SET status = excluded.status,
+               reason = excluded.reason, message = excluded.message,
+               liveness = excluded.liveness, session = excluded.session,
+               observed_generation = excluded.observed_generation,
+               last_transition_at = CASE WHEN conditions.status = excluded.status
+                 THEN conditions.last_transition_at ELSE excluded.last_transition_at END)sql";
+    case Q::delete_condition:
+      return "DELETE FROM conditions WHERE object_id = $1 AND type = $2";
+    case Q::set_finalizers:
+      return "UPDATE objects SET finalizers = $2, resource_version = $3, updated_at = $4 "
+             "WHERE id = $1";
+    case Q::conditions_changed:
+      return "UPDATE objects SET resource_version = $2, updated_at = $3, conditions_count = "
+             "(SELECT count(*) FROM conditions WHERE object_id = $1) WHERE id = $1";
+    case Q::has_incoming_refs:
+      return R"sql(SELECT EXISTS (SELECT 1 FROM refs AS r JOIN objects AS o ON o.id = r.from_id
+             WHERE r.to_id = $1 AND (r.relation = 'owned_by' OR o.deletion_requested_at IS NULL)))sql";
+    case Q::list_owned_objects:
+      return select_objects(R"(o.id IN (SELECT from_id FROM refs WHERE to_id = $3 AND
+             relation = 'owned_by') AND o."group" = $1 AND o.kind = $2 ORDER BY o.id)");
+    case Q::add_ref:
+      return "INSERT INTO refs (from_id, relation, to_id) VALUES ($1, $2, $3) "
+             "ON CONFLICT DO NOTHING";
+    case Q::remove_ref:
+      return "DELETE FROM refs WHERE from_id = $1 AND relation = $2 AND to_id = $3";
+    case Q::object_exists:
+      return "SELECT EXISTS (SELECT 1 FROM objects WHERE id = $1)";
+    case Q::cascade_candidates:
+      return R"sql(SELECT child.id FROM objects AS owner
+             JOIN refs AS r ON r.to_id = owner.id AND r.relation = 'owned_by'
+             JOIN objects AS child ON child.id = r.from_id
+             WHERE owner.deletion_requested_at IS NOT NULL
+               AND child.deletion_requested_at IS NULL)sql";
+    case Q::collectible:
+      return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
+             AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs AS r
+               JOIN objects AS d ON d.id = r.from_id WHERE r.to_id = o.id
+               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)))sql";
+    case Q::drop_pending_dependencies:
+      return R"sql(DELETE FROM refs WHERE to_id = $1 AND relation = 'depends_on' AND EXISTS
+             (SELECT 1 FROM objects WHERE id = refs.from_id
+              AND deletion_requested_at IS NOT NULL))sql";
+    case Q::delete_object:
+      return "DELETE FROM objects WHERE id = $1";
+    case Q::list_events:
+      return std::string("SELECT ") + event_columns + R"sql( FROM events WHERE object_id = $1
+             AND ($2::text IS NULL OR category = $2) AND ($3::text IS NULL OR type = $3)
+             AND ($4::text IS NULL OR reason = $4) AND ($5::bigint IS NULL OR last_at >= $5)
+             ORDER BY last_at DESC, id DESC LIMIT $6)sql";
+    case Q::current_run:
+      return std::string("SELECT ") + event_columns +
+             " FROM events WHERE object_id = $1 AND category = $2 ORDER BY id DESC LIMIT 1";
+    case Q::insert_event:
+      return R"sql(INSERT INTO events (object_id, category, type, reason, message, detail,
+             count, first_at, last_at, resource_version)
+             VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $7, $8) RETURNING id)sql";
+    case Q::extend_event:
+      return "UPDATE events SET count = count + 1, message = $2, detail = $3, last_at = $4, "
+             "resource_version = $5 WHERE id = $1";
+    case Q::kinds_with_events:
+      return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
+             WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
+    case Q::trim_events:
+      return R"sql(DELETE FROM events WHERE id IN (
+               SELECT id FROM (
+                 SELECT e.id, e.last_at, row_number() OVER (PARTITION BY e.object_id, e.category
+                                                            ORDER BY e.last_at DESC, e.id DESC) AS n
+                 FROM events AS e JOIN objects AS o ON o.id = e.object_id
+                 WHERE o."group" = $1 AND o.kind = $2) AS ranked
+               WHERE ($3::bigint > 0 AND n > $3::bigint) OR ($4::bigint IS NOT NULL AND last_at < $4)))sql";
+    case Q::set_labels:
+      return "UPDATE objects SET labels = $2, resource_version = $3, updated_at = $4 WHERE id = $1";
+    case Q::delete_labels:
+      return "DELETE FROM labels WHERE object_id = $1";
+    case Q::insert_label:
+      return "INSERT INTO labels (object_id, key, value) VALUES ($1, $2, $3)";
+    case Q::log_change:
+      return R"sql(INSERT INTO change_log (resource_version, object_id, "group", kind, parts, at,
+             final_body) VALUES ($1, $2, $3, $4, $5, $6, $7))sql";
+    case Q::change_log_since:
+      return R"sql(SELECT resource_version, object_id, "group", kind, parts, final_body
+             FROM change_log WHERE resource_version > $1 ORDER BY resource_version)sql";
+    case Q::change_log_horizon:
+      return "SELECT value FROM beehive_meta WHERE key = 'change_log_horizon'";
+    case Q::change_log_first_young:
+      return R"sql(SELECT min(resource_version), max(resource_version),
+             (SELECT resource_version FROM change_log WHERE at >= $1
+              ORDER BY resource_version LIMIT 1) FROM change_log)sql";
+    case Q::change_log_nth_newest:
+      return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
+             LIMIT 1 OFFSET $1::bigint - 1)sql";
+    case Q::trim_change_log:
+      return "DELETE FROM change_log WHERE resource_version <= $1";
+    case Q::set_change_log_horizon:
+      return "UPDATE beehive_meta SET value = greatest(value, $1::bigint) "
+             "WHERE key = 'change_log_horizon'";
+    case Q::lease_acquire:
+      // Takes the lease when it is free or has expired (a new term), or renews it when
+      // held by `holder` (same term); returns the term when this holder leads after it.
+      return R"sql(UPDATE leadership SET
+               term = CASE WHEN holder = $1 AND expires_at > now() THEN term ELSE term + 1 END,
+               holder = $1, expires_at = now() + $2::bigint * interval '1 millisecond'
+             WHERE id = 1 AND (holder = $1 OR expires_at <= now())
+             RETURNING term)sql";
+    case Q::lease_check:
+      // Fencing: in the leader's own write transaction, the lease row is read and locked
+      // (FOR SHARE): a takeover waits for this transaction, and this transaction fails
+      // when a takeover committed first.
+      return "SELECT 1 FROM leadership WHERE id = 1 AND holder = $1 AND term = $2 "
+             "AND expires_at > now() FOR SHARE";
+    case Q::lease_release:
+      return "UPDATE leadership SET expires_at = '-infinity' WHERE id = 1 AND holder = $1 "
+             "AND term = $2";
+    case Q::count_:
+      break;
+  }
+  throw Error(errc::store, "unknown query");
+}
+
+struct Catalog {
+  std::array<std::string, static_cast<int>(Q::count_)> sql, names;
+  Catalog() {
+    for (int i = 0; i < static_cast<int>(Q::count_); ++i) {
+      sql[i] = sql_for(static_cast<Q>(i));
+      names[i] = "bh" + std::to_string(i);
+    }
+  }
+};
+
+const Catalog& catalog() {
+  static const Catalog c;
+  return c;
+}
+
+}  // namespace
+
+std::string select_objects_sql(const std::string& where) { return select_objects(where.c_str()); }
+
+Statement statement(Q q, Params params) {
+  auto i = static_cast<int>(q);
+  return Statement{catalog().names[i].c_str(), &catalog().sql[i], std::move(params)};
+}
+
+Result run(Connection& c, Q q, const Params& params) {
+  auto i = static_cast<int>(q);
+  return c.run(catalog().names[i].c_str(), catalog().sql[i], params);
+}
+
+}  // namespace beehive::store::pg

@@ -1,0 +1,78 @@
+#pragma once
+
+// The statements the PostgreSQL store runs, named (Q) so that each is prepared once per
+// connection, and their SQL text (pg_queries.cpp).
+//
+// Plain data and pure functions: safe on any thread.
+
+#include <string>
+
+#include "store/postgres/pg_connection.hpp"
+
+namespace beehive::store::pg {
+
+enum class Q : int {
+  get,
+  get_by_slug,
+  list,
+  head,
+  lock_counters,
+  store_counters,
+  write_token,
+  read_token,
+  notify,
+  insert_object,
+  update_spec,
+  request_deletion,
+  owner_of_one,
+  owner_of,
+  dependencies_of,
+  dependents_of,
+  owned_by,
+  recent_events,
+  list_ids,
+  list_unsettled_ids,
+  update_status,
+  upsert_condition,
+  delete_condition,
+  set_finalizers,
+  conditions_changed,
+  has_incoming_refs,
+  list_owned_objects,
+  add_ref,
+  remove_ref,
+  object_exists,
+  cascade_candidates,
+  collectible,
+  drop_pending_dependencies,
+  delete_object,
+  list_events,
+  current_run,
+  insert_event,
+  extend_event,
+  kinds_with_events,
+  trim_events,
+  set_labels,
+  delete_labels,
+  insert_label,
+  log_change,
+  change_log_since,
+  change_log_horizon,
+  change_log_first_young,
+  change_log_nth_newest,
+  trim_change_log,
+  set_change_log_horizon,
+  lease_acquire,
+  lease_check,
+  lease_release,
+  count_,  // not a query
+};
+
+/// The statement's name and SQL text.
+Statement statement(Q q, Params params = {});
+/// Runs `q` on `c`.
+Result run(Connection& c, Q q, const Params& params = {});
+/// An object read of the columns read_row decodes; `where` is the rest of it.
+std::string select_objects_sql(const std::string& where);
+
+}  // namespace beehive::store::pg

@@ -1,0 +1,124 @@
+#pragma once
+
+// The Reader interface over a PostgreSQL connection: the pooled reader connections
+// (PgReader) and, through the same template, the write connection (PgWriter, whose
+// reads see its own open transaction). Reads of several statements run in one
+// REPEATABLE READ snapshot, so that they see one committed state.
+//
+// Not thread-safe, like its connection: used by the one thread holding it.
+
+#include <cstdint>
+#include <string>
+
+#include <beehive/errors.hpp>
+
+#include "store/backend.hpp"
+#include "store/postgres/pg_connection.hpp"
+
+namespace beehive::store::pg {
+
+/// The reads, on a connection someone else owns.
+class Reads {
+ public:
+  Reads(Connection& c, std::int64_t session) : c_(c), session_(session) {}
+
+  std::optional<ObjectRow> get(ObjectID id, unsigned loads);
+  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug, unsigned loads);
+  std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads);
+  void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each);
+  std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  std::int64_t& rv);
+  std::vector<Ref> related(ObjectID id, unsigned relation);
+  bool has_incoming_refs(ObjectID id);
+  std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner, unsigned loads);
+  std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q);
+  std::optional<Event> current_run(ObjectID id, const std::string& category);
+  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
+                                        std::int64_t& rv);
+  std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk, bool unsettled_only);
+  std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q, unsigned loads);
+  ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
+                              std::optional<ObjectID> id, const std::vector<std::int64_t>& skip);
+
+ private:
+  /// Runs `fn` in one read snapshot (unless already inside the writer's transaction).
+  template <class Fn>
+  auto in_snapshot(Fn&& fn) -> decltype(fn());
+  std::vector<ObjectRow> rows(const Result& r);
+  void load(std::vector<ObjectRow*> rows, unsigned loads);
+  void load_all(std::vector<ObjectRow>& rows, unsigned loads);
+  std::vector<event_run> query_events(ObjectID id, const detail::EventQuery& q);
+  std::int64_t head();
+
+  Connection& c_;
+  std::int64_t session_;
+};
+
+/// Reader (or Writer) operations on a connection of its own.
+template <class Interface>
+class Reading : public Interface {
+ public:
+  Reading(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
+          std::int64_t session)
+      : conn_(std::move(conninfo), std::move(schema), timeout), reads_(conn_, session) {}
+
+  std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
+    return reads_.get(id, loads);
+  }
+  std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
+                                       unsigned loads) override {
+    return reads_.get_by_slug(gk, slug, loads);
+  }
+  std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
+    return reads_.list(gk, loads);
+  }
+  void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each) override {
+    reads_.list_each(gk, each);
+  }
+  std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  std::int64_t& rv) override {
+    return reads_.snapshot(gk, id, rv);
+  }
+  std::vector<Ref> related(ObjectID id, unsigned relation) override {
+    return reads_.related(id, relation);
+  }
+  bool has_incoming_refs(ObjectID id) override { return reads_.has_incoming_refs(id); }
+  std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
+                                            unsigned loads) override {
+    return reads_.list_owned_objects(gk, owner, loads);
+  }
+  std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) override {
+    return reads_.list_events(id, q);
+  }
+  std::optional<Event> current_run(ObjectID id, const std::string& category) override {
+    return reads_.current_run(id, category);
+  }
+  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
+                                        std::int64_t& rv) override {
+    return reads_.event_snapshot(id, q, rv);
+  }
+  std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
+                                                          bool unsettled_only) override {
+    return reads_.list_ids(gk, unsettled_only);
+  }
+  std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q,
+                                    unsigned loads) override {
+    return reads_.list_where(gk, q, loads);
+  }
+  ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
+                              std::optional<ObjectID> id,
+                              const std::vector<std::int64_t>& skip) override {
+    return reads_.changes_since(rv, gk, id, skip);
+  }
+
+  /// The connection was lost: the pool closes it rather than lending it again.
+  bool failed() const { return conn_.lost(); }
+
+ protected:
+  Connection conn_;
+  Reads reads_;
+};
+
+using PgReader = Reading<Reader>;
+
+}  // namespace beehive::store::pg

@@ -1,0 +1,178 @@
+// The PostgreSQL schema as a list of migrations, applied in order inside one
+// transaction when a store is opened, which also starts the store's new session.
+//
+// Its tables mirror the SQLite schema at its version 7 (see sqlite_schema.cpp for why
+// each exists), in PostgreSQL's types, plus what several processes need: the write
+// tokens that resolve a commit interrupted by a lost connection, and the leadership
+// lease. The migration numbers are this backend's own.
+//
+// Runs on the thread opening the store; holds no state of its own.
+
+#include "store/postgres/pg_schema.hpp"
+
+#include <string>
+#include <vector>
+
+#include <beehive/errors.hpp>
+
+namespace beehive::store::pg_schema {
+
+namespace {
+
+// Migration i takes the schema from version i to i + 1. Never edit a released entry;
+// append a new one.
+const std::vector<const char*>& migrations() {
+  static const std::vector<const char*> m = {
+      R"sql(
+CREATE TABLE beehive_meta (
+  key   TEXT PRIMARY KEY,
+  value BIGINT NOT NULL
+);
+INSERT INTO beehive_meta (key, value) VALUES ('resource_version', 0), ('session', 0),
+  ('object_id', 0), ('change_log_horizon', 0);
+
+CREATE TABLE objects (
+  id                    BIGINT PRIMARY KEY,
+  "group"               TEXT NOT NULL,
+  kind                  TEXT NOT NULL,
+  slug                  TEXT,
+  spec                  TEXT NOT NULL,
+  spec_version          INTEGER NOT NULL DEFAULT 0,
+  status                TEXT,
+  status_version        INTEGER NOT NULL DEFAULT 0,
+  generation            BIGINT NOT NULL,
+  observed_generation   BIGINT,
+  observed_at           BIGINT,
+  resource_version      BIGINT NOT NULL,
+  deletion_requested_at BIGINT,
+  finalizers            TEXT NOT NULL DEFAULT '[]',
+  created_at            BIGINT NOT NULL,
+  updated_at            BIGINT NOT NULL,
+  conditions_count      INTEGER NOT NULL DEFAULT 0,
+  labels                TEXT,
+  UNIQUE ("group", kind, slug)
+);
+CREATE INDEX objects_by_kind ON objects ("group", kind, id);
+CREATE INDEX objects_deleting ON objects (deletion_requested_at)
+  WHERE deletion_requested_at IS NOT NULL;
+CREATE INDEX objects_unsettled ON objects ("group", kind)
+  WHERE observed_generation IS DISTINCT FROM generation OR deletion_requested_at IS NOT NULL;
+
+CREATE TABLE conditions (
+  object_id           BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  type                TEXT NOT NULL,
+  status              TEXT NOT NULL,
+  reason              TEXT NOT NULL,
+  message             TEXT NOT NULL,
+  liveness            INTEGER NOT NULL DEFAULT 0,
+  session             BIGINT NOT NULL DEFAULT 0,
+  last_transition_at  BIGINT NOT NULL,
+  observed_generation BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (object_id, type)
+);
+
+CREATE TABLE refs (
+  from_id  BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  relation TEXT NOT NULL CHECK (relation IN ('owned_by', 'depends_on')),
+  to_id    BIGINT NOT NULL REFERENCES objects (id) ON DELETE RESTRICT,
+  PRIMARY KEY (from_id, relation, to_id)
+);
+CREATE INDEX refs_by_target ON refs (to_id, relation, from_id);
+
+CREATE TABLE events (
+  id               BIGSERIAL PRIMARY KEY,
+  object_id        BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  category         TEXT NOT NULL,
+  type             TEXT NOT NULL,
+  reason           TEXT NOT NULL,
+  message          TEXT NOT NULL,
+  detail           TEXT,
+  count            INTEGER NOT NULL,
+  first_at         BIGINT NOT NULL,
+  last_at          BIGINT NOT NULL,
+  resource_version BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX events_by_object ON events (object_id, category, last_at);
+CREATE INDEX events_by_run ON events (object_id, category, id);
+
+CREATE TABLE labels (
+  object_id BIGINT NOT NULL REFERENCES objects (id) ON DELETE CASCADE,
+  key       TEXT NOT NULL,
+  value     TEXT NOT NULL,
+  PRIMARY KEY (key, value, object_id)
+);
+CREATE INDEX labels_by_object ON labels (object_id);
+
+CREATE TABLE change_log (
+  resource_version BIGINT PRIMARY KEY,
+  object_id        BIGINT NOT NULL,
+  "group"          TEXT NOT NULL,
+  kind             TEXT NOT NULL,
+  parts            BIGINT NOT NULL,
+  at               BIGINT NOT NULL,
+  final_body       TEXT
+);
+
+-- One row per writer session: the token of its last committed transaction.
+CREATE TABLE write_tokens (
+  session BIGINT PRIMARY KEY,
+  token   BIGINT NOT NULL
+);
+
+-- The leadership lease: who leads, in which term, until when (the database's clock).
+CREATE TABLE leadership (
+  id         INTEGER PRIMARY KEY CHECK (id = 1),
+  holder     BIGINT NOT NULL,
+  term       BIGINT NOT NULL,
+  expires_at TIMESTAMPTZ NOT NULL
+);
+INSERT INTO leadership (id, holder, term, expires_at) VALUES (1, 0, 0, '-infinity');
+)sql",
+  };
+  return m;
+}
+
+}  // namespace
+
+int latest_version() { return static_cast<int>(migrations().size()); }
+
+std::int64_t migrate_and_open_session(pg::Connection& c) {
+  static const std::string lock_sql = "SELECT pg_advisory_xact_lock(hashtext($1))";
+  static const std::string version_sql =
+      "SELECT CASE WHEN to_regclass('beehive_schema') IS NULL THEN 0 ELSE "
+      "(SELECT coalesce(max(version), 0) FROM beehive_schema) END";
+  static const std::string session_sql =
+      "UPDATE beehive_meta SET value = value + 1 WHERE key = 'session' RETURNING value";
+  c.exec("BEGIN");
+  try {
+    // Processes opening one new schema at once: the first creates it, the others wait.
+    c.run("", lock_sql, pg::Params().add("beehive:" + c.schema()));
+    c.exec("CREATE SCHEMA IF NOT EXISTS " + c.quote_identifier(c.schema()));
+    // to_regclass in a plpgsql-free way: the version table may not exist yet.
+    auto v = c.run("", version_sql);
+    int version = static_cast<int>(v.i64(0, 0));
+    if (version > latest_version())
+      throw Error(errc::store, "database schema version " + std::to_string(version) +
+                                   " is newer than this build's " +
+                                   std::to_string(latest_version()));
+    if (version == 0) c.exec("CREATE TABLE beehive_schema (version INTEGER NOT NULL)");
+    for (int i = version; i < latest_version(); ++i) c.exec(migrations()[i]);
+    c.exec("DELETE FROM beehive_schema");
+    c.run("", "INSERT INTO beehive_schema (version) VALUES ($1)",
+          pg::Params().add(static_cast<std::int64_t>(latest_version())));
+    auto s = c.run("", session_sql);
+    auto session = s.i64(0, 0);
+    c.exec("COMMIT");
+    return session;
+  } catch (...) {
+    if (!c.lost()) {
+      try {
+        c.exec("ROLLBACK");
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+}
+
+}  // namespace beehive::store::pg_schema

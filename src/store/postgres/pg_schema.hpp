@@ -1,0 +1,22 @@
+#pragma once
+
+// The PostgreSQL schema, as migrations applied in order when a store is opened.
+//
+// Runs on the thread opening the store, on the connection it passes.
+
+#include <cstdint>
+
+#include "store/postgres/pg_connection.hpp"
+
+namespace beehive::store::pg_schema {
+
+/// The schema version this build writes.
+int latest_version();
+
+/// Creates the schema (the PostgreSQL schema named by the connection included) or
+/// migrates it to latest_version() in one transaction, serialised with every other
+/// process opening it; starts and returns the store's new session. Throws errc::store
+/// for a schema newer than this build's.
+std::int64_t migrate_and_open_session(pg::Connection& c);
+
+}  // namespace beehive::store::pg_schema

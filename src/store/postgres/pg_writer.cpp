@@ -1,0 +1,152 @@
+// The PostgreSQL writer's transactions. Each one begins by locking the store's counters
+// (resource version, object id), which serialises write transactions across every
+// process, so that versions become visible in the order they were given out; versions
+// and ids are then counted in memory and stored at commit, in the same round trip as
+// the write token, the notification to other processes and the COMMIT itself.
+//
+// Runs on the thread running the writer (owned by the store_writer actor), one call at
+// a time; not thread-safe.
+
+#include "store/postgres/pg_writer.hpp"
+
+#include <thread>
+
+#include "store/postgres/pg_queries.hpp"
+
+namespace beehive::store::pg {
+
+namespace {
+
+const std::string begin_sql = "BEGIN";
+const std::string commit_sql = "COMMIT";
+
+}  // namespace
+
+PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
+                   std::int64_t session, std::shared_ptr<SharedState> shared)
+    : Reading(std::move(conninfo), schema, timeout, session),
+      session_(session),
+      shared_(std::move(shared)),
+      channel_(("beehive_" + schema).substr(0, 63)),
+      connect_timeout_(timeout) {}
+
+void PgWriter::begin() {
+  leader_work_ = false;
+  fenced_term_ = 0;
+  if (conn_.lost()) conn_.reconnect();  // a transaction lost with it is over anyway
+  std::vector<Statement> s;
+  s.push_back({"bh_begin", &begin_sql, {}});
+  s.push_back(statement(Q::lock_counters));
+  auto r = conn_.pipeline(s);
+  auto& counters = r[1];
+  for (int i = 0; i < counters.rows(); ++i) {
+    if (counters.text(i, 0) == "resource_version")
+      rv_ = counters.i64(i, 1);
+    else
+      last_id_ = counters.i64(i, 1);
+  }
+  ++token_;
+}
+
+void PgWriter::commit() {
+  std::vector<Statement> s;
+  s.push_back(statement(Q::store_counters, Params().add(rv_).add(last_id_)));
+  s.push_back(statement(Q::write_token, Params().add(session_).add(token_)));
+  s.push_back(statement(Q::notify, Params().add(channel_).add(session_)));
+  s.push_back({"bh_commit", &commit_sql, {}});
+  try {
+    conn_.pipeline(s);
+  } catch (const Error& e) {
+    if (!conn_.lost()) {  // the database refused it: nothing committed
+      rollback();
+      throw;
+    }
+    resolve_lost_commit(e);
+  }
+}
+
+void PgWriter::resolve_lost_commit(const Error& why) {
+  // The COMMIT may have reached the server before the connection went. The token this
+  // transaction wrote is in the database exactly when it committed: keep reconnecting
+  // (each attempt bounded by the connect timeout) until it can be read, for at most
+  // six connect timeouts.
+  auto deadline = std::chrono::steady_clock::now() + 6 * connect_timeout_;
+  std::string last = why.what();
+  for (;;) {
+    try {
+      conn_.reconnect();
+      auto r = run(conn_, Q::read_token, Params().add(session_));
+      if (r.rows() && r.i64(0, 0) == token_) return;  // it committed
+      throw Error(errc::store,
+                  std::string("postgres: the connection was lost before the commit: ") + why.what());
+    } catch (const Error& e) {
+      if (!conn_.lost()) throw;  // answered: not committed
+      last = e.what();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  throw Error(errc::store,
+              "postgres: the connection was lost during a commit and its outcome could not be "
+              "read back: " + last);
+}
+
+void PgWriter::rollback() {
+  if (conn_.lost() || !conn_.in_transaction()) return;
+  try {
+    conn_.exec("ROLLBACK");
+  } catch (const Error&) {
+  }
+}
+
+bool PgWriter::in_transaction() { return !conn_.lost() && conn_.in_transaction(); }
+
+std::int64_t PgWriter::data_version() {
+  return shared_->foreign_commits.load(std::memory_order_acquire);
+}
+
+void PgWriter::set_lock_wait(std::function<bool()> keep_waiting) {
+  // PostgreSQL waits for the counters' lock inside the statement; its lock_timeout
+  // bounds that wait (see Connection).
+  keep_waiting_ = std::move(keep_waiting);
+}
+
+std::int64_t PgWriter::next_resource_version() { return ++rv_; }
+
+ObjectID PgWriter::next_object_id() { return ++last_id_; }
+
+void PgWriter::fence() {
+  // Fencing: the leader's writes hold the lease row (FOR SHARE) until they commit, so a
+  // takeover waits for them, and fail when a takeover committed first.
+  auto term = shared_->term.load(std::memory_order_acquire);
+  if (term != 0 && fenced_term_ == term) return;
+  if (term != 0) {
+    auto r = run(conn_, Q::lease_check, Params().add(session_).add(term));
+    if (r.rows() == 1) {
+      fenced_term_ = term;
+      return;
+    }
+    shared_->deposed.store(true, std::memory_order_release);
+  }
+  throw Error(errc::store, "postgres: this process is not the leader (its lease was taken over): "
+                           "controller, collector and sweep writes are the leader's");
+}
+
+void PgWriter::savepoint(int depth) { conn_.exec("SAVEPOINT s" + std::to_string(depth)); }
+
+void PgWriter::release(int depth) { conn_.exec("RELEASE SAVEPOINT s" + std::to_string(depth)); }
+
+void PgWriter::rollback_to(int depth) {
+  fenced_term_ = 0;  // a lease check rolled back with its savepoint holds no lock any more
+  conn_.exec("ROLLBACK TO SAVEPOINT s" + std::to_string(depth));
+  conn_.exec("RELEASE SAVEPOINT s" + std::to_string(depth));
+}
+
+std::vector<ObjectID> PgWriter::ids(Q q) {
+  auto r = run(conn_, q);
+  std::vector<ObjectID> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(r.i64(i, 0));
+  return out;
+}
+
+}  // namespace beehive::store::pg

@@ -1,0 +1,106 @@
+#pragma once
+
+// The Writer interface on PostgreSQL: one process's write connection. Its definitions
+// are split by concept: pg_writer.cpp (transactions, the counters every write
+// transaction locks, commit resolution after a lost connection, fencing) and
+// pg_writes.cpp (objects, edges, conditions, labels, the change log and events).
+//
+// Not thread-safe: owned by the store_writer actor, used by the thread running it.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/postgres/pg_queries.hpp"
+#include "store/postgres/pg_reads.hpp"
+
+namespace beehive::store::pg {
+
+/// What the store shares with its writer: other processes' commits as the listener
+/// heard of them, and this process's leadership, which write transactions check.
+struct SharedState {
+  /// Bumped by the listener for every other process's commit (and after it reconnects,
+  /// when it may have missed some).
+  std::atomic<std::int64_t> foreign_commits{0};
+  /// The term this process leads in; 0 while it does not lead.
+  std::atomic<std::int64_t> term{0};
+  /// Set by a transaction that found the lease taken by another term (fenced off).
+  std::atomic<bool> deposed{false};
+};
+
+class PgWriter : public Reading<Writer> {
+ public:
+  PgWriter(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
+           std::int64_t session, std::shared_ptr<SharedState> shared);
+
+  void begin() override;
+  void commit() override;
+  void rollback() override;
+  bool in_transaction() override;
+  std::int64_t data_version() override;
+  void set_lock_wait(std::function<bool()> keep_waiting) override;
+  std::int64_t next_resource_version() override;
+  ObjectID next_object_id() override;
+  void fence() override;
+
+  void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override;
+  bool add_ref(ObjectID from, const char* relation, ObjectID to) override;
+  bool remove_ref(ObjectID from, const char* relation, ObjectID to) override;
+  bool exists(ObjectID id) override;
+  std::vector<ObjectID> cascade_candidates() override;
+  std::vector<ObjectID> collectible() override;
+  void drop_pending_dependencies(ObjectID target) override;
+  void delete_object(ObjectID id) override;
+  void update_spec(ObjectID id, const std::string& spec, int spec_version, std::int64_t generation,
+                   std::int64_t rv, Time now) override;
+  void request_deletion(ObjectID id, Time at, std::int64_t rv) override;
+  void update_status(ObjectID id, const std::optional<std::string>& status, int status_version,
+                     std::optional<std::int64_t> observed_generation,
+                     std::optional<Time> observed_at, std::int64_t rv, Time now) override;
+  void upsert_condition(ObjectID id, const Condition& c, Time now) override;
+  bool delete_condition(ObjectID id, const std::string& type) override;
+  void set_finalizers(ObjectID id, const std::vector<std::string>& finalizers, std::int64_t rv,
+                      Time now) override;
+  void conditions_changed(ObjectID id, std::int64_t rv, Time now) override;
+  void set_labels(ObjectID id, const Labels& labels, std::int64_t rv, Time now) override;
+  void log_change(std::int64_t rv, const ObjectMeta& meta, unsigned parts, Time at,
+                  const ObjectRow* final_body) override;
+  std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries, Time older_than) override;
+  int trim_change_log(std::int64_t cut) override;
+
+  EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
+                       Time now, std::int64_t rv) override;
+  void extend_event(EventID id, const std::string& message,
+                    const std::optional<std::string>& detail, Time now, std::int64_t rv) override;
+  std::vector<GroupKind> kinds_with_events() override;
+  int trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) override;
+
+  void savepoint(int depth) override;
+  void release(int depth) override;
+  void rollback_to(int depth) override;
+
+ private:
+  /// After a COMMIT lost with its connection: reconnects and reads this session's write
+  /// token back. Returns normally when the transaction committed; throws when it did
+  /// not, or when that cannot be learnt.
+  void resolve_lost_commit(const Error& why);
+  std::vector<ObjectID> ids(Q q);
+  void insert_labels(ObjectID id, const Labels& labels);
+
+  std::int64_t session_;
+  std::shared_ptr<SharedState> shared_;
+  std::string channel_;
+  std::chrono::milliseconds connect_timeout_;
+  std::int64_t token_ = 0;        // of the last transaction begun
+  std::int64_t rv_ = 0;           // the counters as locked at begin, then as allocated
+  std::int64_t last_id_ = 0;
+  bool leader_work_ = false;      // the open transaction must be fenced by the lease
+  std::int64_t fenced_term_ = 0;  // the term it checked (0: not checked yet)
+  std::function<bool()> keep_waiting_;
+};
+
+}  // namespace beehive::store::pg

@@ -1,0 +1,195 @@
+// The PostgreSQL writer's statements: objects, edges, conditions, labels, the change
+// log, events, and the garbage collector's queries and removals. Each mirrors the
+// SQLite writer's (sqlite_object_writes.cpp, sqlite_event_writes.cpp).
+//
+// Runs on the thread running the writer, inside its open transaction; not thread-safe.
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "store/postgres/pg_queries.hpp"
+#include "store/postgres/pg_writer.hpp"
+#include "store/row_json.hpp"
+
+namespace beehive::store::pg {
+
+void PgWriter::insert_object(const ObjectRow& row, std::optional<ObjectID> owner) {
+  Params p;
+  p.add(row.meta.id).add(row.meta.group).add(row.meta.kind).add(row.meta.slug).add(row.spec);
+  p.add(std::int64_t{row.spec_version}).add(row.meta.resource_version);
+  p.add(nlohmann::json(row.meta.finalizers).dump()).add(to_millis(row.meta.created_at));
+  if (row.meta.labels.empty())
+    p.add_null();
+  else
+    p.add(nlohmann::json(row.meta.labels).dump());
+  run(conn_, Q::insert_object, p);
+  if (owner) add_ref(row.meta.id, "owned_by", *owner);
+  if (!row.meta.labels.empty()) insert_labels(row.meta.id, row.meta.labels);
+}
+
+void PgWriter::insert_labels(ObjectID id, const Labels& labels) {
+  for (const auto& [key, value] : labels)
+    run(conn_, Q::insert_label, Params().add(id).add(key).add(value));
+}
+
+void PgWriter::set_labels(ObjectID id, const Labels& labels, std::int64_t rv, Time now) {
+  Params p;
+  p.add(id);
+  if (labels.empty())
+    p.add_null();
+  else
+    p.add(nlohmann::json(labels).dump());
+  p.add(rv).add(to_millis(now));
+  run(conn_, Q::set_labels, p);
+  run(conn_, Q::delete_labels, Params().add(id));
+  insert_labels(id, labels);
+}
+
+void PgWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned parts, Time at,
+                          const ObjectRow* final_body) {
+  Params p;
+  p.add(rv).add(meta.id).add(meta.group).add(meta.kind).add(static_cast<std::int64_t>(parts));
+  p.add(to_millis(at));
+  if (final_body)
+    p.add(row_to_json(*final_body));
+  else
+    p.add_null();
+  run(conn_, Q::log_change, p);
+}
+
+std::optional<std::int64_t> PgWriter::change_log_cut(std::int64_t keep_entries, Time older_than) {
+  auto r = run(conn_, Q::change_log_first_young, Params().add(to_millis(older_than)));
+  if (r.rows() == 0 || r.null(0, 0)) return std::nullopt;  // an empty log
+  auto oldest = r.i64(0, 0);
+  auto first_young = r.opt_i64(0, 2);
+  if (first_young && *first_young == oldest) return std::nullopt;  // nothing old enough
+  std::int64_t cut = first_young ? *first_young - 1 : r.i64(0, 1);
+  if (keep_entries > 0) {
+    auto n = run(conn_, Q::change_log_nth_newest, Params().add(keep_entries));
+    if (n.rows() == 0) return std::nullopt;  // fewer entries than that
+    cut = std::min(cut, n.i64(0, 0) - 1);
+  }
+  if (cut < oldest) return std::nullopt;
+  return cut;
+}
+
+int PgWriter::trim_change_log(std::int64_t cut) {
+  int removed = run(conn_, Q::trim_change_log, Params().add(cut)).affected();
+  run(conn_, Q::set_change_log_horizon, Params().add(cut));
+  return removed;
+}
+
+bool PgWriter::add_ref(ObjectID from, const char* relation, ObjectID to) {
+  return run(conn_, Q::add_ref, Params().add(from).add(relation).add(to)).affected() > 0;
+}
+
+bool PgWriter::remove_ref(ObjectID from, const char* relation, ObjectID to) {
+  return run(conn_, Q::remove_ref, Params().add(from).add(relation).add(to)).affected() > 0;
+}
+
+bool PgWriter::exists(ObjectID id) {
+  return run(conn_, Q::object_exists, Params().add(id)).boolean(0, 0);
+}
+
+std::vector<ObjectID> PgWriter::cascade_candidates() { return ids(Q::cascade_candidates); }
+
+std::vector<ObjectID> PgWriter::collectible() { return ids(Q::collectible); }
+
+void PgWriter::drop_pending_dependencies(ObjectID target) {
+  run(conn_, Q::drop_pending_dependencies, Params().add(target));
+}
+
+void PgWriter::delete_object(ObjectID id) { run(conn_, Q::delete_object, Params().add(id)); }
+
+void PgWriter::update_spec(ObjectID id, const std::string& spec, int spec_version,
+                           std::int64_t generation, std::int64_t rv, Time now) {
+  run(conn_, Q::update_spec,
+      Params().add(id).add(spec).add(std::int64_t{spec_version}).add(generation).add(rv).add(
+          to_millis(now)));
+}
+
+void PgWriter::request_deletion(ObjectID id, Time at, std::int64_t rv) {
+  run(conn_, Q::request_deletion, Params().add(id).add(to_millis(at)).add(rv));
+}
+
+void PgWriter::update_status(ObjectID id, const std::optional<std::string>& status,
+                             int status_version, std::optional<std::int64_t> observed_generation,
+                             std::optional<Time> observed_at, std::int64_t rv, Time now) {
+  Params p;
+  p.add(id).add(status).add(std::int64_t{status_version}).add(observed_generation);
+  if (observed_at)
+    p.add(to_millis(*observed_at));
+  else
+    p.add_null();
+  p.add(rv).add(to_millis(now));
+  run(conn_, Q::update_status, p);
+}
+
+void PgWriter::upsert_condition(ObjectID id, const Condition& c, Time now) {
+  run(conn_, Q::upsert_condition,
+      Params()
+          .add(id)
+          .add(c.type)
+          .add(to_string(c.status))
+          .add(c.reason)
+          .add(c.message)
+          .add(std::int64_t{c.liveness ? 1 : 0})
+          .add(session_)
+          .add(to_millis(now))
+          .add(static_cast<std::int64_t>(c.observed_generation)));
+}
+
+bool PgWriter::delete_condition(ObjectID id, const std::string& type) {
+  return run(conn_, Q::delete_condition, Params().add(id).add(type)).affected() > 0;
+}
+
+void PgWriter::set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
+                              std::int64_t rv, Time now) {
+  run(conn_, Q::set_finalizers,
+      Params().add(id).add(nlohmann::json(finalizers).dump()).add(rv).add(to_millis(now)));
+}
+
+void PgWriter::conditions_changed(ObjectID id, std::int64_t rv, Time now) {
+  run(conn_, Q::conditions_changed, Params().add(id).add(rv).add(to_millis(now)));
+}
+
+EventID PgWriter::insert_event(ObjectID id, const EventSpec& e,
+                               const std::optional<std::string>& detail, Time now,
+                               std::int64_t rv) {
+  auto r = run(conn_, Q::insert_event,
+               Params()
+                   .add(id)
+                   .add(e.category)
+                   .add(to_string(e.type))
+                   .add(e.reason)
+                   .add(e.message)
+                   .add(detail)
+                   .add(to_millis(now))
+                   .add(rv));
+  return r.i64(0, 0);
+}
+
+void PgWriter::extend_event(EventID id, const std::string& message,
+                            const std::optional<std::string>& detail, Time now, std::int64_t rv) {
+  run(conn_, Q::extend_event, Params().add(id).add(message).add(detail).add(to_millis(now)).add(rv));
+}
+
+std::vector<GroupKind> PgWriter::kinds_with_events() {
+  auto r = run(conn_, Q::kinds_with_events);
+  std::vector<GroupKind> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back({r.str(i, 0), r.str(i, 1)});
+  return out;
+}
+
+int PgWriter::trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) {
+  Params p;
+  p.add(gk.group).add(gk.kind).add(std::int64_t{per_object});
+  if (older_than)
+    p.add(to_millis(*older_than));
+  else
+    p.add_null();
+  return run(conn_, Q::trim_events, p).affected();
+}
+
+}  // namespace beehive::store::pg
