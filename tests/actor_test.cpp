@@ -21,7 +21,7 @@ struct AppConfig : caf::actor_system_config {
 class ActorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = sqlite::open(dir_.file("a.db"));
+    store_ = open_test_store(dir_.file("a.db"));
     bh_ = std::make_unique<Beehive>(sys_, store_, with_clock(clock_));
   }
   void TearDown() override {

@@ -22,7 +22,7 @@ class ClockStepTest : public ::testing::Test {
   template <class... Opts>
   void start(Recorder::Body body, Opts&&... opts) {
     recorder_->set_body(std::move(body));
-    store_ = sqlite::open(dir_.file("beehive.db"));
+    store_ = open_test_store(dir_.file("beehive.db"));
     bh_ = std::make_unique<Beehive>(store_, with_clock(clock_), std::forward<Opts>(opts)...);
     register_controller<WidgetSpec, WidgetStatus>(
         *bh_, widget_kind, [r = recorder_](auto& ctx, auto& cc, auto& o) { return (*r)(ctx, cc, o); });

@@ -19,7 +19,7 @@ namespace beehive::test {
 namespace {
 
 using namespace std::chrono_literals;
-using beehive::testing::TestBeehive;
+using TestBeehive = KitBeehive;  // on the test store: SQLite or PostgreSQL
 
 std::vector<ObjectID> ids_of(const std::vector<Object<WidgetSpec, WidgetStatus>>& objects) {
   std::vector<ObjectID> ids;
@@ -161,10 +161,10 @@ TEST(Labels, TheyOutliveTheProcessThatWroteThem) {
   auto file = dir.file("l.db");
   ObjectID id;
   {
-    Beehive bh(sqlite::open(file));
+    Beehive bh(open_test_store(file));
     id = Widgets(bh, widget_kind).create({}, {"red", 1}, with_labels({{"a", "b"}})).id;
   }
-  Beehive bh(sqlite::open(file));
+  Beehive bh(open_test_store(file));
   EXPECT_EQ(Widgets(bh, widget_kind).get({}, id).labels, (Labels{{"a", "b"}}));
 }
 

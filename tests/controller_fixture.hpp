@@ -143,7 +143,7 @@ class ControllerTest : public ::testing::Test {
   template <class... Opts>
   void open(Opts&&... opts) {
     close();
-    store_ = sqlite::open(dir_.file("beehive.db"), store_options_);
+    store_ = open_test_store(dir_.file("beehive.db"), store_options_);
     bh_ = std::make_unique<Beehive>(store_, with_clock(clock_), std::forward<Opts>(opts)...);
   }
   void close() {
@@ -193,7 +193,7 @@ class ControllerTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  sqlite::Options store_options_;  ///< what open() opens the store with
+  sqlite::Options store_options_;  ///< what open() opens a SQLite store with
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
   std::shared_ptr<Recorder> recorder_ = std::make_shared<Recorder>();
   std::shared_ptr<Store> store_;

@@ -1,15 +1,20 @@
 #pragma once
 
-// Shared test helpers: a fresh database file per test, and sample Spec/Status types.
+// Shared test helpers: a fresh store per test (SQLite or PostgreSQL: see
+// support/test_store.hpp), and sample Spec/Status types.
 
 #include <atomic>
+#include <concepts>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
 #include <beehive/beehive.hpp>
 #include <beehive/testing.hpp>
+
+#include "support/test_store.hpp"
 
 namespace beehive::test {
 
@@ -24,6 +29,7 @@ class TempDir {
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
+    drop_test_schemas_under(path_);  // the PostgreSQL schemas that stood for its files
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }
@@ -69,7 +75,7 @@ class BeehiveTest : public ::testing::Test {
   void open() {
     bh_.reset();
     store_.reset();
-    store_ = sqlite::open(db_path());
+    store_ = open_test_store(db_path());
     bh_ = std::make_unique<Beehive>(store_);
   }
   void SetUp() override { open(); }
@@ -83,6 +89,59 @@ class BeehiveTest : public ::testing::Test {
   std::shared_ptr<Store> store_;
   std::unique_ptr<Beehive> bh_;
   Context ctx_;
+};
+
+/// Skips the rest of a test that checks something only SQLite has (its file, its VFS,
+/// its locking), saying so, when the tests run on PostgreSQL.
+#define SKIP_UNLESS_SQLITE(why)                            \
+  do {                                                     \
+    if (::beehive::test::test_backend_is_postgres())       \
+      GTEST_SKIP() << "SQLite-specific (" << (why) << ")"; \
+  } while (0)
+
+/// The test kit's TestBeehive (<beehive/testing.hpp>), but on the test store: the kit's
+/// always opens SQLite, and these tests are meant to run on either backend.
+class KitBeehive {
+ public:
+  template <class... Opts>
+  requires(std::convertible_to<Opts, Option>&&...) explicit KitBeehive(Opts&&... opts)
+      : store_(open_test_store(path())),
+        bh_(std::make_unique<Beehive>(store_, Option(std::forward<Opts>(opts))...,
+                                      with_clock(clock_))) {}
+  ~KitBeehive() {
+    try {
+      stop();
+    } catch (...) {
+    }
+    bh_.reset();
+    store_.reset();
+  }
+  KitBeehive(const KitBeehive&) = delete;
+  KitBeehive& operator=(const KitBeehive&) = delete;
+
+  Beehive& beehive() { return *bh_; }
+  ManualClock& clock() { return *clock_; }
+  /// The database file (under PostgreSQL: the path that names the schema).
+  std::filesystem::path path() const { return dir_.file("beehive.db"); }
+
+  void start() { stop_ = bh_->start(Context{}); }
+  void stop() {
+    if (auto s = std::exchange(stop_, nullptr)) s(Context{});
+  }
+  void settle() {
+    beehive::testing::settle(*bh_, Context{}.with_timeout(std::chrono::seconds(10)));
+  }
+  void advance(std::chrono::milliseconds d) {
+    clock_->advance(d);
+    settle();
+  }
+
+ private:
+  TempDir dir_;  // first: it outlives the store
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  Stop stop_;
 };
 
 /// Asserts that `expr` throws beehive::Error with `code` and a message containing `text`.

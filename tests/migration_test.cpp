@@ -105,7 +105,7 @@ class MigrationTest : public ::testing::Test {
   template <class Spec, class M = void>
   void open(std::shared_ptr<Migrator> m = nullptr) {
     close();
-    store_ = sqlite::open(dir_.file("m.db"));
+    store_ = open_test_store(dir_.file("m.db"));
     bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
     if (m)
       cc_ = std::make_shared<ControllerClient<StatusV>>(register_controller<Spec, StatusV>(
@@ -124,11 +124,11 @@ class MigrationTest : public ::testing::Test {
   }
   void TearDown() override { close(); }
   std::pair<int, int> versions(ObjectID id) {
-    SQLite::Database db(dir_.file("m.db").string());
-    SQLite::Statement q(db, "SELECT spec_version, status_version FROM objects WHERE id = ?");
-    q.bind(1, id);
-    q.executeStep();
-    return {q.getColumn(0).getInt(), q.getColumn(1).getInt()};
+    auto rows = query_test_store(
+        dir_.file("m.db"),
+        "SELECT spec_version, status_version FROM objects WHERE id = " + std::to_string(id));
+    if (rows.size() != 1) throw std::runtime_error("no object " + std::to_string(id));
+    return {std::stoi(rows[0].at(0)), std::stoi(rows[0].at(1))};
   }
 
   TempDir dir_;
@@ -318,7 +318,7 @@ TEST_F(MigrationTest, AConverterThatThrowsIsADecodeError) {
 
 TEST_F(MigrationTest, AMigratorGivenToTheBeehiveIsIgnored) {
   // with_migrator is for registered kinds only: the kind stays unversioned.
-  store_ = sqlite::open(dir_.file("m.db"));
+  store_ = open_test_store(dir_.file("m.db"));
   bh_ = std::make_unique<Beehive>(store_, with_migrator(std::make_shared<MigratorV1>()));
   auto a = Client<SpecV1, StatusV>(*bh_, person_kind).create(ctx_, {"plain"});
   EXPECT_EQ(versions(a.id), std::make_pair(0, 0));
