@@ -4,7 +4,7 @@
 #include <set>
 
 #include "controller_fixture.hpp"
-#include "store/sqlite/sqlite_connection.hpp"
+#include "store/statement_count.hpp"
 
 namespace beehive::test {
 namespace {

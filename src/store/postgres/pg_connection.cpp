@@ -11,6 +11,8 @@
 
 #include <beehive/errors.hpp>
 
+#include "store/statement_count.hpp"
+
 namespace beehive::store::pg {
 
 Params& Params::add(std::int64_t v) {
@@ -174,6 +176,7 @@ void Connection::prepare(const char* name, const std::string& sql, int nparams) 
 }
 
 Result Connection::run(const char* name, const std::string& sql, const Params& params) {
+  count_statement();
   ensure();
   auto vals = params.pointers();
   auto lens = params.lengths();
@@ -191,6 +194,7 @@ Result Connection::run(const char* name, const std::string& sql, const Params& p
 }
 
 void Connection::exec(const std::string& sql) {
+  count_statement();
   ensure();
   PGresult* r = PQexec(conn_, sql.c_str());
   if (!ok(r)) fail(r, sql);

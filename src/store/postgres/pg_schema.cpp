@@ -138,9 +138,8 @@ int latest_version() { return static_cast<int>(migrations().size()); }
 
 std::int64_t migrate_and_open_session(pg::Connection& c) {
   static const std::string lock_sql = "SELECT pg_advisory_xact_lock(hashtext($1))";
-  static const std::string version_sql =
-      "SELECT CASE WHEN to_regclass('beehive_schema') IS NULL THEN 0 ELSE "
-      "(SELECT coalesce(max(version), 0) FROM beehive_schema) END";
+  static const std::string exists_sql = "SELECT to_regclass('beehive_schema') IS NOT NULL";
+  static const std::string version_sql = "SELECT coalesce(max(version), 0) FROM beehive_schema";
   static const std::string session_sql =
       "UPDATE beehive_meta SET value = value + 1 WHERE key = 'session' RETURNING value";
   c.exec("BEGIN");
@@ -148,9 +147,9 @@ std::int64_t migrate_and_open_session(pg::Connection& c) {
     // Processes opening one new schema at once: the first creates it, the others wait.
     c.run("", lock_sql, pg::Params().add("beehive:" + c.schema()));
     c.exec("CREATE SCHEMA IF NOT EXISTS " + c.quote_identifier(c.schema()));
-    // to_regclass in a plpgsql-free way: the version table may not exist yet.
-    auto v = c.run("", version_sql);
-    int version = static_cast<int>(v.i64(0, 0));
+    int version = 0;
+    if (c.run("", exists_sql).boolean(0, 0))
+      version = static_cast<int>(c.run("", version_sql).i64(0, 0));
     if (version > latest_version())
       throw Error(errc::store, "database schema version " + std::to_string(version) +
                                    " is newer than this build's " +

@@ -9,7 +9,6 @@
 
 #include <sqlite3.h>
 
-#include <atomic>
 
 #include <beehive/errors.hpp>
 
@@ -42,21 +41,15 @@ Connection::Connection(const std::filesystem::path& file, bool read_only,
   }
 }
 
-namespace {
-std::atomic<std::uint64_t> statement_count{0};
-}  // namespace
-
-std::uint64_t statements_run() { return statement_count.load(std::memory_order_relaxed); }
-
 Connection::Use Connection::use(Query q) {
-  statement_count.fetch_add(1, std::memory_order_relaxed);
+  count_statement();
   auto& slot = stmts_[static_cast<int>(q)];
   if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql_for(q));
   return Use(*slot);
 }
 
 Connection::RowUse Connection::use_rows(Query q) {
-  statement_count.fetch_add(1, std::memory_order_relaxed);
+  count_statement();
   int i = q == Query::list_owned_objects ? 3 : static_cast<int>(q);
   auto& slot = row_stmts_.at(static_cast<std::size_t>(i));
   if (!slot) slot = std::make_unique<RowStatement>(db_.getHandle(), sql_for(q));
@@ -64,7 +57,7 @@ Connection::RowUse Connection::use_rows(Query q) {
 }
 
 Connection::RowUse Connection::use_rows(const std::string& sql) {
-  statement_count.fetch_add(1, std::memory_order_relaxed);
+  count_statement();
   // Selections differ by the shape of their selector, and a program uses a few: keep
   // them prepared, but never let callers with ever-new shapes grow the cache unbounded.
   if (dynamic_.size() >= 64 && !dynamic_.contains(sql)) dynamic_.clear();
@@ -74,7 +67,7 @@ Connection::RowUse Connection::use_rows(const std::string& sql) {
 }
 
 void Connection::exec(const std::string& sql) {
-  statement_count.fetch_add(1, std::memory_order_relaxed);
+  count_statement();
   auto& slot = plain_[sql];
   if (!slot) slot = std::make_unique<SQLite::Statement>(db_, sql);
   Use u(*slot);

@@ -8,8 +8,7 @@
 //
 // Not thread-safe: a Connection is used by one thread at a time (it is opened NOMUTEX),
 // either a caller's thread holding it leased from the read pool or the thread running
-// the store's writer. statements_run(), guarded() and rethrow_sqlite() are safe on any
-// thread.
+// the store's writer. guarded() and rethrow_sqlite() are safe on any thread.
 
 #include <array>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include <beehive/sqlite.hpp>
 
 #include "store/backend.hpp"
+#include "store/statement_count.hpp"
 #include "store/sqlite/row_statement.hpp"
 #include "store/sqlite/sqlite_queries.hpp"
 
@@ -113,9 +113,6 @@ class Connection {
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> plain_;
 };
 
-/// Statements run by every connection of the process so far; tests use it to show
-/// that batched reads stay a constant number of queries.
-std::uint64_t statements_run();
 
 /// Runs `fn`, turning SQLite failures into Error(errc::store) with SQLite's message.
 template <class Fn>
