@@ -15,6 +15,8 @@ Beehive::~Beehive() {
 }
 
 Stop Beehive::start(const Context& ctx) { return rt_->start(ctx); }
+bool Beehive::is_leader() const { return rt_->is_leader(); }
+Stream<bool> Beehive::watch_leadership(const Context& ctx) { return rt_->watch_leadership(ctx); }
 
 caf::actor_system& actor_system_of(const Beehive& bh) { return bh.core()->system(); }
 

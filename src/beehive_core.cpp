@@ -157,6 +157,7 @@ std::function<void(const Context&)> BeehiveCore::start(const Context& ctx) {
   }
   try {
     run_claim_ = backend_->claim();  // and across processes
+    follow_leadership();
   } catch (...) {
     std::lock_guard c(claims_mu);
     claims.erase(id);
@@ -266,6 +267,7 @@ void BeehiveCore::stop(const Context& ctx) {
     claims.erase(claimed_);
   }
   claimed_.clear();
+  unfollow_leadership();
   run_claim_.reset();
   if (!report.drained)
     throw Error(errc::deadline_exceeded, "reconciles still running when the stop deadline passed");

@@ -18,6 +18,7 @@
 
 #include <beehive/actors.hpp>
 #include <beehive/options.hpp>
+#include <beehive/stream.hpp>
 
 #include "actors/controller.hpp"
 #include "actors/root.hpp"
@@ -114,6 +115,10 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   // -- lifecycle ------------------------------------------------------------------
 
   std::function<void(const Context&)> start(const Context& ctx);
+  /// Whether this running beehive leads the processes on its store (leadership.cpp).
+  bool is_leader() const;
+  /// The current leadership, then each change, until stop.
+  Stream<bool> watch_leadership(const Context& ctx);
   /// Drains and stops; throws deadline_exceeded when in-flight reconciles outlive
   /// `ctx` (stopped either way). Idempotent.
   void stop(const Context& ctx);
@@ -164,6 +169,15 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
   std::string claimed_;              // the database this running beehive claimed
   std::shared_ptr<void> run_claim_;  // its claim across processes (see Backend::claim)
+
+  /// Called by the store (on its thread) when this process's leadership changes.
+  void leadership_changed(bool leads);
+  /// Subscribes to the store's leadership changes (start), and unsubscribes, ending
+  /// the leadership streams (stop).
+  void follow_leadership();
+  void unfollow_leadership();
+  std::mutex leadership_mu_;  // the streams below
+  std::vector<std::shared_ptr<StreamCore<bool>>> leadership_streams_;
 };
 
 }  // namespace beehive::detail

@@ -35,6 +35,7 @@ WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->op = std::move(op);
   w->check = std::move(check);
   w->cpu = sched_getcpu();  // see reply_group
+  w->for_leader = in_reconcile > 0 || ContextAccess::is_reconcile(ctx);
   auto reply = w->reply;
   queue_->push(std::move(w));
   return reply->take(ctx, queue_->replies_come_quickly());

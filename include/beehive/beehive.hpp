@@ -91,6 +91,17 @@ class Beehive {
   Beehive(const Beehive&) = delete;
   Beehive& operator=(const Beehive&) = delete;
 
+  /// Whether this process is the leader of the processes running on its store: the one
+  /// running the controllers, the garbage collector and the event-log sweeps. The
+  /// others (standbys) serve reads, writes and watches; their controllers stay idle
+  /// until they take over. A store only one process can run on (SQLite) makes every
+  /// started beehive the leader. False before start and after stop. Thread-safe.
+  bool is_leader() const;
+  /// The leadership now, then each change of it, until the beehive stops (the stream
+  /// then ends with errc::stopped) or `ctx` ends. A reader that falls behind sees the
+  /// latest value.
+  Stream<bool> watch_leadership(const Context& ctx);
+
   /// The handles of beehive's actors, for application actors that talk to it
   /// directly; these need `#include <beehive/actors.hpp>`.
   template <class Dummy = void>

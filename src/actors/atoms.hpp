@@ -35,11 +35,17 @@ using serve_queue_atom = caf::atom_constant<caf::atom("servequeue")>;
 using abort_session_atom = caf::atom_constant<caf::atom("abortsess")>;
 /// Time to look for commits of other processes (see StoreWriterConfig::foreign_poll).
 using poll_foreign_atom = caf::atom_constant<caf::atom("pollfor")>;
+/// The store heard of another process's commit (Backend::on_foreign_commit): look now,
+/// without re-arming the poll.
+using foreign_commit_atom = caf::atom_constant<caf::atom("foreign")>;
 /// Names the watch hub: it gets commit records only while it has watches (WatchHubFeed).
 using hub_atom = caf::atom_constant<caf::atom("hub")>;
 
 // -- controller ---------------------------------------------------------------
 using start_atom = caf::atom_constant<caf::atom("start")>;
+/// This process became the leader of the processes on its store (true), or stopped
+/// being it (false): controllers, the gc and the event log take up or leave their work.
+using leadership_atom = caf::atom_constant<caf::atom("leader")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
 

@@ -24,11 +24,21 @@ bool of_kind(const ObjectMeta& m, const GroupKind& gk) {
   return m.group == gk.group && m.kind == gk.kind;
 }
 
+/// Whether this process leads the ones running on its store: a standby's controller
+/// queues and reconciles nothing (the leader does), and lists its kind again when it
+/// becomes the leader.
+bool leads(Self self) {
+  auto* b = self->state.services.backend;
+  return !b || b->leads();
+}
+
 /// Nothing queued, in flight, being read or due at the timers' now (see settle.hpp). A
-/// draining controller dispatches nothing more: it is as idle as it will get.
+/// draining controller dispatches nothing more: it is as idle as it will get; nor does
+/// a standby's.
 bool idle(Self self) {
   auto& st = self->state;
   if (st.draining) return st.in_flight.empty();
+  if (!leads(self)) return st.in_flight.empty() && st.pending_reads == 0;
   if (!st.dispatching || st.pending_reads > 0 || !st.in_flight.empty()) return false;
   auto t = now(self);
   // Queued ids wait for a token of the rate limit that is due later: nothing to do now.
@@ -153,7 +163,7 @@ void dispatch(Self self) {
   // Sent after the gauges are reported: a running reconcile is always counted in them.
   std::vector<std::pair<caf::actor, ObjectID>> jobs;
   bool limited = false;
-  while (st.dispatching && !st.idle.empty() && !st.queue.empty()) {
+  while (st.dispatching && !st.idle.empty() && !st.queue.empty() && leads(self)) {
     if (!take_token(self)) {
       limited = true;
       break;
@@ -193,6 +203,7 @@ void dispatch(Self self) {
 /// change, a deletion request, a requeue by hand), which clears the mark.
 void enqueue(Self self, ObjectID id, bool lift = false) {
   auto& st = self->state;
+  if (!leads(self)) return;  // the leader's controller reconciles it
   auto* m = st.kind->metrics.get();
   if (lift) {
     st.terminal.erase(id);
@@ -235,6 +246,25 @@ void resync(Self self) {
   list_kind(self, true, [self](const IdList& ids) {
     for (auto [id, rv] : ids) enqueue(self, id);
     dispatch(self);
+  });
+}
+
+/// Lists the kind and queues every object (at start, and when this process takes over
+/// as the leader), then dispatches.
+void start(Self self) {
+  if (self->state.kind->metrics) count_objects(self);
+  list_kind(self, false, [self](const IdList& ids) {
+    auto& st = self->state;
+    for (auto [id, rv] : ids) {
+      enqueue(self, id);
+      st.listed_rv = std::max(st.listed_rv, rv);
+    }
+    if (st.draining) return;
+    st.dispatching = true;
+    if (st.kind->settings.resync.count() > 0)
+      st.next_resync = saturating_add(now(self), st.kind->settings.resync);
+    dispatch(self);
+    rearm(self);
   });
 }
 
@@ -389,21 +419,19 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
   }
   st.workers = std::move(workers);
   return {
-      [self](start_atom) {
-        if (self->state.kind->metrics) count_objects(self);
-        list_kind(self, false, [self](const IdList& ids) {
-          auto& st = self->state;
-          for (auto [id, rv] : ids) {
-            enqueue(self, id);
-            st.listed_rv = std::max(st.listed_rv, rv);
-          }
-          if (st.draining) return;
-          st.dispatching = true;
-          if (st.kind->settings.resync.count() > 0)
-            st.next_resync = saturating_add(now(self), st.kind->settings.resync);
-          dispatch(self);
-          rearm(self);
-        });
+      [self](start_atom) { start(self); },
+      [self](leadership_atom, bool leads) {
+        // Taking over: everything, as a restart would (the old leader's queue and
+        // timers died with its leadership). Stepping down: the passes in flight end
+        // (their writes fail the fence), and nothing more is dispatched.
+        auto& st = self->state;
+        if (leads && st.dispatching && !st.draining) start(self);
+        if (!leads) {
+          st.queue.clear();
+          st.queued.clear();
+          st.timers.clear();
+          st.settling.check(idle(self));
+        }
       },
       [self](const commit_record& rec) {
         auto& st = self->state;

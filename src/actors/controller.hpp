@@ -76,7 +76,8 @@ struct KindEntry {
 /// The controller's full interface: the public one plus the root's, the scheduler's
 /// and the writer's messages.
 using controller_impl =
-    controller_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<commit_record>,
+    controller_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<leadership_atom, bool>,
+                             caf::reacts_to<commit_record>,
                              caf::reacts_to<wake_atom>, caf::replies_to<drain_atom>::with<bool>,
                              caf::reacts_to<shutdown_atom>,
                              caf::replies_to<settle_atom>::with<bool>>;

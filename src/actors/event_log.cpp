@@ -53,11 +53,14 @@ event_log_impl::behavior_type event_log(Self self, Periodic periodic, trim_event
   return {
       [self](start_atom) {
         self->state.next_wake = self->state.periodic.arm(self);
-        sweep(self);
+        if (self->state.periodic.leads()) sweep(self);
       },
       [self](wake_atom) {
         self->state.next_wake = self->state.periodic.arm(self);
-        sweep(self);
+        if (self->state.periodic.leads()) sweep(self);
+      },
+      [self](leadership_atom, bool leads) {
+        if (leads) sweep(self);
       },
       [self](const commit_record& rec) {
         auto& c = self->state.counts;

@@ -31,6 +31,7 @@ namespace beehive::detail {
 
 using event_log_impl =
     event_log_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+                            caf::reacts_to<leadership_atom, bool>,
                             caf::reacts_to<commit_record>,
                             caf::replies_to<settle_atom>::with<bool>>;
 

@@ -72,16 +72,23 @@ gc_impl::behavior_type gc(Self self, Periodic periodic, trim_change_log_request 
   return {
       [self](start_atom) {
         self->state.next_wake = self->state.periodic.arm(self);
+        if (!self->state.periodic.leads()) return;
         pass(self);
         trim(self);
       },
       [self](wake_atom) {
         self->state.next_wake = self->state.periodic.arm(self);
+        if (!self->state.periodic.leads()) return;
+        pass(self);
+        trim(self);
+      },
+      [self](leadership_atom, bool leads) {
+        if (!leads) return;
         pass(self);
         trim(self);
       },
       [self](const commit_record& rec) {
-        if (gc_wants(rec)) pass(self);
+        if (gc_wants(rec) && self->state.periodic.leads()) pass(self);
       },
       [](shutdown_atom) {},
       [self](collect_atom) {

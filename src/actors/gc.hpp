@@ -28,6 +28,7 @@
 namespace beehive::detail {
 
 using gc_impl = gc_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+                                 caf::reacts_to<leadership_atom, bool>,
                                  caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>,
                                  caf::replies_to<settle_atom>::with<bool>>;
 

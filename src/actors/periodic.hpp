@@ -12,6 +12,7 @@
 #include <beehive/time.hpp>
 
 #include "actors/scheduler.hpp"
+#include "store/backend.hpp"
 
 namespace beehive::detail {
 
@@ -21,6 +22,11 @@ struct Periodic {
   std::shared_ptr<const TimerClock> clock;
   std::chrono::milliseconds cadence{0};  // <= 0: no periodic wake
   Logger logger;
+  /// The store, asked whether this process leads (null: it does).
+  store::Backend* backend = nullptr;
+
+  /// Periodic work is the leader's: a standby's cadence does nothing.
+  bool leads() const { return !backend || backend->leads(); }
 
   /// Has the scheduler wake `self` one cadence from now. Callers arm before starting
   /// their work, so that the next wake is timed from its start: a test that advances a

@@ -144,7 +144,7 @@ caf::actor spawn_controller(Self self, const std::shared_ptr<KindEntry>& entry) 
 Periodic periodic(Self self) {
   auto& st = self->state;
   return {caf::actor_cast<store_writer_actor>(st.writer), st.scheduler, st.cfg->services.timers,
-          st.cfg->cadence, st.cfg->services.logger};
+          st.cfg->cadence, st.cfg->services.logger, st.cfg->services.backend};
 }
 
 caf::actor spawn_gc(Self self) {
@@ -441,6 +441,15 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
   self->state.cfg = std::move(cfg);
   self->set_down_handler([self](caf::down_msg& m) { on_down(self, m); });
   return {
+      [self](leadership_atom, bool leads) {
+        // The beehive's store changed this process's leadership: the leader's work
+        // (controllers, the gc, the event log's sweeps) is taken up or left.
+        auto& st = self->state;
+        if (st.phase != RootState::Phase::running) return;
+        for (auto& [gk, c] : st.controllers) caf::anon_send(c, leadership_atom::value, leads);
+        if (st.gc) caf::anon_send(st.gc, leadership_atom::value, leads);
+        if (st.event_log) caf::anon_send(st.event_log, leadership_atom::value, leads);
+      },
       [self](open_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.writer) return true;

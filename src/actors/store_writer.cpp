@@ -321,8 +321,17 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
   self->attach_functor([reader = st.reader](const caf::error&) {
     caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
   });
-  if (st.cfg->foreign_poll.count() > 0)
+  if (st.cfg->foreign_poll.count() > 0) {
     self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
+    // A store that hears of other processes' commits (PostgreSQL's notifications) has
+    // them published at once; the poll remains the backstop.
+    st.cfg->backend->on_foreign_commit([h = caf::actor_cast<caf::actor>(self)] {
+      caf::anon_send(h, foreign_commit_atom::value);
+    });
+    self->attach_functor([backend = st.cfg->backend](const caf::error&) {
+      backend->on_foreign_commit({});
+    });
+  }
   using maintenance_and_writes =
       typename beehive::detail::concat<write_request_types, maintenance_request_types>::type;
   return behavior(
@@ -347,6 +356,12 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
       [&st](serve_queue_atom) { serve_queue(st); },
+      [self](foreign_commit_atom) {
+        try {
+          self->state.engine->publish_foreign_commits();
+        } catch (const std::exception&) {  // the next poll tries again
+        }
+      },
       [self](poll_foreign_atom) {
         auto& st = self->state;
         try {

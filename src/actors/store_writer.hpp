@@ -58,10 +58,12 @@ struct BlockingWrite final : store::WaitingCaller {
   store::RowCheck check;
   std::uint64_t session = 0;  // the within session the write belongs to; 0 = none
   int cpu = -1;               // the CPU its caller ran on when it queued the write
+  bool for_leader = false;    // written by a reconcile: fenced (Writer::fence)
   std::shared_ptr<Rendezvous<WriteReply>> reply = std::make_shared<Rendezvous<WriteReply>>();
 
   bool abandoned() const override { return reply->abandoned(); }
   bool claim() override { return reply->claim(); }
+  bool leader_work() const override { return for_leader; }
 
   BlockingWrite() = default;
   BlockingWrite(const BlockingWrite&) = delete;
@@ -95,6 +97,7 @@ struct Subscriber {
 using store_writer_impl = store_writer_actor::extend<
     caf::reacts_to<serve_queue_atom>, caf::reacts_to<shutdown_atom>,
     caf::reacts_to<abort_session_atom>, caf::reacts_to<poll_foreign_atom>,
+    caf::reacts_to<foreign_commit_atom>,
     caf::reacts_to<hub_atom, caf::actor>, caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>>;
 
 struct StoreWriterConfig {

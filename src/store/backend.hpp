@@ -124,6 +124,9 @@ class Writer : public Reader {
   /// transaction so that a takeover cannot commit in between (fencing). A store with a
   /// single process (SQLite) always leads.
   virtual void fence() {}
+  /// A failed statement aborts the whole transaction (PostgreSQL), rather than only
+  /// itself (SQLite): every write of a group then needs a savepoint of its own.
+  virtual bool failed_statements_abort() const { return false; }
 
   /// Allocates the next resource version (global, strictly increasing, never reused).
   virtual std::int64_t next_resource_version() = 0;

@@ -170,8 +170,15 @@ void WriteEngine::check_size(const WriteOp& op) const {
 
 /// Runs one write and its check (a create's before its INSERT); throws, leaving the
 /// caller to undo what the write did.
-WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_record& rec) {
+WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_record& rec,
+                              const WaitingCaller* caller) {
   check_size(op);
+  // The leader's writes (the collector's, the sweeps', a reconcile's) are fenced: they
+  // fail unless this process still leads, checked in this transaction.
+  if (std::holds_alternative<collect_request>(op) ||
+      std::holds_alternative<trim_events_request>(op) ||
+      std::holds_alternative<trim_change_log_request>(op) || (caller && caller->leader_work()))
+    cfg_.writer->fence();
   WriteOps::RowCheck checked;
   if (check)
     checked = [&check](const ObjectRow& row) {
@@ -223,7 +230,7 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
     commit_record rec;
     w.savepoint(sp);
     try {
-      auto reply = apply(op, check, rec);
+      auto reply = apply(op, check, rec, caller);
       w.release(sp);
       session_rec_.append(std::move(rec));
       return reply;
@@ -249,7 +256,7 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
   }
   WriteReply reply;
   try {
-    reply = apply(op, check, rec);
+    reply = apply(op, check, rec, caller);
     timed_commit();
   } catch (...) {
     w.rollback();
@@ -409,10 +416,12 @@ void WriteEngine::commit_group(std::vector<GroupedWrite>& writes,
       }
       static const RowCheck no_check;
       commit_record one;
-      bool savepoint = !is_single_statement(*item.op);
+      // A single statement that fails undoes itself, unless the database aborts the
+      // whole transaction on any failed statement (PostgreSQL).
+      bool savepoint = !is_single_statement(*item.op) || !w.failed_statements_abort();
       if (savepoint) w.savepoint(1);
       try {
-        item.reply = apply(*item.op, item.check ? *item.check : no_check, one);
+        item.reply = apply(*item.op, item.check ? *item.check : no_check, one, item.caller);
         if (savepoint) w.release(1);
         rec.append(std::move(one));
       } catch (const Error& e) {

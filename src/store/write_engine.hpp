@@ -103,6 +103,8 @@ class WaitingCaller {
  public:
   virtual bool abandoned() const = 0;
   virtual bool claim() = 0;
+  /// The write is the leader's (a reconcile's): fenced (Writer::fence).
+  virtual bool leader_work() const { return false; }
 
  protected:
   ~WaitingCaller() = default;
@@ -200,7 +202,8 @@ class WriteEngine {
   };
   using SteadyTime = std::chrono::steady_clock::time_point;
 
-  WriteReply apply(const WriteOp& op, const RowCheck& check, commit_record& rec);
+  WriteReply apply(const WriteOp& op, const RowCheck& check, commit_record& rec,
+                   const WaitingCaller* caller = nullptr);
   void check_size(const WriteOp& op) const;
   bool nothing_to_do(const WriteOp& op);
   void undo_savepoint(int sp, const std::string& why);

@@ -19,6 +19,13 @@ Campaign::Campaign(std::string conninfo, std::string schema,
       session_(session),
       shared_(std::move(shared)),
       changed_(std::move(changed)) {
+  // The first attempt before returning: a beehive starting on the store knows at once
+  // whether it leads (a standby never starts its controllers' work for nothing).
+  try {
+    set_term(attempt(first_));
+  } catch (const std::exception&) {
+    first_.reset();
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -45,13 +52,18 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c) {
 
 void Campaign::loop() {
   using clock = std::chrono::steady_clock;
-  std::unique_ptr<Connection> c;
+  std::unique_ptr<Connection> c = std::move(first_);
   auto renewed = clock::now();
   const auto renew_every = lease_ / 3;
   // A standby looks more often than the leader renews, so that a lease that expires is
   // taken over within a fraction of a second.
   const auto standby_every = std::min<std::chrono::milliseconds>(renew_every, std::chrono::milliseconds(250));
   for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      auto wait = shared_->term.load() != 0 ? renew_every : standby_every;
+      if (cv_.wait_for(lk, wait, [&] { return stop_; })) break;
+    }
     auto started = clock::now();
     if (shared_->deposed.exchange(false)) set_term(0);
     try {
@@ -63,9 +75,6 @@ void Campaign::loop() {
       // Unrenewed for two thirds of the lease: step down before it can expire under us.
       if (shared_->term.load() != 0 && clock::now() - renewed > lease_ * 2 / 3) set_term(0);
     }
-    std::unique_lock lk(mu_);
-    auto wait = shared_->term.load() != 0 ? renew_every : standby_every;
-    if (cv_.wait_for(lk, wait, [&] { return stop_; })) break;
   }
   // Leaving: hand the lease over at once rather than letting it expire.
   auto term = shared_->term.load();

@@ -48,6 +48,7 @@ class Campaign {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::unique_ptr<Connection> first_;  // the constructor's connection, handed to the loop
   std::thread thread_;
 };
 

@@ -46,6 +46,7 @@ class PgWriter : public Reading<Writer> {
   std::int64_t next_resource_version() override;
   ObjectID next_object_id() override;
   void fence() override;
+  bool failed_statements_abort() const override { return true; }
 
   void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override;
   bool add_ref(ObjectID from, const char* relation, ObjectID to) override;

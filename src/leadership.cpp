@@ -1,0 +1,56 @@
+// Leadership as the beehive sees it: whether this process leads the ones on its store
+// (the store decides, see Backend::leads), the streams that follow it, and passing its
+// changes to the actors that do the leader's work (through the root).
+//
+// leadership_changed runs on the store's thread; the rest on callers' threads. The
+// streams are guarded by leadership_mu_.
+
+#include <beehive/errors.hpp>
+
+#include "beehive_core.hpp"
+
+namespace beehive::detail {
+
+bool BeehiveCore::is_leader() const {
+  return state_.load() == State::running && backend_->leads();
+}
+
+Stream<bool> BeehiveCore::watch_leadership(const Context& ctx) {
+  if (state_.load() == State::stopped || state_.load() == State::draining)
+    throw Error(errc::stopped, "beehive stopped");
+  auto core = std::make_shared<StreamCore<bool>>(ctx);
+  {
+    std::lock_guard g(leadership_mu_);
+    core->push(0, is_leader());
+    std::erase_if(leadership_streams_, [](auto& s) { return s->done(); });
+    leadership_streams_.push_back(core);
+  }
+  return Stream<bool>(core);
+}
+
+void BeehiveCore::leadership_changed(bool leads) {
+  log(leads ? LogLevel::info : LogLevel::warning,
+      leads ? "this process now leads the store's processes"
+            : "this process no longer leads the store's processes",
+      {{"store", backend_->describe()}});
+  caf::anon_send(root_, leadership_atom::value, leads);
+  std::lock_guard g(leadership_mu_);
+  for (auto& s : leadership_streams_) s->push(0, leads);
+}
+
+void BeehiveCore::follow_leadership() {
+  backend_->on_leadership([this](bool leads) { leadership_changed(leads); });
+  // Whatever start found is the first value; changes follow.
+  std::lock_guard g(leadership_mu_);
+  for (auto& s : leadership_streams_) s->push(0, backend_->leads());
+}
+
+void BeehiveCore::unfollow_leadership() {
+  // Returns once no call of leadership_changed runs any more (Backend::on_leadership).
+  backend_->on_leadership({});
+  std::lock_guard g(leadership_mu_);
+  for (auto& s : leadership_streams_) s->finish(make_error_code(errc::stopped));
+  leadership_streams_.clear();
+}
+
+}  // namespace beehive::detail
