@@ -73,6 +73,10 @@ class ChildProcess {
     status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return status_;
   }
+  /// Sends `sig` (SIGSTOP, SIGCONT) without waiting for the process.
+  void signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
   void kill(int sig) {
     if (pid_ <= 0) return;
     ::kill(pid_, sig);

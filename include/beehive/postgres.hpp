@@ -37,6 +37,12 @@ struct Options {
   int connections = 4;
   /// How long leadership lasts without renewal. The leader renews it every third of
   /// this; a standby takes over once it has expired. Default: 10 s.
+  ///
+  /// It also bounds how long one process can stall the others' writes: a write
+  /// transaction left idle longer than this (its process paused, or cut off from the
+  /// database) is ended by the server, and a write waits no longer than this for
+  /// another process's transaction (`errc::store`). A `within` block must therefore not
+  /// pause longer than the lease between its statements.
   std::chrono::milliseconds lease{10000};
   /// How long a connection attempt may take before it fails (`errc::store`).
   /// Default: 5 s.

@@ -97,8 +97,12 @@ bool ok(PGresult* r) {
 }  // namespace
 
 Connection::Connection(std::string conninfo, std::string schema,
-                       std::chrono::milliseconds connect_timeout)
-    : conninfo_(std::move(conninfo)), schema_(std::move(schema)), connect_timeout_(connect_timeout) {
+                       std::chrono::milliseconds connect_timeout,
+                       std::chrono::milliseconds stall_limit)
+    : conninfo_(std::move(conninfo)),
+      schema_(std::move(schema)),
+      connect_timeout_(connect_timeout),
+      stall_limit_(stall_limit) {
   connect();
 }
 
@@ -123,11 +127,14 @@ void Connection::connect() {
   // The schema's tables are named unqualified in every statement. pg_catalog stays
   // first (implicitly), so that no table of the schema can shadow a system function.
   Params p;
-  p.add(quote_identifier(schema_));
+  p.add(quote_identifier(schema_)).add(static_cast<std::int64_t>(stall_limit_.count()));
   auto vals = p.pointers();
   auto lens = p.lengths();
-  PGresult* r = PQexecParams(conn_, "SELECT set_config('search_path', $1, false)", 1, nullptr,
-                             vals.data(), lens.data(), nullptr, 0);
+  PGresult* r = PQexecParams(conn_,
+                             "SELECT set_config('search_path', $1, false), "
+                             "set_config('idle_in_transaction_session_timeout', $2, false), "
+                             "set_config('lock_timeout', $2, false)",
+                             2, nullptr, vals.data(), lens.data(), nullptr, 0);
   if (!ok(r)) fail(r, "search_path");
   PQclear(r);
 }

@@ -79,8 +79,12 @@ struct Statement {
 
 class Connection {
  public:
-  /// Connects and sets the search path to `schema` (which need not exist yet).
-  Connection(std::string conninfo, std::string schema, std::chrono::milliseconds connect_timeout);
+  /// Connects and sets the search path to `schema` (which need not exist yet). With a
+  /// `stall_limit`, a transaction left idle longer than it is ended by the server (a
+  /// paused or cut-off process must not hold the store's write lock for longer), and a
+  /// statement waits no longer than it for another transaction's lock (errc::store).
+  Connection(std::string conninfo, std::string schema, std::chrono::milliseconds connect_timeout,
+             std::chrono::milliseconds stall_limit = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -113,7 +117,7 @@ class Connection {
   [[noreturn]] void fail(PGresult* r, std::string_view what);
 
   std::string conninfo_, schema_;
-  std::chrono::milliseconds connect_timeout_;
+  std::chrono::milliseconds connect_timeout_, stall_limit_;
   PGconn* conn_ = nullptr;
   std::unordered_set<std::string> prepared_;
 };

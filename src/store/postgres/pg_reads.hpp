@@ -59,8 +59,9 @@ template <class Interface>
 class Reading : public Interface {
  public:
   Reading(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
-          std::int64_t session)
-      : conn_(std::move(conninfo), std::move(schema), timeout), reads_(conn_, session) {}
+          std::int64_t session, std::chrono::milliseconds stall_limit = {})
+      : conn_(std::move(conninfo), std::move(schema), timeout, stall_limit),
+        reads_(conn_, session) {}
 
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
     return reads_.get(id, loads);

@@ -82,7 +82,7 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
 
   std::unique_ptr<Writer> open_writer() override {
     return std::make_unique<PgWriter>(conninfo_, opts_.schema, opts_.connect_timeout, session_,
-                                      shared_);
+                                      shared_, opts_.lease);
   }
 
   std::int64_t session() const override { return session_; }

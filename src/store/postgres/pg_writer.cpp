@@ -23,8 +23,9 @@ const std::string commit_sql = "COMMIT";
 }  // namespace
 
 PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
-                   std::int64_t session, std::shared_ptr<SharedState> shared)
-    : Reading(std::move(conninfo), schema, timeout, session),
+                   std::int64_t session, std::shared_ptr<SharedState> shared,
+                   std::chrono::milliseconds stall_limit)
+    : Reading(std::move(conninfo), schema, timeout, session, stall_limit),
       session_(session),
       shared_(std::move(shared)),
       channel_(("beehive_" + schema).substr(0, 63)),

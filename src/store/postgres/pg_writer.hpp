@@ -34,8 +34,10 @@ struct SharedState {
 
 class PgWriter : public Reading<Writer> {
  public:
+  /// `stall_limit`: see Connection (the store passes its lease).
   PgWriter(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
-           std::int64_t session, std::shared_ptr<SharedState> shared);
+           std::int64_t session, std::shared_ptr<SharedState> shared,
+           std::chrono::milliseconds stall_limit);
 
   void begin() override;
   void commit() override;

@@ -1,0 +1,274 @@
+// Several processes on one PostgreSQL store (tests/ha/node.cpp is each of them):
+// exactly one leads; killing it (SIGKILL) hands leadership to a standby within the
+// lease + 2 s and loses no acknowledged write; a leader paused past its lease
+// (SIGSTOP) and resumed after a takeover writes nothing as a leader and steps down.
+// Leadership on SQLite: a started beehive always leads.
+//
+// The PostgreSQL tests run in the pg.* set (they skip, saying so, on SQLite).
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <beehive/actors.hpp>
+
+#include "child_process.hpp"
+#include "fixture.hpp"
+#include "support/test_store.hpp"
+
+#ifndef BEEHIVE_HA_NODE
+#error "BEEHIVE_HA_NODE (the node process's path) is set by CMakeLists.txt"
+#endif
+
+namespace beehive::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct NodeSpec {
+  int n = 0;
+  int sleep_ms = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeSpec, n, sleep_ms)
+
+struct NodeStatus {
+  int n = 0;
+  int pid = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeStatus, n, pid)
+
+using Nodes = Client<NodeSpec, NodeStatus>;
+
+constexpr auto lease = 1000ms;
+
+/// A node process on the test's schema.
+std::unique_ptr<ChildProcess> node(const std::string& schema, bool verbose = false) {
+  std::vector<std::string> args{std::getenv("BEEHIVE_TEST_PG"), schema,
+                                std::to_string(lease.count())};
+  if (verbose) args.push_back("verbose");
+  return std::make_unique<ChildProcess>(BEEHIVE_HA_NODE, args);
+}
+
+/// Reads lines until `want` (10 s per line at most); false at the end of its output.
+bool read_until(ChildProcess& p, const std::string& want, std::vector<std::string>* seen = nullptr) {
+  for (;;) {
+    auto line = p.read_line();
+    if (seen) seen->push_back(line);
+    if (line == want) return true;
+    if (line.ends_with("<eof>")) return false;
+  }
+}
+
+/// Waits (on a watch of the kind, no sleeps) until every id in `ids` carries a status
+/// for its spec's `n`; returns false after `limit`.
+bool all_reconciled(Nodes& c, const std::vector<std::pair<ObjectID, int>>& ids,
+                    std::chrono::seconds limit) {
+  std::map<ObjectID, int> want(ids.begin(), ids.end());
+  auto watch = c.watch_list({});
+  auto until = std::chrono::steady_clock::now() + limit;
+  std::map<ObjectID, int> have;
+  auto done = [&] {
+    for (auto& [id, n] : want) {
+      auto it = have.find(id);
+      if (it == have.end() || it->second != n) return false;
+    }
+    return true;
+  };
+  while (!done()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left <= 0ms) return false;
+    auto ch = watch.next_for(left);
+    if (!ch) continue;
+    if (ch->object.status) have[ch->object.id] = ch->object.status->n;
+  }
+  return true;
+}
+
+class HaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!test_backend_is_postgres()) GTEST_SKIP() << "runs on PostgreSQL (pg.HaTest.*)";
+    store_ = open_test_store(path_);  // creates the schema the nodes share
+    bh_ = std::make_unique<Beehive>(store_);  // never started: a client, not a candidate
+    client_ = std::make_unique<Nodes>(*bh_, widget_kind);
+  }
+  std::string schema() const { return test_schema_for(path_); }
+
+  TempDir dir_;
+  std::filesystem::path path_ = dir_.file("ha.db");
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Beehive> bh_;
+  std::unique_ptr<Nodes> client_;
+};
+
+TEST_F(HaTest, ExactlyOneProcessLeadsAndAStandbySeesEveryChange) {
+  auto a = node(schema());
+  ASSERT_EQ(a->read_line(), "leader");
+  auto b = node(schema());
+  ASSERT_EQ(b->read_line(), "standby");
+  auto c = node(schema());
+  ASSERT_EQ(c->read_line(), "standby");
+  // Only the leader reconciles: every status is written by a's pid.
+  std::vector<std::pair<ObjectID, int>> ids;
+  for (int i = 0; i < 20; ++i) ids.emplace_back(client_->create({}, {i, 0}).id, i);
+  ASSERT_TRUE(all_reconciled(*client_, ids, 30s));
+  std::set<int> writers;
+  for (auto& o : client_->list({})) writers.insert(o.status ? o.status->pid : 0);
+  EXPECT_EQ(writers.size(), 1u);
+  // Stopping the leader hands over (it releases the lease): one of the standbys
+  // reconciles what comes next.
+  a->write_line("quit");
+  EXPECT_EQ(a->wait(), 0);
+  auto after = client_->create({}, {100, 0});
+  ASSERT_TRUE(all_reconciled(*client_, {{after.id, 100}}, 30s));
+  auto o = client_->get({}, after.id);
+  ASSERT_TRUE(o.status);
+  EXPECT_NE(o.status->pid, *writers.begin()) << "reconciled by the leader that stopped";
+  b->write_line("quit");
+  c->write_line("quit");
+  EXPECT_EQ(b->wait(), 0);
+  EXPECT_EQ(c->wait(), 0);
+}
+
+TEST_F(HaTest, KillingTheLeaderTwentyTimesUnderLoadLosesNothingAndEachTakeoverIsInTime) {
+  auto leader = node(schema());
+  ASSERT_EQ(leader->read_line(), "leader");
+  // Client load from this process for the whole test; every acknowledged create must
+  // exist at the end and be reconciled by whichever process leads then.
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::pair<ObjectID, int>> acked;
+  int failed = 0;
+  std::thread load([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      try {
+        auto o = client_->create({}, {i, 0});
+        std::lock_guard g(mu);
+        acked.emplace_back(o.id, i);
+      } catch (const Error&) {
+        std::lock_guard g(mu);
+        ++failed;
+      }
+      // Paced: a steady load, not a flood the 2-core test machine spends the test on.
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    auto standby = node(schema());
+    ASSERT_EQ(standby->read_line(), "standby") << "round " << round;
+    leader->kill(SIGKILL);
+    auto killed = std::chrono::steady_clock::now();
+    ASSERT_EQ(standby->read_line(), "leader") << "round " << round;
+    auto took = std::chrono::steady_clock::now() - killed;
+    EXPECT_LE(took, lease + 2s) << "round " << round << ": takeover after "
+                                << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                                << " ms";
+    leader = std::move(standby);
+  }
+  stop = true;
+  load.join();
+  std::lock_guard g(mu);
+  ASSERT_GT(acked.size(), 20u);
+  EXPECT_EQ(failed, 0) << "client writes failed while leaders died";
+  for (auto& [id, n] : acked) {
+    auto o = client_->get({}, id);
+    EXPECT_EQ(o.spec.n, n) << "acknowledged create " << id << " lost";
+  }
+  EXPECT_TRUE(all_reconciled(*client_, acked, 60s)) << "the last leader left work undone";
+  leader->write_line("quit");
+  EXPECT_EQ(leader->wait(), 0);
+}
+
+TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndStepsDown) {
+  auto a = node(schema(), true);
+  ASSERT_EQ(a->read_line(), "leader");
+  auto b = node(schema(), true);
+  ASSERT_EQ(b->read_line(), "standby");
+  // A pass that sleeps before its status write: a is paused inside it.
+  auto slow = client_->create({}, {7, 3000});
+  ASSERT_TRUE(read_until(*a, "reconciling " + std::to_string(slow.id)));
+  a->signal(SIGSTOP);
+  auto paused = std::chrono::steady_clock::now();
+  ASSERT_TRUE(read_until(*b, "leader"));
+  EXPECT_LE(std::chrono::steady_clock::now() - paused, lease + 2s);
+  // The new leader reconciles it (its own 3 s sleep, then its write).
+  ASSERT_TRUE(read_until(*b, "wrote " + std::to_string(slow.id)));
+  auto by_b = client_->get({}, slow.id);
+  auto rv_after_b = by_b.resource_version;
+  // a resumes inside its pass: its write is refused, and it steps down.
+  a->signal(SIGCONT);
+  std::vector<std::string> a_said;
+  ASSERT_TRUE(read_until(*a, "standby", &a_said));
+  bool refused = false, wrote = false;
+  for (auto& l : a_said) {
+    refused |= l == "refused " + std::to_string(slow.id);
+    wrote |= l == "wrote " + std::to_string(slow.id);
+  }
+  EXPECT_FALSE(wrote) << "the deposed leader's write committed";
+  // Its write may also come after the step-down; either way it must not land.
+  if (!refused) ASSERT_TRUE(read_until(*a, "refused " + std::to_string(slow.id)));
+  auto now = client_->get({}, slow.id);
+  EXPECT_EQ(now.resource_version, rv_after_b) << "something wrote after the takeover";
+  ASSERT_TRUE(now.status && by_b.status);
+  EXPECT_EQ(now.status->pid, by_b.status->pid);
+  a->write_line("quit");
+  b->write_line("quit");
+  EXPECT_EQ(a->wait(), 0);
+  EXPECT_EQ(b->wait(), 0);
+}
+
+TEST_F(HaTest, TheLeadersWorkIsRefusedToAProcessThatDoesNotLead) {
+  // This process's beehive is not started: it leads nothing. Clients write as usual;
+  // the collector's work is the leader's and is refused (fenced), writing nothing.
+  auto o = client_->create({}, {1, 0});
+  client_->remove({}, o.id);
+  caf::scoped_actor self{actor_system_of(*bh_)};
+  std::string refused;
+  self->request(bh_->store_writer(), 10s, collect_request{})
+      .receive([](int) {}, [&](caf::error& e) { refused = actor_system_of(*bh_).render(e); });
+  EXPECT_NE(refused.find("not the leader"), std::string::npos) << refused;
+  EXPECT_TRUE(client_->get({}, o.id).deletion_requested_at) << "still there, not collected";
+}
+
+}  // namespace
+
+TEST(Leadership, AStartedSqliteBeehiveAlwaysLeads) {
+  if (test_backend_is_postgres()) GTEST_SKIP() << "the SQLite case";
+  TempDir dir;
+  Beehive bh(sqlite::open(dir.file("one.db")));
+  EXPECT_FALSE(bh.is_leader());  // not started
+  auto changes = bh.watch_leadership({});
+  EXPECT_EQ(changes.next_for(5s), std::optional<bool>(false));
+  auto stop = bh.start({});
+  EXPECT_TRUE(bh.is_leader());
+  EXPECT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  stop({});
+  EXPECT_FALSE(bh.is_leader());
+  EXPECT_EQ(changes.next_for(5s), std::nullopt);
+  EXPECT_EQ(changes.error(), make_error_code(errc::stopped));
+}
+
+TEST(Leadership, ASinglePostgresBeehiveLeadsAndHandsOverOnStop) {
+  if (!test_backend_is_postgres()) GTEST_SKIP() << "runs on PostgreSQL (pg.Leadership.*)";
+  TempDir dir;
+  auto path = dir.file("one.db");
+  {
+    Beehive bh(open_test_store(path));
+    auto stop = bh.start({});
+    EXPECT_TRUE(bh.is_leader());
+    stop({});
+    EXPECT_FALSE(bh.is_leader());
+  }
+  // Released at stop: the next one leads at once, without waiting for the lease.
+  Beehive again(open_test_store(path));
+  auto stop = again.start({});
+  EXPECT_TRUE(again.is_leader());
+  stop({});
+}
+
+}  // namespace beehive::test
