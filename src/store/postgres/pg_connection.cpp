@@ -7,6 +7,8 @@
 
 #include <libpq-fe.h>
 
+#include <sys/socket.h>
+
 #include <charconv>
 
 #include <beehive/errors.hpp>
@@ -112,11 +114,16 @@ Connection::~Connection() {
 
 void Connection::connect() {
   if (conn_) PQfinish(conn_);
+  dropped_ = false;
+  in_txn_ = false;
   prepared_.clear();
   auto timeout = std::to_string(std::max<long long>(
       1, (static_cast<long long>(connect_timeout_.count()) + 999) / 1000));
+  // Named after the schema, so that an operator can tell the control planes' sessions
+  // apart in pg_stat_activity.
+  auto app = ("beehive " + schema_).substr(0, 63);
   const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-  const char* values[] = {conninfo_.c_str(), timeout.c_str(), "beehive", nullptr};
+  const char* values[] = {conninfo_.c_str(), timeout.c_str(), app.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
@@ -152,13 +159,24 @@ bool Connection::in_transaction() const {
   return s == PQTRANS_ACTIVE || s == PQTRANS_INTRANS || s == PQTRANS_INERROR;
 }
 
-bool Connection::lost() const { return PQstatus(conn_) != CONNECTION_OK; }
+bool Connection::lost() const { return dropped_ || PQstatus(conn_) != CONNECTION_OK; }
 
 void Connection::reconnect() { connect(); }
 
+void Connection::drop() {
+  ::shutdown(PQsocket(conn_), SHUT_RDWR);
+  dropped_ = true;
+}
+
 void Connection::ensure() {
   if (!lost()) return;
+  if (in_txn_)
+    throw Error(errc::store, "postgres: connection lost inside a transaction (rolled back)");
   connect();
+}
+
+void Connection::settle() {
+  if (!lost()) in_txn_ = in_transaction();
 }
 
 void Connection::fail(PGresult* r, std::string_view what) {
@@ -196,6 +214,7 @@ Result Connection::run(const char* name, const std::string& sql, const Params& p
     r = PQexecPrepared(conn_, name, static_cast<int>(params.size()), vals.data(), lens.data(),
                        nullptr, 0);
   }
+  settle();
   if (!ok(r)) fail(r, name);
   return Result(r);
 }
@@ -204,6 +223,7 @@ void Connection::exec(const std::string& sql) {
   count_statement();
   ensure();
   PGresult* r = PQexec(conn_, sql.c_str());
+  settle();
   if (!ok(r)) fail(r, sql);
   PQclear(r);
 }
@@ -246,10 +266,12 @@ std::vector<Result> Connection::pipeline(std::vector<Statement>& statements) {
   if (!sent) {
     // Whatever is left of the pipeline is unusable: drop the connection's state.
     PQexitPipelineMode(conn_);
+    settle();
     if (first_error) fail(first_error, statements.front().name);
     fail(nullptr, statements.front().name);
   }
   PQexitPipelineMode(conn_);
+  settle();
   if (first_error) fail(first_error, "pipeline");
   return results;
 }

@@ -103,6 +103,8 @@ class Connection {
   bool lost() const;
   /// Connects again now, dropping whatever state the old connection had.
   void reconnect();
+  /// Cuts the connection to the server now, as a network failure would (tests).
+  void drop();
   /// A quoted identifier (the schema, a channel name), safe to splice into SQL text.
   std::string quote_identifier(std::string_view name) const;
   PGconn* raw() { return conn_; }
@@ -110,8 +112,10 @@ class Connection {
 
  private:
   void connect();
-  /// Reconnects when lost and not inside a transaction.
+  /// Reconnects when lost outside a transaction; throws errc::store when lost inside one.
   void ensure();
+  /// Records whether the connection is inside a transaction after a statement.
+  void settle();
   void prepare(const char* name, const std::string& sql, int nparams);
   /// Throws the error of a failed result (errc::already_exists for a unique violation).
   [[noreturn]] void fail(PGresult* r, std::string_view what);
@@ -119,6 +123,10 @@ class Connection {
   std::string conninfo_, schema_;
   std::chrono::milliseconds connect_timeout_, stall_limit_;
   PGconn* conn_ = nullptr;
+  bool dropped_ = false;
+  /// Inside a transaction as of the last statement: a connection lost then is not
+  /// silently replaced (what followed would run outside the transaction).
+  bool in_txn_ = false;
   std::unordered_set<std::string> prepared_;
 };
 

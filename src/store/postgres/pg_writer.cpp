@@ -11,6 +11,7 @@
 
 #include <thread>
 
+#include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
 
 namespace beehive::store::pg {
@@ -55,8 +56,13 @@ void PgWriter::commit() {
   s.push_back(statement(Q::write_token, Params().add(session_).add(token_)));
   s.push_back(statement(Q::notify, Params().add(channel_).add(session_)));
   s.push_back({"bh_commit", &commit_sql, {}});
+  if (faults::take(faults::drop_before_commit)) conn_.drop();
   try {
     conn_.pipeline(s);
+    if (faults::take(faults::drop_after_commit)) {
+      conn_.drop();
+      throw Error(errc::store, "postgres: connection lost (injected after the commit)");
+    }
   } catch (const Error& e) {
     if (!conn_.lost()) {  // the database refused it: nothing committed
       rollback();

@@ -1,0 +1,27 @@
+#pragma once
+
+// Fault injection for the PostgreSQL writer's tests: the connection lost just before a
+// COMMIT is sent, or just after it was answered, which are the two sides of a commit
+// whose outcome the writer must resolve by its write token. Off unless a test arms it;
+// never armed by the library.
+//
+// Atomics: a test arms them from its thread, the writer takes them on its own.
+
+#include <atomic>
+
+namespace beehive::store::pg::faults {
+
+/// The next commit loses its connection before COMMIT is sent (it did not commit).
+inline std::atomic<int> drop_before_commit{0};
+/// The next commit loses its connection after COMMIT succeeded (it committed).
+inline std::atomic<int> drop_after_commit{0};
+
+/// Consumes one armed fault.
+inline bool take(std::atomic<int>& fault) {
+  int n = fault.load();
+  while (n > 0)
+    if (fault.compare_exchange_weak(n, n - 1)) return true;
+  return false;
+}
+
+}  // namespace beehive::store::pg::faults

@@ -1,0 +1,106 @@
+// What only the PostgreSQL store has to promise: a commit whose connection is lost is
+// reported as exactly what happened (resolved by its write token), lost connections are
+// errc::store and replaced on the next call, and a schema written by a newer build is
+// refused. Runs in the pg.* set (it skips, saying so, on SQLite).
+
+#include <libpq-fe.h>
+
+#include <beehive/postgres.hpp>
+
+#include "fixture.hpp"
+#include "store/postgres/pg_faults.hpp"
+#include "support/test_store.hpp"
+
+namespace beehive::test {
+namespace {
+
+namespace faults = store::pg::faults;
+
+/// Runs `sql` on the test database (a connection of its own), in `schema`.
+void run_sql(const std::string& schema, const std::string& sql) {
+  PGconn* c = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  auto full = "SET search_path TO \"" + schema + "\"; " + sql;
+  PGresult* r = PQexec(c, full.c_str());
+  auto status = PQresultStatus(r);
+  EXPECT_TRUE(status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) << PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(c);
+}
+
+class PostgresStore : public BeehiveTest {
+ protected:
+  void SetUp() override {
+    if (!test_backend_is_postgres()) GTEST_SKIP() << "runs on PostgreSQL (pg.PostgresStore.*)";
+    BeehiveTest::SetUp();
+  }
+  void TearDown() override {
+    faults::drop_before_commit = 0;
+    faults::drop_after_commit = 0;
+    BeehiveTest::TearDown();
+  }
+};
+
+TEST_F(PostgresStore, ACommitLostBeforeCOMMITWasSentIsAFailedWriteThatWroteNothing) {
+  Widgets w(bh(), widget_kind);
+  faults::drop_before_commit = 1;
+  EXPECT_ERRC(w.create(ctx_, {"lost", 1}, with_slug("lost")), errc::store);
+  EXPECT_ERRC(w.get_by_slug(ctx_, "lost"), errc::not_found);
+  // The writer connects again by itself.
+  auto o = w.create(ctx_, {"next", 2}, with_slug("next"));
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 2);
+}
+
+TEST_F(PostgresStore, ACommitLostAfterCOMMITSucceededIsReportedCommitted) {
+  Widgets w(bh(), widget_kind);
+  auto before = w.create(ctx_, {"a", 1});
+  faults::drop_after_commit = 1;
+  auto o = w.update(ctx_, before.id, {"a", 2});  // resolved through its write token
+  EXPECT_EQ(o.spec.size, 2);
+  EXPECT_EQ(w.get(ctx_, before.id).spec.size, 2);
+  EXPECT_EQ(w.get(ctx_, before.id).resource_version, o.resource_version);
+  auto next = w.update(ctx_, before.id, {"a", 3});
+  EXPECT_GT(next.resource_version, o.resource_version);
+}
+
+TEST_F(PostgresStore, SessionsKilledByTheServerAreStoreErrorsThenReplaced) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  auto schema = test_schema_for(db_path());
+  run_sql(schema,
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+          "'beehive " + schema + "'");
+  // Each connection that was killed fails its next use with errc::store, at most once;
+  // after that, reads and writes work again.
+  int failures = 0;
+  for (int i = 0; i < 10; ++i) {
+    try {
+      w.update(ctx_, o.id, {"a", 10 + i});
+      EXPECT_EQ(w.get(ctx_, o.id).spec.size, 10 + i);
+      if (i >= 6) break;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::store)) << e.what();
+      ++failures;
+    }
+  }
+  EXPECT_LE(failures, 6);  // the writer and the readers each fail once at most
+  EXPECT_EQ(w.get(ctx_, o.id).resource_version, w.list(ctx_).front().resource_version);
+}
+
+TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
+  bh_.reset();
+  store_.reset();
+  auto schema = test_schema_for(db_path());
+  run_sql(schema, "UPDATE beehive_schema SET version = 999");
+  EXPECT_ERRC_WITH(open_test_store(db_path()), errc::store, "newer");
+}
+
+TEST_F(PostgresStore, AnUnreachableServerIsAStoreErrorWithinTheConnectTimeout) {
+  postgres::Options o;
+  o.connect_timeout = std::chrono::milliseconds(1000);
+  EXPECT_ERRC_WITH(postgres::open("host=/nonexistent-socket-dir port=1 dbname=x", o), errc::store,
+                   "cannot connect");
+}
+
+}  // namespace
+}  // namespace beehive::test
