@@ -395,6 +395,8 @@ PG_PAIRS = [
      "BM_PgGroupCommit/callers:1", "BM_PgRawCommit/conns:1", "rate", None),
     ("watch latency, other process: update called -> delivered / raw NOTIFY -> received",
      "BM_PgWatchLatency", "BM_PgRawNotify", "time", 2.0),
+    ("watch latency, after the writer's call returned (context)",
+     "BM_PgWatchLatency", "BM_PgRawNotify", "after_write_us", None),
 ]
 
 
@@ -411,14 +413,14 @@ def postgres_table(res):
               "|---|---:|---:|---:|---:|---|"]
     for label, bh, raw, how, target in PG_PAIRS:
         b, r = res.get(bh, {}), res.get(raw, {})
-        key = "time" if how == "time" else "rows/s"
+        key = {"time": "time", "rate": "rows/s"}.get(how, how)
         if key not in b or key not in r or not r[key]:
             continue
         ratio = b[key] / r[key]
-        unit = "µs" if how == "time" else "rows/s"
+        unit = "rows/s" if how == "rate" else "µs"
         if target is None:
             goal, met = "-", "-"
-        elif how == "time":
+        elif how != "rate":
             goal, met = f"≤ {target:g}x", "yes" if ratio <= target else "**no**"
         else:
             goal, met = f"≥ {target:g}x", "yes" if ratio >= target else "**no**"
