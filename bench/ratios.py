@@ -5,7 +5,7 @@
     python3 bench/ratios.py --suite watch        # bench_watch: ratios to 0 watchers
     python3 bench/ratios.py --suite all          # store, controller, watch, relations,
                                                  # events, perf, commit, selectors,
-                                                 # change_log
+                                                 # change_log, postgres
     python3 bench/ratios.py --repetitions 5      # more repetitions (default 3, watch 7)
     python3 bench/ratios.py --json out.json      # only read an earlier JSON result
     python3 bench/ratios.py -- --benchmark_filter=Get   # extra args for the binary
@@ -14,8 +14,9 @@ Suites: store (bench/store.cpp), controller (bench/controller.cpp), watch
 (bench/watch.cpp), relations (bench/relations.cpp), events (bench/events.cpp), perf
 (bench/perf.cpp, all but group commit), commit (bench/perf.cpp's group commit cases,
 repeated), selectors (bench/selectors.cpp: a selective list of 100 000 objects against raw
-SQLite and the full list) and change_log (bench/change_log.cpp: a create with and without
-the change log's row). Every ratio divides two medians measured in the same run. The binary's own console output is shown while it runs; the
+SQLite and the full list), change_log (bench/change_log.cpp: a create with and without
+the change log's row) and postgres (bench/postgres.cpp: the PostgreSQL store against raw
+libpq on one server; $BEEHIVE_BENCH_PG names it, else the binary starts a throwaway one). Every ratio divides two medians measured in the same run. The binary's own console output is shown while it runs; the
 JSON result is kept in build/default/bench_<suite>.json (or --out). Standard library
 only.
 """
@@ -375,6 +376,59 @@ def change_log_table(res):
     return "\n".join(lines)
 
 
+# bench/postgres.cpp: (label, beehive case, raw case, how the ratio is read, target).
+# "time": beehive time / raw time, at most the target; "rate": beehive rows/s / raw
+# rows/s, at least the target.
+PG_PAIRS = [
+    ("blocking update to a new spec / raw BEGIN, UPDATE, COMMIT", "BM_PgUpdate",
+     "BM_PgRawUpdate", "time", 2.0),
+    ("blocking update / the raw transaction in one round trip (context)", "BM_PgUpdate",
+     "BM_PgRawUpdatePipelined", "time", None),
+    ("get / raw prepared point select", "BM_PgGet", "BM_PgRawGet", "time", 1.5),
+    ("8 callers creating (rows/s) / raw single-row commits, 1 connection",
+     "BM_PgGroupCommit/callers:8", "BM_PgRawCommit/conns:1", "rate", 4.0),
+    ("8 raw connections, single-row commits / 1 connection (context)",
+     "BM_PgRawCommit/conns:8", "BM_PgRawCommit/conns:1", "rate", None),
+    ("8 callers creating / 8 raw connections (context)", "BM_PgGroupCommit/callers:8",
+     "BM_PgRawCommit/conns:8", "rate", None),
+    ("1 caller creating / raw single-row commits, 1 connection (context)",
+     "BM_PgGroupCommit/callers:1", "BM_PgRawCommit/conns:1", "rate", None),
+    ("watch latency, other process: update called -> delivered / raw NOTIFY -> received",
+     "BM_PgWatchLatency", "BM_PgRawNotify", "time", 2.0),
+    ("watch latency, after the writer's call returned (context)",
+     "BM_PgWatchLatency", "BM_PgRawNotify", "after_write_us", None),
+]
+
+
+def postgres_table(res):
+    lines = ["| case | time (µs) | rows/s | other counters | cv |", "|---|---:|---:|---|---:|"]
+    for name, e in sorted(res.items()):
+        if "time" not in e:
+            continue
+        other = ", ".join(f"{k} {v:,.4g}" for k, v in sorted(e.items())
+                          if k not in ("time", "cv", "rows/s") and isinstance(v, (int, float)))
+        lines.append(f"| {name} | {e['time']:,.1f} | {_num(e.get('rows/s'), ',.0f')} "
+                     f"| {other or '-'} | {_cv(e)} |")
+    lines += ["", "| pair | beehive | baseline | ratio | target | met |",
+              "|---|---:|---:|---:|---:|---|"]
+    for label, bh, raw, how, target in PG_PAIRS:
+        b, r = res.get(bh, {}), res.get(raw, {})
+        key = {"time": "time", "rate": "rows/s"}.get(how, how)
+        if key not in b or key not in r or not r[key]:
+            continue
+        ratio = b[key] / r[key]
+        unit = "rows/s" if how == "rate" else "µs"
+        if target is None:
+            goal, met = "-", "-"
+        elif how != "rate":
+            goal, met = f"≤ {target:g}x", "yes" if ratio <= target else "**no**"
+        else:
+            goal, met = f"≥ {target:g}x", "yes" if ratio >= target else "**no**"
+        lines.append(f"| {label} | {b[key]:,.1f} {unit} | {r[key]:,.1f} {unit} | {ratio:.2f}x "
+                     f"| {goal} | {met} |")
+    return "\n".join(lines)
+
+
 SUITE_TABLES = {
     "controller": controller_table,
     "watch": watch_table,
@@ -384,9 +438,10 @@ SUITE_TABLES = {
     "commit": commit_table,
     "selectors": selectors_table,
     "change_log": change_log_table,
+    "postgres": postgres_table,
 }
 SUITES = ["store", "controller", "watch", "relations", "events", "perf", "commit", "selectors",
-          "change_log"]
+          "change_log", "postgres"]
 # The binary a suite runs, when it is not bench_<suite>.
 SUITE_BINARY = {"commit": "perf"}
 GROUP_COMMIT = "FullCommit|GroupCommit"
@@ -409,6 +464,9 @@ SUITE_DEFAULTS = {
     "selectors": (5, ["--benchmark_enable_random_interleaving=true"]),
     # Single-row commits: noisy; interleaved so that the disk's drift spreads evenly.
     "change_log": (7, ["--benchmark_enable_random_interleaving=true"]),
+    # A throwaway server (fsync on) unless BEEHIVE_BENCH_PG names one; round trips over
+    # a Unix socket: interleaved, so that the server's drift spreads over both sides.
+    "postgres": (5, ["--benchmark_enable_random_interleaving=true"]),
 }
 
 
