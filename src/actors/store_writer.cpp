@@ -324,7 +324,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
   if (st.cfg->foreign_poll.count() > 0) {
     self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
     // A store that hears of other processes' commits (PostgreSQL's notifications) has
-    // them published at once; the poll remains the backstop.
+    // them published at once; the poll catches one heard while the writer was busy.
     st.cfg->backend->on_foreign_commit([h = caf::actor_cast<caf::actor>(self)] {
       caf::anon_send(h, foreign_commit_atom::value);
     });

@@ -44,7 +44,9 @@ void Campaign::set_term(std::int64_t term) {
 }
 
 std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c) {
-  if (!c || c->lost()) c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_);
+  // A renewal that hangs (a silent network) fails within a third of the lease.
+  if (!c || c->lost())
+    c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_, lease_ / 3);
   auto r = run(*c, Q::lease_acquire,
                Params().add(session_).add(static_cast<std::int64_t>(lease_.count())));
   return r.rows() ? r.i64(0, 0) : 0;

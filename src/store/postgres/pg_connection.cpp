@@ -122,9 +122,25 @@ void Connection::connect() {
   // Named after the schema, so that an operator can tell the control planes' sessions
   // apart in pg_stat_activity.
   auto app = ("beehive " + schema_).substr(0, 63);
-  const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-  const char* values[] = {conninfo_.c_str(), timeout.c_str(), app.c_str(), nullptr};
-  conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  // Over TCP, a server that went silent (a partition dropping packets) fails the call
+  // within the stall limit instead of the kernel's minutes: a cut-off leader then
+  // notices in time. libpq lets later keywords override earlier ones: these defaults
+  // come before `conninfo` (which may set its own), Options::connect_timeout after it.
+  auto user_timeout = std::to_string(stall_limit_.count());
+  std::vector<const char*> keys{"application_name", "keepalives", "keepalives_idle",
+                                "keepalives_interval", "keepalives_count"};
+  std::vector<const char*> values{app.c_str(), "1", "5", "2", "3"};
+  if (stall_limit_.count() > 0) {
+    keys.push_back("tcp_user_timeout");
+    values.push_back(user_timeout.c_str());
+  }
+  for (auto [k, v] : {std::pair{"dbname", conninfo_.c_str()}, {"connect_timeout", timeout.c_str()}}) {
+    keys.push_back(k);
+    values.push_back(v);
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  conn_ = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();

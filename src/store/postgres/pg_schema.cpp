@@ -146,7 +146,11 @@ std::int64_t migrate_and_open_session(pg::Connection& c) {
   try {
     // Processes opening one new schema at once: the first creates it, the others wait.
     c.run("", lock_sql, pg::Params().add("beehive:" + c.schema()));
-    c.exec("CREATE SCHEMA IF NOT EXISTS " + c.quote_identifier(c.schema()));
+    // Created only when missing: a role given a prepared schema needs no CREATE on
+    // the database.
+    if (c.run("", "SELECT 1 FROM pg_namespace WHERE nspname = $1", pg::Params().add(c.schema()))
+            .rows() == 0)
+      c.exec("CREATE SCHEMA " + c.quote_identifier(c.schema()));
     int version = 0;
     if (c.run("", exists_sql).boolean(0, 0))
       version = static_cast<int>(c.run("", version_sql).i64(0, 0));
