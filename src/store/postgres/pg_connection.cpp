@@ -207,16 +207,20 @@ void Connection::fail(PGresult* r, std::string_view what) {
   throw Error(errc::store, "postgres: " + msg + (what.empty() ? "" : " (" + std::string(what) + ")"));
 }
 
-void Connection::prepare(const char* name, const std::string& sql, int nparams) {
-  if (prepared_.contains(name)) return;
-  (void)nparams;
-  PGresult* r = PQprepare(conn_, name, sql.c_str(), 0, nullptr);
+void Connection::prepare(const std::string& name, const std::string& sql) {
+  if (name.empty() || prepared_.contains(name)) return;
+  PGresult* r = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
   if (!ok(r)) fail(r, name);
   PQclear(r);
   prepared_.insert(name);
 }
 
 Result Connection::run(const char* name, const std::string& sql, const Params& params) {
+  if (!deferred_.empty()) {
+    std::vector<Statement> one;
+    one.push_back({name, sql, params});
+    return std::move(pipeline(std::move(one)).back());
+  }
   count_statement();
   ensure();
   auto vals = params.pointers();
@@ -226,7 +230,7 @@ Result Connection::run(const char* name, const std::string& sql, const Params& p
     r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, vals.data(),
                      lens.data(), nullptr, 0);
   } else {
-    prepare(name, sql, static_cast<int>(params.size()));
+    prepare(name, sql);
     r = PQexecPrepared(conn_, name, static_cast<int>(params.size()), vals.data(), lens.data(),
                        nullptr, 0);
   }
@@ -236,6 +240,12 @@ Result Connection::run(const char* name, const std::string& sql, const Params& p
 }
 
 void Connection::exec(const std::string& sql) {
+  if (!deferred_.empty()) {
+    std::vector<Statement> one;
+    one.push_back({"", sql, {}});
+    pipeline(std::move(one));
+    return;
+  }
   count_statement();
   ensure();
   PGresult* r = PQexec(conn_, sql.c_str());
@@ -244,9 +254,29 @@ void Connection::exec(const std::string& sql) {
   PQclear(r);
 }
 
-std::vector<Result> Connection::pipeline(std::vector<Statement>& statements) {
+void Connection::defer(Statement s) { deferred_.push_back(std::move(s)); }
+
+bool Connection::discard_from(std::string_view name) {
+  for (std::size_t i = 0; i < deferred_.size(); ++i) {
+    if (deferred_[i].name == name) {
+      deferred_.resize(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
+  // The deferred statements go first; their results are read and dropped.
+  std::size_t skip = deferred_.size();
+  if (skip) {
+    statements.insert(statements.begin(), std::make_move_iterator(deferred_.begin()),
+                      std::make_move_iterator(deferred_.end()));
+    deferred_.clear();
+  }
+  for (std::size_t i = 0; i < statements.size(); ++i) count_statement();
   ensure();
-  for (auto& s : statements) prepare(s.name, *s.sql, static_cast<int>(s.params.size()));
+  for (auto& s : statements) prepare(s.name, s.sql);
   if (PQenterPipelineMode(conn_) != 1) fail(nullptr, "pipeline");
   std::vector<Result> results;
   PGresult* first_error = nullptr;
@@ -254,8 +284,12 @@ std::vector<Result> Connection::pipeline(std::vector<Statement>& statements) {
   for (auto& s : statements) {
     auto vals = s.params.pointers();
     auto lens = s.params.lengths();
-    if (!PQsendQueryPrepared(conn_, s.name, static_cast<int>(s.params.size()), vals.data(),
-                             lens.data(), nullptr, 0)) {
+    auto n = static_cast<int>(s.params.size());
+    int queued = s.name.empty() ? PQsendQueryParams(conn_, s.sql.c_str(), n, nullptr, vals.data(),
+                                                    lens.data(), nullptr, 0)
+                                : PQsendQueryPrepared(conn_, s.name.c_str(), n, vals.data(),
+                                                      lens.data(), nullptr, 0);
+    if (!queued) {
       sent = false;
       break;
     }
@@ -270,8 +304,10 @@ std::vector<Result> Connection::pipeline(std::vector<Statement>& statements) {
       }
       if (!ok(r) && !first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
         first_error = r;
-      else
+      else if (i >= skip)
         results.emplace_back(r);
+      else
+        PQclear(r);
       while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the query's end
     }
     if (sent) {

@@ -70,10 +70,11 @@ class Result {
   PGresult* r_ = nullptr;
 };
 
-/// One statement of a pipeline: prepared under `name` from `sql` the first time.
+/// One statement of a pipeline: prepared under `name` from `sql` the first time (an
+/// empty name: run unprepared).
 struct Statement {
-  const char* name;
-  const std::string* sql;
+  std::string name;
+  std::string sql;
   Params params;
 };
 
@@ -93,9 +94,20 @@ class Connection {
   Result run(const char* name, const std::string& sql, const Params& params = {});
   /// Runs SQL text without parameters (BEGIN, SAVEPOINT s1 ...).
   void exec(const std::string& sql);
-  /// Sends the statements in one round trip and returns their results in order; the
-  /// first failing one throws, after every result has been read.
-  std::vector<Result> pipeline(std::vector<Statement>& statements);
+  /// Sends the deferred statements and these in one round trip and returns these ones'
+  /// results in order; the first failing statement throws, after every result has been
+  /// read.
+  std::vector<Result> pipeline(std::vector<Statement> statements);
+  /// Queues a statement whose result nobody reads: it is sent with the next statement
+  /// that is run (run, exec and pipeline send the queue first, in one round trip), so
+  /// that a write's statements cost one round trip rather than one each. Its failure
+  /// surfaces there.
+  void defer(Statement s);
+  /// Drops the queued statement named `name` and every one after it, unsent; false
+  /// when no queued statement has that name.
+  bool discard_from(std::string_view name);
+  /// Drops every queued statement, unsent (the transaction is being rolled back).
+  void discard() { deferred_.clear(); }
 
   /// Inside a transaction (an aborted one included).
   bool in_transaction() const;
@@ -116,7 +128,7 @@ class Connection {
   void ensure();
   /// Records whether the connection is inside a transaction after a statement.
   void settle();
-  void prepare(const char* name, const std::string& sql, int nparams);
+  void prepare(const std::string& name, const std::string& sql);
   /// Throws the error of a failed result (errc::already_exists for a unique violation).
   [[noreturn]] void fail(PGresult* r, std::string_view what);
 
@@ -128,6 +140,7 @@ class Connection {
   /// silently replaced (what followed would run outside the transaction).
   bool in_txn_ = false;
   std::unordered_set<std::string> prepared_;
+  std::vector<Statement> deferred_;
 };
 
 }  // namespace beehive::store::pg

@@ -250,7 +250,7 @@ std::string select_objects_sql(const std::string& where) { return select_objects
 
 Statement statement(Q q, Params params) {
   auto i = static_cast<int>(q);
-  return Statement{catalog().names[i].c_str(), &catalog().sql[i], std::move(params)};
+  return Statement{catalog().names[i], catalog().sql[i], std::move(params)};
 }
 
 Result run(Connection& c, Q q, const Params& params) {

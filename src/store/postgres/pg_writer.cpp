@@ -16,13 +16,6 @@
 
 namespace beehive::store::pg {
 
-namespace {
-
-const std::string begin_sql = "BEGIN";
-const std::string commit_sql = "COMMIT";
-
-}  // namespace
-
 PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
                    std::int64_t session, std::shared_ptr<SharedState> shared,
                    std::chrono::milliseconds stall_limit)
@@ -37,9 +30,9 @@ void PgWriter::begin() {
   fenced_term_ = 0;
   if (conn_.lost()) conn_.reconnect();  // a transaction lost with it is over anyway
   std::vector<Statement> s;
-  s.push_back({"bh_begin", &begin_sql, {}});
+  s.push_back({"bh_begin", "BEGIN", {}});
   s.push_back(statement(Q::lock_counters));
-  auto r = conn_.pipeline(s);
+  auto r = conn_.pipeline(std::move(s));
   auto& counters = r[1];
   for (int i = 0; i < counters.rows(); ++i) {
     if (counters.text(i, 0) == "resource_version")
@@ -55,10 +48,10 @@ void PgWriter::commit() {
   s.push_back(statement(Q::store_counters, Params().add(rv_).add(last_id_)));
   s.push_back(statement(Q::write_token, Params().add(session_).add(token_)));
   s.push_back(statement(Q::notify, Params().add(channel_).add(session_)));
-  s.push_back({"bh_commit", &commit_sql, {}});
+  s.push_back({"bh_commit", "COMMIT", {}});
   if (faults::take(faults::drop_before_commit)) conn_.drop();
   try {
-    conn_.pipeline(s);
+    conn_.pipeline(std::move(s));
     if (faults::take(faults::drop_after_commit)) {
       conn_.drop();
       throw Error(errc::store, "postgres: connection lost (injected after the commit)");
@@ -99,6 +92,7 @@ void PgWriter::resolve_lost_commit(const Error& why) {
 }
 
 void PgWriter::rollback() {
+  conn_.discard();
   if (conn_.lost() || !conn_.in_transaction()) return;
   try {
     conn_.exec("ROLLBACK");
@@ -139,15 +133,32 @@ void PgWriter::fence() {
                            "controller, collector and sweep writes are the leader's");
 }
 
-void PgWriter::savepoint(int depth) { conn_.exec("SAVEPOINT s" + std::to_string(depth)); }
+// A write's statements are deferred (Connection::defer) from its savepoint on, and sent
+// with its release: one round trip per write of a group. The release is where a
+// deferred statement's failure surfaces, still inside the write's savepoint.
+void PgWriter::savepoint(int depth) {
+  auto d = std::to_string(depth);
+  conn_.defer({"bh_savepoint" + d, "SAVEPOINT s" + d, {}});
+}
 
-void PgWriter::release(int depth) { conn_.exec("RELEASE SAVEPOINT s" + std::to_string(depth)); }
+void PgWriter::release(int depth) {
+  auto d = std::to_string(depth);
+  conn_.run(("bh_release" + d).c_str(), "RELEASE SAVEPOINT s" + d);
+}
 
 void PgWriter::rollback_to(int depth) {
   fenced_term_ = 0;  // a lease check rolled back with its savepoint holds no lock any more
-  conn_.exec("ROLLBACK TO SAVEPOINT s" + std::to_string(depth));
-  conn_.exec("RELEASE SAVEPOINT s" + std::to_string(depth));
+  auto d = std::to_string(depth);
+  // Never sent: dropping it and what followed is rolling back to it.
+  if (conn_.discard_from("bh_savepoint" + d)) return;
+  conn_.discard();
+  std::vector<Statement> s;
+  s.push_back({"bh_rollback_to" + d, "ROLLBACK TO SAVEPOINT s" + d, {}});
+  s.push_back({"bh_release" + d, "RELEASE SAVEPOINT s" + d, {}});
+  conn_.pipeline(std::move(s));
 }
+
+void PgWriter::later(Q q, Params p) { conn_.defer(statement(q, std::move(p))); }
 
 std::vector<ObjectID> PgWriter::ids(Q q) {
   auto r = run(conn_, q);

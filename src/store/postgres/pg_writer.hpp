@@ -92,6 +92,8 @@ class PgWriter : public Reading<Writer> {
   /// not, or when that cannot be learnt.
   void resolve_lost_commit(const Error& why);
   std::vector<ObjectID> ids(Q q);
+  /// Runs `q` with the next statement that needs a result (see savepoint()).
+  void later(Q q, Params p);
   void insert_labels(ObjectID id, const Labels& labels);
 
   std::int64_t session_;

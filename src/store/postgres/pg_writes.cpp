@@ -23,14 +23,14 @@ void PgWriter::insert_object(const ObjectRow& row, std::optional<ObjectID> owner
     p.add_null();
   else
     p.add(nlohmann::json(row.meta.labels).dump());
-  run(conn_, Q::insert_object, p);
-  if (owner) add_ref(row.meta.id, "owned_by", *owner);
+  later(Q::insert_object, std::move(p));
+  if (owner) later(Q::add_ref, Params().add(row.meta.id).add("owned_by").add(*owner));
   if (!row.meta.labels.empty()) insert_labels(row.meta.id, row.meta.labels);
 }
 
 void PgWriter::insert_labels(ObjectID id, const Labels& labels) {
   for (const auto& [key, value] : labels)
-    run(conn_, Q::insert_label, Params().add(id).add(key).add(value));
+    later(Q::insert_label, Params().add(id).add(key).add(value));
 }
 
 void PgWriter::set_labels(ObjectID id, const Labels& labels, std::int64_t rv, Time now) {
@@ -41,8 +41,8 @@ void PgWriter::set_labels(ObjectID id, const Labels& labels, std::int64_t rv, Ti
   else
     p.add(nlohmann::json(labels).dump());
   p.add(rv).add(to_millis(now));
-  run(conn_, Q::set_labels, p);
-  run(conn_, Q::delete_labels, Params().add(id));
+  later(Q::set_labels, std::move(p));
+  later(Q::delete_labels, Params().add(id));
   insert_labels(id, labels);
 }
 
@@ -55,7 +55,7 @@ void PgWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned part
     p.add(row_to_json(*final_body));
   else
     p.add_null();
-  run(conn_, Q::log_change, p);
+  later(Q::log_change, std::move(p));
 }
 
 std::optional<std::int64_t> PgWriter::change_log_cut(std::int64_t keep_entries, Time older_than) {
@@ -97,20 +97,20 @@ std::vector<ObjectID> PgWriter::cascade_candidates() { return ids(Q::cascade_can
 std::vector<ObjectID> PgWriter::collectible() { return ids(Q::collectible); }
 
 void PgWriter::drop_pending_dependencies(ObjectID target) {
-  run(conn_, Q::drop_pending_dependencies, Params().add(target));
+  later(Q::drop_pending_dependencies, Params().add(target));
 }
 
-void PgWriter::delete_object(ObjectID id) { run(conn_, Q::delete_object, Params().add(id)); }
+void PgWriter::delete_object(ObjectID id) { later(Q::delete_object, Params().add(id)); }
 
 void PgWriter::update_spec(ObjectID id, const std::string& spec, int spec_version,
                            std::int64_t generation, std::int64_t rv, Time now) {
-  run(conn_, Q::update_spec,
+  later(Q::update_spec,
       Params().add(id).add(spec).add(std::int64_t{spec_version}).add(generation).add(rv).add(
           to_millis(now)));
 }
 
 void PgWriter::request_deletion(ObjectID id, Time at, std::int64_t rv) {
-  run(conn_, Q::request_deletion, Params().add(id).add(to_millis(at)).add(rv));
+  later(Q::request_deletion, Params().add(id).add(to_millis(at)).add(rv));
 }
 
 void PgWriter::update_status(ObjectID id, const std::optional<std::string>& status,
@@ -123,11 +123,11 @@ void PgWriter::update_status(ObjectID id, const std::optional<std::string>& stat
   else
     p.add_null();
   p.add(rv).add(to_millis(now));
-  run(conn_, Q::update_status, p);
+  later(Q::update_status, std::move(p));
 }
 
 void PgWriter::upsert_condition(ObjectID id, const Condition& c, Time now) {
-  run(conn_, Q::upsert_condition,
+  later(Q::upsert_condition,
       Params()
           .add(id)
           .add(c.type)
@@ -146,12 +146,12 @@ bool PgWriter::delete_condition(ObjectID id, const std::string& type) {
 
 void PgWriter::set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
                               std::int64_t rv, Time now) {
-  run(conn_, Q::set_finalizers,
+  later(Q::set_finalizers,
       Params().add(id).add(nlohmann::json(finalizers).dump()).add(rv).add(to_millis(now)));
 }
 
 void PgWriter::conditions_changed(ObjectID id, std::int64_t rv, Time now) {
-  run(conn_, Q::conditions_changed, Params().add(id).add(rv).add(to_millis(now)));
+  later(Q::conditions_changed, Params().add(id).add(rv).add(to_millis(now)));
 }
 
 EventID PgWriter::insert_event(ObjectID id, const EventSpec& e,
@@ -172,7 +172,7 @@ EventID PgWriter::insert_event(ObjectID id, const EventSpec& e,
 
 void PgWriter::extend_event(EventID id, const std::string& message,
                             const std::optional<std::string>& detail, Time now, std::int64_t rv) {
-  run(conn_, Q::extend_event, Params().add(id).add(message).add(detail).add(to_millis(now)).add(rv));
+  later(Q::extend_event, Params().add(id).add(message).add(detail).add(to_millis(now)).add(rv));
 }
 
 std::vector<GroupKind> PgWriter::kinds_with_events() {
