@@ -59,7 +59,8 @@ void Campaign::loop() {
   const auto renew_every = lease_ / 3;
   // A standby looks more often than the leader renews, so that a lease that expires is
   // taken over within a fraction of a second.
-  const auto standby_every = std::min<std::chrono::milliseconds>(renew_every, std::chrono::milliseconds(250));
+  const auto standby_every =
+      std::min<std::chrono::milliseconds>(renew_every, std::chrono::milliseconds(250));
   for (;;) {
     {
       std::unique_lock lk(mu_);

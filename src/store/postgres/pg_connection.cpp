@@ -117,8 +117,8 @@ void Connection::connect() {
   dropped_ = false;
   in_txn_ = false;
   prepared_.clear();
-  auto timeout = std::to_string(std::max<long long>(
-      1, (static_cast<long long>(connect_timeout_.count()) + 999) / 1000));
+  auto timeout = std::to_string(
+      std::max<long long>(1, (static_cast<long long>(connect_timeout_.count()) + 999) / 1000));
   // Named after the schema, so that an operator can tell the control planes' sessions
   // apart in pg_stat_activity.
   auto app = ("beehive " + schema_).substr(0, 63);
@@ -134,7 +134,8 @@ void Connection::connect() {
     keys.push_back("tcp_user_timeout");
     values.push_back(user_timeout.c_str());
   }
-  for (auto [k, v] : {std::pair{"dbname", conninfo_.c_str()}, {"connect_timeout", timeout.c_str()}}) {
+  for (auto [k, v] :
+       {std::pair{"dbname", conninfo_.c_str()}, {"connect_timeout", timeout.c_str()}}) {
     keys.push_back(k);
     values.push_back(v);
   }
@@ -204,7 +205,8 @@ void Connection::fail(PGresult* r, std::string_view what) {
   if (r) PQclear(r);
   if (unique) throw Error(errc::already_exists, "postgres: " + msg);
   if (lost()) throw Error(errc::store, "postgres: connection lost: " + msg);
-  throw Error(errc::store, "postgres: " + msg + (what.empty() ? "" : " (" + std::string(what) + ")"));
+  throw Error(errc::store,
+              "postgres: " + msg + (what.empty() ? "" : " (" + std::string(what) + ")"));
 }
 
 void Connection::prepare(const std::string& name, const std::string& sql) {
@@ -306,6 +308,8 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
         first_error = r;
       else if (i >= skip)
         results.emplace_back(r);
+      else if (statements[i].out)
+        *statements[i].out = Result(r);
       else
         PQclear(r);
       while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the query's end

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,6 +77,8 @@ struct Statement {
   std::string name;
   std::string sql;
   Params params;
+  /// A deferred statement's result lands here, when someone wants it.
+  std::shared_ptr<Result> out{};
 };
 
 class Connection {
@@ -108,6 +111,10 @@ class Connection {
   bool discard_from(std::string_view name);
   /// Drops every queued statement, unsent (the transaction is being rolled back).
   void discard() { deferred_.clear(); }
+  /// Sends the queued statements now.
+  void flush() {
+    if (!deferred_.empty()) pipeline({});
+  }
 
   /// Inside a transaction (an aborted one included).
   bool in_transaction() const;

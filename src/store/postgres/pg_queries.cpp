@@ -41,7 +41,8 @@ std::string edges(const char* relation, bool outgoing) {
   // pointing at them (dependents, owned).
   std::string from = outgoing ? "r.from_id" : "r.to_id", to = outgoing ? "r.to_id" : "r.from_id";
   return "SELECT " + from + R"sql(, o.id, o."group", o.kind FROM refs AS r JOIN objects AS o
-         ON o.id = )sql" + to + " WHERE r.relation = '" + relation + "' AND " + from +
+         ON o.id = )sql" +
+         to + " WHERE r.relation = '" + relation + "' AND " + from +
          " = ANY($1::bigint[]) ORDER BY " + from + ", o.id";
 }
 

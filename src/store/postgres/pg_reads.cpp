@@ -30,7 +30,9 @@ std::optional<Time> opt_time(const Result& r, int row, int col) {
   return from_millis(r.i64(row, col));
 }
 
-ObjectRow read_row(const Result& r, int i, std::int64_t session) {
+}  // namespace
+
+ObjectRow read_object_row(const Result& r, int i, std::int64_t session) {
   ObjectRow row;
   auto& m = row.meta;
   m.id = r.i64(i, 0);
@@ -53,6 +55,12 @@ ObjectRow read_row(const Result& r, int i, std::int64_t session) {
   if (!r.null(i, 16)) m.labels = nlohmann::json::parse(r.text(i, 16)).get<Labels>();
   m.conditions = stored_conditions(r.text(i, 17), session);
   return row;
+}
+
+namespace {
+
+ObjectRow read_row(const Result& r, int i, std::int64_t session) {
+  return read_object_row(r, i, session);
 }
 
 event_run read_event(const Result& r, int i) {
@@ -159,8 +167,8 @@ std::vector<ObjectRow> Reads::list(const GroupKind& gk, unsigned loads) {
 void Reads::list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each) {
   // In pages of ids, so that a large kind is never held whole as rows: one snapshot.
   in_snapshot([&] {
-    static const std::string sql =
-        select_objects_sql(R"(o."group" = $1 AND o.kind = $2 AND o.id > $3 ORDER BY o.id LIMIT 500)");
+    static const std::string sql = select_objects_sql(
+        R"(o."group" = $1 AND o.kind = $2 AND o.id > $3 ORDER BY o.id LIMIT 500)");
     ObjectID after = 0;
     for (;;) {
       auto r = c_.run("bh_list_page", sql, Params().add(gk.group).add(gk.kind).add(after));

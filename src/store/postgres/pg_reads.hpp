@@ -17,6 +17,10 @@
 
 namespace beehive::store::pg {
 
+/// An object row as the object reads select it (select_objects_sql's columns); liveness
+/// conditions of another session than `session` read as Unknown.
+ObjectRow read_object_row(const Result& r, int row, std::int64_t session);
+
 /// The reads, on a connection someone else owns.
 class Reads {
  public:
@@ -33,8 +37,7 @@ class Reads {
   std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner, unsigned loads);
   std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q);
   std::optional<Event> current_run(ObjectID id, const std::string& category);
-  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
-                                        std::int64_t& rv);
+  std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q, std::int64_t& rv);
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk, bool unsettled_only);
   std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q, unsigned loads);
   ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,

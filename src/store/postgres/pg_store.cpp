@@ -41,8 +41,8 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
     std::string db = PQdb(raw) ? PQdb(raw) : "";
     where_ = "postgres://" + host + (port.empty() ? "" : ":" + port) + "/" + db +
              "?schema=" + opts_.schema;
-    listener_ = std::make_unique<Listener>(conninfo_, opts_.schema, opts_.connect_timeout,
-                                           session_, shared_);
+    listener_ = std::make_unique<Listener>(conninfo_, opts_.schema, opts_.connect_timeout, session_,
+                                           shared_);
   }
 
   std::string describe() const override { return where_; }
@@ -93,7 +93,8 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
     auto weak = weak_from_this();
     return std::make_shared<Campaign>(conninfo_, opts_.schema, opts_.connect_timeout, opts_.lease,
                                       session_, shared_, [weak](bool leads) {
-                                        if (auto self = weak.lock()) self->leadership_changed(leads);
+                                        if (auto self = weak.lock())
+                                          self->leadership_changed(leads);
                                       });
   }
 

@@ -29,23 +29,56 @@ void PgWriter::begin() {
   leader_work_ = false;
   fenced_term_ = 0;
   if (conn_.lost()) conn_.reconnect();  // a transaction lost with it is over anyway
-  std::vector<Statement> s;
-  s.push_back({"bh_begin", "BEGIN", {}});
-  s.push_back(statement(Q::lock_counters));
-  auto r = conn_.pipeline(std::move(s));
-  auto& counters = r[1];
-  for (int i = 0; i < counters.rows(); ++i) {
-    if (counters.text(i, 0) == "resource_version")
-      rv_ = counters.i64(i, 1);
-    else
-      last_id_ = counters.i64(i, 1);
-  }
+  owners_.clear();
+  // Sent with the transaction's first statement (it locks the counters before that
+  // statement runs, in the same round trip); their values are read when needed.
+  conn_.defer({"bh_begin", "BEGIN", {}});
+  auto lock = statement(Q::lock_counters);
+  counters_ = lock.out = std::make_shared<Result>();
+  conn_.defer(std::move(lock));
   ++token_;
+}
+
+void PgWriter::load_counters() {
+  if (!counters_) return;
+  conn_.flush();
+  for (int i = 0; i < counters_->rows(); ++i) {
+    if (counters_->text(i, 0) == "resource_version")
+      rv_ = counters_->i64(i, 1);
+    else
+      last_id_ = counters_->i64(i, 1);
+  }
+  counters_.reset();
+}
+
+std::optional<ObjectRow> PgWriter::get(ObjectID id, unsigned loads) {
+  if (loads) return Reading::get(id, loads);
+  std::vector<Statement> s;
+  s.push_back(statement(Q::get, Params().add(id)));
+  s.push_back(statement(Q::owner_of_one, Params().add(id)));
+  auto r = conn_.pipeline(std::move(s));
+  if (r[1].rows())
+    owners_[id] = Ref{r[1].i64(0, 0), r[1].str(0, 1), r[1].str(0, 2)};
+  else
+    owners_[id] = std::nullopt;
+  if (r[0].rows() == 0) return std::nullopt;
+  return read_object_row(r[0], 0, session_);
+}
+
+std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {
+  if (relation == LoadOption::owner) {
+    if (auto it = owners_.find(id); it != owners_.end()) {
+      if (!it->second) return {};
+      return {*it->second};
+    }
+  }
+  return Reading::related(id, relation);
 }
 
 void PgWriter::commit() {
   std::vector<Statement> s;
-  s.push_back(statement(Q::store_counters, Params().add(rv_).add(last_id_)));
+  // Counters never read were never moved: nothing to store.
+  if (!counters_) s.push_back(statement(Q::store_counters, Params().add(rv_).add(last_id_)));
   s.push_back(statement(Q::write_token, Params().add(session_).add(token_)));
   s.push_back(statement(Q::notify, Params().add(channel_).add(session_)));
   s.push_back({"bh_commit", "COMMIT", {}});
@@ -77,8 +110,9 @@ void PgWriter::resolve_lost_commit(const Error& why) {
       conn_.reconnect();
       auto r = run(conn_, Q::read_token, Params().add(session_));
       if (r.rows() && r.i64(0, 0) == token_) return;  // it committed
-      throw Error(errc::store,
-                  std::string("postgres: the connection was lost before the commit: ") + why.what());
+      throw Error(
+          errc::store,
+          std::string("postgres: the connection was lost before the commit: ") + why.what());
     } catch (const Error& e) {
       if (!conn_.lost()) throw;  // answered: not committed
       last = e.what();
@@ -88,11 +122,14 @@ void PgWriter::resolve_lost_commit(const Error& why) {
   }
   throw Error(errc::store,
               "postgres: the connection was lost during a commit and its outcome could not be "
-              "read back: " + last);
+              "read back: " +
+                  last);
 }
 
 void PgWriter::rollback() {
   conn_.discard();
+  counters_.reset();
+  owners_.clear();
   if (conn_.lost() || !conn_.in_transaction()) return;
   try {
     conn_.exec("ROLLBACK");
@@ -112,9 +149,15 @@ void PgWriter::set_lock_wait(std::function<bool()> keep_waiting) {
   keep_waiting_ = std::move(keep_waiting);
 }
 
-std::int64_t PgWriter::next_resource_version() { return ++rv_; }
+std::int64_t PgWriter::next_resource_version() {
+  load_counters();
+  return ++rv_;
+}
 
-ObjectID PgWriter::next_object_id() { return ++last_id_; }
+ObjectID PgWriter::next_object_id() {
+  load_counters();
+  return ++last_id_;
+}
 
 void PgWriter::fence() {
   // Fencing: the leader's writes hold the lease row (FOR SHARE) until they commit, so a
@@ -129,8 +172,9 @@ void PgWriter::fence() {
     }
     shared_->deposed.store(true, std::memory_order_release);
   }
-  throw Error(errc::store, "postgres: this process is not the leader (its lease was taken over): "
-                           "controller, collector and sweep writes are the leader's");
+  throw Error(errc::store,
+              "postgres: this process is not the leader (its lease was taken over): "
+              "controller, collector and sweep writes are the leader's");
 }
 
 // A write's statements are deferred (Connection::defer) from its savepoint on, and sent
@@ -148,6 +192,7 @@ void PgWriter::release(int depth) {
 
 void PgWriter::rollback_to(int depth) {
   fenced_term_ = 0;  // a lease check rolled back with its savepoint holds no lock any more
+  owners_.clear();
   auto d = std::to_string(depth);
   // Never sent: dropping it and what followed is rolling back to it.
   if (conn_.discard_from("bh_savepoint" + d)) return;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "store/postgres/pg_queries.hpp"
@@ -48,6 +49,10 @@ class PgWriter : public Reading<Writer> {
   std::int64_t next_resource_version() override;
   ObjectID next_object_id() override;
   void fence() override;
+  /// With no loads, the object's owner comes along in the same round trip and is kept
+  /// for this transaction: every write looks it up right after reading the row.
+  std::optional<ObjectRow> get(ObjectID id, unsigned loads) override;
+  std::vector<Ref> related(ObjectID id, unsigned relation) override;
   bool failed_statements_abort() const override { return true; }
 
   void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override;
@@ -100,8 +105,13 @@ class PgWriter : public Reading<Writer> {
   std::shared_ptr<SharedState> shared_;
   std::string channel_;
   std::chrono::milliseconds connect_timeout_;
-  std::int64_t token_ = 0;        // of the last transaction begun
-  std::int64_t rv_ = 0;           // the counters as locked at begin, then as allocated
+  /// The counters' values, read when first needed (see begin()).
+  void load_counters();
+
+  std::shared_ptr<Result> counters_;  // the deferred lock's result; null once read
+  std::unordered_map<ObjectID, std::optional<Ref>> owners_;  // read in this transaction
+  std::int64_t token_ = 0;                                   // of the last transaction begun
+  std::int64_t rv_ = 0;  // the counters as locked at begin, then as allocated
   std::int64_t last_id_ = 0;
   bool leader_work_ = false;      // the open transaction must be fenced by the lease
   std::int64_t fenced_term_ = 0;  // the term it checked (0: not checked yet)

@@ -23,6 +23,7 @@ void PgWriter::insert_object(const ObjectRow& row, std::optional<ObjectID> owner
     p.add_null();
   else
     p.add(nlohmann::json(row.meta.labels).dump());
+  owners_.erase(row.meta.id);
   later(Q::insert_object, std::move(p));
   if (owner) later(Q::add_ref, Params().add(row.meta.id).add("owned_by").add(*owner));
   if (!row.meta.labels.empty()) insert_labels(row.meta.id, row.meta.labels);
@@ -81,10 +82,12 @@ int PgWriter::trim_change_log(std::int64_t cut) {
 }
 
 bool PgWriter::add_ref(ObjectID from, const char* relation, ObjectID to) {
+  owners_.erase(from);
   return run(conn_, Q::add_ref, Params().add(from).add(relation).add(to)).affected() > 0;
 }
 
 bool PgWriter::remove_ref(ObjectID from, const char* relation, ObjectID to) {
+  owners_.erase(from);
   return run(conn_, Q::remove_ref, Params().add(from).add(relation).add(to)).affected() > 0;
 }
 
@@ -100,13 +103,20 @@ void PgWriter::drop_pending_dependencies(ObjectID target) {
   later(Q::drop_pending_dependencies, Params().add(target));
 }
 
-void PgWriter::delete_object(ObjectID id) { later(Q::delete_object, Params().add(id)); }
+void PgWriter::delete_object(ObjectID id) {
+  owners_.erase(id);
+  later(Q::delete_object, Params().add(id));
+}
 
 void PgWriter::update_spec(ObjectID id, const std::string& spec, int spec_version,
                            std::int64_t generation, std::int64_t rv, Time now) {
-  later(Q::update_spec,
-      Params().add(id).add(spec).add(std::int64_t{spec_version}).add(generation).add(rv).add(
-          to_millis(now)));
+  later(Q::update_spec, Params()
+                            .add(id)
+                            .add(spec)
+                            .add(std::int64_t{spec_version})
+                            .add(generation)
+                            .add(rv)
+                            .add(to_millis(now)));
 }
 
 void PgWriter::request_deletion(ObjectID id, Time at, std::int64_t rv) {
@@ -127,17 +137,16 @@ void PgWriter::update_status(ObjectID id, const std::optional<std::string>& stat
 }
 
 void PgWriter::upsert_condition(ObjectID id, const Condition& c, Time now) {
-  later(Q::upsert_condition,
-      Params()
-          .add(id)
-          .add(c.type)
-          .add(to_string(c.status))
-          .add(c.reason)
-          .add(c.message)
-          .add(std::int64_t{c.liveness ? 1 : 0})
-          .add(session_)
-          .add(to_millis(now))
-          .add(static_cast<std::int64_t>(c.observed_generation)));
+  later(Q::upsert_condition, Params()
+                                 .add(id)
+                                 .add(c.type)
+                                 .add(to_string(c.status))
+                                 .add(c.reason)
+                                 .add(c.message)
+                                 .add(std::int64_t{c.liveness ? 1 : 0})
+                                 .add(session_)
+                                 .add(to_millis(now))
+                                 .add(static_cast<std::int64_t>(c.observed_generation)));
 }
 
 bool PgWriter::delete_condition(ObjectID id, const std::string& type) {
@@ -147,7 +156,7 @@ bool PgWriter::delete_condition(ObjectID id, const std::string& type) {
 void PgWriter::set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
                               std::int64_t rv, Time now) {
   later(Q::set_finalizers,
-      Params().add(id).add(nlohmann::json(finalizers).dump()).add(rv).add(to_millis(now)));
+        Params().add(id).add(nlohmann::json(finalizers).dump()).add(rv).add(to_millis(now)));
 }
 
 void PgWriter::conditions_changed(ObjectID id, std::int64_t rv, Time now) {
