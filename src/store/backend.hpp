@@ -46,6 +46,10 @@ struct LoggedChange {
   unsigned parts = 0;  ///< object_change::Part bits, and kLoggedRequeue
   Ref ref;
   std::optional<ObjectRow> row;  ///< absent when only a requeue was logged
+  /// The object's owner, when the backend read it with the change (owner_read);
+  /// otherwise the reader looks it up.
+  bool owner_read = false;
+  std::optional<Ref> owner;
 };
 
 /// The change log above a version: each object once, in the order of its latest change.

@@ -107,7 +107,9 @@ void WriteEngine::publish_foreign_commits() {
     if (!c.row) continue;
     object_change change{c.type, std::move(*c.row), c.parts & ~kLoggedRequeue};
     // Controllers that own the row's kind wake on it (with_owns), as on this process's.
-    if (auto owner = w.related(c.ref.id, LoadOption::owner); !owner.empty())
+    if (c.owner_read)
+      change.owner = std::move(c.owner);
+    else if (auto owner = w.related(c.ref.id, LoadOption::owner); !owner.empty())
       change.owner = owner.front();
     if (c.type == ChangeType::Deleted) rec.edges_removed = true;
     rec.changes.push_back(std::move(change));

@@ -249,6 +249,8 @@ const Catalog& catalog() {
 
 std::string select_objects_sql(const std::string& where) { return select_objects(where.c_str()); }
 
+std::string object_columns_sql() { return object_columns; }
+
 Statement statement(Q q, Params params) {
   auto i = static_cast<int>(q);
   return Statement{catalog().names[i], catalog().sql[i], std::move(params)};

@@ -74,5 +74,7 @@ Statement statement(Q q, Params params = {});
 Result run(Connection& c, Q q, const Params& params = {});
 /// An object read of the columns read_row decodes; `where` is the rest of it.
 std::string select_objects_sql(const std::string& where);
+/// The columns read_object_row decodes, of objects aliased `o`.
+std::string object_columns_sql();
 
 }  // namespace beehive::store::pg

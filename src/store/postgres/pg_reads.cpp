@@ -32,28 +32,28 @@ std::optional<Time> opt_time(const Result& r, int row, int col) {
 
 }  // namespace
 
-ObjectRow read_object_row(const Result& r, int i, std::int64_t session) {
+ObjectRow read_object_row(const Result& r, int i, std::int64_t session, int first) {
   ObjectRow row;
   auto& m = row.meta;
-  m.id = r.i64(i, 0);
-  m.group = r.str(i, 1);
-  m.kind = r.str(i, 2);
-  if (!r.null(i, 3)) m.slug = r.str(i, 3);
-  row.spec = r.str(i, 4);
-  row.spec_version = static_cast<int>(r.i64(i, 5));
-  if (!r.null(i, 6)) row.status = r.str(i, 6);
-  row.status_version = static_cast<int>(r.i64(i, 7));
-  m.generation = r.i64(i, 8);
-  m.observed_generation = r.opt_i64(i, 9);
-  m.observed_at = opt_time(r, i, 10);
-  m.resource_version = r.i64(i, 11);
-  m.deletion_requested_at = opt_time(r, i, 12);
-  if (auto f = r.text(i, 13); f != "[]")
+  m.id = r.i64(i, first + 0);
+  m.group = r.str(i, first + 1);
+  m.kind = r.str(i, first + 2);
+  if (!r.null(i, first + 3)) m.slug = r.str(i, first + 3);
+  row.spec = r.str(i, first + 4);
+  row.spec_version = static_cast<int>(r.i64(i, first + 5));
+  if (!r.null(i, first + 6)) row.status = r.str(i, first + 6);
+  row.status_version = static_cast<int>(r.i64(i, first + 7));
+  m.generation = r.i64(i, first + 8);
+  m.observed_generation = r.opt_i64(i, first + 9);
+  m.observed_at = opt_time(r, i, first + 10);
+  m.resource_version = r.i64(i, first + 11);
+  m.deletion_requested_at = opt_time(r, i, first + 12);
+  if (auto f = r.text(i, first + 13); f != "[]")
     m.finalizers = nlohmann::json::parse(f).get<std::vector<std::string>>();
-  m.created_at = from_millis(r.i64(i, 14));
-  m.updated_at = from_millis(r.i64(i, 15));
-  if (!r.null(i, 16)) m.labels = nlohmann::json::parse(r.text(i, 16)).get<Labels>();
-  m.conditions = stored_conditions(r.text(i, 17), session);
+  m.created_at = from_millis(r.i64(i, first + 14));
+  m.updated_at = from_millis(r.i64(i, first + 15));
+  if (!r.null(i, first + 16)) m.labels = nlohmann::json::parse(r.text(i, first + 16)).get<Labels>();
+  m.conditions = stored_conditions(r.text(i, first + 17), session);
   return row;
 }
 
@@ -348,41 +348,59 @@ std::vector<ObjectRow> Reads::list_where(const GroupKind& gk, const ListQuery& q
 ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
                                    std::optional<ObjectID> id,
                                    const std::vector<std::int64_t>& skip) {
-  return in_snapshot([&] {
-    ChangeLogRead out;
-    out.head = head();
-    if (auto h = run(c_, Q::change_log_horizon); h.rows()) out.horizon = h.i64(0, 0);
-    std::unordered_map<ObjectID, std::size_t> at;
-    auto r = run(c_, Q::change_log_since, Params().add(rv));
-    for (int i = 0; i < r.rows(); ++i) {
-      ObjectID oid = r.i64(i, 1);
-      auto version = r.i64(i, 0);
-      if (id && oid != *id) continue;
-      if (std::binary_search(skip.begin(), skip.end(), version)) continue;
-      auto group = r.text(i, 2), kind = r.text(i, 3);
-      if (gk && (group != gk->group || kind != gk->kind)) continue;
-      auto [it, fresh] = at.try_emplace(oid, out.changes.size());
-      if (fresh)
-        out.changes.push_back(
-            {0, ChangeType::Modified, 0, Ref{oid, std::string(group), std::string(kind)}, {}});
-      auto& c = out.changes[it->second];
-      c.resource_version = version;
-      c.parts |= static_cast<unsigned>(r.i64(i, 4));
-      if (!r.null(i, 5)) {
-        c.type = ChangeType::Deleted;
-        c.row = row_from_json(r.text(i, 5));
-      }
+  // One statement, hence one snapshot and one round trip: the store's version and the
+  // horizon, each log entry above `rv` with its object as it stands now and that
+  // object's owner (the commit record wants it).
+  static const std::string sql =
+      R"sql(SELECT m.head, m.horizon, l.resource_version, l.object_id, l."group", l.kind, l.parts,
+             l.final_body, ow.id, ow."group", ow.kind, )sql" +
+      object_columns_sql() +
+      R"sql( FROM (SELECT (SELECT value FROM beehive_meta WHERE key = 'resource_version') AS head,
+                     (SELECT value FROM beehive_meta WHERE key = 'change_log_horizon') AS horizon)
+             AS m
+           LEFT JOIN change_log AS l ON l.resource_version > $1
+           LEFT JOIN objects AS o ON o.id = l.object_id
+           LEFT JOIN refs AS r ON r.from_id = o.id AND r.relation = 'owned_by'
+           LEFT JOIN objects AS ow ON ow.id = r.to_id
+           ORDER BY l.resource_version)sql";
+  constexpr int object_at = 11;
+  auto r = c_.run("bh_changes_since", sql, Params().add(rv));
+  ChangeLogRead out;
+  out.head = r.rows() ? r.i64(0, 0) : 0;
+  out.horizon = r.rows() ? r.i64(0, 1) : 0;
+  std::unordered_map<ObjectID, std::size_t> at;
+  for (int i = 0; i < r.rows(); ++i) {
+    if (r.null(i, 2)) continue;  // no entry: the head and horizon alone
+    ObjectID oid = r.i64(i, 3);
+    auto version = r.i64(i, 2);
+    if (id && oid != *id) continue;
+    if (std::binary_search(skip.begin(), skip.end(), version)) continue;
+    auto group = r.text(i, 4), kind = r.text(i, 5);
+    if (gk && (group != gk->group || kind != gk->kind)) continue;
+    auto [it, fresh] = at.try_emplace(oid, out.changes.size());
+    if (fresh)
+      out.changes.push_back(
+          {0, ChangeType::Modified, 0, Ref{oid, std::string(group), std::string(kind)}, {}});
+    auto& c = out.changes[it->second];
+    c.resource_version = version;
+    c.parts |= static_cast<unsigned>(r.i64(i, 6));
+    c.owner_read = true;
+    c.owner.reset();
+    if (!r.null(i, 8)) c.owner = Ref{r.i64(i, 8), r.str(i, 9), r.str(i, 10)};
+    if (!r.null(i, 7)) {  // a removal, with the final body
+      c.type = ChangeType::Deleted;
+      c.row = row_from_json(r.text(i, 7));
+    } else if (c.type != ChangeType::Deleted && (c.parts & ~kLoggedRequeue) != 0) {
+      c.row.reset();
+      if (!r.null(i, object_at)) c.row = read_object_row(r, i, session_, object_at);
     }
-    for (auto& c : out.changes) {
-      if (c.type == ChangeType::Deleted) continue;
-      if (c.parts & object_change::created) c.type = ChangeType::Added;
-      if ((c.parts & ~kLoggedRequeue) == 0) continue;
-      c.row = get(c.ref.id, 0);
-    }
-    std::sort(out.changes.begin(), out.changes.end(),
-              [](auto& a, auto& b) { return a.resource_version < b.resource_version; });
-    return out;
-  });
+  }
+  for (auto& c : out.changes)
+    if (c.type != ChangeType::Deleted && (c.parts & object_change::created))
+      c.type = ChangeType::Added;
+  std::sort(out.changes.begin(), out.changes.end(),
+            [](auto& a, auto& b) { return a.resource_version < b.resource_version; });
+  return out;
 }
 
 }  // namespace beehive::store::pg

@@ -19,7 +19,8 @@ namespace beehive::store::pg {
 
 /// An object row as the object reads select it (select_objects_sql's columns); liveness
 /// conditions of another session than `session` read as Unknown.
-ObjectRow read_object_row(const Result& r, int row, std::int64_t session);
+/// `first`: the column the object's columns start at.
+ObjectRow read_object_row(const Result& r, int row, std::int64_t session, int first = 0);
 
 /// The reads, on a connection someone else owns.
 class Reads {
