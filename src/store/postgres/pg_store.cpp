@@ -9,7 +9,6 @@
 
 #include <libpq-fe.h>
 
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "store/postgres/pg_reads.hpp"
 #include "store/postgres/pg_schema.hpp"
 #include "store/postgres/pg_writer.hpp"
+#include "store/reader_pool.hpp"
 
 namespace beehive::store::pg {
 
@@ -48,35 +48,8 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
   std::string describe() const override { return where_; }
 
   ReaderLease reader() override {
-    std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return !free_.empty() || opened_ < opts_.connections; });
-    std::unique_ptr<PgReader> r;
-    if (!free_.empty()) {
-      r = std::move(free_.back());
-      free_.pop_back();
-    } else {
-      ++opened_;
-      lk.unlock();
-      try {
-        r = std::make_unique<PgReader>(conninfo_, opts_.schema, opts_.connect_timeout, session_);
-      } catch (...) {
-        lk.lock();
-        --opened_;
-        cv_.notify_one();
-        throw;
-      }
-    }
-    return ReaderLease(r.release(), [this](Reader* p) {
-      std::unique_ptr<PgReader> conn(static_cast<PgReader*>(p));
-      {
-        std::lock_guard g(mu_);
-        if (conn->failed())
-          --opened_;
-        else
-          free_.push_back(std::move(conn));
-      }
-      cv_.notify_one();
-      conn.reset();
+    return pool_.lease([&] {
+      return std::make_unique<PgReader>(conninfo_, opts_.schema, opts_.connect_timeout, session_);
     });
   }
 
@@ -124,10 +97,7 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
   std::int64_t session_ = 0;
   std::shared_ptr<SharedState> shared_ = std::make_shared<SharedState>();
   std::unique_ptr<Listener> listener_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<PgReader>> free_;
-  int opened_ = 0;
+  ReaderPool<PgReader> pool_{opts_.connections};
   std::mutex leadership_mu_;
   std::function<void(bool)> leadership_;
 };

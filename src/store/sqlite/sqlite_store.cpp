@@ -7,15 +7,14 @@
 // open_writer() when a writer starts. The other members only read what the constructor
 // set, and are safe on any thread.
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <beehive/errors.hpp>
 #include <beehive/sqlite.hpp>
 
 #include "store/backend.hpp"
+#include "store/reader_pool.hpp"
 #include "store/sqlite/private_files.hpp"
 #include "store/sqlite/run_lock.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
@@ -38,38 +37,8 @@ class SqliteStore : public Backend {
   std::string describe() const override { return "sqlite:" + file_.string(); }
 
   ReaderLease reader() override {
-    std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return !free_.empty() || opened_ < opts_.read_connections; });
-    std::unique_ptr<SqliteReader> r;
-    if (!free_.empty()) {
-      r = std::move(free_.back());
-      free_.pop_back();
-    } else {
-      ++opened_;
-      lk.unlock();
-      try {
-        r = guarded([&] { return std::make_unique<SqliteReader>(file_, opts_, session_); });
-      } catch (...) {
-        lk.lock();
-        --opened_;
-        cv_.notify_one();
-        throw;
-      }
-    }
-    return ReaderLease(r.release(), [this](Reader* p) {
-      std::unique_ptr<SqliteReader> conn(static_cast<SqliteReader*>(p));
-      {
-        std::lock_guard g(mu_);
-        // A connection that failed is closed, not pooled: whatever broke it (a file
-        // gone bad, a poisoned cache) must not fail the next reader too. Its slot
-        // opens a fresh one on demand.
-        if (conn->failed())
-          --opened_;
-        else
-          free_.push_back(std::move(conn));
-      }
-      cv_.notify_one();
-      conn.reset();  // outside the lock
+    return pool_.lease([&] {
+      return guarded([&] { return std::make_unique<SqliteReader>(file_, opts_, session_); });
     });
   }
 
@@ -94,10 +63,7 @@ class SqliteStore : public Backend {
   Connection anchor_;
   std::int64_t session_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<SqliteReader>> free_;
-  int opened_ = 0;
+  ReaderPool<SqliteReader> pool_{opts_.read_connections};
 };
 
 }  // namespace
