@@ -145,6 +145,8 @@ void Connection::connect() {
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+    PQfinish(conn_);  // a constructor that throws runs no destructor
+    conn_ = nullptr;
     throw Error(errc::store, "postgres: cannot connect: " + why);
   }
   PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
@@ -159,7 +161,15 @@ void Connection::connect() {
                              "set_config('idle_in_transaction_session_timeout', $2, false), "
                              "set_config('lock_timeout', $2, false)",
                              2, nullptr, vals.data(), lens.data(), nullptr, 0);
-  if (!ok(r)) fail(r, "search_path");
+  if (!ok(r)) {
+    try {
+      fail(r, "search_path");
+    } catch (...) {
+      PQfinish(conn_);
+      conn_ = nullptr;
+      throw;
+    }
+  }
   PQclear(r);
 }
 
