@@ -211,7 +211,9 @@ TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndSteps
   }
   EXPECT_FALSE(wrote) << "the deposed leader's write committed";
   // Its write may also come after the step-down; either way it must not land.
-  if (!refused) ASSERT_TRUE(read_until(*a, "refused " + std::to_string(slow.id)));
+  if (!refused) {
+    ASSERT_TRUE(read_until(*a, "refused " + std::to_string(slow.id)));
+  }
   auto now = client_->get({}, slow.id);
   EXPECT_EQ(now.resource_version, rv_after_b) << "something wrote after the takeover";
   ASSERT_TRUE(now.status && by_b.status);

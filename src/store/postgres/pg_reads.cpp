@@ -94,10 +94,12 @@ std::string id_array(const std::vector<ObjectID>& ids) {
 std::string numbered(const std::string& where, int next) {
   std::string out;
   for (char ch : where) {
-    if (ch == '?')
-      out += "$" + std::to_string(next++);
-    else
+    if (ch == '?') {
+      out += '$';
+      out += std::to_string(next++);
+    } else {
       out += ch;
+    }
   }
   return out;
 }
@@ -379,8 +381,7 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
     if (gk && (group != gk->group || kind != gk->kind)) continue;
     auto [it, fresh] = at.try_emplace(oid, out.changes.size());
     if (fresh)
-      out.changes.push_back(
-          {0, ChangeType::Modified, 0, Ref{oid, std::string(group), std::string(kind)}, {}});
+      out.changes.push_back(LoggedChange{.ref = Ref{oid, std::string(group), std::string(kind)}});
     auto& c = out.changes[it->second];
     c.resource_version = version;
     c.parts |= static_cast<unsigned>(r.i64(i, 6));
