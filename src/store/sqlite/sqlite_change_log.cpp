@@ -80,7 +80,7 @@ ChangeLogRead Connection::changes_since(std::int64_t rv, const std::optional<Gro
         std::string group = s->getColumn(2).getString(), kind = s->getColumn(3).getString();
         if (gk && (group != gk->group || kind != gk->kind)) continue;
         auto [it, fresh] = at.try_emplace(oid, out.changes.size());
-        if (fresh) out.changes.push_back(LoggedChange{.ref = Ref{oid, group, kind}});
+        if (fresh) out.changes.emplace_back().ref = Ref{oid, group, kind};
         auto& c = out.changes[it->second];
         c.resource_version = s->getColumn(0).getInt64();
         c.parts |= static_cast<unsigned>(s->getColumn(4).getInt64());
