@@ -65,7 +65,7 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
     own_sys_ = std::make_unique<caf::actor_system>(*own_cfg_);
     sys_ = own_sys_.get();
   }
-  services_.backend = backend_;
+  services_.backend = std::shared_ptr<store::Backend>(store_, backend_);
   services_.timers = timers_;
   services_.logger = logger_;
   services_.metrics = settings_.metrics;

@@ -28,7 +28,7 @@ bool of_kind(const ObjectMeta& m, const GroupKind& gk) {
 /// queues and reconciles nothing (the leader does), and lists its kind again when it
 /// becomes the leader.
 bool leads(Self self) {
-  auto* b = self->state.services.backend;
+  auto* b = self->state.services.backend.get();
   return !b || b->leads();
 }
 

@@ -23,7 +23,7 @@ struct Periodic {
   std::chrono::milliseconds cadence{0};  // <= 0: no periodic wake
   Logger logger;
   /// The store, asked whether this process leads (null: it does).
-  store::Backend* backend = nullptr;
+  std::shared_ptr<store::Backend> backend;
 
   /// Periodic work is the leader's: a standby's cadence does nothing.
   bool leads() const { return !backend || backend->leads(); }

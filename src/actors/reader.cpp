@@ -6,7 +6,7 @@
 
 namespace beehive::detail {
 
-caf::behavior reader(caf::event_based_actor*, store::Backend* backend) {
+caf::behavior reader(caf::event_based_actor*, std::shared_ptr<store::Backend> backend) {
   return {
       [backend](const ReadJob& job) -> caf::message {
         try {

@@ -23,7 +23,7 @@ namespace beehive::detail {
 /// the reply.
 using ReadJob = std::function<caf::message(store::Reader&)>;
 
-caf::behavior reader(caf::event_based_actor* self, store::Backend* backend);
+caf::behavior reader(caf::event_based_actor* self, std::shared_ptr<store::Backend> backend);
 
 }  // namespace beehive::detail
 

@@ -28,9 +28,10 @@ namespace beehive::detail {
 struct KindEntry;
 
 struct Services {
-  /// The store: its read pool (Backend::reader) for the actors' reads. Owned by the
-  /// beehive, which outlives its actors.
-  store::Backend* backend = nullptr;
+  /// The store: its read pool (Backend::reader) for the actors' reads. Shared: an actor
+  /// of a beehive running in the application's actor system (one restarted late, say)
+  /// may finish after the beehive, and must not find its store gone.
+  std::shared_ptr<store::Backend> backend;
   /// What timers run on (see TimerClock).
   std::shared_ptr<const TimerClock> timers;
   Logger logger;
