@@ -87,6 +87,25 @@ TEST_F(PostgresStore, SessionsKilledByTheServerAreStoreErrorsThenReplaced) {
   EXPECT_EQ(w.get(ctx_, o.id).resource_version, w.list(ctx_).front().resource_version);
 }
 
+TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadlineWritingNothing) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  // Another process holds the store's write lock (its counters) in an open transaction.
+  PGconn* other = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
+  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
+  auto hold = "BEGIN; SET LOCAL search_path TO \"" + test_schema_for(db_path()) +
+              "\"; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE";
+  PQclear(PQexec(other, hold.c_str()));
+  auto began = std::chrono::steady_clock::now();
+  EXPECT_ERRC(w.update(Context{}.with_timeout(std::chrono::milliseconds(300)), o.id, {"a", 2}),
+              errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(3));
+  PQclear(PQexec(other, "COMMIT"));
+  PQfinish(other);
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1) << "the abandoned write was applied";
+  EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);
+}
+
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   bh_.reset();
   store_.reset();

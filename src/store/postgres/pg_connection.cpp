@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <charconv>
@@ -279,6 +280,28 @@ bool Connection::discard_from(std::string_view name) {
 }
 
 std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
+  return pipeline(std::move(statements), {});
+}
+
+bool Connection::await_result(const std::function<bool()>& keep_waiting, bool cancelled) {
+  while (PQisBusy(conn_)) {
+    pollfd p{PQsocket(conn_), POLLIN, 0};
+    (void)::poll(&p, 1, 10);
+    if (!PQconsumeInput(conn_)) return cancelled;  // gone: PQgetResult reports it
+    if (!cancelled && PQisBusy(conn_) && !keep_waiting()) {
+      char why[256];
+      if (PGcancel* c = PQgetCancel(conn_)) {
+        PQcancel(c, why, sizeof why);
+        PQfreeCancel(c);
+      }
+      cancelled = true;
+    }
+  }
+  return cancelled;
+}
+
+std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
+                                         const std::function<bool()>& keep_waiting) {
   // The deferred statements go first; their results are read and dropped.
   std::size_t skip = deferred_.size();
   if (skip) {
@@ -307,8 +330,10 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
     }
   }
   if (sent && PQpipelineSync(conn_) != 1) sent = false;
+  bool cancelled = false;
   if (sent) {
     for (std::size_t i = 0; i < statements.size(); ++i) {
+      if (keep_waiting) cancelled = await_result(keep_waiting, cancelled);
       PGresult* r = PQgetResult(conn_);
       if (!r) {  // the connection went
         sent = false;
@@ -338,6 +363,10 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
   }
   PQexitPipelineMode(conn_);
   settle();
+  if (cancelled && first_error) {
+    PQclear(first_error);
+    throw Error(errc::store, "postgres: gave up waiting for another process's transaction");
+  }
   if (first_error) fail(first_error, "pipeline");
   return results;
 }

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,6 +102,11 @@ class Connection {
   /// results in order; the first failing statement throws, after every result has been
   /// read.
   std::vector<Result> pipeline(std::vector<Statement> statements);
+  /// The same, asking `keep_waiting` every 10 ms while the server has not answered (a
+  /// lock held by another process): on false the statement is cancelled and the call
+  /// throws errc::store.
+  std::vector<Result> pipeline(std::vector<Statement> statements,
+                               const std::function<bool()>& keep_waiting);
   /// Queues a statement whose result nobody reads: it is sent with the next statement
   /// that is run (run, exec and pipeline send the queue first, in one round trip), so
   /// that a write's statements cost one round trip rather than one each. Its failure
@@ -135,6 +141,9 @@ class Connection {
   void ensure();
   /// Records whether the connection is inside a transaction after a statement.
   void settle();
+  /// Waits until a result can be read without blocking, asking `keep_waiting`; cancels
+  /// the statement on false. Returns whether it cancelled.
+  bool await_result(const std::function<bool()>& keep_waiting, bool cancelled);
   void prepare(const std::string& name, const std::string& sql);
   /// Throws the error of a failed result (errc::already_exists for a unique violation).
   [[noreturn]] void fail(PGresult* r, std::string_view what);

@@ -30,25 +30,21 @@ void PgWriter::begin() {
   fenced_term_ = 0;
   if (conn_.lost()) conn_.reconnect();  // a transaction lost with it is over anyway
   owners_.clear();
-  // Sent with the transaction's first statement (it locks the counters before that
-  // statement runs, in the same round trip); their values are read when needed.
-  conn_.defer({"bh_begin", "BEGIN", {}});
-  auto lock = statement(Q::lock_counters);
-  counters_ = lock.out = std::make_shared<Result>();
-  conn_.defer(std::move(lock));
   ++token_;
-}
-
-void PgWriter::load_counters() {
-  if (!counters_) return;
-  conn_.flush();
-  for (int i = 0; i < counters_->rows(); ++i) {
-    if (counters_->text(i, 0) == "resource_version")
-      rv_ = counters_->i64(i, 1);
+  // Locked before begin returns, waiting only while the caller does (set_lock_wait):
+  // a caller that gave up meanwhile is never written (the engine claims its write
+  // after begin), as on SQLite.
+  std::vector<Statement> s;
+  s.push_back({"bh_begin", "BEGIN", {}});
+  s.push_back(statement(Q::lock_counters));
+  auto r = conn_.pipeline(
+      std::move(s), keep_waiting_ ? keep_waiting_ : [] { return true; });
+  for (int i = 0; i < r[1].rows(); ++i) {
+    if (r[1].text(i, 0) == "resource_version")
+      rv_ = r[1].i64(i, 1);
     else
-      last_id_ = counters_->i64(i, 1);
+      last_id_ = r[1].i64(i, 1);
   }
-  counters_.reset();
 }
 
 std::optional<ObjectRow> PgWriter::get(ObjectID id, unsigned loads) {
@@ -77,8 +73,7 @@ std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {
 
 void PgWriter::commit() {
   std::vector<Statement> s;
-  // Counters never read were never moved: nothing to store.
-  if (!counters_) s.push_back(statement(Q::store_counters, Params().add(rv_).add(last_id_)));
+  s.push_back(statement(Q::store_counters, Params().add(rv_).add(last_id_)));
   s.push_back(statement(Q::write_token, Params().add(session_).add(token_)));
   s.push_back(statement(Q::notify, Params().add(channel_).add(session_)));
   s.push_back({"bh_commit", "COMMIT", {}});
@@ -128,7 +123,6 @@ void PgWriter::resolve_lost_commit(const Error& why) {
 
 void PgWriter::rollback() {
   conn_.discard();
-  counters_.reset();
   owners_.clear();
   if (conn_.lost() || !conn_.in_transaction()) return;
   try {
@@ -144,20 +138,14 @@ std::int64_t PgWriter::data_version() {
 }
 
 void PgWriter::set_lock_wait(std::function<bool()> keep_waiting) {
-  // PostgreSQL waits for the counters' lock inside the statement; its lock_timeout
-  // bounds that wait (see Connection).
+  // Asked while begin waits for the counters' lock; lock_timeout (the lease) bounds the
+  // wait anyway (see Connection).
   keep_waiting_ = std::move(keep_waiting);
 }
 
-std::int64_t PgWriter::next_resource_version() {
-  load_counters();
-  return ++rv_;
-}
+std::int64_t PgWriter::next_resource_version() { return ++rv_; }
 
-ObjectID PgWriter::next_object_id() {
-  load_counters();
-  return ++last_id_;
-}
+ObjectID PgWriter::next_object_id() { return ++last_id_; }
 
 void PgWriter::fence() {
   // Fencing: the leader's writes hold the lease row (FOR SHARE) until they commit, so a

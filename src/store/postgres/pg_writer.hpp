@@ -105,10 +105,6 @@ class PgWriter : public Reading<Writer> {
   std::shared_ptr<SharedState> shared_;
   std::string channel_;
   std::chrono::milliseconds connect_timeout_;
-  /// The counters' values, read when first needed (see begin()).
-  void load_counters();
-
-  std::shared_ptr<Result> counters_;  // the deferred lock's result; null once read
   std::unordered_map<ObjectID, std::optional<Ref>> owners_;  // read in this transaction
   std::int64_t token_ = 0;                                   // of the last transaction begun
   std::int64_t rv_ = 0;  // the counters as locked at begin, then as allocated
