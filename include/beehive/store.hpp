@@ -1,11 +1,12 @@
 #pragma once
 
 /// `Store`: the durable home of a beehive's objects, conditions, relations and events.
-/// Open one with `beehive::sqlite::open` and hand it to a `Beehive`. A store is shared
-/// by pointer; it closes when the last owner lets go.
+/// Open one with `beehive::sqlite::open` (one file, one process) or
+/// `beehive::postgres::open` (one database, any number of processes) and hand it to a
+/// `Beehive`. A store is shared by pointer; it closes when the last owner lets go.
 ///
 /// The interface is deliberately opaque: beehive's actors talk to the backend through a
-/// private interface, so that a second backend can be added without touching them.
+/// private interface, the same for every backend.
 /// Thread-safe.
 
 #include <filesystem>
