@@ -117,6 +117,8 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   std::function<void(const Context&)> start(const Context& ctx);
   /// Whether this running beehive leads the processes on its store (leadership.cpp).
   bool is_leader() const;
+  /// Running, and another process leads.
+  bool is_standby() const;
   /// The current leadership, then each change, until stop.
   Stream<bool> watch_leadership(const Context& ctx);
   /// Drains and stops; throws deadline_exceeded when in-flight reconciles outlive

@@ -15,6 +15,10 @@ bool BeehiveCore::is_leader() const {
   return state_.load() == State::running && backend_->leads();
 }
 
+bool BeehiveCore::is_standby() const {
+  return state_.load() == State::running && !backend_->leads();
+}
+
 Stream<bool> BeehiveCore::watch_leadership(const Context& ctx) {
   if (state_.load() == State::stopped || state_.load() == State::draining)
     throw Error(errc::stopped, "beehive stopped");

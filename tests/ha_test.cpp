@@ -224,6 +224,27 @@ TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndSteps
   EXPECT_EQ(b->wait(), 0);
 }
 
+TEST_F(HaTest, ARequeueOnAStandbyIsReconciledByTheLeader) {
+  auto a = node(schema(), true);
+  ASSERT_EQ(a->read_line(), "leader");
+  auto o = client_->create({}, {1, 0});
+  ASSERT_TRUE(read_until(*a, "wrote " + std::to_string(o.id)));
+  // This process starts as a standby: its own controller never runs.
+  std::atomic<int> here{0};
+  register_controller<NodeSpec, NodeStatus>(*bh_, widget_kind, [&here](auto&, auto&, auto&) {
+    ++here;
+    return Result{};
+  });
+  auto stop = bh_->start({});
+  ASSERT_FALSE(bh_->is_leader());
+  client_->requeue({}, o.id);
+  ASSERT_TRUE(read_until(*a, "reconciling " + std::to_string(o.id)));
+  EXPECT_EQ(here.load(), 0);
+  stop({});
+  a->write_line("quit");
+  EXPECT_EQ(a->wait(), 0);
+}
+
 TEST_F(HaTest, TheLeadersWorkIsRefusedToAProcessThatDoesNotLead) {
   // This process's beehive is not started: it leads nothing. Clients write as usual;
   // the collector's work is the leader's and is refused (fenced), writing nothing.

@@ -260,7 +260,9 @@ class Client {
 
   /// Reconciles the object soon: a latency hint, returning once it is queued. Keeps the
   /// retry backoff unless with_reset_backoff() is given. not_found for a missing or
-  /// another kind's id; no_controller for a kind without a controller.
+  /// another kind's id; no_controller for a kind without a controller. On a standby
+  /// (another process leads, see Beehive::is_leader) the requeue is recorded in the
+  /// store and the leader's controller reconciles the object (its backoff unchanged).
   template <class... Opts>
   void requeue(const Context& ctx, ObjectID id, const Opts&... opts) const {
     detail::RequeueSettings s;
