@@ -11,9 +11,7 @@
 
 namespace beehive::detail {
 
-bool BeehiveCore::is_leader() const {
-  return state_.load() == State::running && backend_->leads();
-}
+bool BeehiveCore::is_leader() const { return state_.load() == State::running && backend_->leads(); }
 
 bool BeehiveCore::is_standby() const {
   return state_.load() == State::running && !backend_->leads();

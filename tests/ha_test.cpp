@@ -54,7 +54,8 @@ std::unique_ptr<ChildProcess> node(const std::string& schema, bool verbose = fal
 }
 
 /// Reads lines until `want` (10 s per line at most); false at the end of its output.
-bool read_until(ChildProcess& p, const std::string& want, std::vector<std::string>* seen = nullptr) {
+bool read_until(ChildProcess& p, const std::string& want,
+                std::vector<std::string>* seen = nullptr) {
   for (;;) {
     auto line = p.read_line();
     if (seen) seen->push_back(line);
@@ -93,7 +94,7 @@ class HaTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!test_backend_is_postgres()) GTEST_SKIP() << "runs on PostgreSQL (pg.HaTest.*)";
-    store_ = open_test_store(path_);  // creates the schema the nodes share
+    store_ = open_test_store(path_);          // creates the schema the nodes share
     bh_ = std::make_unique<Beehive>(store_);  // never started: a client, not a candidate
     client_ = std::make_unique<Nodes>(*bh_, widget_kind);
   }
@@ -165,9 +166,9 @@ TEST_F(HaTest, KillingTheLeaderTwentyTimesUnderLoadLosesNothingAndEachTakeoverIs
     auto killed = std::chrono::steady_clock::now();
     ASSERT_EQ(standby->read_line(), "leader") << "round " << round;
     auto took = std::chrono::steady_clock::now() - killed;
-    EXPECT_LE(took, lease + 2s) << "round " << round << ": takeover after "
-                                << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                                << " ms";
+    EXPECT_LE(took, lease + 2s)
+        << "round " << round << ": takeover after "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
     leader = std::move(standby);
   }
   stop = true;

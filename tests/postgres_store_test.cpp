@@ -69,7 +69,8 @@ TEST_F(PostgresStore, SessionsKilledByTheServerAreStoreErrorsThenReplaced) {
   auto schema = test_schema_for(db_path());
   run_sql(schema,
           "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
-          "'beehive " + schema + "'");
+          "'beehive " +
+              schema + "'");
   // Each connection that was killed fails its next use with errc::store, at most once;
   // after that, reads and writes work again.
   int failures = 0;

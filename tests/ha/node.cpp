@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
           if (o.spec.sleep_ms > 0)
             std::this_thread::sleep_for(std::chrono::milliseconds(o.spec.sleep_ms));
           try {
-            cc.update_status(ctx, o.id, o.generation, Status{o.spec.n, static_cast<int>(::getpid())});
+            cc.update_status(ctx, o.id, o.generation,
+                             Status{o.spec.n, static_cast<int>(::getpid())});
           } catch (const Error&) {
             if (verbose) say("refused " + id);
             throw;
