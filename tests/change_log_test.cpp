@@ -283,7 +283,7 @@ TEST(ChangeLog, AnotherWritersRemovalReachesWatches) {
 }
 
 TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
-  SKIP_UNLESS_SQLITE("downgrades a SQLite file to schema 6");
+  REQUIRE_SQLITE("downgrades a SQLite file to schema 6");
   TempDir dir;
   auto file = dir.file("v6.db");
   ObjectID id;

@@ -211,7 +211,7 @@ TEST_F(CodecTest, StatusAndEventDetailAreHeldToTheSameRules) {
 }
 
 TEST_F(CodecTest, StoredJsonNestedTooDeepIsADecodeErrorNotACrash) {
-  SKIP_UNLESS_SQLITE("plants the rows by writing into the SQLite file");
+  REQUIRE_SQLITE("plants the rows by writing into the SQLite file");
   // Written by another program: get reports it, list skips the row.
   Client<Json, Json> c(bh(), widget_kind);
   auto ok = c.create(ctx_, Json::object());

@@ -93,10 +93,17 @@ class BeehiveTest : public ::testing::Test {
 
 /// Skips the rest of a test that checks something only SQLite has (its file, its VFS,
 /// its locking), saying so, when the tests run on PostgreSQL.
-#define SKIP_UNLESS_SQLITE(why)                            \
-  do {                                                     \
-    if (::beehive::test::test_backend_is_postgres())       \
-      GTEST_SKIP() << "SQLite-specific (" << (why) << ")"; \
+#define REQUIRE_SQLITE(why)                                                               \
+  do {                                                                                    \
+    if (::beehive::test::test_backend_is_postgres())                                      \
+      FAIL() << "SQLite-specific (" << (why) << "): CMakeLists.txt leaves it out of pg.*"; \
+  } while (0)
+
+/// The same for a test of the PostgreSQL store: CTest runs it only as pg.*.
+#define REQUIRE_POSTGRES()                                                          \
+  do {                                                                              \
+    if (!::beehive::test::test_backend_is_postgres())                               \
+      FAIL() << "runs on PostgreSQL only (BEEHIVE_TEST_BACKEND=postgres, the pg.* tests)"; \
   } while (0)
 
 /// The test kit's TestBeehive (<beehive/testing.hpp>), but on the test store: the kit's

@@ -18,6 +18,7 @@
 
 #include "child_process.hpp"
 #include "fixture.hpp"
+#include "ha/node_types.hpp"
 #include "support/test_store.hpp"
 
 #ifndef BEEHIVE_HA_NODE
@@ -28,18 +29,6 @@ namespace beehive::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct NodeSpec {
-  int n = 0;
-  int sleep_ms = 0;
-};
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeSpec, n, sleep_ms)
-
-struct NodeStatus {
-  int n = 0;
-  int pid = 0;
-};
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NodeStatus, n, pid)
 
 using Nodes = Client<NodeSpec, NodeStatus>;
 
@@ -93,7 +82,7 @@ bool all_reconciled(Nodes& c, const std::vector<std::pair<ObjectID, int>>& ids,
 class HaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!test_backend_is_postgres()) GTEST_SKIP() << "runs on PostgreSQL (pg.HaTest.*)";
+    REQUIRE_POSTGRES();
     store_ = open_test_store(path_);          // creates the schema the nodes share
     bh_ = std::make_unique<Beehive>(store_);  // never started: a client, not a candidate
     client_ = std::make_unique<Nodes>(*bh_, widget_kind);
@@ -262,7 +251,7 @@ TEST_F(HaTest, TheLeadersWorkIsRefusedToAProcessThatDoesNotLead) {
 }  // namespace
 
 TEST(Leadership, AStartedSqliteBeehiveAlwaysLeads) {
-  if (test_backend_is_postgres()) GTEST_SKIP() << "the SQLite case";
+  REQUIRE_SQLITE("the SQLite case of leadership");
   TempDir dir;
   Beehive bh(sqlite::open(dir.file("one.db")));
   EXPECT_FALSE(bh.is_leader());  // not started
@@ -278,7 +267,7 @@ TEST(Leadership, AStartedSqliteBeehiveAlwaysLeads) {
 }
 
 TEST(Leadership, ASinglePostgresBeehiveLeadsAndHandsOverOnStop) {
-  if (!test_backend_is_postgres()) GTEST_SKIP() << "runs on PostgreSQL (pg.Leadership.*)";
+  REQUIRE_POSTGRES();
   TempDir dir;
   auto path = dir.file("one.db");
   {

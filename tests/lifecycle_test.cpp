@@ -65,7 +65,7 @@ TEST_F(LifecycleTest, ClientsWorkBeforeStart) {
 }
 
 TEST_F(LifecycleTest, SecondRunningBeehiveOnTheSameFileIsStoreInUse) {
-  SKIP_UNLESS_SQLITE("the file's process claim; on PostgreSQL a second beehive is a standby");
+  REQUIRE_SQLITE("the file's process claim; on PostgreSQL a second beehive is a standby");
   start();
   auto other_store = sqlite::open(dir_.file("beehive.db"));
   auto other = std::make_unique<Beehive>(other_store);

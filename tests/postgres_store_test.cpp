@@ -31,7 +31,7 @@ void run_sql(const std::string& schema, const std::string& sql) {
 class PostgresStore : public BeehiveTest {
  protected:
   void SetUp() override {
-    if (!test_backend_is_postgres()) GTEST_SKIP() << "runs on PostgreSQL (pg.PostgresStore.*)";
+    REQUIRE_POSTGRES();
     BeehiveTest::SetUp();
   }
   void TearDown() override {

@@ -361,7 +361,7 @@ TEST_F(ReconcileApiTest, ConditionsCarryTheirObservedGenerationAndTransitionTime
 }
 
 TEST_F(ReconcileApiTest, AVersionFiveDatabaseGainsConditionGenerations) {
-  SKIP_UNLESS_SQLITE("downgrades a SQLite file to schema 5");
+  REQUIRE_SQLITE("downgrades a SQLite file to schema 5");
   auto path = dir_.file("beehive.db");
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

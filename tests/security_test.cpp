@@ -145,7 +145,7 @@ using SecretTest = ControllerTest;
 /// A secret in a stored spec that does not parse (written by another program) reaches
 /// neither the logs nor the error a read throws.
 TEST_F(SecretTest, AStoredSecretIsNotQuotedInLogsOrErrors) {
-  SKIP_UNLESS_SQLITE("plants the broken row by writing into the SQLite file");
+  REQUIRE_SQLITE("plants the broken row by writing into the SQLite file");
   const std::string planted = "hunter2-planted-password";
   LogCapture log;
   open(with_logger(log.logger()));

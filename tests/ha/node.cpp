@@ -21,19 +21,12 @@
 #include <beehive/beehive.hpp>
 #include <beehive/postgres.hpp>
 
+#include "node_types.hpp"
+
 namespace {
 
-struct Spec {
-  int n = 0;
-  int sleep_ms = 0;
-};
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Spec, n, sleep_ms)
-
-struct Status {
-  int n = 0;
-  int pid = 0;
-};
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Status, n, pid)
+using Spec = beehive::test::NodeSpec;
+using Status = beehive::test::NodeStatus;
 
 std::mutex out_mu;
 void say(const std::string& line) {
