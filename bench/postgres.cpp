@@ -7,7 +7,9 @@
 //   BM_PgGet           Client::get / BM_PgRawGet: a prepared point select of the same row
 //   BM_PgGroupCommit   8 threads creating through one Beehive / BM_PgRawCommit/conns:1:
 //                      single-row INSERTs committed one by one from one connection
-//                      (conns:8: eight connections doing the same, for context)
+//                      (conns:8: eight connections doing the same, for context;
+//                      BM_PgRawBatch: 8-row transactions in one round trip each, the
+//                      ceiling of a group commit of 8)
 //   BM_PgWatchLatency  a forked process updates through beehive while this one watches
 //                      (watch_list): update called -> change delivered / BM_PgRawNotify:
 //                      NOTIFY sent by the forked process -> received here on a LISTEN
@@ -455,6 +457,50 @@ void BM_PgRawCommit(benchmark::State& state) {
   state.counters["fsync"] = Server::get().fsync() ? 1 : 0;
 }
 
+// Batches of 8 rows, each one transaction sent in one round trip: what a perfect group
+// commit of 8 callers could reach from one connection. shape:0 is BEGIN, 8 INSERTs,
+// COMMIT; shape:1 adds what a beehive transaction writes besides (the change log's 8
+// rows, the counters' lock and update, the NOTIFY).
+void BM_PgRawBatch(benchmark::State& state) {
+  const bool beehive_shape = state.range(0) == 1;
+  RawTable t(0);
+  Pg c(conninfo(), t.schema.name);
+  c.prepare("begin", "BEGIN");
+  c.prepare("ins", kRawInsert);
+  c.prepare("log", R"(INSERT INTO change_log (resource_version, object_id, "group", kind, parts,
+                      at) VALUES ($1, $1, 'bench.io', 'Item', 1, $2))");
+  c.prepare("lock",
+            "SELECT value FROM beehive_meta WHERE key IN ('resource_version', "
+            "'object_id') FOR UPDATE");
+  c.prepare("counters",
+            "UPDATE beehive_meta SET value = $1 WHERE key IN "
+            "('resource_version', 'object_id')");
+  c.prepare("notify", "SELECT pg_notify($1, '1')");
+  c.prepare("commit", "COMMIT");
+  const std::string spec = spec_text(3), channel = "bench_" + t.schema.name;
+  std::int64_t next_id = 0, rows = 0;
+  for (auto _ : state) {
+    std::vector<std::pair<const char*, std::vector<std::string>>> s{{"begin", {}}};
+    if (beehive_shape) s.push_back({"lock", {}});
+    for (int i = 0; i < 8; ++i) {
+      auto id = std::to_string(++next_id);
+      auto now = std::to_string(now_millis());
+      s.push_back({"ins", {id, spec, now}});
+      if (beehive_shape) s.push_back({"log", {id, now}});
+    }
+    if (beehive_shape) {
+      s.push_back({"counters", {std::to_string(next_id)}});
+      s.push_back({"notify", {channel}});
+    }
+    s.push_back({"commit", {}});
+    c.pipeline(s);
+    rows += 8;
+  }
+  state.counters["rows/s"] =
+      benchmark::Counter(static_cast<double>(rows), benchmark::Counter::kIsRate);
+  state.counters["fsync"] = Server::get().fsync() ? 1 : 0;
+}
+
 void BM_PgGroupCommit(benchmark::State& state) {
   const int callers = static_cast<int>(state.range(0));
   Hive h(1);  // the writer's statements are prepared
@@ -702,6 +748,12 @@ BENCHMARK(BM_PgGroupCommit)
     ->Arg(8)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PgRawBatch)
+    ->ArgName("shape")
+    ->Arg(0)
+    ->Arg(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PgRawNotify)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PgWatchLatency)->UseManualTime()->Unit(benchmark::kMicrosecond);
 

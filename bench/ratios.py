@@ -391,6 +391,10 @@ PG_PAIRS = [
      "BM_PgRawCommit/conns:8", "BM_PgRawCommit/conns:1", "rate", None),
     ("8 callers creating / 8 raw connections (context)", "BM_PgGroupCommit/callers:8",
      "BM_PgRawCommit/conns:8", "rate", None),
+    ("raw 8-row batches, one round trip each / raw single-row commits (context: a "
+     "perfect group commit)", "BM_PgRawBatch/shape:0", "BM_PgRawCommit/conns:1", "rate", None),
+    ("8 callers creating / raw 8-row batches with beehive's statements (context: its "
+     "ceiling)", "BM_PgGroupCommit/callers:8", "BM_PgRawBatch/shape:1", "rate", None),
     ("1 caller creating / raw single-row commits, 1 connection (context)",
      "BM_PgGroupCommit/callers:1", "BM_PgRawCommit/conns:1", "rate", None),
     ("watch latency, other process: update called -> delivered / raw NOTIFY -> received",

@@ -5,6 +5,14 @@
 
 #include <libpq-fe.h>
 
+#include <atomic>
+#include <barrier>
+#include <set>
+#include <thread>
+
+#include <caf/scoped_actor.hpp>
+
+#include <beehive/actors.hpp>
 #include <beehive/postgres.hpp>
 
 #include "fixture.hpp"
@@ -105,6 +113,59 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   PQfinish(other);
   EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1) << "the abandoned write was applied";
   EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);
+}
+
+// A group commit sends its writes' statements with its COMMIT. When the database refuses
+// one of them there (here a CHECK constraint the library knows nothing of), the group runs
+// again with each write's outcome learnt before the next: the refused write fails alone,
+// every other write of the group lands exactly once.
+TEST_F(PostgresStore, AWriteTheDatabaseRefusesInAGroupFailsAloneAndTheOthersLandOnce) {
+  Widgets w(bh(), widget_kind);
+  w.create(ctx_, {"first", 1}, with_slug("first"));  // the statements are prepared
+  run_sql(test_schema_for(db_path()),
+          "ALTER TABLE objects ADD CONSTRAINT no_poison CHECK (spec NOT LIKE '%poison%')");
+  auto transactions = [&] {
+    caf::scoped_actor self{bh().store_writer()->home_system(), true};
+    std::uint64_t n = 0;
+    self->request(bh().store_writer(), caf::infinite, inspect_atom::value)
+        .receive([&](const store_writer_state& s) { n = s.transactions; }, [](caf::error&) {});
+    return n;
+  };
+  constexpr int threads = 8, each = 25;
+  auto before = transactions();
+  std::barrier start(threads);
+  std::atomic<int> refused{0}, other_failures{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < each; ++i) {
+        bool poison = t % 2 == 0 && i % 5 == 2;
+        auto name = (poison ? "poison-" : "ok-") + std::to_string(t) + "-" + std::to_string(i);
+        try {
+          w.create(ctx_, {name, i}, with_slug(name));
+        } catch (const Error& e) {
+          if (poison && e.code() == errc::store)
+            ++refused;
+          else
+            ++other_failures, ADD_FAILURE() << name << ": " << e.what();
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(refused, threads / 2 * (each / 5));
+  EXPECT_EQ(other_failures, 0);
+  // The writes shared transactions (else this tested the lone path).
+  EXPECT_LT(transactions() - before, static_cast<std::uint64_t>(threads * each));
+  auto all = w.list(ctx_);
+  std::set<std::string> slugs;
+  for (auto& o : all) {
+    ASSERT_TRUE(o.slug);
+    EXPECT_EQ(o.slug->find("poison"), std::string::npos);
+    slugs.insert(*o.slug);
+  }
+  EXPECT_EQ(slugs.size(), all.size()) << "a write landed twice";
+  EXPECT_EQ(all.size(), static_cast<std::size_t>(1 + threads * each - refused));
 }
 
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <beehive/commit_record.hpp>
+#include <beehive/errors.hpp>
 #include <beehive/object_row.hpp>
 #include <beehive/options.hpp>
 #include <beehive/store.hpp>
@@ -109,6 +110,14 @@ class Reader {
                                       const std::vector<std::int64_t>& skip = {}) = 0;
 };
 
+/// Thrown by Writer::commit when the transaction certainly did not commit: the database
+/// refused a statement of it, or the connection was lost before the COMMIT took effect.
+/// Only then may its writes be run again (WriteEngine::commit_group does, after batching).
+class NotCommitted : public Error {
+ public:
+  using Error::Error;
+};
+
 class Writer : public Reader {
  public:
   virtual void begin() = 0;
@@ -131,6 +140,16 @@ class Writer : public Reader {
   /// A failed statement aborts the whole transaction (PostgreSQL), rather than only
   /// itself (SQLite): every write of a group then needs a savepoint of its own.
   virtual bool failed_statements_abort() const { return false; }
+  /// A statement failed in the open transaction, which refuses everything else until it
+  /// is rolled back (to a savepoint) (PostgreSQL).
+  virtual bool transaction_failed() { return false; }
+  /// Write statements are sent with the next round trip (PostgreSQL), so that a write's
+  /// failure may surface in a later call or in `commit` (release_later: even when it
+  /// ran in a savepoint).
+  virtual bool defers_statements() const { return false; }
+  /// The next transaction's first write reads object `id` first (get, without loads): a
+  /// backend whose round trips cost reads it along with `begin`. Forgotten by `begin`.
+  virtual void prefetch(ObjectID id) { (void)id; }
 
   /// Allocates the next resource version (global, strictly increasing, never reused).
   virtual std::int64_t next_resource_version() = 0;
@@ -209,6 +228,9 @@ class Writer : public Reader {
   /// Nested transactions, named by depth.
   virtual void savepoint(int depth) = 0;
   virtual void release(int depth) = 0;
+  /// Releases the savepoint without learning whether what ran in it succeeded (see
+  /// defers_statements).
+  virtual void release_later(int depth) { release(depth); }
   virtual void rollback_to(int depth) = 0;
 };
 

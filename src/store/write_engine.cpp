@@ -57,6 +57,17 @@ bool is_single_statement(const WriteOp& op) {
   return c && !c->owner;
 }
 
+/// The object a write reads first, when it names one: the backend may read it along
+/// with the transaction's BEGIN (Writer::prefetch).
+std::optional<ObjectID> first_read(const WriteOp& op) {
+  return std::visit(
+      [](const auto& r) -> std::optional<ObjectID> {
+        if constexpr (requires { r.id; }) return r.id;
+        return std::nullopt;
+      },
+      op);
+}
+
 }  // namespace
 
 WriteEngine::WriteEngine(WriteEngineConfig cfg) : cfg_(std::move(cfg)) {
@@ -249,6 +260,7 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
   auto since = began();
   {
     LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
+    if (auto id = first_read(op)) w.prefetch(*id);
     w.begin();
   }
   // From here on the caller waits for the real outcome (see WaitingCaller::claim).
@@ -390,11 +402,29 @@ WriteReply WriteEngine::read(const ReadOp& r) {
   return reply;
 }
 
-void WriteEngine::commit_group(std::vector<GroupedWrite>& writes,
-                               const std::function<void(std::vector<GroupedWrite>&)>& more) {
+void WriteEngine::commit_group(std::vector<GroupedWrite>& writes, const MoreWrites& more) {
+  // A backend that batches (PostgreSQL) sends the group's statements with its commit, one
+  // round trip for all; should the database refuse one of them there, nobody can tell
+  // whose it was, so the group runs again with each write's outcome learnt before the
+  // next one runs (a round trip each).
+  if (!run_group(writes, more, true)) run_group(writes, more, false);
+}
+
+bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites& more, bool batch) {
   auto& w = *cfg_.writer;
   commit_record rec;
   auto since = began();
+  batch = batch && w.defers_statements();
+  bool pending = false;  // some applied write's statements may still fail
+  struct Redo {};
+  auto fail_all = [&writes](const std::exception& e) {
+    // No caller is told that its write landed: every write of the group fails.
+    for (auto& item : writes) {
+      item.reply.reset();
+      item.code = errc::store;
+      item.what = message_of(e);
+    }
+  };
   try {
     {
       // Another process's lock is waited for while any caller of the group still waits.
@@ -403,6 +433,9 @@ void WriteEngine::commit_group(std::vector<GroupedWrite>& writes,
           return !g.caller || !g.caller->abandoned();
         });
       });
+      if (!writes.empty()) {
+        if (auto id = first_read(*writes.front().op)) w.prefetch(*id);
+      }
       w.begin();
     }
     for (std::size_t i = 0;; ++i) {
@@ -411,7 +444,12 @@ void WriteEngine::commit_group(std::vector<GroupedWrite>& writes,
         if (i == writes.size()) break;
       }
       auto& item = writes[i];
-      if (item.caller && !item.caller->claim()) {  // gave up before its turn: not applied
+      item.reply.reset();
+      if (item.turn == GroupedWrite::waiting) {
+        bool mine = !item.caller || item.caller->claim();
+        item.turn = mine ? GroupedWrite::claimed : GroupedWrite::gave_up;
+      }
+      if (item.turn == GroupedWrite::gave_up) {  // gave up before its turn: not applied
         item.code = errc::cancelled;
         item.what = "the caller stopped waiting";
         continue;
@@ -419,41 +457,54 @@ void WriteEngine::commit_group(std::vector<GroupedWrite>& writes,
       static const RowCheck no_check;
       commit_record one;
       // A single statement that fails undoes itself, unless the database aborts the
-      // whole transaction on any failed statement (PostgreSQL).
-      bool savepoint = !is_single_statement(*item.op) || !w.failed_statements_abort();
+      // whole transaction on any failed statement (PostgreSQL): then only a batched
+      // attempt may leave it out, since a refusal there runs the group again anyway.
+      bool savepoint = !is_single_statement(*item.op) || (w.failed_statements_abort() && !batch);
       if (savepoint) w.savepoint(1);
-      try {
-        item.reply = apply(*item.op, item.check ? *item.check : no_check, one, item.caller);
-        if (savepoint) w.release(1);
-        rec.append(std::move(one));
-      } catch (const Error& e) {
+      auto undo = [&](errc code, std::string what) {
+        item.reply.reset();
         // The database may have rolled the whole transaction back (an I/O error, a
         // full disk): then the group fails as one, below, rather than the writes after
         // this one committing on their own.
-        if (!w.in_transaction()) throw;
+        if (!w.in_transaction()) return false;
+        // A refused statement may be an earlier write's, sent in the same round trip.
+        if (pending && w.transaction_failed()) throw Redo{};
         if (savepoint) w.rollback_to(1);
-        item.code = e.value();
-        item.what = e.message();
+        item.code = code;
+        item.what = std::move(what);
+        return true;
+      };
+      try {
+        item.reply = apply(*item.op, item.check ? *item.check : no_check, one, item.caller);
+        if (savepoint && batch)
+          w.release_later(1);
+        else if (savepoint)
+          w.release(1);
+        pending = batch;
+        rec.append(std::move(one));
+      } catch (const Error& e) {
+        if (!undo(e.value(), e.message())) throw;
       } catch (const std::exception& e) {
-        if (!w.in_transaction()) throw;
-        if (savepoint) w.rollback_to(1);
-        item.code = errc::store;
-        item.what = e.what();
+        if (!undo(errc::store, e.what())) throw;
       }
     }
     timed_commit();
+  } catch (const Redo&) {
+    w.rollback();
+    return false;
+  } catch (const NotCommitted& e) {
+    w.rollback();
+    if (pending) return false;
+    fail_all(e);
+    return true;
   } catch (const std::exception& e) {  // the transaction itself failed: nothing landed
     w.rollback();
-    // No caller is told that its write landed: every write of the group fails.
-    for (auto& item : writes) {
-      item.reply.reset();
-      item.code = errc::store;
-      item.what = message_of(e);
-    }
-    return;
+    fail_all(e);
+    return true;
   }
   committed(since, writes.size());
   publish(rec);
+  return true;
 }
 
 std::vector<WriteReply> WriteEngine::execute_all(const std::vector<WriteOp>& ops) {

@@ -118,6 +118,9 @@ struct GroupedWrite {
   std::optional<WriteReply> reply{};  ///< set when it committed
   errc code = errc::store;            ///< else why not
   std::string what{};
+  /// Whether its caller claimed it (or gave up first): asked once, even when the group
+  /// runs again.
+  enum Turn { waiting, claimed, gave_up } turn = waiting;
 };
 
 /// The schema versions a registered kind writes (its migrator's; 0 without one).
@@ -166,8 +169,8 @@ class WriteEngine {
   /// Applies `writes` (from 0 on; `more` may append to it whenever all so far are
   /// applied) in one transaction, each in its own savepoint, then commits. Each write's
   /// outcome lands in it; when the transaction itself fails, every write fails.
-  void commit_group(std::vector<GroupedWrite>& writes,
-                    const std::function<void(std::vector<GroupedWrite>&)>& more);
+  using MoreWrites = std::function<void(std::vector<GroupedWrite>&)>;
+  void commit_group(std::vector<GroupedWrite>& writes, const MoreWrites& more);
 
   /// All of `ops` in one transaction, or none (the error names the failing index).
   std::vector<WriteReply> execute_all(const std::vector<WriteOp>& ops);
@@ -206,6 +209,10 @@ class WriteEngine {
                    const WaitingCaller* caller = nullptr);
   void check_size(const WriteOp& op) const;
   bool nothing_to_do(const WriteOp& op);
+  /// One attempt at commit_group; `batch`: let the backend learn the writes' outcomes
+  /// with the commit (Writer::release_later). False when that failed in a way no write
+  /// can be blamed for alone, and nothing was committed: then run it again unbatched.
+  bool run_group(std::vector<GroupedWrite>& writes, const MoreWrites& more, bool batch);
   void undo_savepoint(int sp, const std::string& why);
   Error broken_session() const;
   void timed_commit();

@@ -187,6 +187,10 @@ bool Connection::in_transaction() const {
   return s == PQTRANS_ACTIVE || s == PQTRANS_INTRANS || s == PQTRANS_INERROR;
 }
 
+bool Connection::transaction_failed() const {
+  return PQtransactionStatus(conn_) == PQTRANS_INERROR;
+}
+
 bool Connection::lost() const { return dropped_ || PQstatus(conn_) != CONNECTION_OK; }
 
 void Connection::reconnect() { connect(); }
@@ -270,7 +274,7 @@ void Connection::exec(const std::string& sql) {
 void Connection::defer(Statement s) { deferred_.push_back(std::move(s)); }
 
 bool Connection::discard_from(std::string_view name) {
-  for (std::size_t i = 0; i < deferred_.size(); ++i) {
+  for (std::size_t i = deferred_.size(); i-- > 0;) {
     if (deferred_[i].name == name) {
       deferred_.resize(i);
       return true;

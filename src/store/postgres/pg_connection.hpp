@@ -112,7 +112,7 @@ class Connection {
   /// that a write's statements cost one round trip rather than one each. Its failure
   /// surfaces there.
   void defer(Statement s);
-  /// Drops the queued statement named `name` and every one after it, unsent; false
+  /// Drops the last queued statement named `name` and every one after it, unsent; false
   /// when no queued statement has that name.
   bool discard_from(std::string_view name);
   /// Drops every queued statement, unsent (the transaction is being rolled back).
@@ -124,6 +124,8 @@ class Connection {
 
   /// Inside a transaction (an aborted one included).
   bool in_transaction() const;
+  /// Inside a transaction a statement failed in: it refuses everything until rolled back.
+  bool transaction_failed() const;
   /// The server connection is gone (a statement failed for it).
   bool lost() const;
   /// Connects again now, dropping whatever state the old connection had.

@@ -10,6 +10,7 @@
 #include "store/postgres/pg_writer.hpp"
 
 #include <thread>
+#include <utility>
 
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
@@ -30,13 +31,20 @@ void PgWriter::begin() {
   fenced_term_ = 0;
   if (conn_.lost()) conn_.reconnect();  // a transaction lost with it is over anyway
   owners_.clear();
+  prefetched_.reset();
+  auto prefetch = std::exchange(prefetch_, std::nullopt);
   ++token_;
   // Locked before begin returns, waiting only while the caller does (set_lock_wait):
   // a caller that gave up meanwhile is never written (the engine claims its write
-  // after begin), as on SQLite.
+  // after begin), as on SQLite. The first write's row comes in the same round trip,
+  // read under the lock.
   std::vector<Statement> s;
   s.push_back({"bh_begin", "BEGIN", {}});
   s.push_back(statement(Q::lock_counters));
+  if (prefetch) {
+    s.push_back(statement(Q::get, Params().add(*prefetch)));
+    s.push_back(statement(Q::owner_of_one, Params().add(*prefetch)));
+  }
   auto r = conn_.pipeline(
       std::move(s), keep_waiting_ ? keep_waiting_ : [] { return true; });
   for (int i = 0; i < r[1].rows(); ++i) {
@@ -45,20 +53,31 @@ void PgWriter::begin() {
     else
       last_id_ = r[1].i64(i, 1);
   }
+  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[2], r[3])};
+}
+
+std::optional<ObjectRow> PgWriter::row_with_owner(ObjectID id, const Result& row,
+                                                  const Result& owner) {
+  if (owner.rows())
+    owners_[id] = Ref{owner.i64(0, 0), owner.str(0, 1), owner.str(0, 2)};
+  else
+    owners_[id] = std::nullopt;
+  if (row.rows() == 0) return std::nullopt;
+  return read_object_row(row, 0, session_);
 }
 
 std::optional<ObjectRow> PgWriter::get(ObjectID id, unsigned loads) {
   if (loads) return Reading::get(id, loads);
+  if (prefetched_ && prefetched_->id == id) {
+    auto row = std::move(prefetched_->row);
+    prefetched_.reset();
+    return row;
+  }
   std::vector<Statement> s;
   s.push_back(statement(Q::get, Params().add(id)));
   s.push_back(statement(Q::owner_of_one, Params().add(id)));
   auto r = conn_.pipeline(std::move(s));
-  if (r[1].rows())
-    owners_[id] = Ref{r[1].i64(0, 0), r[1].str(0, 1), r[1].str(0, 2)};
-  else
-    owners_[id] = std::nullopt;
-  if (r[0].rows() == 0) return std::nullopt;
-  return read_object_row(r[0], 0, session_);
+  return row_with_owner(id, r[0], r[1]);
 }
 
 std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {
@@ -87,7 +106,7 @@ void PgWriter::commit() {
   } catch (const Error& e) {
     if (!conn_.lost()) {  // the database refused it: nothing committed
       rollback();
-      throw;
+      throw NotCommitted(e.value(), e.message());
     }
     resolve_lost_commit(e);
   }
@@ -105,7 +124,7 @@ void PgWriter::resolve_lost_commit(const Error& why) {
       conn_.reconnect();
       auto r = run(conn_, Q::read_token, Params().add(session_));
       if (r.rows() && r.i64(0, 0) == token_) return;  // it committed
-      throw Error(
+      throw NotCommitted(
           errc::store,
           std::string("postgres: the connection was lost before the commit: ") + why.what());
     } catch (const Error& e) {
@@ -124,6 +143,7 @@ void PgWriter::resolve_lost_commit(const Error& why) {
 void PgWriter::rollback() {
   conn_.discard();
   owners_.clear();
+  prefetched_.reset();
   if (conn_.lost() || !conn_.in_transaction()) return;
   try {
     conn_.exec("ROLLBACK");
@@ -178,6 +198,11 @@ void PgWriter::release(int depth) {
   conn_.run(("bh_release" + d).c_str(), "RELEASE SAVEPOINT s" + d);
 }
 
+void PgWriter::release_later(int depth) {
+  auto d = std::to_string(depth);
+  conn_.defer({"bh_release" + d, "RELEASE SAVEPOINT s" + d, {}});
+}
+
 void PgWriter::rollback_to(int depth) {
   fenced_term_ = 0;  // a lease check rolled back with its savepoint holds no lock any more
   owners_.clear();
@@ -191,7 +216,15 @@ void PgWriter::rollback_to(int depth) {
   conn_.pipeline(std::move(s));
 }
 
-void PgWriter::later(Q q, Params p) { conn_.defer(statement(q, std::move(p))); }
+void PgWriter::later(Q q, Params p) {
+  prefetched_.reset();
+  conn_.defer(statement(q, std::move(p)));
+}
+
+Result PgWriter::write_now(Q q, const Params& p) {
+  prefetched_.reset();
+  return run(conn_, q, p);
+}
 
 std::vector<ObjectID> PgWriter::ids(Q q) {
   auto r = run(conn_, q);

@@ -54,6 +54,9 @@ class PgWriter : public Reading<Writer> {
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override;
   std::vector<Ref> related(ObjectID id, unsigned relation) override;
   bool failed_statements_abort() const override { return true; }
+  bool transaction_failed() override { return conn_.transaction_failed(); }
+  bool defers_statements() const override { return true; }
+  void prefetch(ObjectID id) override { prefetch_ = id; }
 
   void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override;
   bool add_ref(ObjectID from, const char* relation, ObjectID to) override;
@@ -89,6 +92,7 @@ class PgWriter : public Reading<Writer> {
 
   void savepoint(int depth) override;
   void release(int depth) override;
+  void release_later(int depth) override;
   void rollback_to(int depth) override;
 
  private:
@@ -96,9 +100,13 @@ class PgWriter : public Reading<Writer> {
   /// token back. Returns normally when the transaction committed; throws when it did
   /// not, or when that cannot be learnt.
   void resolve_lost_commit(const Error& why);
+  /// A row and its owner as Q::get and Q::owner_of_one read them; keeps the owner.
+  std::optional<ObjectRow> row_with_owner(ObjectID id, const Result& row, const Result& owner);
   std::vector<ObjectID> ids(Q q);
   /// Runs `q` with the next statement that needs a result (see savepoint()).
   void later(Q q, Params p);
+  /// Runs a write statement now (its result is wanted).
+  Result write_now(Q q, const Params& p);
   void insert_labels(ObjectID id, const Labels& labels);
 
   std::int64_t session_;
@@ -106,8 +114,15 @@ class PgWriter : public Reading<Writer> {
   std::string channel_;
   std::chrono::milliseconds connect_timeout_;
   std::unordered_map<ObjectID, std::optional<Ref>> owners_;  // read in this transaction
-  std::int64_t token_ = 0;                                   // of the last transaction begun
-  std::int64_t rv_ = 0;  // the counters as locked at begin, then as allocated
+  std::optional<ObjectID> prefetch_;  // to read with the next BEGIN (see prefetch)
+  /// The row read with BEGIN, until the first statement that may change it.
+  struct Prefetched {
+    ObjectID id;
+    std::optional<ObjectRow> row;
+  };
+  std::optional<Prefetched> prefetched_;
+  std::int64_t token_ = 0;  // of the last transaction begun
+  std::int64_t rv_ = 0;     // the counters as locked at begin, then as allocated
   std::int64_t last_id_ = 0;
   bool leader_work_ = false;      // the open transaction must be fenced by the lease
   std::int64_t fenced_term_ = 0;  // the term it checked (0: not checked yet)

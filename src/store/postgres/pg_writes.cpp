@@ -76,19 +76,19 @@ std::optional<std::int64_t> PgWriter::change_log_cut(std::int64_t keep_entries, 
 }
 
 int PgWriter::trim_change_log(std::int64_t cut) {
-  int removed = run(conn_, Q::trim_change_log, Params().add(cut)).affected();
-  run(conn_, Q::set_change_log_horizon, Params().add(cut));
+  int removed = write_now(Q::trim_change_log, Params().add(cut)).affected();
+  write_now(Q::set_change_log_horizon, Params().add(cut));
   return removed;
 }
 
 bool PgWriter::add_ref(ObjectID from, const char* relation, ObjectID to) {
   owners_.erase(from);
-  return run(conn_, Q::add_ref, Params().add(from).add(relation).add(to)).affected() > 0;
+  return write_now(Q::add_ref, Params().add(from).add(relation).add(to)).affected() > 0;
 }
 
 bool PgWriter::remove_ref(ObjectID from, const char* relation, ObjectID to) {
   owners_.erase(from);
-  return run(conn_, Q::remove_ref, Params().add(from).add(relation).add(to)).affected() > 0;
+  return write_now(Q::remove_ref, Params().add(from).add(relation).add(to)).affected() > 0;
 }
 
 bool PgWriter::exists(ObjectID id) {
@@ -150,7 +150,7 @@ void PgWriter::upsert_condition(ObjectID id, const Condition& c, Time now) {
 }
 
 bool PgWriter::delete_condition(ObjectID id, const std::string& type) {
-  return run(conn_, Q::delete_condition, Params().add(id).add(type)).affected() > 0;
+  return write_now(Q::delete_condition, Params().add(id).add(type)).affected() > 0;
 }
 
 void PgWriter::set_finalizers(ObjectID id, const std::vector<std::string>& finalizers,
@@ -166,16 +166,15 @@ void PgWriter::conditions_changed(ObjectID id, std::int64_t rv, Time now) {
 EventID PgWriter::insert_event(ObjectID id, const EventSpec& e,
                                const std::optional<std::string>& detail, Time now,
                                std::int64_t rv) {
-  auto r = run(conn_, Q::insert_event,
-               Params()
-                   .add(id)
-                   .add(e.category)
-                   .add(to_string(e.type))
-                   .add(e.reason)
-                   .add(e.message)
-                   .add(detail)
-                   .add(to_millis(now))
-                   .add(rv));
+  auto r = write_now(Q::insert_event, Params()
+                                          .add(id)
+                                          .add(e.category)
+                                          .add(to_string(e.type))
+                                          .add(e.reason)
+                                          .add(e.message)
+                                          .add(detail)
+                                          .add(to_millis(now))
+                                          .add(rv));
   return r.i64(0, 0);
 }
 
@@ -198,7 +197,7 @@ int PgWriter::trim_events(const GroupKind& gk, int per_object, std::optional<Tim
     p.add(to_millis(*older_than));
   else
     p.add_null();
-  return run(conn_, Q::trim_events, p).affected();
+  return write_now(Q::trim_events, p).affected();
 }
 
 }  // namespace beehive::store::pg
