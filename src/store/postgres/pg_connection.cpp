@@ -153,6 +153,8 @@ void Connection::connect() {
   PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
   // The schema's tables are named unqualified in every statement. pg_catalog stays
   // first (implicitly), so that no table of the schema can shadow a system function.
+  // No JIT: its compile time (milliseconds) dwarfs our short statements, and a generic
+  // plan's cost guess can cross its threshold.
   Params p;
   p.add(quote_identifier(schema_)).add(static_cast<std::int64_t>(stall_limit_.count()));
   auto vals = p.pointers();
@@ -160,7 +162,8 @@ void Connection::connect() {
   PGresult* r = PQexecParams(conn_,
                              "SELECT set_config('search_path', $1, false), "
                              "set_config('idle_in_transaction_session_timeout', $2, false), "
-                             "set_config('lock_timeout', $2, false)",
+                             "set_config('lock_timeout', $2, false), "
+                             "set_config('jit', 'off', false)",
                              2, nullptr, vals.data(), lens.data(), nullptr, 0);
   if (!ok(r)) {
     try {
