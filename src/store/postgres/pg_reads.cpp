@@ -370,7 +370,14 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
                               OFFSET 0) AS ow ON true
            ORDER BY l.resource_version)sql";
   constexpr int object_at = 11;
-  auto r = c_.run("bh_changes_since", sql, Params().add(rv));
+  // With a generic plan: the plan cache would plan the statement afresh on every run
+  // (its generic plan looks costly for the same guess), which costs more than running
+  // it (0.2 ms against 0.03). One round trip; a failure rolls the SET back with it.
+  std::vector<Statement> s;
+  s.push_back({"bh_generic_plans", "SET plan_cache_mode = force_generic_plan", {}});
+  s.push_back({"bh_changes_since", sql, Params().add(rv)});
+  s.push_back({"bh_default_plans", "RESET plan_cache_mode", {}});
+  auto r = std::move(c_.pipeline(std::move(s))[1]);
   ChangeLogRead out;
   out.head = r.rows() ? r.i64(0, 0) : 0;
   out.horizon = r.rows() ? r.i64(0, 1) : 0;
