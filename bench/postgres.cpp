@@ -11,8 +11,10 @@
 //                      BM_PgRawBatch: 8-row transactions in one round trip each, the
 //                      ceiling of a group commit of 8)
 //   BM_PgWatchLatency  a forked process updates through beehive while this one watches
-//                      (watch_list): update called -> change delivered / BM_PgRawNotify:
-//                      NOTIFY sent by the forked process -> received here on a LISTEN
+//                      (watch_list): update called -> change delivered /
+//                      BM_PgRawUpdateNotify: the forked process runs BEGIN, UPDATE, NOTIFY,
+//                      COMMIT -> received here on a LISTEN (BM_PgRawNotify: a bare NOTIFY).
+//                      Both also count what is delivered after the writer's call returned.
 //
 // The server: $BEEHIVE_BENCH_PG (a conninfo) if set; else a throwaway server started with
 // scripts/pg-test-server.sh in a temp dir (port $BEEHIVE_PG_PORT, default 55433 here so
@@ -555,7 +557,7 @@ std::int64_t now_ns() {
 // none), so the child starts clean and builds its own beehive.
 class Writer {
  public:
-  enum class Mode { raw_notify, beehive_update };
+  enum class Mode { raw_notify, raw_update_notify, beehive_update };
 
   Writer(Mode mode, const std::string& schema, const std::string& channel) {
     (void)conninfo();  // the server is known (or started) by this process, not the child
@@ -618,6 +620,10 @@ class Writer {
     if (mode == Mode::raw_notify) {
       pg.emplace(conninfo());
       notify = "NOTIFY " + pg->quote(channel) + ", 'x'";
+    } else if (mode == Mode::raw_update_notify) {
+      pg.emplace(conninfo(), schema);
+      pg->prepare("upd", kRawUpdate);
+      notify = "NOTIFY " + pg->quote(channel) + ", 'x'";
     } else {
       store = beehive::postgres::open(conninfo(), {.schema = schema});
       bh = std::make_unique<beehive::Beehive>(store);
@@ -629,9 +635,15 @@ class Writer {
     char c = 0;
     while (::read(in, &c, 1) == 1 && c == 'g') {
       shared_->sent_ns.store(now_ns());
-      if (pg)
+      if (mode == Mode::raw_update_notify) {  // the write and its notification, committed
+        pg->exec("BEGIN");
+        PQclear(pg->run("upd", {std::to_string(kTarget), spec_text(++n), std::to_string(n + 1),
+                                std::to_string(kRows + n), std::to_string(now_millis())}));
         pg->exec(notify);
-      else
+        pg->exec("COMMIT");
+      } else if (pg) {
+        pg->exec(notify);
+      } else
         items->update(ctx, 1, Spec{"item", ++n});
       shared_->done_ns.store(now_ns());
       reply();
@@ -653,9 +665,14 @@ void latency_counters(benchmark::State& state, double write_s, double total_s) {
   state.counters["after_write_us"] = (total_s - write_s) * 1e6 / n;
 }
 
-void BM_PgRawNotify(benchmark::State& state) {
+// Mode::raw_notify: a bare NOTIFY; Mode::raw_update_notify: BEGIN, UPDATE, NOTIFY, COMMIT
+// on a table of beehive's shape (what an application would write by hand to have its
+// changes heard).
+void raw_notify_latency(benchmark::State& state, Writer::Mode mode) {
   const std::string channel = "bench_" + std::to_string(::getpid());
-  Writer w(Writer::Mode::raw_notify, "", channel);
+  std::optional<RawTable> table;
+  if (mode == Writer::Mode::raw_update_notify) table.emplace(kRows);
+  Writer w(mode, table ? table->schema.name : "", channel);
   Pg listener(conninfo());
   listener.exec("LISTEN " + listener.quote(channel));
   double write_s = 0, total_s = 0;
@@ -683,6 +700,13 @@ void BM_PgRawNotify(benchmark::State& state) {
     write_s += static_cast<double>(w.shared().done_ns.load() - w.shared().sent_ns.load()) * 1e-9;
   }
   latency_counters(state, write_s, total_s);
+}
+
+void BM_PgRawNotify(benchmark::State& state) {
+  raw_notify_latency(state, Writer::Mode::raw_notify);
+}
+void BM_PgRawUpdateNotify(benchmark::State& state) {
+  raw_notify_latency(state, Writer::Mode::raw_update_notify);
 }
 
 void BM_PgWatchLatency(benchmark::State& state) {
@@ -755,6 +779,7 @@ BENCHMARK(BM_PgRawBatch)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PgRawNotify)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PgRawUpdateNotify)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PgWatchLatency)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

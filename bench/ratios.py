@@ -397,10 +397,12 @@ PG_PAIRS = [
      "ceiling)", "BM_PgGroupCommit/callers:8", "BM_PgRawBatch/shape:1", "rate", None),
     ("1 caller creating / raw single-row commits, 1 connection (context)",
      "BM_PgGroupCommit/callers:1", "BM_PgRawCommit/conns:1", "rate", None),
-    ("watch latency, other process: update called -> delivered / raw NOTIFY -> received",
-     "BM_PgWatchLatency", "BM_PgRawNotify", "time", 2.0),
-    ("watch latency, after the writer's call returned (context)",
-     "BM_PgWatchLatency", "BM_PgRawNotify", "after_write_us", None),
+    ("watch in another process: update called -> delivered / raw BEGIN, UPDATE, NOTIFY, "
+     "COMMIT -> received", "BM_PgWatchLatency", "BM_PgRawUpdateNotify", "time", 2.0),
+    ("watch in another process, delivered after the writer's call returned / the same, raw "
+     "(context)", "BM_PgWatchLatency", "BM_PgRawUpdateNotify", "after_write_us", None),
+    ("watch in another process: update called -> delivered / a bare NOTIFY -> received "
+     "(context)", "BM_PgWatchLatency", "BM_PgRawNotify", "time", None),
 ]
 
 
