@@ -15,7 +15,7 @@
 #include <beehive/actors.hpp>
 #include <beehive/postgres.hpp>
 
-#include "fixture.hpp"
+#include "controller_fixture.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "support/test_store.hpp"
 
@@ -109,6 +109,16 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   EXPECT_ERRC(w.update(Context{}.with_timeout(std::chrono::milliseconds(300)), o.id, {"a", 2}),
               errc::deadline_exceeded);
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(3));
+  // The writer stops waiting for the lock (its wait is cancelled) before the lock is
+  // released, so that the writes after it run on a connection whose wait was cancelled.
+  auto waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'beehive " +
+                 test_schema_for(db_path()) + "' AND wait_event_type = 'Lock'";
+  EXPECT_TRUE(eventually([&] {
+    PGresult* r = PQexec(other, waiting.c_str());
+    bool none = PQresultStatus(r) == PGRES_TUPLES_OK && std::string(PQgetvalue(r, 0, 0)) == "0";
+    PQclear(r);
+    return none;
+  }));
   PQclear(PQexec(other, "COMMIT"));
   PQfinish(other);
   EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1) << "the abandoned write was applied";

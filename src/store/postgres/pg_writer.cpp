@@ -45,8 +45,14 @@ void PgWriter::begin() {
     s.push_back(statement(Q::get, Params().add(*prefetch)));
     s.push_back(statement(Q::owner_of_one, Params().add(*prefetch)));
   }
-  auto r = conn_.pipeline(
-      std::move(s), keep_waiting_ ? keep_waiting_ : [] { return true; });
+  std::vector<Result> r;
+  try {
+    r = conn_.pipeline(
+        std::move(s), keep_waiting_ ? keep_waiting_ : [] { return true; });
+  } catch (...) {
+    rollback();  // the BEGIN went through: an aborted transaction would refuse what follows
+    throw;
+  }
   for (int i = 0; i < r[1].rows(); ++i) {
     if (r[1].text(i, 0) == "resource_version")
       rv_ = r[1].i64(i, 1);
