@@ -38,11 +38,12 @@ bench: build
 
 # Thread sanitizer over the concurrency tests (CAF itself is not instrumented; see the preset).
 # Watch tests are left out: they time conflation against writers, which TSan slows ~20x.
-TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit|TestingKit|ChangeLog|OptimisticConcurrency|Selectors|Paging|Labels
+# The pg.* twins of these suites run too, on the throwaway PostgreSQL server (a fixture).
+TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit|TestingKit|ChangeLog|OptimisticConcurrency|Selectors|Paging|Labels|PostgresStore|Leadership|HaTest
 TSAN_SKIP := Watch
 tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan
-	cmake --build --preset tsan -j$(JOBS) --target beehive_tests
+	cmake --build --preset tsan -j$(JOBS) --target beehive_tests ha_node
 	ctest --preset tsan --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)' -E '$(TSAN_SKIP)'
 
 # libFuzzer over every fuzz target for FUZZ_SECONDS each, starting from the seed corpus.
