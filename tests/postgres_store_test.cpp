@@ -16,7 +16,9 @@
 #include <beehive/postgres.hpp>
 
 #include "controller_fixture.hpp"
+#include "store/backend.hpp"
 #include "store/postgres/pg_faults.hpp"
+#include "store/write_engine.hpp"
 #include "support/test_store.hpp"
 
 namespace beehive::test {
@@ -176,6 +178,77 @@ TEST_F(PostgresStore, AWriteTheDatabaseRefusesInAGroupFailsAloneAndTheOthersLand
   }
   EXPECT_EQ(slugs.size(), all.size()) << "a write landed twice";
   EXPECT_EQ(all.size(), static_cast<std::size_t>(1 + threads * each - refused));
+}
+
+/// A write engine of its own on the test's schema (a second open of the store): group
+/// commits handed to it as the store_writer hands them over, without callers.
+struct GroupEngine {
+  explicit GroupEngine(const std::filesystem::path& db) : store(open_test_store(db)) {
+    store::WriteEngineConfig cfg;
+    cfg.writer = store::backend_of(*store).open_writer();
+    cfg.clock = std::make_shared<SystemClock>();
+    cfg.watch_foreign_commits = false;
+    cfg.publish = [this](const commit_record& r) { records.push_back(r); };
+    engine = std::make_unique<store::WriteEngine>(std::move(cfg));
+  }
+  /// Commits `ops` as one group; returns each write's outcome.
+  std::vector<store::GroupedWrite> commit(const std::vector<store::WriteOp>& ops) {
+    std::vector<store::GroupedWrite> writes;
+    for (auto& op : ops) writes.push_back({&op});
+    engine->commit_group(writes, {});
+    return writes;
+  }
+  static store::WriteOp create(const std::string& slug) {
+    return create_request{widget_kind, R"({"color":")" + slug + R"(","size":1})", slug};
+  }
+  std::shared_ptr<Store> store;
+  std::vector<commit_record> records;
+  std::unique_ptr<store::WriteEngine> engine;
+};
+
+// The statements of a group travel with its COMMIT: when the connection is lost before
+// the COMMIT, nothing committed, and the group runs again on a new connection.
+TEST_F(PostgresStore, AGroupWhoseConnectionIsLostBeforeItsCommitRunsAgainAndLandsOnce) {
+  GroupEngine g(db_path());
+  faults::drop_before_commit = 1;
+  auto writes = g.commit(
+      {GroupEngine::create("g-1"), GroupEngine::create("g-2"), GroupEngine::create("g-3")});
+  EXPECT_EQ(faults::drop_before_commit.load(), 0) << "the fault was not reached";
+  for (auto& w : writes) EXPECT_TRUE(w.reply) << w.what;
+  EXPECT_EQ(g.engine->transactions(), 1u);
+  ASSERT_EQ(g.records.size(), 1u);
+  EXPECT_EQ(g.records[0].changes.size(), 3u);
+  Widgets w(bh(), widget_kind);
+  EXPECT_EQ(w.list(ctx_).size(), 3u);
+  for (auto slug : {"g-1", "g-2", "g-3"}) EXPECT_EQ(w.get_by_slug(ctx_, slug).spec.color, slug);
+}
+
+// A write the database refuses at the group's COMMIT (a constraint the library does not
+// know) fails alone: the group runs again write by write; one commit, one record, with
+// the others' changes only.
+TEST_F(PostgresStore, AWriteRefusedAtTheGroupsCommitFailsAloneWithTheOthersCommittedOnce) {
+  Widgets w(bh(), widget_kind);
+  w.create(ctx_, {"first", 1});  // the tables exist
+  run_sql(test_schema_for(db_path()),
+          "ALTER TABLE objects ADD CONSTRAINT no_poison CHECK (spec NOT LIKE '%poison%')");
+  GroupEngine g(db_path());
+  auto missing = store::WriteOp{update_request{widget_kind, 999999, R"({"color":"x"})"}};
+  auto writes = g.commit({GroupEngine::create("ok-1"), GroupEngine::create("poison"), missing,
+                          GroupEngine::create("ok-2")});
+  EXPECT_TRUE(writes[0].reply) << writes[0].what;
+  EXPECT_FALSE(writes[1].reply);
+  EXPECT_EQ(writes[1].code, errc::store);
+  EXPECT_NE(writes[1].what.find("no_poison"), std::string::npos) << writes[1].what;
+  EXPECT_FALSE(writes[2].reply);
+  EXPECT_EQ(writes[2].code, errc::not_found);
+  EXPECT_TRUE(writes[3].reply) << writes[3].what;
+  EXPECT_EQ(g.engine->transactions(), 1u);
+  ASSERT_EQ(g.records.size(), 1u);
+  ASSERT_EQ(g.records[0].changes.size(), 2u);
+  EXPECT_EQ(g.records[0].changes[0].row.meta.slug, "ok-1");
+  EXPECT_EQ(g.records[0].changes[1].row.meta.slug, "ok-2");
+  EXPECT_EQ(w.list(ctx_).size(), 3u);
+  EXPECT_ERRC(w.get_by_slug(ctx_, "poison"), errc::not_found);
 }
 
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {

@@ -463,10 +463,14 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
       if (savepoint) w.savepoint(1);
       auto undo = [&](errc code, std::string what) {
         item.reply.reset();
-        // The database may have rolled the whole transaction back (an I/O error, a
-        // full disk): then the group fails as one, below, rather than the writes after
-        // this one committing on their own.
-        if (!w.in_transaction()) return false;
+        // The transaction is gone (the connection was lost, or the database rolled it
+        // back by itself: an I/O error, a full disk), and nothing of it committed. A
+        // batched attempt runs again; otherwise the group fails as one, below, rather
+        // than the writes after this one committing on their own.
+        if (!w.in_transaction()) {
+          if (batch) throw Redo{};
+          return false;
+        }
         // A refused statement may be an earlier write's, sent in the same round trip.
         if (pending && w.transaction_failed()) throw Redo{};
         if (savepoint) w.rollback_to(1);
