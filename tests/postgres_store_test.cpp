@@ -18,6 +18,7 @@
 #include "controller_fixture.hpp"
 #include "store/backend.hpp"
 #include "store/postgres/pg_faults.hpp"
+#include "store/postgres/pg_writer.hpp"
 #include "store/write_engine.hpp"
 #include "support/test_store.hpp"
 
@@ -198,6 +199,10 @@ struct GroupEngine {
     engine->commit_group(writes, {});
     return writes;
   }
+  /// Round trips of the engine's connection so far.
+  std::uint64_t round_trips() {
+    return dynamic_cast<store::pg::PgWriter&>(engine->writer()).round_trips();
+  }
   static store::WriteOp create(const std::string& slug) {
     return create_request{widget_kind, R"({"color":")" + slug + R"(","size":1})", slug};
   }
@@ -205,6 +210,33 @@ struct GroupEngine {
   std::vector<commit_record> records;
   std::unique_ptr<store::WriteEngine> engine;
 };
+
+// What a write costs in round trips, once its statements are prepared: a group of
+// creates, BEGIN with the store's lock, then every write's statements with the COMMIT;
+// an update, its row read with BEGIN and the lock, then the COMMIT.
+TEST_F(PostgresStore, AGroupCommitAndAnUpdateCostTwoRoundTripsEach) {
+  GroupEngine g(db_path());
+  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  auto before = g.round_trips();
+  auto writes = g.commit({GroupEngine::create("a"), GroupEngine::create("b"),
+                          GroupEngine::create("c"), GroupEngine::create("d")});
+  for (auto& w : writes) ASSERT_TRUE(w.reply) << w.what;
+  EXPECT_EQ(g.round_trips() - before, 2u);
+
+  auto id = writes[0].reply->row.meta.id;
+  auto update = [&](int size) {
+    return store::WriteOp{
+        update_request{widget_kind, id, R"({"color":"a","size":)" + std::to_string(size) + "}"}};
+  };
+  g.engine->execute(update(2), {});  // its statements prepared
+  before = g.round_trips();
+  auto row = g.engine->execute(update(3), {}).row;
+  EXPECT_EQ(g.round_trips() - before, 2u);
+  EXPECT_EQ(row.meta.generation, 3);
+  Widgets w(bh(), widget_kind);
+  EXPECT_EQ(w.get(ctx_, id).spec.size, 3);
+}
 
 // The statements of a group travel with its COMMIT: when the connection is lost before
 // the COMMIT, nothing committed, and the group runs again on a new connection.
@@ -249,6 +281,27 @@ TEST_F(PostgresStore, AWriteRefusedAtTheGroupsCommitFailsAloneWithTheOthersCommi
   EXPECT_EQ(g.records[0].changes[1].row.meta.slug, "ok-2");
   EXPECT_EQ(w.list(ctx_).size(), 3u);
   EXPECT_ERRC(w.get_by_slug(ctx_, "poison"), errc::not_found);
+}
+
+// A batched group leaves slugs to the database's unique constraint (no lookup round
+// trip); a taken slug, stored before or earlier in the same group, is still
+// already_exists for that create alone.
+TEST_F(PostgresStore, TakenSlugsInABatchedGroupAreAlreadyExistsForThatCreateAlone) {
+  Widgets w(bh(), widget_kind);
+  w.create(ctx_, {"taken", 1}, with_slug("taken"));
+  GroupEngine g(db_path());
+  auto writes = g.commit({GroupEngine::create("s"), GroupEngine::create("s"),
+                          GroupEngine::create("taken"), GroupEngine::create("t")});
+  EXPECT_TRUE(writes[0].reply) << writes[0].what;
+  EXPECT_FALSE(writes[1].reply);
+  EXPECT_EQ(writes[1].code, errc::already_exists) << writes[1].what;
+  EXPECT_FALSE(writes[2].reply);
+  EXPECT_EQ(writes[2].code, errc::already_exists) << writes[2].what;
+  EXPECT_TRUE(writes[3].reply) << writes[3].what;
+  ASSERT_EQ(g.records.size(), 1u);
+  EXPECT_EQ(g.records[0].changes.size(), 2u);
+  EXPECT_EQ(w.list(ctx_).size(), 3u);
+  EXPECT_EQ(w.get_by_slug(ctx_, "taken").spec.size, 1);
 }
 
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {

@@ -48,10 +48,10 @@ class LockWait {
   Writer& w_;
 };
 
-/// A create without an owner is one INSERT (its slug is looked up before, its spec was
-/// decoded by its caller): SQLite undoes a failing statement by itself, so in a group it
-/// needs no savepoint of its own, whose copies of the pages it touches are a sizeable
-/// part of its cost.
+/// A create without an owner is one INSERT (its slug is looked up before, or left to the
+/// unique constraint in a batched group; its spec was decoded by its caller): SQLite
+/// undoes a failing statement by itself, so in a group it needs no savepoint of its own,
+/// whose copies of the pages it touches are a sizeable part of its cost.
 bool is_single_statement(const WriteOp& op) {
   auto* c = std::get_if<create_request>(&op);
   return c && !c->owner;
@@ -206,6 +206,7 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
       }
     };
   WriteOps ops(*cfg_.writer, cfg_.clock->now(), rec, check ? &checked : nullptr);
+  if (batching_) ops.leave_slugs_to_the_database();
   WriteReply reply;
   std::visit(
       [&](const auto& r) {
@@ -415,6 +416,11 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
   commit_record rec;
   auto since = began();
   batch = batch && w.defers_statements();
+  batching_ = batch;
+  struct Batching {
+    bool& flag;
+    ~Batching() { flag = false; }
+  } batching{batching_};
   bool pending = false;  // some applied write's statements may still fail
   struct Redo {};
   auto fail_all = [&writes](const std::exception& e) {

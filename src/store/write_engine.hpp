@@ -234,6 +234,7 @@ class WriteEngine {
   commit_record session_rec_;  // what the session changed so far
   SteadyTime session_began_;   // metrics only
   std::uint64_t transactions_ = 0;
+  bool batching_ = false;  // in a batched group commit (run_group)
   std::chrono::steady_clock::duration last_commit_{};
   // Other processes' commits: the data_version last read, the resource version up to
   // which everything was published, and the versions this engine published since the

@@ -69,7 +69,7 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
                            const std::vector<std::string>& finalizers,
                            std::optional<ObjectID> owner, int spec_version, const Labels& labels) {
   if (!labels.empty()) validate_labels(labels);
-  if (slug && w_.get_by_slug(gk, *slug))
+  if (slug && !slugs_by_constraint_ && w_.get_by_slug(gk, *slug))
     throw Error(errc::already_exists, to_string(gk) + " slug \"" + *slug + "\" is taken");
   if (owner && !w_.exists(*owner))
     throw Error(errc::not_found, "owner " + std::to_string(*owner) + " does not exist");

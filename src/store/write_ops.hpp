@@ -33,6 +33,10 @@ class WriteOps {
 
   /// Whether `check` has seen the row this write returns (a create's, before its INSERT).
   bool checked() const { return checked_; }
+  /// A create leaves a taken slug to the database's unique constraint instead of looking
+  /// it up first (a round trip on PostgreSQL): for a batched group commit, which runs
+  /// again write by write, looking up, when the database refuses a statement.
+  void leave_slugs_to_the_database() { slugs_by_constraint_ = true; }
 
   /// How each request of requests.hpp applies: one overload per request, replying its
   /// `reply_type`. A request's unset schema version is the kind's current one, which
@@ -143,6 +147,7 @@ class WriteOps {
   commit_record& rec_;
   const RowCheck* check_;
   bool checked_ = false;
+  bool slugs_by_constraint_ = false;
   std::unordered_set<ObjectID> woken_;  // released targets already woken by this write
 };
 

@@ -229,6 +229,7 @@ void Connection::fail(PGresult* r, std::string_view what) {
 
 void Connection::prepare(const std::string& name, const std::string& sql) {
   if (name.empty() || prepared_.contains(name)) return;
+  ++round_trips_;
   PGresult* r = PQprepare(conn_, name.c_str(), sql.c_str(), 0, nullptr);
   if (!ok(r)) fail(r, name);
   PQclear(r);
@@ -243,6 +244,7 @@ Result Connection::run(const char* name, const std::string& sql, const Params& p
   }
   count_statement();
   ensure();
+  ++round_trips_;
   auto vals = params.pointers();
   auto lens = params.lengths();
   PGresult* r = nullptr;
@@ -268,6 +270,7 @@ void Connection::exec(const std::string& sql) {
   }
   count_statement();
   ensure();
+  ++round_trips_;
   PGresult* r = PQexec(conn_, sql.c_str());
   settle();
   if (!ok(r)) fail(r, sql);
@@ -337,6 +340,7 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
     }
   }
   if (sent && PQpipelineSync(conn_) != 1) sent = false;
+  ++round_trips_;
   bool cancelled = false;
   if (sent) {
     for (std::size_t i = 0; i < statements.size(); ++i) {

@@ -132,6 +132,9 @@ class Connection {
   void reconnect();
   /// Cuts the connection to the server now, as a network failure would (tests).
   void drop();
+  /// Round trips to the server so far: statements run one by one, pipelines, and
+  /// statements prepared on first use.
+  std::uint64_t round_trips() const { return round_trips_; }
   /// A quoted identifier (the schema, a channel name), safe to splice into SQL text.
   std::string quote_identifier(std::string_view name) const;
   PGconn* raw() { return conn_; }
@@ -159,6 +162,7 @@ class Connection {
   bool in_txn_ = false;
   std::unordered_set<std::string> prepared_;
   std::vector<Statement> deferred_;
+  std::uint64_t round_trips_ = 0;
 };
 
 }  // namespace beehive::store::pg

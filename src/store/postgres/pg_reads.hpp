@@ -118,6 +118,8 @@ class Reading : public Interface {
 
   /// The connection was lost: the pool closes it rather than lending it again.
   bool failed() const { return conn_.lost(); }
+  /// Round trips to the server so far (tests check how many a write costs).
+  std::uint64_t round_trips() const { return conn_.round_trips(); }
 
  protected:
   Connection conn_;
