@@ -394,7 +394,9 @@ TEST(LifecycleCycleTest, AControllerHoldingAClientDoesNotKeepTheStoreOpen) {
   }
   EXPECT_TRUE(weak.expired());
   // A closed SQLite store checkpoints and removes its WAL file.
-  if (!test_backend_is_postgres()) EXPECT_FALSE(std::filesystem::exists(dir.file("c.db-wal")));
+  if (!test_backend_is_postgres()) {
+    EXPECT_FALSE(std::filesystem::exists(dir.file("c.db-wal")));
+  }
 }
 
 }  // namespace
