@@ -61,16 +61,19 @@ std::string sql_for(Q q) {
       // serialised, so versions become visible in the order they were given out.
       return "SELECT key, value FROM beehive_meta WHERE key IN ('resource_version', "
              "'object_id') FOR UPDATE";
-    case Q::store_counters:
-      return "UPDATE beehive_meta SET value = CASE key WHEN 'resource_version' THEN $1::bigint "
-             "ELSE $2::bigint END WHERE key IN ('resource_version', 'object_id')";
-    case Q::write_token:
-      return "INSERT INTO write_tokens (session, token) VALUES ($1, $2) "
-             "ON CONFLICT (session) DO UPDATE SET token = excluded.token";
+    case Q::close_transaction:
+      // What every write transaction stores last, in one statement: the counters as
+      // allocated, this session's write token (read back after a COMMIT lost with its
+      // connection), and the notification to other processes (sent at the commit).
+      return R"sql(WITH counters AS (
+               UPDATE beehive_meta SET value = CASE key WHEN 'resource_version' THEN $1::bigint
+                 ELSE $2::bigint END WHERE key IN ('resource_version', 'object_id')),
+             token AS (
+               INSERT INTO write_tokens (session, token) VALUES ($3, $4)
+               ON CONFLICT (session) DO UPDATE SET token = excluded.token)
+             SELECT pg_notify($5, $3::text))sql";
     case Q::read_token:
       return "SELECT token FROM write_tokens WHERE session = $1";
-    case Q::notify:
-      return "SELECT pg_notify($1, $2)";
     case Q::insert_object:
       return R"sql(INSERT INTO objects (id, "group", kind, slug, spec, spec_version, generation,
              resource_version, finalizers, created_at, updated_at, labels)

@@ -98,9 +98,8 @@ std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {
 
 void PgWriter::commit() {
   std::vector<Statement> s;
-  s.push_back(statement(Q::store_counters, Params().add(rv_).add(last_id_)));
-  s.push_back(statement(Q::write_token, Params().add(session_).add(token_)));
-  s.push_back(statement(Q::notify, Params().add(channel_).add(session_)));
+  s.push_back(statement(Q::close_transaction,
+                        Params().add(rv_).add(last_id_).add(session_).add(token_).add(channel_)));
   s.push_back({"bh_commit", "COMMIT", {}});
   if (faults::take(faults::drop_before_commit)) conn_.drop();
   try {
