@@ -50,6 +50,14 @@ std::string sql_for(Q q) {
   switch (q) {
     case Q::get:
       return select_objects("o.id = $1");
+    case Q::get_with_owner:  // the owner's ref (or NULLs), then the object's columns
+      return std::string(R"sql(SELECT ow.id, ow."group", ow.kind, )sql") + object_columns +
+             R"sql( FROM objects AS o
+             LEFT JOIN LATERAL (SELECT w.id, w."group", w.kind FROM refs AS r
+                                  JOIN objects AS w ON w.id = r.to_id
+                                 WHERE r.from_id = o.id AND r.relation = 'owned_by'
+                                 LIMIT 1) AS ow ON true
+             WHERE o.id = $1)sql";
     case Q::get_by_slug:
       return select_objects(R"(o."group" = $1 AND o.kind = $2 AND o.slug = $3)");
     case Q::list:

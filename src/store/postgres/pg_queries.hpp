@@ -13,6 +13,7 @@ namespace beehive::store::pg {
 
 enum class Q : int {
   get,
+  get_with_owner,
   get_by_slug,
   list,
   head,

@@ -41,10 +41,7 @@ void PgWriter::begin() {
   std::vector<Statement> s;
   s.push_back({"bh_begin", "BEGIN", {}});
   s.push_back(statement(Q::lock_counters));
-  if (prefetch) {
-    s.push_back(statement(Q::get, Params().add(*prefetch)));
-    s.push_back(statement(Q::owner_of_one, Params().add(*prefetch)));
-  }
+  if (prefetch) s.push_back(statement(Q::get_with_owner, Params().add(*prefetch)));
   std::vector<Result> r;
   try {
     r = conn_.pipeline(
@@ -59,17 +56,14 @@ void PgWriter::begin() {
     else
       last_id_ = r[1].i64(i, 1);
   }
-  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[2], r[3])};
+  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[2])};
 }
 
-std::optional<ObjectRow> PgWriter::row_with_owner(ObjectID id, const Result& row,
-                                                  const Result& owner) {
-  if (owner.rows())
-    owners_[id] = Ref{owner.i64(0, 0), owner.str(0, 1), owner.str(0, 2)};
-  else
-    owners_[id] = std::nullopt;
-  if (row.rows() == 0) return std::nullopt;
-  return read_object_row(row, 0, session_);
+std::optional<ObjectRow> PgWriter::row_with_owner(ObjectID id, const Result& r) {
+  owners_[id] = std::nullopt;
+  if (r.rows() == 0) return std::nullopt;
+  if (!r.null(0, 0)) owners_[id] = Ref{r.i64(0, 0), r.str(0, 1), r.str(0, 2)};
+  return read_object_row(r, 0, session_, 3);
 }
 
 std::optional<ObjectRow> PgWriter::get(ObjectID id, unsigned loads) {
@@ -79,11 +73,7 @@ std::optional<ObjectRow> PgWriter::get(ObjectID id, unsigned loads) {
     prefetched_.reset();
     return row;
   }
-  std::vector<Statement> s;
-  s.push_back(statement(Q::get, Params().add(id)));
-  s.push_back(statement(Q::owner_of_one, Params().add(id)));
-  auto r = conn_.pipeline(std::move(s));
-  return row_with_owner(id, r[0], r[1]);
+  return row_with_owner(id, run(conn_, Q::get_with_owner, Params().add(id)));
 }
 
 std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {

@@ -100,8 +100,8 @@ class PgWriter : public Reading<Writer> {
   /// token back. Returns normally when the transaction committed; throws when it did
   /// not, or when that cannot be learnt.
   void resolve_lost_commit(const Error& why);
-  /// A row and its owner as Q::get and Q::owner_of_one read them; keeps the owner.
-  std::optional<ObjectRow> row_with_owner(ObjectID id, const Result& row, const Result& owner);
+  /// A row as Q::get_with_owner reads it; keeps its owner for this transaction.
+  std::optional<ObjectRow> row_with_owner(ObjectID id, const Result& r);
   std::vector<ObjectID> ids(Q q);
   /// Runs `q` with the next statement that needs a result (see savepoint()).
   void later(Q q, Params p);
