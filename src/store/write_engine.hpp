@@ -167,8 +167,11 @@ class WriteEngine {
   WriteReply read(const ReadOp& r);
 
   /// Applies `writes` (from 0 on; `more` may append to it whenever all so far are
-  /// applied) in one transaction, each in its own savepoint, then commits. Each write's
-  /// outcome lands in it; when the transaction itself fails, every write fails.
+  /// applied) in one transaction, each failing alone, then commits. Each write's outcome
+  /// lands in it; when the transaction itself fails, every write fails. On a backend
+  /// that defers statements (Writer::defers_statements) the writes' statements travel
+  /// with the commit; a refusal there, which no write can be blamed for, runs the group
+  /// again with each write in its own savepoint, its outcome learnt before the next.
   using MoreWrites = std::function<void(std::vector<GroupedWrite>&)>;
   void commit_group(std::vector<GroupedWrite>& writes, const MoreWrites& more);
 
