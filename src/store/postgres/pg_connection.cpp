@@ -36,6 +36,12 @@ Params& Params::add_null() {
   return *this;
 }
 
+Params& Params::append(const Params& other) {
+  values_.insert(values_.end(), other.values_.begin(), other.values_.end());
+  null_.insert(null_.end(), other.null_.begin(), other.null_.end());
+  return *this;
+}
+
 std::vector<const char*> Params::pointers() const {
   std::vector<const char*> out(values_.size());
   for (std::size_t i = 0; i < values_.size(); ++i) out[i] = null_[i] ? nullptr : values_[i].c_str();

@@ -35,6 +35,8 @@ class Params {
   Params& add(const char* v) { return add(std::string_view(v)); }
   Params& add(const std::string& v) { return add(std::string_view(v)); }
   Params& add_null();
+  /// Appends `other`'s values after these.
+  Params& append(const Params& other);
   template <class T>
   Params& add(const std::optional<T>& v) {
     return v ? add(*v) : add_null();
@@ -117,6 +119,9 @@ class Connection {
   bool discard_from(std::string_view name);
   /// Drops every queued statement, unsent (the transaction is being rolled back).
   void discard() { deferred_.clear(); }
+  /// Statements queued so far, and the last of them (null when none).
+  std::size_t deferred_count() const { return deferred_.size(); }
+  Statement* last_deferred() { return deferred_.empty() ? nullptr : &deferred_.back(); }
   /// Sends the queued statements now.
   void flush() {
     if (!deferred_.empty()) pipeline({});

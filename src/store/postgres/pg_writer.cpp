@@ -9,6 +9,7 @@
 
 #include "store/postgres/pg_writer.hpp"
 
+#include <cctype>
 #include <thread>
 #include <utility>
 
@@ -214,6 +215,32 @@ void PgWriter::rollback_to(int depth) {
 void PgWriter::later(Q q, Params p) {
   prefetched_.reset();
   conn_.defer(statement(q, std::move(p)));
+  later_at_ = conn_.deferred_count();
+}
+
+bool PgWriter::join_last(Q q, const Params& p) {
+  Statement* last = conn_.last_deferred();
+  if (!last || later_at_ != conn_.deferred_count() || last->sql.starts_with("WITH")) return false;
+  // The last statement becomes a data-modifying CTE of `q`, whose parameters follow its
+  // own ($1 of `q` is $n+1). The two must not depend on each other's effects: PostgreSQL
+  // runs both against the same snapshot, in no set order.
+  auto offset = last->params.size();
+  auto next = statement(q);
+  std::string sql = "WITH joined AS (" + last->sql + ") ";
+  for (std::size_t i = 0; i < next.sql.size(); ++i) {
+    if (next.sql[i] != '$' || i + 1 == next.sql.size() || !std::isdigit(next.sql[i + 1])) {
+      sql += next.sql[i];
+      continue;
+    }
+    std::size_t end = i + 1;
+    while (end < next.sql.size() && std::isdigit(next.sql[end])) ++end;
+    sql += '$' + std::to_string(std::stoul(next.sql.substr(i + 1, end - i - 1)) + offset);
+    i = end - 1;
+  }
+  last->name += "+" + next.name;
+  last->sql = std::move(sql);
+  last->params.append(p);
+  return true;
 }
 
 Result PgWriter::write_now(Q q, const Params& p) {

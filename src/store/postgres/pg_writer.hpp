@@ -107,6 +107,9 @@ class PgWriter : public Reading<Writer> {
   void later(Q q, Params p);
   /// Runs a write statement now (its result is wanted).
   Result write_now(Q q, const Params& p);
+  /// Queues `q` as part of the statement `later` queued last, when that is still the
+  /// last one queued (one statement to run instead of two); false when it is not.
+  bool join_last(Q q, const Params& p);
   void insert_labels(ObjectID id, const Labels& labels);
 
   std::int64_t session_;
@@ -115,6 +118,7 @@ class PgWriter : public Reading<Writer> {
   std::chrono::milliseconds connect_timeout_;
   std::unordered_map<ObjectID, std::optional<Ref>> owners_;  // read in this transaction
   std::optional<ObjectID> prefetch_;  // to read with the next BEGIN (see prefetch)
+  std::size_t later_at_ = 0;          // the deferred count `later` left (see join_last)
   /// The row read with BEGIN, until the first statement that may change it.
   struct Prefetched {
     ObjectID id;

@@ -56,6 +56,9 @@ void PgWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned part
     p.add(row_to_json(*final_body));
   else
     p.add_null();
+  // With the write's own statement, when it was the last queued: the log has no foreign
+  // keys, so neither depends on the other.
+  if (join_last(Q::log_change, p)) return;
   later(Q::log_change, std::move(p));
 }
 
