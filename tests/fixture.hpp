@@ -4,10 +4,13 @@
 // support/test_store.hpp), and sample Spec/Status types.
 
 #include <atomic>
+#include <barrier>
 #include <concepts>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -63,6 +66,20 @@ inline void from_json(const nlohmann::json& j, PickySpec& p) {
   if (p.v < 0) throw std::runtime_error("negative values are not readable");
 }
 
+/// Runs fn(0) .. fn(threads - 1), each on a thread of its own, released together once
+/// every thread has started; returns when all have returned.
+template <class Fn>
+void run_together(int threads, Fn fn) {
+  std::barrier start(threads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      start.arrive_and_wait();
+      fn(t);
+    });
+  for (auto& t : ts) t.join();
+}
+
 inline const GroupKind widget_kind{"acme.com", "Widget"};
 inline const GroupKind gadget_kind{"acme.com", "Gadget"};
 
@@ -93,16 +110,16 @@ class BeehiveTest : public ::testing::Test {
 
 /// Skips the rest of a test that checks something only SQLite has (its file, its VFS,
 /// its locking), saying so, when the tests run on PostgreSQL.
-#define REQUIRE_SQLITE(why)                                                               \
-  do {                                                                                    \
-    if (::beehive::test::test_backend_is_postgres())                                      \
+#define REQUIRE_SQLITE(why)                                                                \
+  do {                                                                                     \
+    if (::beehive::test::test_backend_is_postgres())                                       \
       FAIL() << "SQLite-specific (" << (why) << "): CMakeLists.txt leaves it out of pg.*"; \
   } while (0)
 
 /// The same for a test of the PostgreSQL store: CTest runs it only as pg.*.
-#define REQUIRE_POSTGRES()                                                          \
-  do {                                                                              \
-    if (!::beehive::test::test_backend_is_postgres())                               \
+#define REQUIRE_POSTGRES()                                                                 \
+  do {                                                                                     \
+    if (!::beehive::test::test_backend_is_postgres())                                      \
       FAIL() << "runs on PostgreSQL only (BEEHIVE_TEST_BACKEND=postgres, the pg.* tests)"; \
   } while (0)
 

@@ -1,7 +1,6 @@
 // The fast paths: converged writes that never take the writer, and group commit that
 // keeps per-request atomicity and errors.
 
-#include <barrier>
 #include <thread>
 
 #include <beehive/actors.hpp>
@@ -58,23 +57,18 @@ TEST_F(FastPathTest, ConvergedWritesTakeNoWriteTransaction) {
 TEST_F(FastPathTest, GroupedWritesKeepTheirOwnOutcomes) {
   auto w = widgets();
   constexpr int threads = 8, each = 40;
-  std::barrier start(threads);
   std::atomic<int> created{0}, duplicates{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t)
-    ts.emplace_back([&, t] {
-      start.arrive_and_wait();
-      for (int i = 0; i < each; ++i) {
-        w.create(ctx_, {"t", t}, with_slug("s-" + std::to_string(t) + "-" + std::to_string(i)));
-        ++created;
-        try {
-          w.create(ctx_, {"dup", t}, with_slug("dup-" + std::to_string(i)));  // one wins
-        } catch (const Error& e) {
-          if (e.code() == errc::already_exists) ++duplicates;
-        }
+  run_together(threads, [&](int t) {
+    for (int i = 0; i < each; ++i) {
+      w.create(ctx_, {"t", t}, with_slug("s-" + std::to_string(t) + "-" + std::to_string(i)));
+      ++created;
+      try {
+        w.create(ctx_, {"dup", t}, with_slug("dup-" + std::to_string(i)));  // one wins
+      } catch (const Error& e) {
+        if (e.code() == errc::already_exists) ++duplicates;
       }
-    });
-  for (auto& t : ts) t.join();
+    }
+  });
   EXPECT_EQ(created, threads * each);
   EXPECT_EQ(duplicates, (threads - 1) * each);
   auto all = w.list(ctx_);
@@ -92,27 +86,22 @@ TEST_F(FastPathTest, GroupedWritesThatDoNotDecodeFailAloneAndLeaveNothing) {
   struct Nothing {};
   Client<PickySpec, Nothing> c(*bh_, widget_kind);
   constexpr int threads = 8, each = 30;
-  std::barrier start(threads);
   std::atomic<int> refused{0};
   auto before = transactions();
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t)
-    ts.emplace_back([&, t] {
-      start.arrive_and_wait();
-      for (int i = 0; i < each; ++i) {
-        auto n = std::to_string(t) + "-" + std::to_string(i);
-        c.create(ctx_, PickySpec{t * each + i}, with_slug("ok-" + n));
-        try {
-          if (i % 2)
-            c.create(ctx_, PickySpec{-1}, with_slug("bad-" + n));
-          else
-            c.create_or_update(ctx_, "bad-" + n, PickySpec{-1});
-        } catch (const Error& e) {
-          if (e.code() == errc::decode) ++refused;
-        }
+  run_together(threads, [&](int t) {
+    for (int i = 0; i < each; ++i) {
+      auto n = std::to_string(t) + "-" + std::to_string(i);
+      c.create(ctx_, PickySpec{t * each + i}, with_slug("ok-" + n));
+      try {
+        if (i % 2)
+          c.create(ctx_, PickySpec{-1}, with_slug("bad-" + n));
+        else
+          c.create_or_update(ctx_, "bad-" + n, PickySpec{-1});
+      } catch (const Error& e) {
+        if (e.code() == errc::decode) ++refused;
       }
-    });
-  for (auto& t : ts) t.join();
+    }
+  });
   EXPECT_EQ(refused, threads * each);
   // The writes shared transactions (else this tested the lone path).
   EXPECT_LT(transactions() - before, static_cast<std::uint64_t>(threads * each));

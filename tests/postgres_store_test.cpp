@@ -6,7 +6,6 @@
 #include <libpq-fe.h>
 
 #include <atomic>
-#include <barrier>
 #include <set>
 #include <thread>
 
@@ -146,26 +145,21 @@ TEST_F(PostgresStore, AWriteTheDatabaseRefusesInAGroupFailsAloneAndTheOthersLand
   };
   constexpr int threads = 8, each = 25;
   auto before = transactions();
-  std::barrier start(threads);
   std::atomic<int> refused{0}, other_failures{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < threads; ++t)
-    ts.emplace_back([&, t] {
-      start.arrive_and_wait();
-      for (int i = 0; i < each; ++i) {
-        bool poison = t % 2 == 0 && i % 5 == 2;
-        auto name = (poison ? "poison-" : "ok-") + std::to_string(t) + "-" + std::to_string(i);
-        try {
-          w.create(ctx_, {name, i}, with_slug(name));
-        } catch (const Error& e) {
-          if (poison && e.code() == errc::store)
-            ++refused;
-          else
-            ++other_failures, ADD_FAILURE() << name << ": " << e.what();
-        }
+  run_together(threads, [&](int t) {
+    for (int i = 0; i < each; ++i) {
+      bool poison = t % 2 == 0 && i % 5 == 2;
+      auto name = (poison ? "poison-" : "ok-") + std::to_string(t) + "-" + std::to_string(i);
+      try {
+        w.create(ctx_, {name, i}, with_slug(name));
+      } catch (const Error& e) {
+        if (poison && e.code() == errc::store)
+          ++refused;
+        else
+          ++other_failures, ADD_FAILURE() << name << ": " << e.what();
       }
-    });
-  for (auto& t : ts) t.join();
+    }
+  });
   EXPECT_EQ(refused, threads / 2 * (each / 5));
   EXPECT_EQ(other_failures, 0);
   // The writes shared transactions (else this tested the lone path).

@@ -1,7 +1,6 @@
 // Slug-keyed writes under concurrency: losers observe the winner's row and never see a
 // constraint error (create_or_update, get_or_create); create's loser gets already_exists.
 
-#include <barrier>
 #include <thread>
 
 #include "fixture.hpp"
@@ -15,14 +14,7 @@ class RaceTest : public BeehiveTest {
  protected:
   template <class Fn>
   void race(Fn fn) {
-    std::barrier start(threads);
-    std::vector<std::thread> ts;
-    for (int i = 0; i < threads; ++i)
-      ts.emplace_back([&, i] {
-        start.arrive_and_wait();
-        fn(i);
-      });
-    for (auto& t : ts) t.join();
+    run_together(threads, fn);
   }
 };
 
