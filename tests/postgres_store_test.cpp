@@ -3,7 +3,11 @@
 // errc::store and replaced on the next call, and a schema written by a newer build is
 // refused. Runs in the pg.* set (it skips, saying so, on SQLite).
 
+#include <arpa/inet.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <set>
@@ -311,6 +315,32 @@ TEST_F(PostgresStore, AnUnreachableServerIsAStoreErrorWithinTheConnectTimeout) {
   o.connect_timeout = std::chrono::milliseconds(1000);
   EXPECT_ERRC_WITH(postgres::open("host=/nonexistent-socket-dir port=1 dbname=x", o), errc::store,
                    "cannot connect");
+}
+
+// A server that accepts the connection and then never answers (hung, or a proxy in
+// front of a dead one): opening fails within the connect timeout, to the millisecond
+// rather than libpq's whole seconds.
+TEST_F(PostgresStore, AServerThatNeverAnswersIsAStoreErrorWithinTheConnectTimeout) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);  // the kernel accepts; nobody answers
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  postgres::Options o;
+  o.connect_timeout = std::chrono::milliseconds(300);
+  auto began = std::chrono::steady_clock::now();
+  EXPECT_ERRC_WITH(
+      postgres::open(
+          "host=127.0.0.1 port=" + std::to_string(ntohs(addr.sin_port)) + " dbname=x user=x", o),
+      errc::store, "connect timeout");
+  auto took = std::chrono::steady_clock::now() - began;
+  EXPECT_GE(took, o.connect_timeout);
+  EXPECT_LT(took, std::chrono::milliseconds(1500));
+  ::close(listener);
 }
 
 }  // namespace

@@ -44,8 +44,9 @@ struct Options {
   /// another process's transaction (`errc::store`). A `within` block must therefore not
   /// pause longer than the lease between its statements.
   std::chrono::milliseconds lease{10000};
-  /// How long a connection attempt may take before it fails (`errc::store`).
-  /// Default: 5 s.
+  /// How long a connection attempt may take before it fails (`errc::store`), the
+  /// session's set-up included; to the millisecond (a `connect_timeout` in `conninfo`
+  /// has no effect). Default: 5 s.
   std::chrono::milliseconds connect_timeout{5000};
 };
 

@@ -10,7 +10,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <charconv>
+#include <thread>
 
 #include <beehive/errors.hpp>
 
@@ -124,15 +126,14 @@ void Connection::connect() {
   dropped_ = false;
   in_txn_ = false;
   prepared_.clear();
-  auto timeout = std::to_string(
-      std::max<long long>(1, (static_cast<long long>(connect_timeout_.count()) + 999) / 1000));
   // Named after the schema, so that an operator can tell the control planes' sessions
   // apart in pg_stat_activity.
   auto app = ("beehive " + schema_).substr(0, 63);
   // Over TCP, a server that went silent (a partition dropping packets) fails the call
   // within the stall limit instead of the kernel's minutes: a cut-off leader then
   // notices in time. libpq lets later keywords override earlier ones: these defaults
-  // come before `conninfo` (which may set its own), Options::connect_timeout after it.
+  // come before `conninfo`, which may set its own. (Its connect_timeout has no effect:
+  // Options::connect_timeout bounds the connection below.)
   auto user_timeout = std::to_string(stall_limit_.count());
   std::vector<const char*> keys{"application_name", "keepalives", "keepalives_idle",
                                 "keepalives_interval", "keepalives_count"};
@@ -141,14 +142,21 @@ void Connection::connect() {
     keys.push_back("tcp_user_timeout");
     values.push_back(user_timeout.c_str());
   }
-  for (auto [k, v] :
-       {std::pair{"dbname", conninfo_.c_str()}, {"connect_timeout", timeout.c_str()}}) {
-    keys.push_back(k);
-    values.push_back(v);
-  }
+  keys.push_back("dbname");
+  values.push_back(conninfo_.c_str());
   keys.push_back(nullptr);
   values.push_back(nullptr);
-  conn_ = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  // Connected without blocking, so that the timeout holds to the millisecond (libpq's
+  // own counts whole seconds, two at least) for every step: a server that accepts the
+  // connection and then never answers included.
+  const auto deadline = std::chrono::steady_clock::now() + connect_timeout_;
+  conn_ = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  auto step = PGRES_POLLING_WRITING;
+  while (conn_ && PQstatus(conn_) != CONNECTION_BAD && step != PGRES_POLLING_OK &&
+         step != PGRES_POLLING_FAILED) {
+    if (!wait_for_socket(step == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) timed_out();
+    step = PQconnectPoll(conn_);
+  }
   if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
     std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
@@ -165,12 +173,19 @@ void Connection::connect() {
   p.add(quote_identifier(schema_)).add(static_cast<std::int64_t>(stall_limit_.count()));
   auto vals = p.pointers();
   auto lens = p.lengths();
-  PGresult* r = PQexecParams(conn_,
-                             "SELECT set_config('search_path', $1, false), "
-                             "set_config('idle_in_transaction_session_timeout', $2, false), "
-                             "set_config('lock_timeout', $2, false), "
-                             "set_config('jit', 'off', false)",
-                             2, nullptr, vals.data(), lens.data(), nullptr, 0);
+  // Within the connect timeout too.
+  bool answered = PQsendQueryParams(conn_,
+                                    "SELECT set_config('search_path', $1, false), "
+                                    "set_config('idle_in_transaction_session_timeout', $2, false), "
+                                    "set_config('lock_timeout', $2, false), "
+                                    "set_config('jit', 'off', false)",
+                                    2, nullptr, vals.data(), lens.data(), nullptr, 0) == 1;
+  while (answered && PQisBusy(conn_))
+    answered = wait_for_socket(POLLIN, deadline) && PQconsumeInput(conn_);
+  if (!answered && PQstatus(conn_) == CONNECTION_OK) timed_out();
+  PGresult* r = PQgetResult(conn_);
+  if (r)
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
   if (!ok(r)) {
     try {
       fail(r, "search_path");
@@ -181,6 +196,13 @@ void Connection::connect() {
     }
   }
   PQclear(r);
+}
+
+void Connection::timed_out() {
+  PQfinish(conn_);
+  conn_ = nullptr;
+  throw Error(errc::store, "postgres: cannot connect: no answer within the connect timeout (" +
+                               std::to_string(connect_timeout_.count()) + " ms)");
 }
 
 std::string Connection::quote_identifier(std::string_view name) const {
@@ -299,18 +321,40 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
   return pipeline(std::move(statements), {});
 }
 
+bool Connection::wait_for_socket(short events, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{PQsocket(conn_), events, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return true;  // let libpq find out what is wrong
+  }
+}
+
 bool Connection::await_result(const std::function<bool()>& keep_waiting, bool cancelled) {
   while (PQisBusy(conn_)) {
     pollfd p{PQsocket(conn_), POLLIN, 0};
     (void)::poll(&p, 1, 10);
     if (!PQconsumeInput(conn_)) return cancelled;  // gone: PQgetResult reports it
     if (!cancelled && PQisBusy(conn_) && !keep_waiting()) {
-      char why[256];
-      if (PGcancel* c = PQgetCancel(conn_)) {
-        PQcancel(c, why, sizeof why);
-        PQfreeCancel(c);
-      }
       cancelled = true;
+      if (drop_on_give_up_) {
+        drop();  // PQgetResult then reports the connection lost
+        return cancelled;
+      }
+      // PQcancel connects to the server anew, and blocks while it does: a server cut off
+      // by a network that drops packets would hold this thread for the kernel's connect
+      // timeout (minutes). On a thread of its own, the wait here goes on, bounded by the
+      // connection's own timeouts.
+      if (PGcancel* c = PQgetCancel(conn_)) {
+        std::thread([c] {
+          char why[256];
+          PQcancel(c, why, sizeof why);
+          PQfreeCancel(c);
+        }).detach();
+      }
     }
   }
   return cancelled;

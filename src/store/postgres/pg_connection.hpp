@@ -137,6 +137,10 @@ class Connection {
   void reconnect();
   /// Cuts the connection to the server now, as a network failure would (tests).
   void drop();
+  /// When `keep_waiting` says no (see pipeline), cut the connection instead of asking the
+  /// server to cancel the statement: for a caller that must not wait for a server that
+  /// may not answer at all (the leadership campaign).
+  void give_up_by_dropping(bool yes) { drop_on_give_up_ = yes; }
   /// Round trips to the server so far: statements run one by one, pipelines, and
   /// statements prepared on first use.
   std::uint64_t round_trips() const { return round_trips_; }
@@ -147,6 +151,8 @@ class Connection {
 
  private:
   void connect();
+  /// Ends a connection attempt that took longer than the connect timeout.
+  [[noreturn]] void timed_out();
   /// Reconnects when lost outside a transaction; throws errc::store when lost inside one.
   void ensure();
   /// Records whether the connection is inside a transaction after a statement.
@@ -154,6 +160,8 @@ class Connection {
   /// Waits until a result can be read without blocking, asking `keep_waiting`; cancels
   /// the statement on false. Returns whether it cancelled.
   bool await_result(const std::function<bool()>& keep_waiting, bool cancelled);
+  /// Waits for the socket to be ready for `events`; false once `deadline` passed.
+  bool wait_for_socket(short events, std::chrono::steady_clock::time_point deadline);
   void prepare(const std::string& name, const std::string& sql);
   /// Throws the error of a failed result (errc::already_exists for a unique violation).
   [[noreturn]] void fail(PGresult* r, std::string_view what);
@@ -162,6 +170,7 @@ class Connection {
   std::chrono::milliseconds connect_timeout_, stall_limit_;
   PGconn* conn_ = nullptr;
   bool dropped_ = false;
+  bool drop_on_give_up_ = false;
   /// Inside a transaction as of the last statement: a connection lost then is not
   /// silently replaced (what followed would run outside the transaction).
   bool in_txn_ = false;
