@@ -15,10 +15,12 @@
 #include <thread>
 
 #include <beehive/actors.hpp>
+#include <beehive/postgres.hpp>
 
 #include "child_process.hpp"
 #include "fixture.hpp"
 #include "ha/node_types.hpp"
+#include "store/postgres/pg_faults.hpp"
 #include "support/test_store.hpp"
 
 #ifndef BEEHIVE_HA_NODE
@@ -172,6 +174,46 @@ TEST_F(HaTest, KillingTheLeaderTwentyTimesUnderLoadLosesNothingAndEachTakeoverIs
   EXPECT_TRUE(all_reconciled(*client_, acked, 60s)) << "the last leader left work undone";
   leader->write_line("quit");
   EXPECT_EQ(leader->wait(), 0);
+}
+
+// A leader whose renewals get no answer at all (a server, or a path to it, that stopped
+// answering rather than refusing) gives them up in time and steps down within two thirds
+// of its lease, before the lease can expire and a standby take over.
+TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) {
+  namespace faults = store::pg::faults;
+  postgres::Options o;
+  o.schema = schema();
+  o.lease = lease;
+  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  auto stop_a = a.start({});
+  ASSERT_TRUE(a.is_leader());
+  auto b = node(schema());
+  ASSERT_EQ(b->read_line(), "standby");
+
+  auto holder = query_test_store(path_, "SELECT holder FROM leadership");
+  ASSERT_EQ(holder.size(), 1u);
+  using Clock = std::chrono::steady_clock;
+  faults::stall_campaign_of = std::stoll(holder[0][0]);
+  auto stalled = Clock::now();
+  auto b_leads = std::async(std::launch::async, [&] {
+    bool took = read_until(*b, "leader");
+    return std::pair{took, Clock::now()};
+  });
+  std::optional<Clock::time_point> a_down;
+  while (b_leads.wait_for(1ms) != std::future_status::ready)
+    if (!a_down && !a.is_leader()) a_down = Clock::now();
+  faults::stall_campaign_of = 0;
+  auto [took, b_up] = b_leads.get();
+  EXPECT_TRUE(took) << "the standby never took over";
+  ASSERT_TRUE(a_down) << "the leader stepped down only after the standby took over";
+  EXPECT_LT(*a_down, b_up);
+  // Its last renewal began before the stall: down within two thirds of the lease after
+  // that, give or take the campaign thread's wake-up.
+  EXPECT_LE(*a_down - stalled, lease * 2 / 3 + 200ms);
+  EXPECT_FALSE(a.is_leader());
+  b->write_line("quit");
+  EXPECT_EQ(b->wait(), 0);
+  stop_a({});
 }
 
 TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndStepsDown) {

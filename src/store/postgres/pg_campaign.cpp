@@ -4,6 +4,9 @@
 
 #include "store/postgres/pg_campaign.hpp"
 
+#include <algorithm>
+
+#include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
 
 namespace beehive::store::pg {
@@ -21,8 +24,9 @@ Campaign::Campaign(std::string conninfo, std::string schema,
       changed_(std::move(changed)) {
   // The first attempt before returning: a beehive starting on the store knows at once
   // whether it leads (a standby never starts its controllers' work for nothing).
+  first_attempt_ = Clock::now();
   try {
-    set_term(attempt(first_));
+    set_term(attempt(first_, first_attempt_ + lease_ / 3));
   } catch (const std::exception&) {
     first_.reset();
   }
@@ -43,47 +47,73 @@ void Campaign::set_term(std::int64_t term) {
   if ((before != 0) != (term != 0) && changed_) changed_(term != 0);
 }
 
-std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c) {
-  // A renewal that hangs (a silent network) fails within a third of the lease.
-  if (!c || c->lost())
-    c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_, lease_ / 3);
-  auto r = run(*c, Q::lease_acquire,
-               Params().add(session_).add(static_cast<std::int64_t>(lease_.count())));
-  return r.rows() ? r.i64(0, 0) : 0;
+std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point deadline) {
+  // Whatever hangs (a connection, a statement, a server that stopped answering) is given
+  // up at `deadline`, so that a leader steps down in time: its connection is cut rather
+  // than the statement cancelled, since a cancel needs the server to answer.
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (!c || c->lost()) {
+    c.reset();
+    c = std::make_unique<Connection>(
+        conninfo_, schema_, std::clamp(left, std::chrono::milliseconds(1), connect_timeout_),
+        lease_ / 3);
+    c->give_up_by_dropping(true);
+  }
+  std::vector<Statement> s;
+  if (faults::stall_campaign_of.load() == session_)
+    s.push_back({"", "SELECT pg_sleep(60)", {}});  // a server that does not answer
+  s.push_back(statement(Q::lease_acquire,
+                        Params().add(session_).add(static_cast<std::int64_t>(lease_.count()))));
+  auto r = c->pipeline(std::move(s), [deadline] { return Clock::now() < deadline; });
+  return r.back().rows() ? r.back().i64(0, 0) : 0;
 }
 
 void Campaign::loop() {
-  using clock = std::chrono::steady_clock;
   std::unique_ptr<Connection> c = std::move(first_);
-  auto renewed = clock::now();
+  auto renewed = first_attempt_;  // the lease, if held, was renewed no earlier
   const auto renew_every = lease_ / 3;
   // A standby looks more often than the leader renews, so that a lease that expires is
-  // taken over within a fraction of a second.
-  const auto standby_every =
+  // taken over within a fraction of a second; so does a leader whose renewal failed.
+  const auto retry_every =
       std::min<std::chrono::milliseconds>(renew_every, std::chrono::milliseconds(250));
+  bool failed = false;
   for (;;) {
+    // Unrenewed for two thirds of the lease, the leader steps down, before the lease can
+    // expire under it (on the database's clock, from a renewal no earlier than
+    // `renewed`): every wait and attempt ends by then.
+    const auto step_down_at = renewed + lease_ * 2 / 3;
+    const bool leads = shared_->term.load() != 0;
     {
       std::unique_lock lk(mu_);
-      auto wait = shared_->term.load() != 0 ? renew_every : standby_every;
-      if (cv_.wait_for(lk, wait, [&] { return stop_; })) break;
+      auto wake = Clock::now() + (leads && !failed ? renew_every : retry_every);
+      if (leads) wake = std::min(wake, step_down_at);
+      if (cv_.wait_until(lk, wake, [&] { return stop_; })) break;
     }
-    auto started = clock::now();
+    auto started = Clock::now();
     if (shared_->deposed.exchange(false)) set_term(0);
+    if (shared_->term.load() != 0 && started >= step_down_at) set_term(0);
     try {
-      auto term = attempt(c);
+      auto deadline = started + renew_every;
+      if (shared_->term.load() != 0) deadline = std::min(deadline, step_down_at);
+      auto term = attempt(c, deadline);
       if (term != 0) renewed = started;
       set_term(term);
+      failed = false;
     } catch (const std::exception&) {
       c.reset();
-      // Unrenewed for two thirds of the lease: step down before it can expire under us.
-      if (shared_->term.load() != 0 && clock::now() - renewed > lease_ * 2 / 3) set_term(0);
+      failed = true;
+      if (shared_->term.load() != 0 && Clock::now() >= step_down_at) set_term(0);
     }
   }
   // Leaving: hand the lease over at once rather than letting it expire.
   auto term = shared_->term.load();
   if (term != 0) {
     try {
-      if (c && !c->lost()) run(*c, Q::lease_release, Params().add(session_).add(term));
+      if (c && !c->lost()) {
+        auto deadline = Clock::now() + renew_every;
+        c->pipeline({statement(Q::lease_release, Params().add(session_).add(term))},
+                    [deadline] { return Clock::now() < deadline; });
+      }
     } catch (const std::exception&) {
     }
     set_term(0);

@@ -6,9 +6,10 @@
 // (now()), so the processes' own clocks do not matter.
 //
 // A campaign runs while a Beehive is started on the store (Backend::claim). The leader
-// steps down when a renewal fails for longer than two thirds of the lease, or when one
-// of its writes found the lease taken (SharedState::deposed), at its next renewal; the
-// lease is released when the campaign ends, so a standby takes over at once.
+// steps down once two thirds of the lease have passed since its last renewal began (a
+// renewal that hangs is given up by then), or when one of its writes found the lease
+// taken (SharedState::deposed), at its next renewal; the lease is released when the
+// campaign ends, so a standby takes over at once.
 //
 // Owns one thread, stopped and joined by the destructor. subscribe() and leads() may be
 // called from any thread.
@@ -35,9 +36,11 @@ class Campaign {
   Campaign& operator=(const Campaign&) = delete;
 
  private:
+  using Clock = std::chrono::steady_clock;
   void loop();
-  /// One renewal (or attempt to take over); returns the term held after it, 0 for none.
-  std::int64_t attempt(std::unique_ptr<Connection>& c);
+  /// One renewal (or attempt to take over), given up at `deadline`; returns the term
+  /// held after it, 0 for none.
+  std::int64_t attempt(std::unique_ptr<Connection>& c, Clock::time_point deadline);
   void set_term(std::int64_t term);
 
   std::string conninfo_, schema_;
@@ -49,6 +52,7 @@ class Campaign {
   std::condition_variable cv_;
   bool stop_ = false;
   std::unique_ptr<Connection> first_;  // the constructor's connection, handed to the loop
+  Clock::time_point first_attempt_;    // when the constructor's attempt began
   std::thread thread_;
 };
 

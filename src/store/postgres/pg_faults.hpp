@@ -1,13 +1,14 @@
 #pragma once
 
-// Fault injection for the PostgreSQL writer's tests: the connection lost just before a
+// Fault injection for the PostgreSQL store's tests: the connection lost just before a
 // COMMIT is sent, or just after it was answered, which are the two sides of a commit
-// whose outcome the writer must resolve by its write token. Off unless a test arms it;
-// never armed by the library.
+// whose outcome the writer must resolve by its write token; and a leadership renewal
+// that never gets an answer. Off unless a test arms it; never armed by the library.
 //
 // Atomics: a test arms them from its thread, the writer takes them on its own.
 
 #include <atomic>
+#include <cstdint>
 
 namespace beehive::store::pg::faults {
 
@@ -15,6 +16,10 @@ namespace beehive::store::pg::faults {
 inline std::atomic<int> drop_before_commit{0};
 /// The next commit loses its connection after COMMIT succeeded (it committed).
 inline std::atomic<int> drop_after_commit{0};
+
+/// While set to a session (the `holder` it writes in the leadership table), that
+/// session's leadership campaign meets a server that does not answer, every attempt.
+inline std::atomic<std::int64_t> stall_campaign_of{0};
 
 /// Consumes one armed fault.
 inline bool take(std::atomic<int>& fault) {
