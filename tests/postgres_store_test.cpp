@@ -6,10 +6,14 @@
 #include <arpa/inet.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -41,6 +45,119 @@ void run_sql(const std::string& schema, const std::string& sql) {
   PQclear(r);
   PQfinish(c);
 }
+
+/// A TCP proxy in front of the test server's Unix socket. It relays every connection but
+/// cancel requests, which it takes and never answers, as a server behind a network that
+/// drops packets looks to libpq's PQcancel (which then waits). close() lets go of them.
+class CancelSwallowingProxy {
+ public:
+  CancelSwallowingProxy() {
+    char* err = nullptr;
+    PQconninfoOption* opts = PQconninfoParse(std::getenv("BEEHIVE_TEST_PG"), &err);
+    std::string host, port = "5432";
+    for (auto* o = opts; o && o->keyword; ++o) {
+      if (o->val && std::string(o->keyword) == "host") host = o->val;
+      if (o->val && std::string(o->keyword) == "port") port = o->val;
+      if (o->val && std::string(o->keyword) == "user") user_ = o->val;
+      if (o->val && std::string(o->keyword) == "dbname") dbname_ = o->val;
+    }
+    PQconninfoFree(opts);
+    PQfreemem(err);
+    upstream_ = host + "/.s.PGSQL." + port;
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listener_, 64) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      throw std::runtime_error("proxy: cannot listen");
+    port_ = ntohs(addr.sin_port);
+    accepting_ = std::thread([this] { accept_loop(); });
+  }
+  ~CancelSwallowingProxy() {
+    close();
+    ::shutdown(listener_, SHUT_RDWR);
+    accepting_.join();
+    ::close(listener_);
+  }
+  /// A conninfo reaching the test server through the proxy.
+  std::string conninfo() const {
+    return "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + user_ +
+           " dbname=" + dbname_ + " sslmode=disable";
+  }
+  /// Ends every connection, the cancel requests held included.
+  void close() {
+    std::lock_guard g(mu_);
+    for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
+    closed_ = true;
+  }
+  int cancels_held() const { return cancels_.load(); }
+
+ private:
+  void accept_loop() {
+    std::vector<std::thread> relays;
+    for (int c; (c = ::accept(listener_, nullptr, nullptr)) >= 0;) {
+      std::lock_guard g(mu_);
+      if (closed_) ::shutdown(c, SHUT_RDWR);
+      open_.push_back(c);
+      relays.emplace_back([this, c] { relay(c); });
+    }
+    for (auto& t : relays) t.join();
+    for (int fd : open_) ::close(fd);
+  }
+  void relay(int client) {
+    // The first 8 bytes: the message's length and its code (80877102: a cancel request).
+    unsigned char head[8];
+    if (::recv(client, head, sizeof head, MSG_WAITALL) != sizeof head) return;
+    std::uint32_t code =
+        (std::uint32_t{head[4]} << 24) | (head[5] << 16) | (head[6] << 8) | head[7];
+    if (code == 80877102) {
+      ++cancels_;
+      char sink[64];
+      while (::recv(client, sink, sizeof sink, 0) > 0) {  // held until close()
+      }
+      return;
+    }
+    int server = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", upstream_.c_str());
+    if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::send(server, head, sizeof head, MSG_NOSIGNAL) != sizeof head) {
+      ::close(server);
+      return;
+    }
+    {
+      std::lock_guard g(mu_);
+      open_.push_back(server);
+      if (closed_) ::shutdown(server, SHUT_RDWR);
+    }
+    pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+    char buf[16384];
+    for (;;) {
+      if (::poll(fds, 2, -1) < 0) return;
+      for (int i = 0; i < 2; ++i) {
+        if (!fds[i].revents) continue;
+        auto n = ::recv(fds[i].fd, buf, sizeof buf, 0);
+        if (n <= 0 || ::send(fds[1 - i].fd, buf, n, MSG_NOSIGNAL) != n) {
+          ::shutdown(fds[1 - i].fd, SHUT_RDWR);
+          return;
+        }
+      }
+    }
+  }
+
+  std::string upstream_, user_, dbname_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread accepting_;
+  std::mutex mu_;
+  std::vector<int> open_;
+  bool closed_ = false;
+  std::atomic<int> cancels_{0};
+};
 
 class PostgresStore : public BeehiveTest {
  protected:
@@ -341,6 +458,41 @@ TEST_F(PostgresStore, AServerThatNeverAnswersIsAStoreErrorWithinTheConnectTimeou
   EXPECT_GE(took, o.connect_timeout);
   EXPECT_LT(took, std::chrono::milliseconds(1500));
   ::close(listener);
+}
+
+// A write whose caller gives up while it waits behind another process's transaction has
+// its statement cancelled. Should the cancel request get no answer (the server cut off
+// by a network that drops packets), the writer must not wait for it: it goes on waiting
+// for the statement, and serves the next write once the other transaction ends.
+TEST_F(PostgresStore, ACancelThatGetsNoAnswerDoesNotHoldUpTheWriter) {
+  Widgets(bh(), widget_kind).create(ctx_, {"first", 1});  // the tables exist
+  bh_.reset();
+  store_.reset();
+  CancelSwallowingProxy proxy;
+  postgres::Options o;
+  o.schema = test_schema_for(db_path());
+  auto bh = std::make_unique<Beehive>(postgres::open(proxy.conninfo(), o));
+  Widgets w(*bh, widget_kind);
+  auto obj = w.create(ctx_, {"a", 1});
+  struct CloseFirst {  // should the writer hang after all, let go of it before stopping
+    CancelSwallowingProxy& p;
+    ~CloseFirst() { p.close(); }
+  } close_first{proxy};
+
+  PGconn* other = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
+  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
+  auto hold = "BEGIN; SET LOCAL search_path TO \"" + o.schema +
+              "\"; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE";
+  PQclear(PQexec(other, hold.c_str()));
+  EXPECT_ERRC(w.update(Context{}.with_timeout(std::chrono::milliseconds(200)), obj.id, {"a", 2}),
+              errc::deadline_exceeded);
+  EXPECT_TRUE(eventually([&] { return proxy.cancels_held() == 1; }))
+      << "the writer never tried to cancel its wait";
+  PQclear(PQexec(other, "COMMIT"));
+  PQfinish(other);
+  auto next = w.update(Context{}.with_timeout(std::chrono::seconds(5)), obj.id, {"a", 3});
+  EXPECT_EQ(next.spec.size, 3);
+  EXPECT_EQ(w.get(ctx_, obj.id).spec.size, 3);
 }
 
 }  // namespace
