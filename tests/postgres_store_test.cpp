@@ -248,6 +248,42 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);
 }
 
+// On PostgreSQL a read can wait: here for another session's lock (an operator's LOCK
+// TABLE, a migration). It gives up at its caller's deadline, like a write, whether it
+// waits for the database or for a reader connection (six callers, four connections);
+// reads run again once the lock is gone.
+TEST_F(PostgresStore, AReadBehindAnotherSessionsLockGivesUpAtItsCallersDeadline) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  PGconn* other = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
+  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
+  auto lock = "BEGIN; SET LOCAL search_path TO \"" + test_schema_for(db_path()) +
+              "\"; LOCK TABLE objects IN ACCESS EXCLUSIVE MODE";
+  PQclear(PQexec(other, lock.c_str()));
+  std::atomic<int> gave_up{0};
+  auto began = std::chrono::steady_clock::now();
+  run_together(6, [&](int t) {
+    auto ctx = Context{}.with_timeout(std::chrono::milliseconds(300));
+    try {
+      if (t % 2)
+        w.get(ctx, o.id);
+      else
+        w.list(ctx);
+      ADD_FAILURE() << "a read went through the lock";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), errc::deadline_exceeded) << e.what();
+      ++gave_up;
+    }
+  });
+  EXPECT_EQ(gave_up, 6);
+  EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(3))
+      << "the reads waited for the lock timeout (the lease), not for their callers";
+  PQclear(PQexec(other, "COMMIT"));
+  PQfinish(other);
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1);
+  EXPECT_EQ(w.list(ctx_).size(), 1u);
+}
+
 // A group commit sends its writes' statements with its COMMIT. When the database refuses
 // one of them there (here a CHECK constraint the library knows nothing of), the group runs
 // again with each write's outcome learnt before the next: the refused write fails alone,

@@ -240,6 +240,14 @@ class Backend : public Store {
  public:
   /// A reader for the calling thread; blocks while every pooled connection is leased.
   virtual ReaderLease reader() = 0;
+  /// The same for a caller who gives up when `keep_waiting` (asked now and then while
+  /// it waits) says so: for a pooled connection, or for the database's answer (another
+  /// session's lock, a slow or unreachable server). The call waiting then fails with
+  /// errc::store. A store whose reads do not wait (SQLite) may ignore it.
+  virtual ReaderLease reader(std::function<bool()> keep_waiting) {
+    (void)keep_waiting;
+    return reader();
+  }
   /// The single writer; throws if it is already open.
   virtual std::unique_ptr<Writer> open_writer() = 0;
   /// Distinguishes this open of the store from earlier ones (liveness conditions).

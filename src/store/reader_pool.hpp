@@ -7,11 +7,14 @@
 //
 // Thread-safe: lease() from any thread; the lease returns its connection from any thread.
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
+
+#include <beehive/errors.hpp>
 
 #include "store/backend.hpp"
 
@@ -24,9 +27,18 @@ class ReaderPool {
 
   /// A connection for the calling thread; `open` makes a new one when the pool has
   /// none free and fewer than `limit` open (its exception propagates, freeing the slot).
-  ReaderLease lease(const std::function<std::unique_ptr<Conn>()>& open) {
+  /// While every one is lent, waits as long as `keep_waiting` (asked every 10 ms; empty:
+  /// for ever) says, then throws errc::store.
+  ReaderLease lease(const std::function<std::unique_ptr<Conn>()>& open,
+                    const std::function<bool()>& keep_waiting = {}) {
     std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return !free_.empty() || opened_ < limit_; });
+    auto available = [&] { return !free_.empty() || opened_ < limit_; };
+    if (!keep_waiting)
+      cv_.wait(lk, available);
+    else
+      while (!cv_.wait_for(lk, std::chrono::milliseconds(10), available))
+        if (!keep_waiting())
+          throw Error(errc::store, "gave up waiting for a reader connection: all are in use");
     std::unique_ptr<Conn> r;
     if (!free_.empty()) {
       r = std::move(free_.back());

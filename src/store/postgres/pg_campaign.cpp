@@ -57,14 +57,14 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
     c = std::make_unique<Connection>(
         conninfo_, schema_, std::clamp(left, std::chrono::milliseconds(1), connect_timeout_),
         lease_ / 3);
-    c->give_up_by_dropping(true);
   }
+  c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
   std::vector<Statement> s;
   if (faults::stall_campaign_of.load() == session_)
     s.push_back({"", "SELECT pg_sleep(60)", {}});  // a server that does not answer
   s.push_back(statement(Q::lease_acquire,
                         Params().add(session_).add(static_cast<std::int64_t>(lease_.count()))));
-  auto r = c->pipeline(std::move(s), [deadline] { return Clock::now() < deadline; });
+  auto r = c->pipeline(std::move(s));
   return r.back().rows() ? r.back().i64(0, 0) : 0;
 }
 
@@ -111,8 +111,8 @@ void Campaign::loop() {
     try {
       if (c && !c->lost()) {
         auto deadline = Clock::now() + renew_every;
-        c->pipeline({statement(Q::lease_release, Params().add(session_).add(term))},
-                    [deadline] { return Clock::now() < deadline; });
+        c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
+        run(*c, Q::lease_release, Params().add(session_).add(term));
       }
     } catch (const std::exception&) {
     }

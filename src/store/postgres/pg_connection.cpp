@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <thread>
@@ -265,7 +266,7 @@ void Connection::prepare(const std::string& name, const std::string& sql) {
 }
 
 Result Connection::run(const char* name, const std::string& sql, const Params& params) {
-  if (!deferred_.empty()) {
+  if (!deferred_.empty() || keep_waiting_) {
     std::vector<Statement> one;
     one.push_back({name, sql, params});
     return std::move(pipeline(std::move(one)).back());
@@ -290,7 +291,7 @@ Result Connection::run(const char* name, const std::string& sql, const Params& p
 }
 
 void Connection::exec(const std::string& sql) {
-  if (!deferred_.empty()) {
+  if (!deferred_.empty() || keep_waiting_) {
     std::vector<Statement> one;
     one.push_back({"", sql, {}});
     pipeline(std::move(one));
@@ -333,14 +334,14 @@ bool Connection::wait_for_socket(short events, std::chrono::steady_clock::time_p
   }
 }
 
-bool Connection::await_result(const std::function<bool()>& keep_waiting, bool cancelled) {
+bool Connection::await_result(const std::function<bool()>& keep_waiting, bool cancelled, bool cut) {
   while (PQisBusy(conn_)) {
     pollfd p{PQsocket(conn_), POLLIN, 0};
     (void)::poll(&p, 1, 10);
     if (!PQconsumeInput(conn_)) return cancelled;  // gone: PQgetResult reports it
     if (!cancelled && PQisBusy(conn_) && !keep_waiting()) {
       cancelled = true;
-      if (drop_on_give_up_) {
+      if (cut) {
         drop();  // PQgetResult then reports the connection lost
         return cancelled;
       }
@@ -371,12 +372,22 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   }
   for (std::size_t i = 0; i < statements.size(); ++i) count_statement();
   ensure();
-  for (auto& s : statements) prepare(s.name, s.sql);
   if (PQenterPipelineMode(conn_) != 1) fail(nullptr, "pipeline");
   std::vector<Result> results;
   PGresult* first_error = nullptr;
   bool sent = true;
+  // Statements not yet prepared on this connection are prepared in the same round trip,
+  // first (preparing waits for the tables' locks as running does).
+  std::vector<const std::string*> preparing;
   for (auto& s : statements) {
+    if (s.name.empty() || prepared_.contains(s.name) ||
+        std::any_of(preparing.begin(), preparing.end(), [&](auto* n) { return *n == s.name; }))
+      continue;
+    preparing.push_back(&s.name);
+    if (!PQsendPrepare(conn_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) sent = false;
+  }
+  for (auto& s : statements) {
+    if (!sent) break;
     auto vals = s.params.pointers();
     auto lens = s.params.lengths();
     auto n = static_cast<int>(s.params.size());
@@ -392,9 +403,28 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   if (sent && PQpipelineSync(conn_) != 1) sent = false;
   ++round_trips_;
   bool cancelled = false;
+  const bool cut = !keep_waiting && keep_waiting_;
+  const auto& wait = cut ? keep_waiting_ : keep_waiting;
+  for (std::size_t i = 0; sent && i < preparing.size(); ++i) {
+    if (wait) cancelled = await_result(wait, cancelled, cut);
+    PGresult* r = PQgetResult(conn_);
+    if (!r) {  // the connection went
+      sent = false;
+      break;
+    }
+    if (ok(r)) {
+      prepared_.insert(*preparing[i]);
+      PQclear(r);
+    } else if (!first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED) {
+      first_error = r;
+    } else {
+      PQclear(r);
+    }
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+  }
   if (sent) {
     for (std::size_t i = 0; i < statements.size(); ++i) {
-      if (keep_waiting) cancelled = await_result(keep_waiting, cancelled);
+      if (wait) cancelled = await_result(wait, cancelled, cut);
       PGresult* r = PQgetResult(conn_);
       if (!r) {  // the connection went
         sent = false;

@@ -137,10 +137,14 @@ class Connection {
   void reconnect();
   /// Cuts the connection to the server now, as a network failure would (tests).
   void drop();
-  /// When `keep_waiting` says no (see pipeline), cut the connection instead of asking the
-  /// server to cancel the statement: for a caller that must not wait for a server that
-  /// may not answer at all (the leadership campaign).
-  void give_up_by_dropping(bool yes) { drop_on_give_up_ = yes; }
+  /// While set, every call (run, exec, pipeline) asks `keep_waiting` every 10 ms while
+  /// the server has not answered; on false it cuts the connection rather than asking the
+  /// server to cancel (which needs the server to answer): the call fails with errc::store
+  /// and the connection is lost. For callers that must not wait for a server that may
+  /// not answer at all: a reader whose caller gave up, the leadership campaign.
+  void set_keep_waiting(std::function<bool()> keep_waiting) {
+    keep_waiting_ = std::move(keep_waiting);
+  }
   /// Round trips to the server so far: statements run one by one, pipelines, and
   /// statements prepared on first use.
   std::uint64_t round_trips() const { return round_trips_; }
@@ -159,7 +163,7 @@ class Connection {
   void settle();
   /// Waits until a result can be read without blocking, asking `keep_waiting`; cancels
   /// the statement on false. Returns whether it cancelled.
-  bool await_result(const std::function<bool()>& keep_waiting, bool cancelled);
+  bool await_result(const std::function<bool()>& keep_waiting, bool cancelled, bool cut);
   /// Waits for the socket to be ready for `events`; false once `deadline` passed.
   bool wait_for_socket(short events, std::chrono::steady_clock::time_point deadline);
   void prepare(const std::string& name, const std::string& sql);
@@ -170,7 +174,7 @@ class Connection {
   std::chrono::milliseconds connect_timeout_, stall_limit_;
   PGconn* conn_ = nullptr;
   bool dropped_ = false;
-  bool drop_on_give_up_ = false;
+  std::function<bool()> keep_waiting_;  // see set_keep_waiting
   /// Inside a transaction as of the last statement: a connection lost then is not
   /// silently replaced (what followed would run outside the transaction).
   bool in_txn_ = false;

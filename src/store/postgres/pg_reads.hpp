@@ -118,6 +118,10 @@ class Reading : public Interface {
 
   /// The connection was lost: the pool closes it rather than lending it again.
   bool failed() const { return conn_.lost(); }
+  /// See Connection::set_keep_waiting: a reader whose caller gave up cuts its connection.
+  void wait_while(std::function<bool()> keep_waiting) {
+    conn_.set_keep_waiting(std::move(keep_waiting));
+  }
   /// Round trips to the server so far (tests check how many a write costs).
   std::uint64_t round_trips() const { return conn_.round_trips(); }
 

@@ -47,9 +47,21 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
 
   std::string describe() const override { return where_; }
 
-  ReaderLease reader() override {
-    return pool_.lease([&] {
-      return std::make_unique<PgReader>(conninfo_, opts_.schema, opts_.connect_timeout, session_);
+  ReaderLease reader() override { return reader({}); }
+
+  ReaderLease reader(std::function<bool()> keep_waiting) override {
+    auto lease = pool_.lease(
+        [&] {
+          return std::make_unique<PgReader>(conninfo_, opts_.schema, opts_.connect_timeout,
+                                            session_);
+        },
+        keep_waiting);
+    if (!keep_waiting) return lease;
+    static_cast<PgReader*>(lease.get())->wait_while(std::move(keep_waiting));
+    auto give_back = lease.get_deleter();
+    return ReaderLease(lease.release(), [give_back](Reader* r) {
+      static_cast<PgReader*>(r)->wait_while({});
+      give_back(r);
     });
   }
 
