@@ -46,6 +46,41 @@ void run_sql(const std::string& schema, const std::string& sql) {
   PQfinish(c);
 }
 
+/// Another session on the test database, in `schema`, that runs `sql` in a transaction
+/// it keeps open (holding the locks `sql` took) until commit() or its end.
+class OpenTransaction {
+ public:
+  OpenTransaction(const std::string& schema, const std::string& sql)
+      : c_(PQconnectdb(std::getenv("BEEHIVE_TEST_PG"))) {
+    EXPECT_EQ(PQstatus(c_), CONNECTION_OK) << PQerrorMessage(c_);
+    auto all = "BEGIN; SET LOCAL search_path TO \"" + schema + "\"; " + sql;
+    PGresult* r = PQexec(c_, all.c_str());
+    EXPECT_TRUE(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK)
+        << PQresultErrorMessage(r);
+    PQclear(r);
+  }
+  ~OpenTransaction() {
+    commit();
+    PQfinish(c_);
+  }
+  OpenTransaction(const OpenTransaction&) = delete;
+  OpenTransaction& operator=(const OpenTransaction&) = delete;
+  void commit() {
+    if (PQtransactionStatus(c_) != PQTRANS_IDLE) PQclear(PQexec(c_, "COMMIT"));
+  }
+  /// Runs a query on this session; true when it returns `want` in its first cell.
+  bool returns(const std::string& sql, const std::string& want) {
+    PGresult* r = PQexec(c_, sql.c_str());
+    bool yes = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 &&
+               std::string(PQgetvalue(r, 0, 0)) == want;
+    PQclear(r);
+    return yes;
+  }
+
+ private:
+  PGconn* c_;
+};
+
 /// A TCP proxy in front of the test server's Unix socket. It relays every connection but
 /// cancel requests, which it takes and never answers, as a server behind a network that
 /// drops packets looks to libpq's PQcancel (which then waits). close() lets go of them.
@@ -223,11 +258,8 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   Widgets w(bh(), widget_kind);
   auto o = w.create(ctx_, {"a", 1});
   // Another process holds the store's write lock (its counters) in an open transaction.
-  PGconn* other = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
-  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
-  auto hold = "BEGIN; SET LOCAL search_path TO \"" + test_schema_for(db_path()) +
-              "\"; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE";
-  PQclear(PQexec(other, hold.c_str()));
+  OpenTransaction other(test_schema_for(db_path()),
+                        "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
   auto began = std::chrono::steady_clock::now();
   EXPECT_ERRC(w.update(Context{}.with_timeout(std::chrono::milliseconds(300)), o.id, {"a", 2}),
               errc::deadline_exceeded);
@@ -236,14 +268,8 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   // released, so that the writes after it run on a connection whose wait was cancelled.
   auto waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'beehive " +
                  test_schema_for(db_path()) + "' AND wait_event_type = 'Lock'";
-  EXPECT_TRUE(eventually([&] {
-    PGresult* r = PQexec(other, waiting.c_str());
-    bool none = PQresultStatus(r) == PGRES_TUPLES_OK && std::string(PQgetvalue(r, 0, 0)) == "0";
-    PQclear(r);
-    return none;
-  }));
-  PQclear(PQexec(other, "COMMIT"));
-  PQfinish(other);
+  EXPECT_TRUE(eventually([&] { return other.returns(waiting, "0"); }));
+  other.commit();
   EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1) << "the abandoned write was applied";
   EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);
 }
@@ -255,11 +281,7 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
 TEST_F(PostgresStore, AReadBehindAnotherSessionsLockGivesUpAtItsCallersDeadline) {
   Widgets w(bh(), widget_kind);
   auto o = w.create(ctx_, {"a", 1});
-  PGconn* other = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
-  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
-  auto lock = "BEGIN; SET LOCAL search_path TO \"" + test_schema_for(db_path()) +
-              "\"; LOCK TABLE objects IN ACCESS EXCLUSIVE MODE";
-  PQclear(PQexec(other, lock.c_str()));
+  OpenTransaction other(test_schema_for(db_path()), "LOCK TABLE objects IN ACCESS EXCLUSIVE MODE");
   std::atomic<int> gave_up{0};
   auto began = std::chrono::steady_clock::now();
   run_together(6, [&](int t) {
@@ -278,8 +300,7 @@ TEST_F(PostgresStore, AReadBehindAnotherSessionsLockGivesUpAtItsCallersDeadline)
   EXPECT_EQ(gave_up, 6);
   EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(3))
       << "the reads waited for the lock timeout (the lease), not for their callers";
-  PQclear(PQexec(other, "COMMIT"));
-  PQfinish(other);
+  other.commit();
   EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1);
   EXPECT_EQ(w.list(ctx_).size(), 1u);
 }
@@ -515,17 +536,13 @@ TEST_F(PostgresStore, ACancelThatGetsNoAnswerDoesNotHoldUpTheWriter) {
     ~CloseFirst() { p.close(); }
   } close_first{proxy};
 
-  PGconn* other = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
-  ASSERT_EQ(PQstatus(other), CONNECTION_OK);
-  auto hold = "BEGIN; SET LOCAL search_path TO \"" + o.schema +
-              "\"; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE";
-  PQclear(PQexec(other, hold.c_str()));
+  OpenTransaction other(o.schema,
+                        "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
   EXPECT_ERRC(w.update(Context{}.with_timeout(std::chrono::milliseconds(200)), obj.id, {"a", 2}),
               errc::deadline_exceeded);
   EXPECT_TRUE(eventually([&] { return proxy.cancels_held() == 1; }))
       << "the writer never tried to cancel its wait";
-  PQclear(PQexec(other, "COMMIT"));
-  PQfinish(other);
+  other.commit();
   auto next = w.update(Context{}.with_timeout(std::chrono::seconds(5)), obj.id, {"a", 3});
   EXPECT_EQ(next.spec.size, 3);
   EXPECT_EQ(w.get(ctx_, obj.id).spec.size, 3);
