@@ -326,4 +326,42 @@ TEST(Leadership, ASinglePostgresBeehiveLeadsAndHandsOverOnStop) {
   stop({});
 }
 
+// A liveness condition is as current as the process that keeps it: the leader, whose
+// controllers write it. Every process reads the leader's as written (here a second,
+// unstarted beehive on the store, as a process serving reads would be); once nobody or
+// another process leads, they read as Unknown until its controllers confirm them again.
+TEST(Leadership, TheLeadersLivenessConditionsReadAsWrittenInEveryProcessWhileItLeads) {
+  REQUIRE_POSTGRES();
+  TempDir dir;
+  auto path = dir.file("one.db");
+  Beehive leader(open_test_store(path));
+  auto noop = [](auto&, auto&, auto&) { return Result{}; };
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(leader, widget_kind, noop);
+  auto stop_leader = leader.start({});
+  ASSERT_TRUE(leader.is_leader());
+  Beehive other(open_test_store(path));
+
+  auto o = Widgets(leader, widget_kind).create({}, {"a", 1});
+  cc.set_condition({}, o.id, {"Connected", ConditionStatus::True, "Dialed", "", true});
+  cc.set_condition({}, o.id, {"Configured", ConditionStatus::True, "Applied", "", false});
+  using Statuses = std::map<std::string, ConditionStatus>;
+  auto read_on = [&](Beehive& bh) {
+    Statuses out;
+    for (auto& c : Widgets(bh, widget_kind).get({}, o.id).conditions) out[c.type] = c.status;
+    return out;
+  };
+  const Statuses written{{"Configured", ConditionStatus::True},
+                         {"Connected", ConditionStatus::True}};
+  const Statuses verifying{{"Configured", ConditionStatus::True},
+                           {"Connected", ConditionStatus::Unknown}};
+  EXPECT_EQ(read_on(leader), written);
+  EXPECT_EQ(read_on(other), written);
+
+  stop_leader({});  // the lease is released: nobody leads
+  EXPECT_EQ(read_on(other), verifying);
+  auto stop_other = other.start({});  // another process leads
+  ASSERT_TRUE(other.is_leader());
+  EXPECT_EQ(read_on(other), verifying);
+  stop_other({});
+}
 }  // namespace beehive::test

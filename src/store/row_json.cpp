@@ -57,7 +57,9 @@ std::vector<Condition> stored_conditions(std::string_view json, std::int64_t ses
                    c[4].get<int>() != 0,
                    c[6].get<std::int64_t>(),
                    from_millis(c[7].get<std::int64_t>())};
-    if (cond.liveness && c[5].get<std::int64_t>() != session) cond.status = ConditionStatus::Unknown;
+    const auto written_in = c[5].get<std::int64_t>();
+    if (cond.liveness && written_in != session && written_in != kLeadingSession)
+      cond.status = ConditionStatus::Unknown;
     out.push_back(std::move(cond));
   }
   return out;

@@ -16,10 +16,16 @@ namespace beehive::store {
 
 std::string row_to_json(const ObjectRow& row);
 
+/// The session a PostgreSQL read reports for a condition written by the process that
+/// leads now (holds an unexpired lease): every process trusts that one's liveness
+/// conditions, since its controllers are the ones that keep them current.
+constexpr std::int64_t kLeadingSession = -1;
+
 /// An object's conditions as both stores' reads return them, one JSON array of
 /// [type, status, reason, message, liveness, session, observed_generation,
 /// last_transition_at] per condition. A liveness condition written in another session
-/// than `session` reads as Unknown: it is only as current as the process that wrote it.
+/// than `session` (or kLeadingSession) reads as Unknown: it is only as current as the
+/// process that wrote it.
 std::vector<Condition> stored_conditions(std::string_view json, std::int64_t session);
 /// Throws Error(errc::store) for text that row_to_json did not write.
 ObjectRow row_from_json(std::string_view text);
