@@ -330,7 +330,7 @@ TEST(Leadership, ASinglePostgresBeehiveLeadsAndHandsOverOnStop) {
 // controllers write it. Every process reads the leader's as written (here a second,
 // unstarted beehive on the store, as a process serving reads would be); once nobody or
 // another process leads, they read as Unknown until its controllers confirm them again.
-TEST(Leadership, TheLeadersLivenessConditionsReadAsWrittenInEveryProcessWhileItLeads) {
+TEST(Leadership, APostgresLeadersLivenessConditionsReadAsWrittenInEveryProcessWhileItLeads) {
   REQUIRE_POSTGRES();
   TempDir dir;
   auto path = dir.file("one.db");

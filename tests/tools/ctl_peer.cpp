@@ -3,29 +3,34 @@
 // prints "started", then a line per reconcile: "reconciled SLUG GENERATION N" (N counts
 // that object's reconciles). Stops and exits 0 at a line or the end of stdin.
 //
-// Usage: ctl_peer DB GROUP KIND. Exit 2 on any error (message on stderr).
+// Usage: ctl_peer GROUP KIND --db FILE, or ctl_peer GROUP KIND --pg CONNINFO --schema S
+// (beehive-ctl's spelling). Exit 2 on any error (message on stderr).
 
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <beehive/beehive.hpp>
+#include <beehive/postgres.hpp>
 
 int main(int argc, char** argv) {
   using namespace beehive;
   using Json = nlohmann::json;
-  if (argc != 4) {
-    std::cerr << "usage: ctl_peer DB GROUP KIND\n";
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  const bool pg = args.size() == 6 && args[2] == "--pg" && args[4] == "--schema";
+  if (!pg && !(args.size() == 4 && args[2] == "--db")) {
+    std::cerr << "usage: ctl_peer GROUP KIND (--db FILE | --pg CONNINFO --schema S)\n";
     return 2;
   }
   try {
-    auto store = sqlite::open(argv[1]);
+    auto store = pg ? postgres::open(args[3], {.schema = args[5]}) : sqlite::open(args[3]);
     Beehive bh(store);
     std::mutex mu;
     std::map<ObjectID, int> counts;
     register_controller<Json, Json>(
-        bh, GroupKind{argv[2], argv[3]},
+        bh, GroupKind{args[0], args[1]},
         [&](const Context& ctx, ControllerClient<Json>& cc, const Object<Json, Json>& obj) {
           // Settled, so that nothing but a change or a requeue reconciles it again.
           cc.update_status(ctx, obj.id, obj.generation, Json{{"seen", obj.generation}});

@@ -14,6 +14,7 @@
 #include <beehive/beehive.hpp>
 
 #include "fixture.hpp"
+#include "tools/ctl_location.hpp"
 #include "tools/process.hpp"
 #include "tools/text.hpp"
 
@@ -87,7 +88,7 @@ class CtlTest : public ::testing::Test {
 
   void open() {
     close();
-    store_ = sqlite::open(db_path());
+    store_ = open_test_store(db_path());
     bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
     auto noop = [](auto&, auto&, auto&) { return Result{}; };
     clusters_cc_.emplace(register_controller<ClusterSpec, ClusterStatus>(*bh_, cluster_kind, noop));
@@ -141,8 +142,7 @@ class CtlTest : public ::testing::Test {
 
   std::filesystem::path db_path() const { return dir_.file("app.db"); }
   std::vector<std::string> args(std::vector<std::string> rest) const {
-    rest.insert(rest.begin(), {BEEHIVE_CTL, "--db", db_path().string()});
-    return rest;
+    return ctl_command(BEEHIVE_CTL, db_path(), std::move(rest));
   }
   RunResult ctl(std::vector<std::string> rest) { return run(args(std::move(rest))); }
 
@@ -290,15 +290,18 @@ TEST_F(CtlTest, KindAndObjectErrors) {
   EXPECT_EQ(ctl({"get", "Cluster", std::to_string(web_)}).status, 1);
   EXPECT_EQ(ctl({"events", "999999"}).status, 1);
 
-  auto no_file = run({BEEHIVE_CTL, "--db", dir_.file("absent.db").string(), "kinds"});
-  EXPECT_EQ(no_file.status, 1);
-  EXPECT_NE(no_file.err.find("no such database file"), std::string::npos) << no_file.err;
-  EXPECT_FALSE(std::filesystem::exists(dir_.file("absent.db")));  // not created
+  auto no_store = run(ctl_command(BEEHIVE_CTL, dir_.file("absent.db"), {"kinds"}));
+  EXPECT_EQ(no_store.status, 1);
+  EXPECT_NE(no_store.err.find(no_store_message()), std::string::npos) << no_store.err;
+  EXPECT_FALSE(store_exists(dir_.file("absent.db")));  // not created
 }
 
 TEST_F(CtlTest, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run({BEEHIVE_CTL}).status, 2);
-  EXPECT_EQ(run({BEEHIVE_CTL, "kinds"}).status, 2);  // no --db
+  EXPECT_EQ(run({BEEHIVE_CTL, "kinds"}).status, 2);  // no --db (nor --pg)
+  auto both = run({BEEHIVE_CTL, "--db", db_path().string(), "--pg", "dbname=app", "kinds"});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("give one"), std::string::npos) << both.err;
   EXPECT_EQ(ctl({"frobnicate"}).status, 2);
   EXPECT_EQ(ctl({"get"}).status, 2);
   EXPECT_EQ(ctl({"get", "Cluster", "-o", "yaml"}).status, 2);
@@ -310,8 +313,10 @@ TEST_F(CtlTest, UsageErrorsExitWithTwo) {
   auto help = ctl({"--help"});
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("describe"), std::string::npos);
-  // --db may also come after the command.
-  EXPECT_OK(run({BEEHIVE_CTL, "kinds", "--db", db_path().string()}));
+  // --db (--pg, --schema) may also come after the command.
+  std::vector<std::string> after{BEEHIVE_CTL, "kinds"};
+  for (auto& a : ctl_location(db_path())) after.push_back(a);
+  EXPECT_OK(run(after));
 }
 
 TEST_F(CtlTest, DescribeShowsEverySection) {
@@ -569,13 +574,19 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
     EXPECT_EQ(r.status, 1) << cmd[0] << ": " << r.err;
     EXPECT_NE(r.err.find("not found"), std::string::npos) << r.err;
   }
-  // 1: the file is not a beehive database.
-  {
+  // 1: the file (the schema) is not a beehive database.
+  if (test_backend_is_postgres()) {
+    std::vector<std::string> cmd{BEEHIVE_CTL, "--pg", std::getenv("BEEHIVE_TEST_PG"), "--schema",
+                                 "pg_catalog", "kinds"};
+    auto r = run(cmd);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("no beehive store in schema \"pg_catalog\""), std::string::npos) << r.err;
+  } else {
     std::ofstream(dir_.file("notes.txt")) << "not a database\n";
     EXPECT_EQ(run({BEEHIVE_CTL, "--db", dir_.file("notes.txt").string(), "kinds"}).status, 1);
   }
   // 2: the command line is wrong, told before the file is looked at.
-  auto absent = dir_.file("absent.db").string();
+  auto absent = dir_.file("absent.db");
   for (std::vector<std::string> cmd : {std::vector<std::string>{"get", "cluster", "--bogus"},
                                        {"describe", "cluster", "prod", "extra"},
                                        {"describe", "cluster", "prod", "--events", "-1"},
@@ -604,10 +615,10 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
     EXPECT_EQ(r.status, 2) << cmd[0] << ' ' << cmd.back() << ": " << r.err;
     EXPECT_FALSE(r.err.empty());
     EXPECT_TRUE(r.out.empty()) << r.out;
-    cmd.insert(cmd.begin(), {BEEHIVE_CTL, "--db", absent});
-    EXPECT_EQ(run(cmd).status, 2) << cmd[3] << ' ' << cmd.back() << " on a missing file";
+    EXPECT_EQ(run(ctl_command(BEEHIVE_CTL, absent, cmd)).status, 2)
+        << cmd[0] << ' ' << cmd.back() << " on a missing store";
   }
-  EXPECT_FALSE(std::filesystem::exists(absent));
+  EXPECT_FALSE(store_exists(absent));
 }
 
 TEST_F(CtlTest, WatchSeesChangesMadeWhileItRuns) {
@@ -712,6 +723,8 @@ TEST_F(CtlTest, WorksBesideARunningBeehive) {
 }
 
 TEST_F(CtlTest, NeverWritesTheDatabase) {
+  // (On PostgreSQL the tool's read session is read-only: the server refuses its writes.)
+  REQUIRE_SQLITE("the file's bytes");
   close();  // the file is checkpointed and complete
   auto before = slurp(db_path());
   for (auto cmd : std::vector<std::vector<std::string>>{
@@ -732,12 +745,16 @@ TEST_F(CtlTest, NeverWritesTheDatabase) {
 }
 
 TEST_F(CtlTest, StaleLivenessConditionsReadAsUnknown) {
+  start();  // on PostgreSQL: the leader, whose liveness conditions every process trusts
   widgets_cc_->set_condition(ctx_, db_, {"Reachable", ConditionStatus::True, "Probed", "", true});
   auto current = ctl({"describe", "Widget.acme.com", "db"});
   EXPECT_NE(current.out.find("Reachable=True (liveness)"), std::string::npos) << current.out;
-  open();  // a new session of the store: the condition is no longer confirmed
+  // A new session of the store (SQLite); the process that wrote it no longer leads
+  // (PostgreSQL): the condition is no longer confirmed.
+  open();
   auto stale = ctl({"describe", "Widget.acme.com", "db"});
-  EXPECT_NE(stale.out.find("Reachable=Unknown (liveness, written True by an earlier session)"),
+  auto why = test_backend_is_postgres() ? "a process that does not lead now" : "an earlier session";
+  EXPECT_NE(stale.out.find(std::string("Reachable=Unknown (liveness, written True by ") + why + ")"),
             std::string::npos)
       << stale.out;
   auto j = Json::parse(ctl({"get", "Widget.acme.com", "db", "-o", "json"}).out);

@@ -16,6 +16,7 @@
 #include <beehive/beehive.hpp>
 
 #include "fixture.hpp"
+#include "tools/ctl_location.hpp"
 #include "tools/process.hpp"
 #include "tools/text.hpp"
 
@@ -39,14 +40,13 @@ std::vector<std::string> ids(const std::string& table) {
 class CtlWriteTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = sqlite::open(db_path());
+    store_ = open_test_store(db_path());
     bh_ = std::make_unique<Beehive>(store_);
   }
 
   std::filesystem::path db_path() const { return dir_.file("app.db"); }
   std::vector<std::string> args(std::vector<std::string> rest) const {
-    rest.insert(rest.begin(), {BEEHIVE_CTL, "--db", db_path().string()});
-    return rest;
+    return ctl_command(BEEHIVE_CTL, db_path(), std::move(rest));
   }
   RunResult ctl(std::vector<std::string> rest) { return run(args(std::move(rest))); }
   std::string write_file(const std::string& name, const std::string& text) {
@@ -157,12 +157,12 @@ TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   EXPECT_EQ(stale.status, 1);
   EXPECT_NE(stale.err.find("conflict"), std::string::npos) << stale.err;
   EXPECT_FALSE(widgets().get(ctx_, b.id).deletion_requested_at.has_value());
-  // A mistyped --db creates no database.
+  // A mistyped --db (--schema) creates no database.
   auto absent = dir_.file("absent.db");
-  auto no_file = run({BEEHIVE_CTL, "--db", absent.string(), "delete", "widget", "a"});
-  EXPECT_EQ(no_file.status, 1);
-  EXPECT_NE(no_file.err.find("no such database file"), std::string::npos) << no_file.err;
-  EXPECT_FALSE(std::filesystem::exists(absent));
+  auto no_store = run(ctl_command(BEEHIVE_CTL, absent, {"delete", "widget", "a"}));
+  EXPECT_EQ(no_store.status, 1);
+  EXPECT_NE(no_store.err.find(no_store_message()), std::string::npos) << no_store.err;
+  EXPECT_FALSE(store_exists(absent));
 }
 
 TEST_F(CtlWriteTest, LabelSetsAndRemoves) {
@@ -304,6 +304,7 @@ TEST_F(CtlWriteTest, WatchFromAVersionTheLogNoLongerHoldsIsTooOld) {
   // A manual clock, so that the entries are older than the trim's cut.
   auto clock = std::make_shared<ManualClock>();
   bh_ = std::make_unique<Beehive>(store_, with_clock(clock));
+  auto stop = bh_->start(ctx_);  // trimming the log is the leader's (PostgreSQL)
   auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
   for (int i = 2; i < 5; ++i) widgets().update(ctx_, a.id, {"red", i});
   clock->advance(1h);
@@ -316,6 +317,7 @@ TEST_F(CtlWriteTest, WatchFromAVersionTheLogNoLongerHoldsIsTooOld) {
       ctl({"watch", "Widget", "--resume-from", std::to_string(a.resource_version), "--for", "1s"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("watch_too_old"), std::string::npos) << r.err;
+  stop(ctx_);
 }
 
 TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
@@ -334,7 +336,9 @@ TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
 
 TEST_F(CtlWriteTest, ARunningBeehiveReactsToApplyAndRequeue) {
   widgets().create(ctx_, {"red", 1}, with_slug("w"));
-  Process peer({BEEHIVE_CTL_PEER, db_path().string(), "acme.com", "Widget"}, /*pipe_stdin=*/true);
+  std::vector<std::string> peer_args{BEEHIVE_CTL_PEER, "acme.com", "Widget"};
+  for (auto& a : ctl_location(db_path())) peer_args.push_back(a);
+  Process peer(peer_args, /*pipe_stdin=*/true);
   // The start's resync reconciles it (before or after "started" is printed).
   ASSERT_TRUE(peer.wait_for_line("reconciled w 1 1", 30s));
 

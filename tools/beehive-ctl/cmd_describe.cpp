@@ -35,7 +35,7 @@ void refs_block(std::ostream& out, Database& db, const std::string& heading,
                 const std::vector<Ref>& refs) {
   out << heading << ':' << (refs.empty() ? " -" : "") << '\n';
   for (auto& r : refs) {
-    auto row = db.connection().get(r.id);
+    auto row = db.reader().get(r.id);
     out << "  " << ref_name(r, row ? row->meta.slug : std::nullopt) << '\n';
   }
 }
@@ -72,7 +72,7 @@ int run_describe(Database& db, const DescribeOptions& o, std::ostream& out) {
   auto owner = *rel.owner;
   std::optional<std::string> owner_slug;
   if (owner)
-    if (auto r = db.connection().get(owner->id)) owner_slug = r->meta.slug;
+    if (auto r = db.reader().get(owner->id)) owner_slug = r->meta.slug;
   field(out, "Owner", owner ? ref_name(*owner, owner_slug) : "-");
 
   auto j = object_json(row, {});
@@ -92,8 +92,8 @@ int run_describe(Database& db, const DescribeOptions& o, std::ostream& out) {
       if (c.condition.liveness)
         name += c.stored == c.condition.status
                     ? " (liveness)"
-                    : std::string(" (liveness, written ") + to_string(c.stored) +
-                          " by an earlier session)";
+                    : std::string(" (liveness, written ") + to_string(c.stored) + " by " +
+                          db.stale_liveness_writer() + ")";
       t.add(
           {name, c.condition.reason, age(c.last_transition_at, now) + " ago", c.condition.message});
     }
@@ -106,7 +106,7 @@ int run_describe(Database& db, const DescribeOptions& o, std::ostream& out) {
 
   detail::EventQuery q;
   q.limit = o.events;
-  auto runs = db.connection().list_events(m.id, q);
+  auto runs = db.reader().list_events(m.id, q);
   out << "Events (newest first, up to " << o.events << "):" << (runs.empty() ? " -" : "") << '\n';
   if (!runs.empty()) event_table(runs, now).print(out, "  ");
   return 0;

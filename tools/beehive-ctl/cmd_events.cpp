@@ -26,12 +26,12 @@ int run_events(Database& db, const EventsOptions& o, std::ostream& out) {
     id = find_object(db, resolve_kind(db, o.kind), *o.object).meta.id;
   } else {
     id = *parse_id(o.kind);
-    if (!db.connection().get(id)) throw NotFound("object " + o.kind + " not found");
+    if (!db.reader().get(id)) throw NotFound("object " + o.kind + " not found");
   }
   detail::EventQuery q;
   q.category = o.category;
   if (o.limit > 0) q.limit = o.limit;
-  auto runs = db.connection().list_events(id, q);
+  auto runs = db.reader().list_events(id, q);
   if (o.output == Output::json) {
     Json j = Json::array();
     for (auto& e : runs) j.push_back(event_json(e));

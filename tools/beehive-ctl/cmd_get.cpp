@@ -70,7 +70,7 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
   if (o.object) {
     rows.push_back(find_object(db, gk, *o.object, loads));
   } else if (!o.selecting()) {
-    rows = db.connection().list(gk, loads);
+    rows = db.reader().list(gk, loads);
   } else {
     auto selector = parse_selector(o.selector);
     store::ListQuery q;
@@ -81,7 +81,7 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
       auto [kind, name] = split_owner(*o.owner);
       q.owner = find_object(db, resolve_kind(db, kind), name).meta.id;
     }
-    rows = db.connection().list_where(gk, q, loads);
+    rows = db.reader().list_where(gk, q, loads);
     if (o.limit != 0 && rows.size() > o.limit) {
       rows.resize(o.limit);
       next_token = detail::make_continue_token(rows.back().meta.id);

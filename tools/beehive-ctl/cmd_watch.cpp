@@ -63,7 +63,7 @@ const char* event_name(ChangeType t) {
 
 /// The log above `rv`; throws watch_too_old once it no longer reaches back that far.
 store::ChangeLogRead read_log(Database& db, const GroupKind& gk, std::int64_t rv) {
-  auto log = db.connection().changes_since(rv, gk, std::nullopt, {});
+  auto log = db.reader().changes_since(rv, gk, std::nullopt, {});
   if (rv < log.horizon)
     throw Error(errc::watch_too_old, "resource version " + std::to_string(rv) +
                                          " is older than the change log keeps (it starts after " +
@@ -109,7 +109,7 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
                                            " is above the store's " + std::to_string(log.head));
     table.print_header(out);
   } else {
-    auto existing = index(db.connection().snapshot(gk, std::nullopt, version));
+    auto existing = index(db.reader().snapshot(gk, std::nullopt, version));
     auto now = std::chrono::system_clock::now();
     for (auto& [id, s] : existing) table.fit(cells("EXISTING", id, s, now));
     table.print_header(out);

@@ -1,106 +1,23 @@
 #include "database.hpp"
 
-#include <SQLiteCpp/SQLiteCpp.h>
-
-#include <beehive/errors.hpp>
-#include <beehive/sqlite.hpp>
-
 #include "failure.hpp"
-#include "store/sqlite/sqlite_schema.hpp"
 
 namespace beehive::ctl {
 
-namespace {
-
-/// Checks that `file` is a beehive database this build reads, and returns the latest
-/// store session: liveness conditions written in it read as written, older ones as
-/// Unknown, which is what the running application (if any) sees too.
-std::int64_t check_and_read_session(const std::filesystem::path& file,
-                                    std::chrono::milliseconds busy_timeout) {
-  SQLite::Database db(file.string(), SQLite::OPEN_READONLY, static_cast<int>(busy_timeout.count()));
-  if (!db.tableExists("beehive_schema"))
-    throw std::runtime_error(file.string() + " is not a beehive database");
-  SQLite::Statement v(db, "SELECT version FROM beehive_schema");
-  int version = v.executeStep() ? v.getColumn(0).getInt() : 0;
-  int latest = store::sqlite_schema::latest_version();
-  if (version > latest)
-    throw std::runtime_error(file.string() + " was written by a newer beehive (schema " +
-                             std::to_string(version) + ", this build reads " +
-                             std::to_string(latest) + ")");
-  if (version < latest)
-    throw std::runtime_error(file.string() + " has the older schema " + std::to_string(version) +
-                             " (this build reads " + std::to_string(latest) +
-                             "); open it once with the application (or a beehive-ctl write "
-                             "command) to migrate it; the read commands never write");
-  SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
-  return s.executeStep() ? s.getColumn(0).getInt64() : 0;
+std::string Location::name() const {
+  return postgres() ? "schema \"" + schema + "\"" : file.string();
 }
 
-}  // namespace
-
-Database::Database(const std::filesystem::path& file, std::chrono::milliseconds busy_timeout)
-    : file_(file) {
+void require_store(const Location& where) {
+  if (where.postgres()) return require_postgres_store(where);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    throw NotFound("no such database file: " + file.string());
-  store::guarded([&] {
-    auto session = check_and_read_session(file, busy_timeout);
-    sqlite::Options opts;
-    opts.busy_timeout = busy_timeout;
-    conn_.emplace(file, /*read_only=*/true, opts, session);
-  });
+  if (!std::filesystem::is_regular_file(where.file, ec))
+    throw NotFound("no such database file: " + where.file.string());
 }
 
-std::vector<KindSummary> Database::kinds() {
-  return store::guarded([&] {
-    SQLite::Statement s(conn_->db(), R"sql(
-      SELECT "group", kind, count(*), count(deletion_requested_at),
-             sum(observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL)
-      FROM objects GROUP BY "group", kind ORDER BY "group", kind)sql");
-    std::vector<KindSummary> out;
-    while (s.executeStep())
-      out.push_back({{s.getColumn(0).getString(), s.getColumn(1).getString()},
-                     s.getColumn(2).getInt64(),
-                     s.getColumn(3).getInt64(),
-                     s.getColumn(4).getInt64()});
-    return out;
-  });
+std::unique_ptr<Database> Database::open(const Location& where) {
+  require_store(where);
+  return where.postgres() ? open_postgres_database(where) : open_sqlite_database(where);
 }
-
-std::vector<ConditionRow> Database::conditions(ObjectID id) {
-  return store::guarded([&] {
-    SQLite::Statement s(conn_->db(), R"sql(
-      SELECT type, status, reason, message, liveness, session, last_transition_at
-      FROM conditions WHERE object_id = ?1 ORDER BY type)sql");
-    s.bind(1, id);
-    std::vector<ConditionRow> out;
-    while (s.executeStep()) {
-      ConditionRow r;
-      r.stored = condition_status_from_string(s.getColumn(1).getString());
-      r.condition = {s.getColumn(0).getString(), r.stored, s.getColumn(2).getString(),
-                     s.getColumn(3).getString(), s.getColumn(4).getInt() != 0};
-      // The library's liveness rule (store/sqlite/row_statement.cpp, RowStatement::row).
-      if (r.condition.liveness && s.getColumn(5).getInt64() != conn_->session())
-        r.condition.status = ConditionStatus::Unknown;
-      r.last_transition_at = from_millis(s.getColumn(6).getInt64());
-      out.push_back(std::move(r));
-    }
-    return out;
-  });
-}
-
-std::int64_t Database::resource_version() {
-  return store::guarded([&] {
-    auto s = conn_->use(store::Query::current_resource_version);
-    s->executeStep();
-    return s->getColumn(0).getInt64();
-  });
-}
-
-Database::Snapshot::Snapshot(Database& db) : db_(db) {
-  store::guarded([&] { db_.conn_->db().exec("BEGIN"); });
-}
-
-Database::Snapshot::~Snapshot() { db_.conn_->db().tryExec("COMMIT"); }
 
 }  // namespace beehive::ctl

@@ -1,18 +1,21 @@
 #pragma once
 
-// A beehive database opened for inspection: one read-only SQLite connection (the
-// store layer's own Connection, so rows decode exactly as the library reads them) plus
+// A beehive database opened for inspection: the library's own reads (store::Reader, so
+// rows decode exactly as the library reads them) on one connection of the tool's, plus
 // the few queries the library has no use for (kind summaries, condition transition
 // times).
 //
-// Safe next to a running application: the connection is SQLITE_OPEN_READONLY, and in
-// WAL mode readers never block the writer nor wait for it. A busy timeout covers the
-// short moments (WAL recovery, checkpoints) in which SQLite reports SQLITE_BUSY.
+// Either backend:
+// - a SQLite file, opened SQLITE_OPEN_READONLY: in WAL mode readers never block the
+//   writer nor wait for it, and a busy timeout covers the short moments (WAL recovery,
+//   checkpoints) in which SQLite reports SQLITE_BUSY;
+// - a schema of a PostgreSQL database, on a session whose transactions are read-only.
+// Either way safe next to running applications, and never written.
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,9 +23,27 @@
 #include <beehive/group_kind.hpp>
 #include <beehive/time.hpp>
 
-#include "store/sqlite/sqlite_connection.hpp"
+#include "store/backend.hpp"
 
 namespace beehive::ctl {
+
+/// Where the database is: a SQLite file (--db), or a schema of a PostgreSQL database
+/// (--pg, --schema).
+struct Location {
+  std::filesystem::path file;
+  std::string conninfo;  ///< libpq keywords or URI; set: PostgreSQL
+  std::string schema = "beehive";
+  /// SQLite: how long a read waits out a busy database. PostgreSQL: the connect timeout.
+  std::chrono::milliseconds timeout{5000};
+
+  bool postgres() const { return !conninfo.empty(); }
+  /// How messages name it: the file, or `schema "S"`.
+  std::string name() const;
+};
+
+/// Throws NotFound when `where` holds no beehive store (a missing file, a schema without
+/// beehive's tables): a typo must not create a database, nor read as an empty one.
+void require_store(const Location& where);
 
 struct KindSummary {
   GroupKind gk;
@@ -40,25 +61,32 @@ struct ConditionRow {
 
 class Database {
  public:
-  /// Throws NotFound for a missing file, std::runtime_error for a file that is not a
-  /// beehive database or was written by another schema version.
-  Database(const std::filesystem::path& file, std::chrono::milliseconds busy_timeout);
+  /// Throws NotFound for a missing store, std::runtime_error for one this build does not
+  /// read (another schema version), beehive::Error(errc::store) when the database fails.
+  static std::unique_ptr<Database> open(const Location& where);
+  virtual ~Database() = default;
 
-  const std::filesystem::path& file() const { return file_; }
-  store::Connection& connection() { return *conn_; }
+  /// How messages name the database.
+  const std::string& name() const { return name_; }
+  /// The library's reads.
+  virtual store::Reader& reader() = 0;
 
-  std::vector<KindSummary> kinds();
+  /// Kinds with objects, ordered by group then kind (bytewise).
+  virtual std::vector<KindSummary> kinds() = 0;
   /// Ordered by type, like Object::conditions.
-  std::vector<ConditionRow> conditions(ObjectID id);
+  virtual std::vector<ConditionRow> conditions(ObjectID id) = 0;
   /// The store-wide resource version: it moves with every committed change.
-  std::int64_t resource_version();
+  virtual std::int64_t resource_version() = 0;
+  /// Who wrote a liveness condition that reads as Unknown, for messages: SQLite trusts
+  /// the latest store session's, PostgreSQL the leading process's.
+  virtual const char* stale_liveness_writer() const = 0;
 
   /// Holds one read transaction, so that the several reads of a command see one
-  /// snapshot. The store layer's reads join it instead of opening their own.
+  /// snapshot. The library's reads join it instead of opening their own.
   class Snapshot {
    public:
-    explicit Snapshot(Database& db);
-    ~Snapshot();
+    explicit Snapshot(Database& db) : db_(db) { db_.begin_snapshot(); }
+    ~Snapshot() { db_.end_snapshot(); }
     Snapshot(const Snapshot&) = delete;
     Snapshot& operator=(const Snapshot&) = delete;
 
@@ -66,9 +94,18 @@ class Database {
     Database& db_;
   };
 
+ protected:
+  explicit Database(std::string name) : name_(std::move(name)) {}
+  virtual void begin_snapshot() = 0;
+  virtual void end_snapshot() noexcept = 0;
+
  private:
-  std::filesystem::path file_;
-  std::optional<store::Connection> conn_;
+  std::string name_;
 };
+
+// Each backend's (database_sqlite.cpp, database_postgres.cpp), for Database::open.
+std::unique_ptr<Database> open_sqlite_database(const Location& where);
+std::unique_ptr<Database> open_postgres_database(const Location& where);
+void require_postgres_store(const Location& where);
 
 }  // namespace beehive::ctl

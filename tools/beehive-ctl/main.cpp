@@ -1,6 +1,7 @@
-// beehive-ctl: inspects a beehive database file while the application runs (kinds, get,
-// describe, events, watch: read-only), and writes to it through the library (apply,
-// delete, label, requeue), which a running application picks up from the change log.
+// beehive-ctl: inspects a beehive database (a SQLite file, or a PostgreSQL schema) while
+// the application runs (kinds, get, describe, events, watch: read-only), and writes to it
+// through the library (apply, delete, label, requeue), which a running application picks
+// up from the change log.
 //
 // Exit status: 0 success; 1 not found, conflict or another runtime error (message on
 // stderr); 2 usage, a malformed label selector or continue token included.
@@ -59,18 +60,28 @@ std::string error_text(const beehive::Error& e) {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Inspects a beehive database (read-only: kinds, get, describe, events, watch) and "
-      "writes to it (apply, delete, label, requeue); safe while the application runs."};
+      "Inspects a beehive database, a SQLite file (--db) or a PostgreSQL schema (--pg), "
+      "read-only (kinds, get, describe, events, watch), and writes to it (apply, delete, "
+      "label, requeue); safe while the application runs."};
   app.name("beehive-ctl");
   app.require_subcommand(1);
   // --db may follow the command too: `beehive-ctl get Widget --db app.db`.
   app.fallthrough();
 
+  ctl::Location where;
   std::string db_file;
   std::string busy_timeout = "5s";
-  app.add_option("--db", db_file, "the database file")->required()->envname("BEEHIVE_DB");
+  app.add_option("--db", db_file, "the database file (SQLite)")->envname("BEEHIVE_DB");
+  app.add_option("--pg", where.conninfo,
+                 "instead of --db: a PostgreSQL database, as a libpq connection string "
+                 "(keywords or postgresql:// URI)")
+      ->envname("BEEHIVE_PG");
+  app.add_option("--schema", where.schema,
+                 "with --pg: the schema holding the store (default beehive)")
+      ->envname("BEEHIVE_PG_SCHEMA");
   app.add_option("--busy-timeout", busy_timeout,
-                 "how long a read waits for a lock SQLite reports busy (default 5s)");
+                 "how long a read waits for a lock SQLite reports busy; with --pg, how long "
+                 "a connection attempt may take (default 5s)");
 
   ctl::Output kinds_output = ctl::Output::table;
   auto* kinds = app.add_subcommand("kinds", "Kinds present, with object counts");
@@ -157,7 +168,11 @@ int main(int argc, char** argv) {
   }
 
   try {
-    auto timeout = ctl::parse_duration(busy_timeout);
+    where.timeout = ctl::parse_duration(busy_timeout);
+    if (db_file.empty() == where.conninfo.empty())
+      throw ctl::UsageError(db_file.empty() ? "name the database: --db FILE or --pg CONNINFO"
+                                            : "--db and --pg name two databases: give one");
+    where.file = db_file;
     if (*watch_cmd) {
       watch.interval = ctl::parse_duration(interval);
       if (watch.interval.count() == 0) throw ctl::UsageError("--interval must be positive");
@@ -170,7 +185,7 @@ int main(int argc, char** argv) {
     if (*label_cmd) ctl::check_label_usage(label);
     // The write commands open the file writable, through the library; the others never do.
     if (*apply_cmd || *delete_cmd || *requeue_cmd || *label_cmd) {
-      ctl::WriteSession ws(db_file, timeout);
+      ctl::WriteSession ws(where);
       if (*apply_cmd) return ctl::run_apply(ws, apply, std::cout);
       if (*delete_cmd) return ctl::run_delete(ws, remove, std::cout);
       if (*requeue_cmd) return ctl::run_requeue(ws, requeue, std::cout);
@@ -179,12 +194,12 @@ int main(int argc, char** argv) {
     if (*describe_cmd) ctl::check_kind_text(describe.kind);
     if (*events_cmd) ctl::check_events_usage(events);
     if (*watch_cmd) ctl::check_kind_text(watch.kind);
-    ctl::Database db(db_file, timeout);
-    if (*kinds) return ctl::run_kinds(db, kinds_output, std::cout);
-    if (*get_cmd) return ctl::run_get(db, get, std::cout);
-    if (*describe_cmd) return ctl::run_describe(db, describe, std::cout);
-    if (*events_cmd) return ctl::run_events(db, events, std::cout);
-    if (*watch_cmd) return ctl::run_watch(db, watch, std::cout);
+    auto db = ctl::Database::open(where);
+    if (*kinds) return ctl::run_kinds(*db, kinds_output, std::cout);
+    if (*get_cmd) return ctl::run_get(*db, get, std::cout);
+    if (*describe_cmd) return ctl::run_describe(*db, describe, std::cout);
+    if (*events_cmd) return ctl::run_events(*db, events, std::cout);
+    if (*watch_cmd) return ctl::run_watch(*db, watch, std::cout);
     return 2;
   } catch (const ctl::UsageError& e) {
     std::cerr << "beehive-ctl: " << e.what() << "\nRun with --help for more information.\n";

@@ -81,7 +81,7 @@ GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent)
   }
   if (matches.size() == 1) return matches.front();
   if (allow_absent && group) return {*group, kind};
-  throw NotFound("no objects of kind \"" + text + "\" in " + db.file().string() +
+  throw NotFound("no objects of kind \"" + text + "\" in " + db.name() +
                  " (kinds present: " + join(present) + ")");
 }
 
@@ -95,7 +95,7 @@ std::optional<ObjectID> parse_id(const std::string& token) {
 }
 
 ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& token, unsigned loads) {
-  auto& conn = db.connection();
+  auto& conn = db.reader();
   if (auto id = parse_id(token)) {
     auto row = conn.get(*id, loads);
     if (row && row->meta.group == gk.group && row->meta.kind == gk.kind) return std::move(*row);

@@ -3,26 +3,30 @@
 #include <caf/scoped_actor.hpp>
 
 #include <beehive/actors.hpp>
+#include <beehive/postgres.hpp>
 #include <beehive/sqlite.hpp>
 
-#include "failure.hpp"
 
 namespace beehive::ctl {
 
-WriteSession::WriteSession(const std::filesystem::path& file,
-                           std::chrono::milliseconds busy_timeout)
-    : busy_timeout_(busy_timeout) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    throw NotFound("no such database file: " + file.string());
-  sqlite::Options opts;
-  opts.busy_timeout = busy_timeout;
-  opts.read_connections = 1;  // one command, one thread
+WriteSession::WriteSession(const Location& where) : timeout_(where.timeout) {
+  require_store(where);
   // open migrates an older schema forward, so the read-only Database (which reads only
   // the current one) is opened after it.
-  store_ = sqlite::open(file, opts);
+  if (where.postgres()) {
+    postgres::Options opts;
+    opts.schema = where.schema;
+    opts.connections = 1;  // one command, one thread
+    opts.connect_timeout = where.timeout;
+    store_ = postgres::open(where.conninfo, opts);
+  } else {
+    sqlite::Options opts;
+    opts.busy_timeout = where.timeout;
+    opts.read_connections = 1;
+    store_ = sqlite::open(where.file, opts);
+  }
   bh_ = std::make_unique<Beehive>(store_);
-  db_.emplace(file, busy_timeout);
+  db_ = Database::open(where);
 }
 
 WriteSession::~WriteSession() {
@@ -34,7 +38,7 @@ WriteSession::~WriteSession() {
 void WriteSession::log_requeue(const GroupKind& gk, ObjectID id) {
   caf::scoped_actor self{actor_system_of(*bh_)};
   // A lock held by another writer is waited out for the busy timeout; then some slack.
-  auto limit = busy_timeout_ + std::chrono::seconds(10);
+  auto limit = timeout_ + std::chrono::seconds(10);
   self->request(bh_->store_writer(), limit, log_requeue_request{gk, id})
       .receive([](bool) {},
                [](caf::error& err) {

@@ -1,17 +1,16 @@
 #pragma once
 
 // A beehive database opened for writing, for apply, delete, label and requeue: a Beehive
-// over the file that is never started, so that writes go through the library's own
+// over the file (or PostgreSQL schema) that is never started, so that writes go through the library's own
 // checks, transactions and change log exactly as an application's do, while no
 // controller, timer or GC runs here. A beehive running in another process on the same
-// file sees each commit in the change log (its foreign-commit poll) and reacts as to its
+// store sees each commit in the change log (its foreign-commit poll) and reacts as to its
 // own: watches get the change, the kind's controller the wake.
 //
 // Kinds and objects are named through a read-only Database beside it (selector.hpp), so
 // that writes resolve names exactly as reads do.
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -28,8 +27,9 @@ using JsonClient = Client<nlohmann::json, nlohmann::json>;
 
 class WriteSession {
  public:
-  /// Throws NotFound for a missing file: a typo in --db must not create a database.
-  WriteSession(const std::filesystem::path& file, std::chrono::milliseconds busy_timeout);
+  /// Throws NotFound for a missing store: a typo in --db (or --schema) must not create
+  /// a database.
+  explicit WriteSession(const Location& where);
   ~WriteSession();
   WriteSession(const WriteSession&) = delete;
   WriteSession& operator=(const WriteSession&) = delete;
@@ -45,9 +45,9 @@ class WriteSession {
  private:
   std::shared_ptr<Store> store_;
   std::unique_ptr<Beehive> bh_;
-  std::optional<Database> db_;
+  std::unique_ptr<Database> db_;
   Context ctx_;
-  std::chrono::milliseconds busy_timeout_;
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace beehive::ctl

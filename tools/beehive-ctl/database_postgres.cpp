@@ -1,0 +1,129 @@
+// A Database on a schema of a PostgreSQL database: a connection of the store layer's
+// own whose transactions are read-only.
+
+#include <beehive/errors.hpp>
+
+#include "database.hpp"
+#include "failure.hpp"
+#include "store/postgres/pg_reads.hpp"
+#include "store/postgres/pg_schema.hpp"
+
+namespace beehive::ctl {
+
+namespace {
+
+namespace pg = store::pg;
+
+/// The store layer's reader, with its connection in reach for the tool's own queries.
+/// Session 0: no store session is the tool's, so a liveness condition reads as written
+/// only when the process that wrote it leads, as in every process but that one.
+class SchemaReader : public pg::PgReader {
+ public:
+  explicit SchemaReader(const Location& where)
+      : Reading(where.conninfo, where.schema, where.timeout, /*session=*/0) {}
+  pg::Connection& connection() { return conn_; }
+};
+
+/// Whether the connection's schema holds beehive's tables.
+bool holds_store(pg::Connection& c) {
+  return c
+      .run("ctl_holds_store", "SELECT to_regclass(format('%I.beehive_schema', $1::text)) IS NOT NULL",
+           pg::Params().add(c.schema()))
+      .boolean(0, 0);
+}
+
+class PostgresDatabase final : public Database {
+ public:
+  explicit PostgresDatabase(const Location& where) : Database(where.name()), reader_(where) {
+    auto& c = reader_.connection();
+    c.exec("SET default_transaction_read_only = on");  // the tool's reads never write
+    if (!holds_store(c)) throw NotFound("no beehive store in " + name());
+    auto version = c.run("ctl_schema_version", "SELECT coalesce(max(version), 0) FROM beehive_schema")
+                       .i64(0, 0);
+    auto latest = store::pg_schema::latest_version();
+    if (version > latest)
+      throw std::runtime_error(name() + " was written by a newer beehive (schema " +
+                               std::to_string(version) + ", this build reads " +
+                               std::to_string(latest) + ")");
+    if (version < latest)
+      throw std::runtime_error(name() + " has the older schema " + std::to_string(version) +
+                               " (this build reads " + std::to_string(latest) +
+                               "); open it once with the application (or a beehive-ctl write "
+                               "command) to migrate it; the read commands never write");
+  }
+
+  store::Reader& reader() override { return reader_; }
+
+  std::vector<KindSummary> kinds() override {
+    auto r = conn().run("ctl_kinds", R"sql(
+      SELECT "group", kind, count(*), count(deletion_requested_at),
+             count(*) FILTER (WHERE observed_generation IS DISTINCT FROM generation
+                                 OR deletion_requested_at IS NOT NULL)
+      FROM objects GROUP BY "group", kind
+      ORDER BY "group" COLLATE "C", kind COLLATE "C")sql");
+    std::vector<KindSummary> out;
+    for (int i = 0; i < r.rows(); ++i)
+      out.push_back({{r.str(i, 0), r.str(i, 1)}, r.i64(i, 2), r.i64(i, 3), r.i64(i, 4)});
+    return out;
+  }
+
+  std::vector<ConditionRow> conditions(ObjectID id) override {
+    // The library's liveness rule on PostgreSQL (pg_queries.cpp, object_columns): trusted
+    // while the process that wrote it leads.
+    auto r = conn().run("ctl_conditions", R"sql(
+      SELECT type, status, reason, message, liveness <> 0,
+             liveness <> 0 AND session IS DISTINCT FROM (
+               SELECT l.holder FROM leadership AS l WHERE l.id = 1 AND l.expires_at > now()),
+             last_transition_at
+      FROM conditions WHERE object_id = $1 ORDER BY type COLLATE "C")sql",
+                        pg::Params().add(std::int64_t{id}));
+    std::vector<ConditionRow> out;
+    for (int i = 0; i < r.rows(); ++i) {
+      ConditionRow row;
+      row.stored = condition_status_from_string(r.str(i, 1));
+      row.condition = {r.str(i, 0), row.stored, r.str(i, 2), r.str(i, 3), r.boolean(i, 4)};
+      if (r.boolean(i, 5)) row.condition.status = ConditionStatus::Unknown;
+      row.last_transition_at = from_millis(r.i64(i, 6));
+      out.push_back(std::move(row));
+    }
+    return out;
+  }
+
+  std::int64_t resource_version() override {
+    return conn()
+        .run("ctl_resource_version",
+             "SELECT value FROM beehive_meta WHERE key = 'resource_version'")
+        .i64(0, 0);
+  }
+
+  const char* stale_liveness_writer() const override {
+    return "a process that does not lead now";
+  }
+
+ protected:
+  void begin_snapshot() override { conn().exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); }
+  void end_snapshot() noexcept override {
+    try {
+      if (conn().in_transaction()) conn().exec("COMMIT");
+    } catch (...) {  // the reads are done; a failed COMMIT of a read-only one changes nothing
+    }
+  }
+
+ private:
+  pg::Connection& conn() { return reader_.connection(); }
+
+  SchemaReader reader_;
+};
+
+}  // namespace
+
+std::unique_ptr<Database> open_postgres_database(const Location& where) {
+  return std::make_unique<PostgresDatabase>(where);
+}
+
+void require_postgres_store(const Location& where) {
+  pg::Connection c(where.conninfo, where.schema, where.timeout);
+  if (!holds_store(c)) throw NotFound("no beehive store in " + where.name());
+}
+
+}  // namespace beehive::ctl

@@ -1,0 +1,130 @@
+// A Database on a SQLite file: a read-only connection of the store layer's own.
+
+#include <SQLiteCpp/SQLiteCpp.h>
+
+#include <beehive/errors.hpp>
+#include <beehive/sqlite.hpp>
+
+#include "database.hpp"
+#include "store/sqlite/sqlite_reader.hpp"
+#include "store/sqlite/sqlite_schema.hpp"
+
+namespace beehive::ctl {
+
+namespace {
+
+/// Checks that `file` is a beehive database this build reads, and returns the latest
+/// store session: liveness conditions written in it read as written, older ones as
+/// Unknown, which is what the running application (if any) sees too.
+std::int64_t check_and_read_session(const std::filesystem::path& file,
+                                    std::chrono::milliseconds busy_timeout) {
+  SQLite::Database db(file.string(), SQLite::OPEN_READONLY, static_cast<int>(busy_timeout.count()));
+  if (!db.tableExists("beehive_schema"))
+    throw std::runtime_error(file.string() + " is not a beehive database");
+  SQLite::Statement v(db, "SELECT version FROM beehive_schema");
+  int version = v.executeStep() ? v.getColumn(0).getInt() : 0;
+  int latest = store::sqlite_schema::latest_version();
+  if (version > latest)
+    throw std::runtime_error(file.string() + " was written by a newer beehive (schema " +
+                             std::to_string(version) + ", this build reads " +
+                             std::to_string(latest) + ")");
+  if (version < latest)
+    throw std::runtime_error(file.string() + " has the older schema " + std::to_string(version) +
+                             " (this build reads " + std::to_string(latest) +
+                             "); open it once with the application (or a beehive-ctl write "
+                             "command) to migrate it; the read commands never write");
+  SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
+  return s.executeStep() ? s.getColumn(0).getInt64() : 0;
+}
+
+/// The store layer's reader, with its connection in reach for the tool's own queries.
+class FileReader : public store::SqliteReader {
+ public:
+  using SqliteReader::SqliteReader;
+  store::Connection& connection() { return conn_; }
+};
+
+sqlite::Options options(std::chrono::milliseconds busy_timeout) {
+  sqlite::Options opts;
+  opts.busy_timeout = busy_timeout;
+  return opts;
+}
+
+class SqliteDatabase final : public Database {
+ public:
+  explicit SqliteDatabase(const Location& where)
+      : Database(where.name()),
+        reader_(where.file, options(where.timeout),
+                store::guarded([&] { return check_and_read_session(where.file, where.timeout); })) {
+  }
+
+  store::Reader& reader() override { return reader_; }
+
+  std::vector<KindSummary> kinds() override {
+    return store::guarded([&] {
+      SQLite::Statement s(db(), R"sql(
+        SELECT "group", kind, count(*), count(deletion_requested_at),
+               sum(observed_generation IS NOT generation OR deletion_requested_at IS NOT NULL)
+        FROM objects GROUP BY "group", kind ORDER BY "group", kind)sql");
+      std::vector<KindSummary> out;
+      while (s.executeStep())
+        out.push_back({{s.getColumn(0).getString(), s.getColumn(1).getString()},
+                       s.getColumn(2).getInt64(),
+                       s.getColumn(3).getInt64(),
+                       s.getColumn(4).getInt64()});
+      return out;
+    });
+  }
+
+  std::vector<ConditionRow> conditions(ObjectID id) override {
+    return store::guarded([&] {
+      SQLite::Statement s(db(), R"sql(
+        SELECT type, status, reason, message, liveness, session, last_transition_at
+        FROM conditions WHERE object_id = ?1 ORDER BY type)sql");
+      s.bind(1, id);
+      std::vector<ConditionRow> out;
+      while (s.executeStep()) {
+        ConditionRow r;
+        r.stored = condition_status_from_string(s.getColumn(1).getString());
+        r.condition = {s.getColumn(0).getString(), r.stored, s.getColumn(2).getString(),
+                       s.getColumn(3).getString(), s.getColumn(4).getInt() != 0};
+        // The library's liveness rule (store/sqlite/row_statement.cpp, RowStatement::row).
+        if (r.condition.liveness && s.getColumn(5).getInt64() != conn().session())
+          r.condition.status = ConditionStatus::Unknown;
+        r.last_transition_at = from_millis(s.getColumn(6).getInt64());
+        out.push_back(std::move(r));
+      }
+      return out;
+    });
+  }
+
+  std::int64_t resource_version() override {
+    return store::guarded([&] {
+      auto s = conn().use(store::Query::current_resource_version);
+      s->executeStep();
+      return s->getColumn(0).getInt64();
+    });
+  }
+
+  const char* stale_liveness_writer() const override { return "an earlier session"; }
+
+ protected:
+  void begin_snapshot() override {
+    store::guarded([&] { db().exec("BEGIN"); });
+  }
+  void end_snapshot() noexcept override { db().tryExec("COMMIT"); }
+
+ private:
+  store::Connection& conn() { return reader_.connection(); }
+  SQLite::Database& db() { return conn().db(); }
+
+  FileReader reader_;
+};
+
+}  // namespace
+
+std::unique_ptr<Database> open_sqlite_database(const Location& where) {
+  return std::make_unique<SqliteDatabase>(where);
+}
+
+}  // namespace beehive::ctl
