@@ -576,8 +576,8 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
   }
   // 1: the file (the schema) is not a beehive database.
   if (test_backend_is_postgres()) {
-    std::vector<std::string> cmd{BEEHIVE_CTL, "--pg", std::getenv("BEEHIVE_TEST_PG"), "--schema",
-                                 "pg_catalog", "kinds"};
+    std::vector<std::string> cmd{BEEHIVE_CTL, "--pg",       std::getenv("BEEHIVE_TEST_PG"),
+                                 "--schema",  "pg_catalog", "kinds"};
     auto r = run(cmd);
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("no beehive store in schema \"pg_catalog\""), std::string::npos) << r.err;
@@ -754,8 +754,9 @@ TEST_F(CtlTest, StaleLivenessConditionsReadAsUnknown) {
   open();
   auto stale = ctl({"describe", "Widget.acme.com", "db"});
   auto why = test_backend_is_postgres() ? "a process that does not lead now" : "an earlier session";
-  EXPECT_NE(stale.out.find(std::string("Reachable=Unknown (liveness, written True by ") + why + ")"),
-            std::string::npos)
+  EXPECT_NE(
+      stale.out.find(std::string("Reachable=Unknown (liveness, written True by ") + why + ")"),
+      std::string::npos)
       << stale.out;
   auto j = Json::parse(ctl({"get", "Widget.acme.com", "db", "-o", "json"}).out);
   EXPECT_EQ(j["conditions"][0]["status"], "Unknown");

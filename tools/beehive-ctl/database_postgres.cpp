@@ -27,7 +27,8 @@ class SchemaReader : public pg::PgReader {
 /// Whether the connection's schema holds beehive's tables.
 bool holds_store(pg::Connection& c) {
   return c
-      .run("ctl_holds_store", "SELECT to_regclass(format('%I.beehive_schema', $1::text)) IS NOT NULL",
+      .run("ctl_holds_store",
+           "SELECT to_regclass(format('%I.beehive_schema', $1::text)) IS NOT NULL",
            pg::Params().add(c.schema()))
       .boolean(0, 0);
 }
@@ -38,8 +39,9 @@ class PostgresDatabase final : public Database {
     auto& c = reader_.connection();
     c.exec("SET default_transaction_read_only = on");  // the tool's reads never write
     if (!holds_store(c)) throw NotFound("no beehive store in " + name());
-    auto version = c.run("ctl_schema_version", "SELECT coalesce(max(version), 0) FROM beehive_schema")
-                       .i64(0, 0);
+    auto version =
+        c.run("ctl_schema_version", "SELECT coalesce(max(version), 0) FROM beehive_schema")
+            .i64(0, 0);
     auto latest = store::pg_schema::latest_version();
     if (version > latest)
       throw std::runtime_error(name() + " was written by a newer beehive (schema " +
@@ -96,9 +98,7 @@ class PostgresDatabase final : public Database {
         .i64(0, 0);
   }
 
-  const char* stale_liveness_writer() const override {
-    return "a process that does not lead now";
-  }
+  const char* stale_liveness_writer() const override { return "a process that does not lead now"; }
 
  protected:
   void begin_snapshot() override { conn().exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); }

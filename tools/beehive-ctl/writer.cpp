@@ -6,7 +6,6 @@
 #include <beehive/postgres.hpp>
 #include <beehive/sqlite.hpp>
 
-
 namespace beehive::ctl {
 
 WriteSession::WriteSession(const Location& where) : timeout_(where.timeout) {

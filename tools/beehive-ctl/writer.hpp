@@ -1,8 +1,8 @@
 #pragma once
 
 // A beehive database opened for writing, for apply, delete, label and requeue: a Beehive
-// over the file (or PostgreSQL schema) that is never started, so that writes go through the library's own
-// checks, transactions and change log exactly as an application's do, while no
+// over the file (or PostgreSQL schema) that is never started, so that writes go through the
+// library's own checks, transactions and change log exactly as an application's do, while no
 // controller, timer or GC runs here. A beehive running in another process on the same
 // store sees each commit in the change log (its foreign-commit poll) and reacts as to its
 // own: watches get the change, the kind's controller the wake.
