@@ -18,6 +18,9 @@
 /// every committed change handed to every watch and actor subscriber), without sleeping
 /// or polling. Time moves only when the test moves it, so a backoff, a `requeue_after`
 /// or a resync happens exactly when `advance` passes its due time.
+/// Inside a `within` block, collection or event-log work that needs the store's writer
+/// waits for the block to end, and so does a `settle` called there: settle before
+/// opening the block (a `start` leaves such work behind it).
 ///
 /// Including this header also makes GoogleTest print beehive's value types readably
 /// (`Time` as RFC 3339 with milliseconds, durations with their unit, objects, conditions,
