@@ -15,6 +15,18 @@ void require_store(const Location& where) {
     throw NotFound("no such database file: " + where.file.string());
 }
 
+void require_schema_version(const std::string& name, int version, int latest) {
+  if (version > latest)
+    throw std::runtime_error(name + " was written by a newer beehive (schema " +
+                             std::to_string(version) + ", this build reads " +
+                             std::to_string(latest) + ")");
+  if (version < latest)
+    throw std::runtime_error(name + " has the older schema " + std::to_string(version) +
+                             " (this build reads " + std::to_string(latest) +
+                             "); open it once with the application (or a beehive-ctl write "
+                             "command) to migrate it; the read commands never write");
+}
+
 std::unique_ptr<Database> Database::open(const Location& where) {
   require_store(where);
   return where.postgres() ? open_postgres_database(where) : open_sqlite_database(where);

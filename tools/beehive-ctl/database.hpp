@@ -103,6 +103,11 @@ class Database {
   std::string name_;
 };
 
+/// Throws std::runtime_error unless `version`, the schema version of the store `name`,
+/// is `latest`, the one this build reads (an older one is migrated by the write commands,
+/// never by the read ones).
+void require_schema_version(const std::string& name, int version, int latest);
+
 // Each backend's (database_sqlite.cpp, database_postgres.cpp), for Database::open.
 std::unique_ptr<Database> open_sqlite_database(const Location& where);
 std::unique_ptr<Database> open_postgres_database(const Location& where);

@@ -42,16 +42,7 @@ class PostgresDatabase final : public Database {
     auto version =
         c.run("ctl_schema_version", "SELECT coalesce(max(version), 0) FROM beehive_schema")
             .i64(0, 0);
-    auto latest = store::pg_schema::latest_version();
-    if (version > latest)
-      throw std::runtime_error(name() + " was written by a newer beehive (schema " +
-                               std::to_string(version) + ", this build reads " +
-                               std::to_string(latest) + ")");
-    if (version < latest)
-      throw std::runtime_error(name() + " has the older schema " + std::to_string(version) +
-                               " (this build reads " + std::to_string(latest) +
-                               "); open it once with the application (or a beehive-ctl write "
-                               "command) to migrate it; the read commands never write");
+    require_schema_version(name(), static_cast<int>(version), store::pg_schema::latest_version());
   }
 
   store::Reader& reader() override { return reader_; }

@@ -23,16 +23,7 @@ std::int64_t check_and_read_session(const std::filesystem::path& file,
     throw std::runtime_error(file.string() + " is not a beehive database");
   SQLite::Statement v(db, "SELECT version FROM beehive_schema");
   int version = v.executeStep() ? v.getColumn(0).getInt() : 0;
-  int latest = store::sqlite_schema::latest_version();
-  if (version > latest)
-    throw std::runtime_error(file.string() + " was written by a newer beehive (schema " +
-                             std::to_string(version) + ", this build reads " +
-                             std::to_string(latest) + ")");
-  if (version < latest)
-    throw std::runtime_error(file.string() + " has the older schema " + std::to_string(version) +
-                             " (this build reads " + std::to_string(latest) +
-                             "); open it once with the application (or a beehive-ctl write "
-                             "command) to migrate it; the read commands never write");
+  require_schema_version(file.string(), version, store::sqlite_schema::latest_version());
   SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
   return s.executeStep() ? s.getColumn(0).getInt64() : 0;
 }
