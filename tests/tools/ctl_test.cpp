@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
 #include <beehive/beehive.hpp>
@@ -742,6 +743,28 @@ TEST_F(CtlTest, NeverWritesTheDatabase) {
   open();
   start();
   EXPECT_EQ(Clusters(*bh_, cluster_kind).get(ctx_, prod_).status->ready_nodes, 3);
+}
+
+TEST_F(CtlTest, AStoreOfAnotherSchemaVersionIsRefusedByTheReadCommands) {
+  close();
+  auto shift_version = [&](int by) {
+    auto sql = "UPDATE beehive_schema SET version = version + " + std::to_string(by);
+    if (test_backend_is_postgres())
+      query_test_store(db_path(), sql + " RETURNING version");
+    else
+      SQLite::Database(db_path().string(), SQLite::OPEN_READWRITE).exec(sql);
+  };
+  shift_version(+1);
+  auto newer = ctl({"kinds"});
+  EXPECT_EQ(newer.status, 1);
+  EXPECT_NE(newer.err.find("written by a newer beehive"), std::string::npos) << newer.err;
+  shift_version(-2);
+  auto older = ctl({"get", "cluster"});
+  EXPECT_EQ(older.status, 1);
+  EXPECT_NE(older.err.find("has the older schema"), std::string::npos) << older.err;
+  EXPECT_TRUE(older.out.empty()) << older.out;
+  shift_version(+1);
+  EXPECT_OK(ctl({"kinds"}));
 }
 
 TEST_F(CtlTest, StaleLivenessConditionsReadAsUnknown) {
