@@ -745,6 +745,35 @@ TEST_F(CtlTest, NeverWritesTheDatabase) {
   EXPECT_EQ(Clusters(*bh_, cluster_kind).get(ctx_, prod_).status->ready_nodes, 3);
 }
 
+// A watch outlives its database connection: ended by the server (a restart, an
+// operator's pg_terminate_backend), the connection is made again at the next interval and
+// the watch goes on. (CtlTest.Pg*: the pg.* run only.)
+TEST_F(CtlTest, PgWatchOutlivesItsConnectionBeingEnded) {
+  REQUIRE_POSTGRES();
+  Process watch(args({"watch", "Widget.acme.com", "--interval", "20ms", "--max-changes", "1"}));
+  ASSERT_TRUE(watch.read_line().has_value());  // the header: its connection is open
+  query_test_store(db_path(),
+                   "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                   "application_name = 'beehive " +
+                       test_schema_for(db_path()) + "'");
+  // The test's own connections were ended too: each fails its next use, once.
+  Widgets widgets(*bh_, widget_kind);
+  bool written = false;
+  for (int i = 0; i < 10 && !written; ++i) try {
+      widgets.update(ctx_, web_, {"green", 2});
+      written = true;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::store)) << e.what();
+    }
+  ASSERT_TRUE(written);
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("(retrying)"), std::string::npos) << r.err;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("\\nMODIFIED +" + std::to_string(web_) + " +web ")))
+      << r.out;
+}
+
 TEST_F(CtlTest, AStoreOfAnotherSchemaVersionIsRefusedByTheReadCommands) {
   close();
   auto shift_version = [&](int by) {

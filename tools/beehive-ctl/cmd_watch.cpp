@@ -129,12 +129,22 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
       }
       sleep_unless_stopped(wait);
       if (stop_requested()) break;
+    }
+    store::ChangeLogRead log;
+    try {
       // One cheap query when nothing was committed anywhere.
-      if (db.resource_version() == version) continue;
+      if (!first && db.resource_version() == version) continue;
+      log = read_log(db, gk, version);
+    } catch (const Error& e) {
+      // The database failed (a PostgreSQL connection lost to a restart or a network
+      // blip, SQLite busy past its timeout): a watch outlives it, reading again at the
+      // next interval (a lost connection is made again then).
+      if (e.code() != make_error_code(errc::store)) throw;
+      std::cerr << "beehive-ctl: " << e.what() << " (retrying)" << std::endl;
+      first = false;
+      continue;
     }
     first = false;
-
-    auto log = read_log(db, gk, version);
     for (auto& c : log.changes) {
       if (!c.row) continue;  // only a requeue was logged: the object did not change
       table.print_row(out, cells(event_name(c.type), c.ref.id, seen(c.row->meta),
