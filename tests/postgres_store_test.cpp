@@ -476,6 +476,29 @@ TEST_F(PostgresStore, TakenSlugsInABatchedGroupAreAlreadyExistsForThatCreateAlon
   EXPECT_EQ(w.get_by_slug(ctx_, "taken").spec.size, 1);
 }
 
+// beehive-ctl's read session: the server refuses its writes, on the connection that
+// replaces a lost one too.
+TEST_F(PostgresStore, AReadOnlyConnectionStaysReadOnlyWhenMadeAgain) {
+  store::pg::Connection c(std::getenv("BEEHIVE_TEST_PG"), test_schema_for(db_path()),
+                          std::chrono::seconds(5));
+  c.set_read_only();
+  auto refused = [&] {
+    try {
+      c.exec("CREATE TABLE read_only_probe (x INTEGER)");
+      return std::string("written");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_NE(refused().find("read-only transaction"), std::string::npos);
+  c.drop();
+  try {
+    c.exec("SELECT 1");  // a lost connection may fail its next use, once
+  } catch (const Error&) {
+  }
+  EXPECT_NE(refused().find("read-only transaction"), std::string::npos);
+}
+
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   bh_.reset();
   store_.reset();

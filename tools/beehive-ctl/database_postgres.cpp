@@ -37,7 +37,7 @@ class PostgresDatabase final : public Database {
  public:
   explicit PostgresDatabase(const Location& where) : Database(where.name()), reader_(where) {
     auto& c = reader_.connection();
-    c.exec("SET default_transaction_read_only = on");  // the tool's reads never write
+    c.set_read_only();  // the tool's reads never write, reconnected or not
     if (!holds_store(c)) throw NotFound("no beehive store in " + name());
     auto version =
         c.run("ctl_schema_version", "SELECT coalesce(max(version), 0) FROM beehive_schema")

@@ -122,6 +122,11 @@ Connection::~Connection() {
   if (conn_) PQfinish(conn_);
 }
 
+void Connection::set_read_only() {
+  read_only_ = true;
+  exec("SET default_transaction_read_only = on");
+}
+
 void Connection::connect() {
   if (conn_) PQfinish(conn_);
   dropped_ = false;
@@ -175,12 +180,13 @@ void Connection::connect() {
   auto vals = p.pointers();
   auto lens = p.lengths();
   // Within the connect timeout too.
-  bool answered = PQsendQueryParams(conn_,
-                                    "SELECT set_config('search_path', $1, false), "
-                                    "set_config('idle_in_transaction_session_timeout', $2, false), "
-                                    "set_config('lock_timeout', $2, false), "
-                                    "set_config('jit', 'off', false)",
-                                    2, nullptr, vals.data(), lens.data(), nullptr, 0) == 1;
+  std::string setup =
+      "SELECT set_config('search_path', $1, false), "
+      "set_config('idle_in_transaction_session_timeout', $2, false), "
+      "set_config('lock_timeout', $2, false), set_config('jit', 'off', false)";
+  if (read_only_) setup += ", set_config('default_transaction_read_only', 'on', false)";
+  bool answered = PQsendQueryParams(conn_, setup.c_str(), 2, nullptr, vals.data(), lens.data(),
+                                    nullptr, 0) == 1;
   while (answered && PQisBusy(conn_))
     answered = wait_for_socket(POLLIN, deadline) && PQconsumeInput(conn_);
   if (!answered && PQstatus(conn_) == CONNECTION_OK) timed_out();

@@ -145,6 +145,9 @@ class Connection {
   void set_keep_waiting(std::function<bool()> keep_waiting) {
     keep_waiting_ = std::move(keep_waiting);
   }
+  /// From now on every transaction of this connection, and of the ones that replace it,
+  /// is read-only: the server refuses writes (beehive-ctl's read commands).
+  void set_read_only();
   /// Round trips to the server so far: statements run one by one, pipelines, and
   /// statements prepared on first use.
   std::uint64_t round_trips() const { return round_trips_; }
@@ -175,6 +178,7 @@ class Connection {
   PGconn* conn_ = nullptr;
   bool dropped_ = false;
   std::function<bool()> keep_waiting_;  // see set_keep_waiting
+  bool read_only_ = false;              // see set_read_only
   /// Inside a transaction as of the last statement: a connection lost then is not
   /// silently replaced (what followed would run outside the transaction).
   bool in_txn_ = false;
