@@ -5,6 +5,10 @@
 #                                   database beehive_test; prints the conninfo and writes
 #                                   it to DIR/conninfo
 #   pg-test-server.sh stop DIR      stop it (fast) and remove its data
+#   pg-test-server.sh crash DIR     stop it as a crash would (immediate: no checkpoint,
+#                                   every session cut), keeping its data
+#   pg-test-server.sh restart DIR   start the cluster under DIR again (after a crash, it
+#                                   recovers from its write-ahead log first)
 #   pg-test-server.sh conninfo DIR  print the conninfo `start` will use (starts nothing;
 #                                   CMake asks it at configure time)
 #
@@ -32,7 +36,7 @@ die() {
 }
 
 usage() {
-  echo "usage: $0 start|stop|conninfo DIR" >&2
+  echo "usage: $0 start|stop|crash|restart|conninfo DIR" >&2
   exit 2
 }
 
@@ -173,6 +177,23 @@ EOF
   echo "$CONNINFO"
 }
 
+cmd_crash() {
+  BIN="$(find_bindir)" || die "PostgreSQL server binaries not found"
+  cd /
+  as_owner "$BIN/pg_ctl" -D "$DATA" stop -m immediate -w -t 30 >/dev/null ||
+    die "the server did not stop (log: $LOG)"
+}
+
+cmd_restart() {
+  BIN="$(find_bindir)" || die "PostgreSQL server binaries not found"
+  [ -f "$DIR/conninfo" ] || die "no cluster under $DIR: run start first"
+  cd "$DIR"
+  if ! as_owner "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null 2>&1; then
+    [ -f "$LOG" ] && tail -n 30 "$LOG" >&2
+    die "the server did not start again (log: $LOG)"
+  fi
+}
+
 cmd_stop() {
   BIN="$(find_bindir)" || BIN=""
   cd /
@@ -188,6 +209,8 @@ cmd_stop() {
 case "$cmd" in
   start) cmd_start ;;
   stop) cmd_stop ;;
+  crash) cmd_crash ;;
+  restart) cmd_restart ;;
   conninfo) cmd_conninfo ;;
   *) usage ;;
 esac

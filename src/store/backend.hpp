@@ -118,6 +118,15 @@ class NotCommitted : public Error {
   using Error::Error;
 };
 
+/// Thrown by Writer::commit when whether the transaction committed could not be learnt
+/// (its connection was lost after the COMMIT was sent, and the database stayed out of
+/// reach). Its callers are told so; should it have committed, the change log brings its
+/// changes to this process's watches once the database answers again.
+class OutcomeUnknown : public Error {
+ public:
+  using Error::Error;
+};
+
 class Writer : public Reader {
  public:
   virtual void begin() = 0;

@@ -102,7 +102,8 @@ void WriteEngine::publish_foreign_commits() {
   std::int64_t own_max = 0;
   for (auto rv : own_rvs_) own_max = std::max(own_max, rv);
   auto dv = w.data_version();
-  if (dv == data_version_) {  // nobody else committed: everything is published
+  if (dv == data_version_ && !unpublished_commit_) {
+    // Nobody else committed, and every commit of this engine's was published.
     seen_rv_ = std::max(seen_rv_, own_max);
     own_rvs_.clear();
     return;
@@ -127,6 +128,7 @@ void WriteEngine::publish_foreign_commits() {
   }
   seen_rv_ = std::max({seen_rv_, log.head, own_max});
   own_rvs_.clear();
+  unpublished_commit_ = false;
   publish(rec, false);
 }
 
@@ -153,8 +155,17 @@ Error WriteEngine::broken_session() const {
 
 void WriteEngine::timed_commit() {
   auto start = std::chrono::steady_clock::now();
-  cfg_.writer->commit();
+  commit_transaction();
   last_commit_ = std::chrono::steady_clock::now() - start;
+}
+
+void WriteEngine::commit_transaction() {
+  try {
+    cfg_.writer->commit();
+  } catch (const OutcomeUnknown&) {
+    unpublished_commit_ = true;
+    throw;
+  }
 }
 
 /// Refuses a write whose spec, status or event is larger than the bounds (nothing of it
@@ -340,7 +351,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       }
       auto changes = std::move(session_rec_);
       try {
-        w.commit();
+        commit_transaction();
       } catch (...) {
         w.rollback();
         end_session();
@@ -507,7 +518,10 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
     if (pending) return false;
     fail_all(e);
     return true;
-  } catch (const std::exception& e) {  // the transaction itself failed: nothing landed
+  } catch (const std::exception& e) {
+    // The transaction itself failed: nothing landed; or its commit's outcome could not
+    // be learnt (OutcomeUnknown, which says so), and should it have landed, the change
+    // log brings it to the watches (publish_foreign_commits).
     w.rollback();
     fail_all(e);
     return true;
@@ -531,7 +545,7 @@ std::vector<WriteReply> WriteEngine::execute_all(const std::vector<WriteOp>& ops
         throw Error(e.value(), "write " + std::to_string(i) + ": " + e.message());
       }
     }
-    w.commit();
+    commit_transaction();
   } catch (...) {
     w.rollback();
     throw;

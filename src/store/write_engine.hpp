@@ -219,6 +219,9 @@ class WriteEngine {
   void undo_savepoint(int sp, const std::string& why);
   Error broken_session() const;
   void timed_commit();
+  /// Commits the writer's transaction; remembers a commit whose outcome is unknown
+  /// (OutcomeUnknown), so that the change log is read for it (publish_foreign_commits).
+  void commit_transaction();
   SteadyTime began() const;
   void committed(SteadyTime since, std::size_t requests = 1);
   void publish(const commit_record& rec, bool own = true);
@@ -245,6 +248,9 @@ class WriteEngine {
   std::int64_t data_version_ = 0;
   std::int64_t seen_rv_ = 0;
   std::vector<std::int64_t> own_rvs_;
+  // A commit of this engine's may have landed unpublished (OutcomeUnknown): the next
+  // look reads the log whatever data_version says.
+  bool unpublished_commit_ = false;
 };
 
 }  // namespace beehive::store

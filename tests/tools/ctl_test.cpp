@@ -748,24 +748,37 @@ TEST_F(CtlTest, NeverWritesTheDatabase) {
 // A watch outlives its database connection: ended by the server (a restart, an
 // operator's pg_terminate_backend), the connection is made again at the next interval and
 // the watch goes on. (CtlTest.Pg*: the pg.* run only.)
-TEST_F(CtlTest, PgWatchOutlivesItsConnectionBeingEnded) {
+// The tool's connection ended and, for a while, no new one allowed (its role may not log
+// in): it says so, and carries on once it can connect again.
+TEST_F(CtlTest, PgWatchOutlivesItsConnectionBeingEndedAndRefused) {
   REQUIRE_POSTGRES();
-  Process watch(args({"watch", "Widget.acme.com", "--interval", "20ms", "--max-changes", "1"}));
-  ASSERT_TRUE(watch.read_line().has_value());  // the header: its connection is open
-  query_test_store(db_path(),
-                   "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                   "application_name = 'beehive " +
-                       test_schema_for(db_path()) + "'");
-  // The test's own connections were ended too: each fails its next use, once.
-  Widgets widgets(*bh_, widget_kind);
-  bool written = false;
-  for (int i = 0; i < 10 && !written; ++i) try {
-      widgets.update(ctx_, web_, {"green", 2});
-      written = true;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), make_error_code(errc::store)) << e.what();
+  auto role = "bh_ctl_" + std::to_string(::getpid());
+  query_test_store(db_path(), "CREATE ROLE " + role + " LOGIN SUPERUSER; SELECT 1");
+  struct DropRole {
+    std::filesystem::path at;
+    std::string role;
+    ~DropRole() {
+      try {
+        query_test_store(at, "DROP ROLE IF EXISTS " + role + "; SELECT 1");
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+      }
     }
-  ASSERT_TRUE(written);
+  } drop_role{db_path(), role};
+  auto cmd = args({"watch", "Widget.acme.com", "--interval", "20ms", "--max-changes", "1"});
+  cmd.at(2) += " user=" + role;  // --pg CONNINFO: a later keyword wins
+  Process watch(cmd);
+  ASSERT_TRUE(watch.read_line().has_value());  // the header: its connection is open
+  // Two calls: one query string is one transaction, and the role must be refused
+  // before its session ends.
+  query_test_store(db_path(), "ALTER ROLE " + role + " NOLOGIN; SELECT 1");
+  query_test_store(db_path(),
+                   "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE "
+                   "usename = '" +
+                       role + "'");
+  ASSERT_TRUE(watch.wait_for_err("(retrying)"));
+  query_test_store(db_path(), "ALTER ROLE " + role + " LOGIN; SELECT 1");
+  Widgets(*bh_, widget_kind).update(ctx_, web_, {"green", 2});
   auto r = watch.wait();
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("(retrying)"), std::string::npos) << r.err;

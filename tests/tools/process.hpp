@@ -99,6 +99,15 @@ class Process {
     return false;
   }
 
+  /// Reads the output until stderr holds `text`; false at end of output or timeout.
+  bool wait_for_err(const std::string& text,
+                    std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (all_err_.find(text) == std::string::npos)
+      if (!pump(until)) return false;
+    return true;
+  }
+
   void signal(int sig) { ::kill(pid_, sig); }
 
   /// Writes all of `text` to the child's stdin (a pipe_stdin process only).

@@ -17,6 +17,7 @@
 
 #include <beehive/errors.hpp>
 
+#include "store/postgres/pg_faults.hpp"
 #include "store/statement_count.hpp"
 
 namespace beehive::store::pg {
@@ -132,6 +133,10 @@ void Connection::connect() {
   dropped_ = false;
   in_txn_ = false;
   prepared_.clear();
+  if (faults::refuse_connections.load()) {
+    conn_ = nullptr;
+    throw Error(errc::store, "postgres: cannot connect: refused (injected)");
+  }
   // Named after the schema, so that an operator can tell the control planes' sessions
   // apart in pg_stat_activity.
   auto app = ("beehive " + schema_).substr(0, 63);
@@ -239,6 +244,12 @@ void Connection::drop() {
 }
 
 void Connection::ensure() {
+  if (!in_txn_ && !lost()) {
+    // Idle, nothing is due from the server: anything to read is its goodbye (a FATAL
+    // message, the end of the stream), so the connection is made anew.
+    pollfd p{PQsocket(conn_), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) dropped_ = true;
+  }
   if (!lost()) return;
   if (in_txn_)
     throw Error(errc::store, "postgres: connection lost inside a transaction (rolled back)");

@@ -161,6 +161,9 @@ class Connection {
   /// Ends a connection attempt that took longer than the connect timeout.
   [[noreturn]] void timed_out();
   /// Reconnects when lost outside a transaction; throws errc::store when lost inside one.
+  /// Outside a transaction it first looks whether the server closed the connection
+  /// meanwhile (a restart, an idle timeout, pg_terminate_backend): a call on such a
+  /// connection would fail for nothing when a new one can serve it.
   void ensure();
   /// Records whether the connection is inside a transaction after a statement.
   void settle();

@@ -2,8 +2,9 @@
 
 // Fault injection for the PostgreSQL store's tests: the connection lost just before a
 // COMMIT is sent, or just after it was answered, which are the two sides of a commit
-// whose outcome the writer must resolve by its write token; and a leadership renewal
-// that never gets an answer. Off unless a test arms it; never armed by the library.
+// whose outcome the writer must resolve by its write token; new connections refused;
+// and a leadership renewal that never gets an answer. Off unless a test arms it; never armed by the
+// library.
 //
 // Atomics: a test arms them from its thread, the writer takes them on its own.
 
@@ -16,6 +17,10 @@ namespace beehive::store::pg::faults {
 inline std::atomic<int> drop_before_commit{0};
 /// The next commit loses its connection after COMMIT succeeded (it committed).
 inline std::atomic<int> drop_after_commit{0};
+
+/// While set, every connection attempt fails as it would with the server out of reach
+/// (connections already made stay).
+inline std::atomic<bool> refuse_connections{false};
 
 /// While set to a session (the `holder` it writes in the leadership table), that
 /// session's leadership campaign meets a server that does not answer, every attempt.

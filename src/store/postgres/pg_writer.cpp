@@ -130,10 +130,12 @@ void PgWriter::resolve_lost_commit(const Error& why) {
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  throw Error(errc::store,
-              "postgres: the connection was lost during a commit and its outcome could not be "
-              "read back: " +
-                  last);
+  throw OutcomeUnknown(
+      errc::store,
+      "postgres: the outcome of this write is unknown: the connection was lost after "
+      "its COMMIT was sent, and the database could not be reached to read it back "
+      "within six connect timeouts; read the object to learn whether it was written (" +
+          last + ")");
 }
 
 void PgWriter::rollback() {
