@@ -89,7 +89,9 @@ class Outcomes {
 };
 
 /// A beehive on a server of its own, with a controller that marks each widget ready
-/// (proof that the process leads), a watch on the widgets, and 8 callers creating them.
+/// (proof that the process leads), a watch on the widgets, and `writers` callers
+/// creating them; and a second beehive on the store (another session, as another
+/// process would be), never started, watching them too.
 class PostgresServer : public ::testing::Test {
  protected:
   void SetUp() override { REQUIRE_POSTGRES(); }
@@ -98,20 +100,22 @@ class PostgresServer : public ::testing::Test {
     if (stop_) stop_({});
   }
 
-  void start(postgres::Options opts) {
+  void start(postgres::Options opts, int writers = 8) {
     server_ = std::make_unique<OwnServer>(dir_.file("server"));
-    bh_ = std::make_unique<Beehive>(postgres::open(server_->conninfo(), std::move(opts)));
-    register_controller<WidgetSpec, WidgetStatus>(
+    bh_ = std::make_unique<Beehive>(postgres::open(server_->conninfo(), opts));
+    other_ = std::make_unique<Beehive>(postgres::open(server_->conninfo(), opts));
+    cc_.emplace(register_controller<WidgetSpec, WidgetStatus>(
         *bh_, widget_kind,
         [](const Context& ctx, ControllerClient<WidgetStatus>& cc,
            const Object<WidgetSpec, WidgetStatus>& o) {
           cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
           return Result{};
-        });
+        }));
     stop_ = bh_->start({});
     widgets_ = std::make_unique<Widgets>(*bh_, widget_kind);
     watch_.emplace(widgets_->watch_list({}));
-    for (int t = 0; t < 8; ++t)
+    other_watch_.emplace(Widgets(*other_, widget_kind).watch_list({}));
+    for (int t = 0; t < writers; ++t)
       writers_.emplace_back([this, t] {
         for (int i = 0; writing_; ++i) {
           auto slug = "w" + std::to_string(t) + "-" + std::to_string(i);
@@ -139,30 +143,32 @@ class PostgresServer : public ::testing::Test {
     return slugs;
   }
 
-  /// Waits until the watch has seen every one of `want` and the controller has marked
-  /// every one ready: this process saw every commit and leads again.
+  /// Waits until each watch has seen every one of `want` marked ready by the
+  /// controller: this process leads again, and both saw every commit.
   void expect_caught_up(const std::set<std::string>& want) {
-    std::set<std::string> seen, ready;
-    auto until = std::chrono::steady_clock::now() + 60s;
-    while ((seen.size() < want.size() || ready.size() < want.size()) &&
-           std::chrono::steady_clock::now() < until) {
-      auto ch = watch_->next_for(1s);
-      if (!ch) continue;
-      auto slug = ch->object.slug.value_or("");
-      seen.insert(slug);
-      if (ch->object.status && ch->object.status->ready) ready.insert(slug);
+    for (auto* watch : {&*watch_, &*other_watch_}) {
+      std::set<std::string> seen, ready;
+      auto until = std::chrono::steady_clock::now() + 60s;
+      while (ready.size() < want.size() && std::chrono::steady_clock::now() < until) {
+        auto ch = watch->next_for(1s);
+        if (!ch) continue;
+        auto slug = ch->object.slug.value_or("");
+        seen.insert(slug);
+        if (ch->object.status && ch->object.status->ready) ready.insert(slug);
+      }
+      EXPECT_EQ(seen, want) << (watch == &*watch_ ? "this" : "the other") << " watch";
+      EXPECT_EQ(ready, want) << "not every widget was reconciled, or a watch missed it";
     }
-    EXPECT_EQ(seen, want) << "the watch missed changes";
-    EXPECT_EQ(ready, want) << "not every widget was reconciled";
     EXPECT_TRUE(bh_->is_leader());
   }
 
   TempDir dir_;
   std::unique_ptr<OwnServer> server_;
-  std::unique_ptr<Beehive> bh_;
+  std::unique_ptr<Beehive> bh_, other_;
+  std::optional<ControllerClient<WidgetStatus>> cc_;
   Stop stop_;
   std::unique_ptr<Widgets> widgets_;
-  std::optional<Stream<Change<WidgetSpec, WidgetStatus>>> watch_;
+  std::optional<Stream<Change<WidgetSpec, WidgetStatus>>> watch_, other_watch_;
   Outcomes out_;
   std::atomic<bool> writing_{true};
   std::vector<std::thread> writers_;
@@ -213,6 +219,29 @@ TEST_F(PostgresServer, AServerDownPastTheResolutionTimeFailsWritesAndSaysWhichOu
   }
   EXPECT_LE(unknown, 8) << "only the group in flight at the crash has an unknown outcome";
   expect_caught_up(in_db);
+}
+
+// A within block whose transaction a crash takes fails whole, whatever its code did
+// with the failures inside; the next block commits once the server is back.
+TEST_F(PostgresServer, AWithinBlockACrashCutsShortFailsWholeAndTheNextOneCommits) {
+  start({.lease = 1000ms}, /*writers=*/0);
+  auto& w = *widgets_;
+  EXPECT_ERRC(cc_->within({},
+                          [&](const Context& tx) {
+                            w.create(tx, {"in", 1}, with_slug("in-1"));
+                            server_->crash();
+                            try {
+                              w.create(tx, {"in", 2}, with_slug("in-2"));
+                            } catch (const Error&) {  // swallowed: the block must fail anyway
+                            }
+                          }),
+              errc::store);
+  server_->restart();
+  EXPECT_ERRC(w.get_by_slug({}, "in-1"), errc::not_found);
+  EXPECT_ERRC(w.get_by_slug({}, "in-2"), errc::not_found);
+  cc_->within({}, [&](const Context& tx) { w.create(tx, {"after", 1}, with_slug("after")); });
+  EXPECT_EQ(w.get_by_slug({}, "after").spec.size, 1);
+  expect_caught_up({"after"});
 }
 
 }  // namespace

@@ -527,6 +527,31 @@ TEST_F(PostgresStore, AReadOnlyConnectionStaysReadOnlyWhenMadeAgain) {
   EXPECT_NE(refused().find("read-only transaction"), std::string::npos);
 }
 
+// Processes opening one new schema at the same moment: one creates it, the others wait
+// for it and use it; each gets a session of its own.
+TEST_F(PostgresStore, ProcessesOpeningOneNewSchemaAtOnceAllGetItWithSessionsOfTheirOwn) {
+  auto schema = test_schema_for(dir_.file("fresh.db"));
+  std::mutex mu;
+  std::set<std::int64_t> sessions;
+  std::vector<std::string> errors;
+  run_together(8, [&](int) {
+    try {
+      auto store = postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = schema});
+      auto session = std::dynamic_pointer_cast<store::Backend>(store)->session();
+      std::lock_guard g(mu);
+      sessions.insert(session);
+    } catch (const std::exception& e) {
+      std::lock_guard g(mu);
+      errors.push_back(e.what());
+    }
+  });
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(sessions.size(), 8u);
+  Beehive bh(postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = schema}));
+  auto o = Widgets(bh, widget_kind).create(ctx_, {"a", 1});
+  EXPECT_EQ(Widgets(bh, widget_kind).get(ctx_, o.id).spec.size, 1);
+}
+
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   bh_.reset();
   store_.reset();
