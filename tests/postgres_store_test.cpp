@@ -552,6 +552,32 @@ TEST_F(PostgresStore, ProcessesOpeningOneNewSchemaAtOnceAllGetItWithSessionsOfTh
   EXPECT_EQ(Widgets(bh, widget_kind).get(ctx_, o.id).spec.size, 1);
 }
 
+// Options PostgreSQL would misread are refused before anything is created: a schema name
+// it would truncate to another's (63 bytes at most), and a connect timeout of zero
+// (libpq's "for ever", which would fail every connection here).
+TEST_F(PostgresStore, OptionsPostgresWouldMisreadAreInvalidArguments) {
+  const char* db = std::getenv("BEEHIVE_TEST_PG");
+  auto base = test_schema_for(dir_.file("long.db"));
+  auto longest = base + std::string(63 - base.size(), 'x');
+  EXPECT_ERRC(postgres::open(db, {.schema = longest + "y"}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = ""}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = std::string("a\0b", 3)}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = base, .connect_timeout = 0ms}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = base, .connect_timeout = -5ms}),
+              errc::invalid_argument);
+  EXPECT_EQ(query_test_store(dir_.file("long.db"),
+                             "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '" + base + "%'")
+                .at(0)
+                .at(0),
+            "0")
+      << "a refused open created a schema";
+  // 63 bytes is a name PostgreSQL keeps whole.
+  Beehive bh(postgres::open(db, {.schema = longest}));
+  auto o = Widgets(bh, widget_kind).create(ctx_, {"a", 1});
+  EXPECT_EQ(Widgets(bh, widget_kind).get(ctx_, o.id).spec.size, 1);
+  run_sql(longest, "DROP SCHEMA \"" + longest + "\" CASCADE");
+}
+
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   bh_.reset();
   store_.reset();

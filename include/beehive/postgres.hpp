@@ -29,7 +29,8 @@ namespace beehive::postgres {
 
 struct Options {
   /// The PostgreSQL schema holding beehive's tables; created when missing. Stores with
-  /// different schemas on one database are independent control planes.
+  /// different schemas on one database are independent control planes. At most 63
+  /// bytes (PostgreSQL's limit; a longer or empty name is `errc::invalid_argument`).
   /// Default: "beehive".
   std::string schema = "beehive";
   /// Connections kept for readers (the writer and the change listener have their own);
@@ -46,7 +47,7 @@ struct Options {
   std::chrono::milliseconds lease{10000};
   /// How long a connection attempt may take before it fails (`errc::store`), the
   /// session's set-up included; to the millisecond (a `connect_timeout` in `conninfo`
-  /// has no effect). Default: 5 s.
+  /// has no effect). Zero or less is `errc::invalid_argument`. Default: 5 s.
   std::chrono::milliseconds connect_timeout{5000};
 };
 

@@ -28,11 +28,27 @@ namespace beehive::store::pg {
 
 namespace {
 
+/// Refuses options PostgreSQL would misread: a schema name it would truncate (two long
+/// names would then share one control plane) or cut at a NUL, and a connect timeout
+/// that leaves no time to connect (libpq's 0 means "for ever"; ours would fail at once).
+void check(const postgres::Options& o) {
+  if (o.schema.empty()) throw Error(errc::invalid_argument, "postgres: empty schema name");
+  if (o.schema.size() > 63)
+    throw Error(
+        errc::invalid_argument,
+        "postgres: schema name longer than 63 bytes (PostgreSQL would truncate it): " + o.schema);
+  if (o.schema.find('\0') != std::string::npos)
+    throw Error(errc::invalid_argument, "postgres: schema name holds a NUL byte");
+  if (o.connect_timeout.count() <= 0)
+    throw Error(errc::invalid_argument, "postgres: connect_timeout must be positive (got " +
+                                            std::to_string(o.connect_timeout.count()) + " ms)");
+}
+
 class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
  public:
   PgStore(std::string conninfo, postgres::Options opts)
       : conninfo_(std::move(conninfo)), opts_(std::move(opts)) {
-    if (opts_.schema.empty()) throw Error(errc::invalid_argument, "postgres: empty schema name");
+    check(opts_);
     if (opts_.connections < 1) opts_.connections = 1;
     Connection anchor(conninfo_, opts_.schema, opts_.connect_timeout);
     session_ = pg_schema::migrate_and_open_session(anchor);
