@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -306,6 +307,53 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
 // TABLE, a migration). It gives up at its caller's deadline, like a write, whether it
 // waits for the database or for a reader connection (six callers, four connections);
 // reads run again once the lock is gone.
+// A process paused inside a write transaction (here a within block that waits) holds the
+// store's write lock for one lease at most: the server ends its idle transaction, the
+// other processes' writes go through, and the block fails whole when it resumes.
+TEST_F(PostgresStore, AProcessPausedInsideAWriteTransactionHoldsTheOthersUpForALeaseAtMost) {
+  constexpr auto lease = 1000ms;
+  postgres::Options opts{.schema = test_schema_for(dir_.file("paused.db")), .lease = lease};
+  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), opts));
+  Beehive b(postgres::open(std::getenv("BEEHIVE_TEST_PG"), opts));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      a, widget_kind,
+      [](const Context&, ControllerClient<WidgetStatus>&, const Object<WidgetSpec, WidgetStatus>&) {
+        return Result{};
+      });
+  Widgets wa(a, widget_kind), wb(b, widget_kind);
+  auto o = wb.create(ctx_, {"b", 1});
+
+  std::promise<void> inside, resume;
+  std::thread paused([&] {
+    EXPECT_ERRC(cc.within(ctx_,
+                          [&](const Context& tx) {
+                            wa.create(tx, {"a", 1}, with_slug("before-pause"));
+                            inside.set_value();
+                            resume.get_future().wait();
+                            wa.create(tx, {"a", 2}, with_slug("after-pause"));
+                          }),
+                errc::store);
+  });
+  inside.get_future().wait();
+  // The other process's writes: one may give up after waiting a lease for the lock
+  // (errc::store); one goes through once the server has ended the paused transaction.
+  auto began = std::chrono::steady_clock::now();
+  bool written = false;
+  while (!written && std::chrono::steady_clock::now() - began < 10s) try {
+      wb.update(ctx_, o.id, {"b", 2});
+      written = true;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), make_error_code(errc::store)) << e.what();
+    }
+  EXPECT_TRUE(written);
+  EXPECT_LE(std::chrono::steady_clock::now() - began, lease + 2s);
+  resume.set_value();
+  paused.join();
+  EXPECT_ERRC(wb.get_by_slug(ctx_, "before-pause"), errc::not_found);
+  EXPECT_ERRC(wb.get_by_slug(ctx_, "after-pause"), errc::not_found);
+  EXPECT_EQ(wa.create(ctx_, {"a", 3}, with_slug("later")).spec.size, 3);  // a writes again
+}
+
 TEST_F(PostgresStore, AReadBehindAnotherSessionsLockGivesUpAtItsCallersDeadline) {
   Widgets w(bh(), widget_kind);
   auto o = w.create(ctx_, {"a", 1});
