@@ -9,9 +9,13 @@
 /// `open` connects, creates the schema when missing and migrates an older one forward; a
 /// schema written by a newer build is refused (`errc::store`). Failures, a lost
 /// connection included, throw `Error(errc::store)` with PostgreSQL's message; lost
-/// connections are re-established on the next use. A write whose COMMIT was interrupted
-/// by a lost connection is resolved by reading back its write token before the caller
-/// is answered: it is reported committed exactly when it did commit.
+/// connections are re-established on the next use (one the server ended while idle,
+/// before it is used). A write whose COMMIT was interrupted by a lost connection is
+/// resolved by reading back its write token before the caller is answered: it is
+/// reported committed exactly when it did commit. Only when the database stays out of
+/// reach for six connect timeouts does it fail with an `errc::store` whose message says
+/// that its outcome is unknown; should it have committed, the process's watches and
+/// controllers see it once the database answers again.
 ///
 /// Writes from every process are serialised by a row lock on the store's version
 /// counter, so resource versions commit in order everywhere and a watch never sees a
