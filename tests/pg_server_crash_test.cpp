@@ -211,7 +211,7 @@ TEST_F(PostgresServer, AServerDownPastTheResolutionTimeFailsWritesAndSaysWhichOu
   for (auto& slug : out_.acknowledged()) EXPECT_TRUE(in_db.contains(slug)) << slug << " lost";
   int unknown = 0;
   for (auto& [slug, what] : out_.failed()) {
-    if (what.find("outcome is unknown") != std::string::npos) {
+    if (what.find("outcome of this write is unknown") != std::string::npos) {
       ++unknown;
       continue;
     }
