@@ -264,6 +264,39 @@ TEST_F(PostgresStore, ACommitWhoseOutcomeCannotBeLearntSaysSoAndStillReachesTheW
   EXPECT_TRUE(seen_later);
 }
 
+// The same for a within block's commit: the block says so, and its writes, which did
+// land, reach the watches.
+TEST_F(PostgresStore,
+       AWithinBlockWhoseCommitsOutcomeCannotBeLearntSaysSoAndStillReachesTheWatches) {
+  Beehive bh(postgres::open(
+      std::getenv("BEEHIVE_TEST_PG"),
+      {.schema = test_schema_for(dir_.file("unknown.db")), .connect_timeout = 100ms}));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh, widget_kind,
+      [](const Context&, ControllerClient<WidgetStatus>&, const Object<WidgetSpec, WidgetStatus>&) {
+        return Result{};
+      });
+  Widgets w(bh, widget_kind);
+  auto watch = w.watch_list(ctx_);
+  faults::drop_after_commit = 1;
+  faults::refuse_connections = true;
+  EXPECT_ERRC_WITH(cc.within(ctx_,
+                             [&](const Context& tx) {
+                               w.create(tx, {"in", 1}, with_slug("in-1"));
+                               w.create(tx, {"in", 2}, with_slug("in-2"));
+                             }),
+                   errc::store, "outcome of this write is unknown");
+  faults::refuse_connections = false;
+  EXPECT_EQ(w.get_by_slug(ctx_, "in-2").spec.size, 2);  // it had landed
+  w.create(ctx_, {"b", 1}, with_slug("later"));
+
+  std::set<std::string> seen;
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (seen.size() < 3 && std::chrono::steady_clock::now() < until)
+    if (auto ch = watch.next_for(1s)) seen.insert(ch->object.slug.value_or(""));
+  EXPECT_EQ(seen, (std::set<std::string>{"in-1", "in-2", "later"}));
+}
+
 // Sessions the server ended while idle (a restart, an idle timeout, an operator's
 // pg_terminate_backend) are replaced before their next use: no call fails for them.
 TEST_F(PostgresStore, SessionsTheServerEndedWhileIdleAreReplacedWithoutFailingACall) {
