@@ -39,7 +39,7 @@ bench: build
 # Thread sanitizer over the concurrency tests (CAF itself is not instrumented; see the preset).
 # Watch tests are left out: they time conflation against writers, which TSan slows ~20x.
 # The pg.* twins of these suites run too, on the throwaway PostgreSQL server (a fixture).
-TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit|TestingKit|ChangeLog|OptimisticConcurrency|Selectors|Paging|Labels|PostgresStore|Leadership|HaTest
+TSAN_TESTS := Race|Within|Actor|Lifecycle|Reconcile|Misbehave|Stream|Fault|Deadline|ForeignCommit|TestingKit|ChangeLog|OptimisticConcurrency|Selectors|Paging|Labels|PostgresStore|PostgresServer|Leadership|HaTest
 TSAN_SKIP := Watch
 tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan

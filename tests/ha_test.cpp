@@ -136,15 +136,17 @@ TEST_F(HaTest, KillingTheLeaderTwentyTimesUnderLoadLosesNothingAndEachTakeoverIs
   std::mutex mu;
   std::vector<std::pair<ObjectID, int>> acked;
   int failed = 0;
+  std::string failures;  // what they said
   std::thread load([&] {
     for (int i = 0; !stop.load(); ++i) {
       try {
         auto o = client_->create({}, {i, 0});
         std::lock_guard g(mu);
         acked.emplace_back(o.id, i);
-      } catch (const Error&) {
+      } catch (const Error& e) {
         std::lock_guard g(mu);
         ++failed;
+        failures += std::string(e.what()) + "\n";
       }
       // Paced: a steady load, not a flood the 2-core test machine spends the test on.
       std::this_thread::sleep_for(20ms);
@@ -166,7 +168,7 @@ TEST_F(HaTest, KillingTheLeaderTwentyTimesUnderLoadLosesNothingAndEachTakeoverIs
   load.join();
   std::lock_guard g(mu);
   ASSERT_GT(acked.size(), 20u);
-  EXPECT_EQ(failed, 0) << "client writes failed while leaders died";
+  EXPECT_EQ(failed, 0) << "client writes failed while leaders died:\n" << failures;
   for (auto& [id, n] : acked) {
     auto o = client_->get({}, id);
     EXPECT_EQ(o.spec.n, n) << "acknowledged create " << id << " lost";
