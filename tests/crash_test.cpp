@@ -61,6 +61,8 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include <beehive/testing.hpp>
+
 #include "controller_fixture.hpp"
 #include "crash/protocol.hpp"
 
@@ -679,25 +681,17 @@ class CrashRig {
       Client<ItemSpec, ItemStatus> items(bh, crash_kind);
       Stop stop;
       ASSERT_NO_THROW(stop = bh.start(Context{}.with_timeout(30s))) << "cycle " << cycle_;
-      std::size_t left = 0, listed = 0;
-      bool settled = false;
-      auto until = SteadyClock::now() + 30s;
-      while (SteadyClock::now() < until) {
-        auto all = items.list(Context{});
-        listed = all.size();
-        left = 0;
-        for (auto& o : all)
-          if (o.deletion_requested_at || o.observed_generation != o.generation) ++left;
-        if (left == 0) {
-          settled = true;
-          break;
-        }
-        std::this_thread::sleep_for(2ms);
-      }
+      // Every pass runs once and succeeds, so there is no backoff for a settle at the
+      // real clock's present to miss.
+      ASSERT_NO_THROW(beehive::testing::settle(bh, Context{}.with_timeout(90s)))
+          << "cycle " << cycle_;
+      auto all = items.list(Context{});
+      std::size_t left = 0;
+      for (auto& o : all)
+        if (o.deletion_requested_at || o.observed_generation != o.generation) ++left;
       stop(Context{}.with_timeout(10s));
-      ASSERT_TRUE(settled) << "cycle " << cycle_ << ": " << left
-                           << " objects still unsettled or deletion-pending after 30 s";
-      listed_ = listed;
+      ASSERT_EQ(left, 0u) << "cycle " << cycle_ << ": objects still unsettled or deletion-pending";
+      listed_ = all.size();
     }
 
     State expected;
