@@ -218,6 +218,66 @@ TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) 
   stop_a({});
 }
 
+// An operator's pg_terminate_backend, an idle-session timeout or a pooler recycling
+// connections ends the leader's sessions: it connects again and renews in the same term.
+// It never steps down, a standby never takes over, and its controllers carry on.
+TEST_F(HaTest, ALeaderWhoseSessionsTheServerEndsKeepsLeadingInTheSameTerm) {
+  postgres::Options o;
+  o.schema = schema();
+  o.lease = lease;
+  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [](const Context& ctx, ControllerClient<NodeStatus>& cc,
+         const Object<NodeSpec, NodeStatus>& obj) -> Result {
+        cc.update_status(ctx, obj.id, obj.generation, NodeStatus{obj.spec.n, 0});
+        return {};
+      });
+  auto changes = a.watch_leadership({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
+  auto stop_a = a.start({});
+  ASSERT_TRUE(a.is_leader());
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  auto b = node(schema());
+  ASSERT_EQ(b->read_line(), "standby");
+
+  auto lease_row = [&] {
+    auto rows = query_test_store(path_, "SELECT term, expires_at FROM leadership");
+    return std::pair{rows.at(0).at(0), rows.at(0).at(1)};
+  };
+  const auto term = lease_row().first;
+  const auto end_sessions =
+      "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+      "WHERE application_name = 'beehive " +
+      schema() + "'";
+  std::vector<std::pair<ObjectID, int>> ids;
+  for (int round = 0; round < 6; ++round) {
+    // Every session on the schema: the leader's campaign, writer, readers and listener,
+    // the standby's, and this process's client's, each waited for until it has ended.
+    query_test_store(path_, end_sessions);
+    auto before = lease_row();
+    EXPECT_NO_THROW(ids.emplace_back(client_->create({}, {round, 0}).id, round))
+        << "round " << round;
+    // Renewed after its sessions ended (an expiry later than before), in the same term.
+    auto until = std::chrono::steady_clock::now() + lease;
+    auto now = lease_row();
+    while (now.second == before.second && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(10ms);
+      now = lease_row();
+    }
+    EXPECT_NE(now.second, before.second) << "round " << round << ": not renewed in a lease";
+    EXPECT_EQ(now.first, term) << "round " << round << ": a new term";
+    EXPECT_TRUE(a.is_leader()) << "round " << round;
+  }
+  EXPECT_TRUE(all_reconciled(*client_, ids, 30s)) << "the leader's controllers stopped";
+  EXPECT_EQ(changes.next_for(0ms), std::nullopt) << "leadership changed";
+  EXPECT_TRUE(a.is_leader());
+  b->write_line("quit");
+  EXPECT_FALSE(read_until(*b, "leader")) << "the standby took over";
+  EXPECT_EQ(b->wait(), 0);
+  stop_a({});
+}
+
 TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndStepsDown) {
   auto a = node(schema(), true);
   ASSERT_EQ(a->read_line(), "leader");
