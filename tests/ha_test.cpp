@@ -278,6 +278,27 @@ TEST_F(HaTest, ALeaderWhoseSessionsTheServerEndsKeepsLeadingInTheSameTerm) {
   stop_a({});
 }
 
+// A process killed inside a write transaction holds nobody up: the server ends its
+// session (and the transaction) as the connection closes, long before a lease, and
+// nothing of the transaction is stored.
+TEST_F(HaTest, AProcessKilledInsideAWriteTransactionHoldsNobodyUpAndLeavesNothing) {
+  auto a = node(schema());
+  ASSERT_EQ(a->read_line(), "leader");
+  auto o = client_->create({}, {1, 0});
+  a->write_line("hold");
+  ASSERT_TRUE(read_until(*a, "holding"));
+  // While it lives, a write waits for its transaction.
+  EXPECT_ERRC(client_->update(Context{}.with_timeout(300ms), o.id, {2, 0}),
+              errc::deadline_exceeded);
+  a->kill(SIGKILL);
+  auto killed = std::chrono::steady_clock::now();
+  // This process's writes wait up to its lease (10 s, the default) for another's lock.
+  EXPECT_NO_THROW(client_->update({}, o.id, {2, 0}));
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 3s) << "waited for a dead process's lock";
+  EXPECT_ERRC(client_->get_by_slug({}, "held"), errc::not_found);
+  EXPECT_EQ(client_->get({}, o.id).spec.n, 2);
+}
+
 TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndStepsDown) {
   auto a = node(schema(), true);
   ASSERT_EQ(a->read_line(), "leader");

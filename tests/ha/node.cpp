@@ -8,7 +8,9 @@
 // pass begins, "wrote <id>" after its status write and "refused <id>" when the write
 // failed. A spec's `sleep_ms` makes the pass sleep before writing (the fencing test
 // pauses the process meanwhile). The status records the writer's pid. Reads stdin: a
-// line "quit" (or its end) stops the beehive and exits 0. Failures: exit 2.
+// line "quit" (or its end) stops the beehive and exits 0; a line "hold" opens a `within`
+// block, creates the object "held" in it, prints "holding" and never ends the block (the
+// test kills the process there). Failures: exit 2.
 
 #include <unistd.h>
 
@@ -48,7 +50,7 @@ int main(int argc, char** argv) {
     opts.schema = argv[2];
     opts.lease = std::chrono::milliseconds(std::stoi(argv[3]));
     Beehive bh(postgres::open(argv[1], opts));
-    register_controller<Spec, Status>(
+    auto cc = register_controller<Spec, Status>(
         bh, GroupKind{"acme.com", "Widget"},
         [verbose](const Context& ctx, ControllerClient<Status>& cc, const Object<Spec, Status>& o) {
           auto id = std::to_string(o.id);
@@ -72,6 +74,15 @@ int main(int argc, char** argv) {
     });
     std::string line;
     while (std::getline(std::cin, line) && line != "quit") {
+      if (line != "hold") continue;
+      std::thread([&bh, &cc] {
+        cc.within(Context{}, [&bh](const Context& tx) {
+          Client<Spec, Status>(bh, GroupKind{"acme.com", "Widget"})
+              .create(tx, Spec{}, with_slug("held"));
+          say("holding");
+          for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+        });
+      }).detach();
     }
     stop(Context{});
     follow.join();
