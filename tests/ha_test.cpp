@@ -1,7 +1,9 @@
 // Several processes on one PostgreSQL store (tests/ha/node.cpp is each of them):
 // exactly one leads; killing it (SIGKILL) hands leadership to a standby within the
 // lease + 2 s and loses no acknowledged write; a leader paused past its lease
-// (SIGSTOP) and resumed after a takeover writes nothing as a leader and steps down.
+// (SIGSTOP) and resumed after a takeover writes nothing as a leader and steps down; one
+// that stops hands over at once; one whose sessions the server ends keeps leading; a
+// process killed inside a write transaction holds nobody up.
 // Leadership on SQLite: a started beehive always leads.
 //
 // The PostgreSQL tests run in the pg.* set (they skip, saying so, on SQLite).
@@ -37,9 +39,10 @@ using Nodes = Client<NodeSpec, NodeStatus>;
 constexpr auto lease = 1000ms;
 
 /// A node process on the test's schema.
-std::unique_ptr<ChildProcess> node(const std::string& schema, bool verbose = false) {
+std::unique_ptr<ChildProcess> node(const std::string& schema, bool verbose = false,
+                                   std::chrono::milliseconds its_lease = lease) {
   std::vector<std::string> args{std::getenv("BEEHIVE_TEST_PG"), schema,
-                                std::to_string(lease.count())};
+                                std::to_string(its_lease.count())};
   if (verbose) args.push_back("verbose");
   return std::make_unique<ChildProcess>(BEEHIVE_HA_NODE, args);
 }
@@ -297,6 +300,25 @@ TEST_F(HaTest, AProcessKilledInsideAWriteTransactionHoldsNobodyUpAndLeavesNothin
   EXPECT_LT(std::chrono::steady_clock::now() - killed, 3s) << "waited for a dead process's lock";
   EXPECT_ERRC(client_->get_by_slug({}, "held"), errc::not_found);
   EXPECT_EQ(client_->get({}, o.id).spec.n, 2);
+}
+
+// A leader that stops releases the lease: a standby takes over at its next look
+// (~250 ms), not once the lease (10 s here) has run out.
+TEST_F(HaTest, AStoppingLeaderHandsOverToAStandbyAtOnce) {
+  postgres::Options o;
+  o.schema = schema();
+  o.lease = 10s;
+  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  auto stop_a = a.start({});
+  ASSERT_TRUE(a.is_leader());
+  auto b = node(schema(), false, o.lease);
+  ASSERT_EQ(b->read_line(), "standby");
+  stop_a({});
+  auto stopped = std::chrono::steady_clock::now();
+  ASSERT_EQ(b->read_line(), "leader");
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, 3s) << "waited for the lease instead";
+  b->write_line("quit");
+  EXPECT_EQ(b->wait(), 0);
 }
 
 TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndStepsDown) {
