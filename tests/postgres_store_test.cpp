@@ -336,6 +336,35 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);
 }
 
+// A cancel request travels on a connection of its own and can land after the statement
+// it was meant for ended by itself: here the other process's lock comes free just after
+// the writer gave up waiting for it, and the cancel comes late. It must not cancel
+// whatever that session runs next: the next write waits for a lock when it lands.
+TEST_F(PostgresStore, ACancelThatLandsLateFailsNoLaterWrite) {
+  namespace faults = store::pg::faults;
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  const auto schema = test_schema_for(db_path());
+  const std::string lock =
+      "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE";
+  faults::cancel_delay_ms = 500;
+  struct Disarm {
+    ~Disarm() { faults::cancel_delay_ms = 0; }
+  } disarm;
+  const int sent = faults::cancels_sent.load(), delivered = faults::cancels_delivered.load();
+  {
+    OpenTransaction other(schema, lock);
+    EXPECT_ERRC(w.update(Context{}.with_timeout(200ms), o.id, {"a", 2}), errc::deadline_exceeded);
+    ASSERT_TRUE(eventually([&] { return faults::cancels_sent.load() > sent; }));
+  }  // committed: the writer gets the lock before its cancel is sent
+  OpenTransaction again(schema, lock);
+  auto next = std::async(std::launch::async, [&] { return w.update(ctx_, o.id, {"a", 3}); });
+  ASSERT_TRUE(eventually([&] { return faults::cancels_delivered.load() > delivered; }));
+  again.commit();
+  EXPECT_NO_THROW(EXPECT_EQ(next.get().spec.size, 3));
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 3);
+}
+
 // On PostgreSQL a read can wait: here for another session's lock (an operator's LOCK
 // TABLE, a migration). It gives up at its caller's deadline, like a write, whether it
 // waits for the database or for a reader connection (six callers, four connections);

@@ -367,10 +367,13 @@ bool Connection::await_result(const std::function<bool()>& keep_waiting, bool ca
       // timeout (minutes). On a thread of its own, the wait here goes on, bounded by the
       // connection's own timeouts.
       if (PGcancel* c = PQgetCancel(conn_)) {
-        std::thread([c] {
+        faults::cancels_sent.fetch_add(1);
+        std::thread([c, delay = faults::cancel_delay_ms.load()] {
+          if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
           char why[256];
           PQcancel(c, why, sizeof why);
           PQfreeCancel(c);
+          faults::cancels_delivered.fetch_add(1);
         }).detach();
       }
     }
@@ -471,8 +474,13 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   }
   PQexitPipelineMode(conn_);
   settle();
-  if (cancelled && first_error) {
-    PQclear(first_error);
+  if (cancelled) {
+    // The cancel request travels on a connection of its own: when the statement ended
+    // by itself first (the lock came free), the request can still land, and cancel
+    // whatever this session runs next. The session is not used again (a transaction
+    // begun on it ends with it), and the call fails as cancelled: nobody waits for it.
+    if (first_error) PQclear(first_error);
+    drop();
     throw Error(errc::store, "postgres: gave up waiting for another process's transaction");
   }
   if (first_error) fail(first_error, "pipeline");
