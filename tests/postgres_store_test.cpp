@@ -206,6 +206,7 @@ class PostgresStore : public BeehiveTest {
     faults::drop_before_commit = 0;
     faults::drop_after_commit = 0;
     faults::refuse_connections = false;
+    faults::cancel_delay_ms = 0;
     BeehiveTest::TearDown();
   }
 };
@@ -336,6 +337,36 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);
 }
 
+// A `within` block opens by taking the store's write lock: behind another process's
+// transaction it gives up at its caller's deadline, before any of its code runs, and
+// the next block commits.
+TEST_F(PostgresStore, AWithinBlockBehindAnotherProcesssTransactionGivesUpAtItsDeadline) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind,
+      [](const Context&, ControllerClient<WidgetStatus>&, const Object<WidgetSpec, WidgetStatus>&) {
+        return Result{};
+      });
+  Widgets w(bh(), widget_kind);
+  bool ran = false;
+  {
+    OpenTransaction other(
+        test_schema_for(db_path()),
+        "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
+    auto began = std::chrono::steady_clock::now();
+    EXPECT_ERRC(cc.within(Context{}.with_timeout(300ms),
+                          [&](const Context& tx) {
+                            ran = true;
+                            w.create(tx, {"in", 1}, with_slug("in"));
+                          }),
+                errc::deadline_exceeded);
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 3s);
+  }
+  EXPECT_FALSE(ran) << "the block ran without the lock";
+  EXPECT_ERRC(w.get_by_slug(ctx_, "in"), errc::not_found);
+  cc.within(ctx_, [&](const Context& tx) { w.create(tx, {"next", 2}, with_slug("next")); });
+  EXPECT_EQ(w.get_by_slug(ctx_, "next").spec.size, 2);
+}
+
 // A cancel request travels on a connection of its own and can land after the statement
 // it was meant for ended by itself: here the other process's lock comes free just after
 // the writer gave up waiting for it, and the cancel comes late. It must not cancel
@@ -348,9 +379,6 @@ TEST_F(PostgresStore, ACancelThatLandsLateFailsNoLaterWrite) {
   const std::string lock =
       "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE";
   faults::cancel_delay_ms = 500;
-  struct Disarm {
-    ~Disarm() { faults::cancel_delay_ms = 0; }
-  } disarm;
   const int sent = faults::cancels_sent.load(), delivered = faults::cancels_delivered.load();
   {
     OpenTransaction other(schema, lock);
