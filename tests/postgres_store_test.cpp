@@ -716,6 +716,39 @@ TEST_F(PostgresStore, OptionsPostgresWouldMisreadAreInvalidArguments) {
   run_sql(longest, "DROP SCHEMA \"" + longest + "\" CASCADE");
 }
 
+// A schema name in any language: its notification channel ("beehive_" and the name,
+// clipped to PostgreSQL's 63 bytes) must stay valid UTF-8 where the clip falls inside a
+// character, or no write could notify and no process could listen.
+TEST_F(PostgresStore, ASchemaNamedInAnyLanguageServesWritesAndOtherProcessesWatches) {
+  const char* db = std::getenv("BEEHIVE_TEST_PG");
+  auto base = test_schema_for(dir_.file("utf8.db"));
+  // "beehive_" is 8 bytes: the channel's 63rd byte is the first of an "é".
+  auto schema = base + std::string(54 - base.size(), 'x') + "\xc3\xa9t\xc3\xa9";
+  ASSERT_EQ(("beehive_" + schema).substr(62, 2), "\xc3\xa9");
+  {
+    Beehive writer(postgres::open(db, {.schema = schema}));
+    Beehive watcher(postgres::open(db, {.schema = schema}));
+    Widgets w(writer, widget_kind);
+    auto watch = Widgets(watcher, widget_kind).watch_list(ctx_);
+    auto o = w.create(ctx_, {"a", 1});
+    EXPECT_EQ(Widgets(watcher, widget_kind).get(ctx_, o.id).spec.size, 1);
+    bool seen = false;
+    auto until = std::chrono::steady_clock::now() + 10s;
+    while (!seen && std::chrono::steady_clock::now() < until) {
+      auto ch = watch.next_for(1s);
+      seen = ch && ch->object.id == o.id;
+    }
+    EXPECT_TRUE(seen) << "the other process never saw the write";
+  }
+  run_sql(schema, "DROP SCHEMA \"" + schema + "\" CASCADE");
+}
+
+TEST_F(PostgresStore, ASchemaNameThatIsNotUtf8IsAnInvalidArgument) {
+  EXPECT_ERRC(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
+                             {.schema = test_schema_for(dir_.file("bad.db")) + "\xff"}),
+              errc::invalid_argument);
+}
+
 TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   bh_.reset();
   store_.reset();

@@ -10,6 +10,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "store/postgres/pg_schema.hpp"
+
 namespace beehive::store::pg {
 
 Listener::Listener(std::string conninfo, std::string schema,
@@ -44,7 +46,7 @@ void Listener::heard() {
 }
 
 void Listener::loop() {
-  auto channel = ("beehive_" + schema_).substr(0, 63);
+  auto channel = pg_schema::notify_channel(schema_);
   while (!stop_.load()) {
     std::unique_ptr<Connection> c;
     try {

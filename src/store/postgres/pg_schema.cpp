@@ -134,6 +134,15 @@ INSERT INTO leadership (id, holder, term, expires_at) VALUES (1, 0, 0, '-infinit
 
 }  // namespace
 
+std::string notify_channel(const std::string& schema) {
+  std::string channel = "beehive_" + schema;
+  if (channel.size() <= 63) return channel;
+  std::size_t end = 63;
+  while (end > 0 && (static_cast<unsigned char>(channel[end]) & 0xC0) == 0x80) --end;
+  channel.resize(end);
+  return channel;
+}
+
 int latest_version() { return static_cast<int>(migrations().size()); }
 
 std::int64_t migrate_and_open_session(pg::Connection& c) {

@@ -5,6 +5,7 @@
 // Runs on the thread opening the store, on the connection it passes.
 
 #include <cstdint>
+#include <string>
 
 #include "store/postgres/pg_connection.hpp"
 
@@ -18,5 +19,10 @@ int latest_version();
 /// process opening it; starts and returns the store's new session. Throws errc::store
 /// for a schema newer than this build's.
 std::int64_t migrate_and_open_session(pg::Connection& c);
+
+/// The channel commits are notified on: "beehive_" and the schema name, clipped to the
+/// 63 bytes PostgreSQL keeps of a name, at a character boundary (a name cut inside a
+/// UTF-8 character is text the server refuses).
+std::string notify_channel(const std::string& schema);
 
 }  // namespace beehive::store::pg_schema

@@ -15,6 +15,7 @@
 
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
+#include "store/postgres/pg_schema.hpp"
 
 namespace beehive::store::pg {
 
@@ -24,7 +25,7 @@ PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::millis
     : Reading(std::move(conninfo), schema, timeout, session, stall_limit),
       session_(session),
       shared_(std::move(shared)),
-      channel_(("beehive_" + schema).substr(0, 63)),
+      channel_(pg_schema::notify_channel(schema)),
       connect_timeout_(timeout) {}
 
 void PgWriter::begin() {
