@@ -1,5 +1,7 @@
 // Names and accessors of the small public value types.
 
+#include <algorithm>
+
 #include <beehive/change.hpp>
 #include <beehive/commit_record.hpp>
 #include <beehive/condition.hpp>
@@ -102,6 +104,7 @@ void commit_record::append(commit_record&& other) {
   for (auto& w : other.wakes) wakes.push_back(std::move(w));
   for (auto& e : other.events) events.push_back(std::move(e));
   edges_removed |= other.edges_removed;
+  lost_through = std::max(lost_through, other.lost_through);
 }
 
 }  // namespace beehive

@@ -282,6 +282,27 @@ TEST(ChangeLog, AnotherWritersRemovalReachesWatches) {
   EXPECT_EQ(c.object.spec.size, 2);
 }
 
+// The gc trims only what its process has read of the log: another writer's change that
+// the process has not published yet stays until it has, and reaches the watches; they
+// do not end for it.
+TEST(ChangeLog, TheGcNeverTrimsAnotherWritersChangeBeforeTheWatchesHaveIt) {
+  TestBeehive t(with_change_log_retention(0, 0ms), with_resync_interval(10s));
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 1});
+  auto watch = w.watch_list({});
+  next(watch);
+  // Its entries are old by t's clock: the next trim takes them.
+  Beehive other(open_test_store(t.path()),
+                with_clock(std::make_shared<ManualClock>(Time{} + std::chrono::hours(24))));
+  Widgets(other, widget_kind).update({}, a.id, {"a", 2});
+  t.advance(10s);  // the gc trims now, before or after t has read the update
+  auto c = next(watch);
+  EXPECT_EQ(c.object.id, a.id);
+  EXPECT_EQ(c.object.spec.size, 2);
+  EXPECT_FALSE(watch.done()) << watch.error().message();
+}
+
 TEST(ChangeLog, AnUpgradedDatabaseStartsItsLogAtTheUpgrade) {
   REQUIRE_SQLITE("downgrades a SQLite file to schema 6");
   TempDir dir;

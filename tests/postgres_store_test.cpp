@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdio>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -315,6 +316,97 @@ TEST_F(PostgresStore, SessionsTheServerEndedWhileIdleAreReplacedWithoutFailingAC
     EXPECT_NO_THROW(EXPECT_EQ(w.get(ctx_, o.id).spec.size, 10 + i)) << i;
   }
   EXPECT_EQ(w.get(ctx_, o.id).resource_version, w.list(ctx_).front().resource_version);
+}
+
+/// Makes this process deaf to other processes' commits (its listener's session ends and
+/// no new one can be made) while `theirs`, another process's client, updates `a` to
+/// size 3 and creates "b"; then trims the change log up to just below b, as the
+/// leader's retention would have, and lets this process hear again. Returns b.
+Object<WidgetSpec, WidgetStatus> trim_past_while_deaf(const std::string& schema, Widgets& theirs,
+                                                      ObjectID a) {
+  faults::refuse_connections = true;
+  run_sql(schema,
+          "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE "
+          "application_name = 'beehive " +
+              schema + "' AND query LIKE 'LISTEN%'");
+  theirs.update({}, a, {"a", 3});
+  auto b = theirs.create({}, {"b", 1});
+  auto cut = std::to_string(b.resource_version - 1);
+  run_sql(schema, "DELETE FROM change_log WHERE resource_version <= " + cut +
+                      "; UPDATE beehive_meta SET value = " + cut +
+                      " WHERE key = 'change_log_horizon'");
+  faults::refuse_connections = false;  // it hears again, and reads the log
+  return b;
+}
+
+// A process that could not read the change log (its listener cut off, the process
+// paused) while the log was trimmed past what it had read has lost changes it can never
+// deliver: its watches that might have missed one end with watch_too_old, as a resume
+// below the log's horizon does, instead of going on without them.
+TEST_F(PostgresStore, AProcessTheLogWasTrimmedPastEndsItsWatchesAsTooOld) {
+  Widgets mine(bh(), widget_kind);
+  auto a = mine.create(ctx_, {"a", 1});
+  auto watch = mine.watch_list(ctx_);
+  ASSERT_EQ(watch.next_for(5s)->object.id, a.id);
+  auto schema = test_schema_for(db_path());
+  Beehive other(postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = schema}));
+  Widgets theirs(other, widget_kind);
+  theirs.update(ctx_, a.id, {"a", 2});  // its connections are open from here on
+  auto seen = watch.next_for(5s);
+  ASSERT_TRUE(seen && seen->object.spec.size == 2);
+
+  auto b = trim_past_while_deaf(schema, theirs, a.id);
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (!watch.done() && std::chrono::steady_clock::now() < until) {
+    auto ch = watch.next_for(200ms);
+    ASSERT_FALSE(ch && ch->object.id == a.id) << "a change it cannot have read";
+  }
+  ASSERT_TRUE(watch.done()) << "the watch went on without the update it missed";
+  EXPECT_EQ(watch.error(), make_error_code(errc::watch_too_old));
+  // Watching again: a snapshot with both, as they stand.
+  auto again = mine.watch_list(ctx_);
+  std::map<ObjectID, int> sizes;
+  while (sizes.size() < 2) {
+    auto ch = again.next_for(5s);
+    if (!ch) break;
+    sizes[ch->object.id] = ch->object.spec.size;
+  }
+  EXPECT_EQ(sizes, (std::map<ObjectID, int>{{a.id, 3}, {b.id, 1}}));
+}
+
+// The same process leading: its controller never hears of the update it missed, so it
+// reconciles every object again, as after a takeover.
+TEST_F(PostgresStore, ALeaderTheLogWasTrimmedPastReconcilesEveryObjectAgain) {
+  std::mutex mu;
+  std::map<ObjectID, int> reconciled;  // the size each object was last reconciled at
+  register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind,
+      [&](const Context&, ControllerClient<WidgetStatus>&,
+          const Object<WidgetSpec, WidgetStatus>& o) {
+        std::lock_guard g(mu);
+        reconciled[o.id] = o.spec.size;
+        return Result{};
+      },
+      with_resync_interval(std::chrono::hours(1)));
+  bh().start(ctx_);
+  Widgets mine(bh(), widget_kind);
+  auto a = mine.create(ctx_, {"a", 1});
+  auto size_of = [&](ObjectID id) {
+    std::lock_guard g(mu);
+    auto it = reconciled.find(id);
+    return it == reconciled.end() ? 0 : it->second;
+  };
+  ASSERT_TRUE(eventually([&] { return size_of(a.id) == 1; }));
+  auto schema = test_schema_for(db_path());
+  Beehive other(postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = schema}));
+  Widgets theirs(other, widget_kind);
+  theirs.update(ctx_, a.id, {"a", 2});
+  ASSERT_TRUE(eventually([&] { return size_of(a.id) == 2; }));
+
+  auto b = trim_past_while_deaf(schema, theirs, a.id);
+  EXPECT_TRUE(eventually([&] { return size_of(b.id) == 1; }));
+  EXPECT_TRUE(eventually([&] { return size_of(a.id) == 3; }))
+      << "the update it missed was never reconciled";
 }
 
 TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadlineWritingNothing) {

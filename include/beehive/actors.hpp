@@ -94,7 +94,8 @@ using store_writer_request_types =
 /// `transaction_request`), replied to after its commit. Reads are handed to a reader on
 /// the store's read connections: a read sent after a write's reply arrived sees that
 /// write. Subscribers (`subscribe_atom` + an actor) receive a `commit_record` after
-/// every commit that changed something.
+/// every commit that changed something, and one with `lost_through` set when other
+/// processes' changes were trimmed from the change log before this process read them.
 ///
 /// A write from an actor gets the checks the blocking facade makes (UTF-8 text, JSON
 /// text nested at most max_json_depth deep, stored in canonical form, size bounds); an

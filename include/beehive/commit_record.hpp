@@ -5,6 +5,7 @@
 ///
 /// Plain values, copied into each subscriber's message: thread-compatible.
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -52,9 +53,17 @@ struct commit_record {
   std::vector<Ref> wakes;
   /// An edge was removed (it may have been what kept a deletion-pending object).
   bool edges_removed = false;
+  /// When above 0: changes made by other processes at or below this resource version
+  /// may be missing from the records published so far, and will never come. The change
+  /// log was trimmed past what this process had read of it (it was paused, or cut off
+  /// from the database, for longer than the log's retention). A subscriber that knows
+  /// the state only as of a version below this one has to read it afresh: the watch hub
+  /// ends such watches with `errc::watch_too_old`, controllers list their kinds again.
+  std::int64_t lost_through = 0;
 
   bool empty() const {
-    return changes.empty() && events.empty() && wakes.empty() && !edges_removed;
+    return changes.empty() && events.empty() && wakes.empty() && !edges_removed &&
+           lost_through == 0;
   }
   /// Appends `other`, as one transaction made of both.
   void append(commit_record&& other);

@@ -437,6 +437,9 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         auto& st = self->state;
         auto& gk = st.kind->gk;
         const auto& cfg = st.kind->settings;
+        // Other processes' changes this process will never hear of (the change log was
+        // trimmed past what it had read): everything, as a takeover does.
+        if (rec.lost_through > 0 && st.dispatching && !st.draining && leads(self)) start(self);
         for (auto& c : rec.changes) {
           // Rows at or below the start listing's versions were reconciled from it.
           if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)

@@ -51,7 +51,8 @@ bool controller_wants(const GroupKind& gk, const KindSettings& s, const commit_r
   constexpr unsigned counted = object_change::created | object_change::spec |
                                object_change::status | object_change::deletion |
                                object_change::removed;
-  return std::any_of(rec.changes.begin(), rec.changes.end(),
+  return rec.lost_through > 0 ||
+         std::any_of(rec.changes.begin(), rec.changes.end(),
                      [&](const object_change& c) {
                        return wakes_controller(gk, c) || wakes_owner(gk, s, c) || watched(s, c) ||
                               ((c.parts & object_change::removed) && of_kind(c.row.meta, gk)) ||

@@ -61,7 +61,7 @@ void pass(Self self) {
 bool gc_wants(const commit_record& rec) {
   constexpr unsigned unblocking =
       object_change::deletion | object_change::finalizers | object_change::removed;
-  return rec.edges_removed ||
+  return rec.edges_removed || rec.lost_through > 0 ||
          std::any_of(rec.changes.begin(), rec.changes.end(),
                      [](const object_change& c) { return (c.parts & unblocking) != 0; });
 }

@@ -30,10 +30,11 @@ void HubInbox::attach(caf::actor_addr hub) {
 }
 
 void HubInbox::post(const commit_record& rec) {
-  if (rec.changes.empty() && rec.events.empty()) return;
+  if (rec.changes.empty() && rec.events.empty() && rec.lost_through == 0) return;
   caf::actor wake;
   {
     std::lock_guard lk(mu_);
+    batch_.lost_through = std::max(batch_.lost_through, rec.lost_through);
     for (const auto& c : rec.changes) {
       auto [at, fresh] = change_at_.try_emplace(c.row.meta.id, batch_.changes.size());
       if (fresh)

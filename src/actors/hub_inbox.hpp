@@ -42,6 +42,7 @@ struct QueuedChange {
 struct HubBatch {
   std::vector<QueuedChange> changes;  ///< in the order each object first changed
   std::vector<event_run> events;      ///< the newest state of each run, likewise
+  std::int64_t lost_through = 0;      ///< the highest of the records' (commit_record)
 };
 
 class HubInbox {

@@ -121,8 +121,9 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
             auto o = std::move(it->second);
             st.opening.erase(it);
             auto& sub = o.sub;
-            if (outside) {
-              end(id, sub, floor < *sub.resume_from ? errc::watch_too_new : errc::watch_too_old);
+            if (outside || floor < o.lost_through) {
+              end(id, sub,
+                  outside && floor < *sub.resume_from ? errc::watch_too_new : errc::watch_too_old);
               o.ready(id);
               after_opening(self);
               return;
@@ -267,9 +268,35 @@ std::optional<object_change> view(WatchHubState::Sub& s, object_change c) {
   return c;
 }
 
+/// Other processes' changes up to `lost_through` were trimmed from the change log before
+/// this process read them (commit_record::lost_through): the watches whose state is
+/// older end as a resume below the log's horizon does, and a watch still reading its
+/// snapshot ends when the snapshot turns out older too.
+void end_lost(WatchHubState& st, std::int64_t lost_through) {
+  std::size_t ended = 0;
+  for (auto it = st.subs.begin(); it != st.subs.end();) {
+    if (it->second.floor >= lost_through) {
+      ++it;
+      continue;
+    }
+    end(it->first, it->second, errc::watch_too_old);
+    it = st.subs.erase(it);
+    ++ended;
+  }
+  for (auto& [id, o] : st.opening) o.lost_through = std::max(o.lost_through, lost_through);
+  if (ended > 0)
+    st.services.log(
+        LogLevel::warning,
+        "the change log was trimmed past what this process had read of it "
+        "(paused or cut off for longer than its retention): watches that may "
+        "have missed a change end with watch_too_old",
+        {{"watches", std::to_string(ended)}, {"lost_through", std::to_string(lost_through)}});
+}
+
 /// Hands what the inbox held to every subscriber: each blocking or pulled one under one
 /// lock of its stream, with one wake-up. Ends the subscriptions whose streams ended.
 void fan_out(WatchHubState& st, const HubBatch& batch) {
+  if (batch.lost_through > 0) end_lost(st, batch.lost_through);
   for (auto& [id, o] : st.opening)
     for (auto& q : batch.changes)
       if (matches(o.sub, q.change.row)) o.held.push_back(q);

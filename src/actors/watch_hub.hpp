@@ -110,6 +110,7 @@ struct WatchHubState {
     Sub sub;
     std::vector<QueuedChange> held;
     Ready ready;
+    std::int64_t lost_through = 0;  // of the records held (commit_record::lost_through)
   };
   struct OpeningEventSub {
     EventSub sub;

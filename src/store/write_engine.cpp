@@ -96,6 +96,10 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
   if (cfg_.publish) cfg_.publish(rec);
 }
 
+std::int64_t WriteEngine::trim_limit() const {
+  return cfg_.watch_foreign_commits ? seen_rv_ : std::numeric_limits<std::int64_t>::max();
+}
+
 void WriteEngine::publish_foreign_commits() {
   auto& w = *cfg_.writer;
   if (session_) return;  // its transaction would hide them: next time
@@ -114,6 +118,7 @@ void WriteEngine::publish_foreign_commits() {
   std::sort(own_rvs_.begin(), own_rvs_.end());
   auto log = w.changes_since(seen_rv_, {}, {}, own_rvs_);
   commit_record rec;
+  if (log.horizon > seen_rv_) rec.lost_through = log.horizon;
   for (auto& c : log.changes) {
     if (c.parts & kLoggedRequeue) rec.wakes.push_back(c.ref);
     if (!c.row) continue;
@@ -218,6 +223,7 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
     };
   WriteOps ops(*cfg_.writer, cfg_.clock->now(), rec, check ? &checked : nullptr);
   if (batching_) ops.leave_slugs_to_the_database();
+  ops.limit_change_log_trim(trim_limit());
   WriteReply reply;
   std::visit(
       [&](const auto& r) {
@@ -239,8 +245,17 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
   if (std::holds_alternative<collect_request>(op))
     return w.cascade_candidates().empty() && w.collectible().empty();
   if (auto* t = std::get_if<trim_events_request>(&op)) return !t->fallback && t->retention.empty();
-  if (auto* t = std::get_if<trim_change_log_request>(&op))
-    return !w.change_log_cut(t->entries, cfg_.clock->now() - t->max_age);
+  if (auto* t = std::get_if<trim_change_log_request>(&op)) {
+    // What other processes committed and this one has not read yet must not go: read it
+    // first, then trim no further than that.
+    if (cfg_.watch_foreign_commits) {
+      try {
+        publish_foreign_commits();
+      } catch (const std::exception&) {  // trimmed no further than what was read before
+      }
+    }
+    return !w.change_log_cut(t->entries, cfg_.clock->now() - t->max_age, trim_limit());
+  }
   return false;
 }
 

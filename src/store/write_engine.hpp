@@ -180,6 +180,8 @@ class WriteEngine {
 
   /// Publishes what other processes (or another Store on the file) committed since the
   /// last look: one PRAGMA data_version while nothing happened. Not inside a session.
+  /// When the log no longer reaches back to the last look (another process trimmed it
+  /// meanwhile), what it missed is lost: the record says so (`lost_through`).
   void publish_foreign_commits();
 
   /// Rolls the open session back and ends it. `stopped`: stop's deadline did it, and
@@ -212,6 +214,9 @@ class WriteEngine {
                    const WaitingCaller* caller = nullptr);
   void check_size(const WriteOp& op) const;
   bool nothing_to_do(const WriteOp& op);
+  /// The newest entry a change-log trim may remove: the last this engine read (another
+  /// process's commit above it has not been published yet).
+  std::int64_t trim_limit() const;
   /// One attempt at commit_group; `batch`: let the backend learn the writes' outcomes
   /// with the commit (Writer::release_later). False when that failed in a way no write
   /// can be blamed for alone, and nothing was committed: then run it again unbatched.

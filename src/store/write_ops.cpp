@@ -176,7 +176,7 @@ bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id) {
 }
 
 int WriteOps::trim_change_log(const trim_change_log_request& r) {
-  auto cut = w_.change_log_cut(r.entries, now_ - r.max_age);
+  auto cut = w_.change_log_cut(r.entries, now_ - r.max_age, trim_at_most_);
   return cut ? w_.trim_change_log(*cut) : 0;
 }
 

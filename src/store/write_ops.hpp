@@ -9,6 +9,7 @@
 // shared between threads.
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -37,6 +38,9 @@ class WriteOps {
   /// it up first (a round trip on PostgreSQL): for a batched group commit, which runs
   /// again write by write, looking up, when the database refuses a statement.
   void leave_slugs_to_the_database() { slugs_by_constraint_ = true; }
+  /// A change-log trim removes no entry above `at_most`: the engine's subscribers have
+  /// not heard of those yet (see WriteEngine::trim_limit).
+  void limit_change_log_trim(std::int64_t at_most) { trim_at_most_ = at_most; }
 
   /// How each request of requests.hpp applies: one overload per request, replying its
   /// `reply_type`. A request's unset schema version is the kind's current one, which
@@ -148,6 +152,7 @@ class WriteOps {
   const RowCheck* check_;
   bool checked_ = false;
   bool slugs_by_constraint_ = false;
+  std::int64_t trim_at_most_ = std::numeric_limits<std::int64_t>::max();
   std::unordered_set<ObjectID> woken_;  // released targets already woken by this write
 };
 

@@ -62,7 +62,8 @@ void PgWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned part
   later(Q::log_change, std::move(p));
 }
 
-std::optional<std::int64_t> PgWriter::change_log_cut(std::int64_t keep_entries, Time older_than) {
+std::optional<std::int64_t> PgWriter::change_log_cut(std::int64_t keep_entries, Time older_than,
+                                                     std::int64_t at_most) {
   auto r = run(conn_, Q::change_log_first_young, Params().add(to_millis(older_than)));
   if (r.rows() == 0 || r.null(0, 0)) return std::nullopt;  // an empty log
   auto oldest = r.i64(0, 0);
@@ -74,6 +75,7 @@ std::optional<std::int64_t> PgWriter::change_log_cut(std::int64_t keep_entries, 
     if (n.rows() == 0) return std::nullopt;  // fewer entries than that
     cut = std::min(cut, n.i64(0, 0) - 1);
   }
+  cut = std::min(cut, at_most);
   if (cut < oldest) return std::nullopt;
   return cut;
 }

@@ -80,8 +80,8 @@ void SqliteWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned 
   });
 }
 
-std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entries,
-                                                         Time older_than) {
+std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entries, Time older_than,
+                                                         std::int64_t at_most) {
   return guarded([&]() -> std::optional<std::int64_t> {
     // Everything before the first young entry may go by age (cheap: it reads only the
     // old entries, none at all in a busy store)...
@@ -104,6 +104,7 @@ std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entri
       if (!s->executeStep()) return std::nullopt;  // fewer entries than that
       cut = std::min(cut, s->getColumn(0).getInt64() - 1);
     }
+    cut = std::min(cut, at_most);
     if (cut < oldest) return std::nullopt;
     return cut;
   });

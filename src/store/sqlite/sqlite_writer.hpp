@@ -55,7 +55,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void set_labels(ObjectID id, const Labels& labels, std::int64_t rv, Time now) override;
   void log_change(std::int64_t rv, const ObjectMeta& meta, unsigned parts, Time at,
                   const ObjectRow* final_body) override;
-  std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries, Time older_than) override;
+  std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries, Time older_than,
+                                             std::int64_t at_most) override;
   int trim_change_log(std::int64_t cut) override;
 
   EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
