@@ -20,6 +20,7 @@
 #include <thread>
 
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 
 #include <beehive/actors.hpp>
 #include <beehive/postgres.hpp>
@@ -354,8 +355,17 @@ TEST_F(PostgresStore, AProcessTheLogWasTrimmedPastEndsItsWatchesAsTooOld) {
   theirs.update(ctx_, a.id, {"a", 2});  // its connections are open from here on
   auto seen = watch.next_for(5s);
   ASSERT_TRUE(seen && seen->object.spec.size == 2);
+  caf::scoped_actor subscriber{actor_system_of(bh())};
+  caf::anon_send(bh().store_writer(), subscribe_atom::value,
+                 caf::actor_cast<caf::actor>(subscriber));
 
   auto b = trim_past_while_deaf(schema, theirs, a.id);
+  // An actor subscribed to the writer's records is told too.
+  std::int64_t lost_through = 0;
+  for (int i = 0; i < 100 && lost_through == 0; ++i)
+    subscriber->receive([&](const commit_record& r) { lost_through = r.lost_through; },
+                        caf::after(10s) >> [&] { i = 100; });
+  EXPECT_EQ(lost_through, b.resource_version - 1);
   auto until = std::chrono::steady_clock::now() + 10s;
   while (!watch.done() && std::chrono::steady_clock::now() < until) {
     auto ch = watch.next_for(200ms);
