@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <future>
@@ -417,6 +418,42 @@ TEST_F(PostgresStore, ALeaderTheLogWasTrimmedPastReconcilesEveryObjectAgain) {
   EXPECT_TRUE(eventually([&] { return size_of(b.id) == 1; }));
   EXPECT_TRUE(eventually([&] { return size_of(a.id) == 3; }))
       << "the update it missed was never reconciled";
+}
+
+// Two processes writing at once: every write of the other reaches this one's watch,
+// however late its notification arrives. (A commit of this process's that followed
+// the other's, and a look at the log before the notification came, used to skip it.)
+TEST_F(PostgresStore, EveryWriteOfAnotherProcessWritingAtOnceReachesTheWatch) {
+  Widgets mine(bh(), widget_kind);
+  auto watch = mine.watch_list(ctx_);
+  Beehive other(
+      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
+  Widgets theirs(other, widget_kind);
+  constexpr int kWrites = 300, kThreads = 4;
+  std::mutex mu;
+  std::set<ObjectID> foreign;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kWrites; ++i) {
+        auto o = theirs.create({}, {"theirs", i});
+        std::lock_guard g(mu);
+        foreign.insert(o.id);
+      }
+    });
+    threads.emplace_back([&] {
+      for (int i = 0; i < kWrites; ++i) mine.create({}, {"mine", i});
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<ObjectID> seen;
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (!std::includes(seen.begin(), seen.end(), foreign.begin(), foreign.end()) &&
+         std::chrono::steady_clock::now() < until)
+    if (auto ch = watch.next_for(500ms)) seen.insert(ch->object.id);
+  std::size_t missed = 0;
+  for (auto id : foreign) missed += seen.count(id) == 0;
+  EXPECT_EQ(missed, 0u) << "of " << foreign.size() << " writes by the other process";
 }
 
 TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadlineWritingNothing) {

@@ -58,6 +58,11 @@ void PgWriter::begin() {
     else
       last_id_ = r[1].i64(i, 1);
   }
+  // The counters moved since this writer last knew them: another process committed,
+  // maybe too recently for its notification to have arrived. Counted now, so that this
+  // transaction's versions are never taken for all there is up to them.
+  if (rv_ != known_rv_) ++counted_commits_;
+  known_rv_ = rv_;
   if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[2])};
 }
 
@@ -107,6 +112,7 @@ void PgWriter::commit() {
     }
     resolve_lost_commit(e);
   }
+  known_rv_ = rv_;
 }
 
 void PgWriter::resolve_lost_commit(const Error& why) {
@@ -153,7 +159,9 @@ void PgWriter::rollback() {
 bool PgWriter::in_transaction() { return !conn_.lost() && conn_.in_transaction(); }
 
 std::int64_t PgWriter::data_version() {
-  return shared_->foreign_commits.load(std::memory_order_acquire);
+  // The listener hears of other processes' commits a little late; begin() sees the
+  // counters they moved at once.
+  return shared_->foreign_commits.load(std::memory_order_acquire) + counted_commits_;
 }
 
 void PgWriter::set_lock_wait(std::function<bool()> keep_waiting) {

@@ -126,8 +126,10 @@ class PgWriter : public Reading<Writer> {
     std::optional<ObjectRow> row;
   };
   std::optional<Prefetched> prefetched_;
-  std::int64_t token_ = 0;  // of the last transaction begun
-  std::int64_t rv_ = 0;     // the counters as locked at begin, then as allocated
+  std::int64_t token_ = 0;            // of the last transaction begun
+  std::int64_t rv_ = 0;               // the counters as locked at begin, then as allocated
+  std::int64_t known_rv_ = -1;        // the version the counters hold as far as this writer knows
+  std::int64_t counted_commits_ = 0;  // other processes' commits begin() noticed
   std::int64_t last_id_ = 0;
   bool leader_work_ = false;      // the open transaction must be fenced by the lease
   std::int64_t fenced_term_ = 0;  // the term it checked (0: not checked yet)
