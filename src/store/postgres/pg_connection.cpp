@@ -116,7 +116,13 @@ Connection::Connection(std::string conninfo, std::string schema,
       schema_(std::move(schema)),
       connect_timeout_(connect_timeout),
       stall_limit_(stall_limit) {
-  connect();
+  try {
+    connect();
+  } catch (...) {  // the destructor will not run
+    if (conn_) PQfinish(conn_);
+    conn_ = nullptr;
+    throw;
+  }
 }
 
 Connection::~Connection() {
