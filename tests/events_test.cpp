@@ -156,6 +156,42 @@ TEST_F(EventsTest, EventsDoNotMoveTheObjectOrWakeWatchesAndAreKindFolded) {
   EXPECT_ERRC(emit(o.id, "", EventType::Normal, "bad\xff"), errc::invalid_argument);
 }
 
+// Event runs are not in the change log: a process's event watch still sees the runs
+// another process records and extends (on PostgreSQL, a standby's those of the leader's
+// controllers), and its own runs once each.
+TEST_F(EventsTest, EventRunsOfAnotherProcessReachEventWatches) {
+  Widgets mine(*bh_, widget_kind);
+  auto a = mine.create(ctx_, {"a", 1});
+  auto events = mine.watch_events(ctx_, a.id);
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  auto theirs = register_controller<WidgetSpec, WidgetStatus>(
+      other, widget_kind,
+      [](const Context&, ControllerClient<WidgetStatus>&, const Object<WidgetSpec, WidgetStatus>&) {
+        return Result{};
+      });
+  const EventSpec seen{"probe", EventType::Normal, "Seen", "by the other", {}};
+  theirs.record_event(ctx_, a.id, seen);
+  auto first = events.next_for(10s);
+  ASSERT_TRUE(first) << "the other process's run never reached the watch";
+  EXPECT_EQ(first->reason, "Seen");
+  EXPECT_EQ(first->count, 1);
+  theirs.record_event(ctx_, a.id, seen);  // extends the run
+  auto extended = events.next_for(10s);
+  ASSERT_TRUE(extended);
+  EXPECT_EQ(extended->id, first->id);
+  EXPECT_EQ(extended->count, 2);
+  // A run of this process's own, then one more of the other's: each arrives once.
+  emit(a.id, "probe", EventType::Normal, "Mine");
+  theirs.record_event(ctx_, a.id, {"probe", EventType::Normal, "Last", "", {}});
+  std::vector<std::string> reasons;
+  while (reasons.empty() || reasons.back() != "Last") {
+    auto e = events.next_for(10s);
+    if (!e) break;
+    reasons.push_back(e->reason);
+  }
+  EXPECT_EQ(reasons, (std::vector<std::string>{"Mine", "Last"}));
+}
+
 TEST_F(EventsTest, RecordEventComposesInsideWithin) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

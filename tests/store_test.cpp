@@ -22,7 +22,7 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 7);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 8);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
@@ -52,7 +52,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   EXPECT_EQ(kept.conditions[0].type, "Ready");
   EXPECT_EQ(kept.conditions[0].message, "kept too");
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 7);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 8);
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
       1);

@@ -108,6 +108,9 @@ class Reader {
   virtual ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
                                       std::optional<ObjectID> id,
                                       const std::vector<std::int64_t>& skip = {}) = 0;
+  /// The event runs whose last write has a version in (`after`, `through`], oldest
+  /// first: how a process learns of the runs other processes recorded or extended.
+  virtual std::vector<event_run> event_runs_between(std::int64_t after, std::int64_t through) = 0;
 };
 
 /// Thrown by Writer::commit when the transaction certainly did not commit: the database

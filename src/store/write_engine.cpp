@@ -91,8 +91,10 @@ void WriteEngine::committed(SteadyTime since, std::size_t requests) {
 void WriteEngine::publish(const commit_record& rec, bool own) {
   if (own) ++transactions_;
   if (rec.empty()) return;
-  if (own && cfg_.watch_foreign_commits)
+  if (own && cfg_.watch_foreign_commits) {
     for (auto& c : rec.changes) own_rvs_.push_back(c.row.meta.resource_version);
+    for (auto& e : rec.events) own_rvs_.push_back(e.resource_version);
+  }
   if (cfg_.publish) cfg_.publish(rec);
 }
 
@@ -131,6 +133,10 @@ void WriteEngine::publish_foreign_commits() {
     if (c.type == ChangeType::Deleted) rec.edges_removed = true;
     rec.changes.push_back(std::move(change));
   }
+  // Event runs are not logged: the ones other processes wrote since the last look.
+  for (auto& run : w.event_runs_between(seen_rv_, log.head))
+    if (!std::binary_search(own_rvs_.begin(), own_rvs_.end(), run.resource_version))
+      rec.events.push_back(std::move(run));
   seen_rv_ = std::max({seen_rv_, log.head, own_max});
   own_rvs_.clear();
   unpublished_commit_ = false;

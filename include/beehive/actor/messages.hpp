@@ -139,7 +139,8 @@ struct gc_state {
 };
 
 /// The event_log actor's state, for `inspect_atom`. Runs are counted from the commit
-/// records of every event write, whichever way it reached the store.
+/// records of every event write, whichever way it reached the store (other processes'
+/// included, once this process has read them).
 struct event_log_state {
   std::uint64_t runs_started = 0;
   std::uint64_t runs_extended = 0;

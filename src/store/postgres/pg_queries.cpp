@@ -180,6 +180,10 @@ std::string sql_for(Q q) {
              AND ($2::text IS NULL OR category = $2) AND ($3::text IS NULL OR type = $3)
              AND ($4::text IS NULL OR reason = $4) AND ($5::bigint IS NULL OR last_at >= $5)
              ORDER BY last_at DESC, id DESC LIMIT $6)sql";
+    case Q::event_runs_between:
+      return std::string("SELECT ") + event_columns +
+             " FROM events WHERE resource_version > $1 AND resource_version <= $2"
+             " ORDER BY resource_version";
     case Q::current_run:
       return std::string("SELECT ") + event_columns +
              " FROM events WHERE object_id = $1 AND category = $2 ORDER BY id DESC LIMIT 1";

@@ -317,6 +317,13 @@ std::vector<event_run> Reads::event_snapshot(ObjectID id, const detail::EventQue
   });
 }
 
+std::vector<event_run> Reads::event_runs_between(std::int64_t after, std::int64_t through) {
+  auto r = run(c_, Q::event_runs_between, Params().add(after).add(through));
+  std::vector<event_run> out;
+  for (int i = 0; i < r.rows(); ++i) out.push_back(read_event(r, i));
+  return out;
+}
+
 std::optional<Event> Reads::current_run(ObjectID id, const std::string& category) {
   auto r = run(c_, Q::current_run, Params().add(id).add(category));
   if (r.rows() == 0) return std::nullopt;

@@ -39,6 +39,7 @@ class Reads {
   std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q);
   std::optional<Event> current_run(ObjectID id, const std::string& category);
   std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q, std::int64_t& rv);
+  std::vector<event_run> event_runs_between(std::int64_t after, std::int64_t through);
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk, bool unsettled_only);
   std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q, unsigned loads);
   ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
@@ -114,6 +115,9 @@ class Reading : public Interface {
                               std::optional<ObjectID> id,
                               const std::vector<std::int64_t>& skip) override {
     return reads_.changes_since(rv, gk, id, skip);
+  }
+  std::vector<event_run> event_runs_between(std::int64_t after, std::int64_t through) override {
+    return reads_.event_runs_between(after, through);
   }
 
   /// The connection was lost: the pool closes it rather than lending it again.

@@ -128,6 +128,11 @@ CREATE TABLE leadership (
 );
 INSERT INTO leadership (id, holder, term, expires_at) VALUES (1, 0, 0, '-infinity');
 )sql",
+      // 1 -> 2: other processes' event runs are found by the version of their last
+      // write (Reader::event_runs_between).
+      R"sql(
+CREATE INDEX events_by_version ON events (resource_version);
+)sql",
   };
   return m;
 }

@@ -22,9 +22,9 @@
 #include <beehive/sqlite.hpp>
 
 #include "store/backend.hpp"
-#include "store/statement_count.hpp"
 #include "store/sqlite/row_statement.hpp"
 #include "store/sqlite/sqlite_queries.hpp"
+#include "store/statement_count.hpp"
 
 namespace beehive::store {
 
@@ -88,6 +88,7 @@ class Connection {
   std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
                                         std::int64_t& resource_version);
   std::optional<Event> current_run(ObjectID id, const std::string& category);
+  std::vector<event_run> event_runs_between(std::int64_t after, std::int64_t through);
   std::int64_t session() const { return session_; }
 
   SQLite::Database& db() { return db_; }
@@ -112,7 +113,6 @@ class Connection {
   std::unordered_map<std::string, std::unique_ptr<RowStatement>> dynamic_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> plain_;
 };
-
 
 /// Runs `fn`, turning SQLite failures into Error(errc::store) with SQLite's message.
 template <class Fn>

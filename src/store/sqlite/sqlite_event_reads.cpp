@@ -87,6 +87,17 @@ std::vector<event_run> Connection::event_snapshot(ObjectID id, const detail::Eve
   });
 }
 
+std::vector<event_run> Connection::event_runs_between(std::int64_t after, std::int64_t through) {
+  return guarded([&] {
+    auto s = use(Query::event_runs_between);
+    s->bind(1, after);
+    s->bind(2, through);
+    std::vector<event_run> out;
+    while (s->executeStep()) out.push_back(read_event(*s));
+    return out;
+  });
+}
+
 std::optional<Event> Connection::current_run(ObjectID id, const std::string& category) {
   return guarded([&]() -> std::optional<Event> {
     auto s = use(Query::current_run);

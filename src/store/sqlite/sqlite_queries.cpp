@@ -175,6 +175,11 @@ std::string sql_for(Query q) {
              AND (?2 IS NULL OR category = ?2) AND (?3 IS NULL OR type = ?3)
              AND (?4 IS NULL OR reason = ?4) AND (?5 IS NULL OR last_at >= ?5)
              ORDER BY last_at DESC, id DESC LIMIT ?6)sql";
+    case Query::event_runs_between:
+      return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
+             first_at, last_at, resource_version FROM events
+             WHERE resource_version > ?1 AND resource_version <= ?2
+             ORDER BY resource_version)sql";
     case Query::current_run:
       // The run started last (ids only grow), through events_by_run: never by last_at,
       // which a clock stepped back moves behind an older run's.

@@ -45,6 +45,7 @@ enum class Query : int {
   delete_object,
   list_events,
   current_run,
+  event_runs_between,
   insert_event,
   extend_event,
   kinds_with_events,

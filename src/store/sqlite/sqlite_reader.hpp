@@ -76,6 +76,9 @@ class ConnectionReader : public Interface {
                               const std::vector<std::int64_t>& skip) override {
     return watched([&] { return conn_.changes_since(rv, gk, id, skip); });
   }
+  std::vector<event_run> event_runs_between(std::int64_t after, std::int64_t through) override {
+    return watched([&] { return conn_.event_runs_between(after, through); });
+  }
 
   /// A store failure seen on this connection (its file may have gone bad).
   bool failed() const { return failed_; }

@@ -147,6 +147,11 @@ INSERT INTO beehive_meta (key, value)
 -- the objects would cost every write a page for nothing.
 DROP INDEX objects_by_version;
 )sql",
+      // 7 -> 8: other processes' event runs are found by the version of their last
+      // write (Reader::event_runs_between).
+      R"sql(
+CREATE INDEX events_by_version ON events (resource_version);
+)sql",
   };
   return m;
 }
