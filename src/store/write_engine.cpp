@@ -75,6 +75,7 @@ WriteEngine::WriteEngine(WriteEngineConfig cfg) : cfg_(std::move(cfg)) {
   try {
     data_version_ = cfg_.writer->data_version();
     seen_rv_ = cfg_.writer->changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
+    runs_seen_ = seen_rv_;
   } catch (const std::exception&) {  // the first look publishes from the start then
   }
 }
@@ -109,14 +110,16 @@ void WriteEngine::publish_foreign_commits() {
   for (auto rv : own_rvs_) own_max = std::max(own_max, rv);
   auto dv = w.data_version();
   if (dv == data_version_ && !unpublished_commit_) {
-    // Nobody else committed, and every commit of this engine's was published.
+    // Nobody else committed, and every commit of this engine's was published. (Event
+    // runs a failed read left unread keep their own cursor back.)
+    if (runs_seen_ >= seen_rv_) runs_seen_ = std::max(seen_rv_, own_max);
     seen_rv_ = std::max(seen_rv_, own_max);
     own_rvs_.clear();
     return;
   }
-  data_version_ = dv;
   // Through the change log: what changed, removals with their final bodies, and the
-  // requeues asked for by tools (beehive-ctl requeue), each object once.
+  // requeues asked for by tools (beehive-ctl requeue), each object once. (A read that
+  // fails leaves data_version_ as it was: the next look reads again.)
   std::sort(own_rvs_.begin(), own_rvs_.end());
   auto log = w.changes_since(seen_rv_, {}, {}, own_rvs_);
   commit_record rec;
@@ -133,14 +136,20 @@ void WriteEngine::publish_foreign_commits() {
     if (c.type == ChangeType::Deleted) rec.edges_removed = true;
     rec.changes.push_back(std::move(change));
   }
-  // Event runs are not logged: the ones other processes wrote since the last look.
-  for (auto& run : w.event_runs_between(seen_rv_, log.head))
-    if (!std::binary_search(own_rvs_.begin(), own_rvs_.end(), run.resource_version))
-      rec.events.push_back(std::move(run));
-  seen_rv_ = std::max({seen_rv_, log.head, own_max});
+  auto own = std::move(own_rvs_);
   own_rvs_.clear();
+  data_version_ = dv;
+  seen_rv_ = std::max({seen_rv_, log.head, own_max});
   unpublished_commit_ = false;
   publish(rec, false);
+  // Event runs are not logged: the ones other processes wrote since they were last read,
+  // read after the changes went out (no watch of an object waits for them).
+  commit_record runs;
+  for (auto& run : w.event_runs_between(runs_seen_, log.head))
+    if (!std::binary_search(own.begin(), own.end(), run.resource_version))
+      runs.events.push_back(std::move(run));
+  runs_seen_ = log.head;
+  publish(runs, false);
 }
 
 void WriteEngine::undo_savepoint(int sp, const std::string& why) {

@@ -252,6 +252,7 @@ class WriteEngine {
   // last look (those rows need not be published again).
   std::int64_t data_version_ = 0;
   std::int64_t seen_rv_ = 0;
+  std::int64_t runs_seen_ = 0;  // event runs (not logged) up to this version were published
   std::vector<std::int64_t> own_rvs_;
   // A commit of this engine's may have landed unpublished (OutcomeUnknown): the next
   // look reads the log whatever data_version says.
