@@ -47,19 +47,19 @@ void run_on_create(BeehiveCore& rt, const OptionSet& s, const Context& ctx) {
 }  // namespace
 
 ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.core()), gk_(std::move(gk)) {
-  require_utf8(gk_.group, "group");
-  require_utf8(gk_.kind, "kind");
+  require_text(gk_.group, "group");
+  require_text(gk_.kind, "kind");
 }
 
 namespace {
 void check_text(const OptionSet& s) {
-  if (s.slug) require_utf8(*s.slug, "slug");
-  for (auto& f : s.finalizers) require_utf8(f, "finalizer");
+  if (s.slug) require_text(*s.slug, "slug");
+  for (auto& f : s.finalizers) require_text(f, "finalizer");
 }
 /// Event filters are text like any other: refused when not UTF-8, as writes are.
 void check_query(const EventQuery& q) {
-  if (q.category) require_utf8(*q.category, "event category");
-  if (q.reason) require_utf8(*q.reason, "event reason");
+  if (q.category) require_text(*q.category, "event category");
+  if (q.reason) require_text(*q.reason, "event reason");
 }
 /// Runs `f` on a reader that gives up when `ctx` ends (on PostgreSQL a read can wait: for
 /// another session's lock, a busy server, one that does not answer); a read given up
@@ -105,7 +105,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   if (s.slug)
     throw Error(errc::conflicting_option, "create_or_update takes its slug as an argument");
   check_text(s);
-  require_utf8(slug, "slug");
+  require_text(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
@@ -143,7 +143,7 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   auto s = OptionSet::from(opts);
   if (s.slug) throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
   check_text(s);
-  require_utf8(slug, "slug");
+  require_text(slug, "slug");
   auto r = rt_->write(ctx,
                       get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers,
                                             s.owner, rt_->spec_version(gk_), s.labels},
@@ -222,7 +222,7 @@ ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const
 }
 
 ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const {
-  require_utf8(slug, "slug");
+  require_text(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   auto row =
@@ -274,7 +274,7 @@ void ClientCore::remove(const Context& ctx, ObjectID id, const std::vector<Optio
 }
 
 void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const {
-  require_utf8(slug, "slug");
+  require_text(slug, "slug");
   rt_->write(ctx, remove_by_slug_request{gk_, std::string(slug)}, {});
 }
 
@@ -299,7 +299,7 @@ std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
 
 std::optional<Event> ClientCore::current_run(const Context& ctx, ObjectID id,
                                              std::string_view category) const {
-  require_utf8(category, "event category");
+  require_text(category, "event category");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx)) {

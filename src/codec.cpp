@@ -122,13 +122,15 @@ nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, b
   }
 }
 
-void require_utf8(std::string_view text, std::string_view what) {
+void require_text(std::string_view text, std::string_view what) {
   // Walks the bytes by the UTF-8 rules (no overlongs, no surrogates, <= U+10FFFF).
   auto bad = [&] { throw Error(errc::invalid_argument, std::string(what) + " is not UTF-8"); };
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* end = p + text.size();
   while (p < end) {
     unsigned c = *p++;
+    if (c == 0)
+      throw Error(errc::invalid_argument, std::string(what) + " contains a NUL character");
     int more = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
     if (more < 0 || end - p < more) bad();
     unsigned cp = more == 0 ? c : more == 1 ? (c & 0x1F) : more == 2 ? (c & 0x0F) : (c & 0x07);

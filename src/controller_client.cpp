@@ -70,7 +70,7 @@ void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
                                          const Condition& c) const {
-  for (auto* text : {&c.type, &c.reason, &c.message}) require_utf8(*text, "condition text");
+  for (auto* text : {&c.type, &c.reason, &c.message}) require_text(*text, "condition text");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
   if (auto row = read_committed(*rt_, ctx, gk_, id))
     for (const auto& existing : row->meta.conditions)
@@ -80,26 +80,26 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
 }
 
 void ControllerClientCore::record_event(const Context& ctx, ObjectID id, const EventSpec& e) const {
-  for (auto* text : {&e.category, &e.reason, &e.message}) require_utf8(*text, "event text");
+  for (auto* text : {&e.category, &e.reason, &e.message}) require_text(*text, "event text");
   require_storable(e.detail, "event detail");  // before the request copies it (recursively)
   rt_->write(ctx, record_event_request{gk_, id, e}, {});
 }
 
 void ControllerClientCore::remove_condition(const Context& ctx, ObjectID id,
                                             std::string_view type) const {
-  require_utf8(type, "condition type");
+  require_text(type, "condition type");
   rt_->write(ctx, remove_condition_request{gk_, id, std::string(type)}, {});
 }
 
 void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
                                             std::string_view finalizer) const {
-  require_utf8(finalizer, "finalizer");
+  require_text(finalizer, "finalizer");
   rt_->write(ctx, remove_finalizer_request{gk_, id, std::string(finalizer)}, {});
 }
 
 void ControllerClientCore::add_finalizer(const Context& ctx, ObjectID id,
                                          std::string_view finalizer) const {
-  require_utf8(finalizer, "finalizer");
+  require_text(finalizer, "finalizer");
   if (finalizer.empty()) throw Error(errc::invalid_argument, "a finalizer needs a name");
   if (auto row = read_committed(*rt_, ctx, gk_, id); row && !row->meta.deletion_requested_at)
     for (const auto& f : row->meta.finalizers)
@@ -184,8 +184,8 @@ void report_terminal(const ControllerClientCore& core, const Context& ctx, const
 
 std::shared_ptr<BeehiveCore> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
                                            const std::vector<Option>& opts) {
-  require_utf8(gk.group, "group");
-  require_utf8(gk.kind, "kind");
+  require_text(gk.group, "group");
+  require_text(gk.kind, "kind");
   // Every pass goes through here, on the worker's thread: its context names the object
   // (ControllerClient::log), a terminal error is reported, and at debug each pass is logged.
   auto pass = [fn = std::move(fn)](const Context& ctx, const ControllerClientCore& core,

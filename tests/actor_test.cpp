@@ -454,6 +454,8 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
                    "512");
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), bad}),
               errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), std::string("n\0ul", 4)}),
+              errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), {}, {bad}}),
               errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{bad_kind, spec("b", 1)}), errc::invalid_argument);
@@ -633,8 +635,8 @@ TEST_F(ActorTest, ACrashedSchedulerIsRestartedWithEveryActorThatHoldsIt) {
   // Its restart group: the scheduler, the controllers, the gc and the event log.
   ASSERT_TRUE(eventually([&] {
     auto c = bh_->controller(widget_kind);
-    return bh_->scheduler() != old_scheduler && c && *c != old_controller &&
-           bh_->gc() != old_gc && bh_->event_log() != old_log;
+    return bh_->scheduler() != old_scheduler && c && *c != old_controller && bh_->gc() != old_gc &&
+           bh_->event_log() != old_log;
   }));
   // The new controller lists the kind again; its failed pass is retried on the new
   // scheduler's timers as the clock moves.

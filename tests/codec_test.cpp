@@ -154,6 +154,23 @@ TEST_F(CodecTest, TextThatIsNotUtf8IsRejectedBeforeAnythingIsWritten) {
   EXPECT_EQ(w.get_by_slug(ctx_, "\xf0\x9f\x90\x9d \xc3\xa9").id, ok.id);
 }
 
+// PostgreSQL's text cannot hold a NUL character: libpq would cut the text there, so a slug
+// "a\0b" was stored as "a". Both backends refuse it, and a spec carries one escaped.
+TEST_F(CodecTest, TextWithANulCharacterIsRefusedAndASpecKeepsIt) {
+  Widgets w(bh(), widget_kind);
+  const std::string nul("a\0b", 3);
+  EXPECT_ERRC_WITH(w.create(ctx_, {"a", 1}, with_slug(nul)), errc::invalid_argument, "NUL");
+  EXPECT_ERRC(w.create(ctx_, {"a", 1}, with_finalizers({nul})), errc::invalid_argument);
+  EXPECT_ERRC(w.create_or_update(ctx_, nul, {"a", 1}), errc::invalid_argument);
+  EXPECT_ERRC(w.get_or_create(ctx_, nul, {"a", 1}), errc::invalid_argument);
+  EXPECT_ERRC(w.get_by_slug(ctx_, nul), errc::invalid_argument);
+  EXPECT_ERRC((Widgets(bh(), {"acme.com", nul})), errc::invalid_argument);
+  EXPECT_TRUE(w.list(ctx_).empty());
+  EXPECT_ERRC(w.get_by_slug(ctx_, "a"), errc::not_found);
+  auto o = w.create(ctx_, {nul, 1});
+  EXPECT_EQ(w.get(ctx_, o.id).spec.color, nul);
+}
+
 TEST_F(CodecTest, ASpecNestedTooDeepIsInvalidArgumentBeforeAnythingRecursesOverIt) {
   // 100,000 levels overflowed the stack of the code that prints a value (SIGSEGV).
   Client<Json, Json> c(bh(), widget_kind);

@@ -159,6 +159,22 @@ TEST_F(StatusTest, ConditionTextMustBeUtf8) {
   EXPECT_TRUE(widgets().get(ctx_, o.id).conditions.empty());
 }
 
+TEST_F(StatusTest, ConditionEventAndFinalizerTextMayNotHoldANulCharacter) {
+  auto o = widgets().create(ctx_, {"a", 1});
+  const std::string nul("a\0b", 3);
+  EXPECT_ERRC(cc_->set_condition(ctx_, o.id, {"Ready", ConditionStatus::True, "r", nul}),
+              errc::invalid_argument);
+  EXPECT_ERRC(cc_->set_condition(ctx_, o.id, {nul, ConditionStatus::True}), errc::invalid_argument);
+  EXPECT_ERRC(cc_->record_event(ctx_, o.id, {.reason = "r", .message = nul}),
+              errc::invalid_argument);
+  EXPECT_ERRC(cc_->add_finalizer(ctx_, o.id, nul), errc::invalid_argument);
+  auto got = widgets().get(ctx_, o.id);
+  EXPECT_TRUE(got.conditions.empty());
+  EXPECT_TRUE(got.finalizers.empty());
+  EXPECT_EQ(got.resource_version, o.resource_version);
+  EXPECT_TRUE(widgets().list_events(ctx_, o.id).empty());
+}
+
 TEST_F(StatusTest, LivenessConditionsReadUnknownAfterARestartUntilReconfirmed) {
   auto o = widgets().create(ctx_, {"a", 1});
   Condition live{"Connected", ConditionStatus::True, "Dialed", "", true};

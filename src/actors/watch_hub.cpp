@@ -154,7 +154,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
 std::optional<caf::error> refuse_text(std::initializer_list<const std::string*> texts) {
   try {
     for (auto* t : texts)
-      if (t) require_utf8(*t, "text");
+      if (t) require_text(*t, "text");
   } catch (const Error& e) {
     return make_error(e.value(), e.message());
   }

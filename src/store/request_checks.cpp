@@ -15,32 +15,32 @@ using detail::dump_json;
 using detail::parse_json;
 using detail::require_json_text;
 using detail::require_storable;
-using detail::require_utf8;
+using detail::require_text;
 
 void check_kind(const GroupKind& gk) {
-  require_utf8(gk.group, "group");
-  require_utf8(gk.kind, "kind");
+  require_text(gk.group, "group");
+  require_text(gk.kind, "kind");
 }
 
-void check_text(const std::string& text, std::string_view what) { require_utf8(text, what); }
+void check_text(const std::string& text, std::string_view what) { require_text(text, what); }
 
 void check_text(const std::optional<std::string>& text, std::string_view what) {
-  if (text) require_utf8(*text, what);
+  if (text) require_text(*text, what);
 }
 
 void check_condition(const Condition& c) {
-  for (auto* text : {&c.type, &c.reason, &c.message}) require_utf8(*text, "condition text");
+  for (auto* text : {&c.type, &c.reason, &c.message}) require_text(*text, "condition text");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
 }
 
 void check_event(const EventSpec& e) {
-  for (auto* text : {&e.category, &e.reason, &e.message}) require_utf8(*text, "event text");
+  for (auto* text : {&e.category, &e.reason, &e.message}) require_text(*text, "event text");
   require_storable(e.detail, "event detail");
 }
 
 void check_filter(const EventFilter& f) {
-  if (f.category) require_utf8(*f.category, "event category");
-  if (f.reason) require_utf8(*f.reason, "event reason");
+  if (f.category) require_text(*f.category, "event category");
+  if (f.reason) require_text(*f.reason, "event reason");
 }
 
 void make_canonical_json(std::string& text, std::string_view what) {

@@ -62,8 +62,9 @@ bool json_text_within_depth(std::string_view text) noexcept;
 /// Throws invalid_argument naming `what` unless `text` is one JSON value, nested at most
 /// max_json_depth deep (JSON text a caller hands over as is, e.g. an actor's spec).
 void require_json_text(std::string_view text, std::string_view what);
-/// Throws Error(errc::invalid_argument) naming `what` unless `text` is valid UTF-8.
-void require_utf8(std::string_view text, std::string_view what);
+/// Throws Error(errc::invalid_argument) naming `what` unless `text` is valid UTF-8
+/// without a NUL character (PostgreSQL's text cannot hold one, so neither backend takes it).
+void require_text(std::string_view text, std::string_view what);
 /// Rethrows the current exception of a user conversion as an Error with `code`.
 [[noreturn]] void rethrow_as(errc code, std::string_view what);
 

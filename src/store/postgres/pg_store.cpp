@@ -40,7 +40,7 @@ void check(const postgres::Options& o) {
         "postgres: schema name longer than 63 bytes (PostgreSQL would truncate it): " + o.schema);
   if (o.schema.find('\0') != std::string::npos)
     throw Error(errc::invalid_argument, "postgres: schema name holds a NUL byte");
-  beehive::detail::require_utf8(o.schema, "postgres: the schema name");
+  beehive::detail::require_text(o.schema, "postgres: the schema name");
   if (o.connect_timeout.count() <= 0)
     throw Error(errc::invalid_argument, "postgres: connect_timeout must be positive (got " +
                                             std::to_string(o.connect_timeout.count()) + " ms)");
