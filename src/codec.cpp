@@ -69,7 +69,9 @@ bool json_text_within_depth(std::string_view text) noexcept { return within_dept
 
 void require_json_text(std::string_view text, std::string_view what) {
   if (!within_depth(text)) throw Error(errc::invalid_argument, std::string(what) + too_deep);
-  if (!nlohmann::json::accept(text))  // checks without building the value
+  // accept() takes a NUL after the value for the end of the text; JSON has no NUL outside
+  // a string's escapes, and PostgreSQL's text would cut it off.
+  if (text.find('\0') != std::string_view::npos || !nlohmann::json::accept(text))
     throw Error(errc::invalid_argument, std::string(what) + " is not JSON text");
 }
 

@@ -450,6 +450,8 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   // Writes: text that is not UTF-8, specs and statuses that are not JSON text or nest
   // deeper than 512 levels, details that JSON cannot hold.
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, "not json"}), errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, std::string("{}\0", 3)}),
+              errc::invalid_argument);  // JSON text has no NUL, not even after the value
   EXPECT_ERRC_WITH(ask<ObjectRow>(w, create_request{widget_kind, deep}), errc::invalid_argument,
                    "512");
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), bad}),
@@ -466,6 +468,9 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   EXPECT_ERRC(ask<get_or_create_reply>(w, get_or_create_request{widget_kind, "g", deep}),
               errc::invalid_argument);
   EXPECT_ERRC(ask<bool>(w, remove_by_slug_request{widget_kind, bad}), errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1,
+                                                      std::string(R"({"ready":true})") + '\0'}),
+              errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, "[nope"}),
               errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, 1, deep}),
