@@ -8,6 +8,7 @@
 #include "beehive_core.hpp"
 #include "context_internal.hpp"
 #include "continue_token.hpp"
+#include "names.hpp"
 #include "options_internal.hpp"
 #include "store/label_selector.hpp"
 
@@ -47,13 +48,13 @@ void run_on_create(BeehiveCore& rt, const OptionSet& s, const Context& ctx) {
 }  // namespace
 
 ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.core()), gk_(std::move(gk)) {
-  require_text(gk_.group, "group");
-  require_text(gk_.kind, "kind");
+  require_name(gk_.group, "group");
+  require_name(gk_.kind, "kind");
 }
 
 namespace {
 void check_text(const OptionSet& s) {
-  if (s.slug) require_text(*s.slug, "slug");
+  if (s.slug) require_name(*s.slug, "slug");
   for (auto& f : s.finalizers) require_text(f, "finalizer");
 }
 /// Event filters are text like any other: refused when not UTF-8, as writes are.
@@ -105,7 +106,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   if (s.slug)
     throw Error(errc::conflicting_option, "create_or_update takes its slug as an argument");
   check_text(s);
-  require_text(slug, "slug");
+  require_name(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
@@ -143,7 +144,7 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   auto s = OptionSet::from(opts);
   if (s.slug) throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
   check_text(s);
-  require_text(slug, "slug");
+  require_name(slug, "slug");
   auto r = rt_->write(ctx,
                       get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers,
                                             s.owner, rt_->spec_version(gk_), s.labels},
@@ -222,7 +223,7 @@ ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const
 }
 
 ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const {
-  require_text(slug, "slug");
+  require_name(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   auto row =
@@ -274,7 +275,7 @@ void ClientCore::remove(const Context& ctx, ObjectID id, const std::vector<Optio
 }
 
 void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const {
-  require_text(slug, "slug");
+  require_name(slug, "slug");
   rt_->write(ctx, remove_by_slug_request{gk_, std::string(slug)}, {});
 }
 

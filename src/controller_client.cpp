@@ -6,6 +6,7 @@
 
 #include "beehive_core.hpp"
 #include "context_internal.hpp"
+#include "names.hpp"
 #include "options_internal.hpp"
 
 namespace beehive::detail {
@@ -70,7 +71,8 @@ void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
                                          const Condition& c) const {
-  for (auto* text : {&c.type, &c.reason, &c.message}) require_text(*text, "condition text");
+  for (auto* text : {&c.reason, &c.message}) require_text(*text, "condition text");
+  require_name(c.type, "condition type");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
   if (auto row = read_committed(*rt_, ctx, gk_, id))
     for (const auto& existing : row->meta.conditions)
@@ -80,14 +82,15 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
 }
 
 void ControllerClientCore::record_event(const Context& ctx, ObjectID id, const EventSpec& e) const {
-  for (auto* text : {&e.category, &e.reason, &e.message}) require_text(*text, "event text");
+  for (auto* text : {&e.reason, &e.message}) require_text(*text, "event text");
+  require_name(e.category, "event category");
   require_storable(e.detail, "event detail");  // before the request copies it (recursively)
   rt_->write(ctx, record_event_request{gk_, id, e}, {});
 }
 
 void ControllerClientCore::remove_condition(const Context& ctx, ObjectID id,
                                             std::string_view type) const {
-  require_text(type, "condition type");
+  require_name(type, "condition type");
   rt_->write(ctx, remove_condition_request{gk_, id, std::string(type)}, {});
 }
 
@@ -184,8 +187,8 @@ void report_terminal(const ControllerClientCore& core, const Context& ctx, const
 
 std::shared_ptr<BeehiveCore> register_kind(Beehive& bh, const GroupKind& gk, ReconcileFn fn,
                                            const std::vector<Option>& opts) {
-  require_text(gk.group, "group");
-  require_text(gk.kind, "kind");
+  require_name(gk.group, "group");
+  require_name(gk.kind, "kind");
   // Every pass goes through here, on the worker's thread: its context names the object
   // (ControllerClient::log), a terminal error is reported, and at debug each pass is logged.
   auto pass = [fn = std::move(fn)](const Context& ctx, const ControllerClientCore& core,

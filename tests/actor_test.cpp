@@ -461,6 +461,8 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), {}, {bad}}),
               errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{bad_kind, spec("b", 1)}), errc::invalid_argument);
+  EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), std::string(513, 's')}),
+              errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, update_request{widget_kind, o.meta.id, R"({"size":)"}),
               errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, create_or_update_request{widget_kind, bad, spec("b", 1)}),

@@ -175,6 +175,20 @@ TEST_F(StatusTest, ConditionEventAndFinalizerTextMayNotHoldANulCharacter) {
   EXPECT_TRUE(widgets().list_events(ctx_, o.id).empty());
 }
 
+TEST_F(StatusTest, ConditionTypesAndEventCategoriesHoldAtMost512Bytes) {
+  auto o = widgets().create(ctx_, {"a", 1});
+  const std::string longest(512, 'c'), over(513, 'c');
+  EXPECT_ERRC(cc_->set_condition(ctx_, o.id, {over, ConditionStatus::True}),
+              errc::invalid_argument);
+  EXPECT_ERRC(cc_->record_event(ctx_, o.id, {.category = over, .reason = "r"}),
+              errc::invalid_argument);
+  EXPECT_EQ(widgets().get(ctx_, o.id).resource_version, o.resource_version);
+  cc_->set_condition(ctx_, o.id, {longest, ConditionStatus::True});
+  cc_->record_event(ctx_, o.id, {.category = longest, .reason = "r"});
+  EXPECT_EQ(widgets().get(ctx_, o.id).conditions.at(0).type, longest);
+  EXPECT_EQ(widgets().list_events(ctx_, o.id).at(0).category, longest);
+}
+
 TEST_F(StatusTest, LivenessConditionsReadUnknownAfterARestartUntilReconfirmed) {
   auto o = widgets().create(ctx_, {"a", 1});
   Condition live{"Connected", ConditionStatus::True, "Dialed", "", true};

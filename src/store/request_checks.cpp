@@ -9,6 +9,8 @@
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 
+#include "names.hpp"
+
 namespace beehive::store {
 
 using detail::dump_json;
@@ -18,8 +20,8 @@ using detail::require_storable;
 using detail::require_text;
 
 void check_kind(const GroupKind& gk) {
-  require_text(gk.group, "group");
-  require_text(gk.kind, "kind");
+  require_name(gk.group, "group");
+  require_name(gk.kind, "kind");
 }
 
 void check_text(const std::string& text, std::string_view what) { require_text(text, what); }
@@ -28,13 +30,21 @@ void check_text(const std::optional<std::string>& text, std::string_view what) {
   if (text) require_text(*text, what);
 }
 
+void check_name(const std::string& name, std::string_view what) { require_name(name, what); }
+
+void check_name(const std::optional<std::string>& name, std::string_view what) {
+  if (name) require_name(*name, what);
+}
+
 void check_condition(const Condition& c) {
-  for (auto* text : {&c.type, &c.reason, &c.message}) require_text(*text, "condition text");
+  for (auto* text : {&c.reason, &c.message}) require_text(*text, "condition text");
+  require_name(c.type, "condition type");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
 }
 
 void check_event(const EventSpec& e) {
-  for (auto* text : {&e.category, &e.reason, &e.message}) require_text(*text, "event text");
+  for (auto* text : {&e.reason, &e.message}) require_text(*text, "event text");
+  require_name(e.category, "event category");
   require_storable(e.detail, "event detail");
 }
 

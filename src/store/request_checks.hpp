@@ -28,19 +28,22 @@ namespace beehive::store {
 void check_kind(const GroupKind& gk);
 void check_text(const std::string& text, std::string_view what);
 void check_text(const std::optional<std::string>& text, std::string_view what);
+/// The same for a name: at most max_name_bytes (names.hpp).
+void check_name(const std::string& name, std::string_view what);
+void check_name(const std::optional<std::string>& name, std::string_view what);
 void check_condition(const Condition& c);
 void check_event(const EventSpec& e);
 void check_filter(const EventFilter& f);
 
 /// Throws Error(errc::invalid_argument) for a request the facade would have refused.
 /// The checks follow the request's fields, so that a new request is checked like the
-/// others without a line here: a kind, slugs and finalizers must be UTF-8, a spec or
-/// status JSON text nested at most max_json_depth deep, a condition or event as the
-/// facade takes them, an event filter's text UTF-8.
+/// others without a line here: a kind, slugs and finalizers must be text (a kind and a
+/// slug at most max_name_bytes), a spec or status JSON text nested at most max_json_depth
+/// deep, a condition or event as the facade takes them, an event filter's text UTF-8.
 template <class Request>
 void check_request(const Request& r) {
   if constexpr (requires { r.gk; }) check_kind(r.gk);
-  if constexpr (requires { r.slug; }) check_text(r.slug, "slug");
+  if constexpr (requires { r.slug; }) check_name(r.slug, "slug");
   if constexpr (requires { r.finalizers; })
     for (auto& f : r.finalizers) check_text(f, "finalizer");
   if constexpr (requires { r.finalizer; }) check_text(r.finalizer, "finalizer");
@@ -50,7 +53,7 @@ void check_request(const Request& r) {
   if constexpr (requires {
                   { r.type } -> std::convertible_to<std::string_view>;
                 })
-    check_text(r.type, "condition type");
+    check_name(r.type, "condition type");
   if constexpr (requires { r.event; }) check_event(r.event);
   if constexpr (requires { r.filter; }) check_filter(r.filter);
 }
