@@ -9,7 +9,8 @@
 //                      single-row INSERTs committed one by one from one connection
 //                      (conns:8: eight connections doing the same, for context;
 //                      BM_PgRawBatch: 8-row transactions in one round trip each, the
-//                      ceiling of a group commit of 8)
+//                      ceiling of a group commit of 8; BM_PgRawSplitBatch: the same rows in
+//                      flight as concurrent commits on several connections)
 //   BM_PgWatchLatency  a forked process updates through beehive while this one watches
 //                      (watch_list): update called -> change delivered /
 //                      BM_PgRawUpdateNotify: the forked process runs BEGIN, UPDATE, NOTIFY,
@@ -503,6 +504,54 @@ void BM_PgRawBatch(benchmark::State& state) {
   state.counters["fsync"] = Server::get().fsync() ? 1 : 0;
 }
 
+// `rows` rows in flight split over `conns` connections, each committing batches of
+// rows/conns rows in one round trip with the rows beehive writes, but nothing that
+// serialises the commits (no lock held through them, versions from a sequence, no NOTIFY,
+// which PostgreSQL serialises itself): what a group commit with several groups in flight
+// at once could reach at best with 8 blocking callers (rows:8).
+void BM_PgRawSplitBatch(benchmark::State& state) {
+  const int conns = static_cast<int>(state.range(0));
+  const int per = static_cast<int>(state.range(1)) / conns;
+  RawTable t(0);
+  {
+    Pg c(conninfo(), t.schema.name);
+    c.exec("CREATE SEQUENCE bench_versions");
+  }
+  std::vector<std::unique_ptr<Pg>> cs;
+  for (int i = 0; i < conns; ++i) {
+    auto c = std::make_unique<Pg>(conninfo(), t.schema.name);
+    c->prepare("begin", "BEGIN");
+    c->prepare("ins", kRawInsert);
+    c->prepare("log", R"(INSERT INTO change_log (resource_version, object_id, "group", kind, parts,
+                      at) VALUES ($1, $1, 'bench.io', 'Item', 1, $2))");
+    c->prepare("seq", "SELECT nextval('bench_versions')");
+    c->prepare("commit", "COMMIT");
+    cs.push_back(std::move(c));
+  }
+  const std::string spec = spec_text(3);
+  std::atomic<std::int64_t> next_id{0};
+  std::int64_t rows = 0;
+  double timed = 0;
+  for (auto _ : state) {
+    const double s = timed_threads(conns, [&](int thread, int) {
+      std::vector<std::pair<const char*, std::vector<std::string>>> st{{"begin", {}}, {"seq", {}}};
+      for (int i = 0; i < per; ++i) {
+        auto id = std::to_string(++next_id);
+        auto now = std::to_string(now_millis());
+        st.push_back({"ins", {id, spec, now}});
+        st.push_back({"log", {id, now}});
+      }
+      st.push_back({"commit", {}});
+      cs[thread]->pipeline(st);
+    });
+    state.SetIterationTime(s);
+    timed += s;
+    rows += conns * kPerThread * per;
+  }
+  state.counters["rows/s"] = static_cast<double>(rows) / timed;
+  state.counters["fsync"] = Server::get().fsync() ? 1 : 0;
+}
+
 void BM_PgGroupCommit(benchmark::State& state) {
   const int callers = static_cast<int>(state.range(0));
   Hive h(1);  // the writer's statements are prepared
@@ -778,6 +827,14 @@ BENCHMARK(BM_PgRawBatch)
     ->Arg(1)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PgRawSplitBatch)
+    ->ArgNames({"conns", "rows"})
+    ->Args({1, 8})
+    ->Args({2, 8})
+    ->Args({4, 8})
+    ->Args({2, 16})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PgRawNotify)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PgRawUpdateNotify)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PgWatchLatency)->UseManualTime()->Unit(benchmark::kMicrosecond);

@@ -395,6 +395,13 @@ PG_PAIRS = [
      "perfect group commit)", "BM_PgRawBatch/shape:0", "BM_PgRawCommit/conns:1", "rate", None),
     ("8 callers creating / raw 8-row batches with beehive's statements (context: its "
      "ceiling)", "BM_PgGroupCommit/callers:8", "BM_PgRawBatch/shape:1", "rate", None),
+    ("raw, 8 rows in flight as 2 concurrent 4-row commits / as one 8-row commit (context: "
+     "groups in flight at once)", "BM_PgRawSplitBatch/conns:2/rows:8",
+     "BM_PgRawSplitBatch/conns:1/rows:8", "rate", None),
+    ("raw, 8 rows in flight as 4 concurrent 2-row commits / as one 8-row commit (context)",
+     "BM_PgRawSplitBatch/conns:4/rows:8", "BM_PgRawSplitBatch/conns:1/rows:8", "rate", None),
+    ("raw, 16 rows in flight as 2 concurrent 8-row commits / 8 rows as one (context)",
+     "BM_PgRawSplitBatch/conns:2/rows:16", "BM_PgRawSplitBatch/conns:1/rows:8", "rate", None),
     ("1 caller creating / raw single-row commits, 1 connection (context)",
      "BM_PgGroupCommit/callers:1", "BM_PgRawCommit/conns:1", "rate", None),
     ("watch in another process: update called -> delivered / raw BEGIN, UPDATE, NOTIFY, "
