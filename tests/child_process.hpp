@@ -77,6 +77,15 @@ class ChildProcess {
   void signal(int sig) {
     if (pid_ > 0) ::kill(pid_, sig);
   }
+  /// Sends SIGSTOP and returns once every thread of it has stopped.
+  void pause() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGSTOP);
+    int st = 0;
+    while (::waitpid(pid_, &st, WUNTRACED) == pid_ && !WIFSTOPPED(st)) {
+    }
+  }
+  pid_t pid() const { return pid_; }
   void kill(int sig) {
     if (pid_ <= 0) return;
     ::kill(pid_, sig);

@@ -40,10 +40,12 @@ constexpr auto lease = 1000ms;
 
 /// A node process on the test's schema.
 std::unique_ptr<ChildProcess> node(const std::string& schema, bool verbose = false,
-                                   std::chrono::milliseconds its_lease = lease) {
+                                   std::chrono::milliseconds its_lease = lease,
+                                   bool resync = true) {
   std::vector<std::string> args{std::getenv("BEEHIVE_TEST_PG"), schema,
                                 std::to_string(its_lease.count())};
   if (verbose) args.push_back("verbose");
+  if (!resync) args.push_back("no-resync");
   return std::make_unique<ChildProcess>(BEEHIVE_HA_NODE, args);
 }
 
@@ -361,6 +363,39 @@ TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndSteps
   b->write_line("quit");
   EXPECT_EQ(a->wait(), 0);
   EXPECT_EQ(b->wait(), 0);
+}
+
+// A process paused (SIGSTOP) while the change log was trimmed past what it had read can
+// never deliver the changes it missed. Once resumed, its watches end with watch_too_old
+// instead of going on without them, and its controller (it leads) reconciles what
+// changed meanwhile, though it has no resync to fall back on.
+TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcilesAgain) {
+  auto a = node(schema(), false, 10s, /*resync=*/false);
+  ASSERT_EQ(a->read_line(), "leader");
+  auto o = client_->create({}, {1, 0});
+  ASSERT_TRUE(all_reconciled(*client_, {{o.id, 1}}, 30s));
+  a->write_line("watch");
+  const auto seen_o = "seen " + std::to_string(o.id);
+  ASSERT_TRUE(read_until(*a, seen_o + " 1"));
+
+  a->pause();  // idle: no transaction of its own is open
+  client_->update({}, o.id, {2, 0});
+  auto p = client_->create({}, {1, 0});
+  // The leader's GC would trim by age or count; the test trims at once what a has not read.
+  const auto cut = std::to_string(p.resource_version - 1);
+  query_test_store(path_, "DELETE FROM change_log WHERE resource_version <= " + cut);
+  query_test_store(path_,
+                   "UPDATE beehive_meta SET value = " + cut + " WHERE key = 'change_log_horizon'");
+  a->signal(SIGCONT);
+
+  std::vector<std::string> said;
+  ASSERT_TRUE(
+      read_until(*a, "watch ended " + make_error_code(errc::watch_too_old).message(), &said));
+  for (const auto& line : said) EXPECT_NE(line, seen_o + " 2") << "a change it cannot have read";
+  ASSERT_TRUE(all_reconciled(*client_, {{o.id, 2}, {p.id, 1}}, 30s));
+  for (const auto& obj : client_->list({})) EXPECT_EQ(obj.status->pid, a->pid());
+  a->write_line("quit");
+  EXPECT_EQ(a->wait(), 0);
 }
 
 TEST_F(HaTest, ARequeueOnAStandbyIsReconciledByTheLeader) {
