@@ -830,8 +830,11 @@ TEST_F(PostgresStore, ProcessesOpeningOneNewSchemaAtOnceAllGetItWithSessionsOfTh
 }
 
 // Options PostgreSQL would misread are refused before anything is created: a schema name
-// it would truncate to another's (63 bytes at most), and a connect timeout of zero
-// (libpq's "for ever", which would fail every connection here).
+// it would truncate to another's (63 bytes at most), a connect timeout of zero (libpq's
+// "for ever", which would fail every connection here) or too large for a deadline, and
+// a lease the server cannot enforce as the writer's lock and idle-transaction timeouts
+// (0 is "none" to it, and it takes at most INT_MAX ms). A lease under 300 ms is refused
+// too: leadership raised it to 300 ms while the writer's timeouts used it as given.
 TEST_F(PostgresStore, OptionsPostgresWouldMisreadAreInvalidArguments) {
   const char* db = std::getenv("BEEHIVE_TEST_PG");
   auto base = test_schema_for(dir_.file("long.db"));
@@ -842,6 +845,16 @@ TEST_F(PostgresStore, OptionsPostgresWouldMisreadAreInvalidArguments) {
   EXPECT_ERRC(postgres::open(db, {.schema = base, .connect_timeout = 0ms}), errc::invalid_argument);
   EXPECT_ERRC(postgres::open(db, {.schema = base, .connect_timeout = -5ms}),
               errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = base, .lease = 0ms}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = base, .lease = -1ms}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = base, .lease = 299ms}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = base, .lease = std::chrono::hours(24 * 30)}),
+              errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = base, .lease = std::chrono::milliseconds::max()}),
+              errc::invalid_argument);
+  EXPECT_ERRC(
+      postgres::open(db, {.schema = base, .connect_timeout = std::chrono::milliseconds::max()}),
+      errc::invalid_argument);
   EXPECT_EQ(query_test_store(dir_.file("long.db"),
                              "SELECT count(*) FROM pg_namespace WHERE nspname LIKE '" + base + "%'")
                 .at(0)

@@ -18,7 +18,7 @@ Campaign::Campaign(std::string conninfo, std::string schema,
     : conninfo_(std::move(conninfo)),
       schema_(std::move(schema)),
       connect_timeout_(connect_timeout),
-      lease_(std::max(lease, std::chrono::milliseconds(300))),
+      lease_(lease),
       session_(session),
       shared_(std::move(shared)),
       changed_(std::move(changed)) {

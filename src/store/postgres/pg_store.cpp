@@ -9,6 +9,7 @@
 
 #include <libpq-fe.h>
 
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,9 +31,14 @@ namespace beehive::store::pg {
 namespace {
 
 /// Refuses options PostgreSQL would misread: a schema name it would truncate (two long
-/// names would then share one control plane) or cut at a NUL, and a connect timeout
-/// that leaves no time to connect (libpq's 0 means "for ever"; ours would fail at once).
+/// names would then share one control plane) or cut at a NUL, a connect timeout that
+/// leaves no time to connect (libpq's 0 means "for ever"; ours would fail at once), and
+/// a lease the server cannot enforce: it is the writer's lock and idle-transaction
+/// timeout, which PostgreSQL reads 0 as "none" and takes up to INT_MAX milliseconds.
+/// Below 300 ms a renewal every third of it would leave no room for a round trip.
 void check(const postgres::Options& o) {
+  using std::chrono::milliseconds;
+  constexpr milliseconds longest{std::numeric_limits<std::int32_t>::max()}, shortest_lease{300};
   if (o.schema.empty()) throw Error(errc::invalid_argument, "postgres: empty schema name");
   if (o.schema.size() > 63)
     throw Error(
@@ -41,9 +47,14 @@ void check(const postgres::Options& o) {
   if (o.schema.find('\0') != std::string::npos)
     throw Error(errc::invalid_argument, "postgres: schema name holds a NUL byte");
   beehive::detail::require_text(o.schema, "postgres: the schema name");
-  if (o.connect_timeout.count() <= 0)
-    throw Error(errc::invalid_argument, "postgres: connect_timeout must be positive (got " +
-                                            std::to_string(o.connect_timeout.count()) + " ms)");
+  if (o.connect_timeout.count() <= 0 || o.connect_timeout > longest)
+    throw Error(errc::invalid_argument,
+                "postgres: connect_timeout must be positive and at most 2147483647 ms (got " +
+                    std::to_string(o.connect_timeout.count()) + " ms)");
+  if (o.lease < shortest_lease || o.lease > longest)
+    throw Error(errc::invalid_argument,
+                "postgres: lease must be at least 300 ms and at most 2147483647 ms (got " +
+                    std::to_string(o.lease.count()) + " ms)");
 }
 
 class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
