@@ -246,7 +246,8 @@ class ForeignLock {
  public:
   explicit ForeignLock(const std::filesystem::path& db)
       : child_(BEEHIVE_LOCK_HOLDER, {db.string()}) {
-    if (child_.read_line() != "locked") throw std::runtime_error("lock_holder did not take the lock");
+    if (child_.read_line() != "locked")
+      throw std::runtime_error("lock_holder did not take the lock");
   }
 
   /// Commits and lets go; true when the process did so and exited cleanly.
@@ -315,6 +316,31 @@ TEST_F(FaultTest, AForeignLockHeldPastTheBusyTimeoutFailsTheWriteWithStore) {
   EXPECT_FALSE(has_slug("blocked"));
   w.create(ctx_, {"blocked", 1}, with_slug("blocked"));
   EXPECT_TRUE(has_slug("blocked"));
+}
+
+// SQLite takes the busy timeout as an int of milliseconds. A longer one was cast to
+// garbage for readers and overflowed the writer's own wait into none, so a caller asking
+// to wait for ever (milliseconds::max()) failed at once with "database is locked". Out
+// of that range is refused before the file is touched; the longest allowed waits.
+TEST_F(FaultTest, ABusyTimeoutOutsideSqlitesRangeIsRefusedAndTheLongestWaits) {
+  const auto file = dir_.file("beehive.db");
+  EXPECT_ERRC(sqlite::open(file, {.busy_timeout = -1ms}), errc::invalid_argument);
+  EXPECT_ERRC(sqlite::open(file, {.busy_timeout = std::chrono::milliseconds::max()}),
+              errc::invalid_argument);
+  EXPECT_ERRC(sqlite::open(file, {.busy_timeout = 2147483648ms}), errc::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(file)) << "a refused open created the file";
+
+  open({.busy_timeout = 2147483647ms});
+  auto w = widgets();
+  w.create(ctx_, {"x", 1});
+  ForeignLock lock(file);
+  auto waited = std::async(std::launch::async, [w]() mutable {
+    return w.create(Context{}, {"waited", 2}).id;
+  });
+  EXPECT_EQ(waited.wait_for(300ms), std::future_status::timeout) << "it did not wait";
+  ASSERT_TRUE(lock.release());
+  ASSERT_EQ(waited.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(w.get(ctx_, waited.get()).spec.color, "waited");
 }
 
 // --- a full disk -------------------------------------------------------------------------

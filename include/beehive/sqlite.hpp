@@ -32,7 +32,9 @@ struct Options {
   /// How long a connection waits for a lock held by another process. Default: 5 s.
   /// A write waits no longer than its caller's context either: when that ends first
   /// the call throws deadline_exceeded (or cancelled) and nothing of it is written;
-  /// past the busy timeout it throws `errc::store` ("database is locked").
+  /// past the busy timeout it throws `errc::store` ("database is locked"). 0 to
+  /// 2 147 483 647 ms (SQLite's limit, about 24.8 days); outside that, `open` throws
+  /// `errc::invalid_argument`.
   std::chrono::milliseconds busy_timeout{5000};
 };
 

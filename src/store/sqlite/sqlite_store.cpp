@@ -7,7 +7,10 @@
 // open_writer() when a writer starts. The other members only read what the constructor
 // set, and are safe on any thread.
 
+#include <cstdint>
+#include <limits>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <beehive/errors.hpp>
@@ -73,6 +76,12 @@ class SqliteStore : public Backend {
 namespace beehive::sqlite {
 
 std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) {
+  // SQLite takes the timeout as an int of milliseconds; beyond it the cast was garbage
+  // (readers got a negative timeout: none) and the writer's own wait overflowed into none.
+  if (options.busy_timeout.count() < 0 ||
+      options.busy_timeout.count() > std::numeric_limits<std::int32_t>::max())
+    throw Error(errc::invalid_argument, "sqlite: busy_timeout must be 0 to 2147483647 ms (got " +
+                                            std::to_string(options.busy_timeout.count()) + " ms)");
   store::create_private(file);
   try {
     return std::make_shared<store::SqliteStore>(file, options);
