@@ -383,9 +383,9 @@ TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcile
   auto p = client_->create({}, {1, 0});
   // The leader's GC would trim by age or count; the test trims at once what a has not read.
   const auto cut = std::to_string(p.resource_version - 1);
-  query_test_store(path_, "DELETE FROM change_log WHERE resource_version <= " + cut);
-  query_test_store(path_,
-                   "UPDATE beehive_meta SET value = " + cut + " WHERE key = 'change_log_horizon'");
+  write_test_store(path_, "DELETE FROM change_log WHERE resource_version <= " + cut +
+                              "; UPDATE beehive_meta SET value = " + cut +
+                              " WHERE key = 'change_log_horizon'");
   a->signal(SIGCONT);
 
   std::vector<std::string> said;

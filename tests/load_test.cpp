@@ -1,8 +1,6 @@
 // Load options: relations attached to reads, batched on list, and not_loaded when a
-// read did not ask. Edges and events are written straight into the file here; their
-// write paths are tested with the features that write them.
-
-#include <SQLiteCpp/SQLiteCpp.h>
+// read did not ask. Edges and events are written straight into the store's tables here
+// (on either backend); their write paths are tested with the features that write them.
 
 #include "fixture.hpp"
 
@@ -11,26 +9,18 @@ namespace {
 
 class LoadTest : public BeehiveTest {
  protected:
-  void exec(const std::string& sql) {
-    SQLite::Database db(db_path().string(), SQLite::OPEN_READWRITE);
-    db.exec(sql);
-  }
   void edge(ObjectID from, const char* rel, ObjectID to) {
-    exec("INSERT INTO refs (from_id, relation, to_id) VALUES (" + std::to_string(from) + ", '" +
-         rel + "', " + std::to_string(to) + ")");
+    write_test_store(db_path(), "INSERT INTO refs (from_id, relation, to_id) VALUES (" +
+                                    std::to_string(from) + ", '" + rel + "', " +
+                                    std::to_string(to) + ")");
   }
   void event(ObjectID id, const std::string& category, const std::string& reason, int at) {
-    SQLite::Database db(db_path().string(), SQLite::OPEN_READWRITE);
-    SQLite::Statement s(db,
-                        "INSERT INTO events (object_id, category, type, reason, message, detail, "
-                        "count, first_at, last_at) VALUES (?, ?, 'Normal', ?, 'm', ?, 1, ?, ?)");
-    s.bind(1, id);
-    s.bind(2, category);
-    s.bind(3, reason);
-    s.bind(4, nlohmann::json{{"n", at}}.dump());
-    s.bind(5, at);
-    s.bind(6, at);
-    s.exec();
+    const auto n = std::to_string(at);
+    write_test_store(db_path(),
+                     "INSERT INTO events (object_id, category, type, reason, message, detail, "
+                     "count, first_at, last_at) VALUES (" +
+                         std::to_string(id) + ", '" + category + "', 'Normal', '" + reason +
+                         "', 'm', '{\"n\":" + n + "}', 1, " + n + ", " + n + ")");
   }
 };
 

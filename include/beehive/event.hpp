@@ -29,7 +29,7 @@ const char* to_string(EventType t) noexcept;
 EventType event_type_from_string(const std::string& s);
 
 struct EventSpec {
-  std::string category;  ///< an independent timeline; "" is the default one
+  std::string category{};  ///< an independent timeline; "" is the default one
   EventType type = EventType::Normal;
   std::string reason{};     ///< machine-readable token; part of the run key
   std::string message{};    ///< human-readable; sampled, not keyed

@@ -105,11 +105,17 @@ std::shared_ptr<Store> open_test_store(const std::filesystem::path& db_path,
   return postgres::open(conninfo(), {.schema = schema});
 }
 
-std::vector<std::vector<std::string>> query_test_store(const std::filesystem::path& db_path,
-                                                       const std::string& sql) {
+namespace {
+
+std::vector<std::vector<std::string>> run_on_test_store(const std::filesystem::path& db_path,
+                                                        const std::string& sql, bool writes) {
   std::vector<std::vector<std::string>> rows;
   if (!test_backend_is_postgres()) {
-    SQLite::Database db(db_path.string(), SQLite::OPEN_READONLY);
+    SQLite::Database db(db_path.string(), writes ? SQLite::OPEN_READWRITE : SQLite::OPEN_READONLY);
+    if (writes) {
+      db.exec(sql);
+      return rows;
+    }
     SQLite::Statement q(db, sql);
     while (q.executeStep()) {
       auto& row = rows.emplace_back();
@@ -128,8 +134,10 @@ std::vector<std::vector<std::string>> query_test_store(const std::filesystem::pa
     PQclear(set);
     if (error.empty()) {
       PGresult* r = PQexec(conn, sql.c_str());
-      if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+      const auto status = PQresultStatus(r);
+      if (status != PGRES_TUPLES_OK && !(writes && status == PGRES_COMMAND_OK)) {
         error = PQresultErrorMessage(r);
+        if (error.empty()) error = "returns no rows (write_test_store runs writes)";
       } else {
         for (int i = 0; i < PQntuples(r); ++i) {
           auto& row = rows.emplace_back();
@@ -142,6 +150,17 @@ std::vector<std::vector<std::string>> query_test_store(const std::filesystem::pa
   PQfinish(conn);
   if (!error.empty()) throw std::runtime_error(sql + ": " + error);
   return rows;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> query_test_store(const std::filesystem::path& db_path,
+                                                       const std::string& sql) {
+  return run_on_test_store(db_path, sql, false);
+}
+
+void write_test_store(const std::filesystem::path& db_path, const std::string& sql) {
+  run_on_test_store(db_path, sql, true);
 }
 
 void drop_test_schemas_under(const std::filesystem::path& dir) noexcept {

@@ -43,6 +43,10 @@ std::string test_schema_for(const std::filesystem::path& db_path);
 std::vector<std::vector<std::string>> query_test_store(const std::filesystem::path& db_path,
                                                        const std::string& sql);
 
+/// Runs `sql` (statements that write, separated by ';') on the store's tables, as
+/// query_test_store reads them: for rows a test plants or removes behind the API's back.
+void write_test_store(const std::filesystem::path& db_path, const std::string& sql);
+
 /// Drops the schemas of every path under `dir` (TempDir's destructor calls it; a no-op
 /// under SQLite). Never throws: a failed drop is reported on stderr.
 void drop_test_schemas_under(const std::filesystem::path& dir) noexcept;
