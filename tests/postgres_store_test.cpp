@@ -895,6 +895,55 @@ TEST_F(PostgresStore, ASchemaNamedInAnyLanguageServesWritesAndOtherProcessesWatc
   run_sql(schema, "DROP SCHEMA \"" + schema + "\" CASCADE");
 }
 
+/// Runs one statement on the test database outside any transaction (CREATE DATABASE).
+void run_admin_sql(const std::string& sql) {
+  PGconn* c = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
+  ASSERT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  PGresult* r = PQexec(c, sql.c_str());
+  EXPECT_EQ(PQresultStatus(r), PGRES_COMMAND_OK) << sql << ": " << PQresultErrorMessage(r);
+  PQclear(r);
+  PQfinish(c);
+}
+
+// Text is stored as the UTF-8 beehive was given, whatever client encoding the conninfo
+// (or PGCLIENTENCODING) names: PostgreSQL must not re-encode it, or every other client
+// of the database reads something else. A database whose encoding cannot hold every
+// character is refused when opened, not at the first write of a character it lacks; one
+// that stores bytes as given (SQL_ASCII) serves.
+TEST_F(PostgresStore,
+       TextIsStoredAsUtf8WhateverTheClientEncodingAndOnlyADatabaseThatHoldsItServes) {
+  const std::string db = std::getenv("BEEHIVE_TEST_PG");
+  const auto path = dir_.file("encoding.db");
+  const std::string text = "\xe6\x97\xa5\xe6\x9c\xac \xe2\x9c\x93 \xc3\xa9";  // "日本 ✓ é"
+  {
+    Beehive bh(postgres::open(db + " client_encoding=LATIN1", {.schema = test_schema_for(path)}));
+    Widgets w(bh, widget_kind);
+    w.create(ctx_, {text, 1}, with_slug(text));
+    EXPECT_EQ(w.get_by_slug(ctx_, text).spec.color, text);
+  }
+  auto stored = query_test_store(path, "SELECT slug, spec FROM objects");
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0][0], text) << "re-encoded on the way in";
+  EXPECT_EQ(nlohmann::json::parse(stored[0][1]).at("color"), text);
+
+  const auto other = "beehive_encoding_" + std::to_string(::getpid());
+  for (const std::string encoding : {"LATIN1", "SQL_ASCII"}) {
+    SCOPED_TRACE(encoding);
+    run_admin_sql("CREATE DATABASE " + other + " ENCODING '" + encoding +
+                  "' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+    const auto conninfo = db + " dbname=" + other;
+    if (encoding == "LATIN1") {
+      EXPECT_ERRC_WITH(postgres::open(conninfo), errc::store, "LATIN1");
+    } else {
+      Beehive bh(postgres::open(conninfo));
+      Widgets w(bh, widget_kind);
+      w.create(ctx_, {text, 1}, with_slug(text));
+      EXPECT_EQ(w.get_by_slug(ctx_, text).spec.color, text);
+    }
+    run_admin_sql("DROP DATABASE " + other + " WITH (FORCE)");
+  }
+}
+
 TEST_F(PostgresStore, ASchemaNameThatIsNotUtf8IsAnInvalidArgument) {
   EXPECT_ERRC(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
                              {.schema = test_schema_for(dir_.file("bad.db")) + "\xff"}),

@@ -161,6 +161,11 @@ void Connection::connect() {
   }
   keys.push_back("dbname");
   values.push_back(conninfo_.c_str());
+  // After `conninfo`, so that it wins: text goes in and out as the UTF-8 beehive checked.
+  // Another client encoding (the conninfo's, PGCLIENTENCODING's) would have the server
+  // re-encode it, storing something else than every other client reads.
+  keys.push_back("client_encoding");
+  values.push_back("UTF8");
   keys.push_back(nullptr);
   values.push_back(nullptr);
   // Connected without blocking, so that the timeout holds to the millisecond (libpq's

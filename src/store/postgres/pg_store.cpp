@@ -57,6 +57,17 @@ void check(const postgres::Options& o) {
                     std::to_string(o.lease.count()) + " ms)");
 }
 
+/// The database must hold any UTF-8 text as given: in another encoding the server would
+/// refuse the first character it lacks (errc::store on some writes only).
+void require_utf8_database(Connection& c) {
+  const char* encoding = PQparameterStatus(c.raw(), "server_encoding");
+  const std::string e = encoding ? encoding : "";
+  if (e != "UTF8" && e != "SQL_ASCII")
+    throw Error(errc::store, "postgres: the database's encoding is " + e +
+                                 ": beehive stores UTF-8 text and needs a UTF8 database (or "
+                                 "SQL_ASCII, which keeps bytes as given)");
+}
+
 class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
  public:
   PgStore(std::string conninfo, postgres::Options opts)
@@ -64,6 +75,7 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
     check(opts_);
     if (opts_.connections < 1) opts_.connections = 1;
     Connection anchor(conninfo_, opts_.schema, opts_.connect_timeout);
+    require_utf8_database(anchor);
     session_ = pg_schema::migrate_and_open_session(anchor);
     auto* raw = anchor.raw();
     std::string host = PQhost(raw) ? PQhost(raw) : "", port = PQport(raw) ? PQport(raw) : "";
