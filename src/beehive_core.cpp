@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -177,17 +178,24 @@ std::function<void(const Context&)> BeehiveCore::start(const Context& ctx) {
     if (auto rt = weak.lock()) return rt->reconcile_once(kind, id);
     return Outcome{Outcome::cancelled, {}, "beehive gone"};
   };
+  std::optional<std::string> failed;
   {
     caf::scoped_actor self{*sys_, true};
-    self->request(root_, caf::infinite, std::move(plan)).receive([](bool) {}, [](caf::error&) {});
+    self->request(root_, caf::infinite, std::move(plan))
+        .receive([](bool) {},
+                 [&failed](caf::error& err) {
+                   failed = error_message(err);
+                   if (failed->empty()) failed = caf::to_string(err);
+                 });
   }
   state_ = State::running;
-  if (ctx.done()) {  // a start cancelled half-way leaves nothing running
+  if (ctx.done() || failed) {  // a start cancelled or failed half-way leaves nothing running
     lk.unlock();
     try {
       stop(Context{});
     } catch (...) {
     }
+    if (failed) throw Error(errc::stopped, "the beehive could not start: " + *failed);
     ctx.throw_if_done();
   }
   return [weak](const Context& stop_ctx) {

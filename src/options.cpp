@@ -69,6 +69,11 @@ Option with_event_retention(int per_object, std::chrono::milliseconds max_age) {
   return Option([=](OptionSet& s) { s.event_retention.emplace(per_object, max_age); });
 }
 Option with_concurrency(int workers) {
+  // Each worker is a thread: tens of thousands would exhaust the process's threads.
+  if (workers > max_concurrency)
+    throw Error(errc::invalid_argument, "with_concurrency: at most " +
+                                            std::to_string(max_concurrency) + " workers (got " +
+                                            std::to_string(workers) + ")");
   return Option([workers](OptionSet& s) { s.concurrency = workers < 1 ? 1 : workers; });
 }
 Option with_clock(std::shared_ptr<Clock> clock) {

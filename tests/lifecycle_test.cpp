@@ -1,9 +1,11 @@
 // Registration and lifecycle: start, stop, drain, store_in_use.
 
+#include <filesystem>
 #include <future>
 
 #include <beehive/actors.hpp>
 
+#include "actors/spawn_faults.hpp"  // private: the thread a start cannot get
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -53,6 +55,39 @@ TEST_F(LifecycleTest, CancelledStartContextAbortsStart) {
   EXPECT_EQ(recorder_->count(o.id), 0);
   start();  // a later start works
   EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+}
+
+std::size_t threads_of_this_process() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] auto& t : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Each reconcile worker is a thread. A start the system refuses one (a process at its
+// thread limit; injected here after two of four) failed to notice: it returned as if
+// started, with no controller running. It now fails saying why, the workers that did
+// spawn end, the store is not held (another beehive starts on it), and this beehive is
+// stopped.
+TEST_F(LifecycleTest, AStartThatCannotSpawnAWorkerFailsAndLeavesNothingRunning) {
+  register_widgets(with_concurrency(4));
+  auto o = widgets().create(ctx_, {"a", 1});
+  const auto threads = threads_of_this_process();
+  detail::faults::worker_spawns_before_failure = 2;
+  EXPECT_ERRC_WITH(bh_->start(ctx_), errc::stopped, "worker thread");
+  EXPECT_EQ(detail::faults::worker_spawns_before_failure.load(), -1);
+  EXPECT_TRUE(eventually([&] { return threads_of_this_process() <= threads; }))
+      << threads_of_this_process() << " threads, " << threads << " before the start";
+  EXPECT_ERRC(bh_->start(ctx_), errc::stopped);
+  EXPECT_EQ(recorder_->count(o.id), 0);
+
+  Beehive other(store_);
+  auto other_recorder = std::make_shared<Recorder>();
+  register_controller<WidgetSpec, WidgetStatus>(
+      other, widget_kind,
+      [r = other_recorder](auto& ctx, auto& cc, auto& obj) { return (*r)(ctx, cc, obj); });
+  auto stop_other = other.start(ctx_);
+  EXPECT_TRUE(eventually([&] { return other_recorder->count(o.id) == 1; }));
+  stop_other(ctx_);
 }
 
 TEST_F(LifecycleTest, ClientsWorkBeforeStart) {
@@ -240,7 +275,7 @@ TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAReconcileHoldsAWithinBlockOp
   auto f = outcome.get_future();
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   EXPECT_NE(f.get(), std::error_code{});  // the block did not commit
-  bh_.reset();  // waits for the reconcile
+  bh_.reset();                            // waits for the reconcile
   store_.reset();
   stop_ = nullptr;
   auto reopened_store = open_test_store(dir_.file("beehive.db"));

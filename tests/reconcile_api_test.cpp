@@ -3,6 +3,7 @@
 // generations and transition times, and create_or_update's create options. Time moves
 // only through the manual clock.
 
+#include <limits>
 #include <set>
 
 #include <SQLiteCpp/SQLiteCpp.h>
@@ -151,6 +152,14 @@ TEST_F(ReconcileApiTest, BackoffJitterStaysWithinItsFractionOfTheStep) {
     seen.insert(at);
   }
   EXPECT_GT(seen.size(), 1u);  // twelve equal draws out of 4001 ms: not jitter
+}
+
+// Each worker is a thread: with_concurrency(INT_MAX) tried to spawn threads until the
+// system refused one.
+TEST_F(ReconcileApiTest, MoreWorkersThanMaxConcurrencyIsAnInvalidArgument) {
+  EXPECT_ERRC(with_concurrency(max_concurrency + 1), errc::invalid_argument);
+  EXPECT_ERRC(with_concurrency(std::numeric_limits<int>::max()), errc::invalid_argument);
+  EXPECT_NO_THROW(with_concurrency(max_concurrency));
 }
 
 TEST_F(ReconcileApiTest, BadBackoffAndRateLimitValuesAreInvalidArguments) {

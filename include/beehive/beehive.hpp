@@ -87,6 +87,8 @@ class Beehive {
   /// reconciled once. Throws already_started when running, stopped after a stop,
   /// store_in_use when another running beehive in this process uses the same database,
   /// and cancelled / deadline_exceeded when `ctx` ends first (nothing is left running).
+  /// Should the system refuse a thread it needs (each reconcile worker is one), it
+  /// throws stopped, saying why: nothing is left running, and the beehive is stopped.
   Stop start(const Context& ctx);
   Beehive(const Beehive&) = delete;
   Beehive& operator=(const Beehive&) = delete;

@@ -128,7 +128,11 @@ Option with_migrator(std::shared_ptr<Migrator> m);
 /// Beehive or register_controller: keep the newest `per_object` runs per (object,
 /// category) and, if `max_age` is positive, none older than it.
 Option with_event_retention(int per_object, std::chrono::milliseconds max_age);
-/// register_controller: reconcile workers for the kind; below 1 means 1.
+/// The most reconcile workers one kind may have (each is a thread).
+inline constexpr int max_concurrency = 1024;
+/// register_controller: reconcile workers for the kind; below 1 means 1, above
+/// max_concurrency is `invalid_argument`. Each worker is a thread: should the system
+/// refuse one, `Beehive::start` fails with `errc::stopped` and leaves nothing running.
 Option with_concurrency(int workers);
 /// Beehive: where time comes from: what is stored and shown. Timers (backoff,
 /// requeue_after, resync) run on the steady clock, or on this clock when it is a

@@ -1,7 +1,9 @@
 #include "actors/root.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <string>
+#include <system_error>
 
 #include <caf/actor_cast.hpp>
 #include <caf/exit_reason.hpp>
@@ -11,6 +13,7 @@
 #include "actors/gc.hpp"
 #include "actors/reader.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/spawn_faults.hpp"
 
 namespace beehive::detail {
 
@@ -126,7 +129,11 @@ caf::actor spawn_controller(Self self, const std::shared_ptr<KindEntry>& entry) 
   auto& st = self->state;
   std::vector<caf::actor> workers;
   for (int i = 0; i < entry->settings.concurrency; ++i) {
-    // Detached: reconcile may block.
+    auto& fault = detail::faults::worker_spawns_before_failure;
+    if (fault.load() >= 0 && fault.fetch_sub(1) == 0)
+      throw std::system_error(EAGAIN, std::generic_category(), "worker thread (injected)");
+    // Detached: reconcile may block. Should the system refuse its thread, those spawned
+    // before end as their handles go (nothing else holds them yet).
     auto w = self->spawn<caf::detached>(detail::worker, entry, st.cfg->services);
     self->monitor(w);
     workers.push_back(w);
@@ -143,8 +150,12 @@ caf::actor spawn_controller(Self self, const std::shared_ptr<KindEntry>& entry) 
 
 Periodic periodic(Self self) {
   auto& st = self->state;
-  return {caf::actor_cast<store_writer_actor>(st.writer), st.scheduler, st.cfg->services.timers,
-          st.cfg->cadence, st.cfg->services.logger, st.cfg->services.backend};
+  return {caf::actor_cast<store_writer_actor>(st.writer),
+          st.scheduler,
+          st.cfg->services.timers,
+          st.cfg->cadence,
+          st.cfg->services.logger,
+          st.cfg->services.backend};
 }
 
 caf::actor spawn_gc(Self self) {
@@ -467,7 +478,13 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
         st.kinds = std::move(plan.kinds);
         st.retention = std::move(plan.retention);
         st.cfg->services.reconcile = std::move(plan.reconcile);
-        spawn_scheduler_group(self);
+        try {
+          spawn_scheduler_group(self);
+        } catch (const std::exception& e) {
+          // Typically a thread the system refused (each reconcile worker is one): the
+          // caller stops what did spawn and fails its start.
+          return make_error(errc::stopped, std::string("cannot spawn the actors: ") + e.what());
+        }
         auto rp = self->make_response_promise<bool>();
         after_writer_caught_up(self, [rp]() mutable { rp.deliver(true); });
         return rp;

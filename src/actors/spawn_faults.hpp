@@ -1,0 +1,15 @@
+#pragma once
+
+// Fault injection for the tests of a start that cannot spawn its actors: each reconcile
+// worker is a thread, and a process at its thread limit refuses one (std::system_error,
+// as std::thread does). Off unless a test arms it; never armed by the library.
+
+#include <atomic>
+
+namespace beehive::detail::faults {
+
+/// While at 0 or above: that many more reconcile workers spawn, then the next one fails
+/// (and it goes back to -1, off).
+inline std::atomic<int> worker_spawns_before_failure{-1};
+
+}  // namespace beehive::detail::faults
