@@ -433,6 +433,22 @@ double timed_threads(int threads, Write write) {
   return seconds_since(t0);
 }
 
+// Times `commit(thread)` kPerThread times on each of `threads` threads at once, each call
+// committing `rows_per_call` rows; reports rows/s.
+template <class Commit>
+void time_raw_commits(benchmark::State& state, int threads, int rows_per_call, Commit commit) {
+  std::int64_t rows = 0;
+  double timed = 0;
+  for (auto _ : state) {
+    const double s = timed_threads(threads, [&](int thread, int) { commit(thread); });
+    state.SetIterationTime(s);
+    timed += s;
+    rows += std::int64_t{threads} * kPerThread * rows_per_call;
+  }
+  state.counters["rows/s"] = static_cast<double>(rows) / timed;
+  state.counters["fsync"] = Server::get().fsync() ? 1 : 0;
+}
+
 // Single-row INSERTs, each committed on its own (autocommit: one round trip per row),
 // from `conns` connections at once.
 void BM_PgRawCommit(benchmark::State& state) {
@@ -445,19 +461,10 @@ void BM_PgRawCommit(benchmark::State& state) {
   }
   const std::string spec = spec_text(3);
   std::atomic<std::int64_t> next_id{0};
-  std::int64_t rows = 0;
-  double timed = 0;
-  for (auto _ : state) {
-    const double s = timed_threads(conns, [&](int thread, int) {
-      PQclear(
-          cs[thread]->run("ins", {std::to_string(++next_id), spec, std::to_string(now_millis())}));
-    });
-    state.SetIterationTime(s);
-    timed += s;
-    rows += conns * kPerThread;
-  }
-  state.counters["rows/s"] = static_cast<double>(rows) / timed;
-  state.counters["fsync"] = Server::get().fsync() ? 1 : 0;
+  time_raw_commits(state, conns, 1, [&](int thread) {
+    PQclear(
+        cs[thread]->run("ins", {std::to_string(++next_id), spec, std::to_string(now_millis())}));
+  });
 }
 
 // Batches of 8 rows, each one transaction sent in one round trip: what a perfect group
@@ -530,26 +537,17 @@ void BM_PgRawSplitBatch(benchmark::State& state) {
   }
   const std::string spec = spec_text(3);
   std::atomic<std::int64_t> next_id{0};
-  std::int64_t rows = 0;
-  double timed = 0;
-  for (auto _ : state) {
-    const double s = timed_threads(conns, [&](int thread, int) {
-      std::vector<std::pair<const char*, std::vector<std::string>>> st{{"begin", {}}, {"seq", {}}};
-      for (int i = 0; i < per; ++i) {
-        auto id = std::to_string(++next_id);
-        auto now = std::to_string(now_millis());
-        st.push_back({"ins", {id, spec, now}});
-        st.push_back({"log", {id, now}});
-      }
-      st.push_back({"commit", {}});
-      cs[thread]->pipeline(st);
-    });
-    state.SetIterationTime(s);
-    timed += s;
-    rows += conns * kPerThread * per;
-  }
-  state.counters["rows/s"] = static_cast<double>(rows) / timed;
-  state.counters["fsync"] = Server::get().fsync() ? 1 : 0;
+  time_raw_commits(state, conns, per, [&](int thread) {
+    std::vector<std::pair<const char*, std::vector<std::string>>> st{{"begin", {}}, {"seq", {}}};
+    for (int i = 0; i < per; ++i) {
+      auto id = std::to_string(++next_id);
+      auto now = std::to_string(now_millis());
+      st.push_back({"ins", {id, spec, now}});
+      st.push_back({"log", {id, now}});
+    }
+    st.push_back({"commit", {}});
+    cs[thread]->pipeline(st);
+  });
 }
 
 void BM_PgGroupCommit(benchmark::State& state) {
