@@ -222,6 +222,21 @@ TEST(ChangeLog, TheGcTrimsToTheRetentionAndOlderPositionsAreTooOld) {
   EXPECT_EQ(next(ok).object.spec.size, 6);
 }
 
+// An age bound of centuries (milliseconds::max(), the usual "for ever") with no count
+// bound keeps the whole log: `now - max_age` overflowed into an arbitrary time.
+TEST(ChangeLog, AnAgeBoundOfCenturiesKeepsEveryEntry) {
+  TestBeehive t(with_change_log_retention(0, std::chrono::milliseconds::max()),
+                with_resync_interval(10s));
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 0});
+  for (int i = 1; i <= 6; ++i) w.update({}, a.id, {"a", i});
+  t.settle();
+  t.advance(24h * 365 * 10);
+  t.advance(10s);
+  EXPECT_EQ(log_size(t.path()), 7u);
+}
+
 TEST(ChangeLog, ASelectorWatchResumedSeesWhatStoppedMatching) {
   TestBeehive t;
   Widgets w(t.beehive(), widget_kind);

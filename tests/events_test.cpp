@@ -426,6 +426,22 @@ TEST_F(EventsTest, RetentionKeepsTheNewestRunsPerCategoryAndAnAgeBound) {
   EXPECT_TRUE(eventually([&] { return w.list_events(ctx_, o.id).empty(); }));
 }
 
+// An age bound of centuries (milliseconds::max(), the usual "for ever") keeps every run:
+// `now - max_age` overflowed into an arbitrary time.
+TEST_F(EventsTest, AnAgeBoundOfCenturiesKeepsEveryRun) {
+  open(with_event_retention(100, std::chrono::milliseconds::max()));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  for (int i = 0; i < 5; ++i) emit(o.id, "c" + std::to_string(i), EventType::Normal, "R");
+  clock_->advance(24h * 365 * 10);
+  start();  // retention runs at start
+  settle();
+  clock_->advance(1h);  // and at the resync cadence
+  settle();
+  EXPECT_EQ(w.list_events(ctx_, o.id).size(), 5u);
+}
+
 TEST_F(EventsTest, RetentionKeepsWhichRunsAreNewest) {
   open(with_event_retention(3, 0ms));  // no age bound
   cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());

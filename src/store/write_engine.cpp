@@ -12,6 +12,7 @@
 #include <beehive/detail/codec.hpp>
 
 #include "metrics/store_metrics.hpp"
+#include "store/age_cutoff.hpp"
 #include "store/write_ops.hpp"
 
 namespace beehive::store {
@@ -269,7 +270,7 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
       } catch (const std::exception&) {  // trimmed no further than what was read before
       }
     }
-    return !w.change_log_cut(t->entries, cfg_.clock->now() - t->max_age, trim_limit());
+    return !w.change_log_cut(t->entries, age_cutoff(cfg_.clock->now(), t->max_age), trim_limit());
   }
   return false;
 }

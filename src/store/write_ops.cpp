@@ -1,5 +1,6 @@
 #include "store/write_ops.hpp"
 
+#include "store/age_cutoff.hpp"
 #include "store/label_selector.hpp"
 
 #include <algorithm>
@@ -176,7 +177,7 @@ bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id) {
 }
 
 int WriteOps::trim_change_log(const trim_change_log_request& r) {
-  auto cut = w_.change_log_cut(r.entries, now_ - r.max_age, trim_at_most_);
+  auto cut = w_.change_log_cut(r.entries, age_cutoff(now_, r.max_age), trim_at_most_);
   return cut ? w_.trim_change_log(*cut) : 0;
 }
 
@@ -317,7 +318,7 @@ int WriteOps::trim_events(const trim_events_request& policy) {
     auto r = it != policy.retention.end() ? std::optional(it->second) : policy.fallback;
     if (!r || (r->per_object <= 0 && r->max_age.count() <= 0)) continue;
     std::optional<Time> older_than;
-    if (r->max_age.count() > 0) older_than = now_ - r->max_age;
+    if (r->max_age.count() > 0) older_than = age_cutoff(now_, r->max_age);
     removed += w_.trim_events(gk, r->per_object, older_than);
   }
   return removed;
