@@ -190,6 +190,21 @@ TEST_F(ReconcileApiTest, ARateLimitPacesEveryPassOfTheKind) {
   ASSERT_TRUE(eventually([&] { return recorder_->total() == 5; }));
 }
 
+// A rate of one pass per ages: the wait for the next token lies past the clock's range,
+// and converting it overflowed into an arbitrary time (the limit could be bypassed or
+// the queue spun). The next token is simply never due.
+TEST_F(ReconcileApiTest, ARateOfOnePassPerAgesNeverGivesASecondPass) {
+  register_widgets(with_rate_limit(1e-300, 1), with_resync_interval(0s));
+  auto w = widgets();
+  for (int i = 0; i < 3; ++i) w.create(ctx_, {"a", i});
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->total() == 1; }));  // the burst
+  settle();
+  clock_->advance(24h * 365 * 100);
+  settle();
+  EXPECT_EQ(recorder_->total(), 1);
+}
+
 // -- 4. with_owns, with_watches -------------------------------------------------------------
 
 TEST_F(ReconcileApiTest, AnyChangeOfAnOwnedObjectReconcilesItsOwner) {

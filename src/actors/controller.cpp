@@ -126,7 +126,12 @@ bool take_token(Self self) {
     return true;
   }
   std::chrono::duration<double> wait((1 - st.tokens) / cfg.rate);
-  st.rate_wake = t + std::chrono::ceil<Time::duration>(wait);
+  // A rate of one pass per ages puts the token past the time line's end, which the
+  // conversion would wrap into the past (a spinning queue): it is then due in the line's
+  // last second instead (Time::max() itself means "no token awaited").
+  const auto room = std::chrono::duration<double>(Time::max() - t) - std::chrono::seconds(1);
+  st.rate_wake = wait < room ? t + std::chrono::ceil<Time::duration>(wait)
+                             : Time::max() - std::chrono::seconds(1);
   return false;
 }
 
