@@ -267,6 +267,30 @@ TEST_F(Selectors, ABadSelectorIsInvalidArgument) {
   EXPECT_ERRC(w.list_page({}, 10, "", with_selector("!!a")), errc::invalid_argument);
 }
 
+// Each requirement is a subquery and each value a parameter: a huge selector failed with
+// errc::store, on SQLite from 1 000 requirements (its expression depth) and on
+// PostgreSQL from 65 535 values (its parameters). Both backends now take the same
+// bounds and refuse more as invalid_argument.
+TEST_F(Selectors, ASelectorHoldsAtMost256RequirementsAnd4096Values) {
+  auto requirements = [](int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += (i ? ",k" : "k") + std::to_string(i) + "!=x";
+    return out;
+  };
+  auto values = [](int n) {
+    std::string out = "tier in (gold";
+    for (int i = 1; i < n; ++i) out += ",v" + std::to_string(i);
+    return out + ")";
+  };
+  EXPECT_EQ(w.list({}, with_selector(requirements(256))).size(), 3u);
+  EXPECT_EQ(w.list({}, with_selector(values(4096))).size(), 1u);
+  EXPECT_ERRC(w.list({}, with_selector(requirements(257))), errc::invalid_argument);
+  EXPECT_ERRC(w.list({}, with_selector(requirements(1000))), errc::invalid_argument);
+  EXPECT_ERRC(w.list({}, with_selector(values(4097))), errc::invalid_argument);
+  EXPECT_ERRC(w.list({}, with_selector(values(70000))), errc::invalid_argument);
+  EXPECT_ERRC(w.watch_list({}, with_selector(requirements(257))), errc::invalid_argument);
+}
+
 TEST_F(Selectors, AWatchSeesObjectsStartAndStopMatching) {
   auto watch = w.watch_list({}, with_selector("tier=gold"));
   auto c = watch.next_for(5s);

@@ -14,6 +14,8 @@ namespace {
 
 constexpr std::size_t max_name_length = 63;
 constexpr std::size_t max_prefix_length = 253;
+constexpr std::size_t max_selector_requirements = 256;
+constexpr std::size_t max_selector_values = 4096;
 
 // Quoted for an error message; long text is cut so that a hostile selector cannot make
 // a huge message.
@@ -323,6 +325,16 @@ LabelSelector LabelSelector::parse(std::string_view text) {
   std::sort(reqs.begin(), reqs.end(),
             [](const auto& a, const auto& b) { return order_key(a) < order_key(b); });
   reqs.erase(std::unique(reqs.begin(), reqs.end()), reqs.end());
+  // Each requirement is a subquery and each value a bound parameter: past these bounds
+  // the databases refuse the query (SQLite's expression depth of 1 000, PostgreSQL's
+  // 65 535 parameters), each at its own size, as a store error.
+  std::size_t values = 0;
+  for (const auto& r : reqs) values += r.values.size();
+  if (reqs.size() > max_selector_requirements || values > max_selector_values)
+    fail("label selector " + shown(text) + ": at most " +
+         std::to_string(max_selector_requirements) + " requirements and " +
+         std::to_string(max_selector_values) + " values in all (has " +
+         std::to_string(reqs.size()) + " and " + std::to_string(values) + ")");
   return s;
 }
 
