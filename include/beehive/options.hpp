@@ -204,8 +204,9 @@ class ReadOption {
 /// Kubernetes' syntax: `a=b` (or `a==b`), `a!=b`, `a in (x,y)`, `a notin (x)`, `a` (has
 /// the key), `!a` (has not), requirements joined by commas (AND); `!=` and `notin`
 /// match objects without the key. Empty selects everything. A malformed selector is
-/// `invalid_argument`. A watch delivers an object that starts matching as `Added` and
-/// one that stops matching as `Deleted`.
+/// `invalid_argument`, and so is one of more than 256 requirements or 4 096 values in
+/// all (the bounds within which every backend runs it). A watch delivers an object that
+/// starts matching as `Added` and one that stops matching as `Deleted`.
 ReadOption with_selector(std::string_view selector);
 /// watch, watch_list: no snapshot; replay every change committed above `rv` (a
 /// position from Stream::resource_version()), each object once at its latest state (as
