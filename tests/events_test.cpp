@@ -433,7 +433,8 @@ TEST_F(EventsTest, AnAgeBoundOfCenturiesKeepsEveryRun) {
   cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});
-  for (int i = 0; i < 5; ++i) emit(o.id, "c" + std::to_string(i), EventType::Normal, "R");
+  for (int i = 0; i < 5; ++i)
+    emit(o.id, std::string("c").append(std::to_string(i)), EventType::Normal, "R");
   clock_->advance(24h * 365 * 10);
   start();  // retention runs at start
   settle();
