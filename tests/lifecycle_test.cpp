@@ -2,8 +2,11 @@
 
 #include <filesystem>
 #include <future>
+#include <optional>
 
 #include <beehive/actors.hpp>
+
+#include <SQLiteCpp/SQLiteCpp.h>
 
 #include "actors/spawn_faults.hpp"  // private: the thread a start cannot get
 #include "controller_fixture.hpp"
@@ -88,6 +91,61 @@ TEST_F(LifecycleTest, AStartThatCannotSpawnAWorkerFailsAndLeavesNothingRunning) 
   auto stop_other = other.start(ctx_);
   EXPECT_TRUE(eventually([&] { return other_recorder->count(o.id) == 1; }));
   stop_other(ctx_);
+}
+
+/// What the store holds, down to each row version: SQLite's data_version as seen by a
+/// connection of its own (it moves whenever another connection commits), or on
+/// PostgreSQL every row's (ctid, xmin, xmax) in the schema's tables (an update, insert,
+/// delete or row lock changes them). The leadership lease is left out: renewing it is a
+/// standing PostgreSQL leader's one write.
+class StoreFingerprint {
+ public:
+  explicit StoreFingerprint(std::filesystem::path path) : path_(std::move(path)) {
+    if (!test_backend_is_postgres()) sqlite_.emplace(path_.string(), SQLite::OPEN_READONLY);
+  }
+  std::vector<std::vector<std::string>> take() {
+    if (sqlite_) return {{std::to_string(sqlite_->execAndGet("PRAGMA data_version").getInt64())}};
+    std::string sql;
+    for (const char* table : {"beehive_meta", "objects", "conditions", "refs", "events", "labels",
+                              "change_log", "write_tokens", "beehive_schema"}) {
+      if (!sql.empty()) sql += " UNION ALL ";
+      sql +=
+          std::string("SELECT '") + table + "', ctid::text, xmin::text, xmax::text FROM " + table;
+    }
+    return query_test_store(path_, sql + " ORDER BY 1, 2");
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::optional<SQLite::Database> sqlite_;
+};
+
+// The performance rule "idle: no writes", as a test on both backends: a resync reads the
+// kind's unsettled objects (there are none), the garbage collector and the event-log
+// sweeps find nothing to do, and none of them writes.
+TEST_F(LifecycleTest, AnIdleBeehiveWritesNothingThroughResyncsAndSweeps) {
+  open(with_resync_interval(10s));
+  recorder_->set_body([](const Context& ctx, ControllerClient<WidgetStatus>& cc,
+                         const Object<WidgetSpec, WidgetStatus>& o) {
+    cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+    cc.set_condition(ctx, o.id, {"Ready", ConditionStatus::True, "Reconciled"});
+    return Result{};
+  });
+  register_widgets();
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
+  start();
+  settle();
+  StoreFingerprint store(dir_.file("beehive.db"));
+  const auto before = store.take();
+  const auto passes = recorder_->total();
+  for (int i = 0; i < 6; ++i) {  // six resync (and GC) cadences
+    clock_->advance(10s);
+    settle();
+  }
+  EXPECT_EQ(store.take(), before) << "an idle beehive wrote";
+  EXPECT_EQ(recorder_->total(), passes) << "a resync reconciled settled objects";
 }
 
 TEST_F(LifecycleTest, ClientsWorkBeforeStart) {
