@@ -11,6 +11,7 @@
 #include "names.hpp"
 #include "options_internal.hpp"
 #include "store/label_selector.hpp"
+#include "store/request_checks.hpp"
 
 namespace beehive::detail {
 
@@ -56,11 +57,6 @@ namespace {
 void check_text(const OptionSet& s) {
   if (s.slug) require_name(*s.slug, "slug");
   for (auto& f : s.finalizers) require_text(f, "finalizer");
-}
-/// Event filters are text like any other: refused when not UTF-8, as writes are.
-void check_query(const EventQuery& q) {
-  if (q.category) require_text(*q.category, "event category");
-  if (q.reason) require_text(*q.reason, "event reason");
 }
 /// Runs `f` on a reader that gives up when `ctx` ends (on PostgreSQL a read can wait: for
 /// another session's lock, a busy server, one that does not answer); a read given up
@@ -290,7 +286,7 @@ std::shared_ptr<StreamCore<object_change>> ClientCore::watch(const Context& ctx,
 
 std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
                                            const EventQuery& q) const {
-  check_query(q);
+  store::check_filter(q);
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
@@ -315,7 +311,7 @@ std::optional<Event> ClientCore::current_run(const Context& ctx, ObjectID id,
 
 std::shared_ptr<StreamCore<event_run>> ClientCore::watch_events(const Context& ctx, ObjectID id,
                                                                 const EventQuery& q) const {
-  check_query(q);
+  store::check_filter(q);
   return rt_->watch_events(ctx, id, q);
 }
 

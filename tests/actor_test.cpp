@@ -513,6 +513,12 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   bad_reason.filter.reason = bad;
   bad_reason.subscriber = sys_.spawn([] {});
   EXPECT_ERRC(ask<std::uint64_t>(hub, bad_reason), errc::invalid_argument);
+  // A negative event limit (SQLite would read it as none, PostgreSQL refuses it).
+  list_events_request negative{o.meta.id};
+  negative.filter.limit = -1;
+  EXPECT_ERRC(ask<std::vector<Event>>(w, negative), errc::invalid_argument);
+  event_watch_request negative_watch{o.meta.id, negative.filter, sys_.spawn([] {})};
+  EXPECT_ERRC(ask<std::uint64_t>(hub, negative_watch), errc::invalid_argument);
   // Nothing was written.
   auto all = ask<std::vector<ObjectRow>>(w, list_request{widget_kind});
   ASSERT_EQ(all.size(), 1u);

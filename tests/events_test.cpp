@@ -59,6 +59,29 @@ TEST_F(EventsTest, TheConnectionHealthTimeline) {
   EXPECT_FALSE(w.get_latest_event(ctx_, o.id, "never").has_value());
 }
 
+// A limit asks for at most that many runs: 0 for none (a watch then starts with no
+// snapshot, and hears what comes next). A negative one is refused on every backend
+// (SQLite read it as no limit, PostgreSQL failed with errc::store).
+TEST_F(EventsTest, AnEventLimitOfZeroGivesNoRunsAndANegativeOneIsAnInvalidArgument) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  emit(o.id, "", EventType::Normal, "Old");
+  EXPECT_TRUE(w.list_events(ctx_, o.id, with_event_limit(0)).empty());
+  auto live = w.watch_events(ctx_, o.id, with_event_limit(0));
+  emit(o.id, "", EventType::Warning, "New");
+  auto e = live.next_for(5s);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->reason, "New");
+  for (int n : {-1, std::numeric_limits<int>::min()}) {
+    EXPECT_ERRC_WITH(w.list_events(ctx_, o.id, with_event_limit(n)), errc::invalid_argument,
+                     "negative");
+    EXPECT_ERRC_WITH(w.watch_events(ctx_, o.id, with_event_limit(n)), errc::invalid_argument,
+                     "negative");
+  }
+  EXPECT_EQ(w.list_events(ctx_, o.id, with_event_limit(std::numeric_limits<int>::max())).size(),
+            2u);
+}
+
 TEST_F(EventsTest, CategoriesAreIndependentTimelines) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

@@ -56,7 +56,7 @@ struct EventFilter {
   std::optional<std::string> category;
   std::optional<EventType> type;
   std::optional<std::string> reason;
-  std::optional<int> limit;   ///< at most this many runs, newest first
+  std::optional<int> limit;   ///< at most this many runs, newest first (>= 0)
   std::optional<Time> since;  ///< only runs active at or after it (last_at >= since)
 };
 

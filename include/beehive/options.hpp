@@ -126,7 +126,8 @@ Option with_watches(GroupKind other, std::function<std::vector<ObjectID>(const O
 /// register_controller: the kind's schema migrator.
 Option with_migrator(std::shared_ptr<Migrator> m);
 /// Beehive or register_controller: keep the newest `per_object` runs per (object,
-/// category) and, if `max_age` is positive, none older than it.
+/// category) and, if `max_age` is positive, none older than it. `per_object` <= 0: no
+/// count bound (age alone). Default: none (events live as long as their object).
 Option with_event_retention(int per_object, std::chrono::milliseconds max_age);
 /// The most reconcile workers one kind may have (each is a thread).
 inline constexpr int max_concurrency = 1024;
@@ -184,7 +185,8 @@ class EventOption {
 EventOption with_event_category(std::string category);
 EventOption with_event_type(EventType type);
 EventOption with_event_reason(std::string reason);
-/// At most `n` runs, newest first.
+/// At most `n` runs, newest first; 0 gives none (watch_events: no snapshot, live runs
+/// only). A negative `n` is `invalid_argument` when the read or watch is made.
 EventOption with_event_limit(int n);
 /// Only runs active at or after `t` (last_at >= t).
 EventOption with_events_since(Time t);

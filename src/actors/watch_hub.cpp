@@ -1,6 +1,5 @@
 #include "actors/watch_hub.hpp"
 
-#include <initializer_list>
 #include <iostream>
 #include <optional>
 
@@ -10,6 +9,7 @@
 #include "metrics/store_metrics.hpp"
 #include "options_internal.hpp"
 #include "store/label_selector.hpp"
+#include "store/request_checks.hpp"
 
 namespace beehive::detail {
 
@@ -149,12 +149,12 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
           });
 }
 
-/// The error for a request whose text is not UTF-8 (as every call that takes text
-/// refuses it), or nothing; null entries are absent fields.
-std::optional<caf::error> refuse_text(std::initializer_list<const std::string*> texts) {
+/// The error `check` throws for a request (text that is not UTF-8, a negative event
+/// limit, a malformed selector: what the blocking calls refuse too), or nothing.
+template <class F>
+std::optional<caf::error> refusal(F&& check) {
   try {
-    for (auto* t : texts)
-      if (t) require_text(*t, "text");
+    check();
   } catch (const Error& e) {
     return make_error(e.value(), e.message());
   }
@@ -392,16 +392,16 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
   // meanwhile is found then (messages to it are dropped) and removed by its down message.
   return {
       [self](const watch_request& r) -> caf::result<std::uint64_t> {
-        if (auto err = refuse_text({&r.gk.group, &r.gk.kind})) return *err;
         WatchHubState::Sub sub{r.gk, r.id, nullptr, r.subscriber, 0};
+        if (auto err = refusal([&] {
+              require_text(r.gk.group, "group");
+              require_text(r.gk.kind, "kind");
+              if (!r.selector.empty())
+                sub.selector =
+                    std::make_shared<store::LabelSelector>(store::LabelSelector::parse(r.selector));
+            }))
+          return *err;
         if (r.pull) sub.core = std::make_shared<ChangeCore>(Context{}, merge_changes);
-        try {
-          if (!r.selector.empty())
-            sub.selector =
-                std::make_shared<store::LabelSelector>(store::LabelSelector::parse(r.selector));
-        } catch (const Error& e) {
-          return make_error(e.value(), e.message());
-        }
         sub.resume_from = r.resume_from;
         auto rp = self->make_response_promise<std::uint64_t>();
         add(self, self->state.services.next_subscription(), std::move(sub),
@@ -430,9 +430,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         });
       },
       [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
-        if (auto err = refuse_text({r.filter.category ? &*r.filter.category : nullptr,
-                                    r.filter.reason ? &*r.filter.reason : nullptr}))
-          return *err;
+        if (auto err = refusal([&] { store::check_filter(r.filter); })) return *err;
         auto rp = self->make_response_promise<std::uint64_t>();
         add_events(self, self->state.services.next_subscription(), {r, nullptr, 0},
                    [rp](std::uint64_t id) mutable { rp.deliver(id); });

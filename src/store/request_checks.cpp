@@ -51,6 +51,10 @@ void check_event(const EventSpec& e) {
 void check_filter(const EventFilter& f) {
   if (f.category) require_text(*f.category, "event category");
   if (f.reason) require_text(*f.reason, "event reason");
+  // (SQLite reads a negative LIMIT as none, PostgreSQL refuses it: neither is asked for.)
+  if (f.limit && *f.limit < 0)
+    throw Error(errc::invalid_argument,
+                "an event limit cannot be negative (got " + std::to_string(*f.limit) + ")");
 }
 
 void make_canonical_json(std::string& text, std::string_view what) {
