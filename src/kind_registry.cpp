@@ -15,6 +15,10 @@ void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
     throw Error(errc::already_started, "register controllers before start");
   if (kind(gk)) throw Error(errc::already_registered, to_string(gk) + " already has a controller");
   auto kind_opts = OptionSet::from(opts);
+  if (auto& m = kind_opts.migrator;
+      m && (m->schema_version_spec() < 0 || m->schema_version_status() < 0))
+    throw Error(errc::invalid_argument,
+                to_string(gk) + ": a migrator's schema versions are 0 (unversioned) or above");
   auto entry = std::make_shared<KindEntry>();
   entry->gk = gk;
   entry->reconcile = std::move(fn);

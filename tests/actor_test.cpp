@@ -513,6 +513,28 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   bad_reason.filter.reason = bad;
   bad_reason.subscriber = sys_.spawn([] {});
   EXPECT_ERRC(ask<std::uint64_t>(hub, bad_reason), errc::invalid_argument);
+  // Numbers outside their domain: relation and load bits that are not LoadOption's (a
+  // relation of 0 read as "owned", unknown load bits were dropped), negative schema
+  // versions (stored as given, then converted "up" from them) and a negative observed
+  // generation (recorded as given).
+  for (unsigned relation : {0u, 3u, unsigned{LoadOption::events}, 1u << 20}) {
+    SCOPED_TRACE(relation);
+    EXPECT_ERRC(ask<std::vector<Ref>>(w, relation_request{o.meta.id, relation}),
+                errc::invalid_argument);
+  }
+  EXPECT_ERRC(ask<ObjectRow>(w, get_request{widget_kind, o.meta.id, 1u << 20}),
+              errc::invalid_argument);
+  EXPECT_ERRC(ask<std::vector<ObjectRow>>(w, list_request{widget_kind, 64}),
+              errc::invalid_argument);
+  create_request unversioned{widget_kind, spec("v", 1)};
+  unversioned.spec_version = -1;
+  EXPECT_ERRC_WITH(ask<ObjectRow>(w, unversioned), errc::invalid_argument, "schema version");
+  update_status_request negative_status{widget_kind, o.meta.id, 0, R"({"ready":true})"};
+  negative_status.status_version = -1;
+  EXPECT_ERRC(ask<ObjectRow>(w, negative_status), errc::invalid_argument);
+  EXPECT_ERRC_WITH(
+      ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, -3, R"({"ready":true})"}),
+      errc::invalid_argument, "negative");
   // A negative event limit (SQLite would read it as none, PostgreSQL refuses it).
   list_events_request negative{o.meta.id};
   negative.filter.limit = -1;

@@ -316,6 +316,28 @@ TEST_F(MigrationTest, AConverterThatThrowsIsADecodeError) {
   ::testing::internal::GetCapturedStderr();
 }
 
+// Versions count up from 0, the unversioned baseline: a migrator at a negative version
+// would take every stored blob (at 0 or above) for a downgrade. register_controller
+// refuses it, and the kind stays unregistered.
+TEST_F(MigrationTest, AMigratorAtANegativeVersionIsRefusedAtRegistration) {
+  store_ = open_test_store(dir_.file("m.db"));
+  bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+  auto reconcile = [](auto&, auto&, auto&) { return Result{}; };
+  EXPECT_ERRC_WITH(
+      (register_controller<SpecV1, StatusV>(*bh_, person_kind, reconcile,
+                                            with_migrator(std::make_shared<Identity<-1, 0>>()))),
+      errc::invalid_argument, "schema versions");
+  EXPECT_ERRC(
+      (register_controller<SpecV1, StatusV>(*bh_, person_kind, reconcile,
+                                            with_migrator(std::make_shared<Identity<1, -2>>()))),
+      errc::invalid_argument);
+  register_controller<SpecV1, StatusV>(*bh_, person_kind, reconcile,
+                                       with_migrator(std::make_shared<Identity<1, 0>>()));
+  auto stop = bh_->start(ctx_);
+  auto a = Client<SpecV1, StatusV>(*bh_, person_kind).create(ctx_, {"t"});
+  EXPECT_EQ(versions(a.id), std::make_pair(1, 0));
+}
+
 TEST_F(MigrationTest, AMigratorGivenToTheBeehiveIsIgnored) {
   // with_migrator is for registered kinds only: the kind stays unversioned.
   store_ = open_test_store(dir_.file("m.db"));

@@ -68,6 +68,9 @@ TEST_F(StatusTest, FutureGenerationIsRejectedAndOlderLeavesTheObjectUnsettled) {
   auto o = w.create(ctx_, {"a", 1});
   EXPECT_ERRC(cc_->update_status(ctx_, o.id, 2, {true}), errc::observed_generation_future);
   EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
+  // Generations count from 1 (0: nothing observed yet): a negative one is no generation.
+  EXPECT_ERRC_WITH(cc_->update_status(ctx_, o.id, -1, {true}), errc::invalid_argument, "negative");
+  EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
   w.update(ctx_, o.id, {"a", 2});
   cc_->update_status(ctx_, o.id, 1, {true});  // a pass that saw the old spec
   auto got = w.get(ctx_, o.id);

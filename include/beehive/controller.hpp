@@ -60,7 +60,8 @@ class ControllerClient {
   /// Records status and the generation it reflects. Status bytes equal to the stored
   /// ones write nothing, unless they settle a generation not yet recorded (that write
   /// happens once and emits). A generation above the object's is
-  /// `observed_generation_future`; an older one leaves the object unsettled.
+  /// `observed_generation_future`; an older one leaves the object unsettled; a negative
+  /// one is `invalid_argument`.
   /// With with_resource_version(rv), only if the object is still at `rv` (`conflict`
   /// otherwise, nothing written).
   template <class... Opts>

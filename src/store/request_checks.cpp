@@ -8,6 +8,7 @@
 
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
+#include <beehive/options.hpp>
 
 #include "names.hpp"
 
@@ -55,6 +56,28 @@ void check_filter(const EventFilter& f) {
   if (f.limit && *f.limit < 0)
     throw Error(errc::invalid_argument,
                 "an event limit cannot be negative (got " + std::to_string(*f.limit) + ")");
+}
+
+void check_loads(unsigned loads) {
+  constexpr unsigned known = LoadOption::owner | LoadOption::dependencies | LoadOption::dependents |
+                             LoadOption::owned | LoadOption::events;
+  if (loads & ~known)
+    throw Error(errc::invalid_argument,
+                "loads holds bits that are not LoadOption's: " + std::to_string(loads & ~known));
+}
+
+void check_relation(unsigned relation) {
+  if (relation != LoadOption::owner && relation != LoadOption::dependencies &&
+      relation != LoadOption::dependents && relation != LoadOption::owned)
+    throw Error(errc::invalid_argument,
+                "a relation is one of LoadOption::owner, dependencies, dependents and owned, not " +
+                    std::to_string(relation));
+}
+
+void check_schema_version(const std::optional<int>& version, std::string_view what) {
+  if (version && *version < 0)
+    throw Error(errc::invalid_argument,
+                std::string(what) + " schema version " + std::to_string(*version) + " is negative");
 }
 
 void make_canonical_json(std::string& text, std::string_view what) {

@@ -34,12 +34,20 @@ void check_name(const std::optional<std::string>& name, std::string_view what);
 void check_condition(const Condition& c);
 void check_event(const EventSpec& e);
 void check_filter(const EventFilter& f);
+/// A read's `loads`: LoadOption bits, none unknown.
+void check_loads(unsigned loads);
+/// A relation_request's `relation`: exactly one of owner, dependencies, dependents, owned.
+void check_relation(unsigned relation);
+/// A schema version a request names: 0 (unversioned) or above.
+void check_schema_version(const std::optional<int>& version, std::string_view what);
 
 /// Throws Error(errc::invalid_argument) for a request the facade would have refused.
 /// The checks follow the request's fields, so that a new request is checked like the
 /// others without a line here: a kind, slugs and finalizers must be text (a kind and a
 /// slug at most max_name_bytes), a spec or status JSON text nested at most max_json_depth
-/// deep, a condition or event as the facade takes them, an event filter's text UTF-8.
+/// deep, a condition or event as the facade takes them, an event filter's text UTF-8 and
+/// its limit not negative, load and relation bits among LoadOption's, schema versions not
+/// negative.
 template <class Request>
 void check_request(const Request& r) {
   if constexpr (requires { r.gk; }) check_kind(r.gk);
@@ -56,6 +64,10 @@ void check_request(const Request& r) {
     check_name(r.type, "condition type");
   if constexpr (requires { r.event; }) check_event(r.event);
   if constexpr (requires { r.filter; }) check_filter(r.filter);
+  if constexpr (requires { r.loads; }) check_loads(r.loads);
+  if constexpr (requires { r.relation; }) check_relation(r.relation);
+  if constexpr (requires { r.spec_version; }) check_schema_version(r.spec_version, "spec");
+  if constexpr (requires { r.status_version; }) check_schema_version(r.status_version, "status");
 }
 
 /// The kind's schema versions, for a request that leaves them unset.

@@ -44,7 +44,7 @@ struct create_request {
   std::vector<std::string> finalizers{};
   std::optional<ObjectID> owner{};  ///< must exist; its owned_by edge is written with the row
   /// The schema version `spec` is written at; unset: the version of the kind's migrator
-  /// (0 for a kind without one).
+  /// (0 for a kind without one). Negative is invalid_argument.
   std::optional<int> spec_version{};
   Labels labels{};  ///< checked as set_labels_request's
 };
@@ -121,10 +121,10 @@ struct update_status_request {
   static constexpr const char* type_name = "beehive::update_status_request";
   GroupKind gk{};
   ObjectID id = 0;
-  std::int64_t observed_generation = 0;
-  std::string status{};  ///< JSON text
+  std::int64_t observed_generation = 0;  ///< 0 or above (invalid_argument otherwise)
+  std::string status{};                  ///< JSON text
   /// The schema version `status` is written at; unset: the version of the kind's
-  /// migrator (0 for a kind without one).
+  /// migrator (0 for a kind without one). Negative is invalid_argument.
   std::optional<int> status_version{};
   std::optional<std::int64_t> resource_version{};  ///< as update_request's
 };
@@ -292,7 +292,8 @@ struct transaction_request {
 // -- reads (served from the read connections) ----------------------------------------------
 
 /// The kind's object `id`; not_found for a missing or another kind's id. `loads` is a
-/// set of LoadOption bits (LoadOption::owner | LoadOption::events ...).
+/// set of LoadOption bits (LoadOption::owner | LoadOption::events ...); any other bit is
+/// invalid_argument, here and in every read that takes `loads`.
 struct get_request {
   using reply_type = ObjectRow;
   static constexpr const char* type_name = "beehive::get_request";
@@ -321,8 +322,8 @@ struct list_request {
   std::string selector{};
 };
 
-/// One relation of any object (a LoadOption bit: owner, dependencies, dependents,
-/// owned); not kind-scoped, empty for a missing id.
+/// One relation of any object (one LoadOption bit: owner, dependencies, dependents or
+/// owned; anything else is invalid_argument); not kind-scoped, empty for a missing id.
 struct relation_request {
   using reply_type = std::vector<Ref>;
   static constexpr const char* type_name = "beehive::relation_request";
