@@ -37,6 +37,33 @@ bool within_depth(std::string_view text) {
   return true;
 }
 
+/// One pass over JSON text that builds nothing: its syntax, as nlohmann::json::accept
+/// checks it, and its integers. nlohmann reads an integer beyond 64 bits as a double,
+/// which would store 123456789012345678901234567890 as 1.2345678901234568e+29: such a
+/// literal is noted (`big`) and refused rather than rounded.
+struct TextCheck {
+  using json = nlohmann::json;
+  std::string big;
+
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t& literal) {
+    if (literal.find_first_of(".eE") != std::string::npos) return true;
+    big = literal;
+    return false;
+  }
+  bool string(json::string_t&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) { return true; }
+  bool key(json::string_t&) { return true; }
+  bool end_object() { return true; }
+  bool start_array(std::size_t) { return true; }
+  bool end_array() { return true; }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) { return false; }
+};
+
 }  // namespace
 
 void require_storable(const nlohmann::json& j, std::string_view what) {
@@ -71,8 +98,15 @@ void require_json_text(std::string_view text, std::string_view what) {
   if (!within_depth(text)) throw Error(errc::invalid_argument, std::string(what) + too_deep);
   // accept() takes a NUL after the value for the end of the text; JSON has no NUL outside
   // a string's escapes, and PostgreSQL's text would cut it off.
-  if (text.find('\0') != std::string_view::npos || !nlohmann::json::accept(text))
+  TextCheck check;
+  if (text.find('\0') != std::string_view::npos || !nlohmann::json::sax_parse(text, &check)) {
+    if (!check.big.empty())
+      throw Error(errc::invalid_argument, std::string(what) + " holds an integer beyond 64 bits (" +
+                                              check.big.substr(0, 40) +
+                                              (check.big.size() > 40 ? "..." : "") +
+                                              "), which would lose digits: write it as a string");
     throw Error(errc::invalid_argument, std::string(what) + " is not JSON text");
+  }
 }
 
 std::string dump_json(const nlohmann::json& j) {

@@ -454,6 +454,13 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
               errc::invalid_argument);  // JSON text has no NUL, not even after the value
   EXPECT_ERRC_WITH(ask<ObjectRow>(w, create_request{widget_kind, deep}), errc::invalid_argument,
                    "512");
+  // An integer beyond 64 bits would be stored rounded (nlohmann reads it as a double).
+  EXPECT_ERRC_WITH(
+      ask<ObjectRow>(w, create_request{widget_kind, R"({"n":123456789012345678901234567890})"}),
+      errc::invalid_argument, "64 bits");
+  EXPECT_ERRC(
+      ask<ObjectRow>(w, update_request{widget_kind, o.meta.id, R"({"n":-9223372036854775809})"}),
+      errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), bad}),
               errc::invalid_argument);
   EXPECT_ERRC(ask<ObjectRow>(w, create_request{widget_kind, spec("b", 1), std::string("n\0ul", 4)}),
@@ -546,6 +553,10 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].meta.resource_version, o.meta.resource_version);
   EXPECT_TRUE(ask<std::vector<Event>>(w, list_events_request{o.meta.id}).empty());
+  // The integers at 64 bits' ends are stored digit for digit.
+  const std::string ends = R"({"max":18446744073709551615,"min":-9223372036854775808})";
+  auto stored = ask<ObjectRow>(w, create_request{widget_kind, ends});
+  EXPECT_EQ(ask<ObjectRow>(w, get_request{widget_kind, stored.meta.id}).spec, ends);
 }
 
 TEST_F(ActorTest, InspectShowsQueuesSessionsAndPendingChanges) {

@@ -135,6 +135,20 @@ TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("invalid argument"), std::string::npos) << r.err;
 
+  // Numbers the spec cannot hold as written: one beyond a double's range, and an integer
+  // beyond 64 bits (it would be stored rounded, as 1.2345678901234568e+29).
+  r = run_with_input(
+      args({"apply", "-f", "-"}),
+      R"({"group": "acme.com", "kind": "Widget", "slug": "x", "spec": {"n": 1e400}})");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
+  r = run_with_input(
+      args({"apply", "-f", "-"}),
+      R"({"group": "acme.com", "kind": "Widget", "slug": "x", "spec": {"n": 123456789012345678901234567890}})");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("beyond 64 bits"), std::string::npos) << r.err;
+  EXPECT_TRUE(widgets().list(ctx_).empty());
+
   EXPECT_EQ(ctl({"apply", "-f", dir_.file("missing.json").string()}).status, 1);
   EXPECT_EQ(ctl({"apply"}).status, 2);  // -f is required
 }

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <iterator>
 
+#include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 
 #include "commands.hpp"
@@ -76,9 +77,12 @@ std::vector<Document> parse_documents(const std::string& text, const std::string
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number like 1e400
     throw std::runtime_error(name + " is not valid JSON: " + e.what());
   }
+  // What parses may still lose digits (an integer beyond 64 bits becomes a double) or
+  // nest deeper than beehive stores: refused before anything is written.
+  detail::require_json_text(text, name);
   std::vector<Document> docs;
   if (j.is_array()) {
     for (std::size_t i = 0; i < j.size(); ++i)

@@ -60,7 +60,8 @@ bool json_within_depth(const nlohmann::json& j) noexcept;
 /// Whether `text` nests at most max_json_depth deep (a scan of its brackets, no parse).
 bool json_text_within_depth(std::string_view text) noexcept;
 /// Throws invalid_argument naming `what` unless `text` is one JSON value, nested at most
-/// max_json_depth deep (JSON text a caller hands over as is, e.g. an actor's spec).
+/// max_json_depth deep, with no integer beyond 64 bits (which would be read as a double,
+/// losing digits): JSON text a caller hands over as is, e.g. an actor's spec.
 void require_json_text(std::string_view text, std::string_view what);
 /// Throws Error(errc::invalid_argument) naming `what` unless `text` is valid UTF-8
 /// without a NUL character (PostgreSQL's text cannot hold one, so neither backend takes it).
