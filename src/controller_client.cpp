@@ -8,6 +8,7 @@
 #include "context_internal.hpp"
 #include "names.hpp"
 #include "options_internal.hpp"
+#include "store/request_checks.hpp"
 
 namespace beehive::detail {
 
@@ -54,6 +55,7 @@ std::optional<ObjectRow> read_committed(BeehiveCore& rt, const Context& ctx, con
 void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
                                          std::int64_t observed_generation, std::string status,
                                          RowCheck check, const std::vector<Option>& opts) const {
+  store::check_observed_generation(observed_generation);
   auto s = OptionSet::from(opts);
   // Unchanged status at the recorded generation, or at an older one: nothing to write
   // (and no writer taken), unless a stale version must be refused. WriteOps::update_status
@@ -71,9 +73,7 @@ void ControllerClientCore::update_status(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
                                          const Condition& c) const {
-  for (auto* text : {&c.reason, &c.message}) require_text(*text, "condition text");
-  require_name(c.type, "condition type");
-  if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
+  store::check_condition(c);
   if (auto row = read_committed(*rt_, ctx, gk_, id))
     for (const auto& existing : row->meta.conditions)
       if (same_observation(existing, c))
@@ -82,9 +82,7 @@ void ControllerClientCore::set_condition(const Context& ctx, ObjectID id,
 }
 
 void ControllerClientCore::record_event(const Context& ctx, ObjectID id, const EventSpec& e) const {
-  for (auto* text : {&e.reason, &e.message}) require_text(*text, "event text");
-  require_name(e.category, "event category");
-  require_storable(e.detail, "event detail");  // before the request copies it (recursively)
+  store::check_event(e);  // before the request copies the detail (recursively)
   rt_->write(ctx, record_event_request{gk_, id, e}, {});
 }
 

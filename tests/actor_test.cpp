@@ -542,6 +542,10 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   EXPECT_ERRC_WITH(
       ask<ObjectRow>(w, update_status_request{widget_kind, o.meta.id, -3, R"({"ready":true})"}),
       errc::invalid_argument, "negative");
+  Condition stale{"Ready", ConditionStatus::True};
+  stale.observed_generation = -1;
+  EXPECT_ERRC(ask<ObjectRow>(w, set_condition_request{widget_kind, o.meta.id, stale}),
+              errc::invalid_argument);
   // A negative event limit (SQLite would read it as none, PostgreSQL refuses it).
   list_events_request negative{o.meta.id};
   negative.filter.limit = -1;

@@ -68,15 +68,30 @@ TEST_F(StatusTest, FutureGenerationIsRejectedAndOlderLeavesTheObjectUnsettled) {
   auto o = w.create(ctx_, {"a", 1});
   EXPECT_ERRC(cc_->update_status(ctx_, o.id, 2, {true}), errc::observed_generation_future);
   EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
-  // Generations count from 1 (0: nothing observed yet): a negative one is no generation.
-  EXPECT_ERRC_WITH(cc_->update_status(ctx_, o.id, -1, {true}), errc::invalid_argument, "negative");
-  EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
   w.update(ctx_, o.id, {"a", 2});
   cc_->update_status(ctx_, o.id, 1, {true});  // a pass that saw the old spec
   auto got = w.get(ctx_, o.id);
   EXPECT_TRUE(got.status->ready);
   EXPECT_EQ(got.observed_generation, 1);
   EXPECT_LT(*got.observed_generation, got.generation);
+}
+
+// Generations count from 1 (0: nothing observed yet): a negative observed generation is
+// no generation, for a status (changed or not) and a condition alike.
+TEST_F(StatusTest, ANegativeObservedGenerationIsAnInvalidArgument) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  EXPECT_ERRC_WITH(cc_->update_status(ctx_, o.id, -1, {true}), errc::invalid_argument, "negative");
+  EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
+  cc_->update_status(ctx_, o.id, 1, {true});
+  auto settled = w.get(ctx_, o.id);
+  EXPECT_ERRC(cc_->update_status(ctx_, o.id, -1, {true}), errc::invalid_argument);
+  Condition ready{"Ready", ConditionStatus::True};
+  ready.observed_generation = -2;
+  EXPECT_ERRC_WITH(cc_->set_condition(ctx_, o.id, ready), errc::invalid_argument, "negative");
+  auto after = w.get(ctx_, o.id);
+  EXPECT_EQ(after.resource_version, settled.resource_version);
+  EXPECT_TRUE(after.conditions.empty());
 }
 
 TEST_F(StatusTest, UnchangedStatusAtAnOlderGenerationWritesNothing) {

@@ -41,6 +41,14 @@ void check_condition(const Condition& c) {
   for (auto* text : {&c.reason, &c.message}) require_text(*text, "condition text");
   require_name(c.type, "condition type");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
+  check_observed_generation(c.observed_generation);
+}
+
+void check_observed_generation(std::int64_t generation) {
+  // Generations count from 1; 0 says none was observed.
+  if (generation < 0)
+    throw Error(errc::invalid_argument,
+                "observed generation " + std::to_string(generation) + " is negative");
 }
 
 void check_event(const EventSpec& e) {

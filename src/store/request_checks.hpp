@@ -32,6 +32,8 @@ void check_text(const std::optional<std::string>& text, std::string_view what);
 void check_name(const std::string& name, std::string_view what);
 void check_name(const std::optional<std::string>& name, std::string_view what);
 void check_condition(const Condition& c);
+/// An observed generation (of a status or a condition): 0 (none) or above.
+void check_observed_generation(std::int64_t generation);
 void check_event(const EventSpec& e);
 void check_filter(const EventFilter& f);
 /// A read's `loads`: LoadOption bits, none unknown.
@@ -46,8 +48,8 @@ void check_schema_version(const std::optional<int>& version, std::string_view wh
 /// others without a line here: a kind, slugs and finalizers must be text (a kind and a
 /// slug at most max_name_bytes), a spec or status JSON text nested at most max_json_depth
 /// deep, a condition or event as the facade takes them, an event filter's text UTF-8 and
-/// its limit not negative, load and relation bits among LoadOption's, schema versions not
-/// negative.
+/// its limit not negative, load and relation bits among LoadOption's, schema versions and
+/// observed generations not negative.
 template <class Request>
 void check_request(const Request& r) {
   if constexpr (requires { r.gk; }) check_kind(r.gk);
@@ -58,6 +60,8 @@ void check_request(const Request& r) {
   if constexpr (requires { r.spec; }) detail::require_json_text(r.spec, "spec");
   if constexpr (requires { r.status; }) detail::require_json_text(r.status, "status");
   if constexpr (requires { r.condition; }) check_condition(r.condition);
+  if constexpr (requires { r.observed_generation; })
+    check_observed_generation(r.observed_generation);
   if constexpr (requires {
                   { r.type } -> std::convertible_to<std::string_view>;
                 })

@@ -191,10 +191,6 @@ bool WriteOps::remove_by_slug(const GroupKind& gk, const std::string& slug) {
 ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
                                   std::int64_t observed_generation, const std::string& status,
                                   int status_version, std::optional<std::int64_t> expected) {
-  // Generations count from 1; 0 says nothing observed yet.
-  if (observed_generation < 0)
-    throw Error(errc::invalid_argument,
-                "observed generation " + std::to_string(observed_generation) + " is negative");
   auto row = require_own(gk, id);
   require_version(row, expected);
   if (observed_generation > row.meta.generation)
