@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "json_fast_path.hpp"
+#include "storable_text.hpp"
 
 namespace beehive::detail {
 
@@ -159,25 +160,12 @@ nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, b
 }
 
 void require_text(std::string_view text, std::string_view what) {
-  // Walks the bytes by the UTF-8 rules (no overlongs, no surrogates, <= U+10FFFF).
-  auto bad = [&] { throw Error(errc::invalid_argument, std::string(what) + " is not UTF-8"); };
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const auto* end = p + text.size();
-  while (p < end) {
-    unsigned c = *p++;
-    if (c == 0)
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t n = utf8_char_at(text, i);
+    if (n == 0 && text[i] == '\0')
       throw Error(errc::invalid_argument, std::string(what) + " contains a NUL character");
-    int more = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
-    if (more < 0 || end - p < more) bad();
-    unsigned cp = more == 0 ? c : more == 1 ? (c & 0x1F) : more == 2 ? (c & 0x0F) : (c & 0x07);
-    for (int i = 0; i < more; ++i) {
-      if ((p[i] & 0xC0) != 0x80) bad();
-      cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    p += more;
-    if ((more == 1 && cp < 0x80) || (more == 2 && cp < 0x800) || (more == 3 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-      bad();
+    if (n == 0) throw Error(errc::invalid_argument, std::string(what) + " is not UTF-8");
+    i += n;
   }
 }
 

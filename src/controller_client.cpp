@@ -8,6 +8,7 @@
 #include "context_internal.hpp"
 #include "names.hpp"
 #include "options_internal.hpp"
+#include "storable_text.hpp"
 #include "store/request_checks.hpp"
 
 namespace beehive::detail {
@@ -173,8 +174,11 @@ void report_terminal(const ControllerClientCore& core, const Context& ctx, const
   core.log(ctx, LogLevel::warning, "reconcile failed with a terminal error; not retried",
            {{"reason", message}});
   try {
+    // The message is the exception's: any bytes, any length. Stored as text the event
+    // log holds, so that the one trace of the failure is not refused along with it.
     core.record_event(ctx, row.meta.id,
-                      {"reconcile", EventType::Warning, "TerminalError", message, nullptr});
+                      {"reconcile", EventType::Warning, "TerminalError",
+                       storable_text(message, store::max_event_message_bytes), nullptr});
   } catch (const std::exception& e) {
     core.log(ctx, LogLevel::error, "recording a terminal error's event failed",
              {{"reason", e.what()}});

@@ -11,6 +11,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include "fixture.hpp"
+#include "storable_text.hpp"
 
 namespace beehive::test {
 namespace {
@@ -290,6 +291,28 @@ TEST_F(CodecTest, EmptyStructsNeedNoConverter) {
   EXPECT_EQ(c.get(ctx_, o.id).id, o.id);
   auto same = c.update(ctx_, o.id, Empty{});
   EXPECT_EQ(same.generation, 1);  // "{}" again: a no-op
+}
+
+// Text beehive stores on its own account (an exception's message) is made storable: each
+// byte that starts no character becomes U+FFFD, and a cut falls between characters,
+// marked, within the bound. Whatever the bound, the result is text require_text takes.
+TEST(StorableText, RepairsBytesAndCutsBetweenCharacters) {
+  EXPECT_EQ(detail::storable_text("plain", 100), "plain");
+  EXPECT_EQ(detail::storable_text("a\xff\xc3", 100), "a\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(detail::storable_text(std::string("a\0b", 3), 100),
+            "a\xef\xbf\xbd"
+            "b");
+  EXPECT_EQ(detail::storable_text("\xed\xa0\x80", 100), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  const std::string mixed = "a\xc3\xa9\xe2\x9c\x93\xf0\x9f\x98\x80z";  // 1, 2, 3, 4, 1 bytes
+  EXPECT_EQ(detail::storable_text(mixed, mixed.size()), mixed);        // fits exactly: no cut
+  for (std::size_t bound = 3; bound < mixed.size(); ++bound) {
+    auto cut = detail::storable_text(mixed, bound);
+    EXPECT_LE(cut.size(), bound) << bound;
+    EXPECT_NO_THROW(detail::require_text(cut, "cut")) << bound;
+    ASSERT_GE(cut.size(), 3u);
+    EXPECT_EQ(cut.substr(cut.size() - 3), "\xe2\x80\xa6") << bound;
+    EXPECT_EQ(mixed.compare(0, cut.size() - 3, cut, 0, cut.size() - 3), 0) << bound;
+  }
 }
 
 TEST_F(CodecTest, FiveMegabyteSpecRoundTrips) {

@@ -66,6 +66,32 @@ TEST_F(ReconcileApiTest, ATerminalErrorIsNotRetriedAndIsRecordedAsAWarningEvent)
   EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 4; }));
 }
 
+// The event is the failure's one trace, and its message is whatever the exception says:
+// bytes that are not UTF-8 (a Latin-1 file name) and any length. The event log takes
+// neither as given (invalid_argument), so the message is repaired and cut to fit rather
+// than the event lost.
+TEST_F(ReconcileApiTest, ATerminalErrorsEventKeepsAMessageOfAnyBytesAndLength) {
+  const std::string latin1 = "cannot open /srv/caf\xe9.conf";
+  const std::string huge = std::string(70 * 1024, 'x') + "\xe2\x9c\x93";
+  recorder_->set_body([&](auto&, auto&, auto& o) -> Result {
+    throw TerminalError(o.spec.size == 1 ? latin1 : huge);
+  });
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 2});
+  ASSERT_TRUE(eventually([&] {
+    return events_of(w, ctx_, a.id).size() == 1 && events_of(w, ctx_, b.id).size() == 1;
+  }));
+  EXPECT_EQ(events_of(w, ctx_, a.id).front().message, "cannot open /srv/caf\xef\xbf\xbd.conf");
+  auto cut = events_of(w, ctx_, b.id).front().message;
+  EXPECT_LE(cut.size(), 64u * 1024);
+  EXPECT_GT(cut.size(), 64u * 1024 - 8);
+  EXPECT_EQ(cut.substr(0, 100), huge.substr(0, 100));
+  EXPECT_EQ(cut.substr(cut.size() - 3), "\xe2\x80\xa6");  // marked as cut
+}
+
 TEST_F(ReconcileApiTest, ATerminalErrorIsNotLiftedByADependencyWake) {
   recorder_->set_body([](auto& ctx, auto& cc, auto& o) -> Result {
     if (o.spec.color == "target") {
