@@ -31,7 +31,7 @@ struct Condition {
   bool liveness = false;
   /// The generation of the object this observation was made at, as the controller
   /// gives it (so that a reader can tell a stale condition from a current one); 0 = not
-  /// given.
+  /// given; negative is `invalid_argument`.
   std::int64_t observed_generation = 0;
   /// When `status` last changed, set by the store (whatever a write gives here is
   /// ignored) and read back by every read; the epoch on a condition not read from the

@@ -4,10 +4,10 @@
 /// cannot help.
 ///
 /// A positive `requeue_after` reconciles the object again after that delay (the newest
-/// schedule wins); zero means no requeue. `Result::requeue_now()` asks for another pass
-/// right after this one, paced like a retry (the kind's backoff ladder and rate limit)
-/// but without an error: nothing is logged as a failure, and the next pass that does not
-/// ask again clears the ladder.
+/// schedule wins); zero (or negative) means no requeue. `Result::requeue_now()` asks for
+/// another pass right after this one, paced like a retry (the kind's backoff ladder and
+/// rate limit) but without an error: nothing is logged as a failure, and the next pass
+/// that does not ask again clears the ladder.
 ///
 /// Plain values: copyable, thread-compatible.
 
