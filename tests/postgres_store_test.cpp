@@ -456,6 +456,39 @@ TEST_F(PostgresStore, EveryWriteOfAnotherProcessWritingAtOnceReachesTheWatch) {
   EXPECT_EQ(missed, 0u) << "of " << foreign.size() << " writes by the other process";
 }
 
+// Slug-keyed writes racing from two processes (two stores on one schema, each with its
+// own writer and sessions): get_or_create inserts once and every loser gets the winner's
+// row; create's losers get already_exists, never the database's unique-key error.
+TEST_F(PostgresStore, SlugWritesRacingFromTwoProcessesInsertOnceAndLosersSeeTheWinner) {
+  Beehive other(
+      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
+  Widgets mine(bh(), widget_kind), theirs(other, widget_kind);
+  constexpr int kThreads = 8;
+  for (int round = 0; round < 10; ++round) {
+    auto slug = "race-" + std::to_string(round);
+    std::atomic<int> created{0}, made{0}, refused{0}, failed{0};
+    std::vector<ObjectID> ids(kThreads);
+    run_together(kThreads, [&](int i) {
+      auto& w = i % 2 ? theirs : mine;
+      auto [o, c] = w.get_or_create(ctx_, slug, {"goc", i});
+      ids[i] = o.id;
+      created += c;
+      try {
+        w.create(ctx_, {"create", i}, with_slug(slug + "-c"));
+        ++made;
+      } catch (const Error& e) {
+        ++(e.code() == errc::already_exists ? refused : failed);
+      }
+    });
+    EXPECT_EQ(created.load(), 1) << round;
+    for (auto id : ids) EXPECT_EQ(id, ids[0]) << round;
+    EXPECT_EQ(made.load(), 1) << round;
+    EXPECT_EQ(refused.load(), kThreads - 1) << round;
+    EXPECT_EQ(failed.load(), 0) << round;
+  }
+  EXPECT_EQ(mine.list(ctx_).size(), 20u);
+}
+
 TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadlineWritingNothing) {
   Widgets w(bh(), widget_kind);
   auto o = w.create(ctx_, {"a", 1});
