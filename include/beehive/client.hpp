@@ -2,7 +2,10 @@
 
 /// `Client<Spec, Status>`: the application's typed handle on one kind of object. It
 /// creates, reads, updates and removes objects and never writes status (only the kind's
-/// controller does). Ids are kind-scoped: another kind's id is `errc::not_found`.
+/// controller does). Ids are kind-scoped: another kind's id is `errc::not_found`; the
+/// exceptions are the lazy relation lookups and the event reads (list_events,
+/// get_latest_event, watch_events), which take any object's id and read a missing one
+/// as empty.
 ///
 /// Every write is atomic and decodes the written row back into `Spec` / `Status`
 /// inside its transaction, so an error means nothing was committed. Re-applying the
@@ -226,7 +229,7 @@ class Client {
 
   /// The object's event runs, newest first (by last_at), filtered by
   /// with_event_category / _type / _reason / with_events_since and capped by
-  /// with_event_limit.
+  /// with_event_limit. Not kind-scoped: any object's id; a missing one reads empty.
   template <class... Opts>
   std::vector<Event> list_events(const Context& ctx, ObjectID id, const Opts&... opts) const {
     return core_.list_events(ctx, id, query(opts...));
