@@ -75,9 +75,12 @@ std::string sql_for(Q q) {
       return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
     case Q::lock_counters:
       // Every write transaction, from every process, takes these rows first: writes are
-      // serialised, so versions become visible in the order they were given out.
+      // serialised, so versions become visible in the order they were given out. Locked
+      // in key order (ORDER BY runs before the lock): in scan order, two transactions
+      // whose snapshots straddle a commit meet the rows' new versions in different
+      // orders and deadlock.
       return "SELECT key, value FROM beehive_meta WHERE key IN ('resource_version', "
-             "'object_id') FOR UPDATE";
+             "'object_id') ORDER BY key FOR UPDATE";
     case Q::close_transaction:
       // What every write transaction stores last, in one statement: the counters as
       // allocated, this session's write token (read back after a COMMIT lost with its
