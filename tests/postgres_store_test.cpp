@@ -986,6 +986,67 @@ TEST_F(PostgresStore,
   }
 }
 
+// The store relies on READ COMMITTED: a write transaction that waited for the counters'
+// lock reads them as the other process left them. A database, role or conninfo whose
+// default isolation is stricter (a DBA's `ALTER DATABASE ... SET
+// default_transaction_isolation`) must not turn a wait into a serialization failure:
+// two processes writing at once, one leading with a controller (its writes check the
+// lease, which its campaign renews meanwhile), lose no write.
+TEST_F(PostgresStore, ADefaultIsolationStricterThanReadCommittedFailsNoWrite) {
+  for (const std::string level : {"serializable", "repeatable read"}) {
+    SCOPED_TRACE(level);
+    // A space in `options` is escaped for its argument list, and that escape for the
+    // conninfo's quoting.
+    auto escaped = level;
+    if (auto space = escaped.find(' '); space != std::string::npos)
+      escaped.replace(space, 1, "\\\\ ");
+    const auto conninfo = std::string(std::getenv("BEEHIVE_TEST_PG")) +
+                          " options='-c default_transaction_isolation=" + escaped + "'";
+    {  // the conninfo does set it
+      PGconn* c = PQconnectdb(conninfo.c_str());
+      PGresult* r = PQexec(c, "SHOW default_transaction_isolation");
+      ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQerrorMessage(c);
+      EXPECT_EQ(std::string(PQgetvalue(r, 0, 0)), level);
+      PQclear(r);
+      PQfinish(c);
+    }
+    const auto schema = test_schema_for(dir_.file(level.substr(0, 6) + ".db"));
+    Beehive leader(postgres::open(conninfo, {.schema = schema}));
+    register_controller<WidgetSpec, WidgetStatus>(
+        leader, widget_kind,
+        [](const Context& ctx, ControllerClient<WidgetStatus>& cc,
+           const Object<WidgetSpec, WidgetStatus>& o) {
+          cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+          return Result{};
+        });
+    auto stop = leader.start(ctx_);
+    Beehive other(postgres::open(conninfo, {.schema = schema}));  // another process
+    Widgets a(leader, widget_kind), b(other, widget_kind);
+    std::mutex mu;
+    std::vector<std::string> failures;
+    run_together(8, [&](int i) {
+      for (int n = 0; n < 40; ++n) {
+        try {
+          auto& w = i % 2 ? b : a;
+          auto o = w.create(ctx_, {"c", n});
+          w.update(ctx_, o.id, {"c", n + 1});
+        } catch (const Error& e) {
+          std::lock_guard g(mu);
+          failures.push_back(e.what());
+        }
+      }
+    });
+    EXPECT_EQ(failures, std::vector<std::string>{});
+    EXPECT_TRUE(eventually([&] {
+      auto all = a.list(ctx_);
+      return all.size() == 320 && std::all_of(all.begin(), all.end(), [](const auto& o) {
+               return o.status && o.status->ready;
+             });
+    })) << "the leader's controller did not settle every object";
+    stop(ctx_);
+  }
+}
+
 TEST_F(PostgresStore, ASchemaNameThatIsNotUtf8IsAnInvalidArgument) {
   EXPECT_ERRC(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
                              {.schema = test_schema_for(dir_.file("bad.db")) + "\xff"}),

@@ -190,7 +190,10 @@ void Connection::connect() {
   // The schema's tables are named unqualified in every statement. pg_catalog stays
   // first (implicitly), so that no table of the schema can shadow a system function.
   // No JIT: its compile time (milliseconds) dwarfs our short statements, and a generic
-  // plan's cost guess can cross its threshold.
+  // plan's cost guess can cross its threshold. READ COMMITTED whatever the database's or
+  // role's default: a write that waited for the counters' lock must read them as the
+  // other process committed them (a stricter level fails it instead), and a leader's
+  // lease check must see its campaign's latest renewal.
   Params p;
   p.add(quote_identifier(schema_)).add(static_cast<std::int64_t>(stall_limit_.count()));
   auto vals = p.pointers();
@@ -199,7 +202,8 @@ void Connection::connect() {
   std::string setup =
       "SELECT set_config('search_path', $1, false), "
       "set_config('idle_in_transaction_session_timeout', $2, false), "
-      "set_config('lock_timeout', $2, false), set_config('jit', 'off', false)";
+      "set_config('lock_timeout', $2, false), set_config('jit', 'off', false), "
+      "set_config('default_transaction_isolation', 'read committed', false)";
   if (read_only_) setup += ", set_config('default_transaction_read_only', 'on', false)";
   bool answered = PQsendQueryParams(conn_, setup.c_str(), 2, nullptr, vals.data(), lens.data(),
                                     nullptr, 0) == 1;
