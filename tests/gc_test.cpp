@@ -1,5 +1,8 @@
 // Deletion and relations: GC, owner cascade, finalizers, dependencies, lookups.
 
+#include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -21,6 +24,19 @@ std::vector<WidgetChange> read_until(Stream<WidgetChange>& s,
     if (pred(*c)) return seen;
   }
   throw std::runtime_error("the awaited change never came");
+}
+
+/// The statements `read` runs, the fewest of three tries: the store's connections also
+/// run statements of their own meanwhile (on PostgreSQL, the poll for other processes'
+/// commits), which only ever add to a count.
+std::uint64_t statements_of(const std::function<void()>& read) {
+  std::uint64_t fewest = UINT64_MAX;
+  for (int i = 0; i < 3; ++i) {
+    auto before = store::statements_run();
+    read();
+    fewest = std::min(fewest, store::statements_run() - before);
+  }
+  return fewest;
 }
 
 bool deleted(const WidgetChange& c, ObjectID id) {
@@ -488,17 +504,17 @@ TEST_F(GcTest, ListOwnedObjectsIsByIdInOneQueryAndTakesEveryLoad) {
   }
   cc.add_dependency(ctx_, of_a[2], b.id);
   auto grandchild = w.create(ctx_, {"grandchild", 0}, with_owner(of_a[1]));
-  auto before = store::statements_run();
+  EXPECT_EQ(statements_of([&] { w.list_owned_objects(ctx_, a.id); }), 1u);
   auto plain = w.list_owned_objects(ctx_, a.id);
-  EXPECT_EQ(store::statements_run() - before, 1u);  // one statement
   ASSERT_EQ(plain.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(plain[i].id, of_a[i]);
   EXPECT_GT(plain[0].resource_version, plain[3].resource_version);  // not by version
   EXPECT_ERRC(plain[0].get_owner(), errc::not_loaded);
-  before = store::statements_run();
-  auto loaded =
-      w.list_owned_objects(ctx_, a.id, load_dependencies(), load_dependents(), load_owned());
-  EXPECT_LE(store::statements_run() - before, 6u);  // three relations + read transaction
+  auto load_three = [&] {
+    return w.list_owned_objects(ctx_, a.id, load_dependencies(), load_dependents(), load_owned());
+  };
+  EXPECT_LE(statements_of(load_three), 6u);  // three relations + read transaction
+  auto loaded = load_three();
   ASSERT_EQ(loaded.size(), 4u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(loaded[i].id, of_a[i]);
   EXPECT_EQ(loaded[2].list_dependencies(), (std::vector<Ref>{{b.id, "acme.com", "Widget"}}));
@@ -524,12 +540,12 @@ TEST_F(GcTest, EagerLoadsAreOneQueryPerRelationForAWholeList) {
   cc.within(ctx_, [&](const Context& tx) {
     for (int i = 0; i < 9999; ++i) w.create(tx, {"c", i}, with_owner(owner.id));
   });
-  auto before = store::statements_run();
-  auto plain = w.list(ctx_);
-  auto plain_cost = store::statements_run() - before;
-  before = store::statements_run();
-  auto loaded = w.list(ctx_, load_owner(), load_dependencies(), load_dependents(), load_owned());
-  auto loaded_cost = store::statements_run() - before;
+  auto plain_cost = statements_of([&] { w.list(ctx_); });
+  auto load_all = [&] {
+    return w.list(ctx_, load_owner(), load_dependencies(), load_dependents(), load_owned());
+  };
+  auto loaded_cost = statements_of(load_all);
+  auto loaded = load_all();
   ASSERT_EQ(loaded.size(), 10000u);
   EXPECT_LE(loaded_cost, plain_cost + 6);  // four relations, plus the read transaction
   EXPECT_EQ(loaded[1].get_owner()->id, owner.id);
