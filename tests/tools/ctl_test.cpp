@@ -602,6 +602,11 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
                                        {"watch", "cluster", "--interval", "5"},
                                        {"watch", "cluster", "--for", "soon"},
                                        {"--busy-timeout", "5", "kinds"},
+                                       {"--busy-timeout", "2147483648ms", "kinds"},
+                                       {"get", "cluster", "--limit", "0"},
+                                       {"get", "cluster", "--limit", "99999999999999999999"},
+                                       {"events", "cluster", "prod", "--limit", "3000000000"},
+                                       {"watch", "cluster", "--resume-from", "1e3"},
                                        {"kinds", "-o", "yaml"},
                                        {"get", "cluster", "-l", "a in ("},
                                        {"get", "cluster", "--continue", "bogus"},
@@ -620,6 +625,14 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
         << cmd[0] << ' ' << cmd.back() << " on a missing store";
   }
   EXPECT_FALSE(store_exists(absent));
+  // A number out of an option's range says so, with the range; it is never stored
+  // saturated (another number than the one typed).
+  for (auto [arg, says] : {std::pair{"0", "--limit: 0 is out of range (1 to "},
+                           std::pair{"99999999999999999999", "is out of range (1 to "},
+                           std::pair{"2.5", "--limit: \"2.5\" is not a whole number"}}) {
+    auto err = ctl({"get", "cluster", "--limit", arg}).err;
+    EXPECT_NE(err.find(says), std::string::npos) << err;
+  }
 }
 
 TEST_F(CtlTest, WatchSeesChangesMadeWhileItRuns) {
@@ -662,6 +675,20 @@ TEST_F(CtlTest, WatchAKindBeforeItsFirstObject) {
       << r.out;
   // Without the group it cannot be told from a typo.
   EXPECT_EQ(ctl({"watch", "Gizmo", "--for", "1s"}).status, 1);
+}
+
+// A --for of centuries waits like any other (it once overflowed the deadline, and the
+// watch ended at once).
+TEST_F(CtlTest, WatchForCenturiesWaitsForItsChange) {
+  Process watch(args({"watch", "Gadget.acme.com", "--interval", "20ms", "--for", "99999999h",
+                      "--max-changes", "1"}));
+  ASSERT_TRUE(watch.read_line().has_value());
+  auto g = Widgets(*bh_, gadget_kind).create(ctx_, {"tiny", 1});
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(first_fields(lines(r.out).back(), 2),
+            (std::vector<std::string>{"ADDED", std::to_string(g.id)}))
+      << r.out;
 }
 
 class CtlSignalTest : public CtlTest, public ::testing::WithParamInterface<int> {};

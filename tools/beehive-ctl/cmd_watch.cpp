@@ -122,8 +122,9 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
     if (!first) {
       auto wait = o.interval;
       if (o.for_) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            started + *o.for_ - std::chrono::steady_clock::now());
+        // Not `started + for_`, which overflows for a --for of centuries.
+        auto left = *o.for_ - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - started);
         if (left <= std::chrono::milliseconds::zero()) break;
         wait = std::min(wait, left);
       }

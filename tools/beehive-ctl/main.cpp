@@ -6,7 +6,11 @@
 // Exit status: 0 success; 1 not found, conflict or another runtime error (message on
 // stderr); 2 usage, a malformed label selector or continue token included.
 
+#include <charconv>
+#include <cstdint>
 #include <iostream>
+#include <limits>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -34,6 +38,28 @@ CLI::Option* add_output(CLI::App* cmd, ctl::Output& output) {
       ->transform(CLI::CheckedTransformer(output_names(), CLI::ignore_case));
 }
 
+/// A whole number from `min` to `max`, checked before CLI11 converts it: its own checks
+/// read the text as a double (a range printed to 300 digits), and a number past the
+/// option's type would be stored saturated, another number than the one typed.
+CLI::Validator whole_number(std::int64_t min, std::int64_t max) {
+  auto range = std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        std::int64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [stop, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || stop != end || ec == std::errc::invalid_argument)
+          return "\"" + text + "\" is not a whole number";
+        if (ec == std::errc::result_out_of_range || v < min || v > max)
+          return text + " is out of range (" + range + ")";
+        return {};
+      },
+      "INT " + range);
+}
+
+constexpr auto int_max = std::numeric_limits<int>::max();
+constexpr auto int64_max = std::numeric_limits<std::int64_t>::max();
+
 /// KIND SLUG|ID [--resource-version RV], the arguments of delete, label and requeue.
 void add_object_name(CLI::App* cmd, ctl::ObjectName& o, bool resource_version) {
   cmd->add_option("kind", o.kind, "KIND[.GROUP] or its plural, case-insensitive")->required();
@@ -41,7 +67,7 @@ void add_object_name(CLI::App* cmd, ctl::ObjectName& o, bool resource_version) {
   if (resource_version)
     cmd->add_option("--resource-version", o.resource_version,
                     "only if the object is still at this version (exit 1, conflict, otherwise)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(whole_number(0, int64_max));
 }
 
 /// What the message says besides the library's explanation, for the errors a script
@@ -95,7 +121,7 @@ int main(int argc, char** argv) {
                       "label selector: a=b, a!=b, a in (x,y), a notin (x), a, !a; comma = AND");
   get_cmd->add_option("--owner", get.owner, "only objects owned by KIND[.GROUP]/SLUG|ID");
   get_cmd->add_option("--limit", get.limit, "at most N objects; the continue token goes to stderr")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, int64_max));
   get_cmd->add_option("--continue", get.continue_token, "the page after the one TOKEN ended");
   add_output(get_cmd, get.output);
 
@@ -106,7 +132,7 @@ int main(int argc, char** argv) {
       ->required();
   describe_cmd->add_option("object", describe.object, "SLUG or ID")->required();
   describe_cmd->add_option("--events", describe.events, "newest event runs shown (default 20)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, int_max));
 
   ctl::EventsOptions events;
   auto* events_cmd = app.add_subcommand("events", "An object's event runs, newest first");
@@ -117,7 +143,7 @@ int main(int argc, char** argv) {
   events_cmd->add_option("object", events.object, "SLUG or ID");
   events_cmd->add_option("--category", events.category, "only this timeline");
   events_cmd->add_option("--limit", events.limit, "at most this many runs")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, int_max));
   add_output(events_cmd, events.output);
 
   ctl::WatchOptions watch;
@@ -131,11 +157,11 @@ int main(int argc, char** argv) {
   watch_cmd->add_option("--interval", interval, "polling period (default 200ms)");
   watch_cmd->add_option("--for", for_duration, "stop after this long (e.g. 5s)");
   watch_cmd->add_option("--max-changes", watch.max_changes, "stop after this many changes")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, int_max));
   watch_cmd
       ->add_option("--resume-from", watch.resume_from,
                    "the changes after this resource version, without the EXISTING rows")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, int64_max));
 
   ctl::ApplyOptions apply;
   auto* apply_cmd = app.add_subcommand(
@@ -169,6 +195,13 @@ int main(int argc, char** argv) {
 
   try {
     where.timeout = ctl::parse_duration(busy_timeout);
+    // SQLite's busy timeout and libpq's waits are ints of milliseconds; a connection
+    // attempt needs at least one.
+    if (where.timeout.count() > int_max)
+      throw ctl::UsageError("--busy-timeout: at most 2147483647ms (about 24.8 days)");
+    if (!where.conninfo.empty() && where.timeout.count() == 0)
+      throw ctl::UsageError(
+          "--busy-timeout: with --pg, at least 1ms (a connection attempt's limit)");
     if (db_file.empty() == where.conninfo.empty())
       throw ctl::UsageError(db_file.empty() ? "name the database: --db FILE or --pg CONNINFO"
                                             : "--db and --pg name two databases: give one");

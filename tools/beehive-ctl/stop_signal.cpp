@@ -4,8 +4,11 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdint>
 
 namespace beehive::ctl {
 
@@ -36,15 +39,16 @@ void install_stop_handlers() {
 bool stop_requested() { return stop_flag != 0; }
 
 void sleep_unless_stopped(std::chrono::milliseconds d) {
-  auto until = std::chrono::steady_clock::now() + d;
+  // Counted from the start, not towards `now + d`, which overflows for a --interval of
+  // centuries; poll's timeout is an int of milliseconds.
+  const auto started = std::chrono::steady_clock::now();
   while (!stop_requested()) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    until - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) return;
+    auto left = d - std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - started);
+    if (left <= std::chrono::milliseconds::zero()) return;
     pollfd p{wake_pipe[0], POLLIN, 0};
     // A negative fd is ignored by poll, which then just sleeps.
-    ::poll(&p, 1, static_cast<int>(left));
+    ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), INT_MAX)));
   }
 }
 
