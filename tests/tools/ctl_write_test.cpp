@@ -179,6 +179,50 @@ TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   EXPECT_FALSE(store_exists(absent));
 }
 
+// Slugs are any text, so "7" can be one object's id and another's slug: the tool
+// refuses to guess (a delete would remove the wrong object) until --by says which.
+TEST_F(CtlWriteTest, ATokenThatIsOneObjectsIdAndAnothersSlugIsNamedWithBy) {
+  auto by_id = widgets().create(ctx_, {"red", 1}, with_slug("first"));
+  const auto token = std::to_string(by_id.id);
+  auto by_slug = widgets().create(ctx_, {"blue", 1}, with_slug(token));
+  auto deleting = [&](const Object<WidgetSpec, WidgetStatus>& o) {
+    return widgets().get(ctx_, o.id).deletion_requested_at.has_value();
+  };
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"delete", "widget", token},
+                                       {"describe", "widget", token},
+                                       {"label", "widget", token, "a=b"},
+                                       {"get", "widget", "--owner", "widget/" + token}}) {
+    auto r = ctl(cmd);
+    EXPECT_EQ(r.status, 1) << cmd[0] << ": " << r.out;
+    EXPECT_NE(r.err.find("ambiguous"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--by id or --by slug"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(deleting(by_id));
+  EXPECT_FALSE(deleting(by_slug));
+  EXPECT_TRUE(widgets().get(ctx_, by_slug.id).labels.empty());
+
+  auto r = ctl({"delete", "widget", token, "--by", "slug"});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/" + token + " deletion requested\n");
+  EXPECT_TRUE(deleting(by_slug));
+  EXPECT_FALSE(deleting(by_id));
+  EXPECT_OK(ctl({"label", "widget", token, "a=b", "--by", "id"}));
+  EXPECT_EQ(widgets().get(ctx_, by_id.id).labels, (std::map<std::string, std::string>{{"a", "b"}}));
+  // Only that reading: a slug is not found --by id, nor an id --by slug.
+  auto slug_by_id = ctl({"describe", "widget", "first", "--by", "id"});
+  EXPECT_EQ(slug_by_id.status, 1);
+  EXPECT_NE(slug_by_id.err.find("not an id of the kind"), std::string::npos) << slug_by_id.err;
+  auto other = widgets().create(ctx_, {"green", 1});
+  auto id_by_slug = ctl({"describe", "widget", std::to_string(other.id), "--by", "slug"});
+  EXPECT_EQ(id_by_slug.status, 1);
+  EXPECT_NE(id_by_slug.err.find("not a slug of the kind"), std::string::npos) << id_by_slug.err;
+  // An object whose slug is its own id is no ambiguity.
+  auto self = widgets().create(ctx_, {"white", 1}, with_slug(std::to_string(other.id + 1)));
+  ASSERT_EQ(self.id, other.id + 1);
+  EXPECT_OK(ctl({"describe", "widget", std::to_string(self.id)}));
+  EXPECT_EQ(ctl({"get", "widget", "--by", "name"}).status, 2);
+}
+
 TEST_F(CtlWriteTest, LabelSetsAndRemoves) {
   auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"),
                             with_labels({{"tier", "web"}, {"team", "x"}}));

@@ -27,6 +27,11 @@
 
 namespace beehive::ctl {
 
+/// How an object argument (SLUG|ID) is read: as an id when it is all digits and names an
+/// object of the kind, else as a slug, refusing a token that names one object by id and
+/// another by slug (--by, default either); or only as one of them.
+enum class Naming { either, id, slug };
+
 /// Where the database is: a SQLite file (--db), or a schema of a PostgreSQL database
 /// (--pg, --schema).
 struct Location {
@@ -35,6 +40,7 @@ struct Location {
   std::string schema = "beehive";
   /// SQLite: how long a read waits out a busy database. PostgreSQL: the connect timeout.
   std::chrono::milliseconds timeout{5000};
+  Naming naming = Naming::either;
 
   bool postgres() const { return !conninfo.empty(); }
   /// How messages name it: the file, or `schema "S"`.
@@ -68,6 +74,8 @@ class Database {
 
   /// How messages name the database.
   const std::string& name() const { return name_; }
+  /// How object arguments are read (Location::naming).
+  Naming naming() const { return naming_; }
   /// The library's reads.
   virtual store::Reader& reader() = 0;
 
@@ -95,12 +103,13 @@ class Database {
   };
 
  protected:
-  explicit Database(std::string name) : name_(std::move(name)) {}
+  explicit Database(const Location& where) : name_(where.name()), naming_(where.naming) {}
   virtual void begin_snapshot() = 0;
   virtual void end_snapshot() noexcept = 0;
 
  private:
   std::string name_;
+  Naming naming_;
 };
 
 /// Throws std::runtime_error unless `version`, the schema version of the store `name`,

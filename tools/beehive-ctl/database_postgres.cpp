@@ -35,7 +35,7 @@ bool holds_store(pg::Connection& c) {
 
 class PostgresDatabase final : public Database {
  public:
-  explicit PostgresDatabase(const Location& where) : Database(where.name()), reader_(where) {
+  explicit PostgresDatabase(const Location& where) : Database(where), reader_(where) {
     auto& c = reader_.connection();
     c.set_read_only();  // the tool's reads never write, reconnected or not
     if (!holds_store(c)) throw NotFound("no beehive store in " + name());

@@ -44,7 +44,7 @@ sqlite::Options options(std::chrono::milliseconds busy_timeout) {
 class SqliteDatabase final : public Database {
  public:
   explicit SqliteDatabase(const Location& where)
-      : Database(where.name()),
+      : Database(where),
         reader_(where.file, options(where.timeout),
                 store::guarded([&] { return check_and_read_session(where.file, where.timeout); })) {
   }

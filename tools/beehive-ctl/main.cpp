@@ -33,6 +33,12 @@ const std::map<std::string, ctl::Output>& output_names() {
   return names;
 }
 
+const std::map<std::string, ctl::Naming>& naming_names() {
+  static const std::map<std::string, ctl::Naming> names{
+      {"either", ctl::Naming::either}, {"id", ctl::Naming::id}, {"slug", ctl::Naming::slug}};
+  return names;
+}
+
 CLI::Option* add_output(CLI::App* cmd, ctl::Output& output) {
   return cmd->add_option("-o,--output", output, "table (default) or json")
       ->transform(CLI::CheckedTransformer(output_names(), CLI::ignore_case));
@@ -105,6 +111,11 @@ int main(int argc, char** argv) {
   app.add_option("--schema", where.schema,
                  "with --pg: the schema holding the store (default beehive)")
       ->envname("BEEHIVE_PG_SCHEMA");
+  app.add_option("--by", where.naming,
+                 "how SLUG|ID arguments are read: either (an id when one of the kind has it, "
+                 "else a slug; refused when it names one object by id and another by slug), "
+                 "id or slug")
+      ->transform(CLI::CheckedTransformer(naming_names(), CLI::ignore_case));
   app.add_option("--busy-timeout", busy_timeout,
                  "how long a read waits for a lock SQLite reports busy; with --pg, how long "
                  "a connection attempt may take (default 5s)");

@@ -96,13 +96,26 @@ std::optional<ObjectID> parse_id(const std::string& token) {
 
 ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& token, unsigned loads) {
   auto& conn = db.reader();
-  if (auto id = parse_id(token)) {
-    auto row = conn.get(*id, loads);
-    if (row && row->meta.group == gk.group && row->meta.kind == gk.kind) return std::move(*row);
+  const auto naming = db.naming();
+  std::optional<ObjectRow> by_id, by_slug;
+  if (auto id = naming != Naming::slug ? parse_id(token) : std::nullopt) {
+    by_id = conn.get(*id, loads);
+    if (by_id && (by_id->meta.group != gk.group || by_id->meta.kind != gk.kind)) by_id.reset();
   }
-  if (auto row = conn.get_by_slug(gk, token, loads)) return std::move(*row);
-  throw NotFound(to_string(gk) + " \"" + token +
-                 "\" not found (neither an id nor a slug of the kind)");
+  if (naming != Naming::id) by_slug = conn.get_by_slug(gk, token, loads);
+  // Slugs are any text: "1001" may be one object's slug and another's id. Guessing would
+  // have `delete` remove the wrong object.
+  if (by_id && by_slug && by_id->meta.id != by_slug->meta.id)
+    throw std::runtime_error(
+        to_string(gk) + " \"" + token +
+        "\" is ambiguous: it is the id of one object and the slug of another (id " +
+        std::to_string(by_slug->meta.id) + "); name it with --by id or --by slug");
+  if (by_id) return std::move(*by_id);
+  if (by_slug) return std::move(*by_slug);
+  const char* what = naming == Naming::id     ? "not an id of the kind"
+                     : naming == Naming::slug ? "not a slug of the kind"
+                                              : "neither an id nor a slug of the kind";
+  throw NotFound(to_string(gk) + " \"" + token + "\" not found (" + what + ")");
 }
 
 }  // namespace beehive::ctl

@@ -35,7 +35,8 @@ GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent 
 /// `token` as an object id when it is all digits.
 std::optional<ObjectID> parse_id(const std::string& token);
 
-/// The object of kind `gk` named by `token`; throws NotFound.
+/// The object of kind `gk` named by `token`, read as `db.naming()` says; throws NotFound,
+/// or std::runtime_error when `token` is one object's id and another's slug.
 ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& token,
                       unsigned loads = 0);
 
