@@ -677,6 +677,53 @@ TEST_F(CtlTest, WatchAKindBeforeItsFirstObject) {
   EXPECT_EQ(ctl({"watch", "Gizmo", "--for", "1s"}).status, 1);
 }
 
+// Stored text is any text a program wrote: printed raw, an escape sequence in a slug, a
+// condition or an event message would control the operator's terminal, and a newline
+// would forge a row. The human output escapes control characters (C0, DEL, C1) and
+// bidirectional overrides; JSON output escapes them as JSON does.
+TEST_F(CtlTest, StoredTextCannotControlTheTerminal) {
+  const std::string esc = "\x1b[31mred\x1b]0;title\x07",
+                    c1 = "\xc2\x9b"
+                         "2J",
+                    rlo =
+                        "\xe2\x80\xae"
+                        "txt.exe";
+  auto evil = Widgets(*bh_, widget_kind)
+                  .create(ctx_, {"x", 1}, with_slug("s" + esc + "\nforged row\t" + c1 + rlo));
+  widgets_cc_->set_condition(ctx_, evil.id,
+                             {"Ready" + esc, ConditionStatus::False, "Why" + c1, "msg" + rlo});
+  widgets_cc_->record_event(ctx_, evil.id,
+                            EventSpec{"cat" + esc, EventType::Warning, "R" + c1, "m\n" + rlo});
+  const auto id = std::to_string(evil.id);
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"get", "Widget.acme.com"},
+                                       {"describe", "Widget.acme.com", id},
+                                       {"events", "Widget.acme.com", id},
+                                       {"watch", "Widget.acme.com", "--for", "1ms"},
+                                       {"label", "Widget.acme.com", id, "a=b"},
+                                       {"requeue", "Widget.acme.com", id},
+                                       {"delete", "Widget.acme.com", id}}) {
+    auto r = ctl(cmd);
+    EXPECT_EQ(r.status, 0) << cmd[0] << ": " << r.err;
+    auto out = r.out;
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << cmd[0] << ": " << out;
+    EXPECT_EQ(out.find('\x07'), std::string::npos) << cmd[0];
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << cmd[0];
+    EXPECT_EQ(out.find("\xe2\x80\xae"), std::string::npos) << cmd[0];
+    EXPECT_EQ(out.find("\nforged row"), std::string::npos) << cmd[0];
+    if (cmd[0] != "events") {  // names the object
+      EXPECT_NE(out.find("s\\x1b[31mred\\x1b]0;title\\x07\\nforged row\\t\\u009b2J\\u202etxt.exe"),
+                std::string::npos)
+          << cmd[0] << ": " << out;
+    }
+  }
+  // An error message naming stored text is escaped too (the kind names listed here).
+  Widgets(*bh_, GroupKind{"acme.com", "Kind" + esc}).create(ctx_, {"x", 1});
+  auto missing = ctl({"get", "nosuchkind"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_EQ(missing.err.find('\x1b'), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("Kind\\x1b[31m"), std::string::npos) << missing.err;
+}
+
 // A --for of centuries waits like any other (it once overflowed the deadline, and the
 // watch ended at once).
 TEST_F(CtlTest, WatchForCenturiesWaitsForItsChange) {

@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "failure.hpp"
+#include "terminal_text.hpp"
 #include "writer.hpp"
 
 namespace beehive::ctl {
@@ -119,7 +120,7 @@ int run_apply(WriteSession& ws, const ApplyOptions& o, std::ostream& out) {
   auto docs = parse_documents(read_input(o.file), o.file);
   for (auto& doc : docs) {
     auto what = apply_one(ws, doc);
-    out << to_string(doc.gk) << '/' << doc.slug << ' ' << what << std::endl;
+    out << printable(to_string(doc.gk) + '/' + doc.slug) << ' ' << what << std::endl;
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "render.hpp"
 #include "selector.hpp"
+#include "terminal_text.hpp"
 #include "writer.hpp"
 
 namespace beehive::ctl {
@@ -11,7 +12,7 @@ namespace beehive::ctl {
 int run_delete(WriteSession& ws, const ObjectName& o, std::ostream& out) {
   auto gk = resolve_kind(ws.db(), o.kind);
   auto row = find_object(ws.db(), gk, o.object);
-  auto name = object_name(row.meta);
+  auto name = printable(object_name(row.meta));
   if (row.meta.deletion_requested_at && !o.resource_version) {
     out << name << " already deleting" << std::endl;
     return 0;

@@ -8,6 +8,7 @@
 #include "database.hpp"
 #include "render.hpp"
 #include "selector.hpp"
+#include "terminal_text.hpp"
 
 namespace beehive::ctl {
 
@@ -16,7 +17,7 @@ namespace {
 void field(std::ostream& out, const std::string& name, const std::string& value) {
   constexpr std::size_t width = 21;
   out << name << ':' << std::string(name.size() + 1 < width ? width - name.size() - 1 : 1, ' ')
-      << value << '\n';
+      << printable(value) << '\n';
 }
 
 std::string when(const std::optional<Time>& t, Time now) {
@@ -27,7 +28,7 @@ std::string when(const std::optional<Time>& t, Time now) {
 void json_block(std::ostream& out, const std::string& heading, const Json& value) {
   out << heading << ":\n";
   std::istringstream lines(value.dump(2));
-  for (std::string line; std::getline(lines, line);) out << "  " << line << '\n';
+  for (std::string line; std::getline(lines, line);) out << "  " << printable(line) << '\n';
 }
 
 /// A relation as "Kind.group/ID (slug)" lines; the slug is read in the same snapshot.
@@ -36,7 +37,7 @@ void refs_block(std::ostream& out, Database& db, const std::string& heading,
   out << heading << ':' << (refs.empty() ? " -" : "") << '\n';
   for (auto& r : refs) {
     auto row = db.reader().get(r.id);
-    out << "  " << ref_name(r, row ? row->meta.slug : std::nullopt) << '\n';
+    out << "  " << printable(ref_name(r, row ? row->meta.slug : std::nullopt)) << '\n';
   }
 }
 

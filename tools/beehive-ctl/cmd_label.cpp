@@ -9,6 +9,7 @@
 #include "render.hpp"
 #include "selector.hpp"
 #include "store/label_selector.hpp"
+#include "terminal_text.hpp"
 #include "writer.hpp"
 
 namespace beehive::ctl {
@@ -69,7 +70,7 @@ int run_label(WriteSession& ws, const LabelOptions& o, std::ostream& out) {
       auto rv = o.target.resource_version.value_or(row.meta.resource_version);
       auto after = client.set_labels(ctx, row.meta.id, labels, with_resource_version(rv));
       bool changed = after.resource_version != row.meta.resource_version;
-      out << object_name(row.meta) << (changed ? " labeled" : " unchanged") << std::endl;
+      out << printable(object_name(row.meta)) << (changed ? " labeled" : " unchanged") << std::endl;
       return 0;
     } catch (const Error& e) {
       if (e.code() != make_error_code(errc::conflict) || o.target.resource_version || attempt >= 4)

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "render.hpp"
 #include "selector.hpp"
+#include "terminal_text.hpp"
 #include "writer.hpp"
 
 namespace beehive::ctl {
@@ -17,7 +18,7 @@ int run_requeue(WriteSession& ws, const ObjectName& o, std::ostream& out) {
   auto gk = resolve_kind(ws.db(), o.kind);
   auto row = find_object(ws.db(), gk, o.object);
   ws.log_requeue(gk, row.meta.id);
-  out << object_name(row.meta) << " requeued" << std::endl;
+  out << printable(object_name(row.meta)) << " requeued" << std::endl;
   return 0;
 }
 

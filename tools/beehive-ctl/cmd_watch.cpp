@@ -24,6 +24,7 @@
 #include "render.hpp"
 #include "selector.hpp"
 #include "stop_signal.hpp"
+#include "terminal_text.hpp"
 
 namespace beehive::ctl {
 
@@ -141,7 +142,7 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
       // blip, SQLite busy past its timeout): a watch outlives it, reading again at the
       // next interval (a lost connection is made again then).
       if (e.code() != make_error_code(errc::store)) throw;
-      std::cerr << "beehive-ctl: " << e.what() << " (retrying)" << std::endl;
+      std::cerr << "beehive-ctl: " << printable(e.what(), true) << " (retrying)" << std::endl;
       first = false;
       continue;
     }

@@ -21,6 +21,7 @@
 #include "duration.hpp"
 #include "failure.hpp"
 #include "selector.hpp"
+#include "terminal_text.hpp"
 #include "writer.hpp"
 
 namespace ctl = beehive::ctl;
@@ -246,13 +247,14 @@ int main(int argc, char** argv) {
     if (*watch_cmd) return ctl::run_watch(*db, watch, std::cout);
     return 2;
   } catch (const ctl::UsageError& e) {
-    std::cerr << "beehive-ctl: " << e.what() << "\nRun with --help for more information.\n";
+    std::cerr << "beehive-ctl: " << ctl::printable(e.what(), true)
+              << "\nRun with --help for more information.\n";
     return 2;
   } catch (const beehive::Error& e) {
-    std::cerr << "beehive-ctl: " << error_text(e) << '\n';
+    std::cerr << "beehive-ctl: " << ctl::printable(error_text(e), true) << '\n';
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "beehive-ctl: " << e.what() << '\n';
+    std::cerr << "beehive-ctl: " << ctl::printable(e.what(), true) << '\n';
     return 1;
   }
 }

@@ -44,7 +44,8 @@ class StreamTable {
 /// Width on a terminal, counting UTF-8 code points (the timeline's ✓ and ✗).
 std::size_t display_width(const std::string& s);
 
-/// One line of cells padded to `widths`, two spaces apart, without trailing spaces.
+/// One line of cells padded to `widths`, two spaces apart, without trailing spaces; each
+/// cell printable() (control characters escaped).
 std::string format_row(const std::vector<std::string>& row, const std::vector<std::size_t>& widths);
 
 }  // namespace beehive::ctl

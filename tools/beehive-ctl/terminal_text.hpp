@@ -1,0 +1,22 @@
+#pragma once
+
+// Stored text made safe to print on a terminal. Slugs, kinds, condition and event
+// messages are any text a program wrote: printed raw, an escape sequence in one could
+// recolour, retitle or rewrite an operator's terminal, a newline forge a table row, a
+// bidirectional override reorder what is read. The human output (tables, describe, the
+// write commands' lines, error messages) passes such text through here; JSON output is
+// escaped by its encoder.
+
+#include <string>
+#include <string_view>
+
+namespace beehive::ctl {
+
+/// `text` with its control characters written as escapes: \n, \r and \t, \xNN for the
+/// other C0 controls and DEL, \u00NN for the C1 controls (U+0080-U+009F), and \uNNNN
+/// for the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+/// U+2066-U+2069). Everything else, backslashes included, is kept. With
+/// `keep_newlines`, a newline stays one (a database's multi-line error message).
+std::string printable(std::string_view text, bool keep_newlines = false);
+
+}  // namespace beehive::ctl
