@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "terminal_text.hpp"
+
 namespace beehive {
 
 const char* to_string(LogLevel level) noexcept {
@@ -19,12 +21,31 @@ const char* to_string(LogLevel level) noexcept {
   return "info";
 }
 
+namespace {
+
+/// A field's value as logfmt writes it: bare when it is one plain word, else quoted,
+/// with quotes and backslashes escaped (so that an escape printable() writes is never
+/// taken for text that looked like one).
+std::string logfmt_value(std::string_view v) {
+  auto shown = printable(v);
+  if (!v.empty() && shown == v && v.find_first_of(" \"=\\") == std::string_view::npos) return shown;
+  std::string quoted;
+  for (char c : v) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return '"' + printable(quoted) + '"';
+}
+
+}  // namespace
+
 Logger stderr_logger(LogLevel min) {
   return [min](LogLevel level, std::string_view message, const LogFields& fields) {
     if (level < min) return;
-    std::string line = "beehive: ";
-    line.append(message);
-    for (auto& [k, v] : fields) line.append(" ").append(k).append("=").append(v);
+    // One line per entry, whatever the text: a newline or an escape sequence in a
+    // reason (an exception's message) is written as an escape.
+    std::string line = "beehive: " + printable(message);
+    for (auto& [k, v] : fields) line.append(" ").append(k).append("=").append(logfmt_value(v));
     line += "\n";
     static std::mutex mu;  // whole lines, even from several threads
     std::lock_guard lk(mu);

@@ -54,6 +54,17 @@ TEST_F(LoggerTest, SkippedRowsAndStderrDefault) {
   stderr_logger()(LogLevel::warning, "something", {{"id", "7"}});
   stderr_logger()(LogLevel::info, "quiet", {});
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "beehive: something id=7\n");
+  // One line whatever the text: a value with spaces is quoted, quotes and backslashes
+  // escaped, control and bidirectional characters written as escapes.
+  ::testing::internal::CaptureStderr();
+  stderr_logger()(LogLevel::error, "failed\n\x1b[2J",
+                  {{"reason", "postgres: ERROR:  x\nDETAIL: \"y\" \\n"},
+                   {"kind", "K\xe2\x80\xae"},
+                   {"empty", ""},
+                   {"eq", "a=b"}});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "beehive: failed\\n\\x1b[2J reason=\"postgres: ERROR:  x\\nDETAIL: \\\"y\\\" \\\\n\" "
+            "kind=\"K\\u202e\" empty=\"\" eq=\"a=b\"\n");
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 /// reconcile and its next retry, an actor restarted by the supervisor, a failed garbage
 /// collection) through a `Logger`, with structured fields (object id, kind, reason,
 /// ...). Give one with `with_logger` to the Beehive; the default writes warnings and
-/// errors to stderr as "beehive: <message> key=value ...".
+/// errors to stderr as "beehive: <message> key=value ...", one line each: a value that is
+/// not one plain word is quoted ("a b"), with `"` and `\` escaped, and control and
+/// bidirectional characters are written as escapes (`\n`, `\x1b`, `\u202e`).
 ///
 /// A logger is called from beehive's threads, possibly several at once: it must be
 /// thread-safe and should not block for long. An exception it throws is swallowed:

@@ -247,14 +247,14 @@ int main(int argc, char** argv) {
     if (*watch_cmd) return ctl::run_watch(*db, watch, std::cout);
     return 2;
   } catch (const ctl::UsageError& e) {
-    std::cerr << "beehive-ctl: " << ctl::printable(e.what(), true)
+    std::cerr << "beehive-ctl: " << beehive::printable(e.what(), true)
               << "\nRun with --help for more information.\n";
     return 2;
   } catch (const beehive::Error& e) {
-    std::cerr << "beehive-ctl: " << ctl::printable(error_text(e), true) << '\n';
+    std::cerr << "beehive-ctl: " << beehive::printable(error_text(e), true) << '\n';
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "beehive-ctl: " << ctl::printable(e.what(), true) << '\n';
+    std::cerr << "beehive-ctl: " << beehive::printable(e.what(), true) << '\n';
     return 1;
   }
 }

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace beehive::ctl {
+namespace beehive {
 
 namespace {
 
@@ -54,4 +54,4 @@ std::string printable(std::string_view text, bool keep_newlines) {
   return out;
 }
 
-}  // namespace beehive::ctl
+}  // namespace beehive

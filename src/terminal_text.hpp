@@ -1,16 +1,16 @@
 #pragma once
 
-// Stored text made safe to print on a terminal. Slugs, kinds, condition and event
-// messages are any text a program wrote: printed raw, an escape sequence in one could
-// recolour, retitle or rewrite an operator's terminal, a newline forge a table row, a
-// bidirectional override reorder what is read. The human output (tables, describe, the
-// write commands' lines, error messages) passes such text through here; JSON output is
-// escaped by its encoder.
+// Text made safe to print on a terminal or in a line-based log. Slugs, kinds, condition
+// and event messages, exception messages are any text a program wrote: printed raw, an
+// escape sequence in one could recolour, retitle or rewrite an operator's terminal, a
+// newline forge a table row or a log line, a bidirectional override reorder what is
+// read. beehive-ctl's human output and the default stderr logger pass such text through
+// here; JSON output is escaped by its encoder.
 
 #include <string>
 #include <string_view>
 
-namespace beehive::ctl {
+namespace beehive {
 
 /// `text` with its control characters written as escapes: \n, \r and \t, \xNN for the
 /// other C0 controls and DEL, \u00NN for the C1 controls (U+0080-U+009F), and \uNNNN
@@ -19,4 +19,4 @@ namespace beehive::ctl {
 /// `keep_newlines`, a newline stays one (a database's multi-line error message).
 std::string printable(std::string_view text, bool keep_newlines = false);
 
-}  // namespace beehive::ctl
+}  // namespace beehive
