@@ -1,6 +1,7 @@
 // Event log, schedule gauge and manual requeue.
 
 #include <future>
+#include <limits>
 #include <mutex>
 
 #include "controller_fixture.hpp"
@@ -26,6 +27,36 @@ struct Probe {
   int latency_ms = 0;
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, endpoint, latency_ms)
+
+// A run's count saturates at the largest int rather than overflowing: on PostgreSQL the
+// column would refuse the next extension, failing every event of the category, and the
+// count read back would wrap on SQLite.
+TEST_F(EventsTest, ARunsCountStaysAtTheLargestIntAndTheRunGoesOn) {
+  auto o = widgets().create(ctx_, {"busy", 1});
+  emit(o.id, "loop", EventType::Normal, "Tick", "first");
+  write_test_store(dir_.file("beehive.db"), "UPDATE events SET count = 2147483646");
+  auto watch = widgets().watch_events(ctx_, o.id);  // the runs as the writer publishes them
+  for (int i = 0; i < 3; ++i) {
+    clock_->advance(1s);
+    emit(o.id, "loop", EventType::Normal, "Tick", "again");
+    EXPECT_EQ(widgets().get_latest_event(ctx_, o.id, "loop")->count,
+              std::numeric_limits<int>::max())
+        << i;
+  }
+  auto runs = widgets().list_events(ctx_, o.id);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].count, std::numeric_limits<int>::max());
+  EXPECT_EQ(runs[0].message, "again");
+  EXPECT_EQ(runs[0].last_at, clock_->now());
+  std::optional<Event> published;
+  while (auto e = watch.next_for(5s))
+    if (e->last_at == clock_->now()) {
+      published = *e;
+      break;
+    }
+  ASSERT_TRUE(published.has_value());
+  EXPECT_EQ(published->count, std::numeric_limits<int>::max());
+}
 
 TEST_F(EventsTest, TheConnectionHealthTimeline) {
   auto w = widgets();

@@ -44,7 +44,7 @@ struct Event {
   std::string reason;
   std::string message;    ///< the latest occurrence's
   nlohmann::json detail;  ///< the latest occurrence's; null = none
-  int count = 0;          ///< occurrences in this run (>= 1)
+  int count = 0;          ///< occurrences in this run (>= 1; stays at INT_MAX once there)
   Time first_at{};
   Time last_at{};
 };

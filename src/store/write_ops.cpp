@@ -4,6 +4,7 @@
 #include "store/label_selector.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
@@ -292,7 +293,10 @@ Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& 
   if (current && current->type == e.type && current->reason == e.reason) {
     run = std::move(*current);
     w_.extend_event(run.id, e.message, detail, now_, rv);
-    ++run.count;
+    // Saturates, as the stored count does: a run extended every millisecond reaches the
+    // largest int in 25 days, and a run that could no longer be extended would fail
+    // every event of its category.
+    if (run.count < std::numeric_limits<int>::max()) ++run.count;
   } else {
     run.id = w_.insert_event(id, e, detail, now_, rv);
     run.object_id = id;

@@ -191,8 +191,9 @@ std::string sql_for(Query q) {
              count, first_at, last_at, resource_version)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7, ?7, ?8))sql";
     case Query::extend_event:
-      return "UPDATE events SET count = count + 1, message = ?2, detail = ?3, last_at = ?4, "
-             "resource_version = ?5 WHERE id = ?1";
+      // The count saturates at Event::count's largest value (see write_ops.cpp).
+      return "UPDATE events SET count = min(count + 1, 2147483647), message = ?2, detail = ?3, "
+             "last_at = ?4, resource_version = ?5 WHERE id = ?1";
     case Query::kinds_with_events:
       return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
              WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
