@@ -1047,6 +1047,28 @@ TEST_F(PostgresStore, ADefaultIsolationStricterThanReadCommittedFailsNoWrite) {
   }
 }
 
+// A statement_timeout the DBA set (here through the conninfo) is the database's policy
+// and applies to beehive's statements too, as the README says: a write waiting for
+// another process's transaction fails at it with errc::store, writing nothing, well
+// before the lease.
+TEST_F(PostgresStore, ARolesStatementTimeoutBoundsAWaitForAnotherProcesssLock) {
+  const auto conninfo =
+      std::string(std::getenv("BEEHIVE_TEST_PG")) + " options='-c statement_timeout=300'";
+  const auto schema = test_schema_for(dir_.file("timeout.db"));
+  Beehive bh(postgres::open(conninfo, {.schema = schema}));
+  Widgets w(bh, widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  {
+    OpenTransaction other(
+        schema, "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
+    auto began = std::chrono::steady_clock::now();
+    EXPECT_ERRC_WITH(w.update(ctx_, o.id, {"a", 2}), errc::store, "statement timeout");
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
+  }
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1);
+  EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);  // the lock gone, writes go on
+}
+
 TEST_F(PostgresStore, ASchemaNameThatIsNotUtf8IsAnInvalidArgument) {
   EXPECT_ERRC(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
                              {.schema = test_schema_for(dir_.file("bad.db")) + "\xff"}),
