@@ -67,5 +67,22 @@ TEST_F(LoggerTest, SkippedRowsAndStderrDefault) {
             "kind=\"K\\u202e\" empty=\"\" eq=\"a=b\"\n");
 }
 
+// An empty Logger (a default-constructed std::function) keeps the default, stderr,
+// rather than being called (and throwing) or silencing beehive.
+class EmptyLoggerTest : public ControllerTest {
+ protected:
+  void SetUp() override { open(with_logger(Logger{})); }
+};
+
+TEST_F(EmptyLoggerTest, KeepsTheStderrDefault) {
+  Client<nlohmann::json, nlohmann::json> raw(*bh_, widget_kind);
+  auto bad = raw.create(ctx_, nlohmann::json{{"not", "a widget"}});
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(widgets().list(ctx_).empty());
+  auto err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("beehive: "), std::string::npos) << err;
+  EXPECT_NE(err.find("id=" + std::to_string(bad.id)), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace beehive::test

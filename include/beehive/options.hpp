@@ -139,7 +139,8 @@ Option with_concurrency(int workers);
 /// requeue_after, resync) run on the steady clock, or on this clock when it is a
 /// ManualClock, so that a wall clock stepping back or forth does not stall them.
 Option with_clock(std::shared_ptr<Clock> clock);
-/// Beehive: where log entries go (default: warnings and errors to stderr).
+/// Beehive: where log entries go (default: warnings and errors to stderr). An empty
+/// `Logger` keeps the default; to silence beehive, pass one that does nothing.
 Option with_logger(Logger logger);
 /// Beehive: where metrics go (see metrics.hpp); default none, which costs nothing.
 Option with_metrics(std::shared_ptr<MetricsSink> sink);
