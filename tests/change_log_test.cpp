@@ -3,6 +3,7 @@
 // retained horizon (watch_too_old) and the head (watch_too_new), retention trimmed by
 // the gc, and other writers' commits (removals included) found through the log.
 
+#include <map>
 #include <set>
 #include <thread>
 
@@ -295,6 +296,38 @@ TEST(ChangeLog, AnotherWritersRemovalReachesWatches) {
   while (c.type != ChangeType::Deleted);
   EXPECT_EQ(c.object.id, a.id);
   EXPECT_EQ(c.object.spec.size, 2);
+}
+
+/// Another writer commits, and this process writes right after, before it has read the
+/// other's commit: the earlier commit still reaches the watch first. A position the
+/// watch gives is never above a change it has yet to deliver (resumed from it, that
+/// change would be skipped).
+TEST(ChangeLog, AnotherWritersEarlierCommitReachesTheWatchBeforeALaterOneOfOurs) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 0});
+  auto b = w.create({}, {"b", 0});
+  auto watch = w.watch_list({});
+  next(watch);
+  next(watch);
+  Beehive other(open_test_store(t.path()));
+  Widgets theirs(other, widget_kind);
+  std::map<ObjectID, std::int64_t> delivered;
+  for (int i = 1; i <= 20; ++i) {
+    SCOPED_TRACE(i);
+    auto earlier = theirs.update({}, a.id, {"a", i});
+    auto later = w.update({}, b.id, {"b", i});
+    while (delivered[a.id] < earlier.resource_version || delivered[b.id] < later.resource_version) {
+      auto c = next(watch);
+      delivered[c.object.id] = c.object.resource_version;
+      auto position = watch.resource_version();
+      EXPECT_FALSE(position >= earlier.resource_version &&
+                   delivered[a.id] < earlier.resource_version)
+          << "position " << position << " passed the other writer's change at "
+          << earlier.resource_version << ", not delivered yet";
+    }
+  }
 }
 
 // The gc trims only what its process has read of the log: another writer's change that

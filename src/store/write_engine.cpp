@@ -96,6 +96,16 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
   if (own && cfg_.watch_foreign_commits) {
     for (auto& c : rec.changes) own_rvs_.push_back(c.row.meta.resource_version);
     for (auto& e : rec.events) own_rvs_.push_back(e.resource_version);
+    // Another process may have committed just before this transaction began, too
+    // recently for this process to have read it yet: its versions are lower, so it goes
+    // out first. Otherwise a watcher would take this commit's version for its position
+    // while an earlier change had still to come, and a resume from there would skip it.
+    if (cfg_.writer->data_version() != data_version_ || unpublished_commit_) {
+      try {
+        publish_foreign_commits();
+      } catch (const std::exception&) {  // the write committed: published all the same
+      }
+    }
   }
   if (cfg_.publish) cfg_.publish(rec);
 }
@@ -390,9 +400,10 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       }
       committed(session_began_);
       // Before the writes deferred behind the session run: their records come after
-      // this one, as their versions do.
-      publish(changes);
+      // this one, as their versions do. (Ended first: other processes' commits may be
+      // read now, see publish.)
       end_session();
+      publish(changes);
       break;
     }
     case SessionCmd::rollback:
