@@ -229,6 +229,37 @@ TEST_F(WithinTest, WatchChangesComeAfterTheOutermostCommitAndNeverAfterARollback
   EXPECT_FALSE(events.next_for(30ms).has_value());
 }
 
+// An event recorded in a nested block that rolls back is gone: no watcher hears of it.
+// And the versions a rolled-back block took are not handed out again, though an event
+// the outer block kept holds a version between them.
+TEST_F(WithinTest, ANestedBlockRolledBackTakesItsEventsAndItsVersionsWithIt) {
+  auto w = widgets();
+  auto existing = w.create(ctx_, {"existing", 1});
+  auto events = w.watch_events(ctx_, existing.id);
+  cc_->within(ctx_, [&](const Context& tx) {
+    cc_->record_event(tx, existing.id, {"", EventType::Normal, "Kept"});
+    try {
+      cc_->within(tx, [&](const Context& inner) {
+        cc_->record_event(inner, existing.id, {"", EventType::Normal, "Never"});
+        w.update(inner, existing.id, {"never", 2});
+        throw std::runtime_error("inner fails");
+      });
+    } catch (const std::runtime_error&) {
+    }
+  });
+  auto e = events.next_for(5s);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->reason, "Kept");
+  EXPECT_FALSE(events.next_for(50ms).has_value());  // "Never" was rolled back
+  EXPECT_EQ(w.list_events(ctx_, existing.id).size(), 1u);
+  auto after = w.update(ctx_, existing.id, {"after", 3});
+  auto held = query_test_store(dir_.file("beehive.db"),
+                               "SELECT resource_version FROM events ORDER BY resource_version");
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_GT(after.resource_version, std::stoll(held[0][0]))
+      << "a version the kept event holds was handed out again";
+}
+
 TEST_F(WithinTest, OtherWritersWaitForTheTransaction) {
   auto w = widgets();
   std::atomic<bool> other_done{false};

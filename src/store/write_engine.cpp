@@ -367,8 +367,8 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
     case SessionCmd::savepoint:
       if (live) w.savepoint(depth_ + 1);
       ++depth_;
-      marks_.push_back(
-          {session_rec_.changes.size(), session_rec_.wakes.size(), session_rec_.edges_removed});
+      marks_.push_back({session_rec_.changes.size(), session_rec_.wakes.size(),
+                        session_rec_.events.size(), session_rec_.edges_removed});
       break;
     case SessionCmd::release:
       if (live) w.release(depth_);
@@ -380,6 +380,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       --depth_;
       session_rec_.changes.resize(marks_.back().changes);
       session_rec_.wakes.resize(marks_.back().wakes);
+      session_rec_.events.resize(marks_.back().events);
       session_rec_.edges_removed = marks_.back().edges_removed;
       marks_.pop_back();
       break;

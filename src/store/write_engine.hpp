@@ -205,7 +205,7 @@ class WriteEngine {
 
  private:
   struct Mark {
-    std::size_t changes, wakes;
+    std::size_t changes, wakes, events;
     bool edges_removed;
   };
   using SteadyTime = std::chrono::steady_clock::time_point;

@@ -123,6 +123,9 @@ void SqliteWriter::rollback_to(int depth) {
     conn_.exec("ROLLBACK TO s" + std::to_string(depth));
     conn_.exec("RELEASE s" + std::to_string(depth));
   });
+  // The log entry last written may be gone with the savepoint, while a version taken
+  // before it (an event's) stays: commit stores the counter.
+  last_logged_rv_ = 0;
 }
 
 int SqliteWriter::on_busy(void* self, int attempt) {
