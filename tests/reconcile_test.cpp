@@ -27,6 +27,29 @@ TEST_F(ReconcileTest, StartReconcilesEveryObjectOnce) {
   for (auto id : ids) EXPECT_EQ(recorder_->count(id), 1);
 }
 
+// The listing that starts a controller fails (the store unreadable for a moment): it is
+// tried again after the first retry interval, and every object is reconciled then.
+TEST_F(ReconcileTest, AStartListingThatFailsIsTriedAgain) {
+  register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 1});
+  auto file = dir_.file("beehive.db");
+  write_test_store(file, "ALTER TABLE objects RENAME TO objects_away");
+  start();
+  settle();  // idle: the listing failed, and waits for its retry
+  EXPECT_EQ(recorder_->total(), 0);
+  write_test_store(file, "ALTER TABLE objects_away RENAME TO objects");
+  clock_->advance(1s);
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 1);
+  EXPECT_EQ(recorder_->count(b.id), 1);
+  // Dispatching: a change is reconciled as usual.
+  w.update(ctx_, a.id, {"a", 2});
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 2);
+}
+
 TEST_F(ReconcileTest, CreateSpecChangeAndDeletionRequestWake) {
   register_widgets();
   start();

@@ -39,8 +39,12 @@ bool idle(Self self) {
   auto& st = self->state;
   if (st.draining) return st.in_flight.empty();
   if (!leads(self)) return st.in_flight.empty() && st.pending_reads == 0;
-  if (!st.dispatching || st.pending_reads > 0 || !st.in_flight.empty()) return false;
+  // Not dispatching yet: listing the kind, or waiting to list it again (relist_at).
+  if ((!st.dispatching && st.relist_at == Time::max()) || st.pending_reads > 0 ||
+      !st.in_flight.empty())
+    return false;
   auto t = now(self);
+  if (st.relist_at <= t) return false;
   // Queued ids wait for a token of the rate limit that is due later: nothing to do now.
   if (!st.queue.empty() && !(st.rate_wake != Time::max() && st.rate_wake > t)) return false;
   if (st.next_resync <= t) return false;
@@ -49,9 +53,9 @@ bool idle(Self self) {
 }
 
 /// Lists the kind's ids on the reader actor, then hands them to `then`. A failed read is
-/// logged: the next resync lists again.
-template <class Fn>
-void list_kind(Self self, bool with_deletions, Fn then) {
+/// logged, and `failed` runs.
+template <class Fn, class Failed>
+void list_kind(Self self, bool with_deletions, Fn then, Failed failed) {
   auto gk = self->state.kind->gk;
   ReadJob job = [gk, with_deletions](store::Reader& r) {
     return caf::make_message(r.list_ids(gk, with_deletions));
@@ -64,11 +68,12 @@ void list_kind(Self self, bool with_deletions, Fn then) {
             then(ids);
             self->state.settling.check(idle(self));
           },
-          [self](caf::error& err) {
+          [self, failed](caf::error& err) mutable {
             auto& st = self->state;
             --st.pending_reads;
             st.services.log(LogLevel::error, "listing a kind failed",
                             {{"kind", to_string(st.kind->gk)}, {"reason", error_message(err)}});
+            failed();
             st.settling.check(idle(self));
           });
 }
@@ -234,7 +239,7 @@ void enqueue(Self self, ObjectID id, bool lift = false) {
 /// Asks the scheduler to wake us at the earliest pending time, if that moved.
 void rearm(Self self) {
   auto& st = self->state;
-  Time earliest = st.next_resync;
+  Time earliest = std::min(st.next_resync, st.relist_at);
   for (auto& [id, due] : st.timers) earliest = std::min(earliest, due);
   if (!st.queue.empty()) earliest = std::min(earliest, st.rate_wake);
   if (earliest == Time::max() || earliest == st.requested_wake) return;
@@ -248,29 +253,43 @@ void arm_timer(Self self, ObjectID id, Time due) {
 }
 
 void resync(Self self) {
-  list_kind(self, true, [self](const IdList& ids) {
-    for (auto [id, rv] : ids) enqueue(self, id);
-    dispatch(self);
-  });
+  list_kind(
+      self, true,
+      [self](const IdList& ids) {
+        for (auto [id, rv] : ids) enqueue(self, id);
+        dispatch(self);
+      },
+      [] {});  // the next resync lists again
 }
 
 /// Lists the kind and queues every object (at start, and when this process takes over
 /// as the leader), then dispatches.
 void start(Self self) {
   if (self->state.kind->metrics) count_objects(self);
-  list_kind(self, false, [self](const IdList& ids) {
-    auto& st = self->state;
-    for (auto [id, rv] : ids) {
-      enqueue(self, id);
-      st.listed_rv = std::max(st.listed_rv, rv);
-    }
-    if (st.draining) return;
-    st.dispatching = true;
-    if (st.kind->settings.resync.count() > 0)
-      st.next_resync = saturating_add(now(self), st.kind->settings.resync);
-    dispatch(self);
-    rearm(self);
-  });
+  list_kind(
+      self, false,
+      [self](const IdList& ids) {
+        auto& st = self->state;
+        for (auto [id, rv] : ids) {
+          enqueue(self, id);
+          st.listed_rv = std::max(st.listed_rv, rv);
+        }
+        if (st.draining) return;
+        st.dispatching = true;
+        if (st.kind->settings.resync.count() > 0)
+          st.next_resync = saturating_add(now(self), st.kind->settings.resync);
+        dispatch(self);
+        rearm(self);
+      },
+      [self] {
+        // Until a listing succeeds, nothing would reconcile the objects it was to queue
+        // (the first one's failure leaves the controller not dispatching at all): it is
+        // tried again after the kind's first retry interval.
+        auto& st = self->state;
+        if (st.draining) return;
+        st.relist_at = saturating_add(now(self), st.kind->settings.base_retry);
+        rearm(self);
+      });
 }
 
 void on_wake(Self self) {
@@ -284,6 +303,10 @@ void on_wake(Self self) {
   for (auto id : due) {
     st.timers.erase(id);
     enqueue(self, id);
+  }
+  if (st.relist_at <= t) {
+    st.relist_at = Time::max();
+    if (!st.draining) start(self);
   }
   if (st.next_resync <= t) {
     st.next_resync = saturating_add(t, st.kind->settings.resync);

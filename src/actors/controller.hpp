@@ -77,9 +77,8 @@ struct KindEntry {
 /// and the writer's messages.
 using controller_impl =
     controller_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<leadership_atom, bool>,
-                             caf::reacts_to<commit_record>,
-                             caf::reacts_to<wake_atom>, caf::replies_to<drain_atom>::with<bool>,
-                             caf::reacts_to<shutdown_atom>,
+                             caf::reacts_to<commit_record>, caf::reacts_to<wake_atom>,
+                             caf::replies_to<drain_atom>::with<bool>, caf::reacts_to<shutdown_atom>,
                              caf::replies_to<settle_atom>::with<bool>>;
 
 struct ControllerState {
@@ -108,6 +107,7 @@ struct ControllerState {
   std::unordered_map<ObjectID, Time> timers;        // pending backoff / requeue_after
   std::int64_t listed_rv = 0;  // highest resource version the start listing saw
   Time next_resync{Time::max()};
+  Time relist_at{Time::max()};  // a start listing that failed is tried again then
   Time requested_wake{Time::max()};
   // Metrics only (empty without a sink): when each queued id was queued, when each pass
   // in flight began (steady clock), the kind's object counts, and the gauge values last
