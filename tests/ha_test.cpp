@@ -223,6 +223,48 @@ TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) 
   stop_a({});
 }
 
+// A leader steps down and leads again (its renewals went unanswered for a while). What
+// it knew of failures as the earlier leader may be stale: here a spec fixed while it was
+// a standby, whose wake its controller, leading nothing, let go. Taking over starts
+// afresh, as a restart does: the terminal mark is gone and the object is reconciled.
+TEST_F(HaTest, ALeaderTakingOverAgainForgetsTheTerminalMarksOfItsEarlierTerm) {
+  namespace faults = store::pg::faults;
+  postgres::Options o;
+  o.schema = schema();
+  o.lease = lease;
+  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  std::atomic<int> passes{0};
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [&](const Context& ctx, ControllerClient<NodeStatus>& cc,
+          const Object<NodeSpec, NodeStatus>& obj) -> Result {
+        ++passes;
+        if (obj.spec.n == 1) throw TerminalError("n = 1 can never work");
+        cc.update_status(ctx, obj.id, obj.generation, NodeStatus{obj.spec.n, 0});
+        return {};
+      });
+  auto leadership = a.watch_leadership({});
+  ASSERT_EQ(leadership.next_for(5s), std::optional<bool>(false));
+  auto stop_a = a.start({});
+  ASSERT_EQ(leadership.next_for(5s), std::optional<bool>(true));
+  auto x = client_->create({}, {1, 0});
+  auto failed = client_->watch_events({}, x.id).next_for(10s);  // the TerminalError's
+  ASSERT_TRUE(failed.has_value());
+  ASSERT_EQ(failed->reason, "TerminalError");
+
+  auto holder = query_test_store(path_, "SELECT holder FROM leadership");
+  ASSERT_EQ(holder.size(), 1u);
+  faults::stall_campaign_of = std::stoll(holder[0][0]);
+  auto down = leadership.next_for(5s);
+  faults::stall_campaign_of = 0;
+  ASSERT_EQ(down, std::optional<bool>(false));
+  client_->update({}, x.id, {2, 0});  // fixed while a leads nothing
+  ASSERT_EQ(leadership.next_for(5s), std::optional<bool>(true));
+  EXPECT_TRUE(all_reconciled(*client_, {{x.id, 2}}, 10s))
+      << "the object fixed meanwhile was left alone; passes: " << passes.load();
+  stop_a({});
+}
+
 // An operator's pg_terminate_backend, an idle-session timeout or a pooler recycling
 // connections ends the leader's sessions: it connects again and renews in the same term.
 // It never steps down, a standby never takes over, and its controllers carry on.

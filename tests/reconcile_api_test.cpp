@@ -7,6 +7,9 @@
 #include <set>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <caf/scoped_actor.hpp>
+
+#include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
 #include "schema_downgrade.hpp"
@@ -64,6 +67,26 @@ TEST_F(ReconcileApiTest, ATerminalErrorIsNotRetriedAndIsRecordedAsAWarningEvent)
   // And a spec that works settles it for good.
   w.update(ctx_, o.id, {"b", 2});
   EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 4; }));
+}
+
+// A requeue that comes through the change log (beehive-ctl requeue, Client::requeue on a
+// standby: here another writer on the same store) lifts a terminal mark too.
+TEST_F(ReconcileApiTest, ARequeueFromAnotherProcessLiftsATerminalMark) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw TerminalError("never"); });
+  register_widgets(with_resync_interval(10s));
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  ASSERT_TRUE(eventually([&] { return events_of(w, ctx_, o.id).size() == 1; }));
+  settle();
+  ASSERT_EQ(recorder_->count(o.id), 1);
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  caf::scoped_actor self{actor_system_of(other)};
+  bool logged = false;
+  self->request(other.store_writer(), 10s, log_requeue_request{widget_kind, o.id})
+      .receive([&](bool ok) { logged = ok; }, [](caf::error&) {});
+  ASSERT_TRUE(logged);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
 }
 
 // The event is the failure's one trace, and its message is whatever the exception says:

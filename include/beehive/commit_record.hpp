@@ -51,6 +51,10 @@ struct commit_record {
   /// Dependents of objects whose conditions changed: each is requeued by its kind's
   /// controller.
   std::vector<Ref> wakes;
+  /// Objects requeued by hand through the change log (`beehive-ctl requeue`, or
+  /// `Client::requeue` on a standby): their kind's controller reconciles each, lifting a
+  /// terminal mark, as an in-process requeue does.
+  std::vector<Ref> requeues;
   /// An edge was removed (it may have been what kept a deletion-pending object).
   bool edges_removed = false;
   /// When above 0: changes made by other processes at or below this resource version
@@ -62,8 +66,8 @@ struct commit_record {
   std::int64_t lost_through = 0;
 
   bool empty() const {
-    return changes.empty() && events.empty() && wakes.empty() && !edges_removed &&
-           lost_through == 0;
+    return changes.empty() && events.empty() && wakes.empty() && requeues.empty() &&
+           !edges_removed && lost_through == 0;
   }
   /// Appends `other`, as one transaction made of both.
   void append(commit_record&& other);

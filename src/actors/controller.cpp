@@ -292,6 +292,17 @@ void start(Self self) {
       });
 }
 
+/// Starts over as a restart would, when this process takes over as the leader or missed
+/// other processes' changes: what it knew of each object's failures may be stale (its
+/// spec changed meanwhile, unseen, or another leader reconciled it), so the terminal
+/// marks and backoff ladders go, and the kind is listed again.
+void restart(Self self) {
+  auto& st = self->state;
+  st.terminal.clear();
+  st.backoff.clear();
+  start(self);
+}
+
 void on_wake(Self self) {
   auto& st = self->state;
   st.requested_wake = Time::max();
@@ -453,7 +464,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         // timers died with its leadership). Stepping down: the passes in flight end
         // (their writes fail the fence), and nothing more is dispatched.
         auto& st = self->state;
-        if (leads && st.dispatching && !st.draining) start(self);
+        if (leads && st.dispatching && !st.draining) restart(self);
         if (!leads) {
           st.queue.clear();
           st.queued.clear();
@@ -467,7 +478,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         const auto& cfg = st.kind->settings;
         // Other processes' changes this process will never hear of (the change log was
         // trimmed past what it had read): everything, as a takeover does.
-        if (rec.lost_through > 0 && st.dispatching && !st.draining && leads(self)) start(self);
+        if (rec.lost_through > 0 && st.dispatching && !st.draining && leads(self)) restart(self);
         for (auto& c : rec.changes) {
           // Rows at or below the start listing's versions were reconciled from it.
           if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
@@ -481,6 +492,11 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         }
         for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
           if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
+        for (auto& ref : rec.requeues)  // by hand, through the change log
+          if (ref.group == gk.group && ref.kind == gk.kind) {
+            st.timers.erase(ref.id);
+            enqueue(self, ref.id, true);  // lifts a terminal mark
+          }
         if (auto* m = st.kind->metrics.get()) {
           for (auto& c : rec.changes)
             if (c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)

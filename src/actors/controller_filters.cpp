@@ -59,6 +59,8 @@ bool controller_wants(const GroupKind& gk, const KindSettings& s, const commit_r
                               (counts_objects && (c.parts & counted) && of_kind(c.row.meta, gk));
                      }) ||
          std::any_of(rec.wakes.begin(), rec.wakes.end(),
+                     [&](const Ref& r) { return r.group == gk.group && r.kind == gk.kind; }) ||
+         std::any_of(rec.requeues.begin(), rec.requeues.end(),
                      [&](const Ref& r) { return r.group == gk.group && r.kind == gk.kind; });
 }
 

@@ -136,7 +136,7 @@ void WriteEngine::publish_foreign_commits() {
   commit_record rec;
   if (log.horizon > seen_rv_) rec.lost_through = log.horizon;
   for (auto& c : log.changes) {
-    if (c.parts & kLoggedRequeue) rec.wakes.push_back(c.ref);
+    if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
     if (!c.row) continue;
     object_change change{c.type, std::move(*c.row), c.parts & ~kLoggedRequeue};
     // Controllers that own the row's kind wake on it (with_owns), as on this process's.
@@ -368,7 +368,8 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       if (live) w.savepoint(depth_ + 1);
       ++depth_;
       marks_.push_back({session_rec_.changes.size(), session_rec_.wakes.size(),
-                        session_rec_.events.size(), session_rec_.edges_removed});
+                        session_rec_.requeues.size(), session_rec_.events.size(),
+                        session_rec_.edges_removed});
       break;
     case SessionCmd::release:
       if (live) w.release(depth_);
@@ -380,6 +381,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       --depth_;
       session_rec_.changes.resize(marks_.back().changes);
       session_rec_.wakes.resize(marks_.back().wakes);
+      session_rec_.requeues.resize(marks_.back().requeues);
       session_rec_.events.resize(marks_.back().events);
       session_rec_.edges_removed = marks_.back().edges_removed;
       marks_.pop_back();

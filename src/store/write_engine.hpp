@@ -205,7 +205,7 @@ class WriteEngine {
 
  private:
   struct Mark {
-    std::size_t changes, wakes, events;
+    std::size_t changes, wakes, requeues, events;
     bool edges_removed;
   };
   using SteadyTime = std::chrono::steady_clock::time_point;

@@ -173,7 +173,7 @@ ObjectRow WriteOps::set_labels(const GroupKind& gk, ObjectID id, const Labels& l
 bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id) {
   auto row = require(gk, id);
   w_.log_change(w_.next_resource_version(), row.meta, kLoggedRequeue, now_, nullptr);
-  rec_.wakes.push_back({id, gk.group, gk.kind});
+  rec_.requeues.push_back({id, gk.group, gk.kind});
   return true;
 }
 

@@ -143,7 +143,8 @@ BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
 BEEHIVE_INSPECT(ObjectRow, x.meta, x.spec, x.spec_version, opt(x.status), x.status_version)
 BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts, opt(x.owner))
 BEEHIVE_INSPECT(event_run, x.event, x.resource_version)
-BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.edges_removed, x.lost_through)
+BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.requeues, x.edges_removed,
+                x.lost_through)
 BEEHIVE_INSPECT(create_request, x.gk, x.spec, opt(x.slug), x.finalizers, opt(x.owner),
                 opt(x.spec_version), x.labels)
 BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, opt(x.spec_version), opt(x.resource_version))
