@@ -265,6 +265,27 @@ TEST(ChangeLog, ASelectorWatchResumedSeesWhatStoppedMatching) {
   EXPECT_EQ(c.type, ChangeType::Deleted);
 }
 
+// An object that stopped matching and was then removed, both after the position: the
+// resumed watch hears of its removal (its final labels no longer match, but it held it).
+TEST(ChangeLog, ASelectorWatchResumedHearsOfWhatStoppedMatchingAndWasRemoved) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto gold = w.create({}, {"g", 1}, with_labels({{"tier", "gold"}}));
+  auto watch = w.watch_list({}, with_selector("tier=gold"));
+  next(watch);
+  auto position = watch.resource_version();
+  watch.close();
+  w.set_labels({}, gold.id, {{"tier", "lead"}});
+  w.remove({}, gold.id);
+  t.settle();  // collected
+  ASSERT_THROW(w.get({}, gold.id), Error);
+  auto resumed = w.watch_list({}, with_selector("tier=gold"), with_resume_from(position));
+  auto c = next(resumed);
+  EXPECT_EQ(c.object.id, gold.id);
+  EXPECT_EQ(c.type, ChangeType::Deleted);
+}
+
 /// Another writer on the same file (a second Store in this process, which SQLite treats
 /// like another process): its removal reaches this beehive's watches with the final
 /// body, through the change log.

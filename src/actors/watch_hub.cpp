@@ -252,7 +252,9 @@ std::optional<object_change> view(WatchHubState::Sub& s, object_change c) {
   bool labels_changed = c.parts & object_change::labels;
   bool existed = !(c.parts & object_change::created);
   if (c.type == ChangeType::Deleted) {
-    bool held = s.visible.erase(id) > 0 || (!s.visible_exact && match);
+    // Its final labels may differ from the ones it matched with at the resume point.
+    bool held =
+        s.visible.erase(id) > 0 || (!s.visible_exact && (match || (existed && labels_changed)));
     return held ? std::optional(std::move(c)) : std::nullopt;
   }
   if (match) {
