@@ -181,12 +181,12 @@ ObjectRow ClientCore::set_labels(const Context& ctx, ObjectID id, Labels labels,
 ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
                                           std::string_view continue_token, unsigned loads,
                                           const ReadSettings& read) const {
-  store::LabelSelector selector;
-  if (read.selector) selector = store::LabelSelector::parse(*read.selector);
   store::ListQuery q;
+  if (read.selector)
+    q.selector =
+        std::make_shared<store::LabelSelector>(store::LabelSelector::parse(*read.selector));
   q.after = parse_continue_token(continue_token);
-  q.limit = limit == 0 ? 0 : limit + 1;  // one more tells whether another page follows
-  q.selector = &selector;
+  q.set_page(limit);
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   RowPage page;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -356,6 +357,17 @@ TEST(Paging, PagesCoverTheKindInIdOrderOnce) {
   auto second = w.list_page({}, 13, first.continue_token);
   EXPECT_EQ(second.items.size(), 13u);
   EXPECT_TRUE(second.continue_token.empty());
+  // A limit past what SQL's LIMIT can say is all of them too, not a store error.
+  for (std::size_t huge :
+       {std::size_t{std::numeric_limits<std::int64_t>::max()} - 1,
+        std::size_t{std::numeric_limits<std::int64_t>::max()},
+        std::numeric_limits<std::size_t>::max() - 1, std::numeric_limits<std::size_t>::max()}) {
+    SCOPED_TRACE(huge);
+    auto page = w.list_page({}, huge, "");
+    EXPECT_EQ(page.items.size(), 26u);
+    EXPECT_TRUE(page.continue_token.empty());
+    EXPECT_EQ(w.list_page({}, huge, "", with_selector("!tier")).items.size(), 26u);
+  }
 }
 
 TEST(Paging, SelectorsAndPagesCombine) {

@@ -29,10 +29,10 @@ ObjectRow read(store::Reader& r, const get_by_slug_request& q) {
 }
 std::vector<ObjectRow> read(store::Reader& r, const list_request& q) {
   if (!q.selector.empty()) {
-    auto selector = store::LabelSelector::parse(q.selector);
     store::ListQuery where;
     where.owner = q.owner;
-    where.selector = &selector;
+    where.selector =
+        std::make_shared<store::LabelSelector>(store::LabelSelector::parse(q.selector));
     return r.list_where(q.gk, where, q.loads);
   }
   return q.owner ? r.list_owned_objects(q.gk, *q.owner, q.loads) : r.list(q.gk, q.loads);

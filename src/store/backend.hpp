@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,7 +33,17 @@ struct ListQuery {
   ObjectID after = 0;
   std::size_t limit = 0;
   std::optional<ObjectID> owner;
-  const LabelSelector* selector = nullptr;  ///< null or empty: every object
+  /// Null or empty: every object. Shared: a read in a transaction runs on the writer's
+  /// thread, which may still be reading when a caller that gave up has returned.
+  std::shared_ptr<const LabelSelector> selector;
+
+  /// A page of `page` rows (0: all): one row more is read, which tells whether another
+  /// page follows. A page larger than SQL's LIMIT can say is all rows.
+  void set_page(std::size_t page) {
+    limit = page == 0 || page >= static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max())
+                ? 0
+                : page + 1;
+  }
 };
 
 /// The change-log bit of a requeue asked for through the store (beehive-ctl requeue): no

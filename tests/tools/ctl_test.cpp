@@ -269,6 +269,11 @@ TEST_F(CtlTest, GetJsonCarriesTheObjectVerbatim) {
   EXPECT_FALSE(list[1]["deletion_requested_at"].is_null());
   EXPECT_EQ(list[1]["finalizers"], Json::array({"kstack.sh/cleanup"}));
   EXPECT_EQ(list[1]["spec"]["weight"], 1.5);
+  // The largest --limit there is: every object, no continue token.
+  auto most = ctl({"get", "cluster", "-o", "json", "--limit", "9223372036854775807"});
+  EXPECT_OK(most);
+  EXPECT_EQ(Json::parse(most.out).size(), 2u);
+  EXPECT_TRUE(most.err.empty()) << most.err;
 }
 
 TEST_F(CtlTest, KindAndObjectErrors) {

@@ -72,11 +72,10 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
   } else if (!o.selecting()) {
     rows = db.reader().list(gk, loads);
   } else {
-    auto selector = parse_selector(o.selector);
     store::ListQuery q;
+    q.selector = std::make_shared<store::LabelSelector>(parse_selector(o.selector));
     q.after = parse_token(o.continue_token);
-    q.limit = o.limit == 0 ? 0 : o.limit + 1;  // one more tells whether a page follows
-    q.selector = &selector;
+    q.set_page(o.limit);
     if (o.owner) {
       auto [kind, name] = split_owner(*o.owner);
       q.owner = find_object(db, resolve_kind(db, kind), name).meta.id;
