@@ -145,6 +145,28 @@ TEST_F(ReconcileTest, MaxRetryIntervalCapsTheLadder) {
   }
 }
 
+// A ladder without a cap (milliseconds::max()) doubles until it cannot, then stays at
+// the cap: the next retry is never in the past, however many failures (requeues run the
+// failing pass without waiting for its retry), with or without jitter.
+TEST_F(ReconcileTest, AnUncappedLadderNeverOverflows) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("boom"); });
+  register_widgets(with_resync_interval(0s),
+                   with_backoff(1s, std::chrono::milliseconds::max(), 0.5));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  settle();
+  for (int failures = 1; failures <= 80; ++failures) {
+    SCOPED_TRACE(failures);
+    ASSERT_EQ(recorder_->count(o.id), failures);
+    auto next = w.get_schedule(ctx_, o.id).next_requeue_at;
+    EXPECT_GT(next, clock_->now());
+    w.requeue(ctx_, o.id);
+    ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == failures + 1; }));
+    settle();
+  }
+}
+
 TEST_F(ReconcileTest, BeehiveWideMaxRetryIntervalCapsEveryKindUnlessTheKindSetsItsOwn) {
   open(with_max_retry_interval(3s));
   recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("boom"); });

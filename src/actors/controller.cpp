@@ -342,13 +342,18 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   bool lifted = st.lifted.erase(id) > 0;
   // A retry (or requeue_now) after the next step of the backoff ladder, jittered.
   auto step_ladder = [&] {
+    using ms = std::chrono::milliseconds;
     auto& d = st.backoff[id];
-    d = d.count() == 0 ? cfg.base_retry : std::min(d * 2, cfg.max_retry);
+    // Doubled without overflowing: a maximum of milliseconds::max() means "never cap".
+    d = d.count() == 0 ? cfg.base_retry : d > cfg.max_retry / 2 ? cfg.max_retry : d * 2;
     d = std::min(d, cfg.max_retry);
     auto delay = d;
     if (cfg.jitter > 0) {
       std::uniform_real_distribution<double> fraction(-cfg.jitter, cfg.jitter);
-      delay = std::chrono::round<std::chrono::milliseconds>(d * (1 + fraction(st.random)));
+      double jittered = static_cast<double>(d.count()) * (1 + fraction(st.random));
+      delay = jittered >= static_cast<double>(ms::max().count())
+                  ? ms::max()
+                  : ms(std::llround(std::max(jittered, 0.0)));
     }
     arm_timer(self, id, saturating_add(now(self), delay));
     return delay;
