@@ -171,10 +171,12 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec, 
       .row;
 }
 
-ObjectRow ClientCore::set_labels(const Context& ctx, ObjectID id, Labels labels,
+ObjectRow ClientCore::set_labels(const Context& ctx, ObjectID id, Labels labels, RowCheck check,
                                  const std::vector<Option>& opts) const {
   auto s = OptionSet::from(opts);
-  return rt_->write(ctx, set_labels_request{gk_, id, std::move(labels), s.resource_version}, {})
+  return rt_
+      ->write(ctx, set_labels_request{gk_, id, std::move(labels), s.resource_version},
+              std::move(check))
       .row;
 }
 

@@ -292,6 +292,16 @@ TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
   EXPECT_NE(err.find("quarantined Person.acme.com " + std::to_string(newer.id)), std::string::npos)
       << err;
   EXPECT_ERRC(v1.update(ctx_, newer.id, {"Overwrite"}), errc::schema_version_downgrade);
+  // Refused before its commit: nothing written (the version and labels as they were).
+  auto stored = [&] {
+    return query_test_store(dir_.file("m.db"),
+                            "SELECT resource_version, labels FROM objects "
+                            "WHERE id = " +
+                                std::to_string(newer.id));
+  };
+  auto as_it_was = stored();
+  EXPECT_ERRC(v1.set_labels(ctx_, newer.id, {{"tier", "gold"}}), errc::schema_version_downgrade);
+  EXPECT_EQ(stored(), as_it_was);
   // A deletion-pending poison row is still collected: GC needs no decode.
   v1.remove(ctx_, newer.id);
   EXPECT_TRUE(eventually([&] {

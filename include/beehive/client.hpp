@@ -125,9 +125,16 @@ class Client {
   /// labels write nothing. Takes with_resource_version as update does.
   template <class... Opts>
   ObjectType set_labels(const Context& ctx, ObjectID id, Labels labels, Opts&&... opts) const {
-    return detail::decode_object<Spec, Status>(
-        core_.set_labels(ctx, id, std::move(labels), {Option(std::forward<Opts>(opts))...}),
-        core_.migrator());
+    // The object is decoded inside the transaction: a row this build cannot read rolls
+    // the write back (an error means nothing was written, as for every write).
+    auto decoded = std::make_shared<std::optional<ObjectType>>();
+    auto row = core_.set_labels(ctx, id, std::move(labels),
+                                [decoded, m = core_.migrator()](const ObjectRow& r) {
+                                  decoded->emplace(detail::decode_object<Spec, Status>(r, m));
+                                },
+                                {Option(std::forward<Opts>(opts))...});
+    if (*decoded) return std::move(**decoded);
+    return detail::decode_object<Spec, Status>(std::move(row), core_.migrator());
   }
 
   template <class... Loads>

@@ -56,7 +56,7 @@ class ClientCore {
                                            RowCheck check) const;
   ObjectRow update(const Context& ctx, ObjectID id, std::string spec, RowCheck check,
                    const std::vector<Option>& opts = {}) const;
-  ObjectRow set_labels(const Context& ctx, ObjectID id, Labels labels,
+  ObjectRow set_labels(const Context& ctx, ObjectID id, Labels labels, RowCheck check,
                        const std::vector<Option>& opts) const;
   ObjectRow get(const Context& ctx, ObjectID id, unsigned loads) const;
   ObjectRow get_by_slug(const Context& ctx, std::string_view slug, unsigned loads) const;
