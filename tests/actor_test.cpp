@@ -240,6 +240,42 @@ TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   caf::anon_send_exit(app, caf::exit_reason::user_shutdown);
 }
 
+// Schedule watches of an object whose schedule never changes again (settled, or not
+// there at all) are let go once they end: streams closed, actors exited. A dashboard
+// that opens and closes them all day holds no more than the ones open.
+TEST_F(ActorTest, EndedScheduleWatchesAreLetGo) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto o = widgets.create(ctx_, {"a", 1});
+  auto stop = bh_->start(ctx_);
+  auto controller = bh_->controller(widget_kind);
+  ASSERT_TRUE(controller.has_value());
+  auto held = [&] {
+    return ask<controller_state>(*controller, inspect_atom::value).schedule_watches;
+  };
+  for (int i = 0; i < 500; ++i) {
+    auto s = widgets.watch_schedule(ctx_, i % 2 ? o.id : 999999);
+    ASSERT_TRUE(s.next_for(5s).has_value());
+  }
+  EXPECT_LE(held(), 32u);
+  auto open = widgets.watch_schedule(ctx_, o.id);  // still open: kept
+  for (int i = 0; i < 100; ++i) widgets.watch_schedule(ctx_, o.id);
+  EXPECT_GE(held(), 1u);
+  EXPECT_LE(held(), 32u);
+  std::vector<caf::actor> apps;
+  for (int i = 0; i < 50; ++i) {
+    apps.push_back(sys_.spawn(
+        [](caf::event_based_actor*) -> caf::behavior { return {[](const schedule_change&) {}}; }));
+    ask<bool>(*controller, schedule_watch_request{o.id, apps.back()});
+  }
+  EXPECT_GE(held(), 51u);
+  for (auto& a : apps) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  apps.clear();
+  EXPECT_TRUE(eventually([&] { return held() <= 32u; })) << held();
+  stop(ctx_);
+}
+
 TEST_F(ActorTest, AGcPassWithNothingToCollectTakesNoWriteTransaction) {
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
                                                 [](auto&, auto&, auto&) { return Result{}; });

@@ -564,6 +564,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         out.dispatching = st.dispatching;
         out.workers = static_cast<int>(st.workers.size());
         out.restarts = st.kind->restarts;
+        out.schedule_watches = st.kind->schedules->watch_count();
         return out;
       },
       [](shutdown_atom) {},  // the writer's last word; stop ends us

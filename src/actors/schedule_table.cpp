@@ -2,6 +2,10 @@
 
 #include "actors/schedule_table.hpp"
 
+#include <algorithm>
+
+#include <caf/abstract_actor.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
 
 #include <beehive/actors.hpp>
@@ -28,11 +32,35 @@ void ScheduleTable::clear(ObjectID id) {
 }
 
 void ScheduleTable::watch_actor(ObjectID id, caf::actor subscriber) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = next_.find(id);
+    caf::anon_send(subscriber,
+                   schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
+    actor_watches_.emplace(id, subscriber);
+  }
+  // Let go when the subscriber exits (at once, outside the lock, if it already has): an
+  // object whose schedule never changes again would otherwise hold it for good.
+  caf::actor_cast<caf::abstract_actor*>(subscriber)
+      ->attach_functor([weak = weak_from_this(), id, addr = subscriber.address()] {
+        if (auto table = weak.lock()) table->forget_actor(id, addr);
+      });
+}
+
+void ScheduleTable::forget_actor(ObjectID id, const caf::actor_addr& subscriber) {
   std::lock_guard lk(mu_);
-  auto it = next_.find(id);
-  caf::anon_send(subscriber,
-                 schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
-  actor_watches_.emplace(id, std::move(subscriber));
+  auto [first, last] = actor_watches_.equal_range(id);
+  for (auto it = first; it != last;) {
+    if (it->second.address() == subscriber)
+      it = actor_watches_.erase(it);
+    else
+      ++it;
+  }
+}
+
+std::size_t ScheduleTable::watch_count() const {
+  std::lock_guard lk(mu_);
+  return watches_.size() + actor_watches_.size();
 }
 
 void ScheduleTable::publish_locked(ObjectID id, Schedule s) {
@@ -52,6 +80,15 @@ void ScheduleTable::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule
   std::lock_guard lk(mu_);
   auto it = next_.find(id);
   core->push(id, it == next_.end() ? Schedule{} : Schedule{it->second});
+  // An ended stream leaves its entry until its object's schedule changes, which for a
+  // settled or missing object is never: swept once they could be half the table.
+  if (watches_.size() >= 2 * swept_at_) {
+    std::erase_if(watches_, [](const auto& kv) {
+      auto live = kv.second.lock();
+      return !live || live->done();
+    });
+    swept_at_ = std::max<std::size_t>(watches_.size(), 16);
+  }
   watches_.emplace(id, core);
 }
 

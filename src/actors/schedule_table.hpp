@@ -22,7 +22,7 @@ namespace beehive::detail {
 
 /// Per-object next-reconcile times, written by the kind's controller, readable from any
 /// thread without a message, and streamed to schedule watches on every change.
-class ScheduleTable {
+class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
  public:
   Schedule get(ObjectID id) const;
   void set(ObjectID id, Time t);
@@ -30,18 +30,23 @@ class ScheduleTable {
 
   /// Streams `id`'s schedule: the current value, then every change (conflated).
   void watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core);
-  /// Sends `subscriber` a schedule_change now and on every change of `id`.
+  /// Sends `subscriber` a schedule_change now and on every change of `id`, until it
+  /// exits. Only on a table owned by a shared_ptr.
   void watch_actor(ObjectID id, caf::actor subscriber);
+  /// Watches held: live ones, and ended streams not swept yet (at most as many again).
+  std::size_t watch_count() const;
   /// Ends every schedule watch with `why`.
   void finish_all(std::error_code why);
 
  private:
   void publish_locked(ObjectID id, Schedule s);
+  void forget_actor(ObjectID id, const caf::actor_addr& subscriber);
 
   mutable std::mutex mu_;
   std::unordered_map<ObjectID, Time> next_;
   std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
   std::unordered_multimap<ObjectID, caf::actor> actor_watches_;
+  std::size_t swept_at_ = 0;  // watches_.size() after the last sweep
 };
 
 }  // namespace beehive::detail

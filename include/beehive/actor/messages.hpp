@@ -130,6 +130,9 @@ struct controller_state {
   bool dispatching = false;
   int workers = 0;
   std::uint64_t restarts = 0;  ///< times the supervisor restarted this controller
+  /// Schedule watches held (streams and actors); ended ones are let go within a bounded
+  /// number of later subscriptions.
+  std::size_t schedule_watches = 0;
 };
 
 /// The gc actor's state, for `inspect_atom`.
