@@ -31,12 +31,13 @@ bool same_kind(const ObjectRow& row, const GroupKind& gk) {
 }
 
 /// The callbacks run after the commit: a throw is logged, never reported as the
-/// create's failure (the object is stored).
+/// create's failure (the object is stored). Their context is the caller's, outside the
+/// transaction, which has ended by then: calls made with it work.
 void run_on_create(BeehiveCore& rt, const OptionSet& s, const Context& ctx) {
   for (auto& fn : s.on_create)
-    rt.after_commit(ctx, [fn, ctx, &rt] {
+    rt.after_commit(ctx, [fn, after = ContextAccess::outside_transactions(ctx), &rt] {
       try {
-        fn(ctx);
+        fn(after);
       } catch (const std::exception& e) {
         rt.log(LogLevel::error, "a with_on_create callback threw", {{"reason", e.what()}});
       } catch (...) {

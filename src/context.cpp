@@ -59,9 +59,18 @@ void Context::throw_if_done() const {
 namespace detail {
 
 std::shared_ptr<Transaction> ContextAccess::transaction(const Context& ctx) {
-  for (auto n = ctx.node_.get(); n; n = n->parent.get())
+  for (auto n = ctx.node_.get(); n; n = n->parent.get()) {
+    if (n->outside) return nullptr;
     if (n->txn) return n->txn;
+  }
   return nullptr;
+}
+
+Context ContextAccess::outside_transactions(const Context& ctx) {
+  if (!transaction(ctx)) return ctx;
+  auto n = std::const_pointer_cast<ContextNode>(child(ctx.node_));
+  n->outside = true;
+  return Context(std::move(n));
 }
 
 Context ContextAccess::with_transaction(const Context& ctx, std::shared_ptr<Transaction> txn) {

@@ -17,13 +17,17 @@ struct ContextNode {
   std::optional<Context::Deadline> deadline;     // effective: min along the chain
   std::shared_ptr<std::atomic<bool>> cancelled;  // this node's own flag, if any
   std::shared_ptr<Transaction> txn;              // set on a within block's context
-  bool reconcile = false;                        // a reconcile's context
-  std::int64_t pass_object = 0;                  // a pass's context: its object's id
+  bool outside = false;    // calls made with it belong to no within block (its parents' either)
+  bool reconcile = false;  // a reconcile's context
+  std::int64_t pass_object = 0;  // a pass's context: its object's id
 };
 
 struct ContextAccess {
   /// The innermost transaction the context belongs to, or null.
   static std::shared_ptr<Transaction> transaction(const Context& ctx);
+  /// A child of `ctx` that belongs to no transaction: for what runs after a block ended
+  /// (post-commit callbacks), with the block's deadline and cancellation.
+  static Context outside_transactions(const Context& ctx);
   /// A child of `ctx` that carries `txn`.
   static Context with_transaction(const Context& ctx, std::shared_ptr<Transaction> txn);
   /// A child of `ctx` marked as a reconcile's context: calls made with it are served

@@ -150,6 +150,30 @@ TEST_F(WithinTest, OnCreateRunsAfterTheOutermostCommitAndNeverAfterARollback) {
   EXPECT_TRUE(log.empty());
 }
 
+// The context an on_create callback gets works: the block it was created in has ended
+// by then (a user's within, or the one create_or_update runs in), and the callback's
+// calls run outside it.
+TEST_F(WithinTest, AnOnCreateCallbacksContextCanBeUsed) {
+  auto w = widgets();
+  std::vector<std::string> log;
+  auto record = [&](const char* what, ObjectID id) {
+    return with_on_create([&log, &w, what, id](const Context& c) {
+      auto o = w.get_by_slug(c, what);
+      w.update(c, o.id, {"seen", o.spec.size + 1});
+      if (id) w.get(c, id);
+      log.push_back(what);
+    });
+  };
+  auto plain = w.create(ctx_, {"plain", 1}, with_slug("plain"), record("plain", 0));
+  cc_->within(ctx_, [&](const Context& tx) {
+    w.create(tx, {"in-block", 1}, with_slug("in-block"), record("in-block", plain.id));
+  });
+  w.create_or_update(ctx_, "upserted", {"upserted", 1}, record("upserted", plain.id));
+  EXPECT_EQ(log, (std::vector<std::string>{"plain", "in-block", "upserted"}));
+  EXPECT_EQ(w.get_by_slug(ctx_, "in-block").spec.size, 2);
+  EXPECT_EQ(w.get_by_slug(ctx_, "upserted").spec.size, 2);
+}
+
 TEST_F(WithinTest, WakesHappenAfterCommitAndNeverAfterRollback) {
   start();
   // The start's own writes (the leader's first collection and sweeps) are done first: one

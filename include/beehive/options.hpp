@@ -86,8 +86,10 @@ Option with_resource_version(std::int64_t rv);
 /// count bound (age alone); `max_age` <= 0: no age bound (count alone). Default: 100 000
 /// entries, five minutes (a quiet store keeps its last 100 000 changes however old).
 Option with_change_log_retention(std::int64_t entries, std::chrono::milliseconds max_age);
-/// Create: called once after the create commits (never after a rollback). An exception
-/// it throws is logged (error level); the create still returns the stored object.
+/// Create: called once after the create commits (never after a rollback; inside a
+/// `within` block, after its outermost commit). Its context is the create's, outside
+/// any transaction: calls made with it work. An exception it throws is logged (error
+/// level); the create still returns the stored object.
 Option with_on_create(std::function<void(const Context&)> fn);
 /// Beehive (default for every kind) or register_controller: resync period;
 /// zero or negative disables resync. Given to the Beehive it is also the cadence of
