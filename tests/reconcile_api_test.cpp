@@ -115,6 +115,25 @@ TEST_F(ReconcileApiTest, ATerminalErrorsEventKeepsAMessageOfAnyBytesAndLength) {
   EXPECT_EQ(cut.substr(cut.size() - 3), "\xe2\x80\xa6");  // marked as cut
 }
 
+// Another process (another writer on the store) changes a target's conditions: the
+// dependents are reconciled here, as for this process's own changes.
+TEST_F(ReconcileApiTest, AnotherProcesssConditionChangeWakesTheDependents) {
+  auto cc = register_widgets(with_resync_interval(0s));
+  start();
+  auto w = widgets();
+  auto target = w.create(ctx_, {"target", 1});
+  auto dependent = w.create(ctx_, {"dependent", 1});
+  cc.add_dependency(ctx_, dependent.id, target.id);
+  ASSERT_TRUE(eventually([&] { return recorder_->count(dependent.id) == 1; }));
+  settle();
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  auto theirs = register_controller<WidgetSpec, WidgetStatus>(
+      other, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  theirs.set_condition(ctx_, target.id, {"Ready", ConditionStatus::True});
+  EXPECT_TRUE(eventually([&] { return recorder_->count(dependent.id) == 2; }));
+  EXPECT_EQ(recorder_->count(target.id), 1);  // its own conditions do not wake it
+}
+
 TEST_F(ReconcileApiTest, ATerminalErrorIsNotLiftedByADependencyWake) {
   recorder_->set_body([](auto& ctx, auto& cc, auto& o) -> Result {
     if (o.spec.color == "target") {

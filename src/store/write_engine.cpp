@@ -145,6 +145,10 @@ void WriteEngine::publish_foreign_commits() {
     else if (auto owner = w.related(c.ref.id, LoadOption::owner); !owner.empty())
       change.owner = owner.front();
     if (c.type == ChangeType::Deleted) rec.edges_removed = true;
+    // Dependents wake on their targets' conditions, whichever process changed them.
+    if (c.type != ChangeType::Deleted && (c.parts & object_change::conditions))
+      for (auto& dependent : w.related(c.ref.id, LoadOption::dependents))
+        rec.wakes.push_back(std::move(dependent));
     rec.changes.push_back(std::move(change));
   }
   auto own = std::move(own_rvs_);
