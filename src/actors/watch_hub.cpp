@@ -110,7 +110,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     // Live changes at or below the head were replayed: the hub drops them.
     return caf::make_message(std::move(changes), log.head, false);
   };
-  st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, std::move(ready)});
+  st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, {}, std::move(ready)});
   publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
@@ -194,8 +194,8 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
     auto runs = r.event_snapshot(oid, q, floor);
     return caf::make_message(std::move(runs), floor);
   };
-  st.opening_events.emplace(id,
-                            WatchHubState::OpeningEventSub{std::move(sub), {}, std::move(ready)});
+  st.opening_events.emplace(
+      id, WatchHubState::OpeningEventSub{std::move(sub), {}, {}, std::move(ready)});
   publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
@@ -301,10 +301,10 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
   if (batch.lost_through > 0) end_lost(st, batch.lost_through);
   for (auto& [id, o] : st.opening)
     for (auto& q : batch.changes)
-      if (matches(o.sub, q.change.row)) o.held.push_back(q);
+      if (matches(o.sub, q.change.row)) o.hold(q);
   for (auto& [id, o] : st.opening_events)
     for (auto& r : batch.events)
-      if (passes(o.sub.filter, r.event)) o.held.push_back(r);
+      if (passes(o.sub.filter, r.event)) o.hold(r);
   for (auto it = st.subs.begin(); it != st.subs.end();) {
     auto& s = it->second;
     bool alive = true;

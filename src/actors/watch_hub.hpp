@@ -105,17 +105,35 @@ struct WatchHubState {
   /// releases the facade's caller, or answers the actor's request with the id.
   using Ready = std::function<void(std::uint64_t id)>;
   /// A watch whose snapshot the reader is reading: the changes fanned out meanwhile are
-  /// held, and replayed (above the snapshot's version) once it is delivered.
+  /// held, and replayed (above the snapshot's version) once it is delivered. Held folded
+  /// per object (per run), as the inbox folds them: however many commits land while the
+  /// snapshot is read, at most one entry per object.
   struct OpeningSub {
     Sub sub;
     std::vector<QueuedChange> held;
+    std::unordered_map<ObjectID, std::size_t> held_at;  // index in `held`
     Ready ready;
     std::int64_t lost_through = 0;  // of the records held (commit_record::lost_through)
+    void hold(const QueuedChange& q) {
+      auto [at, fresh] = held_at.try_emplace(q.change.row.meta.id, held.size());
+      if (fresh)
+        held.push_back(q);
+      else  // the first change's version stays: it tells whether the snapshot had it
+        merge_changes(held[at->second].change, object_change(q.change));
+    }
   };
   struct OpeningEventSub {
     EventSub sub;
     std::vector<event_run> held;
+    std::unordered_map<EventID, std::size_t> held_at;  // index in `held`
     Ready ready;
+    void hold(const event_run& r) {
+      auto [at, fresh] = held_at.try_emplace(r.event.id, held.size());
+      if (fresh)
+        held.push_back(r);
+      else
+        held[at->second] = r;
+    }
   };
   /// A hub that dies without the writer's shutdown (a crash) ends its watches as a
   /// store failure, so readers learn that they must reopen them.
