@@ -270,6 +270,7 @@ TEST_F(ActorTest, EndedScheduleWatchesAreLetGo) {
     ask<bool>(*controller, schedule_watch_request{o.id, apps.back()});
   }
   EXPECT_GE(held(), 51u);
+  ask<bool>(*controller, schedule_watch_request{o.id, caf::actor{}});  // nobody: ignored
   for (auto& a : apps) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   apps.clear();
   EXPECT_TRUE(eventually([&] { return held() <= 32u; })) << held();

@@ -40,10 +40,14 @@ TEST_F(ReconcileTest, AStartListingThatFailsIsTriedAgain) {
   settle();  // idle: the listing failed, and waits for its retry
   EXPECT_EQ(recorder_->total(), 0);
   write_test_store(file, "ALTER TABLE objects_away RENAME TO objects");
+  auto c = w.create(ctx_, {"c", 1});  // queued meanwhile: still idle until the retry
+  settle();
+  EXPECT_EQ(recorder_->total(), 0);
   clock_->advance(1s);
   settle();
   EXPECT_EQ(recorder_->count(a.id), 1);
   EXPECT_EQ(recorder_->count(b.id), 1);
+  EXPECT_EQ(recorder_->count(c.id), 1);
   // Dispatching: a change is reconciled as usual.
   w.update(ctx_, a.id, {"a", 2});
   settle();

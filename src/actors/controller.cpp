@@ -39,11 +39,11 @@ bool idle(Self self) {
   auto& st = self->state;
   if (st.draining) return st.in_flight.empty();
   if (!leads(self)) return st.in_flight.empty() && st.pending_reads == 0;
-  // Not dispatching yet: listing the kind, or waiting to list it again (relist_at).
-  if ((!st.dispatching && st.relist_at == Time::max()) || st.pending_reads > 0 ||
-      !st.in_flight.empty())
-    return false;
+  if (st.pending_reads > 0 || !st.in_flight.empty()) return false;
   auto t = now(self);
+  // Not dispatching yet: listing the kind (not idle), or waiting to list it again after a
+  // failure (idle until then, whatever was queued meanwhile).
+  if (!st.dispatching) return st.relist_at != Time::max() && st.relist_at > t;
   if (st.relist_at <= t) return false;
   // Queued ids wait for a token of the rate limit that is due later: nothing to do now.
   if (!st.queue.empty() && !(st.rate_wake != Time::max() && st.rate_wake > t)) return false;
@@ -300,6 +300,8 @@ void restart(Self self) {
   auto& st = self->state;
   st.terminal.clear();
   st.backoff.clear();
+  // A pass of the earlier term still running does not mark its object again.
+  st.lifted.insert(st.in_flight.begin(), st.in_flight.end());
   start(self);
 }
 

@@ -32,6 +32,7 @@ void ScheduleTable::clear(ObjectID id) {
 }
 
 void ScheduleTable::watch_actor(ObjectID id, caf::actor subscriber) {
+  if (!subscriber) return;  // nobody to tell
   {
     std::lock_guard lk(mu_);
     auto it = next_.find(id);

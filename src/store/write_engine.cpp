@@ -76,7 +76,7 @@ WriteEngine::WriteEngine(WriteEngineConfig cfg) : cfg_(std::move(cfg)) {
   try {
     data_version_ = cfg_.writer->data_version();
     seen_rv_ = cfg_.writer->changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
-    runs_seen_ = seen_rv_;
+    runs_seen_ = known_rv_ = seen_rv_;
   } catch (const std::exception&) {  // the first look publishes from the start then
   }
 }
@@ -94,17 +94,28 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
   if (own) ++transactions_;
   if (rec.empty()) return;
   if (own && cfg_.watch_foreign_commits) {
-    for (auto& c : rec.changes) own_rvs_.push_back(c.row.meta.resource_version);
-    for (auto& e : rec.events) own_rvs_.push_back(e.resource_version);
-    // Another process may have committed just before this transaction began, too
-    // recently for this process to have read it yet: its versions are lower, so it goes
-    // out first. Otherwise a watcher would take this commit's version for its position
-    // while an earlier change had still to come, and a resume from there would skip it.
-    if (cfg_.writer->data_version() != data_version_ || unpublished_commit_) {
+    auto lowest = std::numeric_limits<std::int64_t>::max(), highest = std::int64_t{0};
+    auto note = [&](std::int64_t rv) {
+      own_rvs_.push_back(rv);
+      lowest = std::min(lowest, rv);
+      highest = std::max(highest, rv);
+    };
+    for (auto& c : rec.changes) note(c.row.meta.resource_version);
+    for (auto& e : rec.events) note(e.resource_version);
+    // Versions below this commit's that this engine has not published were taken by
+    // another process (or by a write rolled back to its savepoint): its commit, too
+    // recent to have been read yet, goes out first. Otherwise a watcher would take this
+    // commit's version for its position while an earlier change had still to come, and a
+    // resume from there would skip it. (A gap, not data_version: no statement per commit.)
+    bool gap = lowest != std::numeric_limits<std::int64_t>::max() && lowest > known_rv_ + 1;
+    known_rv_ = std::max(known_rv_, highest);
+    if (gap || unpublished_commit_) {
+      bool published = false;
       try {
-        publish_foreign_commits();
+        publish_foreign_commits(&rec, &published);
       } catch (const std::exception&) {  // the write committed: published all the same
       }
+      if (published) return;
     }
   }
   if (cfg_.publish) cfg_.publish(rec);
@@ -114,7 +125,7 @@ std::int64_t WriteEngine::trim_limit() const {
   return cfg_.watch_foreign_commits ? seen_rv_ : std::numeric_limits<std::int64_t>::max();
 }
 
-void WriteEngine::publish_foreign_commits() {
+void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_published) {
   auto& w = *cfg_.writer;
   if (session_) return;  // its transaction would hide them: next time
   std::int64_t own_max = 0;
@@ -151,17 +162,28 @@ void WriteEngine::publish_foreign_commits() {
         rec.wakes.push_back(std::move(dependent));
     rec.changes.push_back(std::move(change));
   }
-  auto own = std::move(own_rvs_);
+  auto own_versions = std::move(own_rvs_);
   own_rvs_.clear();
   data_version_ = dv;
   seen_rv_ = std::max({seen_rv_, log.head, own_max});
+  known_rv_ = std::max(known_rv_, seen_rv_);
   unpublished_commit_ = false;
+  if (own) {
+    // One record with this engine's commit, in version order: a watcher's position
+    // never passes a change of either still to be delivered (the log's entries are
+    // folded per object, some may be newer than the commit).
+    rec.append(commit_record(*own));
+    std::stable_sort(rec.changes.begin(), rec.changes.end(), [](auto& a, auto& b) {
+      return a.row.meta.resource_version < b.row.meta.resource_version;
+    });
+    *own_published = true;
+  }
   publish(rec, false);
   // Event runs are not logged: the ones other processes wrote since they were last read,
   // read after the changes went out (no watch of an object waits for them).
   commit_record runs;
   for (auto& run : w.event_runs_between(runs_seen_, log.head))
-    if (!std::binary_search(own.begin(), own.end(), run.resource_version))
+    if (!std::binary_search(own_versions.begin(), own_versions.end(), run.resource_version))
       runs.events.push_back(std::move(run));
   runs_seen_ = log.head;
   publish(runs, false);

@@ -182,7 +182,9 @@ class WriteEngine {
   /// last look: one PRAGMA data_version while nothing happened. Not inside a session.
   /// When the log no longer reaches back to the last look (another process trimmed it
   /// meanwhile), what it missed is lost: the record says so (`lost_through`).
-  void publish_foreign_commits();
+  /// With `own` (this engine's commit, just made, its versions noted): publishes it in
+  /// the same record as the others' commits, and sets `*own_published`.
+  void publish_foreign_commits(const commit_record* own = nullptr, bool* own_published = nullptr);
 
   /// Rolls the open session back and ends it. `stopped`: stop's deadline did it, and
   /// the session's later steps fail with errc::stopped.
@@ -252,6 +254,7 @@ class WriteEngine {
   // last look (those rows need not be published again).
   std::int64_t data_version_ = 0;
   std::int64_t seen_rv_ = 0;
+  std::int64_t known_rv_ = 0;   // the highest version published, this engine's or read
   std::int64_t runs_seen_ = 0;  // event runs (not logged) up to this version were published
   std::vector<std::int64_t> own_rvs_;
   // A commit of this engine's may have landed unpublished (OutcomeUnknown): the next
