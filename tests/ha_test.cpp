@@ -95,6 +95,18 @@ class HaTest : public ::testing::Test {
     client_ = std::make_unique<Nodes>(*bh_, widget_kind);
   }
   std::string schema() const { return test_schema_for(path_); }
+  /// A store for a candidate in this process, on the nodes' schema.
+  std::shared_ptr<Store> open_candidate(std::chrono::milliseconds its_lease = lease) const {
+    postgres::Options o;
+    o.schema = schema();
+    o.lease = its_lease;
+    return postgres::open(std::getenv("BEEHIVE_TEST_PG"), o);
+  }
+  /// The session that holds the lease (the leadership campaign's `holder`); 0: none.
+  std::int64_t lease_holder() const {
+    auto rows = query_test_store(path_, "SELECT holder FROM leadership");
+    return rows.size() == 1 ? std::stoll(rows[0][0]) : 0;
+  }
 
   TempDir dir_;
   std::filesystem::path path_ = dir_.file("ha.db");
@@ -188,19 +200,16 @@ TEST_F(HaTest, KillingTheLeaderTwentyTimesUnderLoadLosesNothingAndEachTakeoverIs
 // of its lease, before the lease can expire and a standby take over.
 TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) {
   namespace faults = store::pg::faults;
-  postgres::Options o;
-  o.schema = schema();
-  o.lease = lease;
-  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  Beehive a(open_candidate());
   auto stop_a = a.start({});
   ASSERT_TRUE(a.is_leader());
   auto b = node(schema());
   ASSERT_EQ(b->read_line(), "standby");
 
-  auto holder = query_test_store(path_, "SELECT holder FROM leadership");
-  ASSERT_EQ(holder.size(), 1u);
+  auto holder = lease_holder();
+  ASSERT_NE(holder, 0);
   using Clock = std::chrono::steady_clock;
-  faults::stall_campaign_of = std::stoll(holder[0][0]);
+  faults::stall_campaign_of = holder;
   auto stalled = Clock::now();
   auto b_leads = std::async(std::launch::async, [&] {
     bool took = read_until(*b, "leader");
@@ -229,10 +238,7 @@ TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) 
 // afresh, as a restart does: the terminal mark is gone and the object is reconciled.
 TEST_F(HaTest, ALeaderTakingOverAgainForgetsTheTerminalMarksOfItsEarlierTerm) {
   namespace faults = store::pg::faults;
-  postgres::Options o;
-  o.schema = schema();
-  o.lease = lease;
-  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  Beehive a(open_candidate());
   std::atomic<int> passes{0};
   register_controller<NodeSpec, NodeStatus>(
       a, widget_kind,
@@ -252,9 +258,9 @@ TEST_F(HaTest, ALeaderTakingOverAgainForgetsTheTerminalMarksOfItsEarlierTerm) {
   ASSERT_TRUE(failed.has_value());
   ASSERT_EQ(failed->reason, "TerminalError");
 
-  auto holder = query_test_store(path_, "SELECT holder FROM leadership");
-  ASSERT_EQ(holder.size(), 1u);
-  faults::stall_campaign_of = std::stoll(holder[0][0]);
+  auto holder = lease_holder();
+  ASSERT_NE(holder, 0);
+  faults::stall_campaign_of = holder;
   auto down = leadership.next_for(5s);
   faults::stall_campaign_of = 0;
   ASSERT_EQ(down, std::optional<bool>(false));
@@ -269,10 +275,7 @@ TEST_F(HaTest, ALeaderTakingOverAgainForgetsTheTerminalMarksOfItsEarlierTerm) {
 // connections ends the leader's sessions: it connects again and renews in the same term.
 // It never steps down, a standby never takes over, and its controllers carry on.
 TEST_F(HaTest, ALeaderWhoseSessionsTheServerEndsKeepsLeadingInTheSameTerm) {
-  postgres::Options o;
-  o.schema = schema();
-  o.lease = lease;
-  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  Beehive a(open_candidate());
   register_controller<NodeSpec, NodeStatus>(
       a, widget_kind,
       [](const Context& ctx, ControllerClient<NodeStatus>& cc,
@@ -351,13 +354,11 @@ TEST_F(HaTest, AProcessKilledInsideAWriteTransactionHoldsNobodyUpAndLeavesNothin
 // A leader that stops releases the lease: a standby takes over at its next look
 // (~250 ms), not once the lease (10 s here) has run out.
 TEST_F(HaTest, AStoppingLeaderHandsOverToAStandbyAtOnce) {
-  postgres::Options o;
-  o.schema = schema();
-  o.lease = 10s;
-  Beehive a(postgres::open(std::getenv("BEEHIVE_TEST_PG"), o));
+  constexpr auto long_lease = 10s;
+  Beehive a(open_candidate(long_lease));
   auto stop_a = a.start({});
   ASSERT_TRUE(a.is_leader());
-  auto b = node(schema(), false, o.lease);
+  auto b = node(schema(), false, long_lease);
   ASSERT_EQ(b->read_line(), "standby");
   stop_a({});
   auto stopped = std::chrono::steady_clock::now();
