@@ -121,6 +121,10 @@ void BeehiveCore::shutdown_system() {
 }
 
 void BeehiveCore::ensure_running(const Context& ctx) const {
+  if (auto txn = ContextAccess::transaction(ctx); txn && txn->owner() != this)
+    throw Error(errc::invalid_argument,
+                "this context belongs to another beehive's within block; use it only with "
+                "that beehive's clients (a transaction cannot span two beehives)");
   auto s = state_.load(std::memory_order_acquire);
   if (s == State::created || s == State::running) return;
   // An open within block goes on to its end (the writer decides: it serves the block
@@ -254,7 +258,9 @@ void BeehiveCore::stop(const Context& ctx) {
   if (in_reconcile > 0)
     throw Error(errc::invalid_argument,
                 "stop called from inside a reconcile would wait for that reconcile forever");
-  if (open_sessions > 0)
+  // Any runtime's block, not only this one's: this runtime's reconciles may be waiting to
+  // write to the runtime whose block this thread holds open.
+  if (!open_sessions.empty())
     throw Error(errc::invalid_argument,
                 "stop called inside a within block would wait for that block forever");
   std::unique_lock lk(mu_);

@@ -6,13 +6,28 @@
 
 #include <sched.h>
 
+#include <algorithm>
+
 #include "context_internal.hpp"
 #include "thread_guards.hpp"
 #include "transaction.hpp"
 
 namespace beehive::detail {
 
-thread_local int open_sessions = 0;
+thread_local std::vector<const void*> open_sessions;
+
+namespace {
+
+/// Counts a within block of `core` as open on this thread while it lives.
+class OpenSession {
+ public:
+  explicit OpenSession(const void* core) { open_sessions.push_back(core); }
+  ~OpenSession() { open_sessions.pop_back(); }
+  OpenSession(const OpenSession&) = delete;
+  OpenSession& operator=(const OpenSession&) = delete;
+};
+
+}  // namespace
 
 std::vector<Ref> BeehiveCore::related(const Context& ctx, ObjectID id, unsigned relation) {
   ensure_running(ctx);
@@ -28,7 +43,7 @@ WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
   auto w = std::make_shared<BlockingWrite>();
   if (auto txn = ContextAccess::transaction(ctx))
     w->session = txn->session();
-  else if (open_sessions > 0)
+  else if (std::find(open_sessions.begin(), open_sessions.end(), this) != open_sessions.end())
     throw Error(errc::invalid_argument,
                 "a write outside the within block open on this thread would wait for it "
                 "forever; use the context within passes to its function");
@@ -80,18 +95,16 @@ void BeehiveCore::within(const Context& ctx, const std::function<void(const Cont
     return;
   }
   auto begun = write(ctx, SessionCmd{SessionCmd::begin}, {});
-  auto txn = std::make_shared<Transaction>(begun.session);
+  auto txn = std::make_shared<Transaction>(this, begun.session);
   auto inner = ContextAccess::with_transaction(ctx, txn);
-  ++open_sessions;
   try {
+    OpenSession open(this);
     fn(inner);
   } catch (...) {
-    --open_sessions;
     txn->take_post_commit();  // dropped; they hold the block's context, which holds txn
     undo(txn, SessionCmd::rollback);
     throw;
   }
-  --open_sessions;
   auto hooks = txn->take_post_commit();
   step(txn, SessionCmd::commit);
   for (auto& f : hooks) f();

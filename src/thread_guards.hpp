@@ -4,10 +4,13 @@
 // refused instead of deadlocking: a write outside the within block open on this thread,
 // a stop from a reconcile or a within block. Each counter belongs to its thread.
 
+#include <vector>
+
 namespace beehive::detail {
 
-/// within blocks open on this thread (blocking_write.cpp).
-extern thread_local int open_sessions;
+/// The runtime of each within block open on this thread, outermost first
+/// (blocking_write.cpp). Only a write to the same runtime waits for its block.
+extern thread_local std::vector<const void*> open_sessions;
 /// Reconciles running on this thread (reconcile_pass.cpp).
 extern thread_local int in_reconcile;
 

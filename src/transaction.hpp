@@ -1,7 +1,7 @@
 #pragma once
 
-// A `within` block's transaction as its contexts carry it: the writer session it runs
-// in, and the side effects to run after the outermost commit.
+// A `within` block's transaction as its contexts carry it: the runtime and writer
+// session it runs in, and the side effects to run after the outermost commit.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,8 +12,11 @@ namespace beehive::detail {
 
 class Transaction {
  public:
-  explicit Transaction(std::uint64_t session) : session_(session) {}
+  Transaction(const void* owner, std::uint64_t session) : owner_(owner), session_(session) {}
 
+  /// The runtime (BeehiveCore) whose within block opened it: the session exists on that
+  /// runtime's writer only.
+  const void* owner() const { return owner_; }
   std::uint64_t session() const { return session_; }
 
   /// Runs `fn` after the outermost commit; dropped on rollback.
@@ -31,6 +34,7 @@ class Transaction {
   std::vector<std::function<void()>> take_post_commit() { return std::move(post_commit_); }
 
  private:
+  const void* owner_;
   std::uint64_t session_;
   std::vector<std::function<void()>> post_commit_;
   std::vector<std::size_t> marks_;

@@ -355,6 +355,30 @@ TEST_F(WithinTest, AWriteOutsideTheBlockFromItsOwnThreadIsRefused) {
   });
 }
 
+TEST_F(WithinTest, ABlockOnOneBeehiveNeitherHoldsUpNorJoinsAnother) {
+  Beehive other(open_test_store(dir_.file("other.db")));
+  auto their_cc = register_controller<WidgetSpec, WidgetStatus>(
+      other, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets theirs(other, widget_kind);
+  auto stop_other = other.start(ctx_);
+  auto w = widgets();
+  cc_->within(ctx_, [&](const Context& tx) {
+    // The other beehive's writer does not wait for this block: a plain write lands.
+    theirs.create(ctx_, {"plain", 1}, with_slug("outside"));
+    // This block's context carries a transaction the other beehive does not have; it must
+    // not run there under a session of the same number.
+    EXPECT_ERRC(theirs.create(tx, {"joined", 2}, with_slug("joined")), errc::invalid_argument);
+    EXPECT_ERRC(theirs.get_by_slug(tx, "outside"), errc::invalid_argument);
+    EXPECT_ERRC(their_cc.within(tx, [](const Context&) {}), errc::invalid_argument);
+    w.create(tx, {"mine", 3}, with_slug("mine"));
+  });
+  EXPECT_EQ(w.get_by_slug(ctx_, "mine").spec.size, 3);
+  EXPECT_EQ(theirs.get_by_slug(ctx_, "outside").spec.size, 1);
+  EXPECT_ERRC(theirs.get_by_slug(ctx_, "joined"), errc::not_found);
+  EXPECT_ERRC(w.get_by_slug(ctx_, "joined"), errc::not_found);
+  stop_other(ctx_);
+}
+
 TEST_F(WithinTest, AContextUsedAfterItsBlockEndedIsRefused) {
   auto w = widgets();
   Context leaked;
