@@ -240,6 +240,31 @@ TEST_F(GcTest, ThreeLevelCascadeIsCollectedBottomUpOwnerLast) {
   EXPECT_TRUE(w.list(ctx_).empty());
 }
 
+TEST_F(GcTest, AChildCreatedUnderAnOwnerBeingDeletedGoesTheSameWay) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    if (o.deletion_requested_at) cc.remove_finalizer(ctx, o.id, "f");
+    return Result{};
+  });
+  auto cc = register_widgets();
+  start();
+  auto w = widgets();
+  // Held by a finalizer of something outside (nobody here removes "hold").
+  auto owner = w.create(ctx_, {"owner", 0}, with_finalizers({"hold"}));
+  w.remove(ctx_, owner.id);
+  settle();
+  // Created after the cascade passed the owner: no later write would ever mark them.
+  auto late = w.create(ctx_, {"late", 1}, with_owner(owner.id));
+  auto finalized = w.create(ctx_, {"late", 2}, with_owner(owner.id), with_finalizers({"f"}));
+  EXPECT_TRUE(late.deletion_requested_at.has_value());
+  EXPECT_TRUE(finalized.deletion_requested_at.has_value());
+  settle();
+  EXPECT_ERRC(w.get(ctx_, late.id), errc::not_found);
+  EXPECT_ERRC(w.get(ctx_, finalized.id), errc::not_found);
+  cc.remove_finalizer(ctx_, owner.id, "hold");
+  settle();
+  EXPECT_ERRC(w.get(ctx_, owner.id), errc::not_found);
+}
+
 TEST_F(GcTest, AFinalizerGatedOnIncomingRefsKeepsASharedResourceUntilItsLastUser) {
   // Widgets depend on a shared gadget; the gadget's controller releases it only when
   // nothing with a live claim points at it any more.

@@ -222,7 +222,8 @@ class Writer : public Reader {
   /// An edge; false when it existed (added) or did not (removed).
   virtual bool add_ref(ObjectID from, const char* relation, ObjectID to) = 0;
   virtual bool remove_ref(ObjectID from, const char* relation, ObjectID to) = 0;
-  virtual bool exists(ObjectID id) = 0;
+  /// Whether the object's deletion was requested; nothing when there is no such object.
+  virtual std::optional<bool> being_deleted(ObjectID id) = 0;
   /// Live children of owners whose deletion was requested.
   virtual std::vector<ObjectID> cascade_candidates() = 0;
   /// Deletion-pending objects without finalizers that nothing with a live claim points

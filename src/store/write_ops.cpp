@@ -73,7 +73,8 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
   if (!labels.empty()) validate_labels(labels);
   if (slug && !slugs_by_constraint_ && w_.get_by_slug(gk, *slug))
     throw Error(errc::already_exists, to_string(gk) + " slug \"" + *slug + "\" is taken");
-  if (owner && !w_.exists(*owner))
+  std::optional<bool> owner_leaving;
+  if (owner && !(owner_leaving = w_.being_deleted(*owner)))
     throw Error(errc::not_found, "owner " + std::to_string(*owner) + " does not exist");
   // The row as the INSERT will leave it: checked before, never read back.
   ObjectRow row;
@@ -95,6 +96,8 @@ ObjectRow WriteOps::create(const GroupKind& gk, const std::string& spec,
   w_.insert_object(row, owner);
   record({ChangeType::Added, row, object_change::created},
          owner ? owner_of(row.meta.id) : std::nullopt);
+  // The cascade has passed its owner already: the child goes the same way at once.
+  if (owner_leaving.value_or(false)) return mark_deleted(row);
   return row;
 }
 
@@ -258,7 +261,8 @@ void WriteOps::wake_dependents(ObjectID id) {
 
 bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
   require_own(gk, from);
-  if (!w_.exists(to)) throw Error(errc::not_found, "no object with id " + std::to_string(to));
+  if (!w_.being_deleted(to))
+    throw Error(errc::not_found, "no object with id " + std::to_string(to));
   return w_.add_ref(from, "depends_on", to);
 }
 

@@ -159,8 +159,8 @@ std::string sql_for(Q q) {
              "ON CONFLICT DO NOTHING";
     case Q::remove_ref:
       return "DELETE FROM refs WHERE from_id = $1 AND relation = $2 AND to_id = $3";
-    case Q::object_exists:
-      return "SELECT EXISTS (SELECT 1 FROM objects WHERE id = $1)";
+    case Q::object_being_deleted:
+      return "SELECT deletion_requested_at IS NOT NULL FROM objects WHERE id = $1";
     case Q::cascade_candidates:
       return R"sql(SELECT child.id FROM objects AS owner
              JOIN refs AS r ON r.to_id = owner.id AND r.relation = 'owned_by'

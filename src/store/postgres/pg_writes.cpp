@@ -96,8 +96,10 @@ bool PgWriter::remove_ref(ObjectID from, const char* relation, ObjectID to) {
   return write_now(Q::remove_ref, Params().add(from).add(relation).add(to)).affected() > 0;
 }
 
-bool PgWriter::exists(ObjectID id) {
-  return run(conn_, Q::object_exists, Params().add(id)).boolean(0, 0);
+std::optional<bool> PgWriter::being_deleted(ObjectID id) {
+  auto r = run(conn_, Q::object_being_deleted, Params().add(id));
+  if (r.rows() == 0) return std::nullopt;
+  return r.boolean(0, 0);
 }
 
 std::vector<ObjectID> PgWriter::cascade_candidates() { return ids(Q::cascade_candidates); }

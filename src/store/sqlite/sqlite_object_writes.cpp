@@ -146,11 +146,11 @@ bool SqliteWriter::remove_ref(ObjectID from, const char* relation, ObjectID to) 
   });
 }
 
-bool SqliteWriter::exists(ObjectID id) {
-  return guarded([&] {
-    auto s = conn_.use(Query::object_exists);
+std::optional<bool> SqliteWriter::being_deleted(ObjectID id) {
+  return guarded([&]() -> std::optional<bool> {
+    auto s = conn_.use(Query::object_being_deleted);
     s->bind(1, id);
-    s->executeStep();
+    if (!s->executeStep()) return std::nullopt;
     return s->getColumn(0).getInt() != 0;
   });
 }

@@ -143,8 +143,8 @@ std::string sql_for(Query q) {
       return "INSERT OR IGNORE INTO refs (from_id, relation, to_id) VALUES (?1, ?2, ?3)";
     case Query::remove_ref:
       return "DELETE FROM refs WHERE from_id = ?1 AND relation = ?2 AND to_id = ?3";
-    case Query::object_exists:
-      return "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?1)";
+    case Query::object_being_deleted:
+      return "SELECT deletion_requested_at IS NOT NULL FROM objects WHERE id = ?1";
     case Query::cascade_candidates:
       // Starts from the (few) deletion-pending owners through the partial index
       // (CROSS JOIN fixes SQLite's join order).

@@ -38,7 +38,7 @@ enum class Query : int {
   list_owned_objects,
   add_ref,
   remove_ref,
-  object_exists,
+  object_being_deleted,
   cascade_candidates,
   collectible,
   drop_pending_dependencies,

@@ -36,7 +36,7 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override;
   bool add_ref(ObjectID from, const char* relation, ObjectID to) override;
   bool remove_ref(ObjectID from, const char* relation, ObjectID to) override;
-  bool exists(ObjectID id) override;
+  std::optional<bool> being_deleted(ObjectID id) override;
   std::vector<ObjectID> cascade_candidates() override;
   std::vector<ObjectID> collectible() override;
   void drop_pending_dependencies(ObjectID target) override;
