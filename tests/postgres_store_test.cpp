@@ -518,6 +518,34 @@ TEST_F(PostgresStore, AWriteBehindAnotherProcesssTransactionGivesUpAtItsDeadline
   EXPECT_EQ(w.update(ctx_, o.id, {"a", 3}).spec.size, 3);
 }
 
+// A write that gave up waiting for another process's lock closed its connection inside
+// the transaction it had begun. The next statement on that connection is not always a
+// write: here the watch's poll for the other process's commits, which must connect anew
+// rather than fail for ever.
+TEST_F(PostgresStore, AfterAWriteGaveUpWaitingTheWatchStillHearsOfOtherProcesses) {
+  Widgets mine(bh(), widget_kind);
+  auto stop = bh().start(ctx_);
+  auto watch = mine.watch_list(ctx_);
+  {
+    OpenTransaction other(
+        test_schema_for(db_path()),
+        "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
+    EXPECT_ERRC(mine.create(Context{}.with_timeout(300ms), {"mine", 1}), errc::deadline_exceeded);
+    // Its wait is cancelled while the lock is still held.
+    auto waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'beehive " +
+                   test_schema_for(db_path()) + "' AND wait_event_type = 'Lock'";
+    EXPECT_TRUE(eventually([&] { return other.returns(waiting, "0"); }));
+  }
+  Beehive other(
+      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
+  auto theirs = Widgets(other, widget_kind).create(ctx_, {"theirs", 2});
+  std::optional<ObjectID> seen;
+  while (auto ch = watch.next_for(5s))
+    if ((seen = ch->object.id) == theirs.id) break;
+  EXPECT_EQ(seen, theirs.id) << "the other process's creation never reached the watch";
+  stop(ctx_);
+}
+
 // A `within` block opens by taking the store's write lock: behind another process's
 // transaction it gives up at its caller's deadline, before any of its code runs, and
 // the next block commits.

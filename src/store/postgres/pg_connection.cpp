@@ -266,8 +266,12 @@ void Connection::ensure() {
     if (::poll(&p, 1, 0) > 0) dropped_ = true;
   }
   if (!lost()) return;
-  if (in_txn_)
+  if (in_txn_) {
+    // Said once, to the transaction's next statement: whatever comes after it (a poll,
+    // the next transaction) connects anew.
+    in_txn_ = false;
     throw Error(errc::store, "postgres: connection lost inside a transaction (rolled back)");
+  }
   connect();
 }
 
@@ -496,6 +500,7 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
     // begun on it ends with it), and the call fails as cancelled: nobody waits for it.
     if (first_error) PQclear(first_error);
     drop();
+    in_txn_ = false;  // over with the connection, and this call says so
     throw Error(errc::store, "postgres: gave up waiting for another process's transaction");
   }
   if (first_error) fail(first_error, "pipeline");
