@@ -236,6 +236,34 @@ TEST_F(PostgresStore, ACommitLostAfterCOMMITSucceededIsReportedCommitted) {
   EXPECT_GT(next.resource_version, o.resource_version);
 }
 
+// The connection lost while the server is still working on the COMMIT (a slow flush, a
+// synchronous replica not answering): read back at once, the token is the one before
+// it, though the transaction is about to commit. The writer waits for the transaction
+// to be over before it reads: the write is reported committed, and is made once.
+TEST_F(PostgresStore, ACommitTheServerIsStillFinishingWhenTheConnectionGoesIsReportedCommitted) {
+  Widgets w(bh(), widget_kind);
+  w.create(ctx_, {"before", 0});
+  const auto schema = test_schema_for(db_path());
+  run_sql(schema, R"sql(
+      CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql
+        AS $$ BEGIN PERFORM pg_sleep(1); RETURN NEW; END $$;
+      CREATE TRIGGER slow_commit BEFORE UPDATE ON write_tokens
+        FOR EACH ROW EXECUTE FUNCTION slow_commit())sql");
+  faults::cut_commit_after_ms = 200;
+  std::optional<ObjectID> made;
+  try {
+    made = w.create(ctx_, {"cut", 1}).id;
+  } catch (const Error& e) {
+    ADD_FAILURE() << "a write that committed was reported failed: " << e.what();
+  }
+  run_sql(schema, "DROP TRIGGER slow_commit ON write_tokens");
+  std::vector<ObjectID> cut;
+  for (auto& o : w.list(ctx_))
+    if (o.spec.color == "cut") cut.push_back(o.id);
+  ASSERT_EQ(cut.size(), 1u) << "the write was made " << cut.size() << " times";
+  EXPECT_EQ(made, cut.front());
+}
+
 // The database out of reach for longer than a lost commit's outcome is looked for (six
 // connect timeouts): the caller is told that its write's outcome is unknown, not that it
 // failed; and since this one did land, the watches of the process still see it, even

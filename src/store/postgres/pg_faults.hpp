@@ -18,6 +18,12 @@ inline std::atomic<int> drop_before_commit{0};
 /// The next commit loses its connection after COMMIT succeeded (it committed).
 inline std::atomic<int> drop_after_commit{0};
 
+/// The next commit gives up on its connection this many milliseconds after sending it,
+/// whatever the server is doing: with the server still working on the COMMIT (slowed
+/// by a test's trigger, as by a synchronous replica), the outcome is still to come when
+/// the writer reads its token back.
+inline std::atomic<int> cut_commit_after_ms{0};
+
 /// While set, every connection attempt fails as it would with the server out of reach
 /// (connections already made stay).
 inline std::atomic<bool> refuse_connections{false};

@@ -99,13 +99,19 @@ void PgWriter::commit() {
                         Params().add(rv_).add(last_id_).add(session_).add(token_).add(channel_)));
   s.push_back({"bh_commit", "COMMIT", {}});
   if (faults::take(faults::drop_before_commit)) conn_.drop();
+  if (auto ms = faults::cut_commit_after_ms.exchange(0); ms > 0) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    conn_.set_keep_waiting([until] { return std::chrono::steady_clock::now() < until; });
+  }
   try {
     conn_.pipeline(std::move(s));
+    conn_.set_keep_waiting({});
     if (faults::take(faults::drop_after_commit)) {
       conn_.drop();
       throw Error(errc::store, "postgres: connection lost (injected after the commit)");
     }
   } catch (const Error& e) {
+    conn_.set_keep_waiting({});
     if (!conn_.lost()) {  // the database refused it: nothing committed
       rollback();
       throw NotCommitted(e.value(), e.message());
@@ -120,20 +126,34 @@ void PgWriter::resolve_lost_commit(const Error& why) {
   // transaction wrote is in the database exactly when it committed: keep reconnecting
   // (each attempt bounded by the connect timeout) until it can be read, for at most
   // six connect timeouts.
+  //
+  // Until the transaction is over on the server, the token read is the one before it: a
+  // COMMIT still being flushed or waiting for a synchronous replica has not happened
+  // yet, and may yet. Its server process holds the counters until then, so the read
+  // waits for them (a transaction whose COMMIT never arrived is ended by the server's
+  // idle_in_transaction_session_timeout; a wait longer than lock_timeout is retried).
   auto deadline = std::chrono::steady_clock::now() + 6 * connect_timeout_;
   std::string last = why.what();
   for (;;) {
+    std::optional<bool> committed;
     try {
       conn_.reconnect();
-      auto r = run(conn_, Q::read_token, Params().add(session_));
-      if (r.rows() && r.i64(0, 0) == token_) return;  // it committed
+      std::vector<Statement> s;
+      s.push_back({"bh_begin", "BEGIN", {}});
+      s.push_back(statement(Q::lock_counters));
+      s.push_back(statement(Q::read_token, Params().add(session_)));
+      s.push_back({"bh_rollback", "ROLLBACK", {}});
+      auto r = conn_.pipeline(std::move(s));
+      committed = r[2].rows() && r[2].i64(0, 0) == token_;
+    } catch (const Error& e) {
+      last = e.what();
+      rollback();
+    }
+    if (committed && *committed) return;
+    if (committed)
       throw NotCommitted(
           errc::store,
           std::string("postgres: the connection was lost before the commit: ") + why.what());
-    } catch (const Error& e) {
-      if (!conn_.lost()) throw;  // answered: not committed
-      last = e.what();
-    }
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
