@@ -236,6 +236,22 @@ TEST_F(PostgresStore, ACommitLostAfterCOMMITSucceededIsReportedCommitted) {
   EXPECT_GT(next.resource_version, o.resource_version);
 }
 
+// The store's writer is made anew (a second beehive on the same store, a writer
+// restarted by its supervisor) under the same session: the write tokens it reads back
+// must never be taken for the earlier writer's.
+TEST_F(PostgresStore, AWriterMadeAgainNeverTakesAnEarlierWritersTokenForItsOwn) {
+  auto store = open_test_store(dir_.file("tokens.db"));
+  {
+    Beehive first(store);
+    Widgets(first, widget_kind).create(ctx_, {"first", 1});
+  }
+  Beehive second(store);
+  Widgets w(second, widget_kind);
+  faults::drop_before_commit = 1;
+  EXPECT_ERRC(w.create(ctx_, {"second", 2}), errc::store);
+  for (auto& o : w.list(ctx_)) EXPECT_NE(o.spec.color, "second");
+}
+
 // The connection lost while the server is still working on the COMMIT (a slow flush, a
 // synchronous replica not answering): read back at once, the token is the one before
 // it, though the transaction is about to commit. The writer waits for the transaction

@@ -10,6 +10,7 @@
 #include "store/postgres/pg_writer.hpp"
 
 #include <cctype>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -19,6 +20,19 @@
 
 namespace beehive::store::pg {
 
+namespace {
+
+/// Where a writer's write tokens start: at random, so that a writer made again under the
+/// same session (a second beehive on the store, a restarted writer) never counts up to a
+/// token an earlier one left, which it would take for its own commit.
+std::int64_t first_token() {
+  std::random_device rd;
+  std::uint64_t v = (std::uint64_t{rd()} << 32) ^ rd();
+  return static_cast<std::int64_t>(v >> 2);  // room to count up
+}
+
+}  // namespace
+
 PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
                    std::int64_t session, std::shared_ptr<SharedState> shared,
                    std::chrono::milliseconds stall_limit)
@@ -26,7 +40,8 @@ PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::millis
       session_(session),
       shared_(std::move(shared)),
       channel_(pg_schema::notify_channel(schema)),
-      connect_timeout_(timeout) {}
+      connect_timeout_(timeout),
+      token_(first_token()) {}
 
 void PgWriter::begin() {
   leader_work_ = false;
