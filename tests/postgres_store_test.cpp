@@ -802,6 +802,22 @@ struct GroupEngine {
   std::unique_ptr<store::WriteEngine> engine;
 };
 
+// A write's statement joins the one the write before it queued (one statement instead
+// of two) only when that is still the last one queued: never a savepoint queued since,
+// whatever an earlier transaction left behind.
+TEST_F(PostgresStore, AStatementJoinsOnlyTheStatementItsWriteQueued) {
+  GroupEngine g(db_path());
+  auto warm = g.commit({GroupEngine::create("warm")});
+  ASSERT_TRUE(warm[0].reply) << warm[0].what;
+  auto id = warm[0].reply->row.meta.id;
+  auto before = g.round_trips();
+  auto writes =
+      g.commit({store::WriteOp{log_requeue_request{widget_kind, id}}, GroupEngine::create("b")});
+  for (auto& w : writes) EXPECT_TRUE(w.reply) << w.what;
+  // BEGIN, then the writes with the COMMIT: no attempt refused and run again.
+  EXPECT_EQ(g.round_trips() - before, 2u);
+}
+
 // What a write costs in round trips, once its statements are prepared: a group of
 // creates, BEGIN with the store's lock, then every write's statements with the COMMIT;
 // an update, its row read with BEGIN and the lock, then the COMMIT.

@@ -342,7 +342,10 @@ void Connection::exec(const std::string& sql) {
   PQclear(r);
 }
 
-void Connection::defer(Statement s) { deferred_.push_back(std::move(s)); }
+void Connection::defer(Statement s) {
+  deferred_.push_back(std::move(s));
+  ++deferred_total_;
+}
 
 bool Connection::discard_from(std::string_view name) {
   for (std::size_t i = deferred_.size(); i-- > 0;) {

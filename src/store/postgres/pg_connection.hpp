@@ -119,8 +119,10 @@ class Connection {
   bool discard_from(std::string_view name);
   /// Drops every queued statement, unsent (the transaction is being rolled back).
   void discard() { deferred_.clear(); }
-  /// Statements queued so far, and the last of them (null when none).
-  std::size_t deferred_count() const { return deferred_.size(); }
+  /// Statements ever queued on this connection: the last one queued is still the one
+  /// queued at a count while the count stays (and it has not been sent or dropped).
+  std::uint64_t deferred_total() const { return deferred_total_; }
+  /// The last statement queued (null when none).
   Statement* last_deferred() { return deferred_.empty() ? nullptr : &deferred_.back(); }
   /// Sends the queued statements now.
   void flush() {
@@ -187,6 +189,7 @@ class Connection {
   bool in_txn_ = false;
   std::unordered_set<std::string> prepared_;
   std::vector<Statement> deferred_;
+  std::uint64_t deferred_total_ = 0;
   std::uint64_t round_trips_ = 0;
 };
 

@@ -261,12 +261,12 @@ void PgWriter::rollback_to(int depth) {
 void PgWriter::later(Q q, Params p) {
   prefetched_.reset();
   conn_.defer(statement(q, std::move(p)));
-  later_at_ = conn_.deferred_count();
+  later_at_ = conn_.deferred_total();
 }
 
 bool PgWriter::join_last(Q q, const Params& p) {
   Statement* last = conn_.last_deferred();
-  if (!last || later_at_ != conn_.deferred_count() || last->sql.starts_with("WITH")) return false;
+  if (!last || later_at_ != conn_.deferred_total() || last->sql.starts_with("WITH")) return false;
   // The last statement becomes a data-modifying CTE of `q`, whose parameters follow its
   // own ($1 of `q` is $n+1). The two must not depend on each other's effects: PostgreSQL
   // runs both against the same snapshot, in no set order.

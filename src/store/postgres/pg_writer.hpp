@@ -119,7 +119,7 @@ class PgWriter : public Reading<Writer> {
   std::chrono::milliseconds connect_timeout_;
   std::unordered_map<ObjectID, std::optional<Ref>> owners_;  // read in this transaction
   std::optional<ObjectID> prefetch_;  // to read with the next BEGIN (see prefetch)
-  std::size_t later_at_ = 0;          // the deferred count `later` left (see join_last)
+  std::uint64_t later_at_ = 0;        // Connection::deferred_total as `later` left it
   /// The row read with BEGIN, until the first statement that may change it.
   struct Prefetched {
     ObjectID id;
