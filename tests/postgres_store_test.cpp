@@ -971,6 +971,8 @@ TEST_F(PostgresStore, OptionsPostgresWouldMisreadAreInvalidArguments) {
   auto longest = base + std::string(63 - base.size(), 'x');
   EXPECT_ERRC(postgres::open(db, {.schema = longest + "y"}), errc::invalid_argument);
   EXPECT_ERRC(postgres::open(db, {.schema = ""}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = "$user"}), errc::invalid_argument);
+  EXPECT_ERRC(postgres::open(db, {.schema = "pg_beehive"}), errc::invalid_argument);
   EXPECT_ERRC(postgres::open(db, {.schema = std::string("a\0b", 3)}), errc::invalid_argument);
   EXPECT_ERRC(postgres::open(db, {.schema = base, .connect_timeout = 0ms}), errc::invalid_argument);
   EXPECT_ERRC(postgres::open(db, {.schema = base, .connect_timeout = -5ms}),

@@ -34,8 +34,9 @@ namespace beehive::postgres {
 struct Options {
   /// The PostgreSQL schema holding beehive's tables; created when missing. Stores with
   /// different schemas on one database are independent control planes. At most 63
-  /// bytes (PostgreSQL's limit; a longer or empty name is `errc::invalid_argument`).
-  /// Default: "beehive".
+  /// bytes (PostgreSQL's limit); a longer or empty name, one starting with "pg_"
+  /// (PostgreSQL's own) and "$user" (which a search path reads as the role's schema) are
+  /// `errc::invalid_argument`. Default: "beehive".
   std::string schema = "beehive";
   /// Connections kept for readers (the writer and the change listener have their own);
   /// a reader waits when all are busy. Default: 4; values below 1 mean 1.

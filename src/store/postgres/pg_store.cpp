@@ -44,6 +44,15 @@ void check(const postgres::Options& o) {
     throw Error(
         errc::invalid_argument,
         "postgres: schema name longer than 63 bytes (PostgreSQL would truncate it): " + o.schema);
+  if (o.schema.starts_with("pg_"))
+    throw Error(errc::invalid_argument,
+                "postgres: schema names starting with pg_ are PostgreSQL's own: " + o.schema);
+  // Quoted or not, a search path reads it as the schema named after the role: the store
+  // would use that schema's tables, perhaps another store's.
+  if (o.schema == "$user")
+    throw Error(errc::invalid_argument,
+                "postgres: the schema name $user stands for the role's own schema in a "
+                "search path; choose another name");
   if (o.schema.find('\0') != std::string::npos)
     throw Error(errc::invalid_argument, "postgres: schema name holds a NUL byte");
   beehive::detail::require_text(o.schema, "postgres: the schema name");
