@@ -20,7 +20,7 @@
 #include <beehive/postgres.hpp>
 
 #include "child_process.hpp"
-#include "fixture.hpp"
+#include "controller_fixture.hpp"
 #include "ha/node_types.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "support/test_store.hpp"
@@ -327,6 +327,42 @@ TEST_F(HaTest, ALeaderWhoseSessionsTheServerEndsKeepsLeadingInTheSameTerm) {
   b->write_line("quit");
   EXPECT_FALSE(read_until(*b, "leader")) << "the standby took over";
   EXPECT_EQ(b->wait(), 0);
+  stop_a({});
+}
+
+// A leader's own leader writes hold the lease row until they commit (fencing), and must
+// not hold up its renewals meanwhile: a reconcile whose transaction spans several
+// renewals (longer than a leader may go unrenewed) keeps its process leading, in its
+// term.
+TEST_F(HaTest, ALeadersLongTransactionDoesNotHoldUpItsOwnRenewals) {
+  constexpr auto its_lease = 1500ms;
+  Gate gate;
+  Beehive a(open_candidate(its_lease));
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [&](const Context& ctx, ControllerClient<NodeStatus>& cc,
+          const Object<NodeSpec, NodeStatus>& obj) -> Result {
+        cc.within(ctx, [&](const Context& tx) {
+          cc.update_status(tx, obj.id, obj.generation, NodeStatus{obj.spec.n, 0});  // fenced
+          gate.pass();
+        });
+        return {};
+      });
+  auto changes = a.watch_leadership({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
+  auto stop_a = a.start({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  const auto term = query_test_store(path_, "SELECT term FROM leadership").at(0).at(0);
+  auto id = client_->create({}, {1, 0}).id;
+  gate.wait_entered();
+  // Held longer than two thirds of the lease (unrenewed that long, a leader steps down)
+  // and shorter than the lease (idle that long, the server ends the transaction).
+  EXPECT_EQ(changes.next_for(its_lease * 5 / 6), std::nullopt)
+      << "the leader stepped down while its own transaction was open";
+  gate.open();
+  EXPECT_TRUE(all_reconciled(*client_, {{id, 1}}, 30s));
+  EXPECT_TRUE(a.is_leader());
+  EXPECT_EQ(query_test_store(path_, "SELECT term FROM leadership").at(0).at(0), term);
   stop_a({});
 }
 

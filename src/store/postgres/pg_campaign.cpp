@@ -62,9 +62,13 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   std::vector<Statement> s;
   if (faults::stall_campaign_of.load() == session_)
     s.push_back({"", "SELECT pg_sleep(60)", {}});  // a server that does not answer
-  s.push_back(statement(Q::lease_acquire,
-                        Params().add(session_).add(static_cast<std::int64_t>(lease_.count()))));
+  // One implicit transaction (one sync): the takeover sees the renewal's effect.
+  auto p = Params().add(session_).add(static_cast<std::int64_t>(lease_.count()));
+  s.push_back(statement(Q::lease_renew, p));
+  s.push_back(statement(Q::lease_take, p));
   auto r = c->pipeline(std::move(s));
+  const auto& renewed = r[r.size() - 2];
+  if (renewed.rows()) return renewed.i64(0, 0);
   return r.back().rows() ? r.back().i64(0, 0) : 0;
 }
 

@@ -236,20 +236,28 @@ std::string sql_for(Q q) {
     case Q::set_change_log_horizon:
       return "UPDATE beehive_meta SET value = greatest(value, $1::bigint) "
              "WHERE key = 'change_log_horizon'";
-    case Q::lease_acquire:
-      // Takes the lease when it is free or has expired (a new term), or renews it when
-      // held by `holder` (same term); returns the term when this holder leads after it.
+    case Q::lease_renew:
+      // Extends the lease `holder` holds (same term); returns the term when it did. Only
+      // the expiry changes: a plain UPDATE, which the fence's lock (FOR KEY SHARE) lets
+      // through, so that the leader's own long transactions never hold up its renewals.
       return R"sql(UPDATE leadership SET
-               term = CASE WHEN holder = $1 AND expires_at > now() THEN term ELSE term + 1 END,
-               holder = $1, expires_at = now() + $2::bigint * interval '1 millisecond'
-             WHERE id = 1 AND (holder = $1 OR expires_at <= now())
+               expires_at = now() + $2::bigint * interval '1 millisecond'
+             WHERE id = 1 AND holder = $1 AND expires_at > now() RETURNING term)sql";
+    case Q::lease_take:
+      // Takes the lease when it has expired (a new term; run after lease_renew, in its
+      // transaction); returns the term. The row is locked FOR UPDATE first, the one lock
+      // the fence's conflicts with: a takeover waits for the leader's fenced transactions.
+      return R"sql(UPDATE leadership SET term = term + 1, holder = $1,
+               expires_at = now() + $2::bigint * interval '1 millisecond'
+             WHERE id = (SELECT id FROM leadership WHERE id = 1 AND expires_at <= now()
+                         FOR UPDATE)
              RETURNING term)sql";
     case Q::lease_check:
       // Fencing: in the leader's own write transaction, the lease row is read and locked
-      // (FOR SHARE): a takeover waits for this transaction, and this transaction fails
-      // when a takeover committed first.
+      // (FOR KEY SHARE): a takeover waits for this transaction, and this transaction fails
+      // when a takeover committed first. Renewals are not held up (see lease_renew).
       return "SELECT 1 FROM leadership WHERE id = 1 AND holder = $1 AND term = $2 "
-             "AND expires_at > now() FOR SHARE";
+             "AND expires_at > now() FOR KEY SHARE";
     case Q::lease_release:
       return "UPDATE leadership SET expires_at = '-infinity' WHERE id = 1 AND holder = $1 "
              "AND term = $2";

@@ -62,7 +62,8 @@ enum class Q : int {
   change_log_nth_newest,
   trim_change_log,
   set_change_log_horizon,
-  lease_acquire,
+  lease_renew,
+  lease_take,
   lease_check,
   lease_release,
   count_,  // not a query

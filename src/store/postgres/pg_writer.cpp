@@ -210,7 +210,7 @@ std::int64_t PgWriter::next_resource_version() { return ++rv_; }
 ObjectID PgWriter::next_object_id() { return ++last_id_; }
 
 void PgWriter::fence() {
-  // Fencing: the leader's writes hold the lease row (FOR SHARE) until they commit, so a
+  // Fencing: the leader's writes hold the lease row (FOR KEY SHARE) until they commit, so a
   // takeover waits for them, and fail when a takeover committed first.
   auto term = shared_->term.load(std::memory_order_acquire);
   if (term != 0 && fenced_term_ == term) return;
