@@ -538,6 +538,22 @@ TEST_F(EventsTest, RetentionKeepsWhichRunsAreNewest) {
   EXPECT_EQ(w.list_events(ctx_, o.id, with_event_category("quiet")).size(), 1u);
 }
 
+TEST_F(EventsTest, RetentionKeepsTheCurrentRunWhenTheClockSteppedBack) {
+  auto clock = std::make_shared<SteppedClock>();
+  open(with_clock(clock), with_event_retention(1, 0ms));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto o = w.create(ctx_, {"conn", 1});
+  emit(o.id, "conn", EventType::Warning, "ProbeFailed");
+  clock->step(-1h);
+  emit(o.id, "conn", EventType::Normal, "Connected");  // current, last_at an hour earlier
+  start();                                             // retention runs at start
+  auto runs = [&] { return w.list_events(ctx_, o.id, with_event_category("conn")); };
+  ASSERT_TRUE(eventually([&] { return runs().size() == 1; }));
+  EXPECT_EQ(runs()[0].reason, "Connected");
+  EXPECT_EQ(w.get_latest_event(ctx_, o.id, "conn")->reason, "Connected");
+}
+
 TEST_F(EventsTest, EventsCascadeWithTheirObject) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

@@ -203,10 +203,12 @@ std::string sql_for(Q q) {
       return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
              WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
     case Q::trim_events:
+      // Newest by id, as the current run is (current_run): a clock stepped back gives the
+      // current run an older last_at than the run before it, which must not outlive it.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT id FROM (
                  SELECT e.id, e.last_at, row_number() OVER (PARTITION BY e.object_id, e.category
-                                                            ORDER BY e.last_at DESC, e.id DESC) AS n
+                                                            ORDER BY e.id DESC) AS n
                  FROM events AS e JOIN objects AS o ON o.id = e.object_id
                  WHERE o."group" = $1 AND o.kind = $2) AS ranked
                WHERE ($3::bigint > 0 AND n > $3::bigint) OR ($4::bigint IS NOT NULL AND last_at < $4)))sql";
