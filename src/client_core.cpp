@@ -57,7 +57,7 @@ ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.core()), gk_(st
 namespace {
 void check_text(const OptionSet& s) {
   if (s.slug) require_name(*s.slug, "slug");
-  for (auto& f : s.finalizers) require_text(f, "finalizer");
+  for (auto& f : s.finalizers) require_new_finalizer(f);
 }
 /// Runs `f` on a reader that gives up when `ctx` ends (on PostgreSQL a read can wait: for
 /// another session's lock, a busy server, one that does not answer); a read given up

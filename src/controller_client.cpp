@@ -101,8 +101,7 @@ void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
 
 void ControllerClientCore::add_finalizer(const Context& ctx, ObjectID id,
                                          std::string_view finalizer) const {
-  require_text(finalizer, "finalizer");
-  if (finalizer.empty()) throw Error(errc::invalid_argument, "a finalizer needs a name");
+  require_new_finalizer(finalizer);
   if (auto row = read_committed(*rt_, ctx, gk_, id); row && !row->meta.deletion_requested_at)
     for (const auto& f : row->meta.finalizers)
       if (f == finalizer) return;  // present: nothing to write (and no writer taken)

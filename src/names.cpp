@@ -16,4 +16,9 @@ void require_name(std::string_view name, std::string_view what) {
                                             std::to_string(max_name_bytes));
 }
 
+void require_new_finalizer(std::string_view finalizer) {
+  detail::require_text(finalizer, "finalizer");
+  if (finalizer.empty()) throw Error(errc::invalid_argument, "a finalizer needs a name");
+}
+
 }  // namespace beehive

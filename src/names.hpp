@@ -17,4 +17,9 @@ inline constexpr std::size_t max_name_bytes = 512;
 /// (detail::require_text) of at most max_name_bytes.
 void require_name(std::string_view name, std::string_view what);
 
+/// Throws Error(errc::invalid_argument) unless `finalizer`, one being added (at create or
+/// later), is text and not empty. A removal takes any text: a store may hold an empty
+/// one added before this rule.
+void require_new_finalizer(std::string_view finalizer);
+
 }  // namespace beehive

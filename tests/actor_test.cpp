@@ -98,6 +98,18 @@ TEST_F(ActorTest, WritesAndReadsThroughTypedMessages) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), errc::already_exists);
   }
+  try {
+    ask<ObjectRow>(w, create_request{widget_kind, spec("nameless", 1), "r2", {""}});
+    ADD_FAILURE() << "an empty finalizer must be invalid_argument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+  }
+  try {
+    ask<ObjectRow>(w, add_finalizer_request{widget_kind, row.meta.id, ""});
+    ADD_FAILURE() << "an empty finalizer must be invalid_argument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), errc::invalid_argument);
+  }
   EXPECT_TRUE(ask<bool>(w, remove_by_slug_request{widget_kind, "r1"}));
   auto removed = ask<ObjectRow>(w, get_request{widget_kind, row.meta.id});
   EXPECT_TRUE(removed.meta.deletion_requested_at.has_value());

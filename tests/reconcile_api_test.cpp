@@ -401,6 +401,12 @@ TEST_F(ReconcileApiTest, AddFinalizerIsIdempotentAndRefusedOnceDeletionIsRequest
   cc.within(ctx_, [&](const Context& tx) { cc.add_finalizer(tx, o.id, "acme.com/cleanup"); });
   EXPECT_EQ(w.get(ctx_, o.id).finalizers.size(), 1u);
   EXPECT_ERRC(cc.add_finalizer(ctx_, o.id, ""), errc::invalid_argument);
+  // Nor at create, on any path: a nameless finalizer could never be told apart.
+  EXPECT_ERRC(w.create(ctx_, {"b", 1}, with_slug("b"), with_finalizers({""})),
+              errc::invalid_argument);
+  EXPECT_ERRC(w.get_or_create(ctx_, "b", {"b", 1}, with_finalizers({"f", ""})),
+              errc::invalid_argument);
+  EXPECT_ERRC(w.get_by_slug(ctx_, "b"), errc::not_found);
   EXPECT_ERRC(cc.add_finalizer(ctx_, 999, "f"), errc::not_found);
   w.remove(ctx_, o.id);
   EXPECT_ERRC(cc.add_finalizer(ctx_, o.id, "acme.com/other"), errc::invalid_argument);

@@ -33,6 +33,8 @@ void check_text(const std::optional<std::string>& text, std::string_view what) {
 
 void check_name(const std::string& name, std::string_view what) { require_name(name, what); }
 
+void check_new_finalizer(const std::string& finalizer) { require_new_finalizer(finalizer); }
+
 void check_name(const std::optional<std::string>& name, std::string_view what) {
   if (name) require_name(*name, what);
 }

@@ -31,6 +31,8 @@ void check_text(const std::optional<std::string>& text, std::string_view what);
 /// The same for a name: at most max_name_bytes (names.hpp).
 void check_name(const std::string& name, std::string_view what);
 void check_name(const std::optional<std::string>& name, std::string_view what);
+/// A finalizer being added: text, not empty (a removal only needs text).
+void check_new_finalizer(const std::string& finalizer);
 void check_condition(const Condition& c);
 /// An observed generation (of a status or a condition): 0 (none) or above.
 void check_observed_generation(std::int64_t generation);
@@ -55,8 +57,11 @@ void check_request(const Request& r) {
   if constexpr (requires { r.gk; }) check_kind(r.gk);
   if constexpr (requires { r.slug; }) check_name(r.slug, "slug");
   if constexpr (requires { r.finalizers; })
-    for (auto& f : r.finalizers) check_text(f, "finalizer");
-  if constexpr (requires { r.finalizer; }) check_text(r.finalizer, "finalizer");
+    for (auto& f : r.finalizers) check_new_finalizer(f);
+  if constexpr (std::same_as<Request, add_finalizer_request>)
+    check_new_finalizer(r.finalizer);
+  else if constexpr (requires { r.finalizer; })
+    check_text(r.finalizer, "finalizer");
   if constexpr (requires { r.spec; }) detail::require_json_text(r.spec, "spec");
   if constexpr (requires { r.status; }) detail::require_json_text(r.status, "status");
   if constexpr (requires { r.condition; }) check_condition(r.condition);
