@@ -85,7 +85,9 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
     return SchemaVersions{spec_version(gk), status_version(gk)};
   };
   cfg->max_object_bytes = settings_.max_object_bytes.value_or(default_max_object_bytes);
+  // Housekeeping keeps a cadence when resync is off: retention must hold all the same.
   cfg->cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
+  if (cfg->cadence.count() <= 0) cfg->cadence = KindSettings{}.resync;
   if (auto& r = settings_.change_log_retention) cfg->change_log_retention = {r->first, r->second};
   ForgetSystem forget(own_sys_ != nullptr);
   root_ = sys_->spawn<caf::hidden>(detail::root, std::move(cfg));

@@ -554,6 +554,23 @@ TEST_F(EventsTest, RetentionKeepsTheCurrentRunWhenTheClockSteppedBack) {
   EXPECT_EQ(w.get_latest_event(ctx_, o.id, "conn")->reason, "Connected");
 }
 
+TEST_F(EventsTest, RetentionHoldsWithResyncDisabled) {
+  open(with_resync_interval(0ms), with_event_retention(2, 0ms));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  for (int i = 0; i < 6; ++i)
+    emit(o.id, "flap", i % 2 ? EventType::Warning : EventType::Normal, "Flap", std::to_string(i));
+  settle();
+  ASSERT_EQ(w.list_events(ctx_, o.id).size(), 6u);  // the sweep ran at start, before them
+  clock_->advance(30s);                             // the default cadence, resync or not
+  settle();
+  auto kept = w.list_events(ctx_, o.id);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].message, "5");
+}
+
 TEST_F(EventsTest, EventsCascadeWithTheirObject) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

@@ -93,8 +93,9 @@ Option with_change_log_retention(std::int64_t entries, std::chrono::milliseconds
 Option with_on_create(std::function<void(const Context&)> fn);
 /// Beehive (default for every kind) or register_controller: resync period;
 /// zero or negative disables resync. Given to the Beehive it is also the cadence of
-/// garbage collection and event retention (which otherwise run at start and after the
-/// commits that unblock a deletion).
+/// garbage collection, event retention and the change log's trim (which also run at
+/// start, and the collection after the commits that unblock a deletion); with resync
+/// disabled they keep the default cadence, 30 s, so that retention still holds.
 Option with_resync_interval(std::chrono::milliseconds d);
 /// Beehive or register_controller: cap on the retry backoff; zero or negative is ignored.
 Option with_max_retry_interval(std::chrono::milliseconds d);

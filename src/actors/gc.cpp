@@ -48,10 +48,12 @@ void pass(Self self) {
             st.settling.check(idle(st));
           },
           [self](caf::error& err) {
-            // The next trigger or the cadence retries.
+            // The next trigger or the cadence retries; one that came during this pass
+            // retries now (it may have unblocked what this pass could not reach).
             auto& st = self->state;
             st.running = false;
             st.periodic.log_failure("garbage collection failed", err);
+            if (std::exchange(st.again, false) && st.periodic.leads()) pass(self);
             st.settling.check(idle(st));
           });
 }
