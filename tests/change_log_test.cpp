@@ -351,6 +351,32 @@ TEST(ChangeLog, AnotherWritersEarlierCommitReachesTheWatchBeforeALaterOneOfOurs)
   }
 }
 
+// Another process creates an object, a watch opens here (its snapshot holds the object),
+// and the other process changes it again before this process has read the log: the two
+// commits reach this process folded into one. To the watch, which had the object from
+// its snapshot, that is a modification, never a second `Added`. (Whether this process
+// reads the log between the two commits is up to its poll: several rounds.)
+TEST(ChangeLog, AnotherProcesssCreationFoldedWithALaterChangeIsNotAddedTwice) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  Beehive other(open_test_store(t.path()));
+  Widgets theirs(other, widget_kind);
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE(round);
+    auto made = theirs.create({}, {"made", round});
+    auto watch = w.watch_list({});
+    auto changed = theirs.update({}, made.id, {"changed", round});
+    std::map<ObjectID, int> added;
+    for (;;) {
+      auto c = next(watch);
+      if (c.type == ChangeType::Added) ++added[c.object.id];
+      if (c.object.id == made.id && c.object.resource_version >= changed.resource_version) break;
+    }
+    EXPECT_EQ(added[made.id], 1) << "the object was Added " << added[made.id] << " times";
+  }
+}
+
 // The gc trims only what its process has read of the log: another writer's change that
 // the process has not published yet stays until it has, and reaches the watches; they
 // do not end for it.

@@ -36,6 +36,11 @@ struct object_change {
   /// The row's owner, when it has one (controllers that own the row's kind reconcile
   /// it). Set by this process's writes; unset on changes read from another process.
   std::optional<Ref> owner{};
+  /// When several changes of the object are folded into this one (another process's
+  /// commits, read from the change log), the resource version of the earliest: a reader
+  /// whose state is at or above it has the object already, and an `Added` is, to it, a
+  /// modification. 0: this change alone, at the row's version.
+  std::int64_t first_version = 0;
 };
 
 /// An event run a commit wrote (a new run, or an extension of the current one), with

@@ -38,7 +38,8 @@ void HubInbox::post(const commit_record& rec) {
     for (const auto& c : rec.changes) {
       auto [at, fresh] = change_at_.try_emplace(c.row.meta.id, batch_.changes.size());
       if (fresh)
-        batch_.changes.push_back({c, c.row.meta.resource_version});
+        batch_.changes.push_back(
+            {c, c.first_version > 0 ? c.first_version : c.row.meta.resource_version});
       else
         merge_changes(batch_.changes[at->second].change, object_change(c));
     }

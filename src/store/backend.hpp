@@ -54,6 +54,7 @@ constexpr unsigned kLoggedRequeue = 1u << 16;
 /// changed, `row` the object as it stands (for a removal, its final body as logged).
 struct LoggedChange {
   std::int64_t resource_version = 0;  ///< of its latest change
+  std::int64_t first_version = 0;     ///< of its earliest change above the version read from
   ChangeType type = ChangeType::Modified;
   unsigned parts = 0;  ///< object_change::Part bits, and kLoggedRequeue
   Ref ref;

@@ -150,6 +150,7 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
     if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
     if (!c.row) continue;
     object_change change{c.type, std::move(*c.row), c.parts & ~kLoggedRequeue};
+    if (c.first_version < c.resource_version) change.first_version = c.first_version;
     // Controllers that own the row's kind wake on it (with_owns), as on this process's.
     if (c.owner_read)
       change.owner = std::move(c.owner);

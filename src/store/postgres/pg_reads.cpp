@@ -398,8 +398,11 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
     auto group = r.text(i, 4), kind = r.text(i, 5);
     if (gk && (group != gk->group || kind != gk->kind)) continue;
     auto [it, fresh] = at.try_emplace(oid, out.changes.size());
-    if (fresh) out.changes.emplace_back().ref = Ref{oid, std::string(group), std::string(kind)};
-    auto& c = out.changes[it->second];
+    auto& c = fresh ? out.changes.emplace_back() : out.changes[it->second];
+    if (fresh) {
+      c.ref = Ref{oid, std::string(group), std::string(kind)};
+      c.first_version = version;
+    }
     c.resource_version = version;
     c.parts |= static_cast<unsigned>(r.i64(i, 6));
     c.owner_read = true;

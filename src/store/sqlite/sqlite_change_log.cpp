@@ -80,9 +80,12 @@ ChangeLogRead Connection::changes_since(std::int64_t rv, const std::optional<Gro
         std::string group = s->getColumn(2).getString(), kind = s->getColumn(3).getString();
         if (gk && (group != gk->group || kind != gk->kind)) continue;
         auto [it, fresh] = at.try_emplace(oid, out.changes.size());
-        if (fresh) out.changes.emplace_back().ref = Ref{oid, group, kind};
-        auto& c = out.changes[it->second];
+        auto& c = fresh ? out.changes.emplace_back() : out.changes[it->second];
         c.resource_version = s->getColumn(0).getInt64();
+        if (fresh) {
+          c.ref = Ref{oid, group, kind};
+          c.first_version = c.resource_version;
+        }
         c.parts |= static_cast<unsigned>(s->getColumn(4).getInt64());
         if (!s->getColumn(5).isNull()) {  // a removal, with the final body
           c.type = ChangeType::Deleted;
