@@ -15,7 +15,12 @@
 #include <set>
 #include <sstream>
 
+#include <caf/all.hpp>
+
+#include <beehive/actors.hpp>
+
 #include "controller_fixture.hpp"
+#include "metrics/object_tally.hpp"
 
 namespace beehive::test {
 namespace {
@@ -420,6 +425,45 @@ TEST_F(MetricsTest, ObjectCountsFollowCommits) {
   ASSERT_TRUE(counts(1, 1));
 }
 
+/// A controller that lists its kind again (it took over as the leader, or missed other
+/// processes' changes) counts what the listing holds: a row counted earlier whose removal
+/// it never heard of is dropped. The row is a fabricated change of a widget the store
+/// never held, and the loss a fabricated commit record, sent to the controller as the
+/// writer would send them.
+TEST_F(MetricsTest, ObjectCountsFollowARelisting) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  register_widgets(with_resync_interval(0ms));
+  auto w = widgets();
+  auto real = w.create(ctx_, {"real", 0});
+  start();
+  auto counts = [&](double all, double unsettled) {
+    return eventually([&] {
+      return prom->value(metric::objects, widget_kind_labels) == all &&
+             prom->value(metric::unsettled_objects, widget_kind_labels) == unsettled;
+    });
+  };
+  ASSERT_TRUE(counts(1, 1));
+  auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
+  object_change ghost;
+  ghost.type = ChangeType::Modified;
+  ghost.parts = object_change::status;  // counted, and wakes nothing
+  ghost.row.meta.id = real.id + 1000;
+  ghost.row.meta.group = widget_kind.group;
+  ghost.row.meta.kind = widget_kind.kind;
+  ghost.row.meta.generation = 1;
+  ghost.row.meta.observed_generation = 1;
+  ghost.row.meta.resource_version = real.resource_version + 1000;
+  commit_record with_ghost;
+  with_ghost.changes.push_back(ghost);
+  caf::anon_send(controller, with_ghost);
+  ASSERT_TRUE(counts(2, 1));
+  commit_record lost;  // its removal was among the changes lost
+  lost.lost_through = real.resource_version + 1000;
+  caf::anon_send(controller, lost);
+  EXPECT_TRUE(counts(1, 1));
+}
+
 /// Queue wait is on the Beehive's clock: an id that waits while the test moves time
 /// 3 s waited exactly 3 s. While a pass runs, the in-flight gauges grow at every scrape.
 TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {
@@ -495,6 +539,66 @@ TEST_F(MetricsTest, ExpositionFormatOfARealRun) {
   open(with_metrics(prom), quiet());
   run_workload([&](const MetricLabels& l) { return prom->value(metric::reconcile_total, l); });
   check_exposition(prom->text());
+}
+
+using detail::ObjectTally;
+
+ObjectMeta widget_meta(ObjectID id, std::int64_t rv, bool settled) {
+  ObjectMeta m;
+  m.id = id;
+  m.group = widget_kind.group;
+  m.kind = widget_kind.kind;
+  m.generation = 1;
+  if (settled) m.observed_generation = 1;
+  m.resource_version = rv;
+  return m;
+}
+
+TEST(ObjectTally, ARelistingDropsTheRowsItLacks) {
+  ObjectTally t;
+  t.listed(t.listing_started(), {{1, 10}, {2, 11}, {3, 12}}, {{2, 11}});
+  EXPECT_EQ(t.objects(), 3u);
+  EXPECT_EQ(t.unsettled(), 1u);
+  // 2 was removed while this process missed the changes: only the listing tells.
+  t.listed(t.listing_started(), {{1, 10}, {3, 12}}, {});
+  EXPECT_EQ(t.objects(), 2u);
+  EXPECT_EQ(t.unsettled(), 0u);
+}
+
+TEST(ObjectTally, ARowChangedAfterTheListingWasAskedForIsKept) {
+  ObjectTally t;
+  t.listed(t.listing_started(), {{1, 10}}, {});
+  auto ticket = t.listing_started();
+  t.changed(widget_meta(2, 20, false), false);  // created after the listing's read
+  t.listed(ticket, {{1, 10}}, {});
+  EXPECT_EQ(t.objects(), 2u);
+  EXPECT_EQ(t.unsettled(), 1u);
+  // A row changed before the listing was asked for is not kept that way.
+  t.changed(widget_meta(3, 30, true), false);
+  t.listed(t.listing_started(), {{1, 10}, {2, 20}}, {{2, 20}});
+  EXPECT_EQ(t.objects(), 2u);
+}
+
+TEST(ObjectTally, ARemovalWhileAListingIsInFlightIsNotUndoneByIt) {
+  ObjectTally t;
+  t.listed(t.listing_started(), {{1, 10}, {2, 11}}, {});
+  auto ticket = t.listing_started();
+  t.changed(widget_meta(2, 30, true), true);  // after the read, before the answer
+  EXPECT_EQ(t.objects(), 1u);
+  t.listed(ticket, {{1, 10}, {2, 11}}, {});
+  EXPECT_EQ(t.objects(), 1u);
+  // Two listings in flight: a removal before the second is remembered until both end.
+  auto first = t.listing_started();
+  auto second = t.listing_started();
+  t.changed(widget_meta(1, 40, true), true);
+  t.listed(first, {{1, 10}}, {});
+  t.listed(second, {{1, 10}}, {});
+  EXPECT_EQ(t.objects(), 0u);
+  // A failed listing ends too: later removals are not remembered forever.
+  t.listing_failed(t.listing_started());
+  t.changed(widget_meta(5, 50, true), false);
+  t.listed(t.listing_started(), {{5, 50}}, {});
+  EXPECT_EQ(t.objects(), 1u);
 }
 
 TEST(PrometheusMetrics, EscapesLabelsAndRendersBuckets) {

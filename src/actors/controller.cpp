@@ -140,10 +140,12 @@ bool take_token(Self self) {
   return false;
 }
 
-/// The start listing of the object counts (metrics only): all ids, then the unsettled
-/// ones, on the reader; the commits keep the counts current from then on (ObjectTally).
+/// The listing of the object counts (metrics only), at start and at every restart: all
+/// ids, then the unsettled ones, on the reader; it replaces what was counted, and the
+/// commits keep the counts current from then on (ObjectTally).
 void count_objects(Self self) {
   auto gk = self->state.kind->gk;
+  auto ticket = self->state.tally.listing_started();
   ReadJob job = [gk](store::Reader& r) {
     auto all = r.list_ids(gk, false);
     auto unsettled = r.list_ids(gk, true);
@@ -152,16 +154,17 @@ void count_objects(Self self) {
   ++self->state.pending_reads;
   self->request(self->state.services.reader, caf::infinite, std::move(job))
       .then(
-          [self](IdList& all, IdList& unsettled) {
+          [self, ticket](IdList& all, IdList& unsettled) {
             auto& st = self->state;
             --st.pending_reads;
-            st.tally.listed(all, unsettled);
+            st.tally.listed(ticket, all, unsettled);
             if (auto* m = st.kind->metrics.get()) report_objects(st, *m);
             st.settling.check(idle(self));
           },
-          [self](caf::error& err) {
+          [self, ticket](caf::error& err) {
             auto& st = self->state;
             --st.pending_reads;
+            st.tally.listing_failed(ticket);
             st.services.log(LogLevel::warning, "counting a kind's objects failed",
                             {{"kind", to_string(st.kind->gk)}, {"reason", error_message(err)}});
             st.settling.check(idle(self));
@@ -485,7 +488,14 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         const auto& cfg = st.kind->settings;
         // Other processes' changes this process will never hear of (the change log was
         // trimmed past what it had read): everything, as a takeover does.
-        if (rec.lost_through > 0 && st.dispatching && !st.draining && leads(self)) restart(self);
+        if (rec.lost_through > 0 && !st.draining) {
+          // Not restarting (a standby, or the start listing still out, which may have been
+          // read before those changes): the counts missed them all the same.
+          if (st.dispatching && leads(self))
+            restart(self);
+          else if (st.kind->metrics)
+            count_objects(self);
+        }
         for (auto& c : rec.changes) {
           // Rows at or below the start listing's versions were reconciled from it.
           if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
