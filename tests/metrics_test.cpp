@@ -464,6 +464,44 @@ TEST_F(MetricsTest, ObjectCountsFollowARelisting) {
   EXPECT_TRUE(counts(1, 1));
 }
 
+/// A controller that ends while a pass runs (here killed; a restart group retires it
+/// too) never hears that pass end: its successor lets it go, and the in-flight gauges a
+/// scrape computes do not count it forever.
+TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  LogCapture log;  // the supervisor logs the restart
+  open(with_metrics(prom), with_logger(log.logger()));
+  Gate gate;
+  auto stop_first = stop_before_locals();
+  struct Open {
+    Gate& g;
+    ~Open() { g.open(); }  // before the beehive stops, however the test ends
+  } open_gate{gate};
+  recorder_->hold(gate, "stuck");
+  register_widgets(with_resync_interval(0ms));
+  auto w = widgets();
+  auto stuck = w.create(ctx_, {"stuck", 0});
+  start();
+  gate.wait_entered();
+  auto longest = [&] {
+    prom->text();
+    return prom->value(metric::workqueue_longest_running_processor, widget_queue);
+  };
+  EXPECT_TRUE(eventually([&] { return longest() > 0; }));
+  // Gone meanwhile, so that the new controller has nothing of it to reconcile.
+  w.remove(ctx_, stuck.id);
+  auto old = *bh_->controller(widget_kind);
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] {
+    auto now = bh_->controller(widget_kind);
+    return now && *now != old;
+  }));
+  EXPECT_TRUE(eventually([&] {
+    return longest() == 0 && prom->value(metric::workqueue_unfinished_work, widget_queue) == 0;
+  }));
+  EXPECT_TRUE(log.contains("the controller of Widget.acme.com failed"));
+}
+
 /// Queue wait is on the Beehive's clock: an id that waits while the test moves time
 /// 3 s waited exactly 3 s. While a pass runs, the in-flight gauges grow at every scrape.
 TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {

@@ -11,6 +11,15 @@
 
 namespace beehive::detail {
 
+/// CAF destroys the state when the actor ends, however it ends (retired with its kind's
+/// restart group, killed, or taken down by a worker): the passes it handed out and never
+/// heard end would otherwise stay in a sink's in-flight set, and
+/// workqueue_longest_running_processor_seconds would grow forever.
+ControllerState::~ControllerState() {
+  if (auto* m = kind ? kind->metrics.get() : nullptr)
+    for (auto& [id, began] : started_at) m->work_abandoned(id);
+}
+
 namespace {
 
 using Self = controller_impl::stateful_pointer<ControllerState>;

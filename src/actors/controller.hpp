@@ -82,6 +82,12 @@ using controller_impl =
                              caf::replies_to<settle_atom>::with<bool>>;
 
 struct ControllerState {
+  ControllerState() = default;
+  ControllerState(const ControllerState&) = delete;
+  ControllerState& operator=(const ControllerState&) = delete;
+  /// Lets the sink know that the passes still in flight will never be heard to end.
+  ~ControllerState();
+
   std::shared_ptr<KindEntry> kind;
   Services services;
   scheduler_impl scheduler;
