@@ -153,6 +153,33 @@ TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   EXPECT_EQ(ctl({"apply"}).status, 2);  // -f is required
 }
 
+// Names and labels are checked by the library's own rules before the first write too: a
+// bad one in a later document writes none of the documents, and a document whose spec is
+// fine but whose labels are not leaves its object as it was.
+TEST_F(CtlWriteTest, ApplyChecksNamesAndLabelsBeforeTheFirstWrite) {
+  auto x = widgets().create(ctx_, {"red", 1}, with_slug("x"), with_labels({{"tier", "web"}}));
+  auto widget = [](const std::string& slug, const std::string& rest = "") {
+    return R"({"group": "acme.com", "kind": "Widget", "slug": ")" + slug +
+           R"(", "spec": {"color": "blue", "size": 1})" + rest + "}";
+  };
+  for (auto bad : {widget("z", R"(, "labels": {"bad key": "v"})"),
+                   widget("z", R"(, "labels": {"tier": "-web-"})"), widget(std::string(513, 's')),
+                   R"({"kind": ")" + std::string(513, 'k') + R"(", "slug": "z", "spec": {}})"}) {
+    auto r = run_with_input(args({"apply", "-f", "-"}), "[" + widget("y") + ", " + bad + "]");
+    EXPECT_EQ(r.status, 1) << bad;
+    EXPECT_NE(r.err.find("<stdin> [1]: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("invalid argument"), std::string::npos) << r.err;
+    EXPECT_EQ(widgets().list(ctx_).size(), 1u) << bad;
+  }
+  auto r = run_with_input(args({"apply", "-f", "-"}),
+                          R"({"group": "acme.com", "kind": "Widget", "slug": "x",
+                              "spec": {"color": "blue", "size": 2}, "labels": {"tier": "w b"}})");
+  EXPECT_EQ(r.status, 1);
+  auto after = widgets().get(ctx_, x.id);
+  EXPECT_EQ(after.spec, (WidgetSpec{"red", 1}));
+  EXPECT_EQ(after.resource_version, x.resource_version);
+}
+
 TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"), with_finalizers({"keep"}));
   auto r = ctl({"delete", "widgets", "a"});  // kinds by plural, as for reads

@@ -1,10 +1,11 @@
 // `apply -f FILE|-`: creates or updates objects by slug from JSON documents
 // {group, kind, slug, spec, labels}, one object or an array of them.
 //
-// Every document is checked before the first write, so that a malformed file writes
-// nothing. Then each is applied in order, in its own transaction (as `kubectl apply`
-// does: an error stops the command, the documents before it stay applied). The kind is
-// taken literally from the document, not resolved: apply may create a kind's first object.
+// Every document is checked before the first write, by the library's own rules for
+// names and labels too, so that a malformed file writes nothing. Then each is applied in
+// order, in its own transaction, spec and labels together (as `kubectl apply` does: an
+// error stops the command, the documents before it stay applied). The kind is taken
+// literally from the document, not resolved: apply may create a kind's first object.
 
 #include <fstream>
 #include <iostream>
@@ -15,6 +16,8 @@
 
 #include "commands.hpp"
 #include "failure.hpp"
+#include "names.hpp"
+#include "store/label_selector.hpp"
 #include "terminal_text.hpp"
 #include "writer.hpp"
 
@@ -44,6 +47,19 @@ std::string required_string(const nlohmann::json& d, const char* key, const std:
   return it->get<std::string>();
 }
 
+/// What the library would refuse only once writing (a name too long or not UTF-8, a
+/// label Kubernetes' rules refuse), refused here before any document is written.
+void check_document(const Document& doc, const std::string& where) {
+  try {
+    require_name(doc.gk.group, "group");
+    require_name(doc.gk.kind, "kind");
+    require_name(doc.slug, "slug");
+    if (doc.labels) store::validate_labels(*doc.labels);
+  } catch (const Error& e) {
+    throw Error(e.value(), where + ": " + (e.message().empty() ? e.what() : e.message()));
+  }
+}
+
 Document parse_document(const nlohmann::json& d, const std::string& where) {
   if (!d.is_object())
     throw std::runtime_error(where + ": expected an object {group, kind, slug, spec, labels}");
@@ -70,6 +86,7 @@ Document parse_document(const nlohmann::json& d, const std::string& where) {
     }
     doc.labels = std::move(labels);
   }
+  check_document(doc, where);
   return doc;
 }
 
@@ -104,12 +121,15 @@ const char* apply_one(WriteSession& ws, const Document& doc) {
   } catch (const Error& e) {
     if (e.code() != make_error_code(errc::not_found)) throw;
   }
-  // create_or_update: atomic should the object appear meanwhile; the labels go with a
-  // creation, and are replaced separately on an update.
-  auto after =
-      client.create_or_update(ctx, doc.slug, doc.spec, with_labels(doc.labels.value_or(Labels{})));
-  if (doc.labels && after.labels != *doc.labels)
-    after = client.set_labels(ctx, after.id, *doc.labels);
+  // The labels go with a creation, and are replaced separately on an update: one
+  // transaction, so that a failure of either leaves the object as it was.
+  JsonClient::ObjectType after;
+  ws.within([&](const Context& tx) {
+    after =
+        client.create_or_update(tx, doc.slug, doc.spec, with_labels(doc.labels.value_or(Labels{})));
+    if (doc.labels && after.labels != *doc.labels)
+      after = client.set_labels(tx, after.id, *doc.labels);
+  });
   if (!before) return "created";
   return after.resource_version == before->resource_version ? "unchanged" : "configured";
 }

@@ -6,6 +6,8 @@
 #include <beehive/postgres.hpp>
 #include <beehive/sqlite.hpp>
 
+#include "beehive_core.hpp"
+
 namespace beehive::ctl {
 
 WriteSession::WriteSession(const Location& where) : timeout_(where.timeout) {
@@ -32,6 +34,10 @@ WriteSession::~WriteSession() {
   db_.reset();
   bh_.reset();
   store_.reset();
+}
+
+void WriteSession::within(const std::function<void(const Context&)>& fn) {
+  bh_->core()->within(ctx_, fn);
 }
 
 void WriteSession::log_requeue(const GroupKind& gk, ObjectID id) {

@@ -11,6 +11,7 @@
 // that writes resolve names exactly as reads do.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -41,6 +42,9 @@ class WriteSession {
   /// controller, in whichever process runs it, reconciles the object. Throws not_found.
   void log_requeue(const GroupKind& gk, ObjectID id);
   const Context& context() const { return ctx_; }
+  /// Runs `fn` in one transaction (Beehive's `within`): the writes made with the context
+  /// it is given commit together, or not at all when it throws.
+  void within(const std::function<void(const Context&)>& fn);
 
  private:
   std::shared_ptr<Store> store_;
