@@ -180,6 +180,44 @@ TEST_F(CtlWriteTest, ApplyChecksNamesAndLabelsBeforeTheFirstWrite) {
   EXPECT_EQ(after.resource_version, x.resource_version);
 }
 
+// Any text is a kind or a group to the library, dots and slashes included: apply writes
+// such kinds, and the other commands name them (any dot may end the kind, any '/' of an
+// --owner may end it).
+TEST_F(CtlWriteTest, KindsWithDotsAndSlashesAreNamedByEveryCommand) {
+  auto r = run_with_input(args({"apply", "-f", "-"}), R"([
+      {"kind": "Foo.v1", "slug": "a", "spec": {"color": "core", "size": 1}},
+      {"group": "v1", "kind": "Foo", "slug": "a", "spec": {"color": "v1", "size": 1}},
+      {"group": "acme.com", "kind": "Bar/v2", "slug": "b", "spec": {"color": "", "size": 0}}])");
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Foo.v1/a created\nFoo.v1/a created\nBar/v2.acme.com/b created\n");
+  auto kind_of = [&](const std::string& text, const std::string& slug) -> std::string {
+    auto got = ctl({"get", text, slug, "-o", "json"});
+    if (got.status != 0) return "status " + std::to_string(got.status) + ": " + got.err;
+    auto j = Json::parse(got.out);
+    return j["kind"].get<std::string>() + " in \"" + j["group"].get<std::string>() + "\"";
+  };
+  // "Foo.v1" reads both ways; spelled exactly, the kind Foo of group v1 wins, and the
+  // core group's kind is "Foo.v1." (the core group named, as for any kind).
+  EXPECT_EQ(kind_of("Foo.v1", "a"), "Foo in \"v1\"");
+  EXPECT_EQ(kind_of("Foo.v1.", "a"), "Foo.v1 in \"\"");
+  EXPECT_EQ(kind_of("Bar/v2", "b"), "Bar/v2 in \"acme.com\"");
+  EXPECT_EQ(kind_of("bar/v2.acme.com", "b"), "Bar/v2 in \"acme.com\"");
+  EXPECT_OK(ctl({"label", "Foo.v1.", "a", "env=dev"}));
+  EXPECT_EQ(Widgets(*bh_, GroupKind{"", "Foo.v1"}).get_by_slug(ctx_, "a").labels,
+            (Labels{{"env", "dev"}}));
+  EXPECT_EQ(Widgets(*bh_, GroupKind{"v1", "Foo"}).get_by_slug(ctx_, "a").labels, Labels{});
+  EXPECT_OK(ctl({"describe", "Bar/v2", "b"}));
+
+  auto owner = Widgets(*bh_, GroupKind{"acme.com", "Bar/v2"}).get_by_slug(ctx_, "b");
+  auto child = widgets().create(ctx_, {"red", 1}, with_slug("child"), with_owner(owner.id));
+  r = ctl({"get", "Widget", "--owner", "Bar/v2.acme.com/b"});
+  EXPECT_OK(r);
+  EXPECT_EQ(ids(r.out), (std::vector<std::string>{std::to_string(child.id)}));
+  r = ctl({"get", "Widget", "--owner", "Bar/v2/nope"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("kinds present: "), std::string::npos) << r.err;
+}
+
 TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"), with_finalizers({"keep"}));
   auto r = ctl({"delete", "widgets", "a"});  // kinds by plural, as for reads

@@ -2,6 +2,7 @@
 // `-l SELECTOR`, `--owner KIND/NAME`, `--limit N` and `--continue TOKEN` narrow and page
 // the listing; the database selects (Reader::list_where), so a page is one query.
 
+#include <exception>
 #include <iostream>
 
 #include <beehive/errors.hpp>
@@ -38,12 +39,29 @@ ObjectID parse_token(const std::string& token) {
   return as_usage([&] { return detail::parse_continue_token(token); });
 }
 
-/// KIND[.GROUP]/SLUG|ID, split at the first '/' (kinds and groups have none).
+/// KIND[.GROUP]/SLUG|ID, split at the first '/' (the usual kind has none).
 std::pair<std::string, std::string> split_owner(const std::string& text) {
   auto slash = text.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == text.size())
     throw UsageError("--owner takes KIND/NAME, not \"" + text + "\"");
   return {text.substr(0, slash), text.substr(slash + 1)};
+}
+
+/// The owner `text` names. Kinds and slugs are any text to the library, '/' included:
+/// each '/' is tried as the separator, first to last, and the first split that names an
+/// object wins; when none does, the first split's error is the answer.
+ObjectID resolve_owner(Database& db, const std::string& text) {
+  auto slash = split_owner(text).first.size();
+  std::exception_ptr first;
+  for (; slash != std::string::npos && slash + 1 < text.size(); slash = text.find('/', slash + 1)) {
+    try {
+      return find_object(db, resolve_kind(db, text.substr(0, slash)), text.substr(slash + 1))
+          .meta.id;
+    } catch (const NotFound&) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  std::rethrow_exception(first);
 }
 
 }  // namespace
@@ -76,10 +94,7 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
     q.selector = std::make_shared<store::LabelSelector>(parse_selector(o.selector));
     q.after = parse_token(o.continue_token);
     q.set_page(o.limit);
-    if (o.owner) {
-      auto [kind, name] = split_owner(*o.owner);
-      q.owner = find_object(db, resolve_kind(db, kind), name).meta.id;
-    }
+    if (o.owner) q.owner = resolve_owner(db, *o.owner);
     rows = db.reader().list_where(gk, q, loads);
     if (o.limit != 0 && rows.size() > o.limit) {
       rows.resize(o.limit);

@@ -54,33 +54,54 @@ void check_kind_text(const std::string& text) {
 
 GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent) {
   check_kind_text(text);
-  // The first dot ends the kind: groups are domains ("acme.com"), kinds have no dots.
-  auto dot = text.find('.');
-  std::string kind = text.substr(0, dot);
-  std::optional<std::string> group;
-  if (dot != std::string::npos) group = text.substr(dot + 1);
+  // Any text is a kind or a group to the library, dots included ("Foo.v1" in the core
+  // group): each dot of the text may be the one that ends the kind, and the whole text
+  // may be a kind named without its group. Every reading is tried.
+  struct Reading {
+    std::string kind;
+    std::optional<std::string> group;  // absent: any group
+  };
+  std::vector<Reading> readings{{text, std::nullopt}};
+  for (auto dot = text.find('.'); dot != std::string::npos; dot = text.find('.', dot + 1))
+    readings.push_back({text.substr(0, dot), text.substr(dot + 1)});
 
-  std::vector<GroupKind> present, matches;
+  std::vector<GroupKind> present;
   for (auto& s : db.kinds()) present.push_back(s.gk);
-  auto in_group = [&](const GroupKind& gk) { return !group || iequals(gk.group, *group); };
-  for (auto& gk : present)
-    if (iequals(gk.kind, kind) && in_group(gk)) matches.push_back(gk);
+  auto in_group = [](const GroupKind& gk, const Reading& r) {
+    return !r.group || iequals(gk.group, *r.group);
+  };
+  auto matching = [&](auto same_kind) {
+    std::vector<GroupKind> out;
+    for (auto& gk : present)
+      if (std::any_of(readings.begin(), readings.end(),
+                      [&](const Reading& r) { return same_kind(gk, r.kind) && in_group(gk, r); }))
+        out.push_back(gk);
+    return out;
+  };
+  auto matches =
+      matching([](const GroupKind& gk, const std::string& kind) { return iequals(gk.kind, kind); });
   // Plurals only when no kind is spelled so: a kind "Bus" beside a kind "Bu" stays "Bus".
   if (matches.empty())
-    for (auto& gk : present)
-      if (plural(gk.kind) == lower(kind) && in_group(gk)) matches.push_back(gk);
+    matches = matching([](const GroupKind& gk, const std::string& kind) {
+      return plural(gk.kind) == lower(kind);
+    });
 
   if (matches.size() > 1) {
-    // An exact spelling wins over case-insensitive look-alikes ("Widget" vs "widget").
+    // An exact spelling of kind and group wins over case-insensitive look-alikes ("Widget"
+    // vs "widget"), and over another reading of the dots.
     std::vector<GroupKind> exact;
     for (auto& gk : matches)
-      if (gk.kind == kind && (!group || gk.group == *group)) exact.push_back(gk);
-    if (exact.size() == 1 && group) return exact.front();
+      if (std::any_of(readings.begin(), readings.end(), [&](const Reading& r) {
+            return r.group && gk.kind == r.kind && gk.group == *r.group;
+          }))
+        exact.push_back(gk);
+    if (exact.size() == 1) return exact.front();
     throw std::runtime_error("kind \"" + text +
                              "\" is ambiguous; name the group: " + join(matches));
   }
   if (matches.size() == 1) return matches.front();
-  if (allow_absent && group) return {*group, kind};
+  // Taken literally: the first dot ends the kind, as in most kinds' names.
+  if (allow_absent && readings.size() > 1) return {*readings[1].group, readings[1].kind};
   throw NotFound("no objects of kind \"" + text + "\" in " + db.name() +
                  " (kinds present: " + join(present) + ")");
 }

@@ -29,7 +29,9 @@ std::string plural(const std::string& kind);
 /// Resolves `text` among the kinds present, case-insensitively, by kind or by plural (a
 /// kind's own name wins over another kind's plural). KIND alone matches across groups; several
 /// matches throw an error naming each candidate, none throws NotFound naming the kinds present.
-/// With `allow_absent` (watch), a KIND.GROUP that has no objects yet is taken literally instead.
+/// A kind or group holding dots is found too: any dot of `text` may end the kind.
+/// With `allow_absent` (watch), a KIND.GROUP that has no objects yet is taken literally
+/// instead, split at its first dot.
 GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent = false);
 
 /// `token` as an object id when it is all digits.
