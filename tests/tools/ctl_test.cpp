@@ -2,9 +2,11 @@
 // the exit statuses, and that the tool reads a database a running Beehive is using
 // without disturbing it.
 
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -822,6 +824,58 @@ TEST_F(CtlTest, NeverWritesTheDatabase) {
   open();
   start();
   EXPECT_EQ(Clusters(*bh_, cluster_kind).get(ctx_, prod_).status->ready_nodes, 3);
+}
+
+/// Sets an environment variable (unset: nullopt) for the tool's runs, and puts it back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* was = std::getenv(name)) was_ = was;
+    set(value);
+  }
+  ~ScopedEnv() { set(was_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void set(const std::optional<std::string>& v) {
+    if (v)
+      ::setenv(name_, v->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  const char* name_;
+  std::optional<std::string> was_;
+};
+
+// $BEEHIVE_DB and $BEEHIVE_PG stand in for a missing --db or --pg; an explicit flag of
+// either backend wins over the other's variable. Two flags, or two variables and no flag,
+// still name two databases.
+TEST_F(CtlTest, AnExplicitDatabaseWinsOverTheOtherBackendsVariable) {
+  bool pg = test_backend_is_postgres();
+  ScopedEnv db_env("BEEHIVE_DB", std::nullopt), pg_env("BEEHIVE_PG", std::nullopt);
+  {
+    ScopedEnv other(pg ? "BEEHIVE_DB" : "BEEHIVE_PG",
+                    pg ? dir_.file("other.db").string() : "host=/nonexistent dbname=other");
+    auto r = ctl({"get", "cluster", "prod"});
+    EXPECT_OK(r);
+    EXPECT_FALSE(row(r.out, std::to_string(prod_)).empty()) << r.out;
+  }
+  {
+    ScopedEnv db("BEEHIVE_DB", db_path().string());
+    ScopedEnv conninfo("BEEHIVE_PG", "host=/nonexistent dbname=other");
+    auto r = run({BEEHIVE_CTL, "kinds"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("$BEEHIVE_DB and $BEEHIVE_PG name two databases"), std::string::npos)
+        << r.err;
+  }
+  auto r = run({BEEHIVE_CTL, "--db", db_path().string(), "--pg", "host=/nonexistent", "kinds"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--db and --pg name two databases"), std::string::npos) << r.err;
+  if (!pg) {  // the variable alone names the file
+    ScopedEnv db("BEEHIVE_DB", db_path().string());
+    EXPECT_OK(run({BEEHIVE_CTL, "get", "cluster", "prod"}));
+  }
 }
 
 // A watch outlives its database connection: ended by the server (a restart, an

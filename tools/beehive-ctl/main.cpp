@@ -8,6 +8,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <string>
@@ -89,6 +90,17 @@ std::string error_text(const beehive::Error& e) {
   return text;
 }
 
+/// $BEEHIVE_DB and $BEEHIVE_PG stand in for --db and --pg when neither is given: an
+/// explicit flag wins over the other backend's variable, so that an exported default does
+/// not turn every explicit choice of the other backend into an error. Returns whether the
+/// database came from the environment.
+bool database_from_env(std::string& db_file, std::string& conninfo) {
+  if (!db_file.empty() || !conninfo.empty()) return false;
+  if (const char* v = std::getenv("BEEHIVE_DB")) db_file = v;
+  if (const char* v = std::getenv("BEEHIVE_PG")) conninfo = v;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,11 +116,12 @@ int main(int argc, char** argv) {
   ctl::Location where;
   std::string db_file;
   std::string busy_timeout = "5s";
-  app.add_option("--db", db_file, "the database file (SQLite)")->envname("BEEHIVE_DB");
+  // Not CLI11's envname: it would fill --pg from $BEEHIVE_PG beside an explicit --db
+  // (see database_from_env).
+  app.add_option("--db", db_file, "the database file (SQLite); default $BEEHIVE_DB");
   app.add_option("--pg", where.conninfo,
                  "instead of --db: a PostgreSQL database, as a libpq connection string "
-                 "(keywords or postgresql:// URI)")
-      ->envname("BEEHIVE_PG");
+                 "(keywords or postgresql:// URI); default $BEEHIVE_PG");
   app.add_option("--schema", where.schema,
                  "with --pg: the schema holding the store (default beehive)")
       ->envname("BEEHIVE_PG_SCHEMA");
@@ -206,6 +219,7 @@ int main(int argc, char** argv) {
   }
 
   try {
+    bool from_env = database_from_env(db_file, where.conninfo);
     where.timeout = ctl::parse_duration(busy_timeout);
     // SQLite's busy timeout and libpq's waits are ints of milliseconds; a connection
     // attempt needs at least one.
@@ -216,7 +230,10 @@ int main(int argc, char** argv) {
           "--busy-timeout: with --pg, at least 1ms (a connection attempt's limit)");
     if (db_file.empty() == where.conninfo.empty())
       throw ctl::UsageError(db_file.empty() ? "name the database: --db FILE or --pg CONNINFO"
-                                            : "--db and --pg name two databases: give one");
+                            : from_env
+                                ? "$BEEHIVE_DB and $BEEHIVE_PG name two databases: unset one, "
+                                  "or give --db or --pg"
+                                : "--db and --pg name two databases: give one");
     where.file = db_file;
     if (*watch_cmd) {
       watch.interval = ctl::parse_duration(interval);
