@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
@@ -876,6 +878,59 @@ TEST_F(CtlTest, AnExplicitDatabaseWinsOverTheOtherBackendsVariable) {
     ScopedEnv db("BEEHIVE_DB", db_path().string());
     EXPECT_OK(run({BEEHIVE_CTL, "get", "cluster", "prod"}));
   }
+}
+
+// A stopped application's WAL database in a directory the reader may not write (an
+// operator reading the application's files): no -shm file can be made beside it, which a
+// read-only SQLite connection needs, so the tool reads the file as immutable, which is
+// safe only because no -wal file holds commits the file lacks. With one, it says why it
+// cannot read rather than SQLite's "attempt to write a readonly database".
+// As root, whom permissions do not bind, the tool runs as nobody (setpriv).
+TEST_F(CtlTest, ReadsAStoppedDatabaseInADirectoryItCannotWrite) {
+  REQUIRE_SQLITE("a file's directory");
+  std::vector<std::string> as;
+  if (::geteuid() == 0) {
+    if (!std::filesystem::exists("/usr/bin/setpriv"))
+      GTEST_SKIP() << "root, and no setpriv to run the tool as another user";
+    as = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  }
+  close();  // stopped: checkpointed, the -wal and -shm files gone
+  auto wal = dir_.file("app.db-wal"), shm = dir_.file("app.db-shm");
+  ASSERT_FALSE(std::filesystem::exists(wal));
+  ASSERT_FALSE(std::filesystem::exists(shm));
+  namespace fs = std::filesystem;
+  // Readable by others (beehive makes it private), in a directory they may not write.
+  fs::permissions(db_path(), fs::perms::owner_read | fs::perms::owner_write |
+                                 fs::perms::group_read | fs::perms::others_read);
+  struct Writable {
+    fs::path dir;
+    ~Writable() { fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add); }
+  } restore{dir_.path()};
+  auto read_only = [&](fs::perms extra) {
+    fs::permissions(dir_.path(), fs::perms::owner_read | fs::perms::owner_exec |
+                                     fs::perms::group_read | fs::perms::group_exec |
+                                     fs::perms::others_read | fs::perms::others_exec | extra);
+  };
+  auto as_reader = [&](std::vector<std::string> rest) {
+    auto cmd = args(std::move(rest));
+    cmd.insert(cmd.begin(), as.begin(), as.end());
+    return run(cmd);
+  };
+  read_only(fs::perms::none);
+  auto r = as_reader({"get", "cluster", "prod"});
+  EXPECT_OK(r);
+  EXPECT_FALSE(row(r.out, std::to_string(prod_)).empty()) << r.out;
+  EXPECT_OK(as_reader({"kinds"}));
+  EXPECT_FALSE(fs::exists(wal));
+  EXPECT_FALSE(fs::exists(shm));
+
+  read_only(fs::perms::owner_write);
+  std::ofstream(wal).flush();  // as an application that runs leaves it
+  read_only(fs::perms::none);
+  r = as_reader({"get", "cluster", "prod"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("its directory is not writable by this user"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("app.db-wal"), std::string::npos) << r.err;
 }
 
 // A watch outlives its database connection: ended by the server (a restart, an

@@ -1,11 +1,15 @@
 // A Database on a SQLite file: a read-only connection of the store layer's own.
 
+#include <sqlite3.h>
+#include <unistd.h>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <beehive/errors.hpp>
 #include <beehive/sqlite.hpp>
 
 #include "database.hpp"
+#include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_reader.hpp"
 #include "store/sqlite/sqlite_schema.hpp"
 
@@ -17,8 +21,10 @@ namespace {
 /// store session: liveness conditions written in it read as written, older ones as
 /// Unknown, which is what the running application (if any) sees too.
 std::int64_t check_and_read_session(const std::filesystem::path& file,
-                                    std::chrono::milliseconds busy_timeout) {
-  SQLite::Database db(file.string(), SQLite::OPEN_READONLY, static_cast<int>(busy_timeout.count()));
+                                    std::chrono::milliseconds busy_timeout, bool immutable) {
+  SQLite::Database db(immutable ? store::immutable_uri(file) : file.string(),
+                      SQLite::OPEN_READONLY | (immutable ? SQLITE_OPEN_URI : 0),
+                      static_cast<int>(busy_timeout.count()));
   if (!db.tableExists("beehive_schema"))
     throw std::runtime_error(file.string() + " is not a beehive database");
   SQLite::Statement v(db, "SELECT version FROM beehive_schema");
@@ -26,6 +32,37 @@ std::int64_t check_and_read_session(const std::filesystem::path& file,
   require_schema_version(file.string(), version, store::sqlite_schema::latest_version());
   SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
   return s.executeStep() ? s.getColumn(0).getInt64() : 0;
+}
+
+struct Opened {
+  std::int64_t session = 0;
+  bool immutable = false;  ///< read as SQLite's immutable=1 (see open_checked)
+};
+
+/// check_and_read_session, and how the file can be read. A read-only connection to a
+/// WAL database creates the -shm file (and -wal) beside it, which it cannot in a
+/// directory this user may not write: SQLite then says "attempt to write a readonly
+/// database". Without a -wal file (the application stopped, and checkpointed) the file
+/// alone holds every commit, and is read as immutable; with one, commits only the -wal
+/// holds would be missed, and the read is refused.
+Opened open_checked(const std::filesystem::path& file, std::chrono::milliseconds busy_timeout) {
+  try {
+    return {check_and_read_session(file, busy_timeout, false), false};
+  } catch (const SQLite::Exception& e) {
+    auto code = e.getErrorCode();
+    auto dir = file.has_parent_path() ? file.parent_path() : std::filesystem::path(".");
+    if ((code != SQLITE_READONLY && code != SQLITE_CANTOPEN) || ::access(dir.c_str(), W_OK) == 0)
+      throw;
+  }
+  auto wal = file;
+  wal += "-wal";
+  if (std::filesystem::exists(wal))
+    throw std::runtime_error(
+        "cannot read " + file.string() + ": its directory is not writable by this user, and " +
+        wal.string() +
+        " (the application runs, or did not stop cleanly) may hold commits that only a "
+        "reader able to create the -shm file sees; run as a user who may write the directory");
+  return {check_and_read_session(file, busy_timeout, true), true};
 }
 
 /// The store layer's reader, with its connection in reach for the tool's own queries.
@@ -44,10 +81,8 @@ sqlite::Options options(std::chrono::milliseconds busy_timeout) {
 class SqliteDatabase final : public Database {
  public:
   explicit SqliteDatabase(const Location& where)
-      : Database(where),
-        reader_(where.file, options(where.timeout),
-                store::guarded([&] { return check_and_read_session(where.file, where.timeout); })) {
-  }
+      : SqliteDatabase(where,
+                       store::guarded([&] { return open_checked(where.file, where.timeout); })) {}
 
   store::Reader& reader() override { return reader_; }
 
@@ -106,6 +141,10 @@ class SqliteDatabase final : public Database {
   void end_snapshot() noexcept override { db().tryExec("COMMIT"); }
 
  private:
+  SqliteDatabase(const Location& where, Opened opened)
+      : Database(where),
+        reader_(where.file, options(where.timeout), opened.session, opened.immutable) {}
+
   store::Connection& conn() { return reader_.connection(); }
   SQLite::Database& db() { return conn().db(); }
 

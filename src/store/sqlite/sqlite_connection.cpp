@@ -9,7 +9,6 @@
 
 #include <sqlite3.h>
 
-
 #include <beehive/errors.hpp>
 
 namespace beehive::store {
@@ -20,16 +19,33 @@ void rethrow_sqlite(const SQLite::Exception& e) {
   throw Error(errc::store, e.what());
 }
 
+std::string immutable_uri(const std::filesystem::path& file) {
+  // An empty authority (file:///), so that the path is never read as a host; '%', '?'
+  // and '#' escaped, as they would end or change the path.
+  std::string uri = "file://";
+  for (char c : std::filesystem::absolute(file).string()) {
+    if (c == '%')
+      uri += "%25";
+    else if (c == '?')
+      uri += "%3f";
+    else if (c == '#')
+      uri += "%23";
+    else
+      uri += c;
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
 Connection::Connection(const std::filesystem::path& file, bool read_only,
-                       const sqlite::Options& opts, std::int64_t session)
+                       const sqlite::Options& opts, std::int64_t session, bool immutable)
     // NOMUTEX: a connection is only ever used by one thread at a time (a leased reader,
     // or the writer on the thread running it), so SQLite's per-call connection mutex is
     // pure cost.
     // No VFS argument: every file goes through SQLite's default VFS, unmodified, so that
     // durability is SQLite's own argument (a shim that batched the writer's WAL writes
     // once lost acknowledged transactions).
-    : db_(file.string(),
-          SQLITE_OPEN_NOMUTEX |
+    : db_(immutable && read_only ? immutable_uri(file) : file.string(),
+          SQLITE_OPEN_NOMUTEX | (immutable && read_only ? SQLITE_OPEN_URI : 0) |
               (read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)),
           static_cast<int>(opts.busy_timeout.count())),
       session_(session) {

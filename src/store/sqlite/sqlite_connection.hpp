@@ -28,10 +28,16 @@
 
 namespace beehive::store {
 
+/// `file` as a URI opening it read-only and immutable (file:///...?mode=ro&immutable=1).
+std::string immutable_uri(const std::filesystem::path& file);
+
 class Connection {
  public:
+  /// `immutable` (read-only only): the file is opened as SQLite's immutable=1 URI, with
+  /// no -shm file and no locks, for a reader that may not create them and knows that
+  /// nothing writes the file meanwhile (beehive-ctl on a stopped application's file).
   Connection(const std::filesystem::path& file, bool read_only, const sqlite::Options& opts,
-             std::int64_t session);
+             std::int64_t session, bool immutable = false);
 
   /// The prepared statement for `q`, reset and unbound when the returned guard dies so
   /// that no read snapshot outlives its use.

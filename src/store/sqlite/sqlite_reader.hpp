@@ -22,8 +22,8 @@ template <class Interface>
 class ConnectionReader : public Interface {
  public:
   ConnectionReader(const std::filesystem::path& file, bool read_only, const sqlite::Options& opts,
-                   std::int64_t session)
-      : conn_(file, read_only, opts, session) {}
+                   std::int64_t session, bool immutable = false)
+      : conn_(file, read_only, opts, session, immutable) {}
 
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
     return watched([&] { return conn_.get(id, loads); });
@@ -102,8 +102,10 @@ class ConnectionReader : public Interface {
 
 class SqliteReader : public ConnectionReader<Reader> {
  public:
-  SqliteReader(const std::filesystem::path& file, const sqlite::Options& opts, std::int64_t session)
-      : ConnectionReader(file, true, opts, session) {}
+  /// `immutable`: see Connection.
+  SqliteReader(const std::filesystem::path& file, const sqlite::Options& opts, std::int64_t session,
+               bool immutable = false)
+      : ConnectionReader(file, true, opts, session, immutable) {}
 };
 
 }  // namespace beehive::store
