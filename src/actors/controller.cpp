@@ -16,8 +16,12 @@ namespace beehive::detail {
 /// heard end would otherwise stay in a sink's in-flight set, and
 /// workqueue_longest_running_processor_seconds would grow forever.
 ControllerState::~ControllerState() {
-  if (auto* m = kind ? kind->metrics.get() : nullptr)
-    for (auto& [id, began] : started_at) m->work_abandoned(id);
+  if (auto* m = kind ? kind->metrics.get() : nullptr) {
+    try {
+      for (auto& [id, began] : started_at) m->work_abandoned(id);
+    } catch (...) {  // an application's sink that throws must not end the process here
+    }
+  }
 }
 
 namespace {
