@@ -399,6 +399,14 @@ TEST_F(MetricsTest, PrometheusMetricsAggregatesTheWorkload) {
   EXPECT_NE(text.find("beehive_group_commit_size_bucket{le=\"1\"} "), std::string::npos);
 }
 
+/// Whether the widgets' object counts come to read `all` and `unsettled`.
+bool object_counts(PrometheusMetrics& prom, double all, double unsettled) {
+  return eventually([&] {
+    return prom.value(metric::objects, widget_kind_labels) == all &&
+           prom.value(metric::unsettled_objects, widget_kind_labels) == unsettled;
+  });
+}
+
 /// Object counts follow commits after start: a create, a status write that settles the
 /// object, a deletion request, and the removal by the garbage collector.
 TEST_F(MetricsTest, ObjectCountsFollowCommits) {
@@ -408,12 +416,7 @@ TEST_F(MetricsTest, ObjectCountsFollowCommits) {
   auto w = widgets();
   w.create(ctx_, {"before", 0});  // counted by the start listing
   start();
-  auto counts = [&](double all, double unsettled) {
-    return eventually([&] {
-      return prom->value(metric::objects, widget_kind_labels) == all &&
-             prom->value(metric::unsettled_objects, widget_kind_labels) == unsettled;
-    });
-  };
+  auto counts = [&](double all, double unsettled) { return object_counts(*prom, all, unsettled); };
   ASSERT_TRUE(counts(1, 1));
   auto o = w.create(ctx_, {"after", 0});
   ASSERT_TRUE(counts(2, 2));
@@ -437,12 +440,7 @@ TEST_F(MetricsTest, ObjectCountsFollowARelisting) {
   auto w = widgets();
   auto real = w.create(ctx_, {"real", 0});
   start();
-  auto counts = [&](double all, double unsettled) {
-    return eventually([&] {
-      return prom->value(metric::objects, widget_kind_labels) == all &&
-             prom->value(metric::unsettled_objects, widget_kind_labels) == unsettled;
-    });
-  };
+  auto counts = [&](double all, double unsettled) { return object_counts(*prom, all, unsettled); };
   ASSERT_TRUE(counts(1, 1));
   auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
   object_change ghost;
