@@ -311,6 +311,31 @@ TEST_F(ActorTest, AGcPassWithNothingToCollectTakesNoWriteTransaction) {
   stop(ctx_);
 }
 
+TEST_F(ActorTest, ALargeCascadeRunsAsBoundedPassesThatFinishOnTheirOwn) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto owner = widgets.create(ctx_, {"owner", 0});
+  constexpr int children = 2500;  // two and a half passes' worth
+  cc.within(ctx_, [&](const Context& tx) {
+    for (int i = 0; i < children; ++i) widgets.create(tx, {"child", i}, with_owner(owner.id));
+  });
+  auto stop = bh_->start(ctx_);
+  auto gc = bh_->gc();
+  auto w = bh_->store_writer();
+  beehive::testing::settle(*bh_, ctx_);
+  auto passes = ask<gc_state>(gc, inspect_atom::value).passes;
+  auto transactions = ask<store_writer_state>(w, inspect_atom::value).transactions;
+  widgets.remove(ctx_, owner.id);
+  // No resync and no other write: each pass's own commit must bring the next.
+  beehive::testing::settle(*bh_, ctx_);
+  EXPECT_TRUE(widgets.list(ctx_).empty());
+  // 2 500 marks and 2 501 removals, at most 1 000 a transaction: at least 6 of them.
+  EXPECT_GE(ask<gc_state>(gc, inspect_atom::value).passes - passes, 6u);
+  EXPECT_GE(ask<store_writer_state>(w, inspect_atom::value).transactions - transactions, 7u);
+  stop(ctx_);
+}
+
 TEST_F(ActorTest, InspectShowsTheBackoffLadderOfAFailingObject) {
   register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind, [](auto&, auto&, auto&) -> Result { throw std::runtime_error("down"); },
@@ -709,6 +734,36 @@ TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
   EXPECT_GE(st.sweeps, 2u);
   EXPECT_EQ(st.trimmed, 1u);
   EXPECT_EQ(ask<int>(log, sweep_atom::value), 0);  // nothing more to trim
+  stop(ctx_);
+}
+
+// Idle, a beehive writes nothing: a sweep that finds no run written since the last one
+// and none old enough takes no write transaction.
+TEST_F(ActorTest, ARetentionSweepWithNothingToTrimWritesNothing) {
+  bh_.reset();
+  bh_ = std::make_unique<Beehive>(sys_, store_, with_clock(clock_), with_event_retention(2, 1h));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto o = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("a", 1)});
+  auto stop = bh_->start(ctx_);
+  auto log = bh_->event_log();
+  auto w = bh_->store_writer();
+  auto transactions = [&] { return ask<store_writer_state>(w, inspect_atom::value).transactions; };
+  beehive::testing::settle(*bh_, ctx_);
+  for (auto reason : {"Up", "Down", "Up"})
+    cc.record_event(ctx_, o.meta.id, {"probe", EventType::Normal, reason});
+  EXPECT_EQ(ask<int>(log, sweep_atom::value), 1);
+  auto before = transactions();
+  EXPECT_EQ(ask<int>(log, sweep_atom::value), 0);
+  EXPECT_EQ(transactions(), before);
+  clock_->advance(30min);  // the runs are half as old as the bound
+  EXPECT_EQ(ask<int>(log, sweep_atom::value), 0);
+  beehive::testing::settle(*bh_, ctx_);
+  EXPECT_EQ(transactions(), before);
+  clock_->advance(31min);  // now they are too old
+  EXPECT_EQ(ask<int>(log, sweep_atom::value), 2);
+  EXPECT_EQ(transactions(), before + 1);
+  EXPECT_TRUE(Widgets(*bh_, widget_kind).list_events(ctx_, o.meta.id).empty());
   stop(ctx_);
 }
 

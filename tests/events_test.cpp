@@ -571,6 +571,45 @@ TEST_F(EventsTest, RetentionHoldsWithResyncDisabled) {
   EXPECT_EQ(kept[0].message, "5");
 }
 
+// A kind's own retention replaces the beehive's for its events; the others keep the
+// beehive's. Each sweep after the first reads only what changed since (runs written
+// after it, runs that aged past a bound): a pair left alone by it is trimmed all the same.
+TEST_F(EventsTest, EachKindKeepsItsOwnRetention) {
+  open(with_event_retention(2, 0ms));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto gadget_cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, gadget_kind, [](auto&, auto&, auto&) { return Result{}; }, with_event_retention(0, 1h));
+  auto w = widgets();
+  Widgets gadgets(*bh_, gadget_kind);
+  auto o = w.create(ctx_, {"w", 1});
+  auto quiet = w.create(ctx_, {"quiet", 1});
+  auto g = gadgets.create(ctx_, {"g", 1});
+  auto flap = [&](auto record, ObjectID id, int runs) {
+    for (int i = 0; i < runs; ++i)
+      record(id, EventSpec{"flap", i % 2 ? EventType::Warning : EventType::Normal, "Flap"});
+  };
+  auto widget_event = [&](ObjectID id, EventSpec e) { cc_->record_event(ctx_, id, e); };
+  auto gadget_event = [&](ObjectID id, EventSpec e) { gadget_cc.record_event(ctx_, id, e); };
+  flap(widget_event, quiet.id, 2);
+  flap(gadget_event, g.id, 5);
+  start();  // the first sweep: every pair
+  settle();
+  EXPECT_EQ(w.list_events(ctx_, quiet.id).size(), 2u);
+  EXPECT_EQ(gadgets.list_events(ctx_, g.id).size(), 5u);  // no count bound of its own
+  flap(widget_event, o.id, 5);
+  clock_->advance(30s);  // the next sweep
+  settle();
+  EXPECT_EQ(w.list_events(ctx_, o.id).size(), 2u);
+  EXPECT_EQ(w.list_events(ctx_, quiet.id).size(), 2u);
+  EXPECT_EQ(gadgets.list_events(ctx_, g.id).size(), 5u);
+  flap(widget_event, quiet.id, 3);  // a pair the last sweep left as it was
+  clock_->advance(2h);              // past the gadgets' age bound: widgets have none
+  settle();
+  EXPECT_EQ(w.list_events(ctx_, o.id).size(), 2u);
+  EXPECT_EQ(w.list_events(ctx_, quiet.id).size(), 2u);
+  EXPECT_TRUE(gadgets.list_events(ctx_, g.id).empty());
+}
+
 TEST_F(EventsTest, EventsCascadeWithTheirObject) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

@@ -1173,6 +1173,20 @@ TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   EXPECT_ERRC_WITH(open_test_store(db_path()), errc::store, "newer");
 }
 
+// Schema 2 (the first with events_by_version) gains event retention's age index.
+TEST_F(PostgresStore, AnOlderSchemaIsMigratedForward) {
+  auto o = Widgets(*bh_, widget_kind).create(ctx_, {"kept", 1});
+  bh_.reset();
+  store_.reset();
+  auto schema = test_schema_for(db_path());
+  run_sql(schema, "DROP INDEX events_by_age; UPDATE beehive_schema SET version = 2");
+  open();
+  EXPECT_EQ(Widgets(*bh_, widget_kind).get(ctx_, o.id).spec.color, "kept");
+  run_sql(schema, R"sql(DO $$ BEGIN
+      IF (SELECT version FROM beehive_schema) <> 3 OR to_regclass('events_by_age') IS NULL
+      THEN RAISE EXCEPTION 'not migrated'; END IF; END $$)sql");
+}
+
 TEST_F(PostgresStore, AnUnreachableServerIsAStoreErrorWithinTheConnectTimeout) {
   postgres::Options o;
   o.connect_timeout = std::chrono::milliseconds(1000);

@@ -10,8 +10,9 @@
 
 namespace beehive::test {
 
-/// Undoes the migrations above `version` (the file is at the latest, 8).
+/// Undoes the migrations above `version` (the file is at the latest, 9).
 inline void downgrade_schema(SQLite::Database& db, int version) {
+  if (version < 9) db.exec("DROP INDEX events_by_age");
   if (version < 8) db.exec("DROP INDEX events_by_version");
   if (version < 7) {
     // Schema 7 keeps the store's version in the log's newest entry too; 6 only had the

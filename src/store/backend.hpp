@@ -225,11 +225,11 @@ class Writer : public Reader {
   virtual bool remove_ref(ObjectID from, const char* relation, ObjectID to) = 0;
   /// Whether the object's deletion was requested; nothing when there is no such object.
   virtual std::optional<bool> being_deleted(ObjectID id) = 0;
-  /// Live children of owners whose deletion was requested.
-  virtual std::vector<ObjectID> cascade_candidates() = 0;
-  /// Deletion-pending objects without finalizers that nothing with a live claim points
-  /// at (an owned child, or a dependent not itself being deleted).
-  virtual std::vector<ObjectID> collectible() = 0;
+  /// Up to `limit` live children of owners whose deletion was requested.
+  virtual std::vector<ObjectID> cascade_candidates(std::int64_t limit) = 0;
+  /// Up to `limit` deletion-pending objects without finalizers that nothing with a live
+  /// claim points at (an owned child, or a dependent not itself being deleted).
+  virtual std::vector<ObjectID> collectible(std::int64_t limit) = 0;
   /// Removes the depends_on edges to `target` from deletion-pending dependents (a
   /// self-edge included), so that a collectible target can go.
   virtual void drop_pending_dependencies(ObjectID target) = 0;
@@ -244,12 +244,19 @@ class Writer : public Reader {
   virtual void extend_event(EventID id, const std::string& message,
                             const std::optional<std::string>& detail, Time now,
                             std::int64_t resource_version) = 0;
-  /// Kinds whose objects have events.
-  virtual std::vector<GroupKind> kinds_with_events() = 0;
-  /// Keeps the newest `per_object` runs per (object, category) of the kind's objects
-  /// (all when <= 0) and none whose last_at is before `older_than`; returns the number
-  /// removed.
-  virtual int trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) = 0;
+  /// The highest resource version of any run (0 when there are none).
+  virtual std::int64_t events_high_water() = 0;
+  /// Kinds with a run written above resource version `since`; every kind with runs when
+  /// `since` < 0.
+  virtual std::vector<GroupKind> kinds_with_runs_since(std::int64_t since) = 0;
+  /// Kinds with a run last written before `before`.
+  virtual std::vector<GroupKind> kinds_with_runs_before(Time before) = 0;
+  /// Keeps the newest `per_object` (> 0) runs per (object, category) of the kind's
+  /// objects, looking only at the (object, category) pairs with a run written above
+  /// `since` (all when `since` < 0); returns the number removed.
+  virtual int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) = 0;
+  /// Removes the kind's runs last written before `before`; returns the number removed.
+  virtual int trim_old_events(const GroupKind& gk, Time before) = 0;
 
   /// Nested transactions, named by depth.
   virtual void savepoint(int depth) = 0;

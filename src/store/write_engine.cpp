@@ -277,6 +277,8 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
   WriteOps ops(*cfg_.writer, cfg_.clock->now(), rec, check ? &checked : nullptr);
   if (batching_) ops.leave_slugs_to_the_database();
   ops.limit_change_log_trim(trim_limit());
+  next_sweep_mark_.reset();
+  if (!session_) ops.continue_sweep(sweep_mark_, next_sweep_mark_);
   WriteReply reply;
   std::visit(
       [&](const auto& r) {
@@ -296,8 +298,14 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
 bool WriteEngine::nothing_to_do(const WriteOp& op) {
   auto& w = *cfg_.writer;
   if (std::holds_alternative<collect_request>(op))
-    return w.cascade_candidates().empty() && w.collectible().empty();
-  if (auto* t = std::get_if<trim_events_request>(&op)) return !t->fallback && t->retention.empty();
+    return w.cascade_candidates(1).empty() && w.collectible(1).empty();
+  if (auto* t = std::get_if<trim_events_request>(&op)) {
+    if (!t->fallback && t->retention.empty()) return true;
+    // No run written since the last sweep, and none old enough to go.
+    if (!continues(sweep_mark_, *t) || w.events_high_water() > sweep_mark_.high_water) return false;
+    auto latest = latest_age_cutoff(*t, cfg_.clock->now());
+    return !latest || w.kinds_with_runs_before(*latest).empty();
+  }
   if (auto* t = std::get_if<trim_change_log_request>(&op)) {
     // What other processes committed and this one has not read yet must not go: read it
     // first, then trim no further than that.
@@ -357,6 +365,7 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
     throw;
   }
   committed(since);
+  if (next_sweep_mark_) sweep_mark_ = std::move(*std::exchange(next_sweep_mark_, std::nullopt));
   publish(rec);
   return reply;
 }

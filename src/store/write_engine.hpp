@@ -31,6 +31,7 @@
 #include <beehive/time.hpp>
 
 #include "store/backend.hpp"
+#include "store/event_sweep_mark.hpp"
 
 namespace beehive::store {
 
@@ -257,6 +258,10 @@ class WriteEngine {
   std::int64_t known_rv_ = 0;   // the highest version published, this engine's or read
   std::int64_t runs_seen_ = 0;  // event runs (not logged) up to this version were published
   std::vector<std::int64_t> own_rvs_;
+  // The last committed event-retention sweep's mark, and the one the sweep in flight
+  // leaves once it commits.
+  EventSweepMark sweep_mark_;
+  std::optional<EventSweepMark> next_sweep_mark_;
   // A commit of this engine's may have landed unpublished (OutcomeUnknown): the next
   // look reads the log whatever data_version says.
   bool unpublished_commit_ = false;

@@ -320,27 +320,29 @@ Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& 
 int WriteOps::trim_events(const trim_events_request& policy) {
   int removed = 0;
   if (!policy.fallback && policy.retention.empty()) return removed;  // keep everything
-  for (auto& gk : w_.kinds_with_events()) {
-    auto it = std::find_if(policy.retention.begin(), policy.retention.end(),
-                           [&](auto& p) { return p.first == gk; });
-    auto r = it != policy.retention.end() ? std::optional(it->second) : policy.fallback;
-    if (!r || (r->per_object <= 0 && r->max_age.count() <= 0)) continue;
-    std::optional<Time> older_than;
-    if (r->max_age.count() > 0) older_than = age_cutoff(now_, r->max_age);
-    removed += w_.trim_events(gk, r->per_object, older_than);
-  }
+  // Read first: a run written after this read is above it, and the next sweep sees it.
+  auto high_water = w_.events_high_water();
+  std::int64_t since =
+      last_sweep_ && continues(*last_sweep_, policy) ? last_sweep_->high_water : -1;
+  for (auto& gk : w_.kinds_with_runs_since(since))
+    if (auto r = retention_for(policy, gk); r && r->per_object > 0)
+      removed += w_.trim_event_runs(gk, r->per_object, since);
+  if (auto latest = latest_age_cutoff(policy, now_))
+    for (auto& gk : w_.kinds_with_runs_before(*latest))
+      if (auto r = retention_for(policy, gk); r && r->max_age.count() > 0)
+        removed += w_.trim_old_events(gk, age_cutoff(now_, r->max_age));
+  if (next_sweep_) *next_sweep_ = EventSweepMark{policy, high_water};
   return removed;
 }
 
-int WriteOps::collect_garbage() {
+int WriteOps::collect_garbage(std::int64_t budget) {
   int removed = 0;
-  for (bool progress = true; progress;) {
+  // Collects before it cascades: children marked by the last pass go first, so that the
+  // next cascade step does not read past them again (a cascade of n children costs
+  // O(n), not O(n^2 / budget)).
+  for (bool progress = true; progress && budget > 0;) {
     progress = false;
-    for (auto id : w_.cascade_candidates()) {
-      mark_deleted(reread(id));
-      progress = true;
-    }
-    for (auto id : w_.collectible()) {
+    for (auto id : w_.collectible(budget)) {
       auto final_body = reread(id);
       auto targets = w_.related(id, LoadOption::dependencies);
       auto owner = owner_of(id);
@@ -353,6 +355,13 @@ int WriteOps::collect_garbage() {
       final_body.meta.resource_version = w_.next_resource_version();
       record({ChangeType::Deleted, std::move(final_body), object_change::removed}, owner);
       ++removed;
+      --budget;
+      progress = true;
+    }
+    if (budget <= 0) break;
+    for (auto id : w_.cascade_candidates(budget)) {
+      mark_deleted(reread(id));
+      --budget;
       progress = true;
     }
   }
@@ -406,7 +415,7 @@ bool WriteOps::apply(const remove_dependency_request& r) {
   return remove_dependency(r.gk, r.from, r.to);
 }
 Event WriteOps::apply(const record_event_request& r) { return record_event(r.gk, r.id, r.event); }
-int WriteOps::apply(const collect_request&) { return collect_garbage(); }
+int WriteOps::apply(const collect_request&) { return collect_garbage(gc_pass_budget); }
 int WriteOps::apply(const trim_events_request& r) { return trim_events(r); }
 
 }  // namespace beehive::store

@@ -20,8 +20,14 @@
 #include <beehive/commit_record.hpp>
 
 #include "store/backend.hpp"
+#include "store/event_sweep_mark.hpp"
 
 namespace beehive::store {
+
+/// The rows one garbage-collection pass marks or removes at most: a cascade of any size
+/// runs as transactions of this size, other writes between them (the gc hears of each
+/// pass's commit and runs the next).
+inline constexpr std::int64_t gc_pass_budget = 1000;
 
 class WriteOps {
  public:
@@ -41,6 +47,12 @@ class WriteOps {
   /// A change-log trim removes no entry above `at_most`: the engine's subscribers have
   /// not heard of those yet (see WriteEngine::trim_limit).
   void limit_change_log_trim(std::int64_t at_most) { trim_at_most_ = at_most; }
+  /// An event-retention sweep continues from `last` (the last committed sweep's mark)
+  /// and leaves its own in `next`; without this it looks at every (object, category).
+  void continue_sweep(const EventSweepMark& last, std::optional<EventSweepMark>& next) {
+    last_sweep_ = &last;
+    next_sweep_ = &next;
+  }
 
   /// How each request of requests.hpp applies: one overload per request, replying its
   /// `reply_type`. A request's unset schema version is the kind's current one, which
@@ -122,9 +134,10 @@ class WriteOps {
   int trim_events(const trim_events_request& policy);
 
   /// Garbage collection: soft-deletes the live children of deletion-pending owners and
-  /// removes every collectible row, repeating while that unblocks more. Returns the
+  /// removes collectible rows, repeating while that unblocks more, until `budget` rows
+  /// were marked or removed. Returns the
   /// number of rows removed.
-  int collect_garbage();
+  int collect_garbage(std::int64_t budget);
 
  private:
   /// The kind's row with this id, or not_found.
@@ -153,6 +166,8 @@ class WriteOps {
   bool checked_ = false;
   bool slugs_by_constraint_ = false;
   std::int64_t trim_at_most_ = std::numeric_limits<std::int64_t>::max();
+  const EventSweepMark* last_sweep_ = nullptr;
+  std::optional<EventSweepMark>* next_sweep_ = nullptr;
   std::unordered_set<ObjectID> woken_;  // released targets already woken by this write
 };
 

@@ -222,7 +222,8 @@ struct event_retention {
 };
 
 /// One garbage-collection pass: cascades deletion to the children of deletion-pending
-/// owners and removes collectible objects. Replies the number of objects removed.
+/// owners and removes collectible objects, at most 1000 of them in all (the gc runs
+/// passes until nothing is left). Replies the number of objects removed.
 struct collect_request {
   using reply_type = int;
   static constexpr const char* type_name = "beehive::collect_request";

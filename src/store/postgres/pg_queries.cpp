@@ -166,12 +166,12 @@ std::string sql_for(Q q) {
              JOIN refs AS r ON r.to_id = owner.id AND r.relation = 'owned_by'
              JOIN objects AS child ON child.id = r.from_id
              WHERE owner.deletion_requested_at IS NOT NULL
-               AND child.deletion_requested_at IS NULL)sql";
+               AND child.deletion_requested_at IS NULL LIMIT $1)sql";
     case Q::collectible:
       return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
              AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs AS r
                JOIN objects AS d ON d.id = r.from_id WHERE r.to_id = o.id
-               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)))sql";
+               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)) LIMIT $1)sql";
     case Q::drop_pending_dependencies:
       return R"sql(DELETE FROM refs WHERE to_id = $1 AND relation = 'depends_on' AND EXISTS
              (SELECT 1 FROM objects WHERE id = refs.from_id
@@ -199,19 +199,44 @@ std::string sql_for(Q q) {
       // write_ops.cpp): past it, every extension of the run would fail.
       return "UPDATE events SET count = least(count::bigint + 1, 2147483647), message = $2, "
              "detail = $3, last_at = $4, resource_version = $5 WHERE id = $1";
+    case Q::events_high_water:
+      return "SELECT coalesce(max(resource_version), 0) FROM events";
     case Q::kinds_with_events:
       return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
              WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
-    case Q::trim_events:
+    case Q::kinds_with_runs_since:
+      return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
+             JOIN objects AS o ON o.id = e.object_id WHERE e.resource_version > $1::bigint)sql";
+    case Q::kinds_with_runs_before:
+      return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
+             JOIN objects AS o ON o.id = e.object_id WHERE e.last_at < $1::bigint)sql";
+    case Q::trim_event_runs:
       // Newest by id, as the current run is (current_run): a clock stepped back gives the
       // current run an older last_at than the run before it, which must not outlive it.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT id FROM (
-                 SELECT e.id, e.last_at, row_number() OVER (PARTITION BY e.object_id, e.category
-                                                            ORDER BY e.id DESC) AS n
+                 SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
+                                                 ORDER BY e.id DESC) AS n
                  FROM events AS e JOIN objects AS o ON o.id = e.object_id
                  WHERE o."group" = $1 AND o.kind = $2) AS ranked
-               WHERE ($3::bigint > 0 AND n > $3::bigint) OR ($4::bigint IS NOT NULL AND last_at < $4)))sql";
+               WHERE n > $3::bigint))sql";
+    case Q::trim_event_runs_since:
+      // As trim_event_runs, in the (object, category) pairs that gained a run above $4
+      // only (the others were trimmed by an earlier sweep).
+      return R"sql(DELETE FROM events WHERE id IN (
+               SELECT id FROM (
+                 SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
+                                                 ORDER BY e.id DESC) AS n
+                 FROM (SELECT DISTINCT object_id, category FROM events
+                       WHERE resource_version > $4::bigint) AS p
+                 JOIN objects AS o ON o.id = p.object_id
+                 JOIN events AS e ON e.object_id = p.object_id AND e.category = p.category
+                 WHERE o."group" = $1 AND o.kind = $2) AS ranked
+               WHERE n > $3::bigint))sql";
+    case Q::trim_old_events:
+      return R"sql(DELETE FROM events WHERE id IN (
+               SELECT e.id FROM events AS e JOIN objects AS o ON o.id = e.object_id
+               WHERE e.last_at < $3::bigint AND o."group" = $1 AND o.kind = $2))sql";
     case Q::set_labels:
       return "UPDATE objects SET labels = $2, resource_version = $3, updated_at = $4 WHERE id = $1";
     case Q::delete_labels:

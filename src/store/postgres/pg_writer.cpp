@@ -294,8 +294,8 @@ Result PgWriter::write_now(Q q, const Params& p) {
   return run(conn_, q, p);
 }
 
-std::vector<ObjectID> PgWriter::ids(Q q) {
-  auto r = run(conn_, q);
+std::vector<ObjectID> PgWriter::ids(Q q, std::int64_t limit) {
+  auto r = run(conn_, q, Params().add(limit));
   std::vector<ObjectID> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back(r.i64(i, 0));
   return out;

@@ -62,8 +62,8 @@ class PgWriter : public Reading<Writer> {
   bool add_ref(ObjectID from, const char* relation, ObjectID to) override;
   bool remove_ref(ObjectID from, const char* relation, ObjectID to) override;
   std::optional<bool> being_deleted(ObjectID id) override;
-  std::vector<ObjectID> cascade_candidates() override;
-  std::vector<ObjectID> collectible() override;
+  std::vector<ObjectID> cascade_candidates(std::int64_t limit) override;
+  std::vector<ObjectID> collectible(std::int64_t limit) override;
   void drop_pending_dependencies(ObjectID target) override;
   void delete_object(ObjectID id) override;
   void update_spec(ObjectID id, const std::string& spec, int spec_version, std::int64_t generation,
@@ -88,8 +88,11 @@ class PgWriter : public Reading<Writer> {
                        Time now, std::int64_t rv) override;
   void extend_event(EventID id, const std::string& message,
                     const std::optional<std::string>& detail, Time now, std::int64_t rv) override;
-  std::vector<GroupKind> kinds_with_events() override;
-  int trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) override;
+  std::int64_t events_high_water() override;
+  std::vector<GroupKind> kinds_with_runs_since(std::int64_t since) override;
+  std::vector<GroupKind> kinds_with_runs_before(Time before) override;
+  int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) override;
+  int trim_old_events(const GroupKind& gk, Time before) override;
 
   void savepoint(int depth) override;
   void release(int depth) override;
@@ -103,7 +106,7 @@ class PgWriter : public Reading<Writer> {
   void resolve_lost_commit(const Error& why);
   /// A row as Q::get_with_owner reads it; keeps its owner for this transaction.
   std::optional<ObjectRow> row_with_owner(ObjectID id, const Result& r);
-  std::vector<ObjectID> ids(Q q);
+  std::vector<ObjectID> ids(Q q, std::int64_t limit);
   /// Runs `q` with the next statement that needs a result (see savepoint()).
   void later(Q q, Params p);
   /// Runs a write statement now (its result is wanted).

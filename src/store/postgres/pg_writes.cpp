@@ -102,9 +102,13 @@ std::optional<bool> PgWriter::being_deleted(ObjectID id) {
   return r.boolean(0, 0);
 }
 
-std::vector<ObjectID> PgWriter::cascade_candidates() { return ids(Q::cascade_candidates); }
+std::vector<ObjectID> PgWriter::cascade_candidates(std::int64_t limit) {
+  return ids(Q::cascade_candidates, limit);
+}
 
-std::vector<ObjectID> PgWriter::collectible() { return ids(Q::collectible); }
+std::vector<ObjectID> PgWriter::collectible(std::int64_t limit) {
+  return ids(Q::collectible, limit);
+}
 
 void PgWriter::drop_pending_dependencies(ObjectID target) {
   later(Q::drop_pending_dependencies, Params().add(target));
@@ -190,21 +194,38 @@ void PgWriter::extend_event(EventID id, const std::string& message,
   later(Q::extend_event, Params().add(id).add(message).add(detail).add(to_millis(now)).add(rv));
 }
 
-std::vector<GroupKind> PgWriter::kinds_with_events() {
-  auto r = run(conn_, Q::kinds_with_events);
+std::int64_t PgWriter::events_high_water() { return run(conn_, Q::events_high_water).i64(0, 0); }
+
+namespace {
+
+std::vector<GroupKind> kinds_of(const Result& r) {
   std::vector<GroupKind> out;
   for (int i = 0; i < r.rows(); ++i) out.push_back({r.str(i, 0), r.str(i, 1)});
   return out;
 }
 
-int PgWriter::trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) {
+}  // namespace
+
+std::vector<GroupKind> PgWriter::kinds_with_runs_since(std::int64_t since) {
+  if (since < 0) return kinds_of(run(conn_, Q::kinds_with_events));
+  return kinds_of(run(conn_, Q::kinds_with_runs_since, Params().add(since)));
+}
+
+std::vector<GroupKind> PgWriter::kinds_with_runs_before(Time before) {
+  return kinds_of(run(conn_, Q::kinds_with_runs_before, Params().add(to_millis(before))));
+}
+
+int PgWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) {
   Params p;
   p.add(gk.group).add(gk.kind).add(std::int64_t{per_object});
-  if (older_than)
-    p.add(to_millis(*older_than));
-  else
-    p.add_null();
-  return write_now(Q::trim_events, p).affected();
+  if (since < 0) return write_now(Q::trim_event_runs, p).affected();
+  return write_now(Q::trim_event_runs_since, p.add(since)).affected();
+}
+
+int PgWriter::trim_old_events(const GroupKind& gk, Time before) {
+  Params p;
+  p.add(gk.group).add(gk.kind).add(to_millis(before));
+  return write_now(Q::trim_old_events, p).affected();
 }
 
 }  // namespace beehive::store::pg

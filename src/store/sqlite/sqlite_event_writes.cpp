@@ -40,23 +40,58 @@ void SqliteWriter::extend_event(EventID id, const std::string& message,
   });
 }
 
-std::vector<GroupKind> SqliteWriter::kinds_with_events() {
+std::int64_t SqliteWriter::events_high_water() {
   return guarded([&] {
-    auto s = conn_.use(Query::kinds_with_events);
-    std::vector<GroupKind> out;
-    while (s->executeStep())
-      out.push_back({s->getColumn(0).getString(), s->getColumn(1).getString()});
-    return out;
+    auto s = conn_.use(Query::events_high_water);
+    s->executeStep();
+    return s->getColumn(0).getInt64();
   });
 }
 
-int SqliteWriter::trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) {
+namespace {
+
+std::vector<GroupKind> kinds_of(SQLite::Statement& s) {
+  std::vector<GroupKind> out;
+  while (s.executeStep()) out.push_back({s.getColumn(0).getString(), s.getColumn(1).getString()});
+  return out;
+}
+
+}  // namespace
+
+std::vector<GroupKind> SqliteWriter::kinds_with_runs_since(std::int64_t since) {
   return guarded([&] {
-    auto s = conn_.use(Query::trim_events);
+    if (since < 0) return kinds_of(*conn_.use(Query::kinds_with_events));
+    auto s = conn_.use(Query::kinds_with_runs_since);
+    s->bind(1, since);
+    return kinds_of(*s);
+  });
+}
+
+std::vector<GroupKind> SqliteWriter::kinds_with_runs_before(Time before) {
+  return guarded([&] {
+    auto s = conn_.use(Query::kinds_with_runs_before);
+    s->bind(1, to_millis(before));
+    return kinds_of(*s);
+  });
+}
+
+int SqliteWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) {
+  return guarded([&] {
+    auto s = conn_.use(since < 0 ? Query::trim_event_runs : Query::trim_event_runs_since);
     s->bindNoCopy(1, gk.group);
     s->bindNoCopy(2, gk.kind);
     s->bind(3, per_object);
-    if (older_than) s->bind(4, to_millis(*older_than));
+    if (since >= 0) s->bind(4, since);
+    return s->exec();
+  });
+}
+
+int SqliteWriter::trim_old_events(const GroupKind& gk, Time before) {
+  return guarded([&] {
+    auto s = conn_.use(Query::trim_old_events);
+    s->bindNoCopy(1, gk.group);
+    s->bindNoCopy(2, gk.kind);
+    s->bind(3, to_millis(before));
     return s->exec();
   });
 }

@@ -155,9 +155,13 @@ std::optional<bool> SqliteWriter::being_deleted(ObjectID id) {
   });
 }
 
-std::vector<ObjectID> SqliteWriter::cascade_candidates() { return ids(Query::cascade_candidates); }
+std::vector<ObjectID> SqliteWriter::cascade_candidates(std::int64_t limit) {
+  return ids(Query::cascade_candidates, limit);
+}
 
-std::vector<ObjectID> SqliteWriter::collectible() { return ids(Query::collectible); }
+std::vector<ObjectID> SqliteWriter::collectible(std::int64_t limit) {
+  return ids(Query::collectible, limit);
+}
 
 void SqliteWriter::drop_pending_dependencies(ObjectID target) {
   guarded([&] {

@@ -152,7 +152,7 @@ std::string sql_for(Query q) {
              CROSS JOIN refs AS r ON r.to_id = owner.id AND r.relation = 'owned_by'
              JOIN objects AS child ON child.id = r.from_id
              WHERE owner.deletion_requested_at IS NOT NULL
-               AND child.deletion_requested_at IS NULL)sql";
+               AND child.deletion_requested_at IS NULL LIMIT ?1)sql";
     case Query::collectible:
       // Deletion requested, every finalizer removed, and no live claim on it: no owned
       // child, no dependent that is not itself being deleted (as has_incoming_refs).
@@ -162,7 +162,7 @@ std::string sql_for(Query q) {
       return R"sql(SELECT o.id FROM objects AS o WHERE o.deletion_requested_at IS NOT NULL
              AND o.finalizers = '[]' AND NOT EXISTS (SELECT 1 FROM refs AS r
                JOIN objects AS d ON d.id = r.from_id WHERE r.to_id = o.id
-               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)))sql";
+               AND (r.relation = 'owned_by' OR d.deletion_requested_at IS NULL)) LIMIT ?1)sql";
     case Query::drop_pending_dependencies:
       return R"sql(DELETE FROM refs WHERE to_id = ?1 AND relation = 'depends_on' AND EXISTS
              (SELECT 1 FROM objects WHERE id = refs.from_id
@@ -194,19 +194,47 @@ std::string sql_for(Query q) {
       // The count saturates at Event::count's largest value (see write_ops.cpp).
       return "UPDATE events SET count = min(count + 1, 2147483647), message = ?2, detail = ?3, "
              "last_at = ?4, resource_version = ?5 WHERE id = ?1";
+    case Query::events_high_water:
+      return "SELECT coalesce(max(resource_version), 0) FROM events";
     case Query::kinds_with_events:
       return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
              WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
-    case Query::trim_events:
+    case Query::kinds_with_runs_since:
+      // The runs written since the last sweep, through events_by_version.
+      return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
+             CROSS JOIN objects AS o ON o.id = e.object_id WHERE e.resource_version > ?1)sql";
+    case Query::kinds_with_runs_before:
+      return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
+             CROSS JOIN objects AS o ON o.id = e.object_id WHERE e.last_at < ?1)sql";
+    case Query::trim_event_runs:
       // Newest by id, as the current run is (current_run): a clock stepped back gives the
       // current run an older last_at than the run before it, which must not outlive it.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT id FROM (
-                 SELECT e.id, e.last_at, row_number() OVER (PARTITION BY e.object_id, e.category
-                                                            ORDER BY e.id DESC) AS n
+                 SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
+                                                 ORDER BY e.id DESC) AS n
                  FROM events AS e JOIN objects AS o ON o.id = e.object_id
                  WHERE o."group" = ?1 AND o.kind = ?2)
-               WHERE (?3 > 0 AND n > ?3) OR (?4 IS NOT NULL AND last_at < ?4)))sql";
+               WHERE n > ?3))sql";
+    case Query::trim_event_runs_since:
+      // As trim_event_runs, in the (object, category) pairs that gained a run above ?4
+      // only (the others were trimmed by an earlier sweep): starts from events_by_version
+      // (the unary + keeps SQLite from scanning events_by_run for the DISTINCT instead).
+      return R"sql(DELETE FROM events WHERE id IN (
+               SELECT id FROM (
+                 SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
+                                                 ORDER BY e.id DESC) AS n
+                 FROM (SELECT DISTINCT +object_id AS object_id, +category AS category
+                       FROM events WHERE resource_version > ?4) AS p
+                 CROSS JOIN objects AS o ON o.id = p.object_id
+                 CROSS JOIN events AS e ON e.object_id = p.object_id AND e.category = p.category
+                 WHERE o."group" = ?1 AND o.kind = ?2)
+               WHERE n > ?3))sql";
+    case Query::trim_old_events:
+      // Through events_by_age: the runs old enough to go, of every kind, are all it reads.
+      return R"sql(DELETE FROM events WHERE id IN (
+               SELECT e.id FROM events AS e CROSS JOIN objects AS o ON o.id = e.object_id
+               WHERE e.last_at < ?3 AND o."group" = ?1 AND o.kind = ?2))sql";
     case Query::set_labels:
       return "UPDATE objects SET labels = ?2, resource_version = ?3, updated_at = ?4 WHERE id = ?1";
     case Query::delete_labels:

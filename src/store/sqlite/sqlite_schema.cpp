@@ -152,6 +152,10 @@ DROP INDEX objects_by_version;
       R"sql(
 CREATE INDEX events_by_version ON events (resource_version);
 )sql",
+      // 8 -> 9: event retention's age bound reads only the runs old enough to go.
+      R"sql(
+CREATE INDEX events_by_age ON events (last_at);
+)sql",
   };
   return m;
 }

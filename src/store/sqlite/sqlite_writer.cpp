@@ -141,9 +141,10 @@ int SqliteWriter::on_busy(void* self, int attempt) {
   return 1;
 }
 
-std::vector<ObjectID> SqliteWriter::ids(Query q) {
+std::vector<ObjectID> SqliteWriter::ids(Query q, std::int64_t limit) {
   return guarded([&] {
     auto s = conn_.use(q);
+    s->bind(1, limit);
     std::vector<ObjectID> out;
     while (s->executeStep()) out.push_back(s->getColumn(0).getInt64());
     return out;

@@ -37,8 +37,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   bool add_ref(ObjectID from, const char* relation, ObjectID to) override;
   bool remove_ref(ObjectID from, const char* relation, ObjectID to) override;
   std::optional<bool> being_deleted(ObjectID id) override;
-  std::vector<ObjectID> cascade_candidates() override;
-  std::vector<ObjectID> collectible() override;
+  std::vector<ObjectID> cascade_candidates(std::int64_t limit) override;
+  std::vector<ObjectID> collectible(std::int64_t limit) override;
   void drop_pending_dependencies(ObjectID target) override;
   void delete_object(ObjectID id) override;
   void update_spec(ObjectID id, const std::string& spec, int spec_version, std::int64_t generation,
@@ -63,8 +63,11 @@ class SqliteWriter : public ConnectionReader<Writer> {
                        Time now, std::int64_t rv) override;
   void extend_event(EventID id, const std::string& message,
                     const std::optional<std::string>& detail, Time now, std::int64_t rv) override;
-  std::vector<GroupKind> kinds_with_events() override;
-  int trim_events(const GroupKind& gk, int per_object, std::optional<Time> older_than) override;
+  std::int64_t events_high_water() override;
+  std::vector<GroupKind> kinds_with_runs_since(std::int64_t since) override;
+  std::vector<GroupKind> kinds_with_runs_before(Time before) override;
+  int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) override;
+  int trim_old_events(const GroupKind& gk, Time before) override;
 
   void savepoint(int depth) override;
   void release(int depth) override;
@@ -77,8 +80,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   static int on_busy(void* self, int attempt);
   /// One `labels` row per label (the object's old ones already deleted).
   void insert_labels(ObjectID id, const Labels& labels);
-  /// The first column of every row of `q`, as ids.
-  std::vector<ObjectID> ids(Query q);
+  /// The first column of the rows of `q` (bound to `limit` as ?1), as ids.
+  std::vector<ObjectID> ids(Query q, std::int64_t limit);
 
   std::chrono::milliseconds busy_timeout_;
   std::chrono::steady_clock::time_point busy_since_{};
