@@ -20,7 +20,10 @@ caf::error make_error(errc code, std::string what) {
 std::optional<errc> to_errc(const caf::error& err) {
   if (!err) return std::nullopt;
   if (err.category() == error_category_atom) return static_cast<errc>(err.code());
-  if (err == caf::sec::request_receiver_down || err.category() == caf::atom("exit"))
+  // A request to a null handle (one taken while the beehive did not run) is CAF's
+  // invalid_argument: the beehive's actors are not there.
+  if (err == caf::sec::request_receiver_down || err == caf::sec::invalid_argument ||
+      err.category() == caf::atom("exit"))
     return errc::stopped;
   if (err == caf::sec::request_timeout) return errc::deadline_exceeded;
   return errc::store;

@@ -224,6 +224,8 @@ trim_events_request BeehiveCore::retention_policy() const {
 
 void BeehiveCore::settle(const Context& ctx) {
   ctx.throw_if_done();
+  if (auto s = state_.load(); s == State::draining || s == State::stopped)
+    throw Error(errc::stopped, "beehive stopped");
   if (!root_) return;
   ForgetSystem forget(own_sys_ != nullptr);
   caf::scoped_actor self{*sys_, true};
@@ -277,7 +279,10 @@ void BeehiveCore::stop(const Context& ctx) {
     std::lock_guard k(kinds_mu_);
     for (auto& [gk, entry] : kinds_) entry->schedules->finish_all(errc::stopped);
   }
-  if (!was_running) return;
+  if (!was_running) {
+    end_leadership_streams();  // opened before a start that never came, or failed
+    return;
+  }
   {
     std::lock_guard c(claims_mu);
     claims.erase(claimed_);

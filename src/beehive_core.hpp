@@ -178,8 +178,11 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   /// the leadership streams (stop).
   void follow_leadership();
   void unfollow_leadership();
+  /// Ends every leadership stream with `stopped`, and any opened later.
+  void end_leadership_streams();
   std::mutex leadership_mu_;  // the streams below
   std::vector<std::shared_ptr<StreamCore<bool>>> leadership_streams_;
+  bool leadership_streams_ended_ = false;
 };
 
 }  // namespace beehive::detail

@@ -23,6 +23,8 @@ Stream<bool> BeehiveCore::watch_leadership(const Context& ctx) {
   auto core = std::make_shared<StreamCore<bool>>(ctx);
   {
     std::lock_guard g(leadership_mu_);
+    // Stop ended the streams between the check above and here.
+    if (leadership_streams_ended_) throw Error(errc::stopped, "beehive stopped");
     core->push(0, is_leader());
     std::erase_if(leadership_streams_, [](auto& s) { return s->done(); });
     leadership_streams_.push_back(core);
@@ -50,7 +52,12 @@ void BeehiveCore::follow_leadership() {
 void BeehiveCore::unfollow_leadership() {
   // Returns once no call of leadership_changed runs any more (Backend::on_leadership).
   backend_->on_leadership({});
+  end_leadership_streams();
+}
+
+void BeehiveCore::end_leadership_streams() {
   std::lock_guard g(leadership_mu_);
+  leadership_streams_ended_ = true;
   for (auto& s : leadership_streams_) s->finish(make_error_code(errc::stopped));
   leadership_streams_.clear();
 }

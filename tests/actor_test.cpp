@@ -8,6 +8,7 @@
 
 #include <beehive/actors.hpp>
 
+#include "actors/schedule_table.hpp"
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -198,6 +199,47 @@ TEST_F(ActorTest, AnActorRequestDuringABlockingWithinBlockIsAnsweredOnceTheBlock
                    [&](caf::error& e) { ADD_FAILURE() << error_message(e); });
   ASSERT_TRUE(row.has_value());
   EXPECT_EQ(row->meta.slug, "inside");
+}
+
+// A read that waits behind a within block still open at stop's deadline is answered:
+// the writer runs what waited (the gc's last pass, then its own shutdown) and quits at
+// once, so it hands the read on rather than waiting for the reader's answer itself.
+TEST_F(ActorTest, AReadWaitingBehindABlockOpenAtStopIsAnswered) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto kept = widgets.create(ctx_, {"kept", 1}, with_slug("kept"));
+  auto stop = bh_->start(ctx_);
+  auto w = bh_->store_writer();
+  std::promise<void> inside, resume;
+  auto block = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      widgets.create(tx, {"inside", 1});
+      inside.set_value();
+      resume.get_future().wait();
+    });
+  });
+  inside.get_future().wait();
+  caf::scoped_actor app{sys_};
+  auto read = app->request(w, std::chrono::seconds(10), get_by_slug_request{widget_kind, "kept"});
+  ASSERT_TRUE(
+      eventually([&] { return ask<store_writer_state>(w, inspect_atom::value).deferred == 1; }));
+  EXPECT_ERRC(stop(Context{}.with_timeout(300ms)), errc::deadline_exceeded);  // the block
+  std::optional<caf::error> failed;
+  std::optional<ObjectRow> row;
+  read.receive([&](ObjectRow& r) { row = std::move(r); }, [&](caf::error& e) { failed = e; });
+  resume.set_value();
+  EXPECT_ERRC(block.get(), errc::stopped);
+  ASSERT_TRUE(row.has_value()) << (failed ? error_message(*failed) : "");
+  EXPECT_EQ(row->meta.id, kept.id);
+}
+
+TEST_F(ActorTest, RequestsThroughHandlesTakenAfterStopFailStopped) {
+  auto stop = bh_->start(ctx_);
+  stop(ctx_);
+  EXPECT_ERRC(ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("a", 1)}),
+              errc::stopped);
+  EXPECT_ERRC(ask<int>(bh_->gc(), collect_atom::value), errc::stopped);
 }
 
 TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
@@ -891,6 +933,66 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
   stop(ctx_);
   auto err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("the store writer failed"), std::string::npos) << err;
+}
+
+// A within block open when the store_writer crashed is over: its later writes fail, and
+// they never join a block another caller opens on the restarted writer.
+TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(*bh_, widget_kind);
+  ::testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  std::promise<void> in1, go1, in2, go2;
+  std::atomic<bool> first_committed{false};
+  std::thread first([&] {
+    try {
+      cc.within(ctx_, [&](const Context& tx) {
+        w.create(tx, {"first", 1}, with_slug("first-a"));
+        in1.set_value();
+        go1.get_future().wait();
+        w.create(tx, {"first", 2}, with_slug("first-b"));
+      });
+      first_committed = true;
+    } catch (const Error&) {
+    }
+  });
+  in1.get_future().wait();
+  auto old = bh_->store_writer();
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return bh_->store_writer() != old; }));
+  std::thread second([&] {
+    EXPECT_THROW(cc.within(ctx_,
+                           [&](const Context& tx) {
+                             w.create(tx, {"second", 1}, with_slug("second"));
+                             in2.set_value();
+                             go2.get_future().wait();
+                             throw std::runtime_error("the second block gives up");
+                           }),
+                 std::runtime_error);
+  });
+  in2.get_future().wait();
+  go1.set_value();
+  first.join();
+  go2.set_value();
+  second.join();
+  EXPECT_FALSE(first_committed);
+  for (auto slug : {"first-a", "first-b", "second"})
+    EXPECT_ERRC(w.get_by_slug(ctx_, slug), errc::not_found);
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+}
+
+// A schedule watch that races the beehive's stop (opened after its streams were ended)
+// ends at once instead of never.
+TEST(ScheduleTable, AWatchOpenedAfterTheStreamsEndedEndsAtOnce) {
+  auto table = std::make_shared<detail::ScheduleTable>();
+  table->set(1, Time{} + 5s);
+  table->finish_all(make_error_code(errc::stopped));
+  auto core = std::make_shared<detail::StreamCore<Schedule>>(Context{});
+  table->watch(1, core);
+  EXPECT_TRUE(core->done());
+  EXPECT_EQ(core->error(), make_error_code(errc::stopped));
 }
 
 TEST_F(ActorTest, AStalledWatcherNeitherBlocksWritersNorGrowsWithWrites) {

@@ -529,6 +529,30 @@ TEST(Leadership, AStartedSqliteBeehiveAlwaysLeads) {
   EXPECT_EQ(changes.error(), make_error_code(errc::stopped));
 }
 
+// A stream opened before a start that failed, or never came, ends with the beehive.
+TEST(Leadership, AStreamOfABeehiveThatNeverRanEndsWhenItGoes) {
+  REQUIRE_SQLITE("a second start on one file being refused");
+  TempDir dir;
+  auto path = dir.file("one.db");
+  Beehive first(sqlite::open(path));
+  auto stop = first.start({});
+  std::optional<Stream<bool>> refused, never;
+  {
+    Beehive second(sqlite::open(path));
+    refused.emplace(second.watch_leadership({}));
+    EXPECT_EQ(refused->next_for(5s), std::optional<bool>(false));
+    EXPECT_ERRC(second.start({}), errc::store_in_use);
+    Beehive idle(sqlite::open(dir.file("other.db")));
+    never.emplace(idle.watch_leadership({}));
+    EXPECT_EQ(never->next_for(5s), std::optional<bool>(false));
+  }
+  for (auto* s : {&*refused, &*never}) {
+    EXPECT_EQ(s->next_for(5s), std::nullopt);
+    EXPECT_EQ(s->error(), make_error_code(errc::stopped));
+  }
+  stop({});
+}
+
 TEST(Leadership, ASinglePostgresBeehiveLeadsAndHandsOverOnStop) {
   REQUIRE_POSTGRES();
   TempDir dir;

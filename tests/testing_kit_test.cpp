@@ -207,12 +207,11 @@ TEST(TestingKit, SettleThrowsDeadlineExceededWhileAReconcileIsStuck) {
   TestBeehive t;
   std::promise<void> entered, release;
   auto released = release.get_future().share();
-  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
-                                                [&](auto&, auto&, auto&) {
-                                                  entered.set_value();
-                                                  released.wait();
-                                                  return Result{};
-                                                });
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind, [&](auto&, auto&, auto&) {
+    entered.set_value();
+    released.wait();
+    return Result{};
+  });
   Widgets w(t.beehive(), widget_kind);
   t.start();
   w.create({}, {"red", 1});
@@ -221,6 +220,14 @@ TEST(TestingKit, SettleThrowsDeadlineExceededWhileAReconcileIsStuck) {
               errc::deadline_exceeded);
   release.set_value();
   t.settle();
+}
+
+TEST(TestingKit, SettleAfterStopThrowsStopped) {
+  TestBeehive t;
+  t.start();
+  t.settle();
+  t.stop();
+  EXPECT_ERRC(beehive::testing::settle(t.beehive(), Context{}.with_timeout(1s)), errc::stopped);
 }
 
 TEST(TestingKit, TheDatabaseIsRemovedWithTheTestBeehive) {
@@ -265,9 +272,9 @@ TEST(TestingKit, MatchersExplainWhatDiffers) {
   EXPECT_THAT(m, HasCondition("Ready", ConditionStatus::False));
   EXPECT_THAT(m, ::testing::Not(HasCondition("Ready", ConditionStatus::True)));
   EXPECT_THAT(m, ::testing::Not(HasCondition("Synced", ConditionStatus::True)));
-  EXPECT_EQ(::testing::DescribeMatcher<const ObjectMeta&>(HasCondition("Ready",
-                                                                       ConditionStatus::True)),
-            "has condition Ready=True");
+  EXPECT_EQ(
+      ::testing::DescribeMatcher<const ObjectMeta&>(HasCondition("Ready", ConditionStatus::True)),
+      "has condition Ready=True");
   ::testing::StringMatchResultListener why;
   EXPECT_FALSE(::testing::ExplainMatchResult(IsSettled(), m, &why));
   EXPECT_EQ(why.str(), "generation 2, observed generation 1");

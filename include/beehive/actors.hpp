@@ -34,7 +34,11 @@
 ///   beehive::Beehive bh(sys, beehive::sqlite::open("var/app.db"));
 ///
 /// Handles are valid while the Beehive runs; messages to a stopped beehive's actors
-/// fail with `errc::stopped`. An actor the supervisor restarts (after a crash, or the
+/// fail with `errc::stopped` (handles taken while it does not run are null: requests
+/// to them fail the same way). A request's CAF timeout ends the wait, not the work:
+/// a write request that timed out (`to_errc` gives `deadline_exceeded`) may still
+/// commit, for instance once a `within` block it waited behind ends; read back before
+/// writing again. An actor the supervisor restarts (after a crash, or the
 /// gc and event_log with a restarted store_writer) has a new handle: a request to the old
 /// one fails with `errc::stopped`, so take the handle from the Beehive again.
 ///

@@ -78,7 +78,13 @@ void ScheduleTable::publish_locked(ObjectID id, Schedule s) {
 }
 
 void ScheduleTable::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core) {
-  std::lock_guard lk(mu_);
+  std::unique_lock lk(mu_);
+  if (finished_) {
+    auto why = finished_;
+    lk.unlock();
+    core->finish(why);
+    return;
+  }
   auto it = next_.find(id);
   core->push(id, it == next_.end() ? Schedule{} : Schedule{it->second});
   // An ended stream leaves its entry until its object's schedule changes, which for a
@@ -98,6 +104,7 @@ void ScheduleTable::finish_all(std::error_code why) {
   std::unordered_multimap<ObjectID, caf::actor> actors;
   {
     std::lock_guard lk(mu_);
+    finished_ = why;
     watches.swap(watches_);
     actors.swap(actor_watches_);
   }

@@ -35,7 +35,8 @@ class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
   void watch_actor(ObjectID id, caf::actor subscriber);
   /// Watches held: live ones, and ended streams not swept yet (at most as many again).
   std::size_t watch_count() const;
-  /// Ends every schedule watch with `why`.
+  /// Ends every schedule watch with `why`, and every one opened later (a watch racing
+  /// the beehive's stop).
   void finish_all(std::error_code why);
 
  private:
@@ -47,6 +48,7 @@ class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
   std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
   std::unordered_multimap<ObjectID, caf::actor> actor_watches_;
   std::size_t swept_at_ = 0;  // watches_.size() after the last sweep
+  std::error_code finished_;  // set by finish_all
 };
 
 }  // namespace beehive::detail

@@ -44,7 +44,10 @@ void run_deferred(StoreWriterState& st) {
   while (!st.engine->in_session() && !st.deferred.empty()) {
     auto job = std::move(st.deferred.front());
     st.deferred.pop_front();
-    job();
+    if (st.closed)
+      job.refuse();
+    else
+      job.run();
   }
   st.running_deferred = false;
 }
@@ -60,7 +63,8 @@ std::string message_of(const std::exception& e) {
 void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   auto& eng = *st.engine;
   if (eng.in_session() && w->session != eng.session() && w->session == 0) {
-    st.deferred.push_back([&st, w] { serve_blocking(st, w); });
+    st.deferred.push_back({[&st, w] { serve_blocking(st, w); },
+                           [w] { w->reply->fail(errc::stopped, "beehive stopped"); }});
     return;
   }
   auto& reply = *w->reply;
@@ -217,7 +221,9 @@ caf::typed_response_promise<Reply> answer(Self self, Work work) {
     }
   };
   if (st.engine->in_session())
-    st.deferred.push_back(std::move(job));
+    st.deferred.push_back({std::move(job), [rp]() mutable {
+                             rp.deliver(make_error(errc::stopped, "beehive stopped"));
+                           }});
   else
     job();
   return rp;
@@ -256,11 +262,10 @@ struct ReadHandler {
     auto& st = self->state;
     if (!st.engine->in_session()) return self->delegate(st.reader, r);
     auto rp = self->template make_response_promise<typename Request::reply_type>();
-    st.deferred.push_back([self = self, rp, r]() mutable {
-      self->request(self->state.reader, caf::infinite, r)
-          .then([rp](typename Request::reply_type& reply) mutable { rp.deliver(std::move(reply)); },
-                [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
-    });
+    // Handed on, so that the reader answers even if this actor ends first.
+    st.deferred.push_back(
+        {[self = self, rp, r]() mutable { rp.delegate(self->state.reader, r); },
+         [rp]() mutable { rp.deliver(make_error(errc::stopped, "beehive stopped")); }});
     return rp;
   }
 };
@@ -325,12 +330,10 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
     self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
     // A store that hears of other processes' commits (PostgreSQL's notifications) has
     // them published at once; the poll catches one heard while the writer was busy.
-    st.cfg->backend->on_foreign_commit([h = caf::actor_cast<caf::actor>(self)] {
-      caf::anon_send(h, foreign_commit_atom::value);
-    });
-    self->attach_functor([backend = st.cfg->backend](const caf::error&) {
-      backend->on_foreign_commit({});
-    });
+    st.cfg->backend->on_foreign_commit(
+        [h = caf::actor_cast<caf::actor>(self)] { caf::anon_send(h, foreign_commit_atom::value); });
+    self->attach_functor(
+        [backend = st.cfg->backend](const caf::error&) { backend->on_foreign_commit({}); });
   }
   using maintenance_and_writes =
       typename beehive::detail::concat<write_request_types, maintenance_request_types>::type;
@@ -379,14 +382,16 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         // After the last commit: subscribers learn that nothing more will come.
         auto quit = [self] {
           auto& st = self->state;
-          // Serve what callers queued before the shutdown; refuse the rest.
+          // Serve what callers queued before the shutdown; refuse the rest (and what
+          // was deferred behind the session after this).
+          st.closed = true;
           serve_batch(st, st.cfg->queue->close());
           for (auto& s : st.subscribers) caf::anon_send(s.actor, shutdown_atom::value);
           if (st.hub) caf::anon_send(st.hub, shutdown_atom::value);
           self->quit();
         };
         if (self->state.engine->in_session())
-          self->state.deferred.push_back(quit);
+          self->state.deferred.push_back({quit, quit});
         else
           quit();
       });

@@ -97,8 +97,8 @@ struct Subscriber {
 using store_writer_impl = store_writer_actor::extend<
     caf::reacts_to<serve_queue_atom>, caf::reacts_to<shutdown_atom>,
     caf::reacts_to<abort_session_atom>, caf::reacts_to<poll_foreign_atom>,
-    caf::reacts_to<foreign_commit_atom>,
-    caf::reacts_to<hub_atom, caf::actor>, caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>>;
+    caf::reacts_to<foreign_commit_atom>, caf::reacts_to<hub_atom, caf::actor>,
+    caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>>;
 
 struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
@@ -138,9 +138,15 @@ struct StoreWriterState {
   std::vector<Subscriber> subscribers;
   caf::actor hub;
   store_reader_actor reader;
-  /// Work that arrived while a within session was open, in arrival order.
-  std::deque<std::function<void()>> deferred;
+  /// Work that arrived while a within session was open, in arrival order: run once the
+  /// session ends, or refused (errc::stopped) when it came after the shutdown.
+  struct Deferred {
+    std::function<void()> run;
+    std::function<void()> refuse;
+  };
+  std::deque<Deferred> deferred;
   bool running_deferred = false;
+  bool closed = false;  // shut down: whatever is still deferred is refused
 
   static inline const char* name = "beehive.store_writer";
 };

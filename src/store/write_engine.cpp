@@ -5,6 +5,7 @@
 #include "store/write_engine.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -27,6 +28,14 @@ void put_reply(WriteReply& out, int count) { out.count = count; }
 void put_reply(WriteReply& out, Event&& event) { out.event = std::move(event); }
 
 namespace {
+
+/// Session numbers are unique in the process, not per engine: a block opened on a
+/// writer that then crashed must not find its number on the restarted writer's new
+/// session and join (and commit) another caller's block.
+std::uint64_t next_session_number() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
 
 /// An exception's explanation without the code name that Error::what() appends.
 std::string message_of(const std::exception& e) {
@@ -395,7 +404,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       session_began_ = began();
       LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
       w.begin();
-      session_ = ++last_session_;
+      session_ = next_session_number();
       WriteReply reply;
       reply.session = session_;
       return reply;

@@ -237,7 +237,6 @@ class WriteEngine {
 
   WriteEngineConfig cfg_;
   std::uint64_t session_ = 0;  // the open within session; 0 = none
-  std::uint64_t last_session_ = 0;
   std::uint64_t aborted_session_ = 0;
   int depth_ = 0;  // savepoints open inside the session
   /// Why the session's transaction is gone, when the database rolled it back by itself

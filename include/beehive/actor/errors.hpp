@@ -24,8 +24,9 @@ constexpr caf::atom_value error_category_atom = caf::atom("beehive");
 caf::error make_error(errc code, std::string what = {});
 
 /// The beehive code of `err`: its own code in beehive's category; `stopped` when the
-/// receiving actor is gone; `deadline_exceeded` for a request timeout; `store` for any
-/// other failure. Empty (`std::nullopt`) for "no error".
+/// receiving actor is gone or the handle was null; `deadline_exceeded` for a request
+/// timeout (the request's outcome is then unknown); `store` for any other failure.
+/// Empty (`std::nullopt`) for "no error".
 std::optional<errc> to_errc(const caf::error& err);
 
 /// The message `make_error` attached, or "".
