@@ -242,6 +242,53 @@ TEST_F(ActorTest, RequestsThroughHandlesTakenAfterStopFailStopped) {
   EXPECT_ERRC(ask<int>(bh_->gc(), collect_atom::value), errc::stopped);
 }
 
+TEST_F(ActorTest, ACommitSubscriptionOutlivesAWriterCrashAndEndsWithTheStop) {
+  Widgets widgets(*bh_, widget_kind);
+  ::testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  auto w = bh_->store_writer();
+  auto subscribers = [&] {
+    return ask<store_writer_state>(bh_->store_writer(), inspect_atom::value).subscribers;
+  };
+  auto internal = subscribers();
+  caf::scoped_actor app{sys_};
+  app->send(w, subscribe_atom::value, caf::actor_cast<caf::actor>(app));
+  app->send(w, subscribe_atom::value, caf::actor_cast<caf::actor>(app));  // once is enough
+  ASSERT_TRUE(eventually([&] { return subscribers() == internal + 1; }));
+  auto records_of = [&](ObjectID id) {
+    int seen = 0;
+    bool more = true;
+    while (more)
+      app->receive(
+          [&](const commit_record& r) {
+            for (auto& c : r.changes) seen += c.row.meta.id == id;
+          },
+          caf::after(std::chrono::milliseconds(300)) >> [&] { more = false; });
+    return seen;
+  };
+  EXPECT_EQ(records_of(widgets.create(ctx_, {"a", 1}).id), 1);
+  caf::anon_send_exit(w, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return bh_->store_writer() != w; }));
+  EXPECT_EQ(records_of(widgets.create(ctx_, {"b", 1}).id), 1);  // the new writer's commits
+  // A subscriber that ends is dropped.
+  auto gone = sys_.spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](const commit_record&) {}}; });
+  caf::anon_send(bh_->store_writer(), subscribe_atom::value, gone);
+  ASSERT_TRUE(eventually([&] { return subscribers() == internal + 2; }));
+  caf::anon_send_exit(gone, caf::exit_reason::kill);
+  EXPECT_TRUE(eventually([&] { return subscribers() == internal + 1; }));
+  stop(ctx_);
+  bool ended = false;
+  while (!ended)
+    app->receive([](const commit_record&) {}, [&](const watch_ended&) { ended = true; },
+                 caf::after(std::chrono::seconds(5)) >>
+                     [&] {
+                       ended = true;
+                       ADD_FAILURE();
+                     });
+  ::testing::internal::GetCapturedStderr();
+}
+
 TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   auto reconciles = std::make_shared<std::atomic<int>>(0);  // outlives late reconciles
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [=](auto&, auto&, auto&) {

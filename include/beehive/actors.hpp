@@ -100,6 +100,9 @@ using store_writer_request_types =
 /// write. Subscribers (`subscribe_atom` + an actor) receive a `commit_record` after
 /// every commit that changed something, and one with `lost_through` set when other
 /// processes' changes were trimmed from the change log before this process read them.
+/// A subscription lasts until `unsubscribe_atom`, the subscriber's end, or the stop
+/// (the subscriber then receives `watch_ended`); it carries over to a store_writer
+/// restarted after a crash. Subscribing twice delivers once.
 ///
 /// A write from an actor gets the checks the blocking facade makes (UTF-8 text, JSON
 /// text nested at most max_json_depth deep, stored in canonical form, size bounds); an

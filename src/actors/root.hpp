@@ -56,6 +56,8 @@ struct RootConfig {
   std::shared_ptr<Clock> clock;
   std::shared_ptr<WriteQueue> queue;
   std::shared_ptr<WatchHubFeed> hub_feed;
+  /// The application's commit-record subscribers, for every writer in turn.
+  std::shared_ptr<AppSubscribers> app_subscribers = std::make_shared<AppSubscribers>();
   std::shared_ptr<ActorDirectory> directory;
   /// The first writer's connection (opened by the facade, so that a failure to open it
   /// is the constructor's), then how a restarted writer opens its own.

@@ -14,6 +14,7 @@
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
 #include <caf/spawn_options.hpp>
+#include <caf/system_messages.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include "store/request_checks.hpp"
@@ -35,6 +36,13 @@ void publish(StoreWriterState& st, const commit_record& rec) {
     // the hub's mailbox: it holds one change per object however far the hub lags.
     if (st.cfg->hub_feed->watches.fetch_add(0) > 0) st.cfg->hub_feed->inbox.post(rec);
   }
+}
+
+/// Drops a subscriber (the application's from the list restarted writers start with).
+void forget_subscriber(StoreWriterState& st, const caf::actor_addr& a) {
+  std::erase_if(st.subscribers, [&](const Subscriber& s) { return s.actor.address() == a; });
+  std::lock_guard lk(st.cfg->app_subscribers->mu);
+  std::erase_if(st.cfg->app_subscribers->actors, [&](auto& s) { return s.address() == a; });
 }
 
 /// Runs what waited for a session to end, until another session begins.
@@ -311,6 +319,15 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
   st.subscribers = std::move(cfg->subscribers);
   st.hub = std::move(cfg->hub);
   st.cfg = std::move(cfg);
+  {  // the application's subscribers, from a writer this one replaces
+    std::lock_guard lk(st.cfg->app_subscribers->mu);
+    for (auto& a : st.cfg->app_subscribers->actors) {
+      st.subscribers.push_back({a, {}, true});
+      self->monitor(a);
+    }
+  }
+  // A subscriber that terminates is dropped (it would be sent every commit for ever).
+  self->set_down_handler([self](caf::down_msg& m) { forget_subscriber(self->state, m.source); });
   store::WriteEngineConfig ecfg;
   ecfg.writer = std::move(st.cfg->writer);
   ecfg.clock = st.cfg->clock;
@@ -348,15 +365,22 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         return store_writer_state{s.engine->transactions(), s.engine->session(), s.deferred.size(),
                                   s.subscribers.size() + (s.hub ? 1 : 0)};
       },
-      [&st](subscribe_atom, const caf::actor& a) {
-        st.subscribers.push_back({a, {}});
+      [self](subscribe_atom, const caf::actor& a) {
+        auto& st = self->state;
+        if (!a) return;
+        {
+          std::lock_guard lk(st.cfg->app_subscribers->mu);
+          auto& all = st.cfg->app_subscribers->actors;
+          if (std::find(all.begin(), all.end(), a) != all.end()) return;  // once is enough
+          all.push_back(a);
+        }
+        st.subscribers.push_back({a, {}, true});
+        self->monitor(a);
       },
       [&st](subscribe_atom, const caf::actor& a, const RecordFilter& wants) {
         st.subscribers.push_back({a, wants});
       },
-      [&st](unsubscribe_atom, const caf::actor& a) {
-        std::erase_if(st.subscribers, [&](const Subscriber& s) { return s.actor == a; });
-      },
+      [&st](unsubscribe_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
       [&st](serve_queue_atom) { serve_queue(st); },
       [self](foreign_commit_atom) {
@@ -386,7 +410,12 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           // was deferred behind the session after this).
           st.closed = true;
           serve_batch(st, st.cfg->queue->close());
-          for (auto& s : st.subscribers) caf::anon_send(s.actor, shutdown_atom::value);
+          for (auto& s : st.subscribers) {
+            if (s.app)
+              caf::anon_send(s.actor, watch_ended{0});
+            else
+              caf::anon_send(s.actor, shutdown_atom::value);
+          }
           if (st.hub) caf::anon_send(st.hub, shutdown_atom::value);
           self->quit();
         };

@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -92,6 +93,7 @@ using RecordFilter = std::function<bool(const commit_record&)>;
 struct Subscriber {
   caf::actor actor;
   RecordFilter wants;
+  bool app = false;  // the application's (AppSubscribers), told `watch_ended` at stop
 };
 
 using store_writer_impl = store_writer_actor::extend<
@@ -99,6 +101,15 @@ using store_writer_impl = store_writer_actor::extend<
     caf::reacts_to<abort_session_atom>, caf::reacts_to<poll_foreign_atom>,
     caf::reacts_to<foreign_commit_atom>, caf::reacts_to<hub_atom, caf::actor>,
     caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>>;
+
+/// The application's commit-record subscribers (`subscribe_atom` + an actor), kept
+/// across writer restarts: a restarted writer serves them from its first commit.
+/// Changed by the writer; read by the root only while no writer runs (the mutex keeps
+/// that visible).
+struct AppSubscribers {
+  std::mutex mu;
+  std::vector<caf::actor> actors;
+};
 
 struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
@@ -114,6 +125,7 @@ struct StoreWriterConfig {
   /// Subscribed before the writer serves anything: a restarted writer must not commit
   /// a write its predecessor's subscribers would miss.
   std::vector<Subscriber> subscribers;
+  std::shared_ptr<AppSubscribers> app_subscribers = std::make_shared<AppSubscribers>();
   /// The watch hub and what it shares with the writer (a restarted writer starts with
   /// them too).
   caf::actor hub;
