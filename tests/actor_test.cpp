@@ -289,6 +289,29 @@ TEST_F(ActorTest, ACommitSubscriptionOutlivesAWriterCrashAndEndsWithTheStop) {
   ::testing::internal::GetCapturedStderr();
 }
 
+TEST_F(ActorTest, TheSchedulerWakesAnApplicationActorAtATimeOfTheBeehivesClock) {
+  auto stop = bh_->start(ctx_);
+  caf::scoped_actor app{sys_};
+  auto wakes = [&](std::chrono::milliseconds within) {
+    bool woken = false;
+    app->receive([&](wake_atom) { woken = true; }, caf::after(within) >> [] {});
+    return woken;
+  };
+  auto scheduler = bh_->scheduler();
+  app->send(scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(app), clock_->now() + 1h);
+  app->send(scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(app), clock_->now() + 5s);
+  // Answered after both (one sender's messages arrive in order).
+  app->request(scheduler, std::chrono::seconds(5), inspect_atom::value)
+      .receive([](scheduler_state&) {}, [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  clock_->advance(4s);
+  EXPECT_FALSE(wakes(200ms));
+  clock_->advance(1s);
+  EXPECT_TRUE(wakes(5s));
+  clock_->advance(1h);  // the later wake_at replaced the first
+  EXPECT_FALSE(wakes(200ms));
+  stop(ctx_);
+}
+
 TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   auto reconciles = std::make_shared<std::atomic<int>>(0);  // outlives late reconciles
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [=](auto&, auto&, auto&) {

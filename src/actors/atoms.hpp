@@ -18,7 +18,7 @@ using await_workers_atom = caf::atom_constant<caf::atom("awaitwork")>;
 using stop_deadline_atom = caf::atom_constant<caf::atom("stopdead")>;
 
 // -- scheduler ----------------------------------------------------------------
-using wake_atom = caf::atom_constant<caf::atom("wake")>;
+// wake_atom: public (<beehive/actor/atoms.hpp>), as beehive's own timers use it too.
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 /// Beehive's own timers: wake the actor at a time on the TimerClock. (The public
 /// `wake_at_atom` takes a time of the Beehive's clock and is converted.)

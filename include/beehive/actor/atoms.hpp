@@ -24,5 +24,7 @@ using collect_atom = caf::atom_constant<caf::atom("collect")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 /// Wakes an actor at a time of the beehive's clock (scheduler).
 using wake_at_atom = caf::atom_constant<caf::atom("wake_at")>;
+/// What the scheduler sends the actor a `wake_at_atom` named, when its time comes.
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
 
 }  // namespace beehive
