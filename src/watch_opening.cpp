@@ -66,7 +66,7 @@ std::shared_ptr<ChangeCore> BeehiveCore::watch(const Context& ctx, const GroupKi
                                            " is above the store's " + std::to_string(head));
   }
   auto core = std::make_shared<ChangeCore>(
-      ctx, merge_changes, [](const object_change& c) { return c.row.meta.resource_version; });
+      ctx, merge_unread, [](const object_change& c) { return c.row.meta.resource_version; });
   auto w = std::make_shared<StreamWatch>();
   w->gk = gk;
   w->id = id;

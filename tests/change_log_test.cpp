@@ -286,6 +286,28 @@ TEST(ChangeLog, ASelectorWatchResumedHearsOfWhatStoppedMatchingAndWasRemoved) {
   EXPECT_EQ(c.type, ChangeType::Deleted);
 }
 
+// A resumed selector watch that told the reader of an object as Added without knowing
+// whether the reader had it already (it existed at the resume point and its labels
+// changed) must still tell of its removal, even when the reader reads both at once.
+TEST(ChangeLog, AResumedSelectorWatchKeepsTheRemovalOfAnObjectTheReaderMayHave) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto gold = w.create({}, {"g", 1}, with_labels({{"tier", "gold"}}));
+  auto watch = w.watch_list({}, with_selector("tier=gold"));
+  next(watch);
+  auto position = watch.resource_version();
+  watch.close();
+  auto resumed = w.watch_list({}, with_selector("tier=gold"), with_resume_from(position));
+  w.set_labels({}, gold.id, {{"tier", "gold"}, {"x", "1"}});
+  w.remove({}, gold.id);
+  t.settle();  // collected
+  ASSERT_THROW(w.get({}, gold.id), Error);
+  auto c = next(resumed);
+  EXPECT_EQ(c.object.id, gold.id);
+  EXPECT_EQ(c.type, ChangeType::Deleted);
+}
+
 /// Another writer on the same file (a second Store in this process, which SQLite treats
 /// like another process): its removal reaches this beehive's watches with the final
 /// body, through the change log.

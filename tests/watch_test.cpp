@@ -6,8 +6,8 @@
 
 #include <beehive/actors.hpp>
 
-#include "controller_fixture.hpp"
 #include "beehive_core.hpp"
+#include "controller_fixture.hpp"
 
 namespace beehive::test {
 namespace {
@@ -42,6 +42,16 @@ caf::actor spawn_inbox(caf::actor_system& sys, std::shared_ptr<Inbox> inbox) {
         },
     };
   });
+}
+
+/// The watch hub's state (its watches, what their readers have not read yet).
+watch_hub_state inspect_hub(Beehive& bh) {
+  auto hub = bh.watch_hub();
+  caf::scoped_actor self{hub->home_system()};
+  watch_hub_state out;
+  self->request(hub, caf::infinite, inspect_atom::value)
+      .receive([&](watch_hub_state& st) { out = st; }, [](caf::error&) { FAIL(); });
+  return out;
 }
 
 TEST_F(WatchTest, WatchListGivesTheSnapshotThenLiveChanges) {
@@ -214,10 +224,11 @@ TEST_F(WatchTest, AOneObjectWatchIsKindScoped) {
 TEST_F(WatchTest, ChangesPendingBeforeARemovalBecomeOneDeletedWithTheFinalBody) {
   start();  // GC removes deletion-pending objects without finalizers promptly
   auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
   auto s = w.watch_list(ctx_);
+  EXPECT_EQ(next(s).type, ChangeType::Added);  // the reader has the object
   Widgets gadgets(*bh_, gadget_kind);
   auto markers = gadgets.watch_list(ctx_);  // the hub handles commits in order
-  auto o = w.create(ctx_, {"a", 1});
   for (int i = 2; i <= 5; ++i) w.update(ctx_, o.id, {"a", i});
   w.remove(ctx_, o.id);
   ASSERT_TRUE(eventually([&] {  // physically removed
@@ -301,6 +312,80 @@ TEST_F(WatchTest, AWatchOpenedWhileTheHubLagsGetsAddedThenModified) {
   auto first = next(earlier);  // it never had the object: one Added, as committed last
   EXPECT_EQ(first.type, ChangeType::Added);
   EXPECT_EQ(first.object.spec.size, 2);
+}
+
+// A reader that falls behind holds one pending change per object that exists, not one
+// per object ever written: an object created and removed while the reader never had it
+// leaves nothing behind (it would otherwise wait as a Deleted of an object the reader
+// never saw, for ever).
+TEST_F(WatchTest, AnObjectCreatedAndRemovedWhileUnreadLeavesNothingPending) {
+  start();  // GC removes the deletion-pending objects
+  auto w = widgets();
+  auto kept = w.create(ctx_, {"kept", 1});
+  auto s = w.watch_list(ctx_);  // not read until every object below has come and gone
+  for (int i = 0; i < 20; ++i) w.remove(ctx_, w.create(ctx_, {"gone", i}).id);
+  settle();
+  ASSERT_EQ(w.list(ctx_).size(), 1u);
+  EXPECT_EQ(inspect_hub(*bh_).pending, 1u);  // `kept`, from the snapshot
+  auto c = next(s);
+  EXPECT_EQ(c.type, ChangeType::Added);
+  EXPECT_EQ(c.object.id, kept.id);
+  EXPECT_FALSE(s.next_for(30ms).has_value());
+  // Everything up to the last removal is delivered: a watch resumed there replays none
+  // of the objects that came and went.
+  auto resumed = w.watch_list(ctx_, with_resume_from(s.resource_version()));
+  auto later = w.create(ctx_, {"later", 1});
+  auto r = next(resumed);
+  EXPECT_EQ(r.type, ChangeType::Added);
+  EXPECT_EQ(r.object.id, later.id);
+}
+
+// The same for a selector watch: an object that starts and stops matching while the
+// reader never had it leaves nothing pending.
+TEST_F(WatchTest, AnObjectThatMatchedOnlyWhileUnreadLeavesNothingPending) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 1});
+  auto s = w.watch_list(ctx_, with_selector("tier=gold"));
+  for (int i = 0; i < 10; ++i) {
+    w.set_labels(ctx_, o.id, {{"tier", "gold"}});
+    w.set_labels(ctx_, o.id, {});
+  }
+  settle();
+  EXPECT_EQ(inspect_hub(*bh_).pending, 0u);
+  auto gold = w.create(ctx_, {"gold", 1}, with_labels({{"tier", "gold"}}));
+  auto c = next(s);
+  EXPECT_EQ(c.type, ChangeType::Added);
+  EXPECT_EQ(c.object.id, gold.id);
+}
+
+// A pulled actor subscription conflates as a stream does.
+TEST_F(WatchTest, APulledSubscriptionDropsAnObjectCreatedAndRemovedWhileUnpulled) {
+  start();
+  auto w = widgets();
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto seen = std::make_shared<Inbox>();
+  auto subscriber = spawn_inbox(sys, seen);
+  struct Quit {
+    caf::actor a;
+    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
+  } quit{subscriber};
+  auto hub = bh_->watch_hub();
+  caf::scoped_actor self{sys};
+  std::uint64_t sub = 0;
+  self->request(hub, caf::infinite, watch_request{widget_kind, std::nullopt, subscriber, true})
+      .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
+  for (int i = 0; i < 5; ++i) w.remove(ctx_, w.create(ctx_, {"gone", i}).id);
+  auto kept = w.create(ctx_, {"kept", 1});
+  settle();
+  EXPECT_EQ(inspect_hub(*bh_).pending, 1u);
+  std::vector<object_change> got;
+  self->request(hub, std::chrono::seconds(5), pull_atom::value, sub)
+      .receive([&](std::vector<object_change>& cs) { got = std::move(cs); },
+               [](caf::error& e) { FAIL() << caf::to_string(e); });
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].type, ChangeType::Added);
+  EXPECT_EQ(got[0].row.meta.id, kept.id);
 }
 
 TEST_F(WatchTest, WatchesWorkWithoutAController) {

@@ -19,6 +19,13 @@ bool merge_changes(object_change& pending, object_change&& incoming) {
   return true;
 }
 
+bool merge_unread(object_change& pending, object_change&& incoming) {
+  bool known = !(pending.parts & kReaderMayHaveIt);
+  if (pending.type == ChangeType::Added && incoming.type == ChangeType::Deleted && known)
+    return false;
+  return merge_changes(pending, std::move(incoming));
+}
+
 void HubInbox::attach(caf::actor_addr hub) {
   std::lock_guard lk(mu_);
   hub_ = std::move(hub);

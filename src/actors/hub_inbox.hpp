@@ -27,9 +27,28 @@
 
 namespace beehive::detail {
 
-/// The conflation rule for object changes: a pending `Added` stays `Added` with the
-/// newest body; anything followed by a removal becomes the `Deleted` with the final body.
+/// The conflation rule for object changes waiting for the hub (this inbox, and a new
+/// watch's held changes): a pending `Added` stays `Added` with the newest body; anything
+/// followed by a removal becomes the `Deleted` with the final body. Keeps every key: a
+/// watch opened meanwhile may hold the object (its snapshot), and has to hear of it.
 bool merge_changes(object_change& pending, object_change&& incoming);
+
+/// A mark the hub puts in `object_change::parts` of a change it hands a resumed selector
+/// watch's stream without knowing whether the reader has the object (it existed at the
+/// resume point, and which labels it had then is not known): stream cores fold it
+/// safely (merge_unread), and it is cleared before anything reaches a subscriber.
+inline constexpr unsigned kReaderMayHaveIt = 1u << 30;
+
+/// The conflation rule for the changes a reader has not read yet (a watch's stream
+/// core), which is to leave the reader with what the changes together do to it:
+///   Added then Modified   -> Added (the newest body)
+///   Added then Deleted    -> nothing: the key is dropped (the reader never had it, and
+///                            has not now), so what waits is bounded by the objects that
+///                            exist, not by those ever written
+///   otherwise             -> the incoming type, with the newest body
+/// A first change marked kReaderMayHaveIt leaves the reader's state before it unknown:
+/// then Added then Deleted stays Deleted.
+bool merge_unread(object_change& pending, object_change&& incoming);
 
 /// One object's changes since the hub last took the inbox, folded by merge_changes.
 struct QueuedChange {

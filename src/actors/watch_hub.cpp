@@ -33,17 +33,30 @@ bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {
          row.meta.kind == s.gk.kind;
 }
 
+/// `c` as a subscriber receives it: without the hub's own mark (kReaderMayHaveIt).
+object_change outward(object_change c) {
+  c.parts &= ~kReaderMayHaveIt;
+  return c;
+}
+
+/// What a pulled subscription has not pulled yet, as it receives it.
+std::vector<object_change> take_unread(ChangeCore& core) {
+  auto out = core.take_all();
+  for (auto& c : out) c.parts &= ~kReaderMayHaveIt;
+  return out;
+}
+
 /// Delivers to one subscriber; false when the subscriber is gone.
-bool deliver(const WatchHubState::Sub& s, const object_change& c) {
-  if (s.core) return s.core->push(c.row.meta.id, c);
-  caf::anon_send(s.actor, c);
+bool deliver(const WatchHubState::Sub& s, object_change c) {
+  if (s.core) return s.core->push(c.row.meta.id, std::move(c));
+  caf::anon_send(s.actor, outward(std::move(c)));
   return true;
 }
 
 /// Answers a waiting pull with what is pending.
 void answer_pull(WatchHubState::Sub& s) {
   if (!s.waiting || s.core->pending() == 0) return;
-  s.waiting->deliver(s.core->take_all());
+  s.waiting->deliver(take_unread(*s.core));
   s.waiting.reset();
 }
 
@@ -106,7 +119,9 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     if (*from < log.horizon || *from > log.head)
       return caf::make_message(std::move(changes), log.head, true);
     for (auto& c : log.changes)
-      if (c.row) changes.push_back({c.type, std::move(*c.row), c.parts & ~store::kLoggedRequeue});
+      // An object created and removed above the resume point: the reader never had it.
+      if (c.row && !(c.type == ChangeType::Deleted && (c.parts & object_change::created)))
+        changes.push_back({c.type, std::move(*c.row), c.parts & ~store::kLoggedRequeue});
     // Live changes at or below the head were replayed: the hub drops them.
     return caf::make_message(std::move(changes), log.head, false);
   };
@@ -222,10 +237,15 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
           });
 }
 
-/// Whether subscriber `s` is to hear of `q`: its kind (and id), and not all of it in
-/// the subscriber's snapshot.
+/// Whether subscriber `s` is to hear of `q`: its kind (and id), not all of it in the
+/// subscriber's snapshot, and not an object created and removed since then (folded into
+/// one `Deleted`), which the subscriber never had.
 bool wants(const WatchHubState::Sub& s, const QueuedChange& q) {
-  return q.change.row.meta.resource_version > s.floor && matches(s, q.change.row);
+  const auto& c = q.change;
+  if (c.type == ChangeType::Deleted && (c.parts & object_change::created) &&
+      q.first_version > s.floor)
+    return false;
+  return c.row.meta.resource_version > s.floor && matches(s, c.row);
 }
 
 /// `q` as `s` is to hear of it. When the changes folded into `q` straddle the snapshot
@@ -249,23 +269,29 @@ std::optional<object_change> view(WatchHubState::Sub& s, object_change c) {
   bool match = s.selector->matches(c.row.meta.labels);
   // After a resume, an object not in `visible` may still be held by the subscriber: it
   // matched at the resume point if it existed then and its labels have not changed.
+  // What the subscriber hears of it without the watch knowing is marked
+  // (kReaderMayHaveIt), so that its stream never drops it as never had.
   bool labels_changed = c.parts & object_change::labels;
   bool existed = !(c.parts & object_change::created);
   if (c.type == ChangeType::Deleted) {
+    if (s.visible.erase(id) > 0) return c;
     // Its final labels may differ from the ones it matched with at the resume point.
-    bool held =
-        s.visible.erase(id) > 0 || (!s.visible_exact && (match || (existed && labels_changed)));
-    return held ? std::optional(std::move(c)) : std::nullopt;
+    if (s.visible_exact || !(match || (existed && labels_changed))) return std::nullopt;
+    c.parts |= kReaderMayHaveIt;
+    return c;
   }
   if (match) {
     if (s.visible.insert(id).second) {
-      bool held_already = !s.visible_exact && existed && !labels_changed;
-      c.type = held_already ? ChangeType::Modified : ChangeType::Added;
+      bool maybe_held = !s.visible_exact && existed;
+      c.type = maybe_held && !labels_changed ? ChangeType::Modified : ChangeType::Added;
+      if (maybe_held && labels_changed) c.parts |= kReaderMayHaveIt;
     }
     return c;
   }
-  bool held = s.visible.erase(id) > 0 || (!s.visible_exact && existed && labels_changed);
-  if (!held) return std::nullopt;
+  if (s.visible.erase(id) == 0) {
+    if (s.visible_exact || !(existed && labels_changed)) return std::nullopt;
+    c.parts |= kReaderMayHaveIt;
+  }
   c.type = ChangeType::Deleted;  // stopped matching: gone from the subscriber's view
   return c;
 }
@@ -317,7 +343,8 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
     } else {
       for (auto& q : batch.changes)
         if (wants(s, q))
-          if (auto seen = view(s, as_seen(s, q))) caf::anon_send(s.actor, std::move(*seen));
+          if (auto seen = view(s, as_seen(s, q)))
+            caf::anon_send(s.actor, outward(std::move(*seen)));
     }
     answer_pull(s);
     it = alive ? std::next(it) : st.subs.erase(it);
@@ -353,7 +380,7 @@ void finish_shutdown(Self self) {
     // waiting pull's reply, or pushed messages ahead of `watch_ended`.
     answer_pull(s);
     if (s.actor && s.core)
-      for (auto& c : s.core->take_all()) caf::anon_send(s.actor, std::move(c));
+      for (auto& c : take_unread(*s.core)) caf::anon_send(s.actor, std::move(c));
     end(id, s, errc::stopped);
   }
   st.subs.clear();
@@ -403,7 +430,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
                     std::make_shared<store::LabelSelector>(store::LabelSelector::parse(r.selector));
             }))
           return *err;
-        if (r.pull) sub.core = std::make_shared<ChangeCore>(Context{}, merge_changes);
+        if (r.pull) sub.core = std::make_shared<ChangeCore>(Context{}, merge_unread);
         sub.resume_from = r.resume_from;
         auto rp = self->make_response_promise<std::uint64_t>();
         add(self, self->state.services.next_subscription(), std::move(sub),
@@ -415,7 +442,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         if (it == self->state.subs.end() || !it->second.actor || !it->second.core)
           return make_error(errc::not_found, "no pulled subscription " + std::to_string(id));
         auto& s = it->second;
-        if (s.core->pending() > 0) return s.core->take_all();
+        if (s.core->pending() > 0) return take_unread(*s.core);
         if (s.waiting) return make_error(errc::invalid_argument, "a pull is already waiting");
         s.waiting = self->make_response_promise<std::vector<object_change>>();
         return *s.waiting;

@@ -8,8 +8,9 @@
 // dropped, so there is no gap and no duplicate at the seam.
 //
 // Blocking watches are conflating stream cores, so a slow reader holds one pending
-// change per object, never one per write: what the hub and its watches hold is bounded
-// by objects x watches, whatever the write rate. When the writer has published its last
+// change per object, never one per write, and none for an object it never had that is
+// gone again (merge_unread): what the hub and its watches hold is bounded by the objects
+// that exist x watches, whatever the write rate. When the writer has published its last
 // commit (it forwards its shutdown), every watch ends with errc::stopped after what
 // is already queued.
 

@@ -15,7 +15,10 @@
 #include <mutex>
 #include <optional>
 #include <system_error>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <beehive/context.hpp>
 
@@ -75,7 +78,8 @@ template <class T>
 class StreamCore : public StreamCoreBase {
  public:
   /// Folds `incoming` into the `pending` value of the same key; returns false to drop
-  /// the key altogether. The default keeps the newest value.
+  /// the key altogether (the reader is to hear nothing of it). The default keeps the
+  /// newest value.
   using Merge = std::function<bool(T& pending, T&& incoming)>;
   /// The version of a value, for streams that track versions (see position()).
   using Version = std::function<std::int64_t(const T&)>;
@@ -96,37 +100,51 @@ class StreamCore : public StreamCoreBase {
   }
 
   /// Queues several values under one lock and wakes the consumer once: `fill` is called
-  /// with a `put(key, value)` callable. Returns false when the stream has ended.
+  /// with a `put(key, value)` callable, or, when it takes two, with `put` and a
+  /// `drop(key)` callable that drops what is pending under a key (see drop). Returns
+  /// false when the stream has ended.
   template <class Fill>
   bool push_batch(Fill&& fill) {
     bool any = false;
     {
       std::lock_guard lk(mu_);
       if (ended_ || finishing_) return false;
-      fill([&](std::int64_t key, T value) {
+      auto put = [&](std::int64_t key, T value) {
         put_locked(key, std::move(value));
         any = true;
-      });
+      };
+      auto drop = [&](std::int64_t key) { drop_locked(key); };
+      if constexpr (std::is_invocable_v<Fill, decltype(put)&, decltype(drop)&>)
+        fill(put, drop);
+      else
+        fill(put);
     }
     if (any) cv_.notify_one();
     return true;
   }
 
+  /// Producer side: drops the value pending under `key`, if one is (the reader no longer
+  /// needs it); nothing when the reader has taken it already.
+  void drop(std::int64_t key) {
+    std::lock_guard lk(mu_);
+    drop_locked(key);
+  }
+
   /// Values queued and not yet delivered.
   std::size_t pending() const {
     std::lock_guard lk(mu_);
-    return order_.size();
+    return pending_.size();
   }
 
   /// Everything pending, in order, without waiting.
   std::vector<T> take_all() {
     std::vector<T> out;
     std::lock_guard lk(mu_);
-    out.reserve(order_.size());
-    for (auto key : order_) out.push_back(std::move(pending_.at(key)));
-    order_.clear();
-    pending_.clear();
-    since_.clear();
+    out.reserve(pending_.size());
+    for (auto& [key, seq] : order_)
+      if (auto it = pending_.find(key); it != pending_.end() && it->second.seq == seq)
+        out.push_back(std::move(it->second.value));
+    drop_pending_locked();
     return out;
   }
 
@@ -138,14 +156,29 @@ class StreamCore : public StreamCoreBase {
       if (end_now) run_on_end();
       return std::nullopt;
     }
-    auto key = order_.front();
-    order_.pop_front();
-    since_.erase(key);
-    auto node = pending_.extract(key);
-    return std::move(node.mapped());
+    for (;;) {  // something is pending: skip the places of dropped keys before it
+      auto [key, seq] = order_.front();
+      order_.pop_front();
+      auto it = pending_.find(key);
+      if (it == pending_.end() || it->second.seq != seq) {
+        --stale_;
+        continue;
+      }
+      since_.erase(key);
+      auto value = std::move(it->second.value);
+      pending_.erase(it);
+      return value;
+    }
   }
 
  private:
+  /// A pending value, and which of its key's places in `order_` is its own (a key
+  /// dropped and queued again has an older, stale one).
+  struct Slot {
+    T value;
+    std::uint64_t seq;
+  };
+
   void put_locked(std::int64_t key, T&& value) {
     if (version_) {
       auto v = version_(value);
@@ -154,22 +187,39 @@ class StreamCore : public StreamCoreBase {
     }
     auto it = pending_.find(key);
     if (it == pending_.end()) {
-      pending_.emplace(key, std::move(value));
-      order_.push_back(key);
+      pending_.emplace(key, Slot{std::move(value), ++seq_});
+      order_.emplace_back(key, seq_);
     } else if (!merge_) {
-      it->second = std::move(value);
-    } else if (!merge_(it->second, std::move(value))) {
-      pending_.erase(it);
-      since_.erase(key);
-      order_.erase(std::find(order_.begin(), order_.end(), key));
+      it->second.value = std::move(value);
+    } else if (!merge_(it->second.value, std::move(value))) {
+      erase_locked(it);
     }
   }
 
-  bool has_pending_locked() const override { return !order_.empty(); }
+  void drop_locked(std::int64_t key) {
+    if (auto it = pending_.find(key); it != pending_.end()) erase_locked(it);
+  }
+
+  /// Removes a pending value; its place in `order_` goes stale, and the stale places are
+  /// swept out once they outnumber the live ones (so that dropping is O(1) amortized and
+  /// `order_` stays within twice what is pending).
+  void erase_locked(typename std::unordered_map<std::int64_t, Slot>::iterator it) {
+    since_.erase(it->first);
+    pending_.erase(it);
+    if (++stale_ <= 16 || stale_ <= pending_.size()) return;
+    std::erase_if(order_, [&](const std::pair<std::int64_t, std::uint64_t>& place) {
+      auto p = pending_.find(place.first);
+      return p == pending_.end() || p->second.seq != place.second;
+    });
+    stale_ = 0;
+  }
+
+  bool has_pending_locked() const override { return !pending_.empty(); }
   void drop_pending_locked() override {
     order_.clear();
     pending_.clear();
     since_.clear();
+    stale_ = 0;
   }
   std::optional<std::int64_t> oldest_pending_locked() const override {
     if (since_.empty()) return std::nullopt;
@@ -180,9 +230,11 @@ class StreamCore : public StreamCoreBase {
 
   Merge merge_;
   Version version_;
-  std::deque<std::int64_t> order_;
-  std::unordered_map<std::int64_t, T> pending_;
+  std::deque<std::pair<std::int64_t, std::uint64_t>> order_;  // (key, seq), first pushed first
+  std::unordered_map<std::int64_t, Slot> pending_;
   std::unordered_map<std::int64_t, std::int64_t> since_;  // key -> first version pending
+  std::uint64_t seq_ = 0;
+  std::size_t stale_ = 0;  // places in order_ whose value was dropped
 };
 
 }  // namespace beehive::detail
