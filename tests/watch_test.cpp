@@ -388,6 +388,32 @@ TEST_F(WatchTest, APulledSubscriptionDropsAnObjectCreatedAndRemovedWhileUnpulled
   EXPECT_EQ(got[0].row.meta.id, kept.id);
 }
 
+// A selector watch whose reader has an object: the object stops matching and matches
+// again before the reader reads. The reader still has it, so it hears Modified, never a
+// second Added without a Deleted between.
+TEST_F(WatchTest, ASlowSelectorReaderHearsModifiedForAnObjectThatLeftAndCameBack) {
+  auto w = widgets();
+  auto gold = w.create(ctx_, {"g", 1}, with_labels({{"tier", "gold"}}));
+  auto s = w.watch_list(ctx_, with_selector("tier=gold"));
+  auto first = next(s);
+  EXPECT_EQ(first.type, ChangeType::Added);
+  w.set_labels(ctx_, gold.id, {{"tier", "lead"}});
+  w.update(ctx_, gold.id, {"g", 2});
+  w.set_labels(ctx_, gold.id, {{"tier", "gold"}});
+  settle();
+  auto c = next(s);
+  EXPECT_EQ(c.type, ChangeType::Modified);
+  EXPECT_EQ(c.object.id, gold.id);
+  EXPECT_EQ(c.object.spec.size, 2);
+  EXPECT_EQ(c.object.labels.at("tier"), "gold");
+  EXPECT_FALSE(s.next_for(30ms).has_value());
+  // And a reader that read the Deleted hears the return as Added.
+  w.set_labels(ctx_, gold.id, {});
+  EXPECT_EQ(next(s).type, ChangeType::Deleted);
+  w.set_labels(ctx_, gold.id, {{"tier", "gold"}});
+  EXPECT_EQ(next(s).type, ChangeType::Added);
+}
+
 TEST_F(WatchTest, WatchesWorkWithoutAController) {
   Widgets gadgets(*bh_, gadget_kind);
   auto s = gadgets.watch_list(ctx_);

@@ -23,7 +23,10 @@ bool merge_unread(object_change& pending, object_change&& incoming) {
   bool known = !(pending.parts & kReaderMayHaveIt);
   if (pending.type == ChangeType::Added && incoming.type == ChangeType::Deleted && known)
     return false;
-  return merge_changes(pending, std::move(incoming));
+  bool back = pending.type == ChangeType::Deleted && incoming.type == ChangeType::Added && known;
+  merge_changes(pending, std::move(incoming));
+  if (back) pending.type = ChangeType::Modified;
+  return true;
 }
 
 void HubInbox::attach(caf::actor_addr hub) {

@@ -45,9 +45,11 @@ inline constexpr unsigned kReaderMayHaveIt = 1u << 30;
 ///   Added then Deleted    -> nothing: the key is dropped (the reader never had it, and
 ///                            has not now), so what waits is bounded by the objects that
 ///                            exist, not by those ever written
+///   Deleted then Added    -> Modified (a selector's object that left and came back: the
+///                            reader still has it, and must not hear Added twice)
 ///   otherwise             -> the incoming type, with the newest body
 /// A first change marked kReaderMayHaveIt leaves the reader's state before it unknown:
-/// then Added then Deleted stays Deleted.
+/// then Added then Deleted stays Deleted, and Deleted then Added stays Added.
 bool merge_unread(object_change& pending, object_change&& incoming);
 
 /// One object's changes since the hub last took the inbox, folded by merge_changes.
