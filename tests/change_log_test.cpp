@@ -286,6 +286,38 @@ TEST(ChangeLog, ASelectorWatchResumedHearsOfWhatStoppedMatchingAndWasRemoved) {
   EXPECT_EQ(c.type, ChangeType::Deleted);
 }
 
+// A resumed selector watch cannot know whether the reader has an object that existed at
+// the resume point and whose labels then changed: the first change of such an object
+// that does not match reaches the reader as Deleted. Once it has, the watch knows the
+// reader does not have the object, and its later label changes are none of its business.
+TEST(ChangeLog, AResumedSelectorWatchTellsOfAnObjectThatNeverMatchedAtMostOnce) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto gold = w.create({}, {"g", 1}, with_labels({{"tier", "gold"}}));
+  auto other = w.create({}, {"o", 1}, with_labels({{"tier", "silver"}}));
+  auto watch = w.watch_list({}, with_selector("tier=gold"));
+  EXPECT_EQ(next(watch).object.id, gold.id);
+  auto position = watch.resource_version();
+  watch.close();
+  auto resumed = w.watch_list({}, with_selector("tier=gold"), with_resume_from(position));
+  w.set_labels({}, other.id, {{"tier", "bronze"}});
+  auto c = next(resumed);
+  EXPECT_EQ(c.object.id, other.id);
+  EXPECT_EQ(c.type, ChangeType::Deleted);
+  w.set_labels({}, other.id, {{"tier", "iron"}});
+  w.set_labels({}, other.id, {{"tier", "tin"}});
+  w.remove({}, other.id);
+  auto marker = w.create({}, {"m", 1}, with_labels({{"tier", "gold"}}));
+  c = next(resumed);
+  EXPECT_EQ(c.object.id, marker.id);
+  EXPECT_EQ(c.type, ChangeType::Added);
+  // It remembers the other way too: once it matches, it is the reader's.
+  w.set_labels({}, marker.id, {{"tier", "gold"}, {"x", "1"}});
+  c = next(resumed);
+  EXPECT_EQ(c.object.id, marker.id);
+  EXPECT_EQ(c.type, ChangeType::Modified);
+}
+
 // A resumed selector watch that told the reader of an object as Added without knowing
 // whether the reader had it already (it existed at the resume point and its labels
 // changed) must still tell of its removal, even when the reader reads both at once.

@@ -262,36 +262,47 @@ object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q) {
 
 /// What subscriber `s` is to hear of `c`, or nothing: with a selector, an object that
 /// starts matching arrives as `Added`, one that stops as `Deleted`, others not at all.
-/// Keeps the subscriber's visible set.
+/// Keeps what the subscriber holds (`visible`, and after a resume `gone`).
 std::optional<object_change> view(WatchHubState::Sub& s, object_change c) {
   if (!s.selector) return c;
   auto id = c.row.meta.id;
   bool match = s.selector->matches(c.row.meta.labels);
-  // After a resume, an object not in `visible` may still be held by the subscriber: it
-  // matched at the resume point if it existed then and its labels have not changed.
-  // What the subscriber hears of it without the watch knowing is marked
-  // (kReaderMayHaveIt), so that its stream never drops it as never had.
   bool labels_changed = c.parts & object_change::labels;
   bool existed = !(c.parts & object_change::created);
+  bool was_visible = s.visible.count(id) > 0;
+  // After a resume, an object the watch has not heard of since may still be held by the
+  // subscriber: it matched at the resume point if it existed then and its labels have
+  // not changed. The first change the subscriber hears of it is marked (merge_unread);
+  // from then on the watch knows (`visible` or `gone`).
+  bool unknown = !s.visible_exact && existed && !was_visible && !s.gone.count(id);
   if (c.type == ChangeType::Deleted) {
-    if (s.visible.erase(id) > 0) return c;
+    s.visible.erase(id);
+    s.gone.erase(id);  // removed: it never comes again
     // Its final labels may differ from the ones it matched with at the resume point.
-    if (s.visible_exact || !(match || (existed && labels_changed))) return std::nullopt;
-    c.parts |= kReaderMayHaveIt;
+    if (!was_visible && !(unknown && (match || labels_changed))) return std::nullopt;
+    if (unknown) c.parts |= kReaderMayHaveIt;
     return c;
   }
   if (match) {
-    if (s.visible.insert(id).second) {
-      bool maybe_held = !s.visible_exact && existed;
-      c.type = maybe_held && !labels_changed ? ChangeType::Modified : ChangeType::Added;
-      if (maybe_held && labels_changed) c.parts |= kReaderMayHaveIt;
+    if (!was_visible) {
+      s.visible.insert(id);
+      s.gone.erase(id);
+      if (unknown && !labels_changed) {
+        c.type = ChangeType::Modified;  // matched at the resume point as it does now
+      } else {
+        c.type = ChangeType::Added;
+        if (unknown) c.parts |= kReaderMayHaveIt;  // perhaps it matched then too
+      }
     }
     return c;
   }
-  if (s.visible.erase(id) == 0) {
-    if (s.visible_exact || !(existed && labels_changed)) return std::nullopt;
-    c.parts |= kReaderMayHaveIt;
-  }
+  // It does not match: whatever the subscriber held, from now on it does not hold it
+  // (unknown with unchanged labels: it did not match at the resume point either).
+  bool held = was_visible || (unknown && labels_changed);
+  if (!s.visible_exact) s.gone.insert(id);
+  if (!held) return std::nullopt;
+  s.visible.erase(id);
+  if (unknown) c.parts |= kReaderMayHaveIt;
   c.type = ChangeType::Deleted;  // stopped matching: gone from the subscriber's view
   return c;
 }

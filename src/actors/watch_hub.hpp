@@ -95,6 +95,10 @@ struct WatchHubState {
     /// `visible` is all the subscriber holds (after a snapshot, not after a resume,
     /// which does not say which unchanged objects matched).
     bool visible_exact = true;
+    /// Without `visible_exact`: the objects (that exist) the subscriber is known not to
+    /// hold, because it was told they left, or they did not match when created or when
+    /// first heard of (bounded by the objects that exist: a removal forgets its id).
+    std::unordered_set<ObjectID> gone{};
     std::optional<std::int64_t> resume_from{};
   };
   struct EventSub {
