@@ -91,6 +91,11 @@ void StreamCoreBase::set_floor(std::int64_t version) {
   floor_ = version;
 }
 
+void StreamCoreBase::passed(std::int64_t version) {
+  std::lock_guard lk(mu_);
+  pushed_max_ = std::max(pushed_max_, version);
+}
+
 std::int64_t StreamCoreBase::position() const {
   std::lock_guard lk(mu_);
   if (!floor_) return 0;

@@ -340,6 +340,49 @@ TEST_F(WatchTest, AnObjectCreatedAndRemovedWhileUnreadLeavesNothingPending) {
   EXPECT_EQ(r.object.id, later.id);
 }
 
+// An object created and removed between two of the hub's takes reaches a watch as one
+// folded `Deleted`, which the hub drops: the stream's position still moves past it, so
+// that a watch resumed from the position does not hear of its removal either.
+TEST_F(WatchTest, APositionMovesPastAnObjectTheHubDroppedWhole) {
+  start();  // GC removes the deletion-pending objects
+  auto w = widgets();
+  auto s = w.watch_list(ctx_);
+  auto& inbox = bh_->core()->hub_feed().inbox;
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto sink = sys.spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](detail::hub_wake_atom) {}}; });
+  struct Quit {
+    caf::actor a;
+    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
+  } quit{sink};
+  inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
+  auto x = w.create(ctx_, {"x", 1});
+  auto y = w.create(ctx_, {"y", 1});  // between x's creation and its removal
+  w.remove(ctx_, x.id);
+  ASSERT_TRUE(eventually([&] {  // physically removed
+    try {
+      w.get(ctx_, x.id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  }));
+  caf::anon_send(caf::actor_cast<caf::actor>(bh_->watch_hub()), detail::hub_wake_atom::value);
+  auto c = next(s);
+  EXPECT_EQ(c.type, ChangeType::Added);
+  EXPECT_EQ(c.object.id, y.id);
+  settle();
+  inbox.attach(bh_->watch_hub()->address());  // the hub is woken again (nothing is lost:
+                                              // it has taken everything)
+  EXPECT_FALSE(s.next_for(30ms).has_value());
+  auto resumed = w.watch_list(ctx_, with_resume_from(s.resource_version()));
+  auto later = w.create(ctx_, {"later", 1});
+  auto r = next(resumed);
+  EXPECT_EQ(r.type, ChangeType::Added);
+  EXPECT_EQ(r.object.id, later.id);
+}
+
 // The same for a selector watch: an object that starts and stops matching while the
 // reader never had it leaves nothing pending.
 TEST_F(WatchTest, AnObjectThatMatchedOnlyWhileUnreadLeavesNothingPending) {

@@ -1,5 +1,6 @@
 #include "actors/watch_hub.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 
@@ -71,6 +72,7 @@ void end(std::uint64_t id, WatchHubState::Sub& s, errc code) {
 void finish_shutdown(Self self);
 bool wants(const WatchHubState::Sub& s, const QueuedChange& q);
 object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q);
+std::int64_t handled_through(const WatchHubState::Sub& s, const std::vector<QueuedChange>& changes);
 std::optional<object_change> view(WatchHubState::Sub& s, object_change c);
 
 /// After a snapshot arrived (or failed): the hub's shutdown waited for the last one.
@@ -150,9 +152,12 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
             if (sub.core) sub.core->set_floor(sub.resume_from.value_or(floor));
             for (auto& c : changes)
               if (auto seen = view(sub, std::move(c))) deliver(sub, *seen);
+            // The replay covers everything up to the log's head, what it left out too.
+            if (sub.core && sub.resume_from) sub.core->passed(floor);
             for (auto& q : o.held)
               if (wants(sub, q))
                 if (auto seen = view(sub, as_seen(sub, q))) deliver(sub, *seen);
+            if (sub.core) sub.core->passed(handled_through(sub, o.held));
             if (sub.actor) self->monitor(sub.actor);
             st.subs.emplace(id, std::move(sub));
             o.ready(id);
@@ -246,6 +251,16 @@ bool wants(const WatchHubState::Sub& s, const QueuedChange& q) {
       q.first_version > s.floor)
     return false;
   return c.row.meta.resource_version > s.floor && matches(s, c.row);
+}
+
+/// The highest version among `changes` that concerns `s` (its kind, and id), whether
+/// `s` hears of it or not; 0 when none does.
+std::int64_t handled_through(const WatchHubState::Sub& s,
+                             const std::vector<QueuedChange>& changes) {
+  std::int64_t through = 0;
+  for (auto& q : changes)
+    if (matches(s, q.change.row)) through = std::max(through, q.change.row.meta.resource_version);
+  return through;
 }
 
 /// `q` as `s` is to hear of it. When the changes folded into `q` straddle the snapshot
@@ -351,6 +366,9 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
           if (wants(s, q))
             if (auto seen = view(s, as_seen(s, q))) put(q.change.row.meta.id, std::move(*seen));
       });
+      // What was left out (an object created and removed since the last take) counts as
+      // delivered: the position moves past it.
+      if (alive) s.core->passed(handled_through(s, batch.changes));
     } else {
       for (auto& q : batch.changes)
         if (wants(s, q))

@@ -44,6 +44,10 @@ class StreamCoreBase {
   /// is above `version` (a snapshot's, or a resume point), those pushed before at or
   /// below it.
   void set_floor(std::int64_t version);
+  /// Producer side, for a stream that tracks versions: the changes up to `version` have
+  /// all been handled, pushed or left out as none of the reader's business (one it
+  /// never had, gone again), so that position() moves past them.
+  void passed(std::int64_t version);
   /// Consumer side: the version up to which every value has been delivered, so that a
   /// watch resumed from it misses nothing; 0 while the values at or below the floor are
   /// still being delivered, and for streams that do not track versions.
