@@ -71,6 +71,14 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
   services_.logger = logger_;
   services_.metrics = settings_.metrics;
   if (services_.metrics) declare_store_metrics(*services_.metrics);
+  // Read by the watch hub when an event watch opens (the stop ends the hub before this
+  // object goes, as for schema_versions below).
+  services_.event_retention = [this](const GroupKind& gk) {
+    auto r = settings_.event_retention;
+    if (auto k = kind(gk); k && k->event_retention) r = k->event_retention;
+    if (r && r->first <= 0 && r->second.count() <= 0) r.reset();
+    return r;
+  };
   auto cfg = std::make_shared<RootConfig>();
   cfg->services = services_;
   cfg->clock = clock_;

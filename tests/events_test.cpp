@@ -4,6 +4,10 @@
 #include <limits>
 #include <mutex>
 
+#include <caf/scoped_actor.hpp>
+
+#include <beehive/actors.hpp>
+
 #include "controller_fixture.hpp"
 
 namespace beehive::test {
@@ -460,6 +464,74 @@ TEST_F(EventsTest, WatchEventsEndsOnCloseOnItsContextAndAfterStop) {
   start();
   stop_(ctx_);
   EXPECT_ERRC(w.watch_events(ctx_, o.id), errc::stopped);
+}
+
+/// Runs waiting in the event watches' streams, not yet read.
+std::size_t unread_runs(Beehive& bh) {
+  auto hub = bh.watch_hub();
+  caf::scoped_actor self{hub->home_system()};
+  std::size_t n = 0;
+  self->request(hub, caf::infinite, inspect_atom::value)
+      .receive([&](const watch_hub_state& st) { n = st.pending; }, [](caf::error&) { FAIL(); });
+  return n;
+}
+
+// An event watch whose reader falls behind holds what the store keeps, not every run
+// ever started: with the kind's retention of 3 runs per category, no more than the 3
+// newest runs of a category wait (an older one is trimmed from the store as well).
+TEST_F(EventsTest, AnUnreadEventWatchHoldsNoMoreRunsPerCategoryThanTheRetentionKeeps) {
+  open();
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(
+      register_widgets(with_event_retention(3, 0ms)));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  emit(o.id, "flap", EventType::Normal, "Before");
+  auto s = w.watch_events(ctx_, o.id);  // not read until the end
+  for (int i = 0; i < 20; ++i)
+    emit(o.id, "flap", i % 2 ? EventType::Warning : EventType::Normal, "R" + std::to_string(i));
+  emit(o.id, "quiet", EventType::Normal, "Q");
+  settle();
+  EXPECT_EQ(unread_runs(*bh_), 4u);
+  std::vector<std::string> reasons;
+  while (auto e = s.next_for(30ms)) reasons.push_back(e->reason);
+  EXPECT_EQ(reasons, (std::vector<std::string>{"R17", "R18", "R19", "Q"}));
+}
+
+// A watch opened before its object exists learns the object's kind when it is created.
+TEST_F(EventsTest, AnUnreadEventWatchOpenedBeforeItsObjectIsBoundedToo) {
+  open();
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(
+      register_widgets(with_event_retention(2, 0ms)));
+  auto w = widgets();
+  auto first = w.create(ctx_, {"first", 1});
+  auto s = w.watch_events(ctx_, first.id + 1);
+  auto o = w.create(ctx_, {"a", 1});
+  ASSERT_EQ(o.id, first.id + 1);
+  for (int i = 0; i < 10; ++i) emit(o.id, "flap", EventType::Normal, "R" + std::to_string(i));
+  settle();
+  EXPECT_EQ(unread_runs(*bh_), 2u);
+  std::vector<std::string> reasons;
+  while (auto e = s.next_for(30ms)) reasons.push_back(e->reason);
+  EXPECT_EQ(reasons, (std::vector<std::string>{"R8", "R9"}));
+}
+
+// The age bound likewise (the Beehive's retention, for every kind): a run older than the
+// bound before the newest run of its category started is no longer kept.
+TEST_F(EventsTest, AnUnreadEventWatchDropsTheRunsPastTheRetentionsAge) {
+  open(with_event_retention(0, 1h));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  auto s = w.watch_events(ctx_, o.id);
+  for (int i = 0; i < 10; ++i) {
+    emit(o.id, "flap", EventType::Normal, "R" + std::to_string(i));
+    clock_->advance(40min);
+  }
+  settle();
+  EXPECT_EQ(unread_runs(*bh_), 2u);  // R8 (40 minutes before R9) and R9
+  std::vector<std::string> reasons;
+  while (auto e = s.next_for(30ms)) reasons.push_back(e->reason);
+  EXPECT_EQ(reasons, (std::vector<std::string>{"R8", "R9"}));
 }
 
 TEST_F(EventsTest, RetentionKeepsTheNewestRunsPerCategoryAndAnAgeBound) {

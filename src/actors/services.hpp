@@ -3,16 +3,20 @@
 // Services: what beehive's actors need from the beehive that spawned them, handed to
 // them as one value when they are spawned. Actors never see the blocking facade (the
 // runtime): they get the store's read pool, the timers' clock, the logger and the
-// metrics sink, and a function that runs one reconcile pass.
+// metrics sink, a function that runs one reconcile pass, and one that tells a kind's
+// event retention.
 //
 // Thread-safety: every member is safe to use from any actor's thread; the value itself
 // is copied into each actor and never changed afterwards.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 #include <caf/actor.hpp>
 
@@ -41,6 +45,10 @@ struct Services {
   caf::actor reader;
   /// Runs one reconcile pass of an object of the kind, on the calling (worker) thread.
   std::function<Outcome(const KindEntry&, std::int64_t id)> reconcile;
+  /// The event retention of a kind (its with_event_retention, else the Beehive's): runs
+  /// kept per (object, category), and their largest age; nothing without either bound.
+  std::function<std::optional<std::pair<int, std::chrono::milliseconds>>(const GroupKind&)>
+      event_retention;
   /// Numbers watch subscriptions; shared so that a restarted hub never reuses one.
   std::shared_ptr<std::atomic<std::uint64_t>> subscription_ids =
       std::make_shared<std::atomic<std::uint64_t>>(0);

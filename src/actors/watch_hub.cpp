@@ -190,10 +190,53 @@ bool passes(const event_watch_request& w, const Event& e) {
          (!f.since || e.last_at >= *f.since);
 }
 
-bool deliver(const WatchHubState::EventSub& s, const event_run& r) {
-  if (s.core) return s.core->push(r.event.id, r);
-  caf::anon_send(s.filter.subscriber, r);
-  return true;
+/// Hands run `r` to a blocking stream (`put`), then drops (`drop`) the unread runs of its
+/// category that the store no longer keeps, by the retention of the object's kind: those
+/// beyond the newest `per_object` handed to the stream (the store's newest include them,
+/// and may include runs the watch's filters leave out), and those that ended more than
+/// the age bound before the newest began or was extended (the store's sweep drops what
+/// is that old by its clock's now, which is later). A run the reader has taken already
+/// is dropped as nothing.
+template <class Put, class Drop>
+void put_run(WatchHubState::EventSub& s, const event_run& r, Put& put, Drop& drop) {
+  put(r.event.id, r);
+  if (!s.retention) return;
+  auto [per_object, max_age] = *s.retention;
+  auto& runs = s.runs[r.event.category];
+  auto same = std::find_if(runs.rbegin(), runs.rend(),
+                           [&](const auto& run) { return run.first == r.event.id; });
+  if (same != runs.rend())
+    same->second = r.event.last_at;  // an extension
+  else
+    runs.emplace_back(r.event.id, r.event.last_at);
+  auto too_many = [&] {
+    return per_object > 0 && runs.size() > static_cast<std::size_t>(per_object);
+  };
+  auto too_old = [&] {
+    return max_age.count() > 0 && std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      runs.back().second - runs.front().second) > max_age;
+  };
+  while (runs.size() > 1 && (too_many() || too_old())) {
+    drop(runs.front().first);
+    runs.pop_front();
+  }
+}
+
+/// Hands `runs` to subscriber `s`; false when its stream has ended.
+bool deliver(WatchHubState::EventSub& s, const std::vector<event_run>& runs) {
+  if (!s.core) {
+    for (auto& r : runs) caf::anon_send(s.filter.subscriber, r);
+    return true;
+  }
+  return s.core->push_batch([&](auto& put, auto& drop) {
+    for (auto& r : runs) put_run(s, r, put, drop);
+  });
+}
+
+/// Learns the retention of the kind of `s`'s object (once the object exists).
+void learn_kind(const WatchHubState& st, WatchHubState::EventSub& s, const GroupKind& gk) {
+  s.kind_known = true;
+  if (s.core && st.services.event_retention) s.retention = st.services.event_retention(gk);
 }
 
 void end_events(std::uint64_t id, WatchHubState::EventSub& s, errc code) {
@@ -212,14 +255,17 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
   ReadJob job = [oid = sub.filter.id, q = query_of(sub.filter)](store::Reader& r) {
     std::int64_t floor = 0;
     auto runs = r.event_snapshot(oid, q, floor);
-    return caf::make_message(std::move(runs), floor);
+    std::vector<GroupKind> kind;  // the object's, if it exists
+    if (auto row = r.get(oid)) kind.push_back({row->meta.group, row->meta.kind});
+    return caf::make_message(std::move(runs), floor, std::move(kind));
   };
   st.opening_events.emplace(
       id, WatchHubState::OpeningEventSub{std::move(sub), {}, {}, std::move(ready)});
   publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
-          [self, id](std::vector<event_run>& runs, std::int64_t floor) {
+          [self, id](std::vector<event_run>& runs, std::int64_t floor,
+                     std::vector<GroupKind>& kind) {
             auto& st = self->state;
             auto it = st.opening_events.find(id);
             if (it == st.opening_events.end()) return;
@@ -227,9 +273,10 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
             st.opening_events.erase(it);
             auto& sub = o.sub;
             sub.floor = floor;
-            for (auto& r : runs) deliver(sub, r);
+            if (!kind.empty()) learn_kind(st, sub, kind.front());
             for (auto& r : o.held)
-              if (r.resource_version > floor && passes(sub.filter, r.event)) deliver(sub, r);
+              if (r.resource_version > floor && passes(sub.filter, r.event)) runs.push_back(r);
+            deliver(sub, runs);
             if (sub.filter.subscriber) self->monitor(sub.filter.subscriber);
             st.event_subs.emplace(id, std::move(sub));
             o.ready(id);
@@ -383,11 +430,17 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
     auto wanted = [&](const event_run& r) {
       return r.resource_version > s.floor && passes(s.filter, r.event);
     };
+    if (!s.kind_known && s.core)  // the object did not exist when the watch opened
+      for (auto& q : batch.changes)
+        if (q.change.row.meta.id == s.filter.id) {
+          learn_kind(st, s, {q.change.row.meta.group, q.change.row.meta.kind});
+          break;
+        }
     bool alive = true;
     if (s.core) {
-      alive = s.core->push_batch([&](auto&& put) {
+      alive = s.core->push_batch([&](auto& put, auto& drop) {
         for (auto& r : batch.events)
-          if (wanted(r)) put(r.event.id, r);
+          if (wanted(r)) put_run(s, r, put, drop);
       });
     } else {
       for (auto& r : batch.events)

@@ -10,13 +10,19 @@
 // Blocking watches are conflating stream cores, so a slow reader holds one pending
 // change per object, never one per write, and none for an object it never had that is
 // gone again (merge_unread): what the hub and its watches hold is bounded by the objects
-// that exist x watches, whatever the write rate. When the writer has published its last
-// commit (it forwards its shutdown), every watch ends with errc::stopped after what
-// is already queued.
+// that exist x watches, whatever the write rate. An event watch's stream likewise holds
+// one entry per run, and no more runs per (object, category) than the retention of the
+// object's kind keeps (with_event_retention; a run beyond it is dropped unread, as the
+// store drops it): without a retention, as many as the store keeps. When the writer has published
+// its last commit (it forwards its shutdown), every watch ends with errc::stopped after what is
+// already queued.
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -105,6 +111,14 @@ struct WatchHubState {
     event_watch_request filter;
     std::shared_ptr<EventCore> core;  // a blocking stream, or filter.subscriber
     std::int64_t floor = 0;
+    /// A blocking stream's bound on unread runs: the retention of the object's kind
+    /// (count per category, age), once the kind is known (the object may not exist yet);
+    /// none without a retention.
+    std::optional<std::pair<int, std::chrono::milliseconds>> retention{};
+    bool kind_known = false;
+    /// With a retention: per category, the runs handed to the stream that the store may
+    /// still keep (their ids and last times), oldest first.
+    std::unordered_map<std::string, std::deque<std::pair<EventID, Time>>> runs{};
   };
   /// Called once a new watch's snapshot has been delivered (or the watch ended first):
   /// releases the facade's caller, or answers the actor's request with the id.
