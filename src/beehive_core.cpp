@@ -148,6 +148,7 @@ void BeehiveCore::ensure_running(const Context& ctx) const {
 caf::actor BeehiveCore::controller(const GroupKind& gk) const { return directory_->controller(gk); }
 caf::actor BeehiveCore::gc() const { return directory_->gc(); }
 caf::actor BeehiveCore::event_log() const { return directory_->event_log(); }
+caf::actor BeehiveCore::reader() const { return directory_->reader(); }
 scheduler_actor BeehiveCore::scheduler() const {
   return caf::actor_cast<scheduler_actor>(directory_->scheduler());
 }

@@ -97,6 +97,9 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   caf::actor gc() const;
   caf::actor event_log() const;
   scheduler_actor scheduler() const;
+  /// The reader actor (reader.hpp), where the hub reads watch snapshots; for tests that
+  /// hold it up.
+  caf::actor reader() const;
 
   // -- controllers ----------------------------------------------------------------
 
@@ -138,9 +141,10 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   enum class State { created, running, draining, stopped };
 
   /// Hands `w` to the hub for `core` and returns once its snapshot is in (every later
-  /// commit arrives live); the stream unsubscribes when it ends.
+  /// commit arrives live); the stream unsubscribes when it ends. Throws cancelled or
+  /// deadline_exceeded when `ctx` ends first (the stream is closed, so unsubscribed).
   template <class Watch, class Core>
-  void open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core);
+  void open_watch(const Context& ctx, std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core);
   /// Runs the root's stop protocol (see root.hpp) and waits for its report.
   StopReport stop_actors(std::optional<Context::Deadline> deadline);
   /// The retention policy the event_log applies, from the Beehive's and kinds' options.

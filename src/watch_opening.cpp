@@ -1,7 +1,7 @@
 // BeehiveCore's watches: a blocking stream is opened by handing its subscription to the
-// watch hub and waiting until the hub has delivered its snapshot (every later commit
-// then arrives live); schedule watches are served by the kind's ScheduleTable. Runs on
-// the caller's thread.
+// watch hub and waiting, within the caller's context, until the hub has delivered its
+// snapshot (every later commit then arrives live); schedule watches are served by the
+// kind's ScheduleTable. Runs on the caller's thread.
 
 #include "beehive_core.hpp"
 
@@ -12,7 +12,8 @@
 namespace beehive::detail {
 
 template <class Watch, class Core>
-void BeehiveCore::open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core) {
+void BeehiveCore::open_watch(const Context& ctx, std::shared_ptr<Watch> w,
+                             const std::shared_ptr<Core>& core) {
   w->core = core;
   w->subscription = next_subscription();
   std::weak_ptr<BeehiveCore> weak = weak_from_this();
@@ -22,7 +23,14 @@ void BeehiveCore::open_watch(std::shared_ptr<Watch> w, const std::shared_ptr<Cor
   });
   auto ready = w->ready;
   caf::anon_send(watch_hub(), std::move(w));
-  ready->take(Context{});
+  try {
+    ready->take(ctx);
+  } catch (const Error&) {
+    // The caller's context ended before the snapshot was in (or the hub stopped): the
+    // stream ends, and its end unsubscribes the watch the hub may still be opening.
+    core->close();
+    throw;
+  }
 }
 
 std::shared_ptr<EventCore> BeehiveCore::watch_events(const Context& ctx, ObjectID id,
@@ -32,7 +40,7 @@ std::shared_ptr<EventCore> BeehiveCore::watch_events(const Context& ctx, ObjectI
   auto core = std::make_shared<EventCore>(ctx);
   auto w = std::make_shared<EventStreamWatch>();
   w->filter = {id, q, nullptr};
-  open_watch(std::move(w), core);
+  open_watch(ctx, std::move(w), core);
   return core;
 }
 
@@ -72,7 +80,7 @@ std::shared_ptr<ChangeCore> BeehiveCore::watch(const Context& ctx, const GroupKi
   w->id = id;
   w->selector = std::move(selector);
   w->resume_from = resume_from;
-  open_watch(std::move(w), core);
+  open_watch(ctx, std::move(w), core);
   return core;
 }
 

@@ -2,10 +2,13 @@
 
 #include <barrier>
 #include <caf/all.hpp>
+#include <condition_variable>
+#include <future>
 #include <limits>
 
 #include <beehive/actors.hpp>
 
+#include "actors/reader.hpp"
 #include "beehive_core.hpp"
 #include "controller_fixture.hpp"
 
@@ -454,6 +457,77 @@ TEST_F(WatchTest, ASlowSelectorReaderHearsModifiedForAnObjectThatLeftAndCameBack
   w.set_labels(ctx_, gold.id, {});
   EXPECT_EQ(next(s).type, ChangeType::Deleted);
   w.set_labels(ctx_, gold.id, {{"tier", "gold"}});
+  EXPECT_EQ(next(s).type, ChangeType::Added);
+}
+
+/// Holds the beehive's reader (where watch snapshots are read) until released: a slow
+/// snapshot. Released when it leaves scope at the latest, or after `limit` (so that a
+/// call that ignores its context cannot hang the test).
+class HeldReader {
+ public:
+  HeldReader(detail::BeehiveCore& core, std::chrono::milliseconds limit) {
+    std::promise<void> entered;
+    auto held = entered.get_future();
+    caf::anon_send(core.reader(), detail::ReadJob{[gate = gate_, &entered](store::Reader&) {
+                     entered.set_value();
+                     std::unique_lock lk(gate->mu);
+                     gate->cv.wait(lk, [&] { return gate->released; });
+                     return caf::make_message(true);
+                   }});
+    held.wait();
+    watchdog_ = std::thread([gate = gate_, limit] {
+      std::unique_lock lk(gate->mu);
+      gate->cv.wait_for(lk, limit, [&] { return gate->released; });
+      gate->released = true;
+      gate->cv.notify_all();
+    });
+  }
+  ~HeldReader() {
+    release();
+    watchdog_.join();
+  }
+  void release() {
+    std::lock_guard lk(gate_->mu);
+    gate_->released = true;
+    gate_->cv.notify_all();
+  }
+
+ private:
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool released = false;
+  };
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  std::thread watchdog_;
+};
+
+// Opening a watch waits for its snapshot within the caller's context: behind a snapshot
+// that is slow to come, the call ends at the deadline or on cancel, as other blocking
+// calls do, and the watch it began is unsubscribed.
+TEST_F(WatchTest, OpeningAWatchEndsWithItsContextAndLeavesNoWatchBehind) {
+  auto w = widgets();
+  w.create(ctx_, {"a", 1});
+  {
+    HeldReader held(*bh_->core(), 3s);
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_ERRC(w.watch_list(ctx_.with_timeout(50ms)), errc::deadline_exceeded);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+    EXPECT_ERRC(w.watch_events(ctx_.with_timeout(20ms), 1), errc::deadline_exceeded);
+    ASSERT_TRUE(eventually([&] { return bh_->core()->hub_feed().watches.load() == 0; }));
+    auto [cctx, cancel] = ctx_.with_cancel();
+    std::thread canceller([&, cancel = cancel] {
+      // Once the hub has the second watch (its snapshot waiting behind the held reader).
+      eventually([&] { return bh_->core()->hub_feed().watches.load() >= 1; });
+      cancel();
+    });
+    EXPECT_ERRC(w.watch(cctx, 1), errc::cancelled);
+    canceller.join();
+  }
+  settle();
+  EXPECT_EQ(inspect_hub(*bh_).object_watches, 0u);
+  EXPECT_EQ(bh_->core()->hub_feed().watches.load(), 0u);
+  auto s = w.watch_list(ctx_.with_timeout(5s));  // the reader serves again
   EXPECT_EQ(next(s).type, ChangeType::Added);
 }
 

@@ -24,6 +24,10 @@ caf::actor ActorDirectory::event_log() const {
   std::lock_guard lk(mu_);
   return event_log_;
 }
+caf::actor ActorDirectory::reader() const {
+  std::lock_guard lk(mu_);
+  return caf::actor_cast<caf::actor>(reader_);
+}
 caf::actor ActorDirectory::controller(const GroupKind& gk) const {
   std::lock_guard lk(mu_);
   auto it = controllers_.find(gk);
@@ -48,6 +52,10 @@ void ActorDirectory::set_gc(caf::actor g) {
 void ActorDirectory::set_event_log(caf::actor e) {
   std::lock_guard lk(mu_);
   event_log_ = std::move(e);
+}
+void ActorDirectory::set_reader(caf::actor r) {
+  std::lock_guard lk(mu_);
+  reader_ = r.address();
 }
 void ActorDirectory::set_controller(const GroupKind& gk, caf::actor c) {
   std::lock_guard lk(mu_);

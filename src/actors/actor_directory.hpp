@@ -10,6 +10,8 @@
 #include <mutex>
 
 #include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
+#include <caf/actor_cast.hpp>
 
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
@@ -26,6 +28,9 @@ class ActorDirectory {
   scheduler_impl scheduler() const;
   caf::actor gc() const;
   caf::actor event_log() const;
+  /// The reader that runs the actors' blocking reads (watch snapshots among them), or
+  /// null once it is gone. Held weakly: the root ends it, and nothing here keeps it.
+  caf::actor reader() const;
   /// The kind's controller, or null (before start, after stop, or no such kind).
   caf::actor controller(const GroupKind& gk) const;
 
@@ -34,6 +39,7 @@ class ActorDirectory {
   void set_scheduler(scheduler_impl s);
   void set_gc(caf::actor g);
   void set_event_log(caf::actor e);
+  void set_reader(caf::actor r);
   void set_controller(const GroupKind& gk, caf::actor c);
 
  private:
@@ -43,6 +49,7 @@ class ActorDirectory {
   scheduler_impl scheduler_;
   caf::actor gc_;
   caf::actor event_log_;
+  caf::actor_addr reader_;
   std::map<GroupKind, caf::actor> controllers_;
 };
 

@@ -107,6 +107,7 @@ void spawn_reader(Self self) {
   auto r = self->spawn<caf::detached>(detail::reader, self->state.cfg->services.backend);
   self->monitor(r);
   self->state.cfg->services.reader = r;
+  self->state.cfg->directory->set_reader(r);
 }
 
 void spawn_scheduler(Self self) {
