@@ -331,10 +331,10 @@ Schedule ClientCore::get_schedule(ObjectID id) const {
 void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) const {
   get(ctx, id, 0);  // not_found for a missing or foreign id
   // A standby's controller reconciles nothing: the requeue goes through the change log
-  // to the leader's, in whichever process it runs (its backoff is left as it is).
+  // to the leader's, in whichever process it runs.
   if (rt_->is_standby()) {
     if (!rt_->kind(gk_)) throw Error(errc::no_controller, to_string(gk_) + " has no controller");
-    rt_->write(ctx, log_requeue_request{gk_, id}, {});
+    rt_->write(ctx, log_requeue_request{gk_, id, reset_backoff}, {});
     return;
   }
   rt_->requeue(gk_, id, reset_backoff);

@@ -103,6 +103,7 @@ void commit_record::append(commit_record&& other) {
   for (auto& c : other.changes) changes.push_back(std::move(c));
   for (auto& w : other.wakes) wakes.push_back(std::move(w));
   for (auto& r : other.requeues) requeues.push_back(std::move(r));
+  for (auto& r : other.backoff_resets) backoff_resets.push_back(std::move(r));
   for (auto& e : other.events) events.push_back(std::move(e));
   edges_removed |= other.edges_removed;
   lost_through = std::max(lost_through, other.lost_through);

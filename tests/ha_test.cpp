@@ -493,6 +493,19 @@ TEST_F(HaTest, ARequeueOnAStandbyIsReconciledByTheLeader) {
   client_->requeue({}, o.id);
   ASSERT_TRUE(read_until(*a, "reconciling " + std::to_string(o.id)));
   EXPECT_EQ(here.load(), 0);
+  // Asked with the backoff reset, the logged request says so to the leader, whose
+  // controller acts on it as on its own (ReconcileTest.ARequeueThroughTheChangeLog...).
+  const auto latest_parts = [&] {
+    auto rows = query_test_store(
+        path_, "SELECT parts FROM change_log WHERE object_id = " + std::to_string(o.id) +
+                   " ORDER BY resource_version DESC LIMIT 1");
+    return rows.empty() ? -1 : std::stoll(rows[0][0]);
+  };
+  const long long reset_bit = 1 << 17, requeue_bit = 1 << 16;
+  EXPECT_EQ(latest_parts() & (reset_bit | requeue_bit), requeue_bit);
+  client_->requeue({}, o.id, with_reset_backoff());
+  EXPECT_EQ(latest_parts() & (reset_bit | requeue_bit), reset_bit | requeue_bit);
+  ASSERT_TRUE(read_until(*a, "reconciling " + std::to_string(o.id)));
   stop({});
   a->write_line("quit");
   EXPECT_EQ(a->wait(), 0);

@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <future>
 
+#include <caf/scoped_actor.hpp>
+
 #include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
@@ -290,6 +292,39 @@ TEST_F(ReconcileTest, SuccessClearsTheBackoffAndAPlainRequeueKeepsIt) {
   fail = true;
   w.update(ctx_, o.id, {"a", 2});
   EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 1s));  // the ladder starts over
+}
+
+// beehive-ctl requeue, and Client::requeue on a standby, reach the controller through the
+// change log (here: another writer on the same store). A plain one keeps the backoff
+// ladder; one asked with the backoff reset starts it over.
+TEST_F(ReconcileTest, ARequeueThroughTheChangeLogResetsTheBackoffWhenAskedTo) {
+  std::atomic<int> passes{0};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto&) -> Result {
+    ++passes;
+    throw std::runtime_error("boom");
+  });
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 1s));
+  clock_->advance(1s);
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 2s));
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  caf::scoped_actor self{actor_system_of(other)};
+  const auto log_requeue = [&](bool reset_backoff) {
+    bool logged = false;
+    self->request(other.store_writer(), 10s, log_requeue_request{widget_kind, o.id, reset_backoff})
+        .receive([&](bool ok) { logged = ok; }, [](caf::error&) {});
+    return logged;
+  };
+  ASSERT_TRUE(log_requeue(false));
+  ASSERT_TRUE(eventually([&] { return passes == 3; }));
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 4s));  // the ladder went on
+  ASSERT_TRUE(log_requeue(true));
+  ASSERT_TRUE(eventually([&] { return passes == 4; }));
+  EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 1s));  // and started over
 }
 
 TEST_F(ReconcileTest, RequeueAfterReconcilesAgainAndTheNewestScheduleWins) {

@@ -60,6 +60,9 @@ struct commit_record {
   /// `Client::requeue` on a standby): their kind's controller reconciles each, lifting a
   /// terminal mark, as an in-process requeue does.
   std::vector<Ref> requeues;
+  /// Those of `requeues` asked for with the retry backoff reset: the controller forgets
+  /// the object's place on its backoff ladder before it queues it.
+  std::vector<Ref> backoff_resets;
   /// An edge was removed (it may have been what kept a deletion-pending object).
   bool edges_removed = false;
   /// When above 0: changes made by other processes at or below this resource version

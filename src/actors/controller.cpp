@@ -522,6 +522,8 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         }
         for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
           if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
+        for (auto& ref : rec.backoff_resets)  // before their requeues below
+          if (ref.group == gk.group && ref.kind == gk.kind) st.backoff.erase(ref.id);
         for (auto& ref : rec.requeues)  // by hand, through the change log
           if (ref.group == gk.group && ref.kind == gk.kind) {
             st.timers.erase(ref.id);

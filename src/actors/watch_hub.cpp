@@ -123,7 +123,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     for (auto& c : log.changes)
       // An object created and removed above the resume point: the reader never had it.
       if (c.row && !(c.type == ChangeType::Deleted && (c.parts & object_change::created)))
-        changes.push_back({c.type, std::move(*c.row), c.parts & ~store::kLoggedRequeue});
+        changes.push_back({c.type, std::move(*c.row), c.parts & store::kObjectParts});
     // Live changes at or below the head were replayed: the hub drops them.
     return caf::make_message(std::move(changes), log.head, false);
   };

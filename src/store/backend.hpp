@@ -49,6 +49,10 @@ struct ListQuery {
 /// The change-log bit of a requeue asked for through the store (beehive-ctl requeue): no
 /// object changed, the kind's controller, in whichever process runs it, reconciles it.
 constexpr unsigned kLoggedRequeue = 1u << 16;
+/// With kLoggedRequeue: the requeue resets the object's retry backoff.
+constexpr unsigned kLoggedBackoffReset = 1u << 17;
+/// The bits of a logged entry that say what changed in the object itself.
+constexpr unsigned kObjectParts = kLoggedRequeue - 1;
 
 /// One object's logged changes above a version, folded: `parts` is every part that
 /// changed, `row` the object as it stands (for a removal, its final body as logged).
@@ -56,7 +60,7 @@ struct LoggedChange {
   std::int64_t resource_version = 0;  ///< of its latest change
   std::int64_t first_version = 0;     ///< of its earliest change above the version read from
   ChangeType type = ChangeType::Modified;
-  unsigned parts = 0;  ///< object_change::Part bits, and kLoggedRequeue
+  unsigned parts = 0;  ///< object_change::Part bits, and the kLogged* bits
   Ref ref;
   std::optional<ObjectRow> row;  ///< absent when only a requeue was logged
   /// The object's owner, when the backend read it with the change (owner_read);

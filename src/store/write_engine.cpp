@@ -157,8 +157,9 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   if (log.horizon > seen_rv_) rec.lost_through = log.horizon;
   for (auto& c : log.changes) {
     if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
+    if (c.parts & kLoggedBackoffReset) rec.backoff_resets.push_back(c.ref);
     if (!c.row) continue;
-    object_change change{c.type, std::move(*c.row), c.parts & ~kLoggedRequeue};
+    object_change change{c.type, std::move(*c.row), c.parts & kObjectParts};
     if (c.first_version < c.resource_version) change.first_version = c.first_version;
     // Controllers that own the row's kind wake on it (with_owns), as on this process's.
     if (c.owner_read)
@@ -413,8 +414,8 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       if (live) w.savepoint(depth_ + 1);
       ++depth_;
       marks_.push_back({session_rec_.changes.size(), session_rec_.wakes.size(),
-                        session_rec_.requeues.size(), session_rec_.events.size(),
-                        session_rec_.edges_removed});
+                        session_rec_.requeues.size(), session_rec_.backoff_resets.size(),
+                        session_rec_.events.size(), session_rec_.edges_removed});
       break;
     case SessionCmd::release:
       if (live) w.release(depth_);
@@ -427,6 +428,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       session_rec_.changes.resize(marks_.back().changes);
       session_rec_.wakes.resize(marks_.back().wakes);
       session_rec_.requeues.resize(marks_.back().requeues);
+      session_rec_.backoff_resets.resize(marks_.back().backoff_resets);
       session_rec_.events.resize(marks_.back().events);
       session_rec_.edges_removed = marks_.back().edges_removed;
       marks_.pop_back();

@@ -208,7 +208,7 @@ class WriteEngine {
 
  private:
   struct Mark {
-    std::size_t changes, wakes, requeues, events;
+    std::size_t changes, wakes, requeues, backoff_resets, events;
     bool edges_removed;
   };
   using SteadyTime = std::chrono::steady_clock::time_point;

@@ -173,10 +173,12 @@ ObjectRow WriteOps::set_labels(const GroupKind& gk, ObjectID id, const Labels& l
   return changed(id, object_change::labels);
 }
 
-bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id) {
+bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
   auto row = require(gk, id);
-  w_.log_change(w_.next_resource_version(), row.meta, kLoggedRequeue, now_, nullptr);
+  w_.log_change(w_.next_resource_version(), row.meta,
+                kLoggedRequeue | (reset_backoff ? kLoggedBackoffReset : 0u), now_, nullptr);
   rec_.requeues.push_back({id, gk.group, gk.kind});
+  if (reset_backoff) rec_.backoff_resets.push_back({id, gk.group, gk.kind});
   return true;
 }
 
@@ -391,7 +393,9 @@ ObjectRow WriteOps::apply(const remove_request& r) {
 ObjectRow WriteOps::apply(const set_labels_request& r) {
   return set_labels(r.gk, r.id, r.labels, r.resource_version);
 }
-bool WriteOps::apply(const log_requeue_request& r) { return log_requeue(r.gk, r.id); }
+bool WriteOps::apply(const log_requeue_request& r) {
+  return log_requeue(r.gk, r.id, r.reset_backoff);
+}
 int WriteOps::apply(const trim_change_log_request& r) { return trim_change_log(r); }
 bool WriteOps::apply(const remove_by_slug_request& r) { return remove_by_slug(r.gk, r.slug); }
 ObjectRow WriteOps::apply(const update_status_request& r) {

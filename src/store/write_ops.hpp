@@ -105,7 +105,7 @@ class WriteOps {
   ObjectRow set_labels(const GroupKind& gk, ObjectID id, const Labels& labels,
                        std::optional<std::int64_t> expected = std::nullopt);
   /// Records a requeue of the object in the change log and wakes its controller here.
-  bool log_requeue(const GroupKind& gk, ObjectID id);
+  bool log_requeue(const GroupKind& gk, ObjectID id, bool reset_backoff);
   /// Trims the change log (see trim_change_log_request); returns the entries removed.
   int trim_change_log(const trim_change_log_request& r);
   /// True when this call requested the deletion.

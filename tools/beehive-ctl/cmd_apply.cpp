@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "failure.hpp"
 #include "names.hpp"
+#include "selector.hpp"
 #include "store/label_selector.hpp"
 #include "terminal_text.hpp"
 #include "writer.hpp"
@@ -140,7 +141,7 @@ int run_apply(WriteSession& ws, const ApplyOptions& o, std::ostream& out) {
   auto docs = parse_documents(read_input(o.file), o.file);
   for (auto& doc : docs) {
     auto what = apply_one(ws, doc);
-    out << printable(to_string(doc.gk) + '/' + doc.slug) << ' ' << what << std::endl;
+    out << printable(kind_name(doc.gk) + '/' + doc.slug) << ' ' << what << std::endl;
   }
   return 0;
 }

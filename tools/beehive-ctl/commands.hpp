@@ -80,7 +80,8 @@ struct ObjectName {
   std::optional<std::int64_t> resource_version;  ///< precondition: conflict otherwise
 };
 int run_delete(WriteSession& ws, const ObjectName& o, std::ostream& out);
-int run_requeue(WriteSession& ws, const ObjectName& o, std::ostream& out);
+/// With `reset_backoff`, the controller also forgets the object's retry backoff.
+int run_requeue(WriteSession& ws, const ObjectName& o, bool reset_backoff, std::ostream& out);
 
 struct LabelOptions {
   ObjectName target;

@@ -204,6 +204,10 @@ int main(int argc, char** argv) {
   auto* requeue_cmd = app.add_subcommand(
       "requeue", "Asks the kind's controller, wherever it runs, to reconcile the object");
   add_object_name(requeue_cmd, requeue, false);
+  bool reset_backoff = false;
+  requeue_cmd->add_flag("--reset-backoff", reset_backoff,
+                        "and forget the object's retry backoff (its next failure waits the "
+                        "first step again)");
 
   ctl::LabelOptions label;
   auto* label_cmd =
@@ -250,7 +254,7 @@ int main(int argc, char** argv) {
       ctl::WriteSession ws(where);
       if (*apply_cmd) return ctl::run_apply(ws, apply, std::cout);
       if (*delete_cmd) return ctl::run_delete(ws, remove, std::cout);
-      if (*requeue_cmd) return ctl::run_requeue(ws, requeue, std::cout);
+      if (*requeue_cmd) return ctl::run_requeue(ws, requeue, reset_backoff, std::cout);
       return ctl::run_label(ws, label, std::cout);
     }
     if (*describe_cmd) ctl::check_kind_text(describe.kind);

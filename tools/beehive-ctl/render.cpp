@@ -6,6 +6,8 @@
 
 #include <beehive/condition.hpp>
 
+#include "selector.hpp"
+
 namespace beehive::ctl {
 
 namespace {
@@ -149,13 +151,13 @@ Json event_json(const Event& e) {
 }
 
 std::string ref_name(const Ref& r, const std::optional<std::string>& slug) {
-  auto name = to_string(GroupKind{r.group, r.kind}) + "/" + std::to_string(r.id);
+  auto name = kind_name(GroupKind{r.group, r.kind}) + "/" + std::to_string(r.id);
   if (slug) name += " (" + *slug + ")";
   return name;
 }
 
 std::string object_name(const ObjectMeta& m) {
-  return to_string(GroupKind{m.group, m.kind}) + "/" + (m.slug ? *m.slug : std::to_string(m.id));
+  return kind_name(GroupKind{m.group, m.kind}) + "/" + (m.slug ? *m.slug : std::to_string(m.id));
 }
 
 std::string labels_text(const Labels& labels) {

@@ -31,11 +31,16 @@ bool iequals(const std::string& a, const std::string& b) {
 
 std::string join(const std::vector<GroupKind>& kinds) {
   std::string out;
-  for (auto& gk : kinds) out += (out.empty() ? "" : ", ") + to_string(gk);
+  for (auto& gk : kinds) out += (out.empty() ? "" : ", ") + kind_name(gk);
   return out.empty() ? "none" : out;
 }
 
 }  // namespace
+
+std::string kind_name(const GroupKind& gk) {
+  if (gk.group.empty() && gk.kind.find('.') != std::string::npos) return gk.kind + ".";
+  return to_string(gk);
+}
 
 std::string plural(const std::string& kind) {
   auto k = lower(kind);
@@ -128,7 +133,7 @@ ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& toke
   // have `delete` remove the wrong object.
   if (by_id && by_slug && by_id->meta.id != by_slug->meta.id)
     throw std::runtime_error(
-        to_string(gk) + " \"" + token +
+        kind_name(gk) + " \"" + token +
         "\" is ambiguous: it is the id of one object and the slug of another (id " +
         std::to_string(by_slug->meta.id) + "); name it with --by id or --by slug");
   if (by_id) return std::move(*by_id);
@@ -136,7 +141,7 @@ ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& toke
   const char* what = naming == Naming::id     ? "not an id of the kind"
                      : naming == Naming::slug ? "not a slug of the kind"
                                               : "neither an id nor a slug of the kind";
-  throw NotFound(to_string(gk) + " \"" + token + "\" not found (" + what + ")");
+  throw NotFound(kind_name(gk) + " \"" + token + "\" not found (" + what + ")");
 }
 
 }  // namespace beehive::ctl

@@ -34,6 +34,11 @@ std::string plural(const std::string& kind);
 /// instead, split at its first dot.
 GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent = false);
 
+/// How the tool prints a kind: "Kind.group", "Kind" in the core group, and "Kind." for a
+/// core-group kind that holds a dot ("Foo.v1." is not kind "Foo" of group "v1"); each
+/// reads back through resolve_kind as the kind it names.
+std::string kind_name(const GroupKind& gk);
+
 /// `token` as an object id when it is all digits.
 std::optional<ObjectID> parse_id(const std::string& token);
 

@@ -40,11 +40,11 @@ void WriteSession::within(const std::function<void(const Context&)>& fn) {
   bh_->core()->within(ctx_, fn);
 }
 
-void WriteSession::log_requeue(const GroupKind& gk, ObjectID id) {
+void WriteSession::log_requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
   caf::scoped_actor self{actor_system_of(*bh_)};
   // A lock held by another writer is waited out for the busy timeout; then some slack.
   auto limit = timeout_ + std::chrono::seconds(10);
-  self->request(bh_->store_writer(), limit, log_requeue_request{gk, id})
+  self->request(bh_->store_writer(), limit, log_requeue_request{gk, id, reset_backoff})
       .receive([](bool) {},
                [](caf::error& err) {
                  auto code = to_errc(err);

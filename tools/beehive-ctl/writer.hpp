@@ -39,8 +39,9 @@ class WriteSession {
   Database& db() { return *db_; }
   JsonClient client(const GroupKind& gk) const { return JsonClient(*bh_, gk); }
   /// Records a requeue of the object in the change log (log_requeue_request): the kind's
-  /// controller, in whichever process runs it, reconciles the object. Throws not_found.
-  void log_requeue(const GroupKind& gk, ObjectID id);
+  /// controller, in whichever process runs it, reconciles the object (first forgetting
+  /// its retry backoff, with `reset_backoff`). Throws not_found.
+  void log_requeue(const GroupKind& gk, ObjectID id, bool reset_backoff);
   const Context& context() const { return ctx_; }
   /// Runs `fn` in one transaction (Beehive's `within`): the writes made with the context
   /// it is given commit together, or not at all when it throws.

@@ -143,8 +143,8 @@ BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
 BEEHIVE_INSPECT(ObjectRow, x.meta, x.spec, x.spec_version, opt(x.status), x.status_version)
 BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts, opt(x.owner))
 BEEHIVE_INSPECT(event_run, x.event, x.resource_version)
-BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.requeues, x.edges_removed,
-                x.lost_through)
+BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.requeues, x.backoff_resets,
+                x.edges_removed, x.lost_through)
 BEEHIVE_INSPECT(create_request, x.gk, x.spec, opt(x.slug), x.finalizers, opt(x.owner),
                 opt(x.spec_version), x.labels)
 BEEHIVE_INSPECT(update_request, x.gk, x.id, x.spec, opt(x.spec_version), opt(x.resource_version))
@@ -158,7 +158,7 @@ BEEHIVE_INSPECT(remove_by_slug_request, x.gk, x.slug)
 BEEHIVE_INSPECT(update_status_request, x.gk, x.id, x.observed_generation, x.status,
                 opt(x.status_version), opt(x.resource_version))
 BEEHIVE_INSPECT(set_labels_request, x.gk, x.id, x.labels, opt(x.resource_version))
-BEEHIVE_INSPECT(log_requeue_request, x.gk, x.id)
+BEEHIVE_INSPECT(log_requeue_request, x.gk, x.id, x.reset_backoff)
 BEEHIVE_INSPECT(trim_change_log_request, x.entries, x.max_age)
 BEEHIVE_INSPECT(set_condition_request, x.gk, x.id, x.condition)
 BEEHIVE_INSPECT(remove_condition_request, x.gk, x.id, x.type)

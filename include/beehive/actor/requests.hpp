@@ -177,12 +177,14 @@ struct set_labels_request {
 /// Asks the kind's controller to reconcile the object, in whichever process runs it:
 /// recorded in the change log (a running beehive reacts to another process's), no
 /// object changes. For tools that write the database without running controllers
-/// (beehive-ctl requeue). Replies true.
+/// (beehive-ctl requeue). With `reset_backoff`, the controller also forgets the object's
+/// retry backoff, as `Client::requeue(..., with_reset_backoff())` does. Replies true.
 struct log_requeue_request {
   using reply_type = bool;
   static constexpr const char* type_name = "beehive::log_requeue_request";
   GroupKind gk{};
   ObjectID id = 0;
+  bool reset_backoff = false;
 };
 
 /// Adds or removes a depends_on edge from this kind's `from` to any object `to`.

@@ -411,7 +411,7 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
     if (!r.null(i, 7)) {  // a removal, with the final body
       c.type = ChangeType::Deleted;
       c.row = row_from_json(r.text(i, 7));
-    } else if (c.type != ChangeType::Deleted && (c.parts & ~kLoggedRequeue) != 0) {
+    } else if (c.type != ChangeType::Deleted && (c.parts & kObjectParts) != 0) {
       c.row.reset();
       if (!r.null(i, object_at)) c.row = read_object_row(r, i, session_, object_at);
     }

@@ -96,7 +96,7 @@ ChangeLogRead Connection::changes_since(std::int64_t rv, const std::optional<Gro
     for (auto& c : out.changes) {
       if (c.type == ChangeType::Deleted) continue;
       if (c.parts & object_change::created) c.type = ChangeType::Added;
-      if ((c.parts & ~kLoggedRequeue) == 0) continue;  // only a requeue: no object changed
+      if ((c.parts & kObjectParts) == 0) continue;  // only a requeue: no object changed
       c.row = get(c.ref.id);
     }
     std::sort(out.changes.begin(), out.changes.end(),
