@@ -25,10 +25,14 @@ void BeehiveCore::open_watch(const Context& ctx, std::shared_ptr<Watch> w,
   caf::anon_send(watch_hub(), std::move(w));
   try {
     ready->take(ctx);
-  } catch (const Error&) {
+  } catch (const Error& e) {
     // The caller's context ended before the snapshot was in (or the hub stopped): the
     // stream ends, and its end unsubscribes the watch the hub may still be opening.
     core->close();
+    // A hub that went while the beehive runs is being replaced: that is no stop.
+    if (auto s = state_.load(std::memory_order_acquire);
+        e.value() == errc::stopped && (s == State::created || s == State::running))
+      throw Error(errc::store, "the watch hub restarted while the watch opened; open it again");
     throw;
   }
 }

@@ -531,6 +531,56 @@ TEST_F(WatchTest, OpeningAWatchEndsWithItsContextAndLeavesNoWatchBehind) {
   EXPECT_EQ(next(s).type, ChangeType::Added);
 }
 
+// The hub reads its snapshots on the reader actor. When the reader is restarted after a
+// crash, the hub goes with it: the watches it served end with errc::store (where a user
+// resumes) instead of staying open with nothing reaching them, and new watches work.
+TEST_F(WatchTest, WatchesOfAReaderThatCrashedEndWithStoreAndNewOnesSeeChanges) {
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto s = w.watch_list(ctx_);
+  EXPECT_EQ(next(s).object.id, a.id);
+  caf::anon_send_exit(bh_->core()->reader(), caf::exit_reason::kill);
+  auto after = s.next_for(10s);
+  EXPECT_FALSE(after.has_value());
+  EXPECT_EQ(s.error(), errc::store);
+  std::optional<Stream<WidgetChange>> again;
+  ASSERT_TRUE(eventually([&] {
+    try {  // until the new hub is in place (opening meanwhile fails with store)
+      again.emplace(w.watch_list(ctx_, with_resume_from(s.resource_version())));
+      return true;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.value(), errc::store);
+      return false;
+    }
+  }));
+  auto b = w.create(ctx_, {"b", 1});
+  EXPECT_EQ(next(*again).object.id, b.id);
+}
+
+// A watch opened just as the hub died reaches no hub. The beehive is still running (a
+// new hub is on its way), so that is a transient store error, never stopped.
+TEST_F(WatchTest, AWatchOpenedAsTheHubDiesFailsWithStoreNotStopped) {
+  auto w = widgets();
+  caf::anon_send_exit(bh_->watch_hub(), caf::exit_reason::kill);
+  try {
+    auto s = w.watch_list(ctx_);  // the new hub may already serve it
+  } catch (const Error& e) {
+    EXPECT_EQ(e.value(), errc::store) << e.what();
+  }
+  std::optional<Stream<WidgetChange>> s;
+  ASSERT_TRUE(eventually([&] {
+    try {
+      s.emplace(w.watch_list(ctx_));
+      return true;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.value(), errc::store) << e.what();
+      return false;
+    }
+  }));
+  auto a = w.create(ctx_, {"a", 1});
+  EXPECT_EQ(next(*s).object.id, a.id);
+}
+
 TEST_F(WatchTest, WatchesWorkWithoutAController) {
   Widgets gadgets(*bh_, gadget_kind);
   auto s = gadgets.watch_list(ctx_);

@@ -263,6 +263,10 @@ void restart(Self self, const caf::down_msg& m) {
     // respawned with it.
     log_restart(self, "the reader", m.reason);
     spawn_reader(self);
+    // The hub holds the old reader too. Left running, it would keep its watches open
+    // with nothing reaching them (the new hub takes the inbox): they end with
+    // errc::store instead, and resume on the new one.
+    if (st.hub) self->send_exit(st.hub, caf::exit_reason::user_shutdown);
     spawn_hub(self);
     if (st.phase == Phase::running) {
       retire_controllers(self);
