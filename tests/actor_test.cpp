@@ -242,6 +242,41 @@ TEST_F(ActorTest, RequestsThroughHandlesTakenAfterStopFailStopped) {
   EXPECT_ERRC(ask<int>(bh_->gc(), collect_atom::value), errc::stopped);
 }
 
+// Blocking callers running within blocks back to back keep the writer's queue busy (each
+// block is served alone while the others' first writes wait queued). The writer's
+// mailbox still gets its turn: an actor's request is answered while they write, not
+// after they stop.
+TEST_F(ActorTest, AnActorsRequestIsAnsweredWhileBlockingCallersKeepTheWriterBusy) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  std::atomic<bool> answered{false};
+  std::atomic<int> writes{0};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 4; ++i)
+    callers.emplace_back([&, i] {
+      auto o = widgets.create(ctx_, {"busy", i});
+      for (int n = 1; !answered && std::chrono::steady_clock::now() < give_up; n += 2) {
+        cc.within(ctx_, [&](const Context& tx) {
+          widgets.update(tx, o.id, {"busy", n});
+          widgets.update(tx, o.id, {"busy", n + 1});
+        });
+        writes += 2;
+      }
+    });
+  ASSERT_TRUE(eventually([&] { return writes > 200; }));
+  std::optional<ObjectRow> row;
+  EXPECT_NO_THROW(
+      row = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("actor", 1)}));
+  const int writes_before_answer = writes;
+  answered = true;
+  for (auto& t : callers) t.join();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(widgets.get(ctx_, row->meta.id).spec.color, "actor");
+  EXPECT_GT(writes_before_answer, 200);  // the callers were still writing meanwhile
+}
+
 TEST_F(ActorTest, ACommitSubscriptionOutlivesAWriterCrashAndEndsWithTheStop) {
   Widgets widgets(*bh_, widget_kind);
   ::testing::internal::CaptureStderr();
@@ -872,8 +907,12 @@ TEST_F(ActorTest, ARetentionSweepWithNothingToTrimWritesNothing) {
   EXPECT_EQ(ask<int>(log, sweep_atom::value), 0);
   beehive::testing::settle(*bh_, ctx_);
   EXPECT_EQ(transactions(), before);
-  clock_->advance(31min);  // now they are too old
-  EXPECT_EQ(ask<int>(log, sweep_atom::value), 2);
+  // Now they are too old. The advance also makes the cadence's sweep due: it or the one
+  // asked for here trims them (one answers the ask when it starts after it), in one
+  // transaction either way.
+  clock_->advance(31min);
+  const int removed = ask<int>(log, sweep_atom::value);
+  EXPECT_TRUE(removed == 2 || removed == 0) << removed;
   EXPECT_EQ(transactions(), before + 1);
   EXPECT_TRUE(Widgets(*bh_, widget_kind).list_events(ctx_, o.meta.id).empty());
   stop(ctx_);

@@ -301,6 +301,7 @@ TEST_F(WatchTest, AWatchOpenedWhileTheHubLagsGetsAddedThenModified) {
     ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
   } quit{sink};
   inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
+  inspect_hub(*bh_);  // after a wake sent to it before (it takes nothing of what follows)
   auto o = w.create(ctx_, {"a", 1});
   auto s = w.watch_list(ctx_);
   auto snap = next(s);
@@ -360,6 +361,7 @@ TEST_F(WatchTest, APositionMovesPastAnObjectTheHubDroppedWhole) {
     ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
   } quit{sink};
   inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
+  inspect_hub(*bh_);  // after a wake sent to it before (it takes nothing of what follows)
   auto x = w.create(ctx_, {"x", 1});
   auto y = w.create(ctx_, {"y", 1});  // between x's creation and its removal
   w.remove(ctx_, x.id);
