@@ -14,6 +14,7 @@
 #include <beehive/actors.hpp>
 #include <beehive/testing.hpp>
 
+#include "beehive_core.hpp"
 #include "fixture.hpp"
 #include "schema_downgrade.hpp"
 
@@ -73,6 +74,52 @@ TEST(ChangeLog, EveryKindOfChangeIsLoggedWithWhatChanged) {
   std::vector<unsigned> expected{P::created, P::status,   P::conditions, P::spec,   P::status,
                                  P::labels,  P::deletion, P::finalizers, P::removed};
   EXPECT_EQ(logged_parts(t.path()), expected);
+}
+
+// What a process reads of the log (other processes' commits, a resumed watch's replay):
+// each object once, with every part that changed, its earliest and latest version above
+// the position, and the object as it stands now (read once, however many entries it
+// has). Versions the process wrote itself are left out; the object still comes with its
+// latest entry among the rest.
+TEST(ChangeLog, AReadOfTheLogFoldsEachObjectOnceWithItsObjectAsItStands) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto a = w.create({}, {"a", 0});
+  std::vector<std::int64_t> versions;
+  for (int i = 1; i <= 50; ++i) versions.push_back(w.update({}, a.id, {"a", i}).resource_version);
+  auto b = w.create({}, {"b", 0});
+  w.set_labels({}, b.id, {{"tier", "gold"}});
+  auto last = w.update({}, a.id, {"a", 51});
+  auto& backend = t.beehive().core()->backend();
+  using P = object_change::Part;
+
+  auto log = backend.reader()->changes_since(a.resource_version, {}, {}, {});
+  ASSERT_EQ(log.changes.size(), 2u);
+  const auto& cb = log.changes[0];  // in the order of each object's latest change
+  EXPECT_EQ(cb.ref.id, b.id);
+  EXPECT_EQ(cb.type, ChangeType::Added);
+  EXPECT_EQ(cb.parts & (P::created | P::labels), P::created | P::labels);
+  ASSERT_TRUE(cb.row.has_value());
+  EXPECT_EQ(cb.row->meta.labels, (Labels{{"tier", "gold"}}));
+  const auto& ca = log.changes[1];
+  EXPECT_EQ(ca.ref.id, a.id);
+  EXPECT_EQ(ca.type, ChangeType::Modified);
+  EXPECT_EQ(ca.first_version, versions.front());
+  EXPECT_EQ(ca.resource_version, last.resource_version);
+  ASSERT_TRUE(ca.row.has_value());
+  EXPECT_EQ(ca.row->meta.resource_version, last.resource_version);
+  EXPECT_NE(ca.row->spec.find("51"), std::string::npos) << ca.row->spec;
+
+  // The process's own latest write left out: a's change is its entries before it, with
+  // the object as it stands (its latest write included: it is the current row).
+  log = backend.reader()->changes_since(a.resource_version, {}, {}, {last.resource_version});
+  ASSERT_EQ(log.changes.size(), 2u);
+  EXPECT_EQ(log.changes[1].ref.id, b.id);  // b's change is now the later one
+  const auto& own = log.changes[0];
+  EXPECT_EQ(own.ref.id, a.id);
+  EXPECT_EQ(own.resource_version, versions.back());
+  ASSERT_TRUE(own.row.has_value());
+  EXPECT_EQ(own.row->meta.resource_version, last.resource_version);
 }
 
 TEST(ChangeLog, ARolledBackWriteLeavesNoEntry) {
