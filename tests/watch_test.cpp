@@ -24,6 +24,16 @@ WidgetChange next(Stream<WidgetChange>& s) {
   return std::move(*c);
 }
 
+/// A watch resumed from `s`'s position hears first of an object created now: nothing
+/// that came before it.
+void expect_resumed_hears_only_what_follows(Widgets& w, Stream<WidgetChange>& s) {
+  auto resumed = w.watch_list({}, with_resume_from(s.resource_version()));
+  auto later = w.create({}, {"later", 1});
+  auto r = next(resumed);
+  EXPECT_EQ(r.type, ChangeType::Added);
+  EXPECT_EQ(r.object.id, later.id);
+}
+
 /// What an actor subscriber received: the changes, and whether its watch ended.
 struct Inbox {
   std::mutex mu;
@@ -337,11 +347,7 @@ TEST_F(WatchTest, AnObjectCreatedAndRemovedWhileUnreadLeavesNothingPending) {
   EXPECT_FALSE(s.next_for(30ms).has_value());
   // Everything up to the last removal is delivered: a watch resumed there replays none
   // of the objects that came and went.
-  auto resumed = w.watch_list(ctx_, with_resume_from(s.resource_version()));
-  auto later = w.create(ctx_, {"later", 1});
-  auto r = next(resumed);
-  EXPECT_EQ(r.type, ChangeType::Added);
-  EXPECT_EQ(r.object.id, later.id);
+  expect_resumed_hears_only_what_follows(w, s);
 }
 
 // An object created and removed between two of the hub's takes reaches a watch as one
@@ -381,11 +387,7 @@ TEST_F(WatchTest, APositionMovesPastAnObjectTheHubDroppedWhole) {
   inbox.attach(bh_->watch_hub()->address());  // the hub is woken again (nothing is lost:
                                               // it has taken everything)
   EXPECT_FALSE(s.next_for(30ms).has_value());
-  auto resumed = w.watch_list(ctx_, with_resume_from(s.resource_version()));
-  auto later = w.create(ctx_, {"later", 1});
-  auto r = next(resumed);
-  EXPECT_EQ(r.type, ChangeType::Added);
-  EXPECT_EQ(r.object.id, later.id);
+  expect_resumed_hears_only_what_follows(w, s);
 }
 
 // The same for a selector watch: an object that starts and stops matching while the
