@@ -51,6 +51,7 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
   if (!store_) throw Error(errc::invalid_argument, "no store");
   std::tie(stop_ctx_, cancel_reconciles_) = Context{}.with_cancel();
   backend_ = &store::backend_of(*store_);
+  served_ = backend_->serve();
   clock_ = settings_.clock ? settings_.clock : std::make_shared<SystemClock>();
   timers_ = std::make_shared<const TimerClock>(clock_);
   logger_ = settings_.logger ? settings_.logger : stderr_logger();
@@ -284,6 +285,7 @@ void BeehiveCore::stop(const Context& ctx) {
   cancel_reconciles_();  // reconciles in flight see their context end now
   auto report = stop_actors(ctx.deadline());
   state_ = State::stopped;
+  served_.reset();  // its writer is gone: the store may serve another beehive
   {
     std::lock_guard k(kinds_mu_);
     for (auto& [gk, entry] : kinds_) entry->schedules->finish_all(errc::stopped);

@@ -88,8 +88,21 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   std::uint64_t next_subscription() { return services_.next_subscription(); }
   /// The watch hub's handle (null before it serves, and after stop).
   watch_hub_impl watch_hub() const { return directory_->hub(); }
-  /// Object `id` as committed, for converged-write checks.
-  std::optional<ObjectRow> read_committed(ObjectID id);
+  /// Runs `f` on a pooled reader for a caller whose reads give up when `ctx` ends (a
+  /// reader can wait: for a free connection; on PostgreSQL also for another session's
+  /// lock or a server that does not answer). A read given up throws the context's error.
+  template <class F>
+  auto read(const Context& ctx, F&& f) {
+    try {
+      auto lease = reader_for(ctx);
+      return f(*lease);
+    } catch (const Error&) {
+      ctx.throw_if_done();
+      throw;
+    }
+  }
+  /// Object `id` as committed, for converged-write checks; gives up when `ctx` ends.
+  std::optional<ObjectRow> read_committed(const Context& ctx, ObjectID id);
   /// What the writer shares with the watch hub (see WatchHubFeed).
   WatchHubFeed& hub_feed() { return *hub_feed_; }
   /// Handles for the actor surface (null before start / for unknown kinds).
@@ -138,6 +151,7 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   void shutdown_system();
 
  private:
+  store::ReaderLease reader_for(const Context& ctx);
   enum class State { created, running, draining, stopped };
 
   /// Hands `w` to the hub for `core` and returns once its snapshot is in (every later
@@ -155,6 +169,7 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   caf::actor_system* sys_;
   std::shared_ptr<Store> store_;
   store::Backend* backend_;
+  std::shared_ptr<void> served_;  // the store serves this beehive until it stops
   OptionSet settings_;
   std::shared_ptr<Clock> clock_;
   std::shared_ptr<const TimerClock> timers_;

@@ -34,7 +34,7 @@ std::vector<Ref> BeehiveCore::related(const Context& ctx, ObjectID id, unsigned 
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
     return read_in_transaction(ctx, ReadOp{ReadOp::related, {}, id, {}, relation}).refs;
-  return backend().reader()->related(id, relation);
+  return read(ctx, [&](store::Reader& r) { return r.related(id, relation); });
 }
 
 WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
@@ -56,8 +56,12 @@ WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
   return reply->take(ctx, queue_->replies_come_quickly());
 }
 
-std::optional<ObjectRow> BeehiveCore::read_committed(ObjectID id) {
-  return backend_->reader()->get(id);
+store::ReaderLease BeehiveCore::reader_for(const Context& ctx) {
+  return backend_->reader([&ctx] { return !ctx.done(); });
+}
+
+std::optional<ObjectRow> BeehiveCore::read_committed(const Context& ctx, ObjectID id) {
+  return read(ctx, [id](store::Reader& r) { return r.get(id); });
 }
 
 void BeehiveCore::after_commit(const Context& ctx, std::function<void()> fn) {

@@ -59,19 +59,6 @@ void check_text(const OptionSet& s) {
   if (s.slug) require_name(*s.slug, "slug");
   for (auto& f : s.finalizers) require_new_finalizer(f);
 }
-/// Runs `f` on a reader that gives up when `ctx` ends (on PostgreSQL a read can wait: for
-/// another session's lock, a busy server, one that does not answer); a read given up
-/// throws the context's error, as a write does.
-template <class F>
-auto read_for(BeehiveCore& rt, const Context& ctx, F&& f) {
-  try {
-    auto reader = rt.backend().reader([&ctx] { return !ctx.done(); });
-    return f(*reader);
-  } catch (const Error&) {
-    ctx.throw_if_done();
-    throw;
-  }
-}
 }  // namespace
 
 const Migrator* ClientCore::migrator() const { return rt_->migrator(gk_); }
@@ -107,7 +94,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
-    auto row = read_for(*rt_, ctx, [&](store::Reader& r) { return r.get_by_slug(gk_, slug, 0); });
+    auto row = rt_->read(ctx, [&](store::Reader& r) { return r.get_by_slug(gk_, slug, 0); });
     if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
       if (check) check(*row);
       return std::move(*row);
@@ -156,7 +143,7 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec, 
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
-    auto row = rt_->read_committed(id);
+    auto row = rt_->read_committed(ctx, id);
     // A converged write with a stale version is still a conflict: the writer says so.
     bool version_ok =
         !s.resource_version || (row && row->meta.resource_version == *s.resource_version);
@@ -198,7 +185,7 @@ ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
     op.where = q;
     page.rows = read_in_transaction(ctx, std::move(op));
   } else {
-    page.rows = read_for(*rt_, ctx, [&](store::Reader& r) { return r.list_where(gk_, q, loads); });
+    page.rows = rt_->read(ctx, [&](store::Reader& r) { return r.list_where(gk_, q, loads); });
   }
   if (limit != 0 && page.rows.size() > limit) {
     page.rows.resize(limit);
@@ -216,7 +203,7 @@ ObjectRow ClientCore::get(const Context& ctx, ObjectID id, unsigned loads) const
   ctx.throw_if_done();
   auto row = ContextAccess::transaction(ctx)
                  ? first(read_in_transaction(ctx, ReadOp{ReadOp::get, gk_, id, {}, loads}))
-                 : read_for(*rt_, ctx, [&](store::Reader& r) { return r.get(id, loads); });
+                 : rt_->read(ctx, [&](store::Reader& r) { return r.get(id, loads); });
   if (!row || !same_kind(*row, gk_)) throw_not_found(gk_, "with id " + std::to_string(id));
   return std::move(*row);
 }
@@ -229,7 +216,7 @@ ObjectRow ClientCore::get_by_slug(const Context& ctx, std::string_view slug, uns
       ContextAccess::transaction(ctx)
           ? first(read_in_transaction(
                 ctx, ReadOp{ReadOp::get_by_slug, gk_, 0, std::string(slug), loads}))
-          : read_for(*rt_, ctx, [&](store::Reader& r) { return r.get_by_slug(gk_, slug, loads); });
+          : rt_->read(ctx, [&](store::Reader& r) { return r.get_by_slug(gk_, slug, loads); });
   if (!row) throw_not_found(gk_, "with slug \"" + std::string(slug) + "\"");
   return std::move(*row);
 }
@@ -239,7 +226,7 @@ std::vector<ObjectRow> ClientCore::list(const Context& ctx, unsigned loads) cons
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
     return read_in_transaction(ctx, ReadOp{ReadOp::list, gk_, 0, {}, loads});
-  return read_for(*rt_, ctx, [&](store::Reader& r) { return r.list(gk_, loads); });
+  return rt_->read(ctx, [&](store::Reader& r) { return r.list(gk_, loads); });
 }
 
 bool ClientCore::list_each(const Context& ctx, unsigned loads,
@@ -247,7 +234,7 @@ bool ClientCore::list_each(const Context& ctx, unsigned loads,
   if (loads != 0 || ContextAccess::transaction(ctx)) return false;
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
-  read_for(*rt_, ctx, [&](store::Reader& r) {
+  rt_->read(ctx, [&](store::Reader& r) {
     r.list_each(gk_, each);
     return true;
   });
@@ -260,8 +247,7 @@ std::vector<ObjectRow> ClientCore::list_owned_objects(const Context& ctx, Object
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
     return read_in_transaction(ctx, ReadOp{ReadOp::list_owned, gk_, owner, {}, loads});
-  return read_for(*rt_, ctx,
-                  [&](store::Reader& r) { return r.list_owned_objects(gk_, owner, loads); });
+  return rt_->read(ctx, [&](store::Reader& r) { return r.list_owned_objects(gk_, owner, loads); });
 }
 
 std::vector<Ref> ClientCore::related(const Context& ctx, ObjectID id, unsigned relation) const {
@@ -294,7 +280,7 @@ std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
     return rt_->read_in_transaction(ctx, ReadOp{ReadOp::events, gk_, id, {}, 0, q}).events;
-  return read_for(*rt_, ctx, [&](store::Reader& r) { return r.list_events(id, q); });
+  return rt_->read(ctx, [&](store::Reader& r) { return r.list_events(id, q); });
 }
 
 std::optional<Event> ClientCore::current_run(const Context& ctx, ObjectID id,
@@ -308,8 +294,7 @@ std::optional<Event> ClientCore::current_run(const Context& ctx, ObjectID id,
     auto runs = rt_->read_in_transaction(ctx, ReadOp{ReadOp::current, gk_, id, {}, 0, q}).events;
     return runs.empty() ? std::nullopt : std::optional<Event>(std::move(runs.front()));
   }
-  return read_for(*rt_, ctx,
-                  [&](store::Reader& r) { return r.current_run(id, std::string(category)); });
+  return rt_->read(ctx, [&](store::Reader& r) { return r.current_run(id, std::string(category)); });
 }
 
 std::shared_ptr<StreamCore<event_run>> ClientCore::watch_events(const Context& ctx, ObjectID id,

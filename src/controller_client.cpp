@@ -46,7 +46,7 @@ std::optional<ObjectRow> read_committed(BeehiveCore& rt, const Context& ctx, con
   if (ContextAccess::transaction(ctx)) return std::nullopt;  // within sees its own writes
   rt.ensure_running(ctx);
   ctx.throw_if_done();
-  auto row = rt.read_committed(id);
+  auto row = rt.read_committed(ctx, id);
   if (!row || row->meta.group != gk.group || row->meta.kind != gk.kind) return std::nullopt;
   return row;
 }
@@ -119,7 +119,8 @@ void ControllerClientCore::log(const Context& ctx, LogLevel level, std::string_v
 
 void ControllerClientCore::add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
   if (read_committed(*rt_, ctx, gk_, from))
-    for (const auto& ref : rt_->backend().reader()->related(from, LoadOption::dependencies))
+    for (const auto& ref : rt_->read(
+             ctx, [&](store::Reader& r) { return r.related(from, LoadOption::dependencies); }))
       if (ref.id == to) return;  // the edge exists
   rt_->write(ctx, add_dependency_request{gk_, from, to}, {});
 }
@@ -133,7 +134,7 @@ bool ControllerClientCore::has_incoming_refs(const Context& ctx, ObjectID id) co
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx))
     return rt_->read_in_transaction(ctx, ReadOp{ReadOp::incoming, gk_, id, {}}).flag;
-  return rt_->backend().reader()->has_incoming_refs(id);
+  return rt_->read(ctx, [id](store::Reader& r) { return r.has_incoming_refs(id); });
 }
 
 std::vector<Ref> ControllerClientCore::related(const Context& ctx, ObjectID id,

@@ -1286,11 +1286,19 @@ TEST_F(ActorTest, TypedRequestsAreWrittenAtTheKindsSchemaVersions) {
   ASSERT_EQ(replies.size(), 2u);
   EXPECT_EQ(std::get<ObjectRow>(replies[0]).spec_version, 3);
   EXPECT_EQ(std::get<ObjectRow>(replies[1]).spec_version, 1);
+  // One above the kind's would commit a row no read here could decode: refused, unwritten.
+  create_request newer{widget_kind, spec("new", 1), std::string("newer")};
+  newer.spec_version = 4;
+  EXPECT_ERRC(ask<ObjectRow>(w, newer), errc::invalid_argument);
+  auto newer_status = make_update_status(widget_kind, row.meta.id, 2, WidgetStatus{false});
+  newer_status.status_version = 3;
+  EXPECT_ERRC(ask<ObjectRow>(w, newer_status), errc::invalid_argument);
   // The blocking facade reads what the actor wrote.
   Widgets widgets(*bh_, widget_kind);
   auto typed = widgets.get_by_slug(ctx_, "typed");
   EXPECT_EQ(typed.spec.color, "red");
   EXPECT_TRUE(typed.status.has_value() && typed.status->ready);
+  EXPECT_ERRC(widgets.get_by_slug(ctx_, "newer"), errc::not_found);
 }
 
 TEST_F(ActorTest, AnActorsSpecIsStoredAsTheFacadeWouldStoreIt) {

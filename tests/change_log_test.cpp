@@ -17,6 +17,8 @@
 #include "beehive_core.hpp"
 #include "fixture.hpp"
 #include "schema_downgrade.hpp"
+#include "store/write_engine.hpp"
+#include "support/test_store.hpp"
 
 namespace beehive::test {
 namespace {
@@ -120,6 +122,33 @@ TEST(ChangeLog, AReadOfTheLogFoldsEachObjectOnceWithItsObjectAsItStands) {
   EXPECT_EQ(own.resource_version, versions.back());
   ASSERT_TRUE(own.row.has_value());
   EXPECT_EQ(own.row->meta.resource_version, last.resource_version);
+}
+
+// A writer that crashed hands on where it stood in other processes' commits: the next
+// one publishes what they committed while no writer looked, rather than starting from
+// the log's head and skipping it.
+TEST(ChangeLog, AWriterMadeAgainPublishesWhatOthersCommittedWhileNoneLooked) {
+  TestBeehive t;  // the other process
+  Widgets w(t.beehive(), widget_kind);
+  auto before = w.create({}, {"before", 1});
+  auto store = open_test_store(t.path());  // this process's open of the database
+  auto cursor = std::make_shared<store::ForeignCursor>();
+  std::set<ObjectID> published;
+  auto engine = [&] {
+    store::WriteEngineConfig cfg;
+    cfg.writer = store::backend_of(*store).open_writer();
+    cfg.clock = std::make_shared<SystemClock>();
+    cfg.cursor = cursor;
+    cfg.publish = [&](const commit_record& r) {
+      for (auto& c : r.changes) published.insert(c.row.meta.id);
+    };
+    return std::make_unique<store::WriteEngine>(std::move(cfg));
+  };
+  engine().reset();  // stood at the head, then went
+  auto missed = w.create({}, {"while none looked", 1});
+  auto next = engine();
+  next->publish_foreign_commits();
+  EXPECT_EQ(published, std::set<ObjectID>{missed.id}) << "before: " << before.id;
 }
 
 TEST(ChangeLog, ARolledBackWriteLeavesNoEntry) {

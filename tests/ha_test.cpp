@@ -584,6 +584,29 @@ TEST(Leadership, ASinglePostgresBeehiveLeadsAndHandsOverOnStop) {
   stop({});
 }
 
+// A leader renews a third of a lease after its last renewal began, not after it ended:
+// a server slow to renew (here 0.3 s of a 1.5 s lease, over a sixth of it) leaves every
+// renewal its whole third, and the leader never steps down while its lease holds.
+TEST(Leadership, ALeaderWhoseRenewalsAreSlowButSucceedKeepsLeading) {
+  REQUIRE_POSTGRES();
+  TempDir dir;
+  auto path = dir.file("slow.db");
+  Beehive bh(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
+                            {.schema = test_schema_for(path), .lease = 1500ms}));
+  write_test_store(path, R"sql(
+      CREATE FUNCTION slow_renewal() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$;
+      CREATE TRIGGER slow_renewal BEFORE UPDATE ON leadership
+        FOR EACH ROW EXECUTE FUNCTION slow_renewal())sql");
+  auto stop = bh.start({});
+  ASSERT_TRUE(bh.is_leader());
+  auto leadership = bh.watch_leadership({});
+  EXPECT_EQ(leadership.next_for(5s), std::optional<bool>(true));
+  EXPECT_EQ(leadership.next_for(6s), std::nullopt) << "the leader stepped down";
+  EXPECT_TRUE(bh.is_leader());
+  stop({});
+}
+
 // A liveness condition is as current as the process that keeps it: the leader, whose
 // controllers write it. Every process reads the leader's as written (here a second,
 // unstarted beehive on the store, as a process serving reads would be); once nobody or

@@ -21,6 +21,43 @@ TEST_F(LifecycleTest, RegisterTwiceIsAlreadyRegistered) {
   EXPECT_ERRC(register_widgets(), errc::already_registered);
 }
 
+// An empty controller is refused when registered, not found out by the first pass (a null
+// pointer would crash a worker; an empty function would fail every pass for ever).
+TEST_F(LifecycleTest, RegisteringAnEmptyControllerIsInvalidArgument) {
+  using Obj = Object<WidgetSpec, WidgetStatus>;
+  struct Ctl {
+    Result reconcile(const Context&, ControllerClient<WidgetStatus>&, const Obj&) { return {}; }
+  };
+  EXPECT_ERRC(
+      (register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, std::shared_ptr<Ctl>{})),
+      errc::invalid_argument);
+  EXPECT_ERRC(
+      (register_controller<WidgetSpec, WidgetStatus>(
+          *bh_, widget_kind,
+          std::function<Result(const Context&, ControllerClient<WidgetStatus>&, const Obj&)>{})),
+      errc::invalid_argument);
+  register_widgets();  // nothing was registered
+  start();
+  auto o = widgets().create(ctx_, {"a", 1});
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 1);
+}
+
+// A store serves one beehive until it stops (its session, write tokens and subscriptions
+// are that beehive's): a second on the same Store is store_in_use meanwhile. Another open
+// of the database serves a second beehive alongside, whose writes the first one hears.
+TEST_F(LifecycleTest, AStoreServesOneBeehiveUntilItStops) {
+  register_widgets();
+  start();
+  EXPECT_ERRC(Beehive{store_}, errc::store_in_use);
+  Beehive client(open_test_store(dir_.file("beehive.db")));
+  auto o = Widgets(client, widget_kind).create(ctx_, {"a", 1});
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  stop_(ctx_);
+  Beehive next(store_);  // the first one stopped
+  EXPECT_EQ(Widgets(next, widget_kind).get(ctx_, o.id).spec.color, "a");
+}
+
 TEST_F(LifecycleTest, RegisterAfterStartIsAlreadyStartedAndAfterStopIsStopped) {
   start();
   EXPECT_ERRC(register_widgets(), errc::already_started);

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -722,6 +723,52 @@ TEST_F(PostgresStore, AReadBehindAnotherSessionsLockGivesUpAtItsCallersDeadline)
   other.commit();
   EXPECT_EQ(w.get(ctx_, o.id).spec.size, 1);
   EXPECT_EQ(w.list(ctx_).size(), 1u);
+}
+
+// The same for the reads a call makes before it writes (is the write converged?) and
+// for the relation lookups: each gives up at its caller's deadline, not at the lock's end.
+TEST_F(PostgresStore, LookupsAndTheReadsBeforeAWriteGiveUpAtTheirCallersDeadline) {
+  const auto schema = test_schema_for(dir_.file("lookups.db"));
+  Beehive bh(postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = schema}));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh, widget_kind,
+      [](const Context&, ControllerClient<WidgetStatus>&, const Object<WidgetSpec, WidgetStatus>&) {
+        return Result{};
+      });
+  Widgets w(bh, widget_kind);
+  auto o = w.create(ctx_, {"a", 1}, with_finalizers({"f"}));
+  const std::map<std::string, std::function<void(const Context&)>> calls = {
+      {"get_owner", [&](auto& ctx) { w.get_owner(ctx, o.id); }},
+      {"list_dependencies", [&](auto& ctx) { w.list_dependencies(ctx, o.id); }},
+      {"list_dependents", [&](auto& ctx) { cc.list_dependents(ctx, o.id); }},
+      {"list_owned", [&](auto& ctx) { w.list_owned(ctx, o.id); }},
+      {"update (converged)",
+       [&](auto& ctx) {
+         w.update(ctx, o.id, {"a", 1});
+       }},
+      {"update_status", [&](auto& ctx) { cc.update_status(ctx, o.id, 1, WidgetStatus{true}); }},
+      {"set_condition",
+       [&](auto& ctx) {
+         cc.set_condition(ctx, o.id, {"Ready", ConditionStatus::True});
+       }},
+      {"add_finalizer", [&](auto& ctx) { cc.add_finalizer(ctx, o.id, "f"); }},
+      {"add_dependency", [&](auto& ctx) { cc.add_dependency(ctx, o.id, o.id); }},
+      {"has_incoming_refs", [&](auto& ctx) { cc.has_incoming_refs(ctx, o.id); }},
+  };
+  OpenTransaction other(schema, "LOCK TABLE objects, refs IN ACCESS EXCLUSIVE MODE");
+  std::map<std::string, std::future<void>> running;
+  for (auto& [name, call] : calls)
+    running[name] = std::async(std::launch::async, [&call = call] {
+      call(Context{}.with_timeout(std::chrono::milliseconds(300)));
+    });
+  for (auto& [name, f] : running)  // a call still waiting waits for the lock's end
+    EXPECT_EQ(f.wait_for(5s), std::future_status::ready) << name << " waited past its deadline";
+  other.commit();
+  for (auto& [name, f] : running) {
+    SCOPED_TRACE(name);
+    EXPECT_ERRC(f.get(), errc::deadline_exceeded);
+  }
+  EXPECT_EQ(w.list_dependencies(ctx_, o.id).size(), 0u);  // reads run again
 }
 
 // A group commit sends its writes' statements with its COMMIT. When the database refuses

@@ -116,8 +116,66 @@ TEST_F(SizeLimitTest, ASpecOrStatusOverTheLimitIsRefusedOnTheBlockingSurface) {
   // Events: a message over 64 KiB.
   EXPECT_ERRC(raw.record_event(ctx_, g.id, {"", EventType::Normal, "Big", std::string(65537, 'm')}),
               errc::invalid_argument);
-  EXPECT_NO_THROW(raw.record_event(ctx_, g.id, {"", EventType::Normal, "Ok", std::string(65536, 'm')}));
+  EXPECT_NO_THROW(
+      raw.record_event(ctx_, g.id, {"", EventType::Normal, "Ok", std::string(65536, 'm')}));
   (void)cc;
+}
+
+// Labels count against the object's limit; a condition's text and an event's reason
+// are bounded too, since they ride in every read and watch of the object (and a reason
+// over its bound would make an unread event watch hold what the store does not).
+TEST_F(SizeLimitTest, LabelsConditionsAndReasonsOverTheirBoundsAreRefused) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  Labels many;
+  for (int i = 0; i < 20; ++i) many["k" + std::to_string(i)] = "0123";  // 20 * 6 bytes
+  EXPECT_ERRC_WITH(w.create(ctx_, {"a", 1}, with_labels(many)), errc::invalid_argument, "labels");
+  auto o = w.create(ctx_, {"a", 1}, with_labels({{"k", std::string(63, 'v')}}));
+  EXPECT_ERRC(w.set_labels(ctx_, o.id, many), errc::invalid_argument);
+  EXPECT_EQ(w.get(ctx_, o.id).labels.at("k").size(), 63u);
+
+  EXPECT_ERRC_WITH(
+      cc.set_condition(ctx_, o.id, {"Ready", ConditionStatus::True, std::string(1025, 'r'), "m"}),
+      errc::invalid_argument, "condition reason");
+  EXPECT_ERRC_WITH(
+      cc.set_condition(ctx_, o.id, {"Ready", ConditionStatus::True, "R", std::string(65537, 'm')}),
+      errc::invalid_argument, "condition message");
+  EXPECT_NO_THROW(cc.set_condition(
+      ctx_, o.id,
+      {"Ready", ConditionStatus::True, std::string(1024, 'r'), std::string(65536, 'm')}));
+  EXPECT_ERRC_WITH(
+      cc.record_event(ctx_, o.id, {"", EventType::Normal, std::string(1025, 'r'), "m"}),
+      errc::invalid_argument, "event reason");
+  EXPECT_NO_THROW(
+      cc.record_event(ctx_, o.id, {"", EventType::Normal, std::string(1024, 'r'), "m"}));
+  EXPECT_EQ(w.list_events(ctx_, o.id).size(), 1u);
+  EXPECT_EQ(w.get(ctx_, o.id).conditions.at(0).reason.size(), 1024u);
+}
+
+// An enum value outside its enumerators would be stored as one of them yet never compare
+// equal to it (every record a new run, every identical condition a write): refused.
+TEST_F(SizeLimitTest, AnEventTypeOrConditionStatusOutsideItsEnumIsRefused) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  EXPECT_ERRC_WITH(cc.record_event(ctx_, o.id, {"", static_cast<EventType>(2), "R", "m"}),
+                   errc::invalid_argument, "event type");
+  EXPECT_ERRC_WITH(cc.set_condition(ctx_, o.id, {"Ready", static_cast<ConditionStatus>(3)}),
+                   errc::invalid_argument, "condition status");
+  EXPECT_ERRC(w.list_events(ctx_, o.id, with_event_type(static_cast<EventType>(7))),
+              errc::invalid_argument);
+  auto writer = bh().store_writer();
+  caf::scoped_actor self{writer->home_system()};
+  std::optional<caf::error> refused;
+  self->request(writer, std::chrono::seconds(10),
+                record_event_request{widget_kind, o.id, {"", static_cast<EventType>(2), "R", "m"}})
+      .receive([](const Event&) {}, [&](caf::error& e) { refused = e; });
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code(), static_cast<std::uint8_t>(errc::invalid_argument));
+  EXPECT_TRUE(w.list_events(ctx_, o.id).empty());
+  EXPECT_TRUE(w.get(ctx_, o.id).conditions.empty());
 }
 
 TEST_F(SizeLimitTest, ASpecOrStatusOverTheLimitIsRefusedOnTheActorSurface) {

@@ -1,7 +1,11 @@
 // The SQLite store: opening, schema versioning, durability across restarts.
 
+#include <future>
+#include <optional>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "beehive_core.hpp"
 #include "fixture.hpp"
 #include "schema_downgrade.hpp"
 
@@ -184,6 +188,25 @@ TEST(StoreTest, ManyReadersShareFewConnections) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(ok.load(), 200);
+}
+
+// A read waiting for a free connection gives up at its caller's deadline, as any blocking
+// call does.
+TEST(StoreTest, AReadWaitingForAConnectionGivesUpAtItsCallersDeadline) {
+  TempDir dir;
+  Beehive bh(sqlite::open(dir.file("pool.db"), {.read_connections = 1}));
+  Widgets w(bh, widget_kind);
+  Context ctx;
+  auto o = w.create(ctx, {"red", 1});
+  auto held = std::make_optional(bh.core()->backend().reader());
+  auto waiting = std::async(std::launch::async, [&] {
+    w.get(Context{}.with_timeout(std::chrono::milliseconds(200)), o.id);
+  });
+  EXPECT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+      << "the read waited for the connection past its deadline";
+  held.reset();
+  EXPECT_ERRC(waiting.get(), errc::deadline_exceeded);
+  EXPECT_EQ(w.get(ctx, o.id).spec.color, "red");
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ class Beehive {
  public:
   /// Runs in an actor system of its own. Options: with_clock, with_logger, with_metrics,
   /// with_resync_interval, with_max_retry_interval, with_event_retention (defaults for
-  /// every kind).
+  /// every kind). A store serves one Beehive until that one stops: while it does, another
+  /// on the same `store` throws store_in_use (open the store again for a second one).
   template <class... Opts>
   requires(std::convertible_to<Opts, Option>&&...) explicit Beehive(std::shared_ptr<Store> store,
                                                                     Opts&&... opts)

@@ -173,12 +173,17 @@ class Controller {
 /// Registers `controller` for `gk`. Options: with_concurrency, with_resync_interval,
 /// with_max_retry_interval, with_backoff, with_rate_limit, with_owns, with_watches,
 /// with_migrator, with_event_retention. Throws
-/// `already_registered` for a kind registered before and `already_started` after start.
+/// `already_registered` for a kind registered before, `already_started` after start, and
+/// `invalid_argument` for a null pointer or an empty `std::function`.
 template <class Spec, class Status, class C, class... Opts>
 requires(std::convertible_to<Opts, Option>&&...) ControllerClient<Status> register_controller(
     Beehive& bh, const GroupKind& gk, C controller, Opts&&... opts) {
   static_assert(detail::Storable<Spec> && detail::Storable<Status>,
                 "Spec and Status must convert to and from nlohmann::json, or be empty structs");
+  if constexpr (std::is_constructible_v<bool, const C&>)
+    if (!static_cast<bool>(controller))
+      throw Error(errc::invalid_argument,
+                  "register_controller needs a controller, not an empty one");
   using Obj = Object<Spec, Status>;
   std::function<Result(const Context&, ControllerClient<Status>&, const Obj&)> call;
   if constexpr (requires(C c, const Context& ctx, ControllerClient<Status>& cc, const Obj& o) {

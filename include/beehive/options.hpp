@@ -148,9 +148,11 @@ Option with_logger(Logger logger);
 /// Beehive: where metrics go (see metrics.hpp); default none, which costs nothing.
 Option with_metrics(std::shared_ptr<MetricsSink> sink);
 /// Beehive: the largest spec, and the largest status, an object may hold, in bytes of
-/// JSON text; default 8 MiB (8 * 1024 * 1024) each. A larger one is `invalid_argument` and
-/// nothing is written, on the blocking and the actor surface alike. Event messages are
-/// bounded at 64 KiB and event details at 1 MiB of JSON text, whatever this says.
+/// JSON text, and the most its labels may hold (bytes of keys and values); default 8 MiB
+/// (8 * 1024 * 1024) each. A larger one is `invalid_argument` and nothing is written, on
+/// the blocking and the actor surface alike. Whatever this says, event and condition
+/// messages are bounded at 64 KiB, their reasons at 1 KiB, and event details at 1 MiB of
+/// JSON text.
 Option with_max_object_bytes(std::size_t bytes);
 
 /// Which relations a read attaches to the objects it returns.

@@ -72,6 +72,7 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
   for (auto& [gk, c] : st.controllers) wc->subscribers.push_back({c, controller_filter(st, gk)});
   wc->hub = caf::actor_cast<caf::actor>(st.hub);
   wc->hub_feed = cfg.hub_feed;
+  wc->foreign_cursor = cfg.foreign_cursor;
   wc->app_subscribers = cfg.app_subscribers;
   wc->writer = std::move(connection);
   wc->backend = cfg.backend;

@@ -63,6 +63,8 @@ struct RootConfig {
   /// is the constructor's), then how a restarted writer opens its own.
   std::unique_ptr<store::Writer> first_writer;
   std::function<std::unique_ptr<store::Writer>()> open_writer;
+  /// Where the writers stand in other processes' commits (each writer goes on from it).
+  std::shared_ptr<store::ForeignCursor> foreign_cursor = std::make_shared<store::ForeignCursor>();
   /// The store, for the writer's reader (the actor surface's reads).
   std::shared_ptr<store::Backend> backend;
   /// A registered kind's schema versions (see StoreWriterConfig::schema_versions).

@@ -130,6 +130,9 @@ struct StoreWriterConfig {
   /// them too).
   caf::actor hub;
   std::shared_ptr<WatchHubFeed> hub_feed;
+  /// Where the writers stand in other processes' commits: a restarted writer goes on
+  /// from where the last one was.
+  std::shared_ptr<store::ForeignCursor> foreign_cursor = std::make_shared<store::ForeignCursor>();
   /// The largest spec, and status, a write may store (with_max_object_bytes).
   std::size_t max_object_bytes = default_max_object_bytes;
   /// How long the writer keeps polling its queue after a drain before it sleeps.

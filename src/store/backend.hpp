@@ -8,6 +8,7 @@
 // one transaction at a time. Errors are thrown as beehive::Error: errc::store for a
 // failing database, errc::already_exists for a taken slug.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -280,11 +281,8 @@ class Backend : public Store {
   /// The same for a caller who gives up when `keep_waiting` (asked now and then while
   /// it waits) says so: for a pooled connection, or for the database's answer (another
   /// session's lock, a slow or unreachable server). The call waiting then fails with
-  /// errc::store. A store whose reads do not wait (SQLite) may ignore it.
-  virtual ReaderLease reader(std::function<bool()> keep_waiting) {
-    (void)keep_waiting;
-    return reader();
-  }
+  /// errc::store.
+  virtual ReaderLease reader(std::function<bool()> keep_waiting) = 0;
   /// The single writer; throws if it is already open.
   virtual std::unique_ptr<Writer> open_writer() = 0;
   /// Distinguishes this open of the store from earlier ones (liveness conditions).
@@ -308,6 +306,14 @@ class Backend : public Store {
   /// Called, on a thread of the store's, soon after another process commits: a cue to
   /// look at data_version() now rather than at the next poll. Empty unsubscribes.
   virtual void on_foreign_commit(std::function<void()> committed) { (void)committed; }
+
+  /// Held by the one Beehive this store serves, from its construction to its stop: the
+  /// subscriptions above, the session and its write tokens are one Beehive's. Throws
+  /// Error(errc::store_in_use) while another holds it; released when the handle goes.
+  std::shared_ptr<void> serve();
+
+ private:
+  std::atomic<bool> served_{false};
 };
 
 /// The backend behind a public Store; throws invalid_argument for a foreign Store.

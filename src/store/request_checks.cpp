@@ -43,6 +43,12 @@ void check_condition(const Condition& c) {
   for (auto* text : {&c.reason, &c.message}) require_text(*text, "condition text");
   require_name(c.type, "condition type");
   if (c.type.empty()) throw Error(errc::invalid_argument, "a condition needs a type");
+  // An out-of-range status would be stored as Unknown yet never compare equal to it.
+  if (c.status != ConditionStatus::True && c.status != ConditionStatus::False &&
+      c.status != ConditionStatus::Unknown)
+    throw Error(errc::invalid_argument, "condition status " +
+                                            std::to_string(static_cast<int>(c.status)) +
+                                            " is not one of True, False and Unknown");
   check_observed_generation(c.observed_generation);
 }
 
@@ -53,15 +59,26 @@ void check_observed_generation(std::int64_t generation) {
                 "observed generation " + std::to_string(generation) + " is negative");
 }
 
+namespace {
+void check_event_type(EventType t) {
+  if (t != EventType::Normal && t != EventType::Warning)
+    throw Error(errc::invalid_argument, "event type " + std::to_string(static_cast<int>(t)) +
+                                            " is not one of Normal and Warning");
+}
+}  // namespace
+
 void check_event(const EventSpec& e) {
   for (auto* text : {&e.reason, &e.message}) require_text(*text, "event text");
   require_name(e.category, "event category");
+  // An out-of-range type would be stored as Normal yet start a new run at every record.
+  check_event_type(e.type);
   require_storable(e.detail, "event detail");
 }
 
 void check_filter(const EventFilter& f) {
   if (f.category) require_text(*f.category, "event category");
   if (f.reason) require_text(*f.reason, "event reason");
+  if (f.type) check_event_type(*f.type);
   // (SQLite reads a negative LIMIT as none, PostgreSQL refuses it: neither is asked for.)
   if (f.limit && *f.limit < 0)
     throw Error(errc::invalid_argument,
@@ -88,6 +105,14 @@ void check_schema_version(const std::optional<int>& version, std::string_view wh
   if (version && *version < 0)
     throw Error(errc::invalid_argument,
                 std::string(what) + " schema version " + std::to_string(*version) + " is negative");
+}
+
+void check_version_readable(const std::optional<int>& version, int current, std::string_view what) {
+  if (version && current > 0 && *version > current)
+    throw Error(errc::invalid_argument, std::string(what) + " schema version " +
+                                            std::to_string(*version) + " is above the kind's, " +
+                                            std::to_string(current) +
+                                            ": nothing here could read it back");
 }
 
 void make_canonical_json(std::string& text, std::string_view what) {

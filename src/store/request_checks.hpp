@@ -82,6 +82,9 @@ void check_request(const Request& r) {
 /// The kind's schema versions, for a request that leaves them unset.
 using SchemaVersionsOf = std::function<SchemaVersions(const GroupKind&)>;
 
+/// Refuses `version` when the kind is versioned (`current` > 0) and it is above `current`.
+void check_version_readable(const std::optional<int>& version, int current, std::string_view what);
+
 /// Checks JSON text (as check_request) and rewrites it as the facade would have encoded
 /// it: sorted and compact, so that an equal value stores the same bytes (no-op detection
 /// compares them).
@@ -89,16 +92,22 @@ void make_canonical_json(std::string& text, std::string_view what);
 
 /// Checks `r` and brings it into the form the facade sends: JSON text in canonical form
 /// and schema versions set (from `versions`, when given). Throws as check_request.
+/// An explicit version above the kind's (a versioned kind's) is `invalid_argument`: the
+/// row would be committed, and then refused by every read here as a downgrade.
 template <class Request>
 Request prepare_request(Request r, const SchemaVersionsOf& versions) {
   check_request(r);
   if constexpr (requires { r.spec_version; }) {
     make_canonical_json(r.spec, "spec");
-    if (!r.spec_version) r.spec_version = versions ? versions(r.gk).spec : 0;
+    int current = versions ? versions(r.gk).spec : 0;
+    check_version_readable(r.spec_version, current, "spec");
+    if (!r.spec_version) r.spec_version = current;
   }
   if constexpr (requires { r.status_version; }) {
     make_canonical_json(r.status, "status");
-    if (!r.status_version) r.status_version = versions ? versions(r.gk).status : 0;
+    int current = versions ? versions(r.gk).status : 0;
+    check_version_readable(r.status_version, current, "status");
+    if (!r.status_version) r.status_version = current;
   }
   return r;
 }

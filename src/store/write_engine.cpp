@@ -81,11 +81,21 @@ std::optional<ObjectID> first_read(const WriteOp& op) {
 }  // namespace
 
 WriteEngine::WriteEngine(WriteEngineConfig cfg) : cfg_(std::move(cfg)) {
+  if (!cfg_.cursor) cfg_.cursor = std::make_shared<ForeignCursor>();
+  cursor_ = cfg_.cursor.get();
   if (!cfg_.watch_foreign_commits) return;
   try {
     data_version_ = cfg_.writer->data_version();
-    seen_rv_ = cfg_.writer->changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
-    runs_seen_ = known_rv_ = seen_rv_;
+    if (cursor_->set) {
+      // A writer before this one stood here (and crashed): what other processes committed
+      // since is read at the first look, whatever data_version says.
+      cursor_->unpublished_commit = true;
+      return;
+    }
+    cursor_->seen_rv =
+        cfg_.writer->changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
+    cursor_->runs_seen = cursor_->known_rv = cursor_->seen_rv;
+    cursor_->set = true;
   } catch (const std::exception&) {  // the first look publishes from the start then
   }
 }
@@ -105,7 +115,7 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
   if (own && cfg_.watch_foreign_commits) {
     auto lowest = std::numeric_limits<std::int64_t>::max(), highest = std::int64_t{0};
     auto note = [&](std::int64_t rv) {
-      own_rvs_.push_back(rv);
+      cursor_->own_rvs.push_back(rv);
       lowest = std::min(lowest, rv);
       highest = std::max(highest, rv);
     };
@@ -116,9 +126,9 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
     // recent to have been read yet, goes out first. Otherwise a watcher would take this
     // commit's version for its position while an earlier change had still to come, and a
     // resume from there would skip it. (A gap, not data_version: no statement per commit.)
-    bool gap = lowest != std::numeric_limits<std::int64_t>::max() && lowest > known_rv_ + 1;
-    known_rv_ = std::max(known_rv_, highest);
-    if (gap || unpublished_commit_) {
+    bool gap = lowest != std::numeric_limits<std::int64_t>::max() && lowest > cursor_->known_rv + 1;
+    cursor_->known_rv = std::max(cursor_->known_rv, highest);
+    if (gap || cursor_->unpublished_commit) {
       bool published = false;
       try {
         publish_foreign_commits(&rec, &published);
@@ -131,30 +141,31 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
 }
 
 std::int64_t WriteEngine::trim_limit() const {
-  return cfg_.watch_foreign_commits ? seen_rv_ : std::numeric_limits<std::int64_t>::max();
+  return cfg_.watch_foreign_commits ? cursor_->seen_rv : std::numeric_limits<std::int64_t>::max();
 }
 
 void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_published) {
   auto& w = *cfg_.writer;
   if (session_) return;  // its transaction would hide them: next time
   std::int64_t own_max = 0;
-  for (auto rv : own_rvs_) own_max = std::max(own_max, rv);
+  for (auto rv : cursor_->own_rvs) own_max = std::max(own_max, rv);
   auto dv = w.data_version();
-  if (dv == data_version_ && !unpublished_commit_) {
+  if (dv == data_version_ && !cursor_->unpublished_commit) {
     // Nobody else committed, and every commit of this engine's was published. (Event
     // runs a failed read left unread keep their own cursor back.)
-    if (runs_seen_ >= seen_rv_) runs_seen_ = std::max(seen_rv_, own_max);
-    seen_rv_ = std::max(seen_rv_, own_max);
-    own_rvs_.clear();
+    if (cursor_->runs_seen >= cursor_->seen_rv)
+      cursor_->runs_seen = std::max(cursor_->seen_rv, own_max);
+    cursor_->seen_rv = std::max(cursor_->seen_rv, own_max);
+    cursor_->own_rvs.clear();
     return;
   }
   // Through the change log: what changed, removals with their final bodies, and the
   // requeues asked for by tools (beehive-ctl requeue), each object once. (A read that
   // fails leaves data_version_ as it was: the next look reads again.)
-  std::sort(own_rvs_.begin(), own_rvs_.end());
-  auto log = w.changes_since(seen_rv_, {}, {}, own_rvs_);
+  std::sort(cursor_->own_rvs.begin(), cursor_->own_rvs.end());
+  auto log = w.changes_since(cursor_->seen_rv, {}, {}, cursor_->own_rvs);
   commit_record rec;
-  if (log.horizon > seen_rv_) rec.lost_through = log.horizon;
+  if (log.horizon > cursor_->seen_rv) rec.lost_through = log.horizon;
   for (auto& c : log.changes) {
     if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
     if (c.parts & kLoggedBackoffReset) rec.backoff_resets.push_back(c.ref);
@@ -173,12 +184,12 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
         rec.wakes.push_back(std::move(dependent));
     rec.changes.push_back(std::move(change));
   }
-  auto own_versions = std::move(own_rvs_);
-  own_rvs_.clear();
+  auto own_versions = std::move(cursor_->own_rvs);
+  cursor_->own_rvs.clear();
   data_version_ = dv;
-  seen_rv_ = std::max({seen_rv_, log.head, own_max});
-  known_rv_ = std::max(known_rv_, seen_rv_);
-  unpublished_commit_ = false;
+  cursor_->seen_rv = std::max({cursor_->seen_rv, log.head, own_max});
+  cursor_->known_rv = std::max(cursor_->known_rv, cursor_->seen_rv);
+  cursor_->unpublished_commit = false;
   if (own) {
     // One record with this engine's commit, in version order: a watcher's position
     // never passes a change of either still to be delivered (the log's entries are
@@ -193,10 +204,10 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   // Event runs are not logged: the ones other processes wrote since they were last read,
   // read after the changes went out (no watch of an object waits for them).
   commit_record runs;
-  for (auto& run : w.event_runs_between(runs_seen_, log.head))
+  for (auto& run : w.event_runs_between(cursor_->runs_seen, log.head))
     if (!std::binary_search(own_versions.begin(), own_versions.end(), run.resource_version))
       runs.events.push_back(std::move(run));
-  runs_seen_ = log.head;
+  cursor_->runs_seen = log.head;
   publish(runs, false);
 }
 
@@ -231,13 +242,13 @@ void WriteEngine::commit_transaction() {
   try {
     cfg_.writer->commit();
   } catch (const OutcomeUnknown&) {
-    unpublished_commit_ = true;
+    cursor_->unpublished_commit = true;
     throw;
   }
 }
 
-/// Refuses a write whose spec, status or event is larger than the bounds (nothing of it
-/// is written): one place for the blocking and the actor surface.
+/// Refuses a write whose spec, status, labels, condition or event is larger than the
+/// bounds (nothing of it is written): one place for the blocking and the actor surface.
 void WriteEngine::check_size(const WriteOp& op) const {
   auto limit = cfg_.max_object_bytes;
   auto require = [](std::size_t size, std::size_t max, const char* what) {
@@ -250,7 +261,17 @@ void WriteEngine::check_size(const WriteOp& op) const {
         // By field, so that a new request carrying a spec, status or event is bounded too.
         if constexpr (requires { r.spec; }) require(r.spec.size(), limit, "a spec");
         if constexpr (requires { r.status; }) require(r.status.size(), limit, "a status");
+        if constexpr (requires { r.labels; }) {
+          std::size_t bytes = 0;
+          for (const auto& [key, value] : r.labels) bytes += key.size() + value.size();
+          require(bytes, limit, "labels");
+        }
+        if constexpr (requires { r.condition; }) {
+          require(r.condition.reason.size(), max_reason_bytes, "a condition reason");
+          require(r.condition.message.size(), max_event_message_bytes, "a condition message");
+        }
         if constexpr (requires { r.event; }) {
+          require(r.event.reason.size(), max_reason_bytes, "an event reason");
           require(r.event.message.size(), max_event_message_bytes, "an event message");
           if (!r.event.detail.is_null())
             require(detail::dump_json(r.event.detail).size(), max_event_detail_bytes,

@@ -130,10 +130,27 @@ struct SchemaVersions {
   int status = 0;
 };
 
-/// with_max_object_bytes' default, and the bounds on event runs.
+/// with_max_object_bytes' default, and the bounds on event runs and conditions (a
+/// message of either, the reason of either: a short machine-readable token).
 inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
 inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
 inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
+inline constexpr std::size_t max_reason_bytes = 1024;
+
+/// Where an engine stands in other processes' commits (see publish_foreign_commits). It
+/// outlives the engine: after a writer crashed, the next one goes on from here, so that
+/// what other processes committed meanwhile is published, not skipped.
+struct ForeignCursor {
+  bool set = false;            // an engine has stood here
+  std::int64_t seen_rv = 0;    // everything up to this version was published
+  std::int64_t known_rv = 0;   // the highest version published, an engine's own or read
+  std::int64_t runs_seen = 0;  // event runs (not logged) up to this version were published
+  /// Versions an engine published since the last look (not to be published again).
+  std::vector<std::int64_t> own_rvs;
+  /// A commit may have landed unpublished (OutcomeUnknown): the next look reads the log
+  /// whatever data_version says.
+  bool unpublished_commit = false;
+};
 
 struct WriteEngineConfig {
   std::unique_ptr<Writer> writer;
@@ -147,6 +164,9 @@ struct WriteEngineConfig {
   bool watch_foreign_commits = true;
   /// Receives the record of every commit that changed something, right after it.
   std::function<void(const commit_record&)> publish;
+  /// Shared with the engines that come before and after this one (null: its own). Only
+  /// one engine uses it at a time.
+  std::shared_ptr<ForeignCursor> cursor;
 };
 
 class WriteEngine {
@@ -249,21 +269,14 @@ class WriteEngine {
   std::uint64_t transactions_ = 0;
   bool batching_ = false;  // in a batched group commit (run_group)
   std::chrono::steady_clock::duration last_commit_{};
-  // Other processes' commits: the data_version last read, the resource version up to
-  // which everything was published, and the versions this engine published since the
-  // last look (those rows need not be published again).
+  // Other processes' commits: the data_version last read (this connection's), and where
+  // the engine stands in them (cfg_.cursor's).
   std::int64_t data_version_ = 0;
-  std::int64_t seen_rv_ = 0;
-  std::int64_t known_rv_ = 0;   // the highest version published, this engine's or read
-  std::int64_t runs_seen_ = 0;  // event runs (not logged) up to this version were published
-  std::vector<std::int64_t> own_rvs_;
+  ForeignCursor* cursor_ = nullptr;
   // The last committed event-retention sweep's mark, and the one the sweep in flight
   // leaves once it commits.
   EventSweepMark sweep_mark_;
   std::optional<EventSweepMark> next_sweep_mark_;
-  // A commit of this engine's may have landed unpublished (OutcomeUnknown): the next
-  // look reads the log whatever data_version says.
-  bool unpublished_commit_ = false;
 };
 
 }  // namespace beehive::store

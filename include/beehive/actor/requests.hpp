@@ -44,7 +44,8 @@ struct create_request {
   std::vector<std::string> finalizers{};
   std::optional<ObjectID> owner{};  ///< must exist; its owned_by edge is written with the row
   /// The schema version `spec` is written at; unset: the version of the kind's migrator
-  /// (0 for a kind without one). Negative is invalid_argument.
+  /// (0 for a kind without one). Negative, or above a migrator's version (no read here
+  /// could decode it), is invalid_argument.
   std::optional<int> spec_version{};
   Labels labels{};  ///< checked as set_labels_request's
 };
@@ -124,7 +125,8 @@ struct update_status_request {
   std::int64_t observed_generation = 0;  ///< 0 or above (invalid_argument otherwise)
   std::string status{};                  ///< JSON text
   /// The schema version `status` is written at; unset: the version of the kind's
-  /// migrator (0 for a kind without one). Negative is invalid_argument.
+  /// migrator (0 for a kind without one). Negative, or above a migrator's version, is
+  /// invalid_argument.
   std::optional<int> status_version{};
   std::optional<std::int64_t> resource_version{};  ///< as update_request's
 };

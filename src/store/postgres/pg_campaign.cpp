@@ -89,7 +89,9 @@ void Campaign::loop() {
     const bool leads = shared_->term.load() != 0;
     {
       std::unique_lock lk(mu_);
-      auto wake = Clock::now() + (leads && !failed ? renew_every : retry_every);
+      // A leader's renewals start a third of a lease apart, however long each took: from
+      // the end of a slow one, the next would have less than its third before step-down.
+      auto wake = leads && !failed ? renewed + renew_every : Clock::now() + retry_every;
       if (leads) wake = std::min(wake, step_down_at);
       if (cv_.wait_until(lk, wake, [&] { return stop_; })) break;
     }

@@ -39,10 +39,15 @@ class SqliteStore : public Backend {
 
   std::string describe() const override { return "sqlite:" + file_.string(); }
 
-  ReaderLease reader() override {
-    return pool_.lease([&] {
-      return guarded([&] { return std::make_unique<SqliteReader>(file_, opts_, session_); });
-    });
+  ReaderLease reader() override { return reader({}); }
+
+  // A read never waits for a lock here (WAL), but it can wait for a free connection.
+  ReaderLease reader(std::function<bool()> keep_waiting) override {
+    return pool_.lease(
+        [&] {
+          return guarded([&] { return std::make_unique<SqliteReader>(file_, opts_, session_); });
+        },
+        keep_waiting);
   }
 
   std::unique_ptr<Writer> open_writer() override {
