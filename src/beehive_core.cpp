@@ -154,10 +154,26 @@ scheduler_actor BeehiveCore::scheduler() const {
   return caf::actor_cast<scheduler_actor>(directory_->scheduler());
 }
 
-void BeehiveCore::requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
+void BeehiveCore::requeue(const Context& ctx, const GroupKind& gk, ObjectID id,
+                          bool reset_backoff) {
   if (!kind(gk)) throw Error(errc::no_controller, to_string(gk) + " has no controller");
   // Before start the request has nowhere to go: start reconciles everything anyway.
-  if (auto c = directory_->controller(gk)) caf::anon_send(c, requeue_request{id, reset_backoff});
+  auto c = directory_->controller(gk);
+  if (!c) return;
+  auto r = std::make_shared<BlockingRequeue>();
+  r->request = requeue_request{id, reset_backoff};
+  auto reply = r->reply;
+  caf::anon_send(caf::actor_cast<controller_impl>(c), std::move(r));
+  try {
+    reply->take(ctx, false);  // answered once the object is queued
+  } catch (const Error& e) {
+    // The controller went before it queued the object (a crash) while the beehive runs:
+    // its restart lists the kind and queues every object, this one included.
+    if (auto s = state_.load(std::memory_order_acquire);
+        e.value() == errc::stopped && (s == State::created || s == State::running))
+      return;
+    throw;
+  }
 }
 
 std::function<void(const Context&)> BeehiveCore::start(const Context& ctx) {

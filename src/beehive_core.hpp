@@ -123,8 +123,10 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   const Migrator* migrator(const GroupKind& gk) const;
   int spec_version(const GroupKind& gk) const;
   int status_version(const GroupKind& gk) const;
-  /// Queues `id` in its kind's controller; no_controller for a client-only kind.
-  void requeue(const GroupKind& gk, ObjectID id, bool reset_backoff);
+  /// Queues `id` in its kind's controller and returns once it is queued, bounded by
+  /// `ctx` (a caller whose context ends first leaves it unqueued); no_controller for a
+  /// client-only kind, not_found when the controller finds no such object of the kind.
+  void requeue(const Context& ctx, const GroupKind& gk, ObjectID id, bool reset_backoff);
   /// The kind's registration, or null for a client-only kind.
   std::shared_ptr<KindEntry> kind(const GroupKind& gk) const;
 

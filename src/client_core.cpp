@@ -322,7 +322,7 @@ void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) co
     rt_->write(ctx, log_requeue_request{gk_, id, reset_backoff}, {});
     return;
   }
-  rt_->requeue(gk_, id, reset_backoff);
+  rt_->requeue(ctx, gk_, id, reset_backoff);
 }
 
 void ClientCore::report_skipped(const ObjectRow& row, const std::exception& e) const {

@@ -10,6 +10,7 @@
 #include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
+#include "held_reader.hpp"
 
 namespace beehive::test {
 namespace {
@@ -499,6 +500,60 @@ TEST_F(ReconcileTest, RequeueChecksTheIdAndTheController) {
   EXPECT_ERRC(w.requeue(ctx_, g.id), errc::not_found);
   EXPECT_ERRC(w.requeue(ctx_, 424242), errc::not_found);
   EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+}
+
+// Requeue returns once the object is queued: its schedule says "now" as soon as the call
+// returns, while the kind's only worker is busy with another object and the requeued one
+// waits in the queue (it was due for a retry in 1 s).
+TEST_F(ReconcileTest, RequeueReturnsOnceTheObjectIsQueued) {
+  Gate gate;
+  std::atomic<bool> fail{true};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto& o) -> Result {
+    if (o.spec.color == "holds") gate.pass();
+    if (o.spec.color == "fails" && fail) throw std::runtime_error("boom");
+    return {};
+  });
+  register_widgets(with_concurrency(1));
+  auto w = widgets();
+  auto failing = w.create(ctx_, {"fails", 1});
+  start();
+  settle();
+  ASSERT_EQ(w.get_schedule(ctx_, failing.id).next_requeue_at, clock_->now() + 1s);
+  w.create(ctx_, {"holds", 1});  // takes the only worker
+  gate.wait_entered();
+  for (int i = 0; i < 5; ++i) {
+    w.requeue(ctx_, failing.id);
+    EXPECT_EQ(w.get_schedule(ctx_, failing.id).next_requeue_at, clock_->now());
+  }
+  fail = false;
+  gate.open();
+  settle();
+  EXPECT_EQ(w.get_schedule(ctx_, failing.id), Schedule{});
+  EXPECT_EQ(recorder_->count(failing.id), 2);
+}
+
+// A requeue waits for the controller within its context, as other blocking calls do:
+// behind a check of the id that is slow to come, it ends at the deadline, and the object
+// is left as it was (still due for its retry, not queued).
+TEST_F(ReconcileTest, ARequeueWhoseContextEndsFirstLeavesTheObjectAsItWas) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("boom"); });
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  settle();
+  const auto retry = clock_->now() + 1s;
+  ASSERT_EQ(w.get_schedule(ctx_, o.id).next_requeue_at, retry);
+  {
+    HeldReader held(*bh_->core(), 10s);
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_ERRC(w.requeue(ctx_.with_timeout(50ms), o.id), errc::deadline_exceeded);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  }
+  settle();
+  EXPECT_EQ(w.get_schedule(ctx_, o.id).next_requeue_at, retry);
+  EXPECT_EQ(recorder_->count(o.id), 1);
 }
 
 /// The finalizer pattern: a pass removes its finalizer from an object being deleted, and

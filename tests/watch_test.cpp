@@ -11,6 +11,7 @@
 #include "actors/reader.hpp"
 #include "beehive_core.hpp"
 #include "controller_fixture.hpp"
+#include "held_reader.hpp"
 
 namespace beehive::test {
 namespace {
@@ -463,48 +464,6 @@ TEST_F(WatchTest, ASlowSelectorReaderHearsModifiedForAnObjectThatLeftAndCameBack
   w.set_labels(ctx_, gold.id, {{"tier", "gold"}});
   EXPECT_EQ(next(s).type, ChangeType::Added);
 }
-
-/// Holds the beehive's reader (where watch snapshots are read) until released: a slow
-/// snapshot. Released when it leaves scope at the latest, or after `limit` (so that a
-/// call that ignores its context cannot hang the test).
-class HeldReader {
- public:
-  HeldReader(detail::BeehiveCore& core, std::chrono::milliseconds limit) {
-    std::promise<void> entered;
-    auto held = entered.get_future();
-    caf::anon_send(core.reader(), detail::ReadJob{[gate = gate_, &entered](store::Reader&) {
-                     entered.set_value();
-                     std::unique_lock lk(gate->mu);
-                     gate->cv.wait(lk, [&] { return gate->released; });
-                     return caf::make_message(true);
-                   }});
-    held.wait();
-    watchdog_ = std::thread([gate = gate_, limit] {
-      std::unique_lock lk(gate->mu);
-      gate->cv.wait_for(lk, limit, [&] { return gate->released; });
-      gate->released = true;
-      gate->cv.notify_all();
-    });
-  }
-  ~HeldReader() {
-    release();
-    watchdog_.join();
-  }
-  void release() {
-    std::lock_guard lk(gate_->mu);
-    gate_->released = true;
-    gate_->cv.notify_all();
-  }
-
- private:
-  struct Gate {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool released = false;
-  };
-  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
-  std::thread watchdog_;
-};
 
 // Opening a watch waits for its snapshot within the caller's context: behind a snapshot
 // that is slow to come, the call ends at the deadline or on cancel, as other blocking

@@ -268,9 +268,11 @@ class Client {
     return Stream<Schedule>(core_.watch_schedule(ctx, id));
   }
 
-  /// Reconciles the object soon: a latency hint, returning once it is queued. Keeps the
-  /// retry backoff unless with_reset_backoff() is given. not_found for a missing or
-  /// another kind's id; no_controller for a kind without a controller. On a standby
+  /// Reconciles the object soon: a latency hint, returning once it is queued (its
+  /// schedule then reads now, unless a worker took it already). Keeps the retry backoff
+  /// unless with_reset_backoff() is given. not_found for a missing or another kind's id;
+  /// no_controller for a kind without a controller; cancelled or deadline_exceeded when
+  /// `ctx` ends before the object is queued (it is then left as it was). On a standby
   /// (another process leads, see Beehive::is_leader) the requeue is recorded in the
   /// store and the leader's controller reconciles the object (its backoff unchanged).
   template <class... Opts>

@@ -425,6 +425,47 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   }
 }
 
+/// A requeue by hand: checks on the reader that `r.id` is an object of this kind, then
+/// queues it (lifting a terminal mark) and dispatches, and only then answers: `answer`
+/// gets no error once the object is queued, not_found for a missing or another kind's
+/// id, or the read's error. `claim` is asked just before the object is queued: false
+/// (the caller gave up waiting) leaves the object alone, unanswered.
+template <class Claim, class Answer>
+void requeue_checked(Self self, const requeue_request& r, Claim claim, Answer answer) {
+  auto gk = self->state.kind->gk;
+  ReadJob job = [gk, id = r.id](store::Reader& reader) {
+    auto row = reader.get(id);
+    return caf::make_message(row && row->meta.group == gk.group && row->meta.kind == gk.kind);
+  };
+  ++self->state.pending_reads;
+  self->request(self->state.services.reader, caf::infinite, std::move(job))
+      .then(
+          [self, r, claim, answer](bool exists) mutable {
+            auto& st = self->state;
+            --st.pending_reads;
+            if (!exists) {
+              st.settling.check(idle(self));
+              answer(make_error(errc::not_found, "no " + to_string(st.kind->gk) + " with id " +
+                                                     std::to_string(r.id)));
+              return;
+            }
+            if (!claim()) {
+              st.settling.check(idle(self));
+              return;
+            }
+            if (r.reset_backoff) st.backoff.erase(r.id);
+            st.timers.erase(r.id);
+            enqueue(self, r.id, true);  // by hand: lifts a terminal mark
+            dispatch(self);
+            answer(caf::error{});
+          },
+          [self, answer](caf::error& err) mutable {
+            --self->state.pending_reads;
+            self->state.settling.check(idle(self));
+            answer(std::move(err));
+          });
+}
+
 }  // namespace
 
 namespace {
@@ -539,37 +580,26 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       },
       [self](wake_atom) { on_wake(self); },
       [self](const requeue_request& r) -> caf::result<bool> {
-        // Only an object of this kind is requeued: check on the reader, then queue.
-        auto gk = self->state.kind->gk;
-        ReadJob job = [gk, id = r.id](store::Reader& reader) {
-          auto row = reader.get(id);
-          return caf::make_message(row && row->meta.group == gk.group && row->meta.kind == gk.kind);
-        };
         auto rp = self->make_response_promise<bool>();
-        ++self->state.pending_reads;
-        self->request(self->state.services.reader, caf::infinite, std::move(job))
-            .then(
-                [self, rp, r](bool exists) mutable {
-                  auto& st = self->state;
-                  --st.pending_reads;
-                  if (!exists) {
-                    st.settling.check(idle(self));
-                    rp.deliver(make_error(errc::not_found, "no " + to_string(st.kind->gk) +
-                                                               " with id " + std::to_string(r.id)));
-                    return;
-                  }
-                  if (r.reset_backoff) st.backoff.erase(r.id);
-                  st.timers.erase(r.id);
-                  enqueue(self, r.id, true);  // by hand: lifts a terminal mark
-                  dispatch(self);
-                  rp.deliver(true);
-                },
-                [self, rp](caf::error& err) mutable {
-                  --self->state.pending_reads;
-                  self->state.settling.check(idle(self));
-                  rp.deliver(std::move(err));
-                });
+        requeue_checked(
+            self, r, [] { return true; },
+            [rp](caf::error err) mutable {
+              if (err)
+                rp.deliver(std::move(err));
+              else
+                rp.deliver(true);
+            });
         return rp;
+      },
+      [self](const BlockingRequeuePtr& p) {
+        requeue_checked(
+            self, p->request, [p] { return p->reply->claim(); },
+            [p](caf::error err) {
+              if (err)
+                p->reply->fail(to_errc(err).value_or(errc::store), error_message(err));
+              else
+                p->reply->deliver(true);
+            });
       },
       [self](schedule_atom, ObjectID id) { return self->state.kind->schedules->get(id); },
       [self](const schedule_watch_request& r) {

@@ -36,6 +36,7 @@
 #include "actors/store_writer.hpp"
 #include "metrics/kind_metrics.hpp"
 #include "metrics/object_tally.hpp"
+#include "rendezvous.hpp"
 
 namespace beehive::detail {
 
@@ -73,13 +74,30 @@ struct KindEntry {
   std::uint64_t restarts = 0;                  // written by the root, read by inspect
 };
 
-/// The controller's full interface: the public one plus the root's, the scheduler's
-/// and the writer's messages.
+/// A blocking `Client::requeue`, from the facade: answered through `reply` once the
+/// object is queued (or found missing). A caller that gave up waiting first (its
+/// context ended) has its requeue dropped, unapplied.
+struct BlockingRequeue {
+  requeue_request request;
+  std::shared_ptr<Rendezvous<bool>> reply = std::make_shared<Rendezvous<bool>>();
+
+  BlockingRequeue() = default;
+  BlockingRequeue(const BlockingRequeue&) = delete;
+  BlockingRequeue& operator=(const BlockingRequeue&) = delete;
+  /// A request the controller never answered (it had quit, or quit while checking the
+  /// id) ends as stopped.
+  ~BlockingRequeue() { reply->fail(errc::stopped, "the controller ended"); }
+};
+using BlockingRequeuePtr = std::shared_ptr<BlockingRequeue>;
+
+/// The controller's full interface: the public one plus the root's, the scheduler's,
+/// the writer's and the facade's messages.
 using controller_impl =
     controller_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<leadership_atom, bool>,
                              caf::reacts_to<commit_record>, caf::reacts_to<wake_atom>,
                              caf::replies_to<drain_atom>::with<bool>, caf::reacts_to<shutdown_atom>,
-                             caf::replies_to<settle_atom>::with<bool>>;
+                             caf::replies_to<settle_atom>::with<bool>,
+                             caf::reacts_to<BlockingRequeuePtr>>;
 
 struct ControllerState {
   ControllerState() = default;
@@ -164,3 +182,4 @@ caf::behavior worker(caf::event_based_actor* self, std::shared_ptr<KindEntry> ki
 }  // namespace beehive::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::Outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::BlockingRequeuePtr)
