@@ -556,6 +556,42 @@ TEST_F(ReconcileTest, ARequeueWhoseContextEndsFirstLeavesTheObjectAsItWas) {
   EXPECT_EQ(recorder_->count(o.id), 1);
 }
 
+// The finalizer pattern, with a pass that also asks to be reconciled again in a day: the
+// GC collects the object once its last finalizer is gone, and nothing of it stays
+// scheduled (a missing id reads as the zero Schedule, and its watch hears so).
+TEST_F(ReconcileTest, NothingStaysScheduledForAnObjectOnceItIsCollected) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    if (o.deletion_requested_at) cc.remove_finalizer(ctx, o.id, "acme.com/cleanup");
+    return Result{24h};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_finalizers({"acme.com/cleanup"}));
+  start();
+  settle();
+  ASSERT_EQ(w.get_schedule(ctx_, o.id).next_requeue_at, clock_->now() + 24h);
+  auto schedules = w.watch_schedule(ctx_, o.id);
+  ASSERT_EQ(schedules.next_for(5s), Schedule{clock_->now() + 24h});
+  w.remove(ctx_, o.id);
+  settle();
+  ASSERT_EQ(recorder_->count(o.id), 2);
+  EXPECT_ERRC(w.get(ctx_, o.id), errc::not_found);
+  EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+  EXPECT_EQ(schedules.next_for(0ms), Schedule{});  // conflated: the latest value
+  auto controller = *bh_->controller(widget_kind);
+  caf::scoped_actor self{controller->home_system()};
+  controller_state st;
+  self->request(controller, 10s, inspect_atom::value)
+      .receive([&](const controller_state& s) { st = s; },
+               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  EXPECT_TRUE(st.timers.empty());
+  EXPECT_TRUE(st.backoff.empty());
+  EXPECT_EQ(st.queue_length, 0u);
+  clock_->advance(24h);
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 2);
+}
+
 /// The finalizer pattern: a pass removes its finalizer from an object being deleted, and
 /// the GC collects the object before the pass's next write. The pass ends as done: no
 /// error logged, no retry.

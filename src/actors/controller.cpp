@@ -268,6 +268,21 @@ void arm_timer(Self self, ObjectID id, Time due) {
   self->state.kind->schedules->set(id, self->state.services.timers->to_wall(due));
 }
 
+/// The object was removed (ids are never reused): nothing of it stays queued, timed or
+/// on the backoff ladder, and its schedule reads as the zero value. A pass of it still
+/// in flight ends without scheduling anything (see on_done).
+void forget(Self self, ObjectID id) {
+  auto& st = self->state;
+  st.timers.erase(id);
+  st.backoff.erase(id);
+  st.terminal.erase(id);
+  st.dirty.erase(id);
+  st.enqueued_at.erase(id);
+  if (st.queued.erase(id)) st.queue.erase(std::find(st.queue.begin(), st.queue.end(), id));
+  if (st.in_flight.count(id)) st.collected.insert(id);
+  st.kind->schedules->clear(id);
+}
+
 void resync(Self self) {
   list_kind(
       self, true,
@@ -358,6 +373,9 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   st.timers.erase(id);
   const auto& cfg = st.kind->settings;
   bool lifted = st.lifted.erase(id) > 0;
+  // Removed while its pass ran: whatever the pass asked for (a requeue_after, a retry),
+  // there is nothing left to schedule.
+  bool collected = st.collected.erase(id) > 0;
   // A retry (or requeue_now) after the next step of the backoff ladder, jittered.
   auto step_ladder = [&] {
     using ms = std::chrono::milliseconds;
@@ -376,7 +394,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
     arm_timer(self, id, saturating_add(now(self), delay));
     return delay;
   };
-  switch (o.kind) {
+  switch (collected ? Outcome::gone : o.kind) {
     case Outcome::error: {
       auto d = step_ladder();
       if (auto* m = st.kind->metrics.get()) m->retried();
@@ -555,7 +573,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
           if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
             enqueue(self, c.row.meta.id, true);  // a new spec, or a deletion: lifts a terminal mark
           if ((c.parts & object_change::removed) && of_kind(c.row.meta, gk))
-            st.terminal.erase(c.row.meta.id);
+            forget(self, c.row.meta.id);
           if (wakes_owner(gk, cfg, c)) enqueue(self, c.owner->id);
           for (auto& [other, map] : cfg.watches)
             if (of_kind(c.row.meta, other))

@@ -123,6 +123,9 @@ struct ControllerState {
   /// In-flight ids whose mark was lifted meanwhile: their pass's TerminalError does
   /// not mark them again.
   std::unordered_set<ObjectID> lifted;
+  /// In-flight ids whose object was removed (collected) meanwhile: their pass's outcome
+  /// schedules nothing.
+  std::unordered_set<ObjectID> collected;
   /// The rate limit's token bucket (KindSettings::rate), on the timers' time line.
   double tokens = 0;
   Time tokens_at{};
