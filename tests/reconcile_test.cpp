@@ -9,6 +9,7 @@
 
 #include <beehive/actors.hpp>
 
+#include "actors/atoms.hpp"
 #include "controller_fixture.hpp"
 #include "held_reader.hpp"
 
@@ -590,6 +591,61 @@ TEST_F(ReconcileTest, NothingStaysScheduledForAnObjectOnceItIsCollected) {
   clock_->advance(24h);
   settle();
   EXPECT_EQ(recorder_->count(o.id), 2);
+}
+
+// A leader that steps down stops scheduling: what it had queued or timed is the new
+// leader's to do, so its clients read no time for it, its schedule watches hear the zero
+// Schedule, and a pass in flight at the step-down (here one that fails, as a deposed
+// leader's writes do) schedules no retry. The step-down arrives as the root delivers it.
+TEST_F(ReconcileTest, ALeaderThatStepsDownReportsNothingScheduled) {
+  Gate gate;
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto& o) -> Result {
+    if (o.spec.color == "holds") gate.pass();
+    if (o.spec.color != "waits") throw std::runtime_error("boom");
+    return {};
+  });
+  register_widgets(with_concurrency(1));
+  auto w = widgets();
+  auto retrying = w.create(ctx_, {"retries", 1});
+  start();
+  settle();
+  ASSERT_EQ(w.get_schedule(ctx_, retrying.id).next_requeue_at, clock_->now() + 1s);
+  auto running = w.create(ctx_, {"holds", 1});  // takes the only worker
+  gate.wait_entered();
+  auto waiting = w.create(ctx_, {"waits", 1});
+  ASSERT_TRUE(scheduled_at(waiting.id, clock_->now()));  // queued behind it
+  std::vector<Stream<Schedule>> watches;
+  for (auto id : {retrying.id, waiting.id}) {
+    watches.push_back(w.watch_schedule(ctx_, id));
+    ASSERT_NE(watches.back().next_for(5s), Schedule{});
+  }
+
+  auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
+  caf::scoped_actor self{controller->home_system()};
+  self->send(controller, detail::leadership_atom::value, false);
+  controller_state st;  // asked after the step-down (one sender's messages keep their order)
+  self->request(controller, 10s, inspect_atom::value)
+      .receive([&](const controller_state& s) { st = s; },
+               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  EXPECT_EQ(st.queue_length, 0u);
+  EXPECT_TRUE(st.timers.empty());
+  for (auto id : {retrying.id, running.id, waiting.id})
+    EXPECT_EQ(w.get_schedule(ctx_, id), Schedule{}) << id;
+  for (auto& s : watches) EXPECT_EQ(s.next_for(5s), Schedule{});
+
+  gate.open();  // the pass in flight fails
+  settle();
+  EXPECT_EQ(w.get_schedule(ctx_, running.id), Schedule{});
+  self->request(controller, 10s, inspect_atom::value)
+      .receive([&](const controller_state& s) { st = s; },
+               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  EXPECT_TRUE(st.timers.empty());
+  EXPECT_TRUE(st.in_flight.empty());
+  clock_->advance(1s);  // the retry it had timed is not its own any more
+  settle();
+  EXPECT_EQ(recorder_->count(retrying.id), 1);
+  EXPECT_EQ(recorder_->count(waiting.id), 0);
 }
 
 /// The finalizer pattern: a pass removes its finalizer from an object being deleted, and

@@ -41,6 +41,7 @@ bool of_kind(const ObjectMeta& m, const GroupKind& gk) {
 /// queues and reconciles nothing (the leader does), and lists its kind again when it
 /// becomes the leader.
 bool leads(Self self) {
+  if (self->state.deposed) return false;
   auto* b = self->state.services.backend.get();
   return !b || b->leads();
 }
@@ -433,6 +434,8 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       st.backoff.erase(id);
       break;
   }
+  // A deposed leader's pass (its writes failed the fence) is the new leader's to retry.
+  if (!leads(self)) st.timers.erase(id);
   if (!st.timers.count(id)) st.kind->schedules->clear(id);
   if (st.dirty.erase(id)) enqueue(self, id);
   dispatch(self);
@@ -544,13 +547,17 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       [self](leadership_atom, bool leads) {
         // Taking over: everything, as a restart would (the old leader's queue and
         // timers died with its leadership). Stepping down: the passes in flight end
-        // (their writes fail the fence), and nothing more is dispatched.
+        // (their writes fail the fence), nothing more is dispatched, and nothing is
+        // scheduled any more (the new leader's schedules are its own process's).
         auto& st = self->state;
+        st.deposed = !leads;
         if (leads && st.dispatching && !st.draining) restart(self);
         if (!leads) {
           st.queue.clear();
           st.queued.clear();
           st.timers.clear();
+          st.enqueued_at.clear();
+          st.kind->schedules->clear_all();
           st.settling.check(idle(self));
         }
       },

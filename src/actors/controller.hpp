@@ -145,6 +145,9 @@ struct ControllerState {
   std::size_t reported_depth = SIZE_MAX;
   std::size_t reported_active = SIZE_MAX;
   std::pair<std::size_t, std::size_t> reported_objects{SIZE_MAX, SIZE_MAX};
+  /// Told that this process no longer leads (leadership_atom), until told it leads
+  /// again: it queues, times and schedules nothing meanwhile, whatever the store says.
+  bool deposed = false;
   // Off until start has listed the kind (commits arriving earlier only queue, so that
   // start reconciles each object once) and again once draining.
   bool dispatching = false;

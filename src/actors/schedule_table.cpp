@@ -3,6 +3,7 @@
 #include "actors/schedule_table.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <caf/abstract_actor.hpp>
 #include <caf/actor_cast.hpp>
@@ -29,6 +30,12 @@ void ScheduleTable::set(ObjectID id, Time t) {
 void ScheduleTable::clear(ObjectID id) {
   std::lock_guard lk(mu_);
   if (next_.erase(id)) publish_locked(id, {});
+}
+
+void ScheduleTable::clear_all() {
+  std::lock_guard lk(mu_);
+  auto cleared = std::exchange(next_, {});
+  for (auto& [id, t] : cleared) publish_locked(id, {});
 }
 
 void ScheduleTable::watch_actor(ObjectID id, caf::actor subscriber) {

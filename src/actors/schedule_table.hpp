@@ -27,6 +27,9 @@ class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
   Schedule get(ObjectID id) const;
   void set(ObjectID id, Time t);
   void clear(ObjectID id);
+  /// Clears every object's entry (each watch hears the zero Schedule): nothing is
+  /// scheduled any more, as on a controller that stopped leading.
+  void clear_all();
 
   /// Streams `id`'s schedule: the current value, then every change (conflated).
   void watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core);
