@@ -648,6 +648,48 @@ TEST_F(ReconcileTest, ALeaderThatStepsDownReportsNothingScheduled) {
   EXPECT_EQ(recorder_->count(waiting.id), 0);
 }
 
+// A resync lists the kind's unsettled objects on the reader. Behind a listing that
+// outlasts the interval (a slow store) the ticks do not pile listings up: one runs, and
+// the ticks that came meanwhile fold into one more, however many intervals passed.
+TEST_F(ReconcileTest, ResyncListingsDoNotPileUpBehindASlowListing) {
+  register_widgets(with_resync_interval(1s));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});  // never settles: every resync queues it
+  start();
+  settle();
+  auto controller = *bh_->controller(widget_kind);
+  auto scheduler = bh_->scheduler();
+  caf::scoped_actor self{controller->home_system()};
+  auto listings = [&] {
+    std::uint64_t n = 0;
+    self->request(controller, 10s, inspect_atom::value)
+        .receive([&](const controller_state& s) { n = s.resync_listings; },
+                 [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+    return n;
+  };
+  auto next_wake = [&] {
+    Time t{};
+    self->request(scheduler, 10s, inspect_atom::value)
+        .receive([&](const scheduler_state& s) { t = s.earliest; },
+                 [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+    return t;
+  };
+  const auto before = listings();
+  const auto passes = recorder_->count(o.id);
+  {
+    HeldReader held(*bh_->core(), 60s);
+    for (int i = 0; i < 20; ++i) {
+      clock_->advance(1s);
+      // The controller took this tick (and asked for the next one) before the test moves on.
+      ASSERT_TRUE(eventually([&] { return next_wake() == clock_->now() + 1s; })) << i;
+    }
+    EXPECT_EQ(listings() - before, 1u);
+  }
+  settle();
+  EXPECT_EQ(listings() - before, 2u);
+  EXPECT_GT(recorder_->count(o.id), passes);  // and the listings did queue it
+}
+
 /// The finalizer pattern: a pass removes its finalizer from an object being deleted, and
 /// the GC collects the object before the pass's next write. The pass ends as done: no
 /// error logged, no retry.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 #include <beehive/detail/saturate.hpp>
 
@@ -284,14 +285,30 @@ void forget(Self self, ObjectID id) {
   st.kind->schedules->clear(id);
 }
 
+/// Lists the kind's unsettled objects and queues them. At most one listing is in flight
+/// (the reader runs them one after another, and a listing may outlast the interval):
+/// ticks that come meanwhile fold into one more, begun when it ends.
 void resync(Self self) {
+  auto& st = self->state;
+  if (st.resync_listing) {
+    st.resync_again = true;
+    return;
+  }
+  st.resync_listing = true;
+  ++st.resync_listings;
+  auto ended = [self] {
+    auto& st = self->state;
+    st.resync_listing = false;
+    if (std::exchange(st.resync_again, false) && !st.draining) resync(self);
+  };
   list_kind(
       self, true,
-      [self](const IdList& ids) {
+      [self, ended](const IdList& ids) {
         for (auto [id, rv] : ids) enqueue(self, id);
         dispatch(self);
+        ended();
       },
-      [] {});  // the next resync lists again
+      ended);  // a failed listing: the next resync lists again
 }
 
 /// Lists the kind and queues every object (at start, and when this process takes over
@@ -647,6 +664,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         out.workers = static_cast<int>(st.workers.size());
         out.restarts = st.kind->restarts;
         out.schedule_watches = st.kind->schedules->watch_count();
+        out.resync_listings = st.resync_listings;
         return out;
       },
       [](shutdown_atom) {},  // the writer's last word; stop ends us

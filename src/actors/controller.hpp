@@ -134,7 +134,10 @@ struct ControllerState {
   std::unordered_map<ObjectID, Time> timers;        // pending backoff / requeue_after
   std::int64_t listed_rv = 0;  // highest resource version the start listing saw
   Time next_resync{Time::max()};
-  Time relist_at{Time::max()};  // a start listing that failed is tried again then
+  bool resync_listing = false;        // a resync's listing is in flight
+  bool resync_again = false;          // a resync tick came meanwhile: list once more after it
+  std::uint64_t resync_listings = 0;  // begun (inspect)
+  Time relist_at{Time::max()};        // a start listing that failed is tried again then
   Time requested_wake{Time::max()};
   // Metrics only (empty without a sink): when each queued id was queued, when each pass
   // in flight began (steady clock), the kind's object counts, and the gauge values last

@@ -133,6 +133,9 @@ struct controller_state {
   /// Schedule watches held (streams and actors); ended ones are let go within a bounded
   /// number of later subscriptions.
   std::size_t schedule_watches = 0;
+  /// Resync listings of the kind begun since the controller started. At most one runs at
+  /// a time: resync ticks that come while one runs fold into one more, run after it.
+  std::uint64_t resync_listings = 0;
 };
 
 /// The gc actor's state, for `inspect_atom`.
