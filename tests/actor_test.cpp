@@ -347,6 +347,47 @@ TEST_F(ActorTest, TheSchedulerWakesAnApplicationActorAtATimeOfTheBeehivesClock) 
   stop(ctx_);
 }
 
+// An application actor that asked for a wake and exited before it came is let go: the
+// scheduler holds nothing for it any more, whether the wake was far off or never, and
+// whether the actor exited after asking or before its request arrived. Actors that come
+// and go all day leave nothing behind.
+TEST_F(ActorTest, TheSchedulerLetsGoOfTheWakesOfActorsThatExited) {
+  auto stop = bh_->start(ctx_);
+  auto scheduler = bh_->scheduler();
+  auto held = [&] { return ask<scheduler_state>(scheduler, inspect_atom::value).wakes; };
+  ASSERT_TRUE(eventually([&] { return held() == 2; }));  // the gc's and the event log's
+  auto spawn_app = [&] {
+    return sys_.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](wake_atom) {}}; });
+  };
+  std::vector<caf::actor> apps;
+  for (int i = 0; i < 10; ++i) {
+    apps.push_back(spawn_app());
+    caf::anon_send(scheduler, wake_at_atom::value, apps.back(),
+                   i % 2 ? clock_->now() + 1h : Time::max());
+  }
+  ASSERT_TRUE(eventually([&] { return held() == 12; })) << held();
+  for (auto& a : apps) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  apps.clear();
+  EXPECT_TRUE(eventually([&] { return held() == 2; })) << held();
+
+  // Exited before its request arrived.
+  auto gone = spawn_app();
+  {
+    caf::scoped_actor self{sys_};
+    self->monitor(gone);
+    caf::anon_send_exit(gone, caf::exit_reason::user_shutdown);
+    self->receive([](const caf::down_msg&) {});
+  }
+  caf::anon_send(scheduler, wake_at_atom::value, gone, clock_->now() + 1h);
+  EXPECT_TRUE(eventually([&] { return held() == 2; })) << held();
+  // And the ones still there keep theirs.
+  auto app = spawn_app();
+  caf::anon_send(scheduler, wake_at_atom::value, app, clock_->now() + 1h);
+  EXPECT_TRUE(eventually([&] { return held() == 3; })) << held();
+  stop(ctx_);
+  caf::anon_send_exit(app, caf::exit_reason::user_shutdown);
+}
+
 TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   auto reconciles = std::make_shared<std::atomic<int>>(0);  // outlives late reconciles
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [=](auto&, auto&, auto&) {

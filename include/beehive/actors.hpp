@@ -142,8 +142,9 @@ using event_log_actor =
 
 /// Every timer: `wake_at_atom` + an actor + a time of the beehive's clock sends that
 /// actor `wake_atom` once the time comes (at once if it has passed). An actor has one
-/// wake pending at a time: a later `wake_at_atom` for it replaces the earlier. Name
-/// actors of your own (beehive's actors use the scheduler for their own timers).
+/// wake pending at a time: a later `wake_at_atom` for it replaces the earlier; an actor
+/// that exits before its wake comes loses it. Name actors of your own (beehive's actors
+/// use the scheduler for their own timers).
 using scheduler_actor = caf::typed_actor<caf::reacts_to<wake_at_atom, caf::actor, Time>,
                                          caf::replies_to<inspect_atom>::with<scheduler_state>>;
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <caf/system_messages.hpp>
+
 #include <beehive/detail/saturate.hpp>
 
 namespace beehive::detail {
@@ -35,13 +37,24 @@ void fire_and_rearm(Self self) {
 
 scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<const TimerClock> clock) {
   self->state.clock = std::move(clock);
+  // A target that exits takes its wake with it (a down message comes at once for one
+  // that had exited before it asked).
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    st.monitored.erase(dm.source);
+    std::erase_if(st.wakes, [&](const auto& w) { return w.first.address() == dm.source; });
+  });
   auto wake_at = [self](const caf::actor& target, Time due) {
-    auto& wakes = self->state.wakes;
+    if (!target) return;  // nobody to wake
+    auto& st = self->state;
+    auto& wakes = st.wakes;
     auto it = std::find_if(wakes.begin(), wakes.end(), [&](auto& w) { return w.first == target; });
-    if (it == wakes.end())
+    if (it == wakes.end()) {
+      if (st.monitored.insert(target.address()).second) self->monitor(target);
       wakes.emplace_back(target, due);
-    else
+    } else {
       it->second = due;
+    }
     fire_and_rearm(self);
   };
   return {
