@@ -440,6 +440,84 @@ TEST_F(ActorTest, AnApplicationActorWatchesAndRequeues) {
   caf::anon_send_exit(app, caf::exit_reason::user_shutdown);
 }
 
+// An application actor that asks twice for one object's schedule holds one watch and
+// hears each change once; after it unsubscribes it hears no more of that object, and its
+// watch of another object goes on.
+TEST_F(ActorTest, AnActorHearsEachScheduleChangeOnceUntilItUnsubscribes) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{10s}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto a = widgets.create(ctx_, {"a", 1});
+  auto b = widgets.create(ctx_, {"b", 1});
+  auto stop = bh_->start(ctx_);
+  auto settle = [&] { beehive::testing::settle(*bh_, ctx_.with_timeout(10s)); };
+  settle();
+  struct Seen {
+    std::mutex mu;
+    std::vector<schedule_change> changes;
+  };
+  auto seen = std::make_shared<Seen>();
+  auto app = sys_.spawn([seen](caf::event_based_actor*) -> caf::behavior {
+    return {
+        [seen](const schedule_change& c) {
+          std::lock_guard lk(seen->mu);
+          seen->changes.push_back(c);
+        },
+        [](caf::get_atom) { return true; },  // answered after what came before it
+        [](const watch_ended&) {},
+    };
+  });
+  // What the app heard of `id` since `from` changes, once it has taken every change sent
+  // so far (the controller sent them before settle returned; this request comes after).
+  auto heard = [&](ObjectID id, std::size_t from) {
+    caf::scoped_actor self{sys_};
+    self->request(app, 10s, caf::get_atom::value)
+        .receive([](bool) {}, [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+    std::lock_guard lk(seen->mu);
+    std::vector<Schedule> out;
+    for (std::size_t i = from; i < seen->changes.size(); ++i)
+      if (seen->changes[i].id == id) out.push_back(seen->changes[i].schedule);
+    return out;
+  };
+  auto heard_so_far = [&] {
+    heard(0, 0);
+    std::lock_guard lk(seen->mu);
+    return seen->changes.size();
+  };
+  auto controller = *bh_->controller(widget_kind);
+  caf::scoped_actor self{sys_};
+  auto watches = [&] {
+    std::size_t n = 0;
+    self->request(controller, 10s, inspect_atom::value)
+        .receive([&](const controller_state& st) { n = st.schedule_watches; },
+                 [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+    return n;
+  };
+  for (auto id : {a.id, a.id, b.id})
+    self->request(controller, 10s, schedule_watch_request{id, app})
+        .receive([](bool) {}, [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  EXPECT_EQ(watches(), 2u);
+  const Schedule due{clock_->now() + 10s};
+  EXPECT_EQ(heard(a.id, 0), (std::vector<Schedule>{due, due}));  // the value, at each ask
+
+  auto from = heard_so_far();
+  widgets.update(ctx_, a.id, {"a", 2});  // queued, dispatched, requeued after 10 s
+  settle();
+  const std::vector<Schedule> each_once{Schedule{clock_->now()}, Schedule{}, due};
+  EXPECT_EQ(heard(a.id, from), each_once);
+
+  self->send(controller, unsubscribe_atom::value, a.id, app);
+  EXPECT_EQ(watches(), 1u);  // asked after the unsubscribe: one sender's messages keep order
+  from = heard_so_far();
+  widgets.update(ctx_, a.id, {"a", 3});
+  widgets.update(ctx_, b.id, {"b", 2});
+  settle();
+  EXPECT_TRUE(heard(a.id, from).empty());
+  EXPECT_EQ(heard(b.id, from), each_once);
+  stop(ctx_);
+  caf::anon_send_exit(app, caf::exit_reason::user_shutdown);
+}
+
 // Schedule watches of an object whose schedule never changes again (settled, or not
 // there at all) are let go once they end: streams closed, actors exited. A dashboard
 // that opens and closes them all day holds no more than the ones open.

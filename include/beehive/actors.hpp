@@ -121,9 +121,11 @@ using watch_hub_actor =
                      caf::replies_to<inspect_atom>::with<watch_hub_state>>;
 
 /// One kind's reconcile loop: its work queue, workers, backoff ladder and schedules.
+/// `unsubscribe_atom` + an id + an actor ends that actor's schedule watch of the id.
 using controller_actor = caf::typed_actor<caf::replies_to<requeue_request>::with<bool>,
                                           caf::replies_to<schedule_atom, ObjectID>::with<Schedule>,
                                           caf::replies_to<schedule_watch_request>::with<bool>,
+                                          caf::reacts_to<unsubscribe_atom, ObjectID, caf::actor>,
                                           caf::replies_to<inspect_atom>::with<controller_state>>;
 
 /// Garbage collection: `collect_atom` runs a pass now (replies the objects removed).

@@ -648,6 +648,9 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         self->state.kind->schedules->watch_actor(r.id, r.subscriber);
         return true;
       },
+      [self](unsubscribe_atom, ObjectID id, const caf::actor& subscriber) {
+        self->state.kind->schedules->unwatch_actor(id, subscriber.address());
+      },
       [self](inspect_atom) {
         auto& st = self->state;
         controller_state out;

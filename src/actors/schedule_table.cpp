@@ -40,30 +40,41 @@ void ScheduleTable::clear_all() {
 
 void ScheduleTable::watch_actor(ObjectID id, caf::actor subscriber) {
   if (!subscriber) return;  // nobody to tell
+  auto addr = subscriber.address();
+  bool attach = false;
   {
     std::lock_guard lk(mu_);
     auto it = next_.find(id);
     caf::anon_send(subscriber,
                    schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
-    actor_watches_.emplace(id, subscriber);
+    auto [first, last] = actor_watches_.equal_range(id);
+    if (std::none_of(first, last, [&](const auto& kv) { return kv.second.address() == addr; }))
+      actor_watches_.emplace(id, subscriber);
+    attach = attached_.insert(addr).second;
   }
   // Let go when the subscriber exits (at once, outside the lock, if it already has): an
   // object whose schedule never changes again would otherwise hold it for good.
-  caf::actor_cast<caf::abstract_actor*>(subscriber)
-      ->attach_functor([weak = weak_from_this(), id, addr = subscriber.address()] {
-        if (auto table = weak.lock()) table->forget_actor(id, addr);
-      });
+  if (attach)
+    caf::actor_cast<caf::abstract_actor*>(subscriber)
+        ->attach_functor([weak = weak_from_this(), addr] {
+          if (auto table = weak.lock()) table->forget_actor(addr);
+        });
 }
 
-void ScheduleTable::forget_actor(ObjectID id, const caf::actor_addr& subscriber) {
+void ScheduleTable::unwatch_actor(ObjectID id, const caf::actor_addr& subscriber) {
   std::lock_guard lk(mu_);
   auto [first, last] = actor_watches_.equal_range(id);
-  for (auto it = first; it != last;) {
-    if (it->second.address() == subscriber)
-      it = actor_watches_.erase(it);
-    else
-      ++it;
-  }
+  for (auto it = first; it != last; ++it)
+    if (it->second.address() == subscriber) {
+      actor_watches_.erase(it);
+      return;
+    }
+}
+
+void ScheduleTable::forget_actor(const caf::actor_addr& subscriber) {
+  std::lock_guard lk(mu_);
+  attached_.erase(subscriber);
+  std::erase_if(actor_watches_, [&](const auto& kv) { return kv.second.address() == subscriber; });
 }
 
 std::size_t ScheduleTable::watch_count() const {

@@ -10,8 +10,10 @@
 #include <mutex>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
 
 #include <beehive/detail/stream_core.hpp>
 #include <beehive/group_kind.hpp>
@@ -34,8 +36,12 @@ class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
   /// Streams `id`'s schedule: the current value, then every change (conflated).
   void watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule>>& core);
   /// Sends `subscriber` a schedule_change now and on every change of `id`, until it
-  /// exits. Only on a table owned by a shared_ptr.
+  /// exits or unwatches. Asking again for the same id replaces the earlier watch (one
+  /// message per change, the current value again now). Only on a table owned by a
+  /// shared_ptr.
   void watch_actor(ObjectID id, caf::actor subscriber);
+  /// Ends `subscriber`'s watch of `id` (none: nothing happens).
+  void unwatch_actor(ObjectID id, const caf::actor_addr& subscriber);
   /// Watches held: live ones, and ended streams not swept yet (at most as many again).
   std::size_t watch_count() const;
   /// Ends every schedule watch with `why`, and every one opened later (a watch racing
@@ -44,14 +50,16 @@ class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
 
  private:
   void publish_locked(ObjectID id, Schedule s);
-  void forget_actor(ObjectID id, const caf::actor_addr& subscriber);
+  /// Ends every watch of `subscriber` (it exited).
+  void forget_actor(const caf::actor_addr& subscriber);
 
   mutable std::mutex mu_;
   std::unordered_map<ObjectID, Time> next_;
   std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
   std::unordered_multimap<ObjectID, caf::actor> actor_watches_;
-  std::size_t swept_at_ = 0;  // watches_.size() after the last sweep
-  std::error_code finished_;  // set by finish_all
+  std::unordered_set<caf::actor_addr> attached_;  // subscribers told to forget us on exit
+  std::size_t swept_at_ = 0;                      // watches_.size() after the last sweep
+  std::error_code finished_;                      // set by finish_all
 };
 
 }  // namespace beehive::detail

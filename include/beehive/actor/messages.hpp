@@ -109,7 +109,11 @@ struct requeue_request {
 };
 
 /// Subscribes `subscriber` to `id`'s schedule: the current value, then every change,
-/// each as a `schedule_change`. Replies true.
+/// each as a `schedule_change`. Replies true. The subscription lasts until the
+/// subscriber exits, the beehive stops (`watch_ended`), or the controller receives
+/// `unsubscribe_atom` + `id` + the subscriber (changes sent before may still arrive). A
+/// subscriber asking again for the same id keeps one subscription (and hears the
+/// current value again).
 struct schedule_watch_request {
   ObjectID id = 0;
   caf::actor subscriber{};
