@@ -587,7 +587,7 @@ TEST(Leadership, ASinglePostgresBeehiveLeadsAndHandsOverOnStop) {
 // A leader renews a third of a lease after its last renewal began, not after it ended:
 // a server slow to renew (here 0.3 s of a 1.5 s lease, over a sixth of it) leaves every
 // renewal its whole third, and the leader never steps down while its lease holds.
-TEST(Leadership, ALeaderWhoseRenewalsAreSlowButSucceedKeepsLeading) {
+TEST(Leadership, APostgresLeaderWhoseRenewalsAreSlowButSucceedKeepsLeading) {
   REQUIRE_POSTGRES();
   TempDir dir;
   auto path = dir.file("slow.db");

@@ -430,6 +430,7 @@ TEST_F(CtlWriteTest, WatchResumesFromAVersion) {
 TEST_F(CtlWriteTest, WatchFromAVersionTheLogNoLongerHoldsIsTooOld) {
   // A manual clock, so that the entries are older than the trim's cut.
   auto clock = std::make_shared<ManualClock>();
+  bh_.reset();  // a store serves one beehive at a time
   bh_ = std::make_unique<Beehive>(store_, with_clock(clock));
   auto stop = bh_->start(ctx_);  // trimming the log is the leader's (PostgreSQL)
   auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
@@ -463,6 +464,7 @@ TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
 
 TEST_F(CtlWriteTest, RequeueWithResetBackoffStartsTheRetryLadderOver) {
   auto clock = std::make_shared<ManualClock>();
+  bh_.reset();  // a store serves one beehive at a time
   bh_ = std::make_unique<Beehive>(store_, with_clock(clock));
   std::atomic<int> passes{0};
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
