@@ -175,7 +175,8 @@ ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
   if (read.selector)
     q.selector =
         std::make_shared<store::LabelSelector>(store::LabelSelector::parse(*read.selector));
-  q.after = parse_continue_token(continue_token);
+  const std::string_view selector = read.selector ? std::string_view(*read.selector) : "";
+  q.after = parse_continue_token(continue_token, gk_, selector);
   q.set_page(limit);
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
@@ -189,7 +190,7 @@ ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
   }
   if (limit != 0 && page.rows.size() > limit) {
     page.rows.resize(limit);
-    page.continue_token = make_continue_token(page.rows.back().meta.id);
+    page.continue_token = make_continue_token(page.rows.back().meta.id, gk_, selector);
   }
   return page;
 }

@@ -390,10 +390,32 @@ TEST(Paging, AMalformedTokenIsInvalidArgument) {
   Widgets w(t.beehive(), widget_kind);
   w.create({}, {"c", 1});
   auto token = w.list_page({}, 0, "").continue_token;
-  for (auto bad : {"x", "12", "bh1.", "bh1.-5", "bh1.!!", "bh2.1"}) {
+  for (auto bad : {"x", "12", "bh1.", "bh1.-5", "bh1.!!", "bh1.5", "bh2.1", "bh2.1.", "bh2..1",
+                   "bh2.-1.5", "bh2.1.!!", "bh2.1.2.3"}) {
     SCOPED_TRACE(bad);
     EXPECT_ERRC(w.list_page({}, 1, bad), errc::invalid_argument);
   }
+}
+
+TEST(Paging, ATokenFromAnotherKindOrSelectorIsInvalidArgument) {
+  // A token handed to another list would skip that list's ids below the one it carries.
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  Widgets g(t.beehive(), GroupKind{"other.example", "Gadget"});
+  for (int i = 0; i < 4; ++i) {
+    w.create({}, {"w", i}, with_labels({{"tier", "gold"}}));
+    g.create({}, {"g", i}, with_labels({{"tier", "gold"}}));
+  }
+  auto token = w.list_page({}, 2, "").continue_token;
+  ASSERT_FALSE(token.empty());
+  EXPECT_ERRC(g.list_page({}, 2, token), errc::invalid_argument);
+  EXPECT_ERRC(w.list_page({}, 2, token, with_selector("tier=gold")), errc::invalid_argument);
+  auto gold = w.list_page({}, 2, "", with_selector("tier=gold")).continue_token;
+  EXPECT_ERRC(w.list_page({}, 2, gold), errc::invalid_argument);
+  EXPECT_ERRC(w.list_page({}, 2, gold, with_selector("tier=lead")), errc::invalid_argument);
+  // Its own list takes it.
+  EXPECT_EQ(w.list_page({}, 2, token).items.size(), 2u);
+  EXPECT_EQ(w.list_page({}, 2, gold, with_selector("tier=gold")).items.size(), 2u);
 }
 
 TEST(Paging, InsideWithinAPageSeesTheBlocksOwnWrites) {

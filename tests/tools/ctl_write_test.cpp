@@ -403,6 +403,10 @@ TEST_F(CtlWriteTest, PagesCoverEveryObjectOnce) {
   EXPECT_EQ(j["items"].size(), 2u);
   EXPECT_TRUE(j["continue"].is_null());
   EXPECT_EQ(ctl({"get", "widgets", "--continue", "garbage"}).status, 2);
+  // A token is for the listing that gave it: with another selector it is a usage error.
+  r = ctl({"get", "widgets", "--limit", "3", "-l", "!tier", "--continue", token});
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.err.find("another list"), std::string::npos) << r.err;
 }
 
 TEST_F(CtlWriteTest, WatchResumesFromAVersion) {

@@ -35,8 +35,15 @@ store::LabelSelector parse_selector(const std::string& text) {
   return as_usage([&] { return store::LabelSelector::parse(text); });
 }
 
-ObjectID parse_token(const std::string& token) {
-  return as_usage([&] { return detail::parse_continue_token(token); });
+/// The token's list is the kind, the selector and the owner: a token from another
+/// listing is refused rather than skipping ids of this one.
+std::string token_scope(const GetOptions& o) {
+  return o.selector + (o.owner ? "\x01owner=" + *o.owner : std::string());
+}
+
+ObjectID parse_token(const GetOptions& o, const GroupKind& gk) {
+  return as_usage(
+      [&] { return detail::parse_continue_token(o.continue_token, gk, token_scope(o)); });
 }
 
 /// KIND[.GROUP]/SLUG|ID, split at the first '/' (the usual kind has none).
@@ -71,7 +78,7 @@ void check_get_usage(const GetOptions& o) {
   if (o.object && o.selecting())
     throw UsageError("a NAME cannot be combined with -l, --owner, --limit or --continue");
   parse_selector(o.selector);
-  parse_token(o.continue_token);
+  as_usage([&] { detail::check_continue_token_form(o.continue_token); });
   if (o.owner) check_kind_text(split_owner(*o.owner).first);
 }
 
@@ -92,13 +99,13 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
   } else {
     store::ListQuery q;
     q.selector = std::make_shared<store::LabelSelector>(parse_selector(o.selector));
-    q.after = parse_token(o.continue_token);
+    q.after = parse_token(o, gk);
     q.set_page(o.limit);
     if (o.owner) q.owner = resolve_owner(db, *o.owner);
     rows = db.reader().list_where(gk, q, loads);
     if (o.limit != 0 && rows.size() > o.limit) {
       rows.resize(o.limit);
-      next_token = detail::make_continue_token(rows.back().meta.id);
+      next_token = detail::make_continue_token(rows.back().meta.id, gk, token_scope(o));
     }
   }
 
