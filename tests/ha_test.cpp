@@ -607,6 +607,31 @@ TEST(Leadership, APostgresLeaderWhoseRenewalsAreSlowButSucceedKeepsLeading) {
   stop({});
 }
 
+// A newer build that migrates the schema while an older one runs takes the store over:
+// the older process's next write is refused (after the migration committed, it can no
+// longer know what its rows mean), and it neither renews nor takes the lease again.
+TEST(Leadership, APostgresProcessWhoseSchemaANewerBuildMigratedStopsWritingAndLeading) {
+  REQUIRE_POSTGRES();
+  TempDir dir;
+  auto path = dir.file("older.db");
+  Beehive bh(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
+                            {.schema = test_schema_for(path), .lease = 1000ms}));
+  auto stop = bh.start({});
+  ASSERT_TRUE(bh.is_leader());
+  auto leadership = bh.watch_leadership({});
+  ASSERT_EQ(leadership.next_for(5s), std::optional<bool>(true));
+  Widgets w(bh, widget_kind);
+  auto o = w.create({}, {"before", 1});
+  write_test_store(path, "UPDATE beehive_schema SET version = version + 1");
+  EXPECT_ERRC_WITH(w.update({}, o.id, {"after", 2}), errc::store, "newer build");
+  EXPECT_ERRC_WITH(w.create({}, {"after", 3}), errc::store, "newer build");
+  EXPECT_EQ(w.get({}, o.id).spec.color, "before");
+  EXPECT_EQ(w.list({}).size(), 1u);
+  EXPECT_EQ(leadership.next_for(5s), std::optional<bool>(false));
+  EXPECT_FALSE(bh.is_leader());
+  stop({});
+}
+
 // A liveness condition is as current as the process that keeps it: the leader, whose
 // controllers write it. Every process reads the leader's as written (here a second,
 // unstarted beehive on the store, as a process serving reads would be); once nobody or

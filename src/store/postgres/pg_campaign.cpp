@@ -8,6 +8,7 @@
 
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
+#include "store/postgres/pg_schema.hpp"
 
 namespace beehive::store::pg {
 
@@ -63,7 +64,10 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   if (faults::stall_campaign_of.load() == session_)
     s.push_back({"", "SELECT pg_sleep(60)", {}});  // a server that does not answer
   // One implicit transaction (one sync): the takeover sees the renewal's effect.
-  auto p = Params().add(session_).add(static_cast<std::int64_t>(lease_.count()));
+  auto p = Params()
+               .add(session_)
+               .add(static_cast<std::int64_t>(lease_.count()))
+               .add(static_cast<std::int64_t>(pg_schema::latest_version()));
   s.push_back(statement(Q::lease_renew, p));
   s.push_back(statement(Q::lease_take, p));
   auto r = c->pipeline(std::move(s));

@@ -81,6 +81,11 @@ std::string sql_for(Q q) {
       // orders and deadlock.
       return "SELECT key, value FROM beehive_meta WHERE key IN ('resource_version', "
              "'object_id') ORDER BY key FOR UPDATE";
+    case Q::schema_version:
+      // Read after lock_counters, in a snapshot of its own: a newer build's migration
+      // takes the counters first (pg_schema.cpp), so a write that got them after it
+      // committed sees its version here and is refused.
+      return "SELECT coalesce(max(version), 0) FROM beehive_schema";
     case Q::close_transaction:
       // What every write transaction stores last, in one statement: the counters as
       // allocated, this session's write token (read back after a COMMIT lost with its
@@ -267,9 +272,13 @@ std::string sql_for(Q q) {
       // Extends the lease `holder` holds (same term); returns the term when it did. Only
       // the expiry changes: a plain UPDATE, which the fence's lock (FOR KEY SHARE) lets
       // through, so that the leader's own long transactions never hold up its renewals.
+      // A build whose schema version ($3) is older than the database's neither renews
+      // nor takes the lease: a newer build migrated it, and leads.
       return R"sql(UPDATE leadership SET
                expires_at = now() + $2::bigint * interval '1 millisecond'
-             WHERE id = 1 AND holder = $1 AND expires_at > now() RETURNING term)sql";
+             WHERE id = 1 AND holder = $1 AND expires_at > now()
+               AND (SELECT coalesce(max(version), 0) FROM beehive_schema) <= $3
+             RETURNING term)sql";
     case Q::lease_take:
       // Takes the lease when it has expired (a new term; run after lease_renew, in its
       // transaction); returns the term. The row is locked FOR UPDATE first, the one lock
@@ -278,6 +287,7 @@ std::string sql_for(Q q) {
                expires_at = now() + $2::bigint * interval '1 millisecond'
              WHERE id = (SELECT id FROM leadership WHERE id = 1 AND expires_at <= now()
                          FOR UPDATE)
+               AND (SELECT coalesce(max(version), 0) FROM beehive_schema) <= $3
              RETURNING term)sql";
     case Q::lease_check:
       // Fencing: in the leader's own write transaction, the lease row is read and locked

@@ -18,6 +18,7 @@ enum class Q : int {
   list,
   head,
   lock_counters,
+  schema_version,
   close_transaction,
   read_token,
   insert_object,

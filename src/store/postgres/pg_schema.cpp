@@ -176,6 +176,12 @@ std::int64_t migrate_and_open_session(pg::Connection& c) {
       throw Error(errc::store, "database schema version " + std::to_string(version) +
                                    " is newer than this build's " +
                                    std::to_string(latest_version()));
+    // Writers of a running older build are held off until this commits, and then see
+    // the new version (PgWriter::begin reads it after taking these rows).
+    if (version > 0 && version < latest_version())
+      c.exec(
+          "SELECT 1 FROM beehive_meta WHERE key IN ('object_id', 'resource_version') "
+          "ORDER BY key FOR UPDATE");
     if (version == 0) c.exec("CREATE TABLE beehive_schema (version INTEGER NOT NULL)");
     for (int i = version; i < latest_version(); ++i) c.exec(migrations()[i]);
     c.exec("DELETE FROM beehive_schema");

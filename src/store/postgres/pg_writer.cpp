@@ -58,6 +58,7 @@ void PgWriter::begin() {
   std::vector<Statement> s;
   s.push_back({"bh_begin", "BEGIN", {}});
   s.push_back(statement(Q::lock_counters));
+  s.push_back(statement(Q::schema_version));
   if (prefetch) s.push_back(statement(Q::get_with_owner, Params().add(*prefetch)));
   std::vector<Result> r;
   try {
@@ -66,6 +67,15 @@ void PgWriter::begin() {
   } catch (...) {
     rollback();  // the BEGIN went through: an aborted transaction would refuse what follows
     throw;
+  }
+  if (auto version = r[2].i64(0, 0); version > pg_schema::latest_version()) {
+    // A newer build migrated the schema while this process ran: what this one would
+    // write may no longer be what the schema means.
+    rollback();
+    throw Error(errc::store, "postgres: the database schema was migrated to version " +
+                                 std::to_string(version) + " by a newer build (this build's is " +
+                                 std::to_string(pg_schema::latest_version()) +
+                                 "): this process can no longer write; upgrade it");
   }
   for (int i = 0; i < r[1].rows(); ++i) {
     if (r[1].text(i, 0) == "resource_version")
@@ -78,7 +88,7 @@ void PgWriter::begin() {
   // transaction's versions are never taken for all there is up to them.
   if (rv_ != known_rv_) ++counted_commits_;
   known_rv_ = rv_;
-  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[2])};
+  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[3])};
 }
 
 std::optional<ObjectRow> PgWriter::row_with_owner(ObjectID id, const Result& r) {
