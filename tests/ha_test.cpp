@@ -232,6 +232,36 @@ TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) 
   stop_a({});
 }
 
+// The lease's expiry is written on the server's clock. Here the leader's last renewal
+// reads as if the server's clock had stood an hour ahead when it ran (and was stepped
+// back since), and then the leader goes silent: a standby that has seen the lease row
+// unrenewed for a whole lease on its own clock takes over, within the lease + 2 s, not
+// an hour later.
+TEST_F(HaTest, AStandbyTakesOverInTimeWhenTheServersClockSteppedBackUnderTheLease) {
+  namespace faults = store::pg::faults;
+  Beehive a(open_candidate());
+  auto stop_a = a.start({});
+  ASSERT_TRUE(a.is_leader());
+  auto b = node(schema());
+  ASSERT_EQ(b->read_line(), "standby");
+  auto holder = lease_holder();
+  ASSERT_NE(holder, 0);
+  faults::stall_campaign_of = holder;
+  write_test_store(path_, "UPDATE leadership SET expires_at = expires_at + interval '1 hour'");
+  auto silent = std::chrono::steady_clock::now();
+  auto b_leads = std::async(std::launch::async, [&] { return read_until(*b, "leader"); });
+  EXPECT_EQ(b_leads.wait_for(lease + 2s), std::future_status::ready) << "no takeover in time";
+  b_leads.wait();  // read_until gives up by itself, at most 10 s a line
+  faults::stall_campaign_of = 0;
+  EXPECT_TRUE(b_leads.get());
+  EXPECT_LE(std::chrono::steady_clock::now() - silent, lease + 2s);
+  EXPECT_FALSE(a.is_leader());
+  EXPECT_NE(lease_holder(), holder);
+  b->write_line("quit");
+  EXPECT_EQ(b->wait(), 0);
+  stop_a({});
+}
+
 // A leader steps down and leads again (its renewals went unanswered for a while). What
 // it knew of failures as the earlier leader may be stale: here a spec fixed while it was
 // a standby, whose wake its controller, leading nothing, let go. Taking over starts

@@ -61,19 +61,37 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   }
   c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
   std::vector<Statement> s;
-  if (faults::stall_campaign_of.load() == session_)
-    s.push_back({"", "SELECT pg_sleep(60)", {}});  // a server that does not answer
+  if (faults::stall_campaign_of.load() == session_) {
+    // A server that does not answer; its session ends once this one gives up on it,
+    // rather than sleeping on with the statements' locks.
+    s.push_back({"", "SET client_connection_check_interval = 100", {}});
+    s.push_back({"", "SELECT pg_sleep(60)", {}});
+  }
   // One implicit transaction (one sync): the takeover sees the renewal's effect.
   auto p = Params()
                .add(session_)
                .add(static_cast<std::int64_t>(lease_.count()))
                .add(static_cast<std::int64_t>(pg_schema::latest_version()));
+  auto take = p;
+  // The row version seen unchanged for a whole lease: its holder stopped renewing,
+  // whatever the server's clock says (a clock stepped back would hold the expiry off).
+  take.add(!seen_version_.empty() && Clock::now() - seen_since_ >= lease_ ? seen_version_
+                                                                          : std::string());
   s.push_back(statement(Q::lease_renew, p));
-  s.push_back(statement(Q::lease_take, p));
+  s.push_back(statement(Q::lease_take, take));
+  s.push_back(statement(Q::lease_look));
   auto r = c->pipeline(std::move(s));
-  const auto& renewed = r[r.size() - 2];
+  auto version = r.back().rows() ? r.back().str(0, 0) : std::string();
+  if (version != seen_version_) {
+    // Seen now, after its renewal committed: a lease from here ends after the lease
+    // its holder counts from that renewal's start.
+    seen_version_ = version;
+    seen_since_ = Clock::now();
+  }
+  const auto& renewed = r[r.size() - 3];
   if (renewed.rows()) return renewed.i64(0, 0);
-  return r.back().rows() ? r.back().i64(0, 0) : 0;
+  const auto& taken = r[r.size() - 2];
+  return taken.rows() ? taken.i64(0, 0) : 0;
 }
 
 void Campaign::loop() {

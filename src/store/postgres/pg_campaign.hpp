@@ -2,8 +2,10 @@
 
 // Leadership among the processes running one PostgreSQL store: a lease in the database
 // (the `leadership` row), taken when free or expired, each taking a new term, and
-// renewed by its holder every third of Options::lease. Time is the database's clock
-// (now()), so the processes' own clocks do not matter.
+// renewed by its holder every third of Options::lease. A lease has expired when the
+// database's clock (now()) says so, or when a candidate has seen its row unrenewed for a
+// whole lease on its own steady clock: a server clock stepped back delays nothing, and
+// one stepped forward ends a lease early, which fencing makes safe.
 //
 // A campaign runs while a Beehive is started on the store (Backend::claim). The leader
 // steps down once two thirds of the lease have passed since its last renewal began (a
@@ -53,6 +55,10 @@ class Campaign {
   bool stop_ = false;
   std::unique_ptr<Connection> first_;  // the constructor's connection, handed to the loop
   Clock::time_point first_attempt_;    // when the constructor's attempt began
+  // The lease row's version as last seen, and since when (attempt()): unchanged for a
+  // lease, the lease is taken over whatever the server's clock says.
+  std::string seen_version_;
+  Clock::time_point seen_since_;
   std::thread thread_;
 };
 

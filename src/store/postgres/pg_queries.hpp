@@ -70,6 +70,7 @@ enum class Q : int {
   set_change_log_horizon,
   lease_renew,
   lease_take,
+  lease_look,
   lease_check,
   lease_release,
   count_,  // not a query
