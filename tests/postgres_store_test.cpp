@@ -30,6 +30,7 @@
 #include "controller_fixture.hpp"
 #include "store/backend.hpp"
 #include "store/postgres/pg_faults.hpp"
+#include "store/postgres/pg_listener.hpp"
 #include "store/postgres/pg_writer.hpp"
 #include "store/write_engine.hpp"
 #include "support/test_store.hpp"
@@ -211,6 +212,7 @@ class PostgresStore : public BeehiveTest {
     faults::drop_after_commit = 0;
     faults::refuse_connections = false;
     faults::cancel_delay_ms = 0;
+    faults::deafen_listener = false;
     BeehiveTest::TearDown();
   }
 };
@@ -508,6 +510,30 @@ TEST_F(PostgresStore, EveryWriteOfAnotherProcessWritingAtOnceReachesTheWatch) {
   std::size_t missed = 0;
   for (auto id : foreign) missed += seen.count(id) == 0;
   EXPECT_EQ(missed, 0u) << "of " << foreign.size() << " writes by the other process";
+}
+
+// A listener whose connection went half-open (a partition dropping packets, no reset)
+// hears nothing and fails nothing. Without a check of its own it would stay deaf until
+// TCP gave up, and another process's commits would reach nobody here meanwhile. It asks
+// the server after a second of silence and connects again when no answer comes.
+TEST_F(PostgresStore, AListenerWhoseConnectionWentSilentConnectsAgainAndTheWatchHearsOthers) {
+  Widgets mine(bh(), widget_kind);
+  auto watch = mine.watch_list(ctx_);
+  // Only this process's listener runs yet: it takes the fault.
+  faults::deafen_listener = true;
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (faults::deafen_listener && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_FALSE(faults::deafen_listener) << "the listener never looked";
+  Beehive other(
+      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
+  auto written = Widgets(other, widget_kind).create({}, {"theirs", 1});
+  auto sent = std::chrono::steady_clock::now();
+  auto bound = store::pg::Listener::kPingAfter + store::pg::Listener::kStallLimit + 2s;
+  auto seen = watch.next_for(bound);
+  ASSERT_TRUE(seen) << "another process's commit never reached the watch";
+  EXPECT_EQ(seen->object.id, written.id);
+  EXPECT_LE(std::chrono::steady_clock::now() - sent, bound);
 }
 
 // Slug-keyed writes racing from two processes (two stores on one schema, each with its

@@ -3,7 +3,8 @@
 // Fault injection for the PostgreSQL store's tests: the connection lost just before a
 // COMMIT is sent, or just after it was answered, which are the two sides of a commit
 // whose outcome the writer must resolve by its write token; new connections refused;
-// a leadership renewal that never gets an answer; and cancel requests sent late. Off unless a test
+// a leadership renewal that never gets an answer; a listener that stops hearing its
+// connection; and cancel requests sent late. Off unless a test
 // arms it; never armed by the library.
 //
 // Atomics: a test arms them from its thread, the writer takes them on its own.
@@ -31,6 +32,10 @@ inline std::atomic<bool> refuse_connections{false};
 /// While set to a session (the `holder` it writes in the leadership table), that
 /// session's leadership campaign meets a server that does not answer, every attempt.
 inline std::atomic<std::int64_t> stall_campaign_of{0};
+
+/// The first listener to see it set (and clear it) stops hearing its connection, as a
+/// half-open socket across a partition: nothing arrives, nothing fails.
+inline std::atomic<bool> deafen_listener{false};
 
 /// While above 0, a cancel request is sent this many milliseconds late, as over a slow
 /// network. cancels_sent counts the cancels asked for, cancels_delivered the ones sent.

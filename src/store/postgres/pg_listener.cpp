@@ -1,15 +1,20 @@
 // The change listener's thread: LISTEN on the store's channel, wait on the socket (and
 // on the eventfd that stops it), and report every notification from another session.
-// A lost connection is re-established every 100 ms; each new connection counts as a
-// commit heard, since notifications sent meanwhile were missed.
+// A lost connection, or one silent past the stall limit, is re-established every 100 ms;
+// each new connection counts as a commit heard, since notifications sent meanwhile were
+// missed.
 
 #include "store/postgres/pg_listener.hpp"
+
+#include <algorithm>
+#include <optional>
 
 #include <libpq-fe.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_schema.hpp"
 
 namespace beehive::store::pg {
@@ -56,13 +61,39 @@ void Listener::loop() {
     } catch (const std::exception&) {
       c.reset();
     }
+    using Clock = std::chrono::steady_clock;
+    auto last_heard = Clock::now();         // the server's last bytes
+    std::optional<Clock::time_point> ping;  // an empty query awaiting its answer
+    bool deaf = false;                      // faults::deafen_listener
     while (c && !stop_.load()) {
-      pollfd fds[2] = {{PQsocket(c->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-      if (::poll(fds, 2, 1000) < 0) continue;
+      if (faults::deafen_listener.exchange(false)) deaf = true;
+      auto now = Clock::now();
+      if (ping && now - *ping >= kStallLimit) {  // gone silent: connect again
+        c.reset();
+        break;
+      }
+      if (!ping && now - last_heard >= kPingAfter) {
+        if (!PQsendQuery(c->raw(), "")) {
+          c.reset();
+          break;
+        }
+        ping = now;
+      }
+      auto next = ping ? *ping + kStallLimit : last_heard + kPingAfter;
+      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
+      pollfd fds[2] = {{deaf ? -1 : PQsocket(c->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, static_cast<int>(std::clamp<long long>(wait, 1, 1000))) < 0) continue;
       if (fds[1].revents) break;
+      if (!fds[0].revents) continue;
       if (!PQconsumeInput(c->raw())) {  // the connection is gone
         c.reset();
         break;
+      }
+      last_heard = Clock::now();
+      while (ping && !PQisBusy(c->raw())) {
+        PGresult* r = PQgetResult(c->raw());
+        if (!r) ping.reset();  // answered in full
+        PQclear(r);
       }
       bool other = false;
       while (PGnotify* n = PQnotifies(c->raw())) {

@@ -5,6 +5,11 @@
 // committed: it bumps SharedState::foreign_commits and calls the subscriber, which wakes
 // the writer to read the change log now rather than at its next poll.
 //
+// A listener hears nothing when nobody commits, and nothing either when its connection
+// went half-open (a partition that drops packets, with no reset): after kPingAfter of
+// silence it sends an empty query, and a connection that leaves it unanswered for
+// kStallLimit is made anew (which counts as a commit heard).
+//
 // Owns one thread, stopped and joined by the destructor (woken at once through an
 // eventfd). subscribe() may be called from any thread.
 
@@ -21,6 +26,9 @@ namespace beehive::store::pg {
 
 class Listener {
  public:
+  static constexpr std::chrono::milliseconds kPingAfter{1000};
+  static constexpr std::chrono::milliseconds kStallLimit{2000};
+
   Listener(std::string conninfo, std::string schema, std::chrono::milliseconds connect_timeout,
            std::int64_t session, std::shared_ptr<SharedState> shared);
   ~Listener();
