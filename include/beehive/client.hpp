@@ -166,7 +166,9 @@ class Client {
   /// At most `limit` objects of the kind (0: no limit) with ids above the page that
   /// `continue_token` ends (empty: the first page), by id, filtered by with_selector.
   /// Objects created between pages appear on a later page if their id is higher; none
-  /// is returned twice. A malformed token is `invalid_argument`. Loads as for list.
+  /// is returned twice. A token is for the list that returned it: a malformed one, or
+  /// one from another kind's list or given with another selector text, is
+  /// `invalid_argument`. Loads as for list.
   template <class... Opts>
   Page<Spec, Status> list_page(const Context& ctx, std::size_t limit,
                                std::string_view continue_token, const Opts&... opts) const {
