@@ -395,6 +395,39 @@ TEST_F(WatchTest, APositionMovesPastAnObjectTheHubDroppedWhole) {
   expect_resumed_hears_only_what_follows(w, s);
 }
 
+// A watch hands its snapshot over at open: an object in it that is removed before the
+// reader reads anything arrives as Deleted, with its final body, rather than as nothing.
+// Nothing would leave a reader that waits for the removal of the object it watches
+// waiting for ever, or not, depending on whether it read the snapshot in time.
+TEST_F(WatchTest, ASnapshotsObjectRemovedBeforeTheReaderReadsArrivesAsDeleted) {
+  start();  // GC removes the deletion-pending objects
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 1});
+  auto one = w.watch(ctx_, o.id);
+  auto all = w.watch_list(ctx_);
+  w.remove(ctx_, o.id);
+  ASSERT_TRUE(eventually([&] {  // physically removed
+    try {
+      w.get(ctx_, o.id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  }));
+  // Posted too (the writer posts each commit before it takes the next), and handed out.
+  Widgets(*bh_, GroupKind{"other.example", "Gadget"}).create(ctx_, {"after", 1});
+  settle();
+  for (auto* s : {&one, &all}) {
+    auto c = s->next_for(5s);
+    ASSERT_TRUE(c) << "the removal never arrived";
+    EXPECT_EQ(c->type, ChangeType::Deleted);
+    EXPECT_EQ(c->object.id, o.id);
+    EXPECT_EQ(c->object.spec.color, "o");  // the final body
+    EXPECT_TRUE(c->object.deletion_requested_at.has_value());
+    EXPECT_FALSE(s->next_for(30ms).has_value());
+  }
+}
+
 // The same for a selector watch: an object that starts and stops matching while the
 // reader never had it leaves nothing pending.
 TEST_F(WatchTest, AnObjectThatMatchedOnlyWhileUnreadLeavesNothingPending) {

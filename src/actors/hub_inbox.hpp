@@ -33,10 +33,11 @@ namespace beehive::detail {
 /// watch opened meanwhile may hold the object (its snapshot), and has to hear of it.
 bool merge_changes(object_change& pending, object_change&& incoming);
 
-/// A mark the hub puts in `object_change::parts` of a change it hands a resumed selector
-/// watch's stream without knowing whether the reader has the object (it existed at the
-/// resume point, and which labels it had then is not known): stream cores fold it
-/// safely (merge_unread), and it is cleared before anything reaches a subscriber.
+/// A mark the hub puts in `object_change::parts` of a change it hands a watch's stream
+/// without knowing whether the reader has the object: a resumed selector watch's object
+/// that existed at the resume point (which labels it had then is not known), and every
+/// row of a snapshot (handed over at open, read or not). Stream cores fold it safely
+/// (merge_unread), and it is cleared before anything reaches a subscriber.
 inline constexpr unsigned kReaderMayHaveIt = 1u << 30;
 
 /// The conflation rule for the changes a reader has not read yet (a watch's stream

@@ -112,8 +112,13 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     std::vector<object_change> changes;
     if (!from) {
       std::int64_t floor = 0;
+      // Marked: the watch hands its snapshot over at open, whether the reader has read
+      // it yet or not. One of its objects removed before the reader read it arrives as
+      // Deleted, never as nothing (which would leave a reader that waits for the
+      // removal of the object it watches waiting for ever).
       for (auto& row : r.snapshot(gk, oid, floor))
-        changes.push_back({ChangeType::Added, std::move(row), object_change::created});
+        changes.push_back(
+            {ChangeType::Added, std::move(row), object_change::created | kReaderMayHaveIt});
       return caf::make_message(std::move(changes), floor, false);
     }
     auto log = r.changes_since(*from, gk, oid);
