@@ -5,7 +5,8 @@
 // renewed by its holder every third of Options::lease. A lease has expired when the
 // database's clock (now()) says so, or when a candidate has seen its row unrenewed for a
 // whole lease on its own steady clock: a server clock stepped back delays nothing, and
-// one stepped forward ends a lease early, which fencing makes safe.
+// one stepped forward ends a lease early, which fencing makes safe. A build whose schema
+// version is older than the database's neither renews nor takes the lease.
 //
 // A campaign runs while a Beehive is started on the store (Backend::claim). The leader
 // steps down once two thirds of the lease have passed since its last renewal began (a

@@ -14,6 +14,7 @@
 // eventfd). subscribe() may be called from any thread.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
