@@ -49,6 +49,13 @@ std::unique_ptr<ChildProcess> node(const std::string& schema, bool verbose = fal
   return std::make_unique<ChildProcess>(BEEHIVE_HA_NODE, args);
 }
 
+/// A PostgreSQL store on the test schema of `path`, with its own lease.
+std::shared_ptr<Store> open_with_lease(const std::filesystem::path& path,
+                                       std::chrono::milliseconds its_lease) {
+  return postgres::open(std::getenv("BEEHIVE_TEST_PG"),
+                        {.schema = test_schema_for(path), .lease = its_lease});
+}
+
 /// Reads lines until `want` (10 s per line at most); false at the end of its output.
 bool read_until(ChildProcess& p, const std::string& want,
                 std::vector<std::string>* seen = nullptr) {
@@ -101,6 +108,15 @@ class HaTest : public ::testing::Test {
     o.schema = schema();
     o.lease = its_lease;
     return postgres::open(std::getenv("BEEHIVE_TEST_PG"), o);
+  }
+  void TearDown() override { store::pg::faults::stall_campaign_of = 0; }
+  /// From now on, the renewals of the session that holds the lease get no answer (until
+  /// the test clears the fault, or ends); returns that session.
+  std::int64_t silence_leader() const {
+    auto holder = lease_holder();
+    EXPECT_NE(holder, 0);
+    store::pg::faults::stall_campaign_of = holder;
+    return holder;
   }
   /// The session that holds the lease (the leadership campaign's `holder`); 0: none.
   std::int64_t lease_holder() const {
@@ -205,11 +221,8 @@ TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) 
   ASSERT_TRUE(a.is_leader());
   auto b = node(schema());
   ASSERT_EQ(b->read_line(), "standby");
-
-  auto holder = lease_holder();
-  ASSERT_NE(holder, 0);
+  silence_leader();
   using Clock = std::chrono::steady_clock;
-  faults::stall_campaign_of = holder;
   auto stalled = Clock::now();
   auto b_leads = std::async(std::launch::async, [&] {
     bool took = read_until(*b, "leader");
@@ -244,9 +257,7 @@ TEST_F(HaTest, AStandbyTakesOverInTimeWhenTheServersClockSteppedBackUnderTheLeas
   ASSERT_TRUE(a.is_leader());
   auto b = node(schema());
   ASSERT_EQ(b->read_line(), "standby");
-  auto holder = lease_holder();
-  ASSERT_NE(holder, 0);
-  faults::stall_campaign_of = holder;
+  auto holder = silence_leader();
   write_test_store(path_, "UPDATE leadership SET expires_at = expires_at + interval '1 hour'");
   auto silent = std::chrono::steady_clock::now();
   auto b_leads = std::async(std::launch::async, [&] { return read_until(*b, "leader"); });
@@ -621,8 +632,7 @@ TEST(Leadership, APostgresLeaderWhoseRenewalsAreSlowButSucceedKeepsLeading) {
   REQUIRE_POSTGRES();
   TempDir dir;
   auto path = dir.file("slow.db");
-  Beehive bh(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
-                            {.schema = test_schema_for(path), .lease = 1500ms}));
+  Beehive bh(open_with_lease(path, 1500ms));
   write_test_store(path, R"sql(
       CREATE FUNCTION slow_renewal() RETURNS trigger LANGUAGE plpgsql AS
         $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$;
@@ -644,8 +654,7 @@ TEST(Leadership, APostgresProcessWhoseSchemaANewerBuildMigratedStopsWritingAndLe
   REQUIRE_POSTGRES();
   TempDir dir;
   auto path = dir.file("older.db");
-  Beehive bh(postgres::open(std::getenv("BEEHIVE_TEST_PG"),
-                            {.schema = test_schema_for(path), .lease = 1000ms}));
+  Beehive bh(open_with_lease(path, 1000ms));
   auto stop = bh.start({});
   ASSERT_TRUE(bh.is_leader());
   auto leadership = bh.watch_leadership({});

@@ -16,7 +16,20 @@
 namespace beehive::test {
 namespace {
 
-using ReconcileTest = ControllerTest;
+class ReconcileTest : public ControllerTest {
+ protected:
+  /// Widgets on one worker: a reconcile of a "holds" widget waits at `gate`, and one of
+  /// a widget `fails` picks throws (a retry in 1 s).
+  Widgets one_worker(Gate& gate, std::function<bool(const WidgetSpec&)> fails) {
+    recorder_->set_body([&gate, fails = std::move(fails)](auto&, auto&, auto& o) -> Result {
+      if (o.spec.color == "holds") gate.pass();
+      if (fails(o.spec)) throw std::runtime_error("boom");
+      return {};
+    });
+    register_widgets(with_concurrency(1));
+    return widgets();
+  }
+};
 
 TEST_F(ReconcileTest, StartReconcilesEveryObjectOnce) {
   register_widgets();
@@ -510,13 +523,7 @@ TEST_F(ReconcileTest, RequeueReturnsOnceTheObjectIsQueued) {
   Gate gate;
   std::atomic<bool> fail{true};
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
-  recorder_->set_body([&](auto&, auto&, auto& o) -> Result {
-    if (o.spec.color == "holds") gate.pass();
-    if (o.spec.color == "fails" && fail) throw std::runtime_error("boom");
-    return {};
-  });
-  register_widgets(with_concurrency(1));
-  auto w = widgets();
+  auto w = one_worker(gate, [&](const WidgetSpec& s) { return s.color == "fails" && fail; });
   auto failing = w.create(ctx_, {"fails", 1});
   start();
   settle();
@@ -600,13 +607,7 @@ TEST_F(ReconcileTest, NothingStaysScheduledForAnObjectOnceItIsCollected) {
 TEST_F(ReconcileTest, ALeaderThatStepsDownReportsNothingScheduled) {
   Gate gate;
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
-  recorder_->set_body([&](auto&, auto&, auto& o) -> Result {
-    if (o.spec.color == "holds") gate.pass();
-    if (o.spec.color != "waits") throw std::runtime_error("boom");
-    return {};
-  });
-  register_widgets(with_concurrency(1));
-  auto w = widgets();
+  auto w = one_worker(gate, [](const WidgetSpec& s) { return s.color != "waits"; });
   auto retrying = w.create(ctx_, {"retries", 1});
   start();
   settle();
