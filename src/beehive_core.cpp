@@ -253,31 +253,21 @@ void BeehiveCore::settle(const Context& ctx) {
   if (auto s = state_.load(); s == State::draining || s == State::stopped)
     throw Error(errc::stopped, "beehive stopped");
   if (!root_) return;
-  ForgetSystem forget(own_sys_ != nullptr);
-  caf::scoped_actor self{*sys_, true};
-  caf::duration timeout = caf::infinite;
-  if (auto d = ctx.deadline())
-    timeout = caf::duration{std::max(
-        std::chrono::ceil<std::chrono::milliseconds>(*d - std::chrono::steady_clock::now()),
-        std::chrono::milliseconds(1))};
-  std::optional<Error> failure;
-  self->request(root_, timeout, settle_atom::value)
-      .receive([](bool) {},
-               [&](caf::error& err) {
-                 if (err == caf::sec::request_timeout)
-                   failure = Error(errc::deadline_exceeded, "not settled before the deadline");
-                 else
-                   failure = Error(to_errc(err).value_or(errc::store), error_message(err));
-               });
-  if (failure) throw *failure;
+  SettleRequest req;
+  caf::anon_send(root_, req);
+  // Bounded by the context, its deadline and its cancellation alike: the root stops
+  // settling for a caller that went.
+  req.reply->take(ctx, false);
   ctx.throw_if_done();
 }
 
-StopReport BeehiveCore::stop_actors(std::optional<Context::Deadline> deadline) {
+StopReport BeehiveCore::stop_actors(const Context& ctx) {
   StopReport report;
   if (!root_) return report;
+  StopRequest req{ctx.deadline(), {}};
+  if (ContextAccess::can_end(ctx)) req.ended = [ctx] { return ctx.done(); };
   caf::scoped_actor self{*sys_, true};
-  self->request(root_, caf::infinite, StopRequest{deadline})
+  self->request(root_, caf::infinite, std::move(req))
       .receive([&](const StopReport& r) { report = r; }, [](caf::error&) {});
   return report;
 }
@@ -299,7 +289,7 @@ void BeehiveCore::stop(const Context& ctx) {
   bool was_running = state_ == State::running;
   state_ = State::draining;
   cancel_reconciles_();  // reconciles in flight see their context end now
-  auto report = stop_actors(ctx.deadline());
+  auto report = stop_actors(ctx);
   state_ = State::stopped;
   served_.reset();  // its writer is gone: the store may serve another beehive
   {
@@ -317,11 +307,13 @@ void BeehiveCore::stop(const Context& ctx) {
   claimed_.clear();
   unfollow_leadership();
   run_claim_.reset();
-  if (!report.drained)
-    throw Error(errc::deadline_exceeded, "reconciles still running when the stop deadline passed");
+  // Given up at the deadline, or when the context was cancelled: the caller learns which.
+  auto code = ctx.error() ? static_cast<errc>(ctx.error().value()) : errc::deadline_exceeded;
+  auto when = code == errc::cancelled ? "the stop's context was cancelled" : "the stop deadline passed";
+  if (!report.drained) throw Error(code, std::string("reconciles still running when ") + when);
   if (!report.closed)
-    throw Error(errc::deadline_exceeded,
-                "a within block was still open when the stop deadline passed; rolled back");
+    throw Error(code,
+                std::string("a within block was still open when ") + when + "; rolled back");
 }
 
 }  // namespace beehive::detail

@@ -162,7 +162,7 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   template <class Watch, class Core>
   void open_watch(const Context& ctx, std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core);
   /// Runs the root's stop protocol (see root.hpp) and waits for its report.
-  StopReport stop_actors(std::optional<Context::Deadline> deadline);
+  StopReport stop_actors(const Context& ctx);
   /// The retention policy the event_log applies, from the Beehive's and kinds' options.
   trim_events_request retention_policy() const;
 

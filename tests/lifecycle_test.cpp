@@ -433,6 +433,67 @@ TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
   bh_.reset();  // waits for the released reconcile, before the locals it uses go away
 }
 
+/// A stop whose context has no deadline but is cancelled while a reconcile ignores its
+/// own cancellation: stop gives up when the cancel comes, as at a deadline, and says so.
+TEST_F(LifecycleTest, AStopCancelledWhileAReconcileIsStuckThrowsCancelledAndStops) {
+  Gate gate;
+  recorder_->set_body([&](auto&, auto&, auto&) {
+    gate.pass();  // ignores the cancellation
+    return Result{};
+  });
+  register_widgets();
+  widgets().create(ctx_, {"a", 1});
+  start();
+  gate.wait_entered();
+  auto [c, cancel] = Context{}.with_cancel();
+  auto stopping = std::async(std::launch::async, [&, c = c] { stop_(c); });
+  ASSERT_TRUE(eventually([&] {  // draining once it refuses calls
+    try {
+      widgets().list(ctx_);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == make_error_code(errc::stopped);
+    }
+  }));
+  EXPECT_EQ(stopping.wait_for(100ms), std::future_status::timeout);  // it waits for the pass
+  cancel();
+  ASSERT_EQ(stopping.wait_for(5s), std::future_status::ready) << "stop ignored its cancel";
+  EXPECT_ERRC(stopping.get(), errc::cancelled);
+  EXPECT_ERRC(widgets().list(ctx_), errc::stopped);
+  stop_(ctx_);  // a second stop is a no-op
+  gate.open();
+  bh_.reset();  // waits for the released reconcile
+}
+
+/// The same for a within block left open on another thread: a stop with a context
+/// already cancelled rolls it back at once.
+TEST_F(LifecycleTest, AStopWithACancelledContextRollsBackAnOpenWithinBlock) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  start();
+  std::promise<void> inside, resume;
+  auto resumed = resume.get_future().share();
+  auto block = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      w.create(tx, {"inside", 1});
+      inside.set_value();
+      resumed.wait();
+      w.create(tx, {"after stop", 1});
+    });
+  });
+  inside.get_future().wait();
+  auto [c, cancel] = Context{}.with_cancel();
+  cancel();
+  auto stopping = std::async(std::launch::async, [&, c = c] { stop_(c); });
+  ASSERT_EQ(stopping.wait_for(5s), std::future_status::ready) << "stop hung on the open block";
+  EXPECT_ERRC(stopping.get(), errc::cancelled);
+  resume.set_value();
+  EXPECT_ERRC(block.get(), errc::stopped);
+  close();
+  open();
+  EXPECT_TRUE(widgets().list(ctx_).empty());  // nothing of the block
+}
+
 TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
   register_widgets(with_concurrency(2));
   for (int i = 0; i < 10; ++i) widgets().create(ctx_, {"a", i});

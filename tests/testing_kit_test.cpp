@@ -222,6 +222,30 @@ TEST(TestingKit, SettleThrowsDeadlineExceededWhileAReconcileIsStuck) {
   t.settle();
 }
 
+TEST(TestingKit, SettleThrowsCancelledWhenItsContextIsCancelledWhileAReconcileIsStuck) {
+  TestBeehive t;
+  std::promise<void> entered, release;
+  auto released = release.get_future().share();
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind, [&](auto&, auto&, auto&) {
+    entered.set_value();
+    released.wait();
+    return Result{};
+  });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  w.create({}, {"red", 1});
+  entered.get_future().wait();
+  auto [c, cancel] = Context{}.with_cancel();
+  auto settling =
+      std::async(std::launch::async, [&, c = c] { beehive::testing::settle(t.beehive(), c); });
+  EXPECT_EQ(settling.wait_for(50ms), std::future_status::timeout);  // not settled
+  cancel();
+  ASSERT_EQ(settling.wait_for(5s), std::future_status::ready) << "settle ignored its cancel";
+  EXPECT_ERRC(settling.get(), errc::cancelled);
+  release.set_value();
+  t.settle();
+}
+
 TEST(TestingKit, SettleAfterStopThrowsStopped) {
   TestBeehive t;
   t.start();

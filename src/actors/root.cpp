@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include <caf/actor_cast.hpp>
 #include <caf/exit_reason.hpp>
@@ -21,6 +22,18 @@ namespace {
 
 using Self = root_actor::stateful_pointer<RootState>;
 using Phase = RootState::Phase;
+
+/// How often a stop looks whether its caller's context ended (see StopRequest::ended).
+constexpr std::chrono::milliseconds stop_poll{10};
+
+/// `fn`, run by the first of several calls only (a stage ends once, whether its answers
+/// came or it gave up waiting for them).
+std::function<void()> once(std::function<void()> fn) {
+  auto left = std::make_shared<std::function<void()>>(std::move(fn));
+  return [left] {
+    if (auto f = std::exchange(*left, nullptr)) f();
+  };
+}
 
 /// A controller's writer subscription: only the commits that concern its kind (its own
 /// objects, and those it owns or watches; with metrics, every change that moves its
@@ -311,6 +324,8 @@ void finish_stop(Self self) {
   auto& st = self->state;
   if (st.writer || st.hub || !st.stopping) return;
   st.phase = Phase::stopped;
+  st.give_up = nullptr;
+  st.stop_ended = nullptr;
   if (auto& r = st.cfg->services.reader) self->send_exit(r, caf::exit_reason::user_shutdown);
   st.stopping->deliver(st.report);
   st.stopping.reset();
@@ -326,7 +341,14 @@ void close_writer(Self self) {
     return;
   }
   self->send(st.writer, shutdown_atom::value);
-  if (st.deadline) self->delayed_send(self, ms_left(st), stop_deadline_atom::value);
+  // The writer still serving a within block: roll it back, so that it can quit.
+  st.give_up = [self] {
+    auto& st = self->state;
+    if (!st.writer) return;
+    st.report.closed = false;
+    self->send(st.writer, abort_session_atom::value);
+  };
+  if (st.gave_up) std::exchange(st.give_up, nullptr)();
 }
 
 void retire_all(Self self) {
@@ -347,8 +369,10 @@ void let_gc_finish(Self self) {
     retire_all(self);
     return;
   }
+  auto next = once([self] { retire_all(self); });
+  st.give_up = next;
   self->request(caf::actor_cast<gc_actor>(st.gc), time_left(st), collect_atom::value)
-      .then([self](int) { retire_all(self); }, [self](caf::error&) { retire_all(self); });
+      .then([next](int) { next(); }, [next](caf::error&) { next(); });
 }
 
 /// First: every controller stops dispatching and answers once its reconciles ended.
@@ -358,9 +382,14 @@ void drain_controllers(Self self) {
     let_gc_finish(self);
     return;
   }
+  auto next = once([self] { let_gc_finish(self); });
+  st.give_up = [self, next] {
+    self->state.report.drained = false;
+    next();
+  };
   auto pending = std::make_shared<std::size_t>(st.controllers.size());
-  auto one_done = [self, pending] {
-    if (--*pending == 0) let_gc_finish(self);
+  auto one_done = [pending, next] {
+    if (--*pending == 0) next();
   };
   for (auto& [gk, c] : st.controllers)
     self->request(c, time_left(st), drain_atom::value)
@@ -374,30 +403,40 @@ void drain_controllers(Self self) {
 
 // -- settle -------------------------------------------------------------------------
 
+using SettleReply = std::shared_ptr<Rendezvous<bool>>;
+
+void answer(const SettleReply& reply, const caf::error& err) {
+  if (!err)
+    reply->deliver(true);
+  else
+    reply->fail(to_errc(err).value_or(errc::store), error_message(err));
+}
+
 /// One round: every actor that can have work answers once it is idle; then, if the
 /// writer committed nothing since `before`, everything is settled, else another round.
-void settle_round(Self self, std::uint64_t before, caf::typed_response_promise<bool> rp) {
+void settle_round(Self self, std::uint64_t before, const SettleReply& done) {
   auto& st = self->state;
+  if (done->abandoned()) return;  // its caller's context ended: no more rounds for it
   std::vector<caf::actor> targets;
   for (auto& [gk, c] : st.controllers) targets.push_back(c);
   for (auto* a : {&st.gc, &st.event_log})
     if (*a) targets.push_back(*a);
   if (st.hub) targets.push_back(caf::actor_cast<caf::actor>(st.hub));
-  auto next = [self, before, rp]() mutable {
+  auto next = [self, before, done]() mutable {
     auto w = self->state.writer;
     if (!w) {
-      rp.deliver(true);
+      answer(done, {});
       return;
     }
     self->request(w, caf::infinite, inspect_atom::value)
         .then(
-            [self, before, rp](const store_writer_state& s) mutable {
+            [self, before, done](const store_writer_state& s) mutable {
               if (s.transactions == before)
-                rp.deliver(true);
+                answer(done, {});
               else
-                settle_round(self, s.transactions, rp);
+                settle_round(self, s.transactions, done);
             },
-            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+            [done](caf::error& err) mutable { answer(done, err); });
   };
   if (targets.empty()) {
     next();
@@ -413,15 +452,15 @@ void settle_round(Self self, std::uint64_t before, caf::typed_response_promise<b
               [one_done](caf::error&) mutable { one_done(); });  // gone: nothing to wait for
 }
 
-void settle(Self self, caf::typed_response_promise<bool> rp) {
+void settle(Self self, const SettleReply& done) {
   auto w = self->state.writer;
   if (!w) {
-    rp.deliver(true);
+    answer(done, {});
     return;
   }
   self->request(w, caf::infinite, inspect_atom::value)
-      .then([self, rp](const store_writer_state& s) { settle_round(self, s.transactions, rp); },
-            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      .then([self, done](const store_writer_state& s) { settle_round(self, s.transactions, done); },
+            [done](caf::error& err) mutable { answer(done, err); });
 }
 
 void on_down(Self self, const caf::down_msg& m) {
@@ -502,23 +541,30 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
         if (st.stopping) return make_error(errc::stopped, "a stop is already in progress");
         st.phase = Phase::stopping;
         st.deadline = req.deadline;
+        st.stop_ended = req.ended;
         st.stopping = self->make_response_promise<StopReport>();
         auto rp = *st.stopping;
+        if (st.deadline || st.stop_ended) self->send(self, stop_deadline_atom::value);
         drain_controllers(self);
         return rp;
       },
       [self](stop_deadline_atom) {
-        // The writer still serves a within block: roll it back, so that it can quit.
+        // Looks whether the stop should give up, and if not, when to look again.
         auto& st = self->state;
-        if (st.phase != Phase::stopping || !st.writer) return;
-        st.report.closed = false;
-        self->send(st.writer, abort_session_atom::value);
+        if (st.phase != Phase::stopping || st.gave_up) return;
+        auto now = std::chrono::steady_clock::now();
+        if ((st.deadline && now >= *st.deadline) || (st.stop_ended && st.stop_ended())) {
+          st.gave_up = true;
+          st.deadline = now;  // every later stage's wait ends at once
+          if (auto f = std::exchange(st.give_up, nullptr)) f();
+          return;
+        }
+        auto next = st.deadline ? ms_left(st) : stop_poll;
+        if (st.stop_ended) next = std::min(next, stop_poll);
+        self->delayed_send(self, std::max(next, std::chrono::milliseconds(1)),
+                           stop_deadline_atom::value);
       },
-      [self](settle_atom) {
-        auto rp = self->make_response_promise<bool>();
-        settle(self, rp);
-        return rp;
-      },
+      [self](const SettleRequest& req) { settle(self, req.reply); },
       [self](await_workers_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.workers.empty()) return true;

@@ -27,6 +27,7 @@
 // reads handles from the ActorDirectory.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,7 @@
 #include "actors/store_writer.hpp"
 #include "actors/watch_hub.hpp"
 #include "actors/write_queue.hpp"
+#include "rendezvous.hpp"
 
 namespace beehive::detail {
 
@@ -84,9 +86,18 @@ struct StartPlan {
   std::function<Outcome(const KindEntry&, std::int64_t)> reconcile;
 };
 
-/// `stop`: when the protocol gives up waiting (nullopt: never).
+/// `stop`: when the protocol gives up waiting (nullopt: never), and, for a caller whose
+/// context can be cancelled, whether it has ended (asked every few milliseconds while
+/// stopping; once true, the stop goes on as if its deadline had passed).
 struct StopRequest {
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::function<bool()> ended;
+};
+
+/// `settle`: the outcome goes to the blocked caller's slot (true once settled), which
+/// the caller stops waiting on when its context ends.
+struct SettleRequest {
+  std::shared_ptr<Rendezvous<bool>> reply = std::make_shared<Rendezvous<bool>>();
 };
 
 struct StopReport {
@@ -116,6 +127,11 @@ struct RootState {
   std::optional<caf::typed_response_promise<StopReport>> stopping;
   StopReport report;
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::function<bool()> stop_ended;  // StopRequest::ended
+  /// The stop's deadline passed or its caller's context ended: the stage in progress
+  /// stops waiting (what it does then), and every later stage finds `gave_up` set.
+  std::function<void()> give_up;
+  bool gave_up = false;
   std::vector<caf::typed_response_promise<bool>> awaiting_workers;
 
   static inline const char* name = "beehive.root";
@@ -125,7 +141,7 @@ using root_actor =
     caf::typed_actor<caf::replies_to<open_atom>::with<bool>, caf::replies_to<StartPlan>::with<bool>,
                      caf::replies_to<StopRequest>::with<StopReport>,
                      caf::replies_to<await_workers_atom>::with<bool>,
-                     caf::replies_to<settle_atom>::with<bool>, caf::reacts_to<stop_deadline_atom>,
+                     caf::reacts_to<SettleRequest>, caf::reacts_to<stop_deadline_atom>,
                      caf::reacts_to<leadership_atom, bool>>;
 
 /// Spawns nothing until `open`; the controllers, scheduler, gc and event_log on start.
@@ -137,3 +153,4 @@ root_actor::behavior_type root(root_actor::stateful_pointer<RootState> self,
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StartPlan)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StopRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StopReport)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::SettleRequest)
