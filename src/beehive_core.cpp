@@ -309,11 +309,11 @@ void BeehiveCore::stop(const Context& ctx) {
   run_claim_.reset();
   // Given up at the deadline, or when the context was cancelled: the caller learns which.
   auto code = ctx.error() ? static_cast<errc>(ctx.error().value()) : errc::deadline_exceeded;
-  auto when = code == errc::cancelled ? "the stop's context was cancelled" : "the stop deadline passed";
+  auto when =
+      code == errc::cancelled ? "the stop's context was cancelled" : "the stop deadline passed";
   if (!report.drained) throw Error(code, std::string("reconciles still running when ") + when);
   if (!report.closed)
-    throw Error(code,
-                std::string("a within block was still open when ") + when + "; rolled back");
+    throw Error(code, std::string("a within block was still open when ") + when + "; rolled back");
 }
 
 }  // namespace beehive::detail

@@ -140,9 +140,8 @@ struct RootState {
 using root_actor =
     caf::typed_actor<caf::replies_to<open_atom>::with<bool>, caf::replies_to<StartPlan>::with<bool>,
                      caf::replies_to<StopRequest>::with<StopReport>,
-                     caf::replies_to<await_workers_atom>::with<bool>,
-                     caf::reacts_to<SettleRequest>, caf::reacts_to<stop_deadline_atom>,
-                     caf::reacts_to<leadership_atom, bool>>;
+                     caf::replies_to<await_workers_atom>::with<bool>, caf::reacts_to<SettleRequest>,
+                     caf::reacts_to<stop_deadline_atom>, caf::reacts_to<leadership_atom, bool>>;
 
 /// Spawns nothing until `open`; the controllers, scheduler, gc and event_log on start.
 root_actor::behavior_type root(root_actor::stateful_pointer<RootState> self,
