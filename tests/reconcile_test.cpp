@@ -365,6 +365,37 @@ TEST_F(ReconcileTest, RequeueAfterReconcilesAgainAndTheNewestScheduleWins) {
   EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
 }
 
+/// A pass that starts while an earlier pass's timer is pending replaces that timer, even
+/// when the timer falls due while the new pass runs.
+TEST_F(ReconcileTest, APassReplacesThePendingTimerItStartedUnder) {
+  Gate gate;
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto& o) {
+    if (o.spec.size == 1) return Result{5s};
+    gate.pass();
+    return Result{1h};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 5s));
+  w.update(ctx_, o.id, {"a", 2});  // reconciles now, while the 5 s timer is pending
+  gate.wait_entered();
+  auto controller = *bh_->controller(widget_kind);
+  caf::scoped_actor self{controller->home_system()};
+  controller_state st;
+  self->request(controller, 10s, inspect_atom::value)
+      .receive([&](const controller_state& s) { st = s; },
+               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  EXPECT_TRUE(st.timers.empty());  // the running pass decides what comes next
+  clock_->advance(5s);             // when the old timer would have fallen due
+  gate.open();
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 2);
+  EXPECT_EQ(w.get_schedule(ctx_, o.id).next_requeue_at, clock_->now() + 1h);
+}
+
 TEST_F(ReconcileTest, ResyncRequeuesUnsettledAndDeletionPendingObjectsOnly) {
   recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
     if (o.spec.color == "settles") cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});

@@ -200,6 +200,9 @@ void dispatch(Self self) {
     st.queue.pop_front();
     st.queued.erase(id);
     st.in_flight.insert(id);
+    // This pass supersedes the object's pending retry or requeue_after: what it returns
+    // schedules the next one (the newest schedule wins).
+    st.timers.erase(id);
     st.kind->schedules->clear(id);
     if (auto* m = st.kind->metrics.get()) {
       auto it = st.enqueued_at.find(id);
