@@ -280,6 +280,35 @@ TEST_F(ActorTest, AnActorsRequestIsAnsweredWhileBlockingCallersKeepTheWriterBusy
   EXPECT_GT(writes_before_answer, 200);  // the callers were still writing meanwhile
 }
 
+/// The same with plain writes, which keep the writer's queue full without a gap: its
+/// mailbox (an actor's request here; the gc's passes and other processes' commits too)
+/// is still served between their groups.
+TEST_F(ActorTest, AnActorsRequestIsAnsweredWhileBlockingCallersKeepTheQueueFull) {
+  Widgets widgets(*bh_, widget_kind);
+  std::atomic<bool> answered{false};
+  std::atomic<int> writes{0};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 4; ++i)
+    callers.emplace_back([&, i] {
+      auto o = widgets.create(ctx_, {"busy", i});
+      for (int n = 1; !answered && std::chrono::steady_clock::now() < give_up; ++n) {
+        widgets.update(ctx_, o.id, {"busy", n});
+        ++writes;
+      }
+    });
+  ASSERT_TRUE(eventually([&] { return writes > 200; }));
+  std::optional<ObjectRow> row;
+  EXPECT_NO_THROW(
+      row = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("actor", 1)}));
+  const bool still_writing = std::chrono::steady_clock::now() < give_up;
+  answered = true;
+  for (auto& t : callers) t.join();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(widgets.get(ctx_, row->meta.id).spec.color, "actor");
+  EXPECT_TRUE(still_writing);  // answered while the callers kept writing
+}
+
 TEST_F(ActorTest, ACommitSubscriptionOutlivesAWriterCrashAndEndsWithTheStop) {
   Widgets widgets(*bh_, widget_kind);
   ::testing::internal::CaptureStderr();
