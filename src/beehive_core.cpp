@@ -157,9 +157,15 @@ scheduler_actor BeehiveCore::scheduler() const {
 void BeehiveCore::requeue(const Context& ctx, const GroupKind& gk, ObjectID id,
                           bool reset_backoff) {
   if (!kind(gk)) throw Error(errc::no_controller, to_string(gk) + " has no controller");
-  // Before start the request has nowhere to go: start reconciles everything anyway.
+  // Not started: the controller that runs the kind may be another process's (this one
+  // a tool or a client beside it), so the request goes through the change log, as a
+  // standby's does. Should this process start later, it reconciles everything anyway.
+  if (state_.load(std::memory_order_acquire) == State::created) {
+    write(ctx, log_requeue_request{gk, id, reset_backoff}, {});
+    return;
+  }
   auto c = directory_->controller(gk);
-  if (!c) return;
+  if (!c) return;  // being restarted: its restart lists the kind and queues every object
   auto r = std::make_shared<BlockingRequeue>();
   r->request = requeue_request{id, reset_backoff};
   auto reply = r->reply;

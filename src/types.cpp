@@ -106,6 +106,8 @@ void commit_record::append(commit_record&& other) {
   for (auto& r : other.backoff_resets) backoff_resets.push_back(std::move(r));
   for (auto& e : other.events) events.push_back(std::move(e));
   edges_removed |= other.edges_removed;
+  logged_versions.insert(logged_versions.end(), other.logged_versions.begin(),
+                         other.logged_versions.end());
   lost_through = std::max(lost_through, other.lost_through);
 }
 

@@ -577,5 +577,49 @@ TEST_F(GcTest, EagerLoadsAreOneQueryPerRelationForAWholeList) {
   EXPECT_EQ(loaded[0].list_owned().size(), 9999u);
 }
 
+/// A dependency another writer (another process; here a second store on the database)
+/// removes from a deletion-pending object: the running beehive's controller reconciles the object
+/// (its finalizer waited for the last dependent), and its collector removes one that only the
+/// dependency kept.
+TEST_F(GcTest, ADependencyAnotherWriterReleasesWakesTheDeletingTargetAndTheCollector) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
+      cc.remove_finalizer(ctx, o.id, "acme.com/last-dependent");
+    return Result{};
+  });
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto gated = w.create(ctx_, {"gated", 1}, with_finalizers({"acme.com/last-dependent"}));
+  auto kept = w.create(ctx_, {"kept", 1});
+  auto dependent = w.create(ctx_, {"dependent", 1});
+  cc.add_dependency(ctx_, dependent.id, gated.id);
+  cc.add_dependency(ctx_, dependent.id, kept.id);
+  start();
+  w.remove(ctx_, gated.id);
+  w.remove(ctx_, kept.id);
+  settle();  // the clock never moves: no resync, no collector cadence
+  ASSERT_TRUE(w.get(ctx_, gated.id).deletion_requested_at.has_value());
+  ASSERT_TRUE(w.get(ctx_, kept.id).deletion_requested_at.has_value());
+  const int passes = recorder_->count(gated.id);
+
+  auto other_store = open_test_store(dir_.file("beehive.db"));
+  Beehive other(other_store);
+  auto theirs = register_controller<WidgetSpec, WidgetStatus>(
+      other, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  theirs.remove_dependency(ctx_, dependent.id, gated.id);
+  theirs.remove_dependency(ctx_, dependent.id, kept.id);
+  auto gone = [&](ObjectID id) {
+    try {
+      w.get(ctx_, id);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::not_found;
+    }
+  };
+  EXPECT_TRUE(eventually([&] { return gone(gated.id); }, 5s));
+  EXPECT_TRUE(eventually([&] { return gone(kept.id); }, 5s));
+  EXPECT_GT(recorder_->count(gated.id), passes);
+}
+
 }  // namespace
 }  // namespace beehive::test

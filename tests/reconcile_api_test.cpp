@@ -89,6 +89,53 @@ TEST_F(ReconcileApiTest, ARequeueFromAnotherProcessLiftsATerminalMark) {
   EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
 }
 
+// A requeue this process logged is its own: when it reads another process's commits
+// from the change log later, it does not take the requeue for theirs and run it again.
+TEST_F(ReconcileApiTest, ARequeueThisProcessLoggedIsNotRunAgainWhenOthersCommitsAreRead) {
+  register_widgets();
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+  auto y = w.create(ctx_, {"y", 1});
+  start();
+  settle();
+  ASSERT_EQ(recorder_->count(x.id), 1);
+  caf::scoped_actor self{actor_system_of(*bh_)};
+  bool logged = false;
+  self->request(bh_->store_writer(), 10s, log_requeue_request{widget_kind, x.id})
+      .receive([&](bool ok) { logged = ok; }, [](caf::error&) {});
+  ASSERT_TRUE(logged);
+  ASSERT_TRUE(eventually([&] { return recorder_->count(x.id) == 2; }));
+  settle();
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  Widgets theirs(other, widget_kind);
+  theirs.update(ctx_, y.id, {"y", 2});
+  ASSERT_TRUE(eventually([&] { return recorder_->count(y.id) == 2; }));
+  settle();
+  EXPECT_EQ(recorder_->count(x.id), 2);
+}
+
+// Client::requeue on a beehive that never starts (a tool, or a client beside the
+// application on its store) reaches the running one's controller the same way.
+TEST_F(ReconcileApiTest, ARequeueFromABeehiveThatNeverStartsReachesTheRunningController) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw TerminalError("never"); });
+  register_widgets(with_resync_interval(10s));
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  ASSERT_TRUE(eventually([&] { return events_of(w, ctx_, o.id).size() == 1; }));
+  settle();
+  ASSERT_EQ(recorder_->count(o.id), 1);
+  Beehive tool(open_test_store(dir_.file("beehive.db")));
+  Widgets unregistered(tool, widget_kind);
+  EXPECT_ERRC(unregistered.requeue(ctx_, o.id), errc::no_controller);
+  register_controller<WidgetSpec, WidgetStatus>(tool, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  Widgets theirs(tool, widget_kind);
+  theirs.requeue(ctx_, o.id, with_reset_backoff());
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
+  EXPECT_ERRC(theirs.requeue(ctx_, o.id + 1000), errc::not_found);
+}
+
 // The event is the failure's one trace, and its message is whatever the exception says:
 // bytes that are not UTF-8 (a Latin-1 file name) and any length. The event log takes
 // neither as given (invalid_argument), so the message is repaired and cut to fit rather

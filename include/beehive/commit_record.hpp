@@ -65,6 +65,10 @@ struct commit_record {
   std::vector<Ref> backoff_resets;
   /// An edge was removed (it may have been what kept a deletion-pending object).
   bool edges_removed = false;
+  /// The resource versions of what this commit wrote to the change log without changing
+  /// an object (a requeue, a dependency released from a deletion-pending object), for
+  /// the writer's own bookkeeping: nothing for a subscriber to act on.
+  std::vector<std::int64_t> logged_versions{};
   /// When above 0: changes made by other processes at or below this resource version
   /// may be missing from the records published so far, and will never come. The change
   /// log was trimmed past what this process had read of it (it was paused, or cut off

@@ -52,6 +52,10 @@ struct ListQuery {
 constexpr unsigned kLoggedRequeue = 1u << 16;
 /// With kLoggedRequeue: the requeue resets the object's retry backoff.
 constexpr unsigned kLoggedBackoffReset = 1u << 17;
+/// A dependency on the object was removed while its deletion was pending: its kind's
+/// controller reconciles it (a finalizer may wait for its last dependent), and the
+/// collector looks again.
+constexpr unsigned kLoggedRelease = 1u << 18;
 /// The bits of a logged entry that say what changed in the object itself.
 constexpr unsigned kObjectParts = kLoggedRequeue - 1;
 

@@ -121,6 +121,7 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
     };
     for (auto& c : rec.changes) note(c.row.meta.resource_version);
     for (auto& e : rec.events) note(e.resource_version);
+    for (auto rv : rec.logged_versions) note(rv);
     // Versions below this commit's that this engine has not published were taken by
     // another process (or by a write rolled back to its savepoint): its commit, too
     // recent to have been read yet, goes out first. Otherwise a watcher would take this
@@ -169,6 +170,10 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   for (auto& c : log.changes) {
     if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
     if (c.parts & kLoggedBackoffReset) rec.backoff_resets.push_back(c.ref);
+    if (c.parts & kLoggedRelease) {
+      rec.wakes.push_back(c.ref);
+      rec.edges_removed = true;
+    }
     if (!c.row) continue;
     object_change change{c.type, std::move(*c.row), c.parts & kObjectParts};
     if (c.first_version < c.resource_version) change.first_version = c.first_version;

@@ -175,8 +175,7 @@ ObjectRow WriteOps::set_labels(const GroupKind& gk, ObjectID id, const Labels& l
 
 bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {
   auto row = require(gk, id);
-  w_.log_change(w_.next_resource_version(), row.meta,
-                kLoggedRequeue | (reset_backoff ? kLoggedBackoffReset : 0u), now_, nullptr);
+  log_without_change(row.meta, kLoggedRequeue | (reset_backoff ? kLoggedBackoffReset : 0u));
   rec_.requeues.push_back({id, gk.group, gk.kind});
   if (reset_backoff) rec_.backoff_resets.push_back({id, gk.group, gk.kind});
   return true;
@@ -282,9 +281,18 @@ void WriteOps::released(const std::vector<Ref>& targets) {
   // A cascade releases its owner once per child: one wake is enough.
   for (auto& t : targets) {
     if (!woken_.insert(t.id).second) continue;
-    if (auto row = w_.get(t.id); row && row->meta.deletion_requested_at)
+    if (auto row = w_.get(t.id); row && row->meta.deletion_requested_at) {
       rec_.wakes.push_back({row->meta.id, row->meta.group, row->meta.kind});
+      // Other processes' controllers and collectors learn of it from the log.
+      log_without_change(row->meta, kLoggedRelease);
+    }
   }
+}
+
+void WriteOps::log_without_change(const ObjectMeta& meta, unsigned parts) {
+  auto rv = w_.next_resource_version();
+  w_.log_change(rv, meta, parts, now_, nullptr);
+  rec_.logged_versions.push_back(rv);
 }
 
 Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& e) {

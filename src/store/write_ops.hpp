@@ -140,6 +140,9 @@ class WriteOps {
   int collect_garbage(std::int64_t budget);
 
  private:
+  /// Logs an entry that changes nothing in the object (kLogged* `parts`) at a version of
+  /// its own.
+  void log_without_change(const ObjectMeta& meta, unsigned parts);
   /// The kind's row with this id, or not_found.
   ObjectRow require(const GroupKind& gk, ObjectID id);
   /// The row with this id, not_found when missing, wrong_kind for another kind's.
