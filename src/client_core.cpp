@@ -55,9 +55,12 @@ ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.core()), gk_(st
 }
 
 namespace {
+/// The options' text, checked whether the call creates or not: bad input is refused
+/// whatever the store holds.
 void check_text(const OptionSet& s) {
   if (s.slug) require_name(*s.slug, "slug");
   for (auto& f : s.finalizers) require_new_finalizer(f);
+  if (!s.labels.empty()) store::validate_labels(s.labels);
 }
 }  // namespace
 
@@ -286,7 +289,7 @@ std::vector<Event> ClientCore::list_events(const Context& ctx, ObjectID id,
 
 std::optional<Event> ClientCore::current_run(const Context& ctx, ObjectID id,
                                              std::string_view category) const {
-  require_text(category, "event category");
+  require_name(category, "event category");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (ContextAccess::transaction(ctx)) {

@@ -132,6 +132,9 @@ nlohmann::json parse_json(std::string_view text) {
     // a secret, and this message reaches logs and error strings.
     throw Error(errc::decode,
                 "stored JSON does not parse (syntax error at byte " + std::to_string(e.byte) + ")");
+  } catch (const nlohmann::json::out_of_range&) {
+    // Its message quotes the number (a card number, say): said without it.
+    throw Error(errc::decode, "stored JSON does not parse (a number out of range)");
   } catch (const nlohmann::json::exception& e) {
     throw Error(errc::decode, std::string("stored JSON does not parse: ") + e.what());
   }

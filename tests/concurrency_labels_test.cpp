@@ -222,6 +222,39 @@ TEST(Labels, TheSlugWritesApplyThemOnlyWhenTheyCreate) {
   EXPECT_EQ(w.get({}, b.id).labels, (Labels{{"v", "3"}}));
 }
 
+// Bad labels are refused whatever the store holds: when the slug is taken too, nothing
+// is written.
+TEST(Labels, TheSlugWritesRefuseBadLabelsWhetherTheyCreateOrNot) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto a = w.create_or_update({}, "a", {"red", 1});
+  EXPECT_ERRC(w.create_or_update({}, "a", {"blue", 1}, with_labels({{"-bad", "x"}})),
+              errc::invalid_argument);
+  EXPECT_ERRC(w.create_or_update({}, "a", {"red", 1}, with_labels({{"-bad", "x"}})),
+              errc::invalid_argument);  // converged: refused all the same
+  EXPECT_ERRC(w.get_or_create({}, "a", {"red", 1}, with_labels({{"ok", "-bad value"}})),
+              errc::invalid_argument);
+  EXPECT_EQ(w.get({}, a.id).resource_version, a.resource_version);  // nothing written
+  // The actor surface refuses them too.
+  caf::scoped_actor self{actor_system_of(t.beehive())};
+  auto code = [&]<class Reply>(auto request, Reply*) {
+    std::optional<errc> out;
+    self->request(t.beehive().store_writer(), std::chrono::seconds(10), std::move(request))
+        .receive([](const Reply&) {}, [&](caf::error& e) { out = to_errc(e); });
+    return out;
+  };
+  create_or_update_request cu;
+  cu.gk = widget_kind;
+  cu.slug = "a";
+  cu.spec = R"({"color":"green","size":1})";
+  cu.labels = {{"-bad", "x"}};
+  EXPECT_EQ(code(cu, static_cast<ObjectRow*>(nullptr)), errc::invalid_argument);
+  get_or_create_request gc{widget_kind, "a", R"({"color":"red","size":1})"};
+  gc.labels = {{"-bad", "x"}};
+  EXPECT_EQ(code(gc, static_cast<get_or_create_reply*>(nullptr)), errc::invalid_argument);
+  EXPECT_EQ(w.get({}, a.id).resource_version, a.resource_version);
+}
+
 // -- selectors ----------------------------------------------------------------------------
 
 class Selectors : public ::testing::Test {

@@ -231,5 +231,18 @@ TEST_F(SecretTest, AStoredSecretIsNotQuotedInLogsOrErrors) {
   EXPECT_FALSE(log.contains(planted));
 }
 
+// A number too large for a double is reported without its digits (a card number
+// written with an exponent, say): nlohmann's own message would quote it.
+TEST(SecretParse, AStoredNumberOutOfRangeIsNotQuoted) {
+  const std::string digits = "4111111111111111";
+  try {
+    detail::parse_json(R"({"pin": )" + digits + R"(e999})");
+    ADD_FAILURE() << "an out-of-range number parsed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::decode));
+    EXPECT_EQ(std::string(e.what()).find(digits), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace beehive::test

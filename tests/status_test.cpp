@@ -205,6 +205,10 @@ TEST_F(StatusTest, ConditionTypesAndEventCategoriesHoldAtMost512Bytes) {
   cc_->record_event(ctx_, o.id, {.category = longest, .reason = "r"});
   EXPECT_EQ(widgets().get(ctx_, o.id).conditions.at(0).type, longest);
   EXPECT_EQ(widgets().list_events(ctx_, o.id).at(0).category, longest);
+  // Reads name categories under the same bound.
+  EXPECT_ERRC(widgets().get_latest_event(ctx_, o.id, over), errc::invalid_argument);
+  EXPECT_ERRC(widgets().list_events(ctx_, o.id, with_event_category(over)), errc::invalid_argument);
+  EXPECT_TRUE(widgets().get_latest_event(ctx_, o.id, longest).has_value());
 }
 
 TEST_F(StatusTest, LivenessConditionsReadUnknownAfterARestartUntilReconfirmed) {

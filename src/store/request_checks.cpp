@@ -76,7 +76,7 @@ void check_event(const EventSpec& e) {
 }
 
 void check_filter(const EventFilter& f) {
-  if (f.category) require_text(*f.category, "event category");
+  if (f.category) require_name(*f.category, "event category");
   if (f.reason) require_text(*f.reason, "event reason");
   if (f.type) check_event_type(*f.type);
   // (SQLite reads a negative LIMIT as none, PostgreSQL refuses it: neither is asked for.)

@@ -138,6 +138,7 @@ ObjectRow WriteOps::create_or_update(const GroupKind& gk, const std::string& slu
                                      const std::string& spec, int spec_version,
                                      const std::vector<std::string>& finalizers,
                                      std::optional<ObjectID> owner, const Labels& labels) {
+  if (!labels.empty()) validate_labels(labels);  // refused whether it creates or not
   if (auto row = w_.get_by_slug(gk, slug)) return update_row(*row, spec, spec_version);
   return create(gk, spec, slug, finalizers, owner, spec_version, labels);
 }
@@ -147,6 +148,7 @@ std::pair<ObjectRow, bool> WriteOps::get_or_create(const GroupKind& gk, const st
                                                    const std::vector<std::string>& finalizers,
                                                    std::optional<ObjectID> owner, int spec_version,
                                                    const Labels& labels) {
+  if (!labels.empty()) validate_labels(labels);  // refused whether it creates or not
   if (auto row = w_.get_by_slug(gk, slug)) return {std::move(*row), false};
   return {create(gk, spec, slug, finalizers, owner, spec_version, labels), true};
 }

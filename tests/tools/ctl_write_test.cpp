@@ -153,6 +153,20 @@ TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   EXPECT_EQ(ctl({"apply"}).status, 2);  // -f is required
 }
 
+// The empty slug is a slug like any other, to apply as to the library; an empty kind
+// names none.
+TEST_F(CtlWriteTest, ApplyTakesTheEmptySlugAndRefusesAnEmptyKind) {
+  auto r = run_with_input(args({"apply", "-f", "-"}),
+                          R"({"group": "acme.com", "kind": "Widget", "slug": "",
+                              "spec": {"color": "red", "size": 1}})");
+  EXPECT_OK(r);
+  EXPECT_EQ(widgets().get_by_slug(ctx_, "").spec, (WidgetSpec{"red", 1}));
+  r = run_with_input(args({"apply", "-f", "-"}),
+                     R"({"group": "acme.com", "kind": "", "slug": "x", "spec": {}})");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("\"kind\" must not be empty"), std::string::npos) << r.err;
+}
+
 // Names and labels are checked by the library's own rules before the first write too: a
 // bad one in a later document writes none of the documents, and a document whose spec is
 // fine but whose labels are not leaves its object as it was.

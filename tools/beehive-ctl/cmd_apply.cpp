@@ -72,8 +72,8 @@ Document parse_document(const nlohmann::json& d, const std::string& where) {
   doc.gk.group = d.contains("group") ? required_string(d, "group", where) : "";
   doc.gk.kind = required_string(d, "kind", where);
   doc.slug = required_string(d, "slug", where);
-  if (doc.gk.kind.empty() || doc.slug.empty())
-    throw std::runtime_error(where + ": \"kind\" and \"slug\" must not be empty");
+  // An empty slug is a slug like any other (the library's); an empty kind names none.
+  if (doc.gk.kind.empty()) throw std::runtime_error(where + ": \"kind\" must not be empty");
   if (!d.contains("spec")) throw std::runtime_error(where + ": \"spec\" is missing");
   doc.spec = d["spec"];
   if (auto it = d.find("labels"); it != d.end()) {
