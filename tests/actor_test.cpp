@@ -347,7 +347,11 @@ TEST_F(ActorTest, ACommitSubscriptionOutlivesAWriterCrashAndEndsWithTheStop) {
   stop(ctx_);
   bool ended = false;
   while (!ended)
-    app->receive([](const commit_record&) {}, [&](const watch_ended&) { ended = true; },
+    app->receive([](const commit_record&) {},
+                 [&](const watch_ended& e) {
+                   EXPECT_EQ(e.reason, errc::stopped);
+                   ended = true;
+                 },
                  caf::after(std::chrono::seconds(5)) >>
                      [&] {
                        ended = true;

@@ -581,10 +581,27 @@ TEST(ChangeLog, AnActorResumesAndIsToldWhenItsPositionIsGone) {
   self->receive([](const object_change&) {}, caf::after(5s) >> [] { ADD_FAILURE(); });
   t.advance(10s);
   auto sub = subscribe(early);
-  bool ended = false;
-  self->receive([&](const watch_ended& e) { ended = e.subscription == sub; },
-                caf::after(5s) >> [] {});
-  EXPECT_TRUE(ended);
+  std::optional<watch_ended> ended;
+  self->receive([&](const watch_ended& e) { ended = e; }, caf::after(5s) >> [] {});
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->subscription, sub);
+  EXPECT_EQ(ended->reason, errc::watch_too_old);  // not a stop: subscribe afresh
+  // Pulled, the same: told why, and its pulls find no subscription.
+  watch_request pulled{widget_kind, std::nullopt, caf::actor_cast<caf::actor>(self), true};
+  pulled.resume_from = early;
+  std::uint64_t pulled_sub = 0;
+  self->request(t.beehive().watch_hub(), 10s, pulled)
+      .receive([&](std::uint64_t id) { pulled_sub = id; }, [](caf::error&) {});
+  ended.reset();
+  self->receive([&](const watch_ended& e) { ended = e; }, caf::after(5s) >> [] {});
+  ASSERT_TRUE(ended.has_value());
+  EXPECT_EQ(ended->subscription, pulled_sub);
+  EXPECT_EQ(ended->reason, errc::watch_too_old);
+  std::optional<errc> pulled_error;
+  self->request(t.beehive().watch_hub(), 10s, pull_atom::value, pulled_sub)
+      .receive([](const std::vector<object_change>&) {},
+               [&](caf::error& e) { pulled_error = to_errc(e); });
+  EXPECT_EQ(pulled_error, errc::not_found);
 }
 
 // The store's version is kept in the log's newest entry as much as in its counter: a

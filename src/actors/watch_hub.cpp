@@ -66,7 +66,7 @@ void end(std::uint64_t id, WatchHubState::Sub& s, errc code) {
   if (s.core) s.core->finish(code);
   if (s.waiting) s.waiting->deliver(make_error(code, "the watch ended"));
   s.waiting.reset();
-  if (s.actor) caf::anon_send(s.actor, watch_ended{id});
+  if (s.actor) caf::anon_send(s.actor, watch_ended{id, code});
 }
 
 void finish_shutdown(Self self);
@@ -246,7 +246,7 @@ void learn_kind(const WatchHubState& st, WatchHubState::EventSub& s, const Group
 
 void end_events(std::uint64_t id, WatchHubState::EventSub& s, errc code) {
   if (s.core) s.core->finish(code);
-  if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id});
+  if (s.filter.subscriber) caf::anon_send(s.filter.subscriber, watch_ended{id, code});
 }
 
 void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,

@@ -193,7 +193,7 @@ BEEHIVE_INSPECT(store_writer_state, x.transactions, x.session, x.deferred, x.sub
 BEEHIVE_INSPECT(watch_request, x.gk, opt(x.id), x.subscriber, x.pull, x.selector,
                 opt(x.resume_from))
 BEEHIVE_INSPECT(event_watch_request, x.id, x.filter, x.subscriber)
-BEEHIVE_INSPECT(watch_ended, x.subscription)
+BEEHIVE_INSPECT(watch_ended, x.subscription, x.reason)
 BEEHIVE_INSPECT(watch_hub_state, x.object_watches, x.event_watches, x.pending, x.queued,
                 x.peak_queued)
 BEEHIVE_INSPECT(requeue_request, x.id, x.reset_backoff)

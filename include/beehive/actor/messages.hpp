@@ -83,9 +83,15 @@ struct event_watch_request {
   caf::actor subscriber{};
 };
 
-/// Sent to an actor subscriber when its subscription ends because the beehive stopped.
+/// Sent to an actor subscriber when its subscription ends, with why:
+/// - `errc::stopped`: the beehive stopped;
+/// - `errc::watch_too_old` / `errc::watch_too_new`: its `resume_from` lies below what the
+///   change log still holds, or above its head (subscribe afresh, without it);
+/// - `errc::store`: the watch hub failed; its restart serves a new subscription.
+/// A pulled subscription that ended answers a later `pull_atom` with `not_found`.
 struct watch_ended {
   std::uint64_t subscription = 0;
+  errc reason = errc::stopped;
 };
 
 /// The watch_hub's state, for `inspect_atom`.
