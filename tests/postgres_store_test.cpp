@@ -136,6 +136,13 @@ class CancelSwallowingProxy {
     closed_ = true;
   }
   int cancels_held() const { return cancels_.load(); }
+  /// From now on a new connection is taken and never answered, as behind a network that
+  /// drops packets; the connections open so far are cut.
+  void hang_new_connections() {
+    std::lock_guard g(mu_);
+    hang_ = true;
+    for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
+  }
 
  private:
   void accept_loop() {
@@ -155,8 +162,13 @@ class CancelSwallowingProxy {
     if (::recv(client, head, sizeof head, MSG_WAITALL) != sizeof head) return;
     std::uint32_t code =
         (std::uint32_t{head[4]} << 24) | (head[5] << 16) | (head[6] << 8) | head[7];
-    if (code == 80877102) {
-      ++cancels_;
+    bool hang;
+    {
+      std::lock_guard g(mu_);
+      hang = hang_;
+    }
+    if (code == 80877102 || hang) {
+      if (!hang) ++cancels_;
       char sink[64];
       while (::recv(client, sink, sizeof sink, 0) > 0) {  // held until close()
       }
@@ -198,6 +210,7 @@ class CancelSwallowingProxy {
   std::mutex mu_;
   std::vector<int> open_;
   bool closed_ = false;
+  bool hang_ = false;
   std::atomic<int> cancels_{0};
 };
 
@@ -1322,6 +1335,30 @@ TEST_F(PostgresStore, ACancelThatGetsNoAnswerDoesNotHoldUpTheWriter) {
   auto next = w.update(Context{}.with_timeout(std::chrono::seconds(5)), obj.id, {"a", 3});
   EXPECT_EQ(next.spec.size, 3);
   EXPECT_EQ(w.get(ctx_, obj.id).spec.size, 3);
+}
+
+// A read whose connection has to be made again gives up at its caller's deadline, not
+// at the connect timeout, when the server does not answer.
+TEST_F(PostgresStore, AReadThatMustConnectAgainGivesUpAtItsDeadline) {
+  auto o = Widgets(bh(), widget_kind).create(ctx_, {"first", 1});
+  bh_.reset();
+  store_.reset();
+  CancelSwallowingProxy proxy;
+  postgres::Options opts;
+  opts.schema = test_schema_for(db_path());
+  opts.connect_timeout = std::chrono::seconds(10);
+  auto bh = std::make_unique<Beehive>(postgres::open(proxy.conninfo(), opts));
+  Widgets w(*bh, widget_kind);
+  ASSERT_EQ(w.get(ctx_, o.id).spec.color, "first");  // a reader connected
+  struct CloseFirst {  // connects still hanging let go before the beehive goes
+    CancelSwallowingProxy& p;
+    ~CloseFirst() { p.close(); }
+  } close_first{proxy};
+  proxy.hang_new_connections();
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(w.get(Context{}.with_timeout(std::chrono::milliseconds(300)), o.id),
+              errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <charconv>
 #include <thread>
+#include <utility>
 
 #include <beehive/errors.hpp>
 
@@ -111,11 +112,12 @@ bool ok(PGresult* r) {
 
 Connection::Connection(std::string conninfo, std::string schema,
                        std::chrono::milliseconds connect_timeout,
-                       std::chrono::milliseconds stall_limit)
+                       std::chrono::milliseconds stall_limit, std::function<bool()> keep_waiting)
     : conninfo_(std::move(conninfo)),
       schema_(std::move(schema)),
       connect_timeout_(connect_timeout),
-      stall_limit_(stall_limit) {
+      stall_limit_(stall_limit),
+      keep_waiting_(std::move(keep_waiting)) {
   try {
     connect();
   } catch (...) {  // the destructor will not run
@@ -228,6 +230,8 @@ void Connection::connect() {
 void Connection::timed_out() {
   PQfinish(conn_);
   conn_ = nullptr;
+  if (std::exchange(caller_gave_up_, false))
+    throw Error(errc::store, "postgres: cannot connect: the caller stopped waiting first");
   throw Error(errc::store, "postgres: cannot connect: no answer within the connect timeout (" +
                                std::to_string(connect_timeout_.count()) + " ms)");
 }
@@ -362,12 +366,19 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
 }
 
 bool Connection::wait_for_socket(short events, std::chrono::steady_clock::time_point deadline) {
+  // With a caller that may stop waiting (keep_waiting_), asked every 10 ms: a server
+  // that does not answer holds it up no longer than its own deadline.
+  const std::int64_t slice = keep_waiting_ ? 10 : 1000;
   for (;;) {
     auto left =
         std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
+    if (keep_waiting_ && !keep_waiting_()) {
+      caller_gave_up_ = true;
+      return false;
+    }
     pollfd p{PQsocket(conn_), events, 0};
-    int n = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000)));
+    int n = ::poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left.count(), slice)));
     if (n > 0) return true;
     if (n < 0 && errno != EINTR) return true;  // let libpq find out what is wrong
   }

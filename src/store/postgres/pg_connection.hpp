@@ -90,8 +90,9 @@ class Connection {
   /// `stall_limit`, a transaction left idle longer than it is ended by the server (a
   /// paused or cut-off process must not hold the store's write lock for longer), and a
   /// statement waits no longer than it for another transaction's lock (errc::store).
+  /// `keep_waiting`: see set_keep_waiting (the connect in here asks it too).
   Connection(std::string conninfo, std::string schema, std::chrono::milliseconds connect_timeout,
-             std::chrono::milliseconds stall_limit = {});
+             std::chrono::milliseconds stall_limit = {}, std::function<bool()> keep_waiting = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -139,8 +140,9 @@ class Connection {
   void reconnect();
   /// Cuts the connection to the server now, as a network failure would (tests).
   void drop();
-  /// While set, every call (run, exec, pipeline) asks `keep_waiting` every 10 ms while
-  /// the server has not answered; on false it cuts the connection rather than asking the
+  /// While set, every call (run, exec, pipeline, and a connect, anew after a loss, which
+  /// then fails with errc::store) asks `keep_waiting` every 10 ms while the server has
+  /// not answered; on false it cuts the connection rather than asking the
   /// server to cancel (which needs the server to answer): the call fails with errc::store
   /// and the connection is lost. For callers that must not wait for a server that may
   /// not answer at all: a reader whose caller gave up, the leadership campaign.
@@ -183,6 +185,7 @@ class Connection {
   PGconn* conn_ = nullptr;
   bool dropped_ = false;
   std::function<bool()> keep_waiting_;  // see set_keep_waiting
+  bool caller_gave_up_ = false;         // the last connect ended for keep_waiting_
   bool read_only_ = false;              // see set_read_only
   /// Inside a transaction as of the last statement: a connection lost then is not
   /// silently replaced (what followed would run outside the transaction).

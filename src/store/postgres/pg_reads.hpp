@@ -7,7 +7,9 @@
 //
 // Not thread-safe, like its connection: used by the one thread holding it.
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <beehive/errors.hpp>
@@ -63,9 +65,12 @@ class Reads {
 template <class Interface>
 class Reading : public Interface {
  public:
+  /// `keep_waiting`: asked while connecting (see Connection::set_keep_waiting).
   Reading(std::string conninfo, std::string schema, std::chrono::milliseconds timeout,
-          std::int64_t session, std::chrono::milliseconds stall_limit = {})
-      : conn_(std::move(conninfo), std::move(schema), timeout, stall_limit),
+          std::int64_t session, std::chrono::milliseconds stall_limit = {},
+          std::function<bool()> keep_waiting = {})
+      : conn_(std::move(conninfo), std::move(schema), timeout, stall_limit,
+              std::move(keep_waiting)),
         reads_(conn_, session) {}
 
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {

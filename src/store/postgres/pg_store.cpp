@@ -102,8 +102,9 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
   ReaderLease reader(std::function<bool()> keep_waiting) override {
     auto lease = pool_.lease(
         [&] {
+          // A new connection, made within the caller's wait too.
           return std::make_unique<PgReader>(conninfo_, opts_.schema, opts_.connect_timeout,
-                                            session_);
+                                            session_, std::chrono::milliseconds{}, keep_waiting);
         },
         keep_waiting);
     if (!keep_waiting) return lease;
