@@ -702,6 +702,15 @@ TEST(Leadership, APostgresLeadersLivenessConditionsReadAsWrittenInEveryProcessWh
   EXPECT_EQ(read_on(leader), written);
   EXPECT_EQ(read_on(other), written);
 
+  // Another process takes the lease (written here as its takeover would): the deposed
+  // leader reads its own liveness conditions as Unknown too, as every process does.
+  write_test_store(path,
+                   "UPDATE leadership SET holder = holder + 1000000, term = term + 1, "
+                   "expires_at = now() + interval '1 hour'");
+  EXPECT_EQ(read_on(leader), verifying);
+  EXPECT_EQ(read_on(other), verifying);
+  write_test_store(path, "UPDATE leadership SET holder = 0, expires_at = '-infinity'");
+
   stop_leader({});  // the lease is released: nobody leads
   EXPECT_EQ(read_on(other), verifying);
   auto stop_other = other.start({});  // another process leads

@@ -20,6 +20,9 @@ std::string row_to_json(const ObjectRow& row);
 /// leads now (holds an unexpired lease): every process trusts that one's liveness
 /// conditions, since its controllers are the ones that keep them current.
 constexpr std::int64_t kLeadingSession = -1;
+/// The session a PostgreSQL read reports for another process's liveness condition while
+/// one leads: sessions count from 1, so that no process trusts it.
+constexpr std::int64_t kNoSession = 0;
 
 /// An object's conditions as both stores' reads return them, one JSON array of
 /// [type, status, reason, message, liveness, session, observed_generation,

@@ -20,22 +20,26 @@ namespace {
 // Conditions come along as one JSON array in the row, as on SQLite; "C" collation sorts
 // them by type bytewise whatever the database's locale. A liveness condition written by
 // the process that leads now reports kLeadingSession (row_json.hpp) as its session:
-// every process trusts it, not only the one that wrote it.
+// every process trusts it, not only the one that wrote it. While a process leads, any
+// other's reports kNoSession: the one that wrote it (a leader deposed) trusts it no more
+// than the others do. With nobody leading, each process trusts its own, as on SQLite.
 constexpr const char* object_columns = R"sql(
   o.id, o."group", o.kind, o.slug, o.spec, o.spec_version, o.status, o.status_version,
   o.generation, o.observed_generation, o.observed_at, o.resource_version,
   o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at, o.labels,
   CASE WHEN o.conditions_count = 0 THEN '[]' ELSE
   (SELECT json_agg(json_build_array(c.type, c.status, c.reason, c.message, c.liveness,
-                                    CASE WHEN c.liveness <> 0 AND c.session = (
-                                      SELECT l.holder FROM leadership AS l
-                                       WHERE l.id = 1 AND l.expires_at > now())
-                                    THEN -1 ELSE c.session END,
+                                    CASE WHEN c.liveness = 0 THEN c.session
+                                    ELSE coalesce((
+                                      SELECT CASE WHEN l.holder = c.session THEN -1 ELSE 0 END
+                                        FROM leadership AS l
+                                       WHERE l.id = 1 AND l.expires_at > now()), c.session)
+                                    END,
                                     c.observed_generation, c.last_transition_at)
                    ORDER BY c.type COLLATE "C")::text
      FROM conditions AS c WHERE c.object_id = o.id) END
 )sql";
-static_assert(kLeadingSession == -1, "object_columns spells it out");
+static_assert(kLeadingSession == -1 && kNoSession == 0, "object_columns spells them out");
 
 std::string select_objects(const char* where) {
   return std::string("SELECT ") + object_columns + " FROM objects AS o WHERE " + where;
