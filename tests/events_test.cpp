@@ -626,6 +626,23 @@ TEST_F(EventsTest, RetentionKeepsTheCurrentRunWhenTheClockSteppedBack) {
   EXPECT_EQ(w.get_latest_event(ctx_, o.id, "conn")->reason, "Connected");
 }
 
+// An unread event watch keeps what the store keeps: after a clock step back, the run
+// that started last (the current one), not the one that ended last.
+TEST_F(EventsTest, AnUnreadEventWatchKeepsTheCurrentRunWhenTheClockSteppedBack) {
+  auto clock = std::make_shared<SteppedClock>();
+  open(with_clock(clock), with_event_retention(1, 0ms));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto o = w.create(ctx_, {"conn", 1});
+  emit(o.id, "conn", EventType::Warning, "ProbeFailed");
+  clock->step(-1h);
+  emit(o.id, "conn", EventType::Normal, "Connected");  // current, last_at an hour earlier
+  auto events = w.watch_events(ctx_, o.id);            // before any sweep: both stored
+  std::vector<std::string> seen;
+  while (auto e = events.next_for(0ms)) seen.push_back(e->reason);
+  EXPECT_EQ(seen, std::vector<std::string>{"Connected"});
+}
+
 TEST_F(EventsTest, RetentionHoldsWithResyncDisabled) {
   open(with_resync_interval(0ms), with_event_retention(2, 0ms));
   cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());

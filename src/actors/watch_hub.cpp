@@ -197,23 +197,24 @@ bool passes(const event_watch_request& w, const Event& e) {
 
 /// Hands run `r` to a blocking stream (`put`), then drops (`drop`) the unread runs of its
 /// category that the store no longer keeps, by the retention of the object's kind: those
-/// beyond the newest `per_object` handed to the stream (the store's newest include them,
-/// and may include runs the watch's filters leave out), and those that ended more than
-/// the age bound before the newest began or was extended (the store's sweep drops what
-/// is that old by its clock's now, which is later). A run the reader has taken already
-/// is dropped as nothing.
+/// beyond the newest `per_object` handed to the stream, newest by the order the runs
+/// started (their ids), as the store counts them whatever the clock did (the store's
+/// newest include them, and may include runs the watch's filters leave out); and those
+/// that ended more than the age bound before the newest began or was extended (the
+/// store's sweep drops what is that old by its clock's now, which is later). A run the
+/// reader has taken already is dropped as nothing.
 template <class Put, class Drop>
 void put_run(WatchHubState::EventSub& s, const event_run& r, Put& put, Drop& drop) {
   put(r.event.id, r);
   if (!s.retention) return;
   auto [per_object, max_age] = *s.retention;
-  auto& runs = s.runs[r.event.category];
-  auto same = std::find_if(runs.rbegin(), runs.rend(),
-                           [&](const auto& run) { return run.first == r.event.id; });
-  if (same != runs.rend())
-    same->second = r.event.last_at;  // an extension
+  auto& runs = s.runs[r.event.category];  // by id
+  auto at = std::lower_bound(runs.begin(), runs.end(), r.event.id,
+                             [](const auto& run, EventID id) { return run.first < id; });
+  if (at != runs.end() && at->first == r.event.id)
+    at->second = r.event.last_at;  // an extension
   else
-    runs.emplace_back(r.event.id, r.event.last_at);
+    runs.emplace(at, r.event.id, r.event.last_at);  // a snapshot comes newest-ended first
   auto too_many = [&] {
     return per_object > 0 && runs.size() > static_cast<std::size_t>(per_object);
   };

@@ -117,7 +117,7 @@ struct WatchHubState {
     std::optional<std::pair<int, std::chrono::milliseconds>> retention{};
     bool kind_known = false;
     /// With a retention: per category, the runs handed to the stream that the store may
-    /// still keep (their ids and last times), oldest first.
+    /// still keep (their ids and last times), by id: the order they started.
     std::unordered_map<std::string, std::deque<std::pair<EventID, Time>>> runs{};
   };
   /// Called once a new watch's snapshot has been delivered (or the watch ended first):
