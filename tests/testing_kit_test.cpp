@@ -338,6 +338,25 @@ TEST(TestingKit, ValuesPrintReadably) {
   e.last_at = t;
   EXPECT_NE(PrintToString(e).find("reason=Up"), std::string::npos);
   EXPECT_NE(PrintToString(e).find("first_at=2025-12-01T18:04:05.123Z"), std::string::npos);
+  Condition observed{"Ready", ConditionStatus::False, "Down", "", false, 4, t};
+  EXPECT_EQ(PrintToString(observed),
+            "Ready=False reason=Down observed=4 since 2025-12-01T18:04:05.123Z");
+  o.labels = {{"tier", "web"}, {"env", "prod"}};
+  EXPECT_NE(PrintToString(o).find(" labels={env=prod,tier=web}"), std::string::npos);
+  EXPECT_EQ(PrintToString(Result{}), "Result{}");
+  EXPECT_EQ(PrintToString(Result{std::chrono::seconds(5)}), "Result{requeue_after=5000ms}");
+  EXPECT_EQ(PrintToString(Result::requeue_now()), "Result::requeue_now()");
+  EXPECT_EQ(PrintToString(EventSpec{"conn", EventType::Warning, "ProbeFailed", "timed out"}),
+            "Warning category=conn reason=ProbeFailed message=\"timed out\"");
+  EXPECT_EQ(PrintToString(EventFilter{}), "events (all)");
+  EventFilter f;
+  f.reason = "Up";
+  f.limit = 3;
+  EXPECT_EQ(PrintToString(f), "events reason=Up limit=3");
+  EXPECT_EQ(PrintToString(LogLevel::warning), "warning");
+  Page<WidgetSpec, WidgetStatus> page{{o}, "bh2.x.y"};
+  EXPECT_EQ(PrintToString(page).rfind("page of 1 [Widget.acme.com/7", 0), 0u);
+  EXPECT_NE(PrintToString(page).find("continue=bh2.x.y"), std::string::npos);
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ class TestBeehive {
   template <class... Opts>
   requires(std::convertible_to<Opts, Option>&&...) explicit TestBeehive(Opts&&... opts)
       : TestBeehive(Fresh{}) {
-    bh_ = std::make_unique<Beehive>(store_, Option(std::forward<Opts>(opts))..., with_clock(clock_));
+    bh_ =
+        std::make_unique<Beehive>(store_, Option(std::forward<Opts>(opts))..., with_clock(clock_));
   }
   ~TestBeehive();
   TestBeehive(const TestBeehive&) = delete;
@@ -114,12 +115,16 @@ void PrintTo(const Event& e, std::ostream* os);
 void PrintTo(const Schedule& s, std::ostream* os);
 void PrintTo(const ObjectMeta& m, std::ostream* os);
 void PrintTo(errc e, std::ostream* os);
+void PrintTo(const Result& r, std::ostream* os);
+void PrintTo(const EventSpec& e, std::ostream* os);
+void PrintTo(const EventFilter& f, std::ostream* os);
+void PrintTo(LogLevel l, std::ostream* os);
 
 namespace detail {
 /// The JSON text of `v` when it has a JSON form, else a placeholder.
 template <class T>
 std::string json_or_placeholder(const T& v) {
-  if constexpr (requires(nlohmann::json& j) { j = v; }) {
+  if constexpr (requires(nlohmann::json & j) { j = v; }) {
     try {
       nlohmann::json j = v;
       return j.dump();
@@ -133,14 +138,28 @@ std::string json_or_placeholder(const T& v) {
 template <class Spec, class Status>
 void PrintTo(const Object<Spec, Status>& o, std::ostream* os) {
   PrintTo(static_cast<const ObjectMeta&>(o), os);
-  *os << " spec=" << detail::json_or_placeholder(o.spec) << " status="
-      << (o.status ? detail::json_or_placeholder(*o.status) : std::string("none"));
+  *os << " spec=" << detail::json_or_placeholder(o.spec)
+      << " status=" << (o.status ? detail::json_or_placeholder(*o.status) : std::string("none"));
 }
 
 template <class Spec, class Status>
 void PrintTo(const Change<Spec, Status>& c, std::ostream* os) {
   *os << to_string(c.type) << " ";
   PrintTo(c.object, os);
+}
+
+template <class Spec, class Status>
+void PrintTo(const Page<Spec, Status>& p, std::ostream* os) {
+  *os << "page of " << p.items.size() << " [";
+  for (std::size_t i = 0; i < p.items.size(); ++i) {
+    if (i) *os << ", ";
+    PrintTo(p.items[i], os);
+  }
+  *os << "]";
+  if (p.continue_token.empty())
+    *os << " (last)";
+  else
+    *os << " continue=" << p.continue_token;
 }
 
 }  // namespace beehive

@@ -115,8 +115,8 @@ std::string format_time(Time t) {
   std::tm tm{};
   if (!gmtime_r(&secs, &tm)) return std::to_string(ms) + " ms since the epoch";
   std::ostringstream out;
-  out << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0')
-      << frac << 'Z';
+  out << std::put_time(&tm, "%Y-%m-%dT%H:%M:%S") << '.' << std::setw(3) << std::setfill('0') << frac
+      << 'Z';
   return out.str();
 }
 
@@ -141,6 +141,11 @@ void PrintTo(const Condition& c, std::ostream* os) {
   if (!c.reason.empty()) *os << " reason=" << c.reason;
   if (!c.message.empty()) *os << " message=\"" << c.message << "\"";
   if (c.liveness) *os << " liveness";
+  if (c.observed_generation) *os << " observed=" << c.observed_generation;
+  if (c.last_transition_at != Time{}) {
+    *os << " since ";
+    print_time(c.last_transition_at, os);
+  }
 }
 
 void PrintTo(ChangeType t, std::ostream* os) { *os << to_string(t); }
@@ -179,10 +184,18 @@ void PrintTo(const ObjectMeta& m, std::ostream* os) {
     *os << " deleting since ";
     print_time(*m.deletion_requested_at, os);
   }
+  if (!m.labels.empty()) {
+    *os << " labels={";
+    bool first = true;
+    for (auto& [key, value] : m.labels) {
+      *os << (first ? "" : ",") << key << "=" << value;
+      first = false;
+    }
+    *os << "}";
+  }
   if (!m.finalizers.empty()) {
     *os << " finalizers=[";
-    for (std::size_t i = 0; i < m.finalizers.size(); ++i)
-      *os << (i ? "," : "") << m.finalizers[i];
+    for (std::size_t i = 0; i < m.finalizers.size(); ++i) *os << (i ? "," : "") << m.finalizers[i];
     *os << "]";
   }
   if (!m.conditions.empty()) {
@@ -196,5 +209,36 @@ void PrintTo(const ObjectMeta& m, std::ostream* os) {
 }
 
 void PrintTo(errc e, std::ostream* os) { *os << "errc::" << to_string(e); }
+
+void PrintTo(const Result& r, std::ostream* os) {
+  if (r.requeue)
+    *os << "Result::requeue_now()";
+  else if (r.requeue_after.count() > 0)
+    *os << "Result{requeue_after=" << r.requeue_after.count() << "ms}";
+  else
+    *os << "Result{}";
+}
+
+void PrintTo(const EventSpec& e, std::ostream* os) {
+  *os << to_string(e.type);
+  if (!e.category.empty()) *os << " category=" << e.category;
+  *os << " reason=" << e.reason << " message=\"" << e.message << "\"";
+  if (!e.detail.is_null()) *os << " detail=" << e.detail.dump();
+}
+
+void PrintTo(const EventFilter& f, std::ostream* os) {
+  *os << "events";
+  if (f.category) *os << " category=" << *f.category;
+  if (f.type) *os << " type=" << to_string(*f.type);
+  if (f.reason) *os << " reason=" << *f.reason;
+  if (f.limit) *os << " limit=" << *f.limit;
+  if (f.since) {
+    *os << " since ";
+    print_time(*f.since, os);
+  }
+  if (!f.category && !f.type && !f.reason && !f.limit && !f.since) *os << " (all)";
+}
+
+void PrintTo(LogLevel l, std::ostream* os) { *os << to_string(l); }
 
 }  // namespace beehive
