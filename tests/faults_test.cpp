@@ -150,6 +150,38 @@ TEST_F(FaultTest, AFailedSyncFailsTheWriteAndLeavesNothing) {
   EXPECT_EQ(w.get(ctx_, a.id).spec.color, "c");
 }
 
+// The failed commit's frames reached the WAL file before its sync failed: what a crash
+// leaves (the database and its WAL, no shared index) must not hold the write either.
+TEST_F(FaultTest, AWriteWhoseSyncFailedIsNotInWhatACrashLeaves) {
+  open({.synchronous = sqlite::Synchronous::full});
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  vfs_.arm({.op = fault::Op::sync, .files = fault::files::wal});
+  EXPECT_ERRC(w.update(ctx_, a.id, {"b", 2}), errc::store);
+  auto crashed = dir_.file("crashed");
+  std::filesystem::create_directory(crashed);
+  for (auto* f : {"beehive.db", "beehive.db-wal"})
+    if (std::filesystem::exists(dir_.file(f)))
+      std::filesystem::copy_file(dir_.file(f), crashed / f);
+  SQLite::Database db((crashed / "beehive.db").string(), SQLite::OPEN_READWRITE);
+  SQLite::Statement q(db, "SELECT json_extract(spec, '$.color') FROM objects WHERE id = ?");
+  q.bind(1, static_cast<std::int64_t>(a.id));
+  ASSERT_TRUE(q.executeStep());
+  EXPECT_EQ(q.getColumn(0).getString(), "a");
+}
+
+// When the WAL cannot be cleared of the failed commit either (its sync fails again), the
+// caller is told that the outcome is unknown rather than that nothing was written.
+TEST_F(FaultTest, AWriteWhoseRemainsCannotBeClearedHasAnUnknownOutcome) {
+  open({.synchronous = sqlite::Synchronous::full});
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  vfs_.arm({.op = fault::Op::sync, .files = fault::files::wal, .count = 2});
+  EXPECT_ERRC_WITH(w.update(ctx_, a.id, {"b", 2}), errc::store, "could not be cleared");
+  EXPECT_EQ(vfs_.injected(), 2);
+  EXPECT_EQ(w.update(ctx_, a.id, {"c", 3}).spec.color, "c");  // the store goes on
+}
+
 TEST_P(FaultSyncTest, AGroupCommitThatFailsTellsNoCallerItsWriteLanded) {
   open();
   auto w = widgets();

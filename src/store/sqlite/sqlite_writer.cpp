@@ -42,8 +42,31 @@ void SqliteWriter::commit() {
       s->exec();
       rv_taken_ = false;
     }
-    conn_.exec("COMMIT");
   });
+  try {
+    guarded([&] { conn_.exec("COMMIT"); });
+  } catch (const Error& e) {
+    rollback();
+    drop_failed_commit(e);
+  }
+}
+
+void SqliteWriter::drop_failed_commit(const Error& why) {
+  // A COMMIT that failed writing or syncing the WAL may have left the transaction's
+  // frames in the file, its commit frame included. This process reads without them,
+  // but opening the file after a crash rebuilds the WAL's index from the file, and
+  // would find the write committed. A checkpoint that truncates the WAL drops them
+  // (it copies only the frames of committed transactions); until one has, whether the
+  // write lands is unknown.
+  int rc = sqlite3_wal_checkpoint_v2(conn_.db().getHandle(), nullptr, SQLITE_CHECKPOINT_TRUNCATE,
+                                     nullptr, nullptr);
+  if (rc != SQLITE_OK)
+    throw OutcomeUnknown(errc::store,
+                         why.message() + "; and its remains could not be cleared from the WAL (" +
+                             sqlite3_errstr(rc) +
+                             "): should the process crash before its next commit, the write may be "
+                             "found committed when the file is opened again");
+  throw NotCommitted(errc::store, why.message());
 }
 
 void SqliteWriter::rollback() {

@@ -74,6 +74,9 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void rollback_to(int depth) override;
 
  private:
+  /// After a failed COMMIT (rolled back): throws NotCommitted once nothing of it can
+  /// come back after a crash, OutcomeUnknown when that could not be made sure of.
+  [[noreturn]] void drop_failed_commit(const Error& why);
   /// SQLite's busy handler: true retries. Sleeps like SQLite's own busy timeout (short
   /// steps first), but never longer than 10 ms at a time, so that a caller giving up
   /// frees the writer promptly.
