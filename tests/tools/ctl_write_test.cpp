@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <gtest/gtest.h>
 
 #include <caf/scoped_actor.hpp>
@@ -260,6 +261,33 @@ TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   EXPECT_EQ(no_store.status, 1);
   EXPECT_NE(no_store.err.find(no_store_message()), std::string::npos) << no_store.err;
   EXPECT_FALSE(store_exists(absent));
+}
+
+// Another program's SQLite database given by mistake: every write command refuses it,
+// and leaves it as it was (no beehive tables, its journal mode unchanged).
+TEST_F(CtlWriteTest, WriteCommandsRefuseAnSqliteFileThatHoldsNoStore) {
+  auto other = dir_.file("other.db");
+  {
+    SQLite::Database db(other.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("CREATE TABLE t (x INTEGER)");
+  }
+  auto doc = write_file("a.json", R"({"group": "acme.com", "kind": "Widget", "slug": "a",
+      "spec": {}})");
+  for (auto cmd : std::vector<std::vector<std::string>>{{"delete", "widget", "a"},
+                                                        {"label", "widget", "a", "env=x"},
+                                                        {"requeue", "widget", "a"},
+                                                        {"apply", "-f", doc}}) {
+    std::vector<std::string> line{BEEHIVE_CTL, "--db", other.string()};
+    line.insert(line.end(), cmd.begin(), cmd.end());
+    auto r = run(line);
+    EXPECT_EQ(r.status, 1) << cmd[0];
+    EXPECT_NE(r.err.find("is not a beehive database"), std::string::npos) << r.err;
+  }
+  SQLite::Database db(other.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement tables(db, "SELECT group_concat(name) FROM sqlite_master");
+  ASSERT_TRUE(tables.executeStep());
+  EXPECT_EQ(tables.getColumn(0).getString(), "t");
+  EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "delete");
 }
 
 // Slugs are any text, so "7" can be one object's id and another's slug: the tool

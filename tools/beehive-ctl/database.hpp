@@ -121,5 +121,8 @@ void require_schema_version(const std::string& name, int version, int latest);
 std::unique_ptr<Database> open_sqlite_database(const Location& where);
 std::unique_ptr<Database> open_postgres_database(const Location& where);
 void require_postgres_store(const Location& where);
+/// The write commands' check of a SQLite file (require_store, and its schema): the
+/// file is opened read-only, so that nothing is created in another program's database.
+void require_sqlite_store(const Location& where);
 
 }  // namespace beehive::ctl

@@ -9,6 +9,7 @@
 #include <beehive/sqlite.hpp>
 
 #include "database.hpp"
+#include "failure.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_reader.hpp"
 #include "store/sqlite/sqlite_schema.hpp"
@@ -155,6 +156,23 @@ class SqliteDatabase final : public Database {
 
 std::unique_ptr<Database> open_sqlite_database(const Location& where) {
   return std::make_unique<SqliteDatabase>(where);
+}
+
+void require_sqlite_store(const Location& where) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(where.file, ec))
+    throw NotFound("no such database file: " + where.file.string());
+  // Looked at read-only first: opening it through the store would make any SQLite file
+  // (another program's) a beehive database, tables, WAL mode and all.
+  bool holds_store = false;
+  try {
+    SQLite::Database db(where.file.string(), SQLite::OPEN_READONLY,
+                        static_cast<int>(where.timeout.count()));
+    holds_store = db.tableExists("beehive_schema");
+  } catch (const SQLite::Exception& e) {
+    throw NotFound(where.file.string() + " is not a beehive database (" + e.what() + ")");
+  }
+  if (!holds_store) throw NotFound(where.file.string() + " is not a beehive database");
 }
 
 }  // namespace beehive::ctl

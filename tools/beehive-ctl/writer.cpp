@@ -11,7 +11,12 @@
 namespace beehive::ctl {
 
 WriteSession::WriteSession(const Location& where) : timeout_(where.timeout) {
-  require_store(where);
+  // A file that is not a beehive database is refused before the store opens it (which
+  // would make it one); the reads check that when they open it their own way.
+  if (where.postgres())
+    require_store(where);
+  else
+    require_sqlite_store(where);
   // open migrates an older schema forward, so the read-only Database (which reads only
   // the current one) is opened after it.
   if (where.postgres()) {
