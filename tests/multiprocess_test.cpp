@@ -49,6 +49,43 @@ TEST_F(ProcessClaimTest, ThisProcessCannotStartWhileAnotherRunsButItsClientsWork
   stop(ctx_);
 }
 
+// The claim is the file's, not its name's: another process that opens it through a
+// symlink, or by a relative path, is refused as well.
+TEST_F(ProcessClaimTest, AnotherProcessOpeningTheFileThroughASymlinkCannotStart) {
+  register_noop(bh());
+  auto stop = bh().start(ctx_);
+  auto alias = dir_.file("alias.db");
+  std::filesystem::create_symlink(db_path(), alias);
+  ChildProcess peer(BEEHIVE_PEER, {alias.string()});
+  auto said = peer.read_line();
+  if (said == "started") peer.write_line("");  // should it start after all: let it stop
+  EXPECT_EQ(said, "store_in_use");
+  EXPECT_EQ(peer.wait(), 3);
+  stop(ctx_);
+}
+
+// A store opened by a relative path keeps naming the same file after the process
+// changes its working directory (a daemon does, at start).
+TEST_F(ProcessClaimTest, AStoreOpenedByARelativePathOutlivesAChangeOfDirectory) {
+  auto before = std::filesystem::current_path();
+  std::filesystem::current_path(dir_.path());
+  struct Back {
+    std::filesystem::path to;
+    ~Back() { std::filesystem::current_path(to); }
+  } back{before};
+  auto store = sqlite::open("relative.db", {.read_connections = 1});
+  Beehive bh(store);
+  Widgets w(bh, widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  std::filesystem::current_path("/");
+  EXPECT_EQ(w.get(ctx_, o.id).spec.color, "a");
+  register_noop(bh);
+  auto stop = bh.start(ctx_);
+  EXPECT_EQ(w.update(ctx_, o.id, {"b", 2}).spec.color, "b");
+  stop(ctx_);
+  EXPECT_FALSE(std::filesystem::exists("/relative.db"));
+}
+
 TEST_F(ProcessClaimTest, TheLockFileIsPrivate) {
   register_noop(bh());
   auto stop = bh().start(ctx_);

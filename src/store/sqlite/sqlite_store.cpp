@@ -59,11 +59,7 @@ class SqliteStore : public Backend {
   std::shared_ptr<void> claim() override { return RunLock::acquire(file_); }
   std::string exposure() const override { return store::exposure(file_); }
 
-  std::string identity() const override {
-    std::error_code ec;
-    auto canonical = std::filesystem::weakly_canonical(file_, ec);
-    return (ec ? file_ : canonical).string();
-  }
+  std::string identity() const override { return file_.string(); }  // canonical (open)
 
  private:
   std::filesystem::path file_;
@@ -88,8 +84,14 @@ std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) 
     throw Error(errc::invalid_argument, "sqlite: busy_timeout must be 0 to 2147483647 ms (got " +
                                             std::to_string(options.busy_timeout.count()) + " ms)");
   store::create_private(file);
+  // Resolved once: every connection, the process claim's lock file and the identity
+  // name the same file, whatever the working directory becomes and through whichever
+  // symlink another process opens it.
+  std::error_code ec;
+  auto resolved = std::filesystem::canonical(file, ec);
+  if (ec) resolved = std::filesystem::absolute(file);
   try {
-    return std::make_shared<store::SqliteStore>(file, options);
+    return std::make_shared<store::SqliteStore>(resolved, options);
   } catch (const SQLite::Exception& e) {
     store::rethrow_sqlite(e);
   }
