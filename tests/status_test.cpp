@@ -211,6 +211,17 @@ TEST_F(StatusTest, ConditionTypesAndEventCategoriesHoldAtMost512Bytes) {
   EXPECT_TRUE(widgets().get_latest_event(ctx_, o.id, longest).has_value());
 }
 
+TEST_F(StatusTest, FinalizersHoldAtMost512Bytes) {
+  const std::string longest(512, 'f'), over(513, 'f');
+  EXPECT_ERRC(widgets().create(ctx_, {"a", 1}, with_finalizers({over})), errc::invalid_argument);
+  EXPECT_TRUE(widgets().list(ctx_).empty());
+  auto o = widgets().create(ctx_, {"a", 1}, with_finalizers({longest}));
+  EXPECT_ERRC(cc_->add_finalizer(ctx_, o.id, over), errc::invalid_argument);
+  EXPECT_EQ(widgets().get(ctx_, o.id).finalizers, std::vector<std::string>{longest});
+  cc_->remove_finalizer(ctx_, o.id, longest);
+  EXPECT_TRUE(widgets().get(ctx_, o.id).finalizers.empty());
+}
+
 TEST_F(StatusTest, LivenessConditionsReadUnknownAfterARestartUntilReconfirmed) {
   auto o = widgets().create(ctx_, {"a", 1});
   Condition live{"Connected", ConditionStatus::True, "Dialed", "", true};
