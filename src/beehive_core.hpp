@@ -204,6 +204,9 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   std::mutex leadership_mu_;  // the streams below
   std::vector<std::shared_ptr<StreamCore<bool>>> leadership_streams_;
   bool leadership_streams_ended_ = false;
+  /// What the streams have been told last: a stream opened later starts from it (start
+  /// tells them before the beehive counts as running).
+  bool leads_reported_ = false;
 };
 
 }  // namespace beehive::detail

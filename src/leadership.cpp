@@ -25,7 +25,7 @@ Stream<bool> BeehiveCore::watch_leadership(const Context& ctx) {
     std::lock_guard g(leadership_mu_);
     // Stop ended the streams between the check above and here.
     if (leadership_streams_ended_) throw Error(errc::stopped, "beehive stopped");
-    core->push(0, is_leader());
+    core->push(0, leads_reported_);
     std::erase_if(leadership_streams_, [](auto& s) { return s->done(); });
     leadership_streams_.push_back(core);
   }
@@ -39,6 +39,7 @@ void BeehiveCore::leadership_changed(bool leads) {
       {{"store", backend_->describe()}});
   caf::anon_send(root_, leadership_atom::value, leads);
   std::lock_guard g(leadership_mu_);
+  leads_reported_ = leads;
   for (auto& s : leadership_streams_) s->push(0, leads);
 }
 
@@ -46,7 +47,8 @@ void BeehiveCore::follow_leadership() {
   backend_->on_leadership([this](bool leads) { leadership_changed(leads); });
   // Whatever start found is the first value; changes follow.
   std::lock_guard g(leadership_mu_);
-  for (auto& s : leadership_streams_) s->push(0, backend_->leads());
+  leads_reported_ = backend_->leads();
+  for (auto& s : leadership_streams_) s->push(0, leads_reported_);
 }
 
 void BeehiveCore::unfollow_leadership() {

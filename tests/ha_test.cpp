@@ -583,6 +583,29 @@ TEST(Leadership, AStartedSqliteBeehiveAlwaysLeads) {
   EXPECT_EQ(changes.error(), make_error_code(errc::stopped));
 }
 
+// A stream opened while start runs (here by the logger, which start calls to warn of the
+// file's mode) starts from what start found, and follows it.
+TEST(Leadership, AStreamOpenedWhileStartRunsStartsFromWhatItFound) {
+  REQUIRE_SQLITE("a warning SQLite's start logs");
+  TempDir dir;
+  auto file = dir.file("one.db");
+  { sqlite::open(file); }
+  std::filesystem::permissions(file, std::filesystem::perms::others_read,
+                               std::filesystem::perm_options::add);
+  Beehive* self = nullptr;
+  std::optional<Stream<bool>> late;
+  Beehive bh(sqlite::open(file), with_logger([&](LogLevel, std::string_view, const LogFields&) {
+               if (self && !late) late.emplace(self->watch_leadership({}));
+             }));
+  self = &bh;
+  auto stop = bh.start({});
+  ASSERT_TRUE(late.has_value()) << "start logged nothing";
+  EXPECT_TRUE(bh.is_leader());
+  EXPECT_EQ(late->next_for(5s), std::optional<bool>(true));  // nothing comes after a false
+  stop({});
+  EXPECT_EQ(late->next_for(5s), std::nullopt);
+}
+
 // A stream opened before a start that failed, or never came, ends with the beehive.
 TEST(Leadership, AStreamOfABeehiveThatNeverRanEndsWhenItGoes) {
   REQUIRE_SQLITE("a second start on one file being refused");
