@@ -53,7 +53,7 @@ tsan: deps
 # What it learns stays in build/fuzz/corpus; a failing input lands in build/fuzz/ (copy it
 # into fuzz/corpus/<target>/ with the fix, so every build replays it).
 FUZZ_SECONDS ?= 60
-fuzz:
+fuzz: deps
 	bash scripts/install-deps.sh clang-14 libclang-rt-14-dev
 	@test -f build/fuzz/build.ninja || cmake --preset fuzz
 	cmake --build --preset fuzz -j$(JOBS)

@@ -320,6 +320,14 @@ TEST_F(CtlTest, UsageErrorsExitWithTwo) {
   auto bad = ctl({"watch", "Cluster", "--interval", "5"});
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("duration"), std::string::npos) << bad.err;
+  // Durations whose milliseconds would not fit in 64 bits, just past the edge of each
+  // unit (they wrapped to a negative wait before).
+  for (auto* d : {"2562047788016h", "153722867280913m", "9223372036854776s",
+                  "9223372036854775808ms", "99999999999999999999s"}) {
+    auto huge = ctl({"watch", "Cluster", "--for", d});
+    EXPECT_EQ(huge.status, 2) << d;
+    EXPECT_NE(huge.err.find("duration too long"), std::string::npos) << d << ": " << huge.err;
+  }
   auto help = ctl({"--help"});
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("describe"), std::string::npos);
