@@ -178,6 +178,28 @@ TEST_F(ActorTest, ATransactionOfMessagesCommitsAllOrNothing) {
   EXPECT_EQ(widgets.get(ctx_, a.meta.id).conditions.size(), 1u);
 }
 
+// Writes whose callers gave up while a within block held the writer are let go then,
+// requests and all, not kept until the block ends.
+TEST_F(ActorTest, WritesWhoseCallersGaveUpBehindAnOpenBlockAreNotKept) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto o = widgets.create(ctx_, {"a", 1});
+  auto w = bh_->store_writer();
+  cc.within(ctx_, [&](const Context& tx) {
+    widgets.update(tx, o.id, {"inside", 1});
+    std::thread other([&] {
+      for (int i = 0; i < 30; ++i)
+        EXPECT_ERRC(widgets.update(Context{}.with_timeout(std::chrono::milliseconds(20)), o.id,
+                                   {std::string(64 * 1024, 'x'), i}),
+                    errc::deadline_exceeded);
+    });
+    other.join();
+    EXPECT_LE(ask<store_writer_state>(w, inspect_atom::value).deferred, 1u);
+  });
+  EXPECT_EQ(widgets.get(ctx_, o.id).spec.color, "inside");
+}
+
 TEST_F(ActorTest, AnActorRequestDuringABlockingWithinBlockIsAnsweredOnceTheBlockCommits) {
   auto cc = register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });

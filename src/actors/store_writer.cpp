@@ -71,8 +71,11 @@ std::string message_of(const std::exception& e) {
 void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   auto& eng = *st.engine;
   if (eng.in_session() && w->session != eng.session() && w->session == 0) {
+    // Callers that keep giving up behind a long block must not pile up their requests.
+    std::erase_if(st.deferred, [](const auto& d) { return d.abandoned && d.abandoned(); });
     st.deferred.push_back({[&st, w] { serve_blocking(st, w); },
-                           [w] { w->reply->fail(errc::stopped, "beehive stopped"); }});
+                           [w] { w->reply->fail(errc::stopped, "beehive stopped"); },
+                           [w] { return w->reply->abandoned(); }});
     return;
   }
   auto& reply = *w->reply;

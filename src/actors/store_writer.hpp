@@ -158,6 +158,9 @@ struct StoreWriterState {
   struct Deferred {
     std::function<void()> run;
     std::function<void()> refuse;
+    /// Its caller stopped waiting (a blocking write): dropped unrun, and its request
+    /// with it, rather than held until the block ends.
+    std::function<bool()> abandoned{};
   };
   std::deque<Deferred> deferred;
   bool running_deferred = false;
