@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <type_traits>
 #include <unordered_map>
@@ -168,7 +169,7 @@ class StreamCore : public StreamCoreBase {
         --stale_;
         continue;
       }
-      since_.erase(key);
+      forget_first(key);
       auto value = std::move(it->second.value);
       pending_.erase(it);
       return value;
@@ -187,7 +188,8 @@ class StreamCore : public StreamCoreBase {
     if (version_) {
       auto v = version_(value);
       pushed_max_ = std::max(pushed_max_, v);
-      since_.try_emplace(key, v);  // a value folded into a pending one keeps its first
+      // A value folded into a pending one keeps its first.
+      if (since_.try_emplace(key, v).second) firsts_.insert(v);
     }
     auto it = pending_.find(key);
     if (it == pending_.end()) {
@@ -208,7 +210,7 @@ class StreamCore : public StreamCoreBase {
   /// swept out once they outnumber the live ones (so that dropping is O(1) amortized and
   /// `order_` stays within twice what is pending).
   void erase_locked(typename std::unordered_map<std::int64_t, Slot>::iterator it) {
-    since_.erase(it->first);
+    forget_first(it->first);
     pending_.erase(it);
     if (++stale_ <= 16 || stale_ <= pending_.size()) return;
     std::erase_if(order_, [&](const std::pair<std::int64_t, std::uint64_t>& place) {
@@ -223,13 +225,18 @@ class StreamCore : public StreamCoreBase {
     order_.clear();
     pending_.clear();
     since_.clear();
+    firsts_.clear();
     stale_ = 0;
   }
   std::optional<std::int64_t> oldest_pending_locked() const override {
-    if (since_.empty()) return std::nullopt;
-    std::int64_t oldest = since_.begin()->second;
-    for (auto& [key, v] : since_) oldest = std::min(oldest, v);
-    return oldest;
+    if (firsts_.empty()) return std::nullopt;
+    return *firsts_.begin();  // O(1): asked after every value a resuming reader takes
+  }
+  void forget_first(std::int64_t key) {
+    if (auto it = since_.find(key); it != since_.end()) {
+      firsts_.erase(firsts_.find(it->second));
+      since_.erase(it);
+    }
   }
 
   Merge merge_;
@@ -237,6 +244,7 @@ class StreamCore : public StreamCoreBase {
   std::deque<std::pair<std::int64_t, std::uint64_t>> order_;  // (key, seq), first pushed first
   std::unordered_map<std::int64_t, Slot> pending_;
   std::unordered_map<std::int64_t, std::int64_t> since_;  // key -> first version pending
+  std::multiset<std::int64_t> firsts_;                    // since_'s versions, ordered
   std::uint64_t seq_ = 0;
   std::size_t stale_ = 0;  // places in order_ whose value was dropped
 };
