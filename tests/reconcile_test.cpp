@@ -29,6 +29,16 @@ class ReconcileTest : public ControllerTest {
     register_widgets(with_concurrency(1));
     return widgets();
   }
+  /// The widgets' controller's state (inspect_atom).
+  controller_state widget_controller_state() {
+    auto controller = *bh_->controller(widget_kind);
+    caf::scoped_actor self{controller->home_system()};
+    controller_state st;
+    self->request(controller, std::chrono::seconds(10), inspect_atom::value)
+        .receive([&](const controller_state& s) { st = s; },
+                 [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+    return st;
+  }
 };
 
 TEST_F(ReconcileTest, StartReconcilesEveryObjectOnce) {
@@ -382,14 +392,8 @@ TEST_F(ReconcileTest, APassReplacesThePendingTimerItStartedUnder) {
   ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 5s));
   w.update(ctx_, o.id, {"a", 2});  // reconciles now, while the 5 s timer is pending
   gate.wait_entered();
-  auto controller = *bh_->controller(widget_kind);
-  caf::scoped_actor self{controller->home_system()};
-  controller_state st;
-  self->request(controller, 10s, inspect_atom::value)
-      .receive([&](const controller_state& s) { st = s; },
-               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
-  EXPECT_TRUE(st.timers.empty());  // the running pass decides what comes next
-  clock_->advance(5s);             // when the old timer would have fallen due
+  EXPECT_TRUE(widget_controller_state().timers.empty());  // the running pass decides next
+  clock_->advance(5s);  // when the old timer would have fallen due
   gate.open();
   settle();
   EXPECT_EQ(recorder_->count(o.id), 2);
@@ -617,12 +621,7 @@ TEST_F(ReconcileTest, NothingStaysScheduledForAnObjectOnceItIsCollected) {
   EXPECT_ERRC(w.get(ctx_, o.id), errc::not_found);
   EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
   EXPECT_EQ(schedules.next_for(0ms), Schedule{});  // conflated: the latest value
-  auto controller = *bh_->controller(widget_kind);
-  caf::scoped_actor self{controller->home_system()};
-  controller_state st;
-  self->request(controller, 10s, inspect_atom::value)
-      .receive([&](const controller_state& s) { st = s; },
-               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  auto st = widget_controller_state();
   EXPECT_TRUE(st.timers.empty());
   EXPECT_TRUE(st.backoff.empty());
   EXPECT_EQ(st.queue_length, 0u);
@@ -752,14 +751,7 @@ TEST_F(ReconcileTest, APassWhoseObjectWasCollectedMeanwhileEndsAsDone) {
   ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
   w.remove(ctx_, o.id);
   ASSERT_TRUE(eventually([&] { return wrote_after_collection.load(); }));
-  auto controller = *bh_->controller(widget_kind);
-  auto state = [&] {
-    caf::scoped_actor self{controller->home_system()};
-    controller_state out;
-    self->request(controller, std::chrono::seconds(10), inspect_atom::value)
-        .receive([&](const controller_state& st) { out = st; }, [](caf::error&) {});
-    return out;
-  };
+  auto state = [&] { return widget_controller_state(); };
   ASSERT_TRUE(eventually([&] { return state().in_flight.empty(); }));
   EXPECT_TRUE(state().backoff.empty());
   EXPECT_TRUE(state().timers.empty());
