@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <beehive/detail/codec.hpp>
+#include <beehive/detail/saturate.hpp>
 
 #include "actors/reader.hpp"
 #include "metrics/store_metrics.hpp"
@@ -204,7 +205,7 @@ bool passes(const event_watch_request& w, const Event& e) {
 /// store's sweep drops what is that old by its clock's now, which is later). A run the
 /// reader has taken already is dropped as nothing.
 template <class Put, class Drop>
-void put_run(WatchHubState::EventSub& s, const event_run& r, Put& put, Drop& drop) {
+void put_run(WatchHubState::EventSub& s, const event_run& r, Put& put, Drop& drop, Time now) {
   put(r.event.id, r);
   if (!s.retention) return;
   auto [per_object, max_age] = *s.retention;
@@ -215,27 +216,37 @@ void put_run(WatchHubState::EventSub& s, const event_run& r, Put& put, Drop& dro
     at->second = r.event.last_at;  // an extension
   else
     runs.emplace(at, r.event.id, r.event.last_at);  // a snapshot comes newest-ended first
-  auto too_many = [&] {
-    return per_object > 0 && runs.size() > static_cast<std::size_t>(per_object);
-  };
-  auto too_old = [&] {
-    return max_age.count() > 0 && std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      runs.back().second - runs.front().second) > max_age;
-  };
-  while (runs.size() > 1 && (too_many() || too_old())) {
+  if (max_age.count() > 0) {
+    // By age: older than the bound before the newest run's time, or before the clock's
+    // now when that is earlier (a clock stepped back left a run in the future, which
+    // must not hold every later one). Whatever order the runs' times are in, each old
+    // one goes; the newest by id always stays.
+    auto newest = runs.front().second;
+    for (auto& run : runs) newest = std::max(newest, run.second);
+    auto cutoff = detail::saturating_add(std::min(newest, now), -max_age);
+    for (auto it = runs.begin(); it != runs.end() && runs.size() > 1;) {
+      if (it->second < cutoff && std::next(it) != runs.end()) {
+        drop(it->first);
+        it = runs.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  while (per_object > 0 && runs.size() > static_cast<std::size_t>(per_object)) {
     drop(runs.front().first);
     runs.pop_front();
   }
 }
 
 /// Hands `runs` to subscriber `s`; false when its stream has ended.
-bool deliver(WatchHubState::EventSub& s, const std::vector<event_run>& runs) {
+bool deliver(WatchHubState::EventSub& s, const std::vector<event_run>& runs, Time now) {
   if (!s.core) {
     for (auto& r : runs) caf::anon_send(s.filter.subscriber, r);
     return true;
   }
   return s.core->push_batch([&](auto& put, auto& drop) {
-    for (auto& r : runs) put_run(s, r, put, drop);
+    for (auto& r : runs) put_run(s, r, put, drop, now);
   });
 }
 
@@ -282,7 +293,7 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
             if (!kind.empty()) learn_kind(st, sub, kind.front());
             for (auto& r : o.held)
               if (r.resource_version > floor && passes(sub.filter, r.event)) runs.push_back(r);
-            deliver(sub, runs);
+            deliver(sub, runs, st.services.timers->wall_now());
             if (sub.filter.subscriber) self->monitor(sub.filter.subscriber);
             st.event_subs.emplace(id, std::move(sub));
             o.ready(id);
@@ -444,9 +455,10 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
         }
     bool alive = true;
     if (s.core) {
+      auto now = st.services.timers->wall_now();
       alive = s.core->push_batch([&](auto& put, auto& drop) {
         for (auto& r : batch.events)
-          if (wanted(r)) put_run(s, r, put, drop);
+          if (wanted(r)) put_run(s, r, put, drop, now);
       });
     } else {
       for (auto& r : batch.events)
