@@ -13,6 +13,24 @@
 namespace beehive::test {
 namespace {
 
+/// A wall clock that can be stepped back (an operator or NTP correcting it), which a
+/// ManualClock never does.
+class SteppedClock : public Clock {
+ public:
+  Time now() const override {
+    std::lock_guard lk(mu_);
+    return now_;
+  }
+  void step(std::chrono::milliseconds d) {
+    std::lock_guard lk(mu_);
+    now_ += d;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Time now_ = ManualClock().now();
+};
+
 class EventsTest : public ControllerTest {
  protected:
   void SetUp() override {
@@ -22,6 +40,22 @@ class EventsTest : public ControllerTest {
   void emit(ObjectID id, const std::string& cat, EventType t, const std::string& reason,
             const std::string& msg = "", nlohmann::json detail = nullptr) {
     cc_->record_event(ctx_, id, EventSpec{cat, t, reason, msg, std::move(detail)});
+  }
+  /// Opens the beehive again on a clock that steps back, with the retention given.
+  std::shared_ptr<SteppedClock> open_stepped(int per_object, std::chrono::milliseconds max_age) {
+    auto clock = std::make_shared<SteppedClock>();
+    open(with_clock(clock), with_event_retention(per_object, max_age));
+    cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+    return clock;
+  }
+  /// An object whose "conn" runs are ProbeFailed, then (the clock stepped an hour back)
+  /// Connected: the current run, with the earlier last time.
+  ObjectID failed_then_connected_an_hour_earlier(SteppedClock& clock) {
+    auto o = widgets().create(ctx_, {"conn", 1});
+    emit(o.id, "conn", EventType::Warning, "ProbeFailed");
+    clock.step(-std::chrono::hours(1));
+    emit(o.id, "conn", EventType::Normal, "Connected");
+    return o.id;
   }
   std::unique_ptr<ControllerClient<WidgetStatus>> cc_;
 };
@@ -364,24 +398,6 @@ TEST_F(EventsTest, WatchEventsSnapshotHoldsTheRunsListEventsReturnsOldestFirst) 
   EXPECT_EQ(live->count, 2);
 }
 
-/// A wall clock that can be stepped back (an operator or NTP correcting it), which a
-/// ManualClock never does.
-class SteppedClock : public Clock {
- public:
-  Time now() const override {
-    std::lock_guard lk(mu_);
-    return now_;
-  }
-  void step(std::chrono::milliseconds d) {
-    std::lock_guard lk(mu_);
-    now_ += d;
-  }
-
- private:
-  mutable std::mutex mu_;
-  Time now_ = ManualClock().now();
-};
-
 TEST_F(EventsTest, RunsAggregateByIdentityWhenTheClockStepsBack) {
   auto clock = std::make_shared<SteppedClock>();
   open(with_clock(clock));
@@ -611,33 +627,23 @@ TEST_F(EventsTest, RetentionKeepsWhichRunsAreNewest) {
 }
 
 TEST_F(EventsTest, RetentionKeepsTheCurrentRunWhenTheClockSteppedBack) {
-  auto clock = std::make_shared<SteppedClock>();
-  open(with_clock(clock), with_event_retention(1, 0ms));
-  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto clock = open_stepped(1, 0ms);
   auto w = widgets();
-  auto o = w.create(ctx_, {"conn", 1});
-  emit(o.id, "conn", EventType::Warning, "ProbeFailed");
-  clock->step(-1h);
-  emit(o.id, "conn", EventType::Normal, "Connected");  // current, last_at an hour earlier
-  start();                                             // retention runs at start
-  auto runs = [&] { return w.list_events(ctx_, o.id, with_event_category("conn")); };
+  auto id = failed_then_connected_an_hour_earlier(*clock);
+  start();  // retention runs at start
+  auto runs = [&] { return w.list_events(ctx_, id, with_event_category("conn")); };
   ASSERT_TRUE(eventually([&] { return runs().size() == 1; }));
   EXPECT_EQ(runs()[0].reason, "Connected");
-  EXPECT_EQ(w.get_latest_event(ctx_, o.id, "conn")->reason, "Connected");
+  EXPECT_EQ(w.get_latest_event(ctx_, id, "conn")->reason, "Connected");
 }
 
 // An unread event watch keeps what the store keeps: after a clock step back, the run
 // that started last (the current one), not the one that ended last.
 TEST_F(EventsTest, AnUnreadEventWatchKeepsTheCurrentRunWhenTheClockSteppedBack) {
-  auto clock = std::make_shared<SteppedClock>();
-  open(with_clock(clock), with_event_retention(1, 0ms));
-  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto clock = open_stepped(1, 0ms);
   auto w = widgets();
-  auto o = w.create(ctx_, {"conn", 1});
-  emit(o.id, "conn", EventType::Warning, "ProbeFailed");
-  clock->step(-1h);
-  emit(o.id, "conn", EventType::Normal, "Connected");  // current, last_at an hour earlier
-  auto events = w.watch_events(ctx_, o.id);            // before any sweep: both stored
+  auto id = failed_then_connected_an_hour_earlier(*clock);
+  auto events = w.watch_events(ctx_, id);  // before any sweep: both stored
   std::vector<std::string> seen;
   while (auto e = events.next_for(0ms)) seen.push_back(e->reason);
   EXPECT_EQ(seen, std::vector<std::string>{"Connected"});
@@ -646,9 +652,7 @@ TEST_F(EventsTest, AnUnreadEventWatchKeepsTheCurrentRunWhenTheClockSteppedBack) 
 // The age bound too: a run a clock step back left in the future does not hold every
 // later run in an unread watch (the store's sweep lets them go as they age).
 TEST_F(EventsTest, AnUnreadEventWatchStaysBoundedByAgeAfterTheClockSteppedBack) {
-  auto clock = std::make_shared<SteppedClock>();
-  open(with_clock(clock), with_event_retention(0, 1h));
-  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto clock = open_stepped(0, 1h);
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});
   emit(o.id, "flap", EventType::Warning, "Before");

@@ -15,6 +15,16 @@ namespace {
 using GcTest = ControllerTest;
 using WidgetChange = Change<WidgetSpec, WidgetStatus>;
 
+/// Whether object `id` is gone from the store (removed, not only deletion-pending).
+bool gone(Widgets& w, const Context& ctx, ObjectID id) {
+  try {
+    w.get(ctx, id);
+    return false;
+  } catch (const Error& e) {
+    return e.code() == errc::not_found;
+  }
+}
+
 /// Reads changes until `pred` holds for one; returns the changes read.
 std::vector<WidgetChange> read_until(Stream<WidgetChange>& s,
                                      const std::function<bool(const WidgetChange&)>& pred) {
@@ -156,19 +166,12 @@ TEST_F(GcTest, CollectsPromptlyAfterStartForAKindWithoutAController) {
   auto owner = gadgets.create(ctx_, {"owner", 1});
   auto child = gadgets.create(ctx_, {"child", 1}, with_owner(owner.id));
   auto g = gadgets.create(ctx_, {"g", 1}, with_slug("g"));
-  auto gone = [&](ObjectID id) {
-    try {
-      gadgets.get(ctx_, id);
-      return false;
-    } catch (const Error& e) {
-      return e.code() == errc::not_found;
-    }
-  };
   gadgets.remove(ctx_, g.id);  // the clock never moves: no resync, no cadence
-  EXPECT_TRUE(eventually([&] { return gone(g.id); }));
+  EXPECT_TRUE(eventually([&] { return gone(gadgets, ctx_, g.id); }));
   gadgets.create(ctx_, {"again", 1}, with_slug("g"));  // the slug was released
   gadgets.remove(ctx_, owner.id);                      // and a cascade, too
-  EXPECT_TRUE(eventually([&] { return gone(owner.id) && gone(child.id); }));
+  EXPECT_TRUE(
+      eventually([&] { return gone(gadgets, ctx_, owner.id) && gone(gadgets, ctx_, child.id); }));
 }
 
 TEST_F(GcTest, HasIncomingRefsCountsOwnedChildrenAndLiveDependentsOnly) {
@@ -608,16 +611,8 @@ TEST_F(GcTest, ADependencyAnotherWriterReleasesWakesTheDeletingTargetAndTheColle
       other, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
   theirs.remove_dependency(ctx_, dependent.id, gated.id);
   theirs.remove_dependency(ctx_, dependent.id, kept.id);
-  auto gone = [&](ObjectID id) {
-    try {
-      w.get(ctx_, id);
-      return false;
-    } catch (const Error& e) {
-      return e.code() == errc::not_found;
-    }
-  };
-  EXPECT_TRUE(eventually([&] { return gone(gated.id); }, 5s));
-  EXPECT_TRUE(eventually([&] { return gone(kept.id); }, 5s));
+  EXPECT_TRUE(eventually([&] { return gone(w, ctx_, gated.id); }, 5s));
+  EXPECT_TRUE(eventually([&] { return gone(w, ctx_, kept.id); }, 5s));
   EXPECT_GT(recorder_->count(gated.id), passes);
 }
 

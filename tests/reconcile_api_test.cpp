@@ -17,13 +17,29 @@
 namespace beehive::test {
 namespace {
 
-using ReconcileApiTest = ControllerTest;
 using Gadgets = Client<WidgetSpec, WidgetStatus>;
 
 /// The object's runs in the "reconcile" category, newest first.
 std::vector<Event> events_of(Widgets& w, const Context& ctx, ObjectID id) {
   return w.list_events(ctx, id, with_event_category("reconcile"));
 }
+
+class ReconcileApiTest : public ControllerTest {
+ protected:
+  /// A started beehive whose widgets always fail terminally, and one widget that did
+  /// once (its mark set, its event recorded, settled).
+  ObjectID a_terminally_failed_widget() {
+    recorder_->set_body([](auto&, auto&, auto&) -> Result { throw TerminalError("never"); });
+    register_widgets(with_resync_interval(std::chrono::seconds(10)));
+    start();
+    auto w = widgets();
+    auto o = w.create(ctx_, {"a", 1});
+    EXPECT_TRUE(eventually([&] { return events_of(w, ctx_, o.id).size() == 1; }));
+    settle();
+    EXPECT_EQ(recorder_->count(o.id), 1);
+    return o.id;
+  }
+};
 
 // -- 1. TerminalError ---------------------------------------------------------------------
 
@@ -72,21 +88,14 @@ TEST_F(ReconcileApiTest, ATerminalErrorIsNotRetriedAndIsRecordedAsAWarningEvent)
 // A requeue that comes through the change log (beehive-ctl requeue, Client::requeue on a
 // standby: here another writer on the same store) lifts a terminal mark too.
 TEST_F(ReconcileApiTest, ARequeueFromAnotherProcessLiftsATerminalMark) {
-  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw TerminalError("never"); });
-  register_widgets(with_resync_interval(10s));
-  start();
-  auto w = widgets();
-  auto o = w.create(ctx_, {"a", 1});
-  ASSERT_TRUE(eventually([&] { return events_of(w, ctx_, o.id).size() == 1; }));
-  settle();
-  ASSERT_EQ(recorder_->count(o.id), 1);
+  auto id = a_terminally_failed_widget();
   Beehive other(open_test_store(dir_.file("beehive.db")));
   caf::scoped_actor self{actor_system_of(other)};
   bool logged = false;
-  self->request(other.store_writer(), 10s, log_requeue_request{widget_kind, o.id})
+  self->request(other.store_writer(), 10s, log_requeue_request{widget_kind, id})
       .receive([&](bool ok) { logged = ok; }, [](caf::error&) {});
   ASSERT_TRUE(logged);
-  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
+  EXPECT_TRUE(eventually([&] { return recorder_->count(id) == 2; }));
 }
 
 // A requeue this process logged is its own: when it reads another process's commits
@@ -117,23 +126,16 @@ TEST_F(ReconcileApiTest, ARequeueThisProcessLoggedIsNotRunAgainWhenOthersCommits
 // Client::requeue on a beehive that never starts (a tool, or a client beside the
 // application on its store) reaches the running one's controller the same way.
 TEST_F(ReconcileApiTest, ARequeueFromABeehiveThatNeverStartsReachesTheRunningController) {
-  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw TerminalError("never"); });
-  register_widgets(with_resync_interval(10s));
-  start();
-  auto w = widgets();
-  auto o = w.create(ctx_, {"a", 1});
-  ASSERT_TRUE(eventually([&] { return events_of(w, ctx_, o.id).size() == 1; }));
-  settle();
-  ASSERT_EQ(recorder_->count(o.id), 1);
+  auto id = a_terminally_failed_widget();
   Beehive tool(open_test_store(dir_.file("beehive.db")));
   Widgets unregistered(tool, widget_kind);
-  EXPECT_ERRC(unregistered.requeue(ctx_, o.id), errc::no_controller);
+  EXPECT_ERRC(unregistered.requeue(ctx_, id), errc::no_controller);
   register_controller<WidgetSpec, WidgetStatus>(tool, widget_kind,
                                                 [](auto&, auto&, auto&) { return Result{}; });
   Widgets theirs(tool, widget_kind);
-  theirs.requeue(ctx_, o.id, with_reset_backoff());
-  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
-  EXPECT_ERRC(theirs.requeue(ctx_, o.id + 1000), errc::not_found);
+  theirs.requeue(ctx_, id, with_reset_backoff());
+  EXPECT_TRUE(eventually([&] { return recorder_->count(id) == 2; }));
+  EXPECT_ERRC(theirs.requeue(ctx_, id + 1000), errc::not_found);
 }
 
 // The event is the failure's one trace, and its message is whatever the exception says:
