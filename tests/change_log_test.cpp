@@ -18,6 +18,7 @@
 #include "fixture.hpp"
 #include "schema_downgrade.hpp"
 #include "store/write_engine.hpp"
+#include "support/stepped_clock.hpp"
 #include "support/test_store.hpp"
 
 namespace beehive::test {
@@ -642,6 +643,66 @@ std::uint64_t writer_transactions(Beehive& bh) {
   self->request(bh.store_writer(), 10s, inspect_atom::value)
       .receive([&](const store_writer_state& st) { n = st.transactions; }, [](caf::error&) {});
   return n;
+}
+
+/// Trims the change log through the store_writer, as the gc does; the entries removed.
+int trim(Beehive& bh, trim_change_log_request r) {
+  caf::scoped_actor self{actor_system_of(bh)};
+  int removed = -1;
+  self->request(bh.store_writer(), 10s, r)
+      .receive([&](int n) { removed = n; },
+               [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  return removed;
+}
+
+/// A beehive on `file` whose wall clock the test steps, back as well as forward.
+struct SteppedBeehive {
+  /// Starts with its clock stepped by `step`.
+  explicit SteppedBeehive(const std::filesystem::path& file, std::chrono::milliseconds step = {})
+      : store(open_test_store(file)), bh(store, with_clock(clock)) {
+    clock->step(step);
+    stop = bh.start(Context{});  // trimming is the leader's (PostgreSQL)
+  }
+  ~SteppedBeehive() { stop(Context{}); }
+  std::shared_ptr<SteppedClock> clock = std::make_shared<SteppedClock>();
+  std::shared_ptr<Store> store;
+  Beehive bh;
+  Stop stop;
+};
+
+// A clock stepped back by more than the age bound: the entries it left in the future
+// do not hold the ones logged after them once those are old (the log is cut as a
+// prefix, so one young entry would keep everything behind it until the clock caught up).
+TEST(ChangeLog, AClockSteppedBackFurtherThanTheAgeBoundDoesNotHoldLaterEntries) {
+  TempDir dir;
+  SteppedBeehive s(dir.file("beehive.db"));
+  Widgets w(s.bh, widget_kind);
+  auto a = w.create({}, {"a", 0});
+  for (int i = 1; i < 4; ++i) w.update({}, a.id, {"a", i});
+  s.clock->step(-24h);
+  for (int i = 4; i < 10; ++i) w.update({}, a.id, {"a", i});
+  s.clock->step(30s);
+  EXPECT_EQ(trim(s.bh, {0, 1min}), 0);  // nothing is a minute old yet
+  s.clock->step(1min);
+  EXPECT_EQ(trim(s.bh, {0, 1min}), 10);
+  EXPECT_EQ(log_size(dir.file("beehive.db")), 0u);
+}
+
+// The same when the clock stepped back while no process ran.
+TEST(ChangeLog, AClockSteppedBackBetweenRunsDoesNotHoldLaterEntries) {
+  TempDir dir;
+  ObjectID id;
+  {
+    SteppedBeehive s(dir.file("beehive.db"));
+    Widgets w(s.bh, widget_kind);
+    id = w.create({}, {"a", 0}).id;
+    for (int i = 1; i < 4; ++i) w.update({}, id, {"a", i});
+  }
+  SteppedBeehive s(dir.file("beehive.db"), -24h);
+  Widgets w(s.bh, widget_kind);
+  for (int i = 4; i < 10; ++i) w.update({}, id, {"a", i});
+  s.clock->step(2min);
+  EXPECT_EQ(trim(s.bh, {0, 1min}), 10);
 }
 
 // Idle stays idle: old entries the count bound keeps are looked at on every gc cadence,

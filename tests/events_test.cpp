@@ -9,27 +9,10 @@
 #include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
+#include "support/stepped_clock.hpp"
 
 namespace beehive::test {
 namespace {
-
-/// A wall clock that can be stepped back (an operator or NTP correcting it), which a
-/// ManualClock never does.
-class SteppedClock : public Clock {
- public:
-  Time now() const override {
-    std::lock_guard lk(mu_);
-    return now_;
-  }
-  void step(std::chrono::milliseconds d) {
-    std::lock_guard lk(mu_);
-    now_ += d;
-  }
-
- private:
-  mutable std::mutex mu_;
-  Time now_ = ManualClock().now();
-};
 
 class EventsTest : public ControllerTest {
  protected:

@@ -225,6 +225,10 @@ class Writer : public Reader {
   /// Removes the log entries up to `cut` and moves the horizon there; returns the
   /// entries removed.
   virtual int trim_change_log(std::int64_t cut) = 0;
+  /// The newest change-log entry's version and time; nothing when the log is empty.
+  virtual std::optional<std::pair<std::int64_t, Time>> newest_change_log_entry() = 0;
+  /// Sets the time of the log entries up to `up_to` that are later than `at` to `at`.
+  virtual void lower_change_log_times(std::int64_t up_to, Time at) = 0;
   /// After a condition write: moves the object's resource version and recounts its
   /// conditions (reads look them up only when there are some).
   virtual void conditions_changed(ObjectID id, std::int64_t resource_version, Time now) = 0;

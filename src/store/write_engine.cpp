@@ -310,9 +310,12 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
         throw Error(errc::decode, "decoding the written row threw a non-standard exception");
       }
     };
-  WriteOps ops(*cfg_.writer, cfg_.clock->now(), rec, check ? &checked : nullptr);
+  auto now = cfg_.clock->now();
+  note_time(now);
+  WriteOps ops(*cfg_.writer, now, rec, check ? &checked : nullptr);
   if (batching_) ops.leave_slugs_to_the_database();
   ops.limit_change_log_trim(trim_limit());
+  ops.correct_clock_steps(clock_steps_);
   next_sweep_mark_.reset();
   if (!session_) ops.continue_sweep(sweep_mark_, next_sweep_mark_);
   WriteReply reply;
@@ -327,6 +330,32 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
       op);
   if (check && !ops.checked()) checked(reply.row);
   return reply;
+}
+
+void WriteEngine::note_time(Time now) {
+  // Steps smaller than this are not worth a pass over the log: they keep entries longer
+  // by no more than the step.
+  constexpr auto tolerance = std::chrono::seconds(1);
+  constexpr std::size_t most_steps = 16;  // a standby never trims
+  auto& w = *cfg_.writer;
+  if (!latest_stamp_) {  // a clock that stepped back while no process ran counts too
+    auto newest = w.newest_change_log_entry();
+    latest_stamp_ = newest ? newest->second : now;
+  }
+  if (now + tolerance >= *latest_stamp_) {
+    latest_stamp_ = std::max(*latest_stamp_, now);
+    return;
+  }
+  latest_stamp_ = now;
+  auto newest = w.newest_change_log_entry();
+  if (!newest) return;
+  if (clock_steps_.size() == most_steps) {
+    // Merged, the earlier step's entries go back further than they need: they may be
+    // trimmed early, never kept late.
+    clock_steps_[1].to = std::min(clock_steps_[0].to, clock_steps_[1].to);
+    clock_steps_.erase(clock_steps_.begin());
+  }
+  clock_steps_.push_back({newest->first, now});
 }
 
 /// A GC pass that would find nothing, or a sweep without a retention policy, takes no
@@ -351,6 +380,7 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
       } catch (const std::exception&) {  // trimmed no further than what was read before
       }
     }
+    if (!clock_steps_.empty()) return false;  // to correct
     return !w.change_log_cut(t->entries, age_cutoff(cfg_.clock->now(), t->max_age), trim_limit());
   }
   return false;
@@ -402,6 +432,7 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
   }
   committed(since);
   if (next_sweep_mark_) sweep_mark_ = std::move(*std::exchange(next_sweep_mark_, std::nullopt));
+  if (std::holds_alternative<trim_change_log_request>(op)) clock_steps_.clear();
   publish(rec);
   return reply;
 }

@@ -31,6 +31,7 @@
 #include <beehive/time.hpp>
 
 #include "store/backend.hpp"
+#include "store/clock_step.hpp"
 #include "store/event_sweep_mark.hpp"
 
 namespace beehive::store {
@@ -237,6 +238,8 @@ class WriteEngine {
                    const WaitingCaller* caller = nullptr);
   void check_size(const WriteOp& op) const;
   bool nothing_to_do(const WriteOp& op);
+  /// Notes the time a write is stamped with (see clock_steps_).
+  void note_time(Time now);
   /// The newest entry a change-log trim may remove: the last this engine read (another
   /// process's commit above it has not been published yet).
   std::int64_t trim_limit() const;
@@ -277,6 +280,10 @@ class WriteEngine {
   // leaves once it commits.
   EventSweepMark sweep_mark_;
   std::optional<EventSweepMark> next_sweep_mark_;
+  // The latest time a write was stamped with (at first, the change log's newest entry's),
+  // and the steps back of the clock the next change-log trim corrects.
+  std::optional<Time> latest_stamp_;
+  std::vector<ClockStep> clock_steps_;
 };
 
 }  // namespace beehive::store

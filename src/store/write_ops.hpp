@@ -20,6 +20,7 @@
 #include <beehive/commit_record.hpp>
 
 #include "store/backend.hpp"
+#include "store/clock_step.hpp"
 #include "store/event_sweep_mark.hpp"
 
 namespace beehive::store {
@@ -47,6 +48,11 @@ class WriteOps {
   /// A change-log trim removes no entry above `at_most`: the engine's subscribers have
   /// not heard of those yet (see WriteEngine::trim_limit).
   void limit_change_log_trim(std::int64_t at_most) { trim_at_most_ = at_most; }
+  /// A change-log trim first moves the entries each step left in the future back to the
+  /// step, in order: the log is cut by age as a prefix, and an entry stamped ahead of the
+  /// clock would hold every later one until the clock caught up with it. `steps` must
+  /// outlive the WriteOps.
+  void correct_clock_steps(const std::vector<ClockStep>& steps) { clock_steps_ = &steps; }
   /// An event-retention sweep continues from `last` (the last committed sweep's mark)
   /// and leaves its own in `next`; without this it looks at every (object, category).
   void continue_sweep(const EventSweepMark& last, std::optional<EventSweepMark>& next) {
@@ -169,6 +175,7 @@ class WriteOps {
   bool checked_ = false;
   bool slugs_by_constraint_ = false;
   std::int64_t trim_at_most_ = std::numeric_limits<std::int64_t>::max();
+  const std::vector<ClockStep>* clock_steps_ = nullptr;
   const EventSweepMark* last_sweep_ = nullptr;
   std::optional<EventSweepMark>* next_sweep_ = nullptr;
   std::unordered_set<ObjectID> woken_;  // released targets already woken by this write

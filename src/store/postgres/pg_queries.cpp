@@ -267,6 +267,10 @@ std::string sql_for(Q q) {
     case Q::change_log_nth_newest:
       return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
              LIMIT 1 OFFSET $1::bigint - 1)sql";
+    case Q::change_log_newest:
+      return "SELECT resource_version, at FROM change_log ORDER BY resource_version DESC LIMIT 1";
+    case Q::lower_change_log_times:
+      return "UPDATE change_log SET at = $2 WHERE resource_version <= $1 AND at > $2";
     case Q::trim_change_log:
       return "DELETE FROM change_log WHERE resource_version <= $1";
     case Q::set_change_log_horizon:

@@ -86,6 +86,16 @@ int PgWriter::trim_change_log(std::int64_t cut) {
   return removed;
 }
 
+std::optional<std::pair<std::int64_t, Time>> PgWriter::newest_change_log_entry() {
+  auto r = run(conn_, Q::change_log_newest, Params());
+  if (r.rows() == 0) return std::nullopt;
+  return std::pair{r.i64(0, 0), from_millis(r.i64(0, 1))};
+}
+
+void PgWriter::lower_change_log_times(std::int64_t up_to, Time at) {
+  write_now(Q::lower_change_log_times, Params().add(up_to).add(to_millis(at)));
+}
+
 bool PgWriter::add_ref(ObjectID from, const char* relation, ObjectID to) {
   owners_.erase(from);
   return write_now(Q::add_ref, Params().add(from).add(relation).add(to)).affected() > 0;

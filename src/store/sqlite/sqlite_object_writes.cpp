@@ -126,6 +126,23 @@ int SqliteWriter::trim_change_log(std::int64_t cut) {
   });
 }
 
+std::optional<std::pair<std::int64_t, Time>> SqliteWriter::newest_change_log_entry() {
+  return guarded([&]() -> std::optional<std::pair<std::int64_t, Time>> {
+    auto s = conn_.use(Query::change_log_newest);
+    if (!s->executeStep()) return std::nullopt;
+    return std::pair{s->getColumn(0).getInt64(), from_millis(s->getColumn(1).getInt64())};
+  });
+}
+
+void SqliteWriter::lower_change_log_times(std::int64_t up_to, Time at) {
+  guarded([&] {
+    auto s = conn_.use(Query::lower_change_log_times);
+    s->bind(1, up_to);
+    s->bind(2, to_millis(at));
+    s->exec();
+  });
+}
+
 bool SqliteWriter::add_ref(ObjectID from, const char* relation, ObjectID to) {
   return guarded([&] {
     auto s = conn_.use(Query::add_ref);

@@ -259,6 +259,10 @@ std::string sql_for(Query q) {
     case Query::change_log_nth_newest:
       return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
              LIMIT 1 OFFSET ?1 - 1)sql";
+    case Query::change_log_newest:
+      return "SELECT resource_version, at FROM change_log ORDER BY resource_version DESC LIMIT 1";
+    case Query::lower_change_log_times:
+      return "UPDATE change_log SET at = ?2 WHERE resource_version <= ?1 AND at > ?2";
     case Query::pin_resource_version:
       // Before a trim: the counter takes the log's newest version, which may go.
       return R"sql(UPDATE beehive_meta SET value = max(value, coalesce((SELECT

@@ -58,6 +58,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries, Time older_than,
                                              std::int64_t at_most) override;
   int trim_change_log(std::int64_t cut) override;
+  std::optional<std::pair<std::int64_t, Time>> newest_change_log_entry() override;
+  void lower_change_log_times(std::int64_t up_to, Time at) override;
 
   EventID insert_event(ObjectID id, const EventSpec& e, const std::optional<std::string>& detail,
                        Time now, std::int64_t rv) override;
