@@ -3,10 +3,14 @@
 // made by other writers of the file wake the running beehive's controllers and reach its
 // watches within about 100 ms.
 
+#include <atomic>
+#include <thread>
+
 #include <beehive/actors.hpp>
 
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
+#include "store/sqlite/run_lock.hpp"
 
 namespace beehive::test {
 namespace {
@@ -95,6 +99,42 @@ TEST_F(ProcessClaimTest, TheLockFileIsPrivate) {
   using P = std::filesystem::perms;
   EXPECT_EQ(perms & (P::group_all | P::others_all), P::none);
   stop(ctx_);
+}
+
+// beehive-ctl learns which store session runs from the lock file, taking it shared for an
+// instant: a start at that instant waits it out rather than failing as if another
+// beehive ran.
+TEST_F(ProcessClaimTest, AToolLookingAtTheClaimNeverMakesAStartFail) {
+  auto file = std::filesystem::canonical(db_path());
+  EXPECT_EQ(store::RunLock::running_session(file), 0);  // nothing runs
+  std::atomic<bool> done{false};
+  std::atomic<int> looks{0};
+  std::thread looker([&] {
+    while (!done) {
+      store::RunLock::running_session(file);
+      ++looks;
+    }
+  });
+  std::int64_t last = 0;
+  for (int i = 0; i < 30; ++i) {
+    open();  // a new store session each time
+    register_noop(bh());
+    Stop stop;
+    try {
+      stop = bh().start(ctx_);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "start " << i << ": " << e.what();
+      break;
+    }
+    auto running = store::RunLock::running_session(file);
+    EXPECT_TRUE(running && *running > last) << "start " << i;
+    last = running.value_or(last);
+    stop(ctx_);
+    EXPECT_EQ(store::RunLock::running_session(file), 0);
+  }
+  done = true;
+  looker.join();
+  EXPECT_GT(looks.load(), 30);
 }
 
 using ForeignCommitTest = ControllerTest;

@@ -1015,7 +1015,8 @@ TEST_F(CtlTest, StaleLivenessConditionsReadAsUnknown) {
   // (PostgreSQL): the condition is no longer confirmed.
   open();
   auto stale = ctl({"describe", "Widget.acme.com", "db"});
-  auto why = test_backend_is_postgres() ? "a process that does not lead now" : "an earlier session";
+  auto why = test_backend_is_postgres() ? "a process that does not lead now"
+                                        : "a beehive that is not running";
   EXPECT_NE(
       stale.out.find(std::string("Reachable=Unknown (liveness, written True by ") + why + ")"),
       std::string::npos)
@@ -1023,6 +1024,27 @@ TEST_F(CtlTest, StaleLivenessConditionsReadAsUnknown) {
   auto j = Json::parse(ctl({"get", "Widget.acme.com", "db", "-o", "json"}).out);
   EXPECT_EQ(j["conditions"][0]["status"], "Unknown");
   EXPECT_EQ(j["conditions"][0]["stored_status"], "True");
+  // Started again, in a new session: what the earlier one wrote stays unconfirmed.
+  start();
+  EXPECT_NE(ctl({"describe", "Widget.acme.com", "db"})
+                .out.find(std::string("Reachable=Unknown (liveness, written True by ") +
+                          (test_backend_is_postgres() ? "a process that does not lead now"
+                                                      : "an earlier session")),
+            std::string::npos);
+}
+
+// The running application's liveness conditions hold for the tool whatever else opened
+// the file since it started: the tool's own writes, a Client in another process.
+TEST_F(CtlTest, TheRunningApplicationsLivenessConditionsHoldWhateverElseOpensTheStore) {
+  start();
+  widgets_cc_->set_condition(ctx_, db_, {"Reachable", ConditionStatus::True, "Probed", "", true});
+  EXPECT_OK(ctl({"label", "Widget.acme.com", "db", "tier=gold"}));
+  auto client_only = open_test_store(db_path());  // a store session of its own
+  auto d = ctl({"describe", "Widget.acme.com", "db"});
+  EXPECT_NE(d.out.find("Reachable=True (liveness)"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("tier=gold"), std::string::npos) << d.out;
+  auto j = Json::parse(ctl({"get", "Widget.acme.com", "db", "-o", "json"}).out);
+  EXPECT_EQ(j["conditions"][0]["status"], "True");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <limits>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <beehive/errors.hpp>
@@ -10,6 +12,7 @@
 
 #include "database.hpp"
 #include "failure.hpp"
+#include "store/sqlite/run_lock.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_reader.hpp"
 #include "store/sqlite/sqlite_schema.hpp"
@@ -18,9 +21,14 @@ namespace beehive::ctl {
 
 namespace {
 
-/// Checks that `file` is a beehive database this build reads, and returns the latest
-/// store session: liveness conditions written in it read as written, older ones as
-/// Unknown, which is what the running application (if any) sees too.
+/// No store session: every liveness condition reads as Unknown.
+constexpr std::int64_t kNoSession = std::numeric_limits<std::int64_t>::min();
+
+/// Checks that `file` is a beehive database this build reads, and returns the store
+/// session whose liveness conditions hold: the running application's (what it sees too),
+/// none when no application runs on the file. When the tool cannot tell (the lock file is
+/// another user's), the latest session: the application's, unless a process that did not
+/// start opened the file since.
 std::int64_t check_and_read_session(const std::filesystem::path& file,
                                     std::chrono::milliseconds busy_timeout, bool immutable) {
   SQLite::Database db(immutable ? store::immutable_uri(file) : file.string(),
@@ -31,6 +39,10 @@ std::int64_t check_and_read_session(const std::filesystem::path& file,
   SQLite::Statement v(db, "SELECT version FROM beehive_schema");
   int version = v.executeStep() ? v.getColumn(0).getInt() : 0;
   require_schema_version(file.string(), version, store::sqlite_schema::latest_version());
+  std::error_code ec;
+  auto canonical = std::filesystem::canonical(file, ec);  // as sqlite::open names its lock
+  if (auto running = store::RunLock::running_session(ec ? file : canonical))
+    return *running ? *running : kNoSession;
   SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
   return s.executeStep() ? s.getColumn(0).getInt64() : 0;
 }
@@ -133,7 +145,9 @@ class SqliteDatabase final : public Database {
     });
   }
 
-  const char* stale_liveness_writer() const override { return "an earlier session"; }
+  const char* stale_liveness_writer() const override {
+    return session_ == kNoSession ? "a beehive that is not running" : "an earlier session";
+  }
 
  protected:
   void begin_snapshot() override {
@@ -144,11 +158,13 @@ class SqliteDatabase final : public Database {
  private:
   SqliteDatabase(const Location& where, Opened opened)
       : Database(where),
+        session_(opened.session),
         reader_(where.file, options(where.timeout), opened.session, opened.immutable) {}
 
   store::Connection& conn() { return reader_.connection(); }
   SQLite::Database& db() { return conn().db(); }
 
+  std::int64_t session_;  // whose liveness conditions hold (check_and_read_session)
   FileReader reader_;
 };
 

@@ -10,32 +10,80 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <beehive/errors.hpp>
 
 namespace beehive::store {
 
-std::unique_ptr<RunLock> RunLock::acquire(const std::filesystem::path& database) {
+namespace {
+
+std::filesystem::path lock_file(const std::filesystem::path& database) {
   auto path = database;
   path += ".beehive-lock";
+  return path;
+}
+
+int try_flock(int fd, int how) {
+  int rc;
+  do {
+    rc = ::flock(fd, how | LOCK_NB);
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+std::unique_ptr<RunLock> RunLock::acquire(const std::filesystem::path& database,
+                                          std::int64_t session) {
+  auto path = lock_file(database);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
     throw Error(errc::store,
                 "cannot open the lock file " + path.string() + ": " + std::strerror(errno));
-  int rc;
-  do {
-    rc = ::flock(fd, LOCK_EX | LOCK_NB);
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    int err = errno;
+  // A reader looking (running_session) holds it shared for an instant: a holder holds it
+  // for good. 20 tries over 100 ms tell them apart.
+  int err = try_flock(fd, LOCK_EX);
+  for (int i = 0; err == EWOULDBLOCK && i < 20; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    err = try_flock(fd, LOCK_EX);
+  }
+  if (err != 0) {
     ::close(fd);
     if (err == EWOULDBLOCK)
       throw Error(errc::store_in_use, database.string() + " is used by another running beehive (" +
                                           path.string() + " is locked)");
     throw Error(errc::store, "cannot lock " + path.string() + ": " + std::strerror(err));
   }
+  auto text = std::to_string(session) + "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    // Not worth failing the start for: readers then fall back to the latest session.
+  }
   return std::unique_ptr<RunLock>(new RunLock(fd));
+}
+
+std::optional<std::int64_t> RunLock::running_session(const std::filesystem::path& database) {
+  int fd = ::open(lock_file(database).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? std::optional<std::int64_t>(0) : std::nullopt;
+  int err = try_flock(fd, LOCK_SH);
+  if (err == 0) {  // nobody holds it: nothing runs
+    ::close(fd);
+    return 0;
+  }
+  std::optional<std::int64_t> session;
+  if (err == EWOULDBLOCK) {
+    char buf[32] = {};
+    auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(buf, buf + std::max<ssize_t>(n, 0), value);
+    if (ec == std::errc() && end != buf && *end == '\n' && value > 0) session = value;
+  }
+  ::close(fd);
+  return session;
 }
 
 RunLock::~RunLock() { ::close(fd_); }

@@ -7,10 +7,16 @@
 // itself: SQLite's own POSIX locks on that file would be broken by closing another
 // descriptor of it. flock conflicts between two opens in one process as well.
 //
+// The holder writes its store session into the file, so that a reader in another
+// process (beehive-ctl) can tell whose liveness conditions hold now: those of the
+// session that runs, none when nothing runs.
+//
 // Taken by the thread starting beehive and held until it stops; a RunLock is immutable.
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 namespace beehive::store {
 
@@ -18,7 +24,14 @@ class RunLock {
  public:
   /// Takes the lock for `database`; throws Error(errc::store_in_use) while another
   /// holder has it, Error(errc::store) when the sidecar cannot be opened.
-  static std::unique_ptr<RunLock> acquire(const std::filesystem::path& database);
+  /// `session`: the store session of the beehive taking it.
+  static std::unique_ptr<RunLock> acquire(const std::filesystem::path& database,
+                                          std::int64_t session);
+  /// The store session of the beehive running on `database`, 0 when none runs; nothing
+  /// when that cannot be told (the lock file is not this user's to read, or its holder
+  /// did not write its session). Looks without holding on: the lock is taken shared for
+  /// an instant, which acquire waits out.
+  static std::optional<std::int64_t> running_session(const std::filesystem::path& database);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;

@@ -56,7 +56,7 @@ class SqliteStore : public Backend {
 
   std::int64_t session() const override { return session_; }
 
-  std::shared_ptr<void> claim() override { return RunLock::acquire(file_); }
+  std::shared_ptr<void> claim() override { return RunLock::acquire(file_, session_); }
   std::string exposure() const override { return store::exposure(file_); }
 
   std::string identity() const override { return file_.string(); }  // canonical (open)
