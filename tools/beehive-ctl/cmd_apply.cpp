@@ -1,5 +1,5 @@
 // `apply -f FILE|-`: creates or updates objects by slug from JSON documents
-// {group, kind, slug, spec, labels}, one object or an array of them.
+// {group, kind, slug, spec, spec_version, labels}, one object or an array of them.
 //
 // Every document is checked before the first write, by the library's own rules for
 // names and labels too, so that a malformed file writes nothing. Then each is applied in
@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
+#include <map>
 
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
@@ -30,6 +32,9 @@ struct Document {
   GroupKind gk;
   std::string slug;
   nlohmann::json spec;
+  /// The schema version the spec is written in; absent: 0, for a kind none of whose
+  /// specs is versioned (check_versions refuses it for the others).
+  std::optional<int> spec_version;
   std::optional<Labels> labels;  ///< absent: an update leaves the labels as they are
 };
 
@@ -63,9 +68,11 @@ void check_document(const Document& doc, const std::string& where) {
 
 Document parse_document(const nlohmann::json& d, const std::string& where) {
   if (!d.is_object())
-    throw std::runtime_error(where + ": expected an object {group, kind, slug, spec, labels}");
+    throw std::runtime_error(
+        where + ": expected an object {group, kind, slug, spec, spec_version, labels}");
   for (auto& [key, value] : d.items())
-    if (key != "group" && key != "kind" && key != "slug" && key != "spec" && key != "labels")
+    if (key != "group" && key != "kind" && key != "slug" && key != "spec" &&
+        key != "spec_version" && key != "labels")
       throw std::runtime_error(where + ": unknown member \"" + key + "\"");
   Document doc;
   // The core group may be left out.
@@ -76,6 +83,13 @@ Document parse_document(const nlohmann::json& d, const std::string& where) {
   if (doc.gk.kind.empty()) throw std::runtime_error(where + ": \"kind\" must not be empty");
   if (!d.contains("spec")) throw std::runtime_error(where + ": \"spec\" is missing");
   doc.spec = d["spec"];
+  if (auto it = d.find("spec_version"); it != d.end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+        it->get<std::int64_t>() > std::numeric_limits<int>::max())
+      throw std::runtime_error(where + ": \"spec_version\" must be an integer from 0 to " +
+                               std::to_string(std::numeric_limits<int>::max()));
+    doc.spec_version = it->get<int>();
+  }
   if (auto it = d.find("labels"); it != d.end()) {
     if (!it->is_object())
       throw std::runtime_error(where + ": \"labels\" must be an object of strings");
@@ -112,6 +126,25 @@ std::vector<Document> parse_documents(const std::string& text, const std::string
   return docs;
 }
 
+/// A spec without a version, for a kind whose application versions its specs (a
+/// Migrator): written at version 0, it would be converted as the oldest format there is.
+/// Which version the document is in, only its author knows: refused before any write.
+void check_versions(Database& db, const std::vector<Document>& docs, const std::string& file) {
+  std::map<GroupKind, int> newest;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    auto& doc = docs[i];
+    if (doc.spec_version) continue;
+    auto [it, fresh] = newest.try_emplace(doc.gk, 0);
+    if (fresh) it->second = db.newest_spec_version(doc.gk);
+    if (it->second == 0) continue;
+    auto where = (file == "-" ? std::string("<stdin>") : file) +
+                 (docs.size() > 1 ? " [" + std::to_string(i) + "]" : std::string());
+    throw std::runtime_error(where + ": " + printable(kind_name(doc.gk)) +
+                             " has specs stored at schema version " + std::to_string(it->second) +
+                             ": say which version this spec is written in (\"spec_version\")");
+  }
+}
+
 /// Applies one document; returns what happened: created, configured or unchanged.
 const char* apply_one(WriteSession& ws, const Document& doc) {
   auto client = ws.client(doc.gk);
@@ -124,21 +157,22 @@ const char* apply_one(WriteSession& ws, const Document& doc) {
   }
   // The labels go with a creation, and are replaced separately on an update: one
   // transaction, so that a failure of either leaves the object as it was.
-  JsonClient::ObjectType after;
+  ObjectRow after;
   ws.within([&](const Context& tx) {
-    after =
-        client.create_or_update(tx, doc.slug, doc.spec, with_labels(doc.labels.value_or(Labels{})));
-    if (doc.labels && after.labels != *doc.labels)
-      after = client.set_labels(tx, after.id, *doc.labels);
+    after = ws.create_or_update(tx, doc.gk, doc.slug, doc.spec, doc.spec_version.value_or(0),
+                                doc.labels.value_or(Labels{}));
+    if (doc.labels && after.meta.labels != *doc.labels)
+      after = ws.set_labels(tx, doc.gk, after.meta.id, *doc.labels);
   });
   if (!before) return "created";
-  return after.resource_version == before->resource_version ? "unchanged" : "configured";
+  return after.meta.resource_version == before->resource_version ? "unchanged" : "configured";
 }
 
 }  // namespace
 
 int run_apply(WriteSession& ws, const ApplyOptions& o, std::ostream& out) {
   auto docs = parse_documents(read_input(o.file), o.file);
+  check_versions(ws.db(), docs, o.file);
   for (auto& doc : docs) {
     auto what = apply_one(ws, doc);
     out << printable(kind_name(doc.gk) + '/' + doc.slug) << ' ' << what << std::endl;

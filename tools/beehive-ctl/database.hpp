@@ -85,8 +85,11 @@ class Database {
   virtual std::vector<ConditionRow> conditions(ObjectID id) = 0;
   /// The store-wide resource version: it moves with every committed change.
   virtual std::int64_t resource_version() = 0;
+  /// The highest schema version a spec of the kind is stored at: 0 when none is
+  /// versioned (its application uses no Migrator) or the kind has no object.
+  virtual int newest_spec_version(const GroupKind& gk) = 0;
   /// Who wrote a liveness condition that reads as Unknown, for messages: SQLite trusts
-  /// the latest store session's, PostgreSQL the leading process's.
+  /// the running beehive's store session, PostgreSQL the leading process's.
   virtual const char* stale_liveness_writer() const = 0;
 
   /// Holds one read transaction, so that the several reads of a command see one

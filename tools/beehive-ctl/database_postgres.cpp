@@ -82,6 +82,15 @@ class PostgresDatabase final : public Database {
     return out;
   }
 
+  int newest_spec_version(const GroupKind& gk) override {
+    return static_cast<int>(conn()
+                                .run("ctl_newest_spec_version",
+                                     R"sql(SELECT coalesce(max(spec_version), 0) FROM objects
+                                           WHERE "group" = $1 AND kind = $2)sql",
+                                     pg::Params().add(gk.group).add(gk.kind))
+                                .i64(0, 0));
+  }
+
   std::int64_t resource_version() override {
     return conn()
         .run("ctl_resource_version",

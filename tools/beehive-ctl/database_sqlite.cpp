@@ -137,6 +137,17 @@ class SqliteDatabase final : public Database {
     });
   }
 
+  int newest_spec_version(const GroupKind& gk) override {
+    return store::guarded([&] {
+      SQLite::Statement s(db(), R"sql(SELECT coalesce(max(spec_version), 0) FROM objects
+                      WHERE "group" = ?1 AND kind = ?2)sql");
+      s.bind(1, gk.group);
+      s.bind(2, gk.kind);
+      s.executeStep();
+      return s.getColumn(0).getInt();
+    });
+  }
+
   std::int64_t resource_version() override {
     return store::guarded([&] {
       auto s = conn().use(store::Query::current_resource_version);

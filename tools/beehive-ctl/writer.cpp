@@ -3,6 +3,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include <beehive/actors.hpp>
+#include <beehive/detail/codec.hpp>
 #include <beehive/postgres.hpp>
 #include <beehive/sqlite.hpp>
 
@@ -43,6 +44,23 @@ WriteSession::~WriteSession() {
 
 void WriteSession::within(const std::function<void(const Context&)>& fn) {
   bh_->core()->within(ctx_, fn);
+}
+
+ObjectRow WriteSession::create_or_update(const Context& tx, const GroupKind& gk,
+                                         const std::string& slug, const nlohmann::json& spec,
+                                         int spec_version, const Labels& labels) {
+  create_or_update_request req;
+  req.gk = gk;
+  req.slug = slug;
+  req.spec = detail::encode(spec);  // as a Client of nlohmann::json writes it
+  req.spec_version = spec_version;
+  req.labels = labels;
+  return bh_->core()->write(tx, std::move(req), {}).row;
+}
+
+ObjectRow WriteSession::set_labels(const Context& tx, const GroupKind& gk, ObjectID id,
+                                   const Labels& labels) {
+  return bh_->core()->write(tx, set_labels_request{gk, id, labels, std::nullopt}, {}).row;
 }
 
 void WriteSession::log_requeue(const GroupKind& gk, ObjectID id, bool reset_backoff) {

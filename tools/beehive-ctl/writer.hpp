@@ -46,6 +46,13 @@ class WriteSession {
   /// Runs `fn` in one transaction (Beehive's `within`): the writes made with the context
   /// it is given commit together, or not at all when it throws.
   void within(const std::function<void(const Context&)>& fn);
+  /// Creates the object of `slug` with `spec` and `labels`, or updates its spec, the
+  /// spec stamped with `spec_version` whatever the kind's migrator (this process has
+  /// none): apply's write, with `tx` from `within`. Returns the row as written.
+  ObjectRow create_or_update(const Context& tx, const GroupKind& gk, const std::string& slug,
+                             const nlohmann::json& spec, int spec_version, const Labels& labels);
+  /// Replaces the object's labels (with `tx` from `within`).
+  ObjectRow set_labels(const Context& tx, const GroupKind& gk, ObjectID id, const Labels& labels);
 
  private:
   std::shared_ptr<Store> store_;
