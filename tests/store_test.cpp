@@ -91,6 +91,31 @@ TEST(StoreTest, NewerSchemaIsRefused) {
   EXPECT_ERRC(sqlite::open(path), errc::store);
 }
 
+// A newer build that opens the file while this one runs migrates the schema under it:
+// this process's next write is refused, as on PostgreSQL (it can no longer know what its
+// rows mean), and its reads go on. Another process's ordinary commits change nothing.
+TEST(StoreTest, ANewerBuildsMigrationStopsThisProcesssWrites) {
+  TempDir dir;
+  auto path = dir.file("s.db");
+  Beehive bh(sqlite::open(path));
+  Widgets w(bh, widget_kind);
+  auto o = w.create({}, {"before", 1});
+  {
+    Beehive other(sqlite::open(path));  // another writer of the file
+    Widgets(other, widget_kind).create({}, {"theirs", 1});
+  }
+  EXPECT_EQ(w.update({}, o.id, {"still", 2}).spec.color, "still");
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    db.exec("CREATE TABLE added_by_a_newer_build (x INTEGER)");
+    db.exec("UPDATE beehive_schema SET version = version + 1");
+  }
+  EXPECT_ERRC_WITH(w.update({}, o.id, {"after", 3}), errc::store, "newer build");
+  EXPECT_ERRC_WITH(w.create({}, {"after", 4}), errc::store, "newer build");
+  EXPECT_EQ(w.get({}, o.id).spec.color, "still");
+  EXPECT_EQ(w.list({}).size(), 2u);
+}
+
 TEST(StoreTest, NotADatabaseIsAStoreError) {
   TempDir dir;
   auto path = dir.file("junk.db");

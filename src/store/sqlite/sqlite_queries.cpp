@@ -104,6 +104,8 @@ std::string sql_for(Query q) {
       return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2)";
     case Query::data_version:
       return "PRAGMA data_version";
+    case Query::schema_version:
+      return "SELECT version FROM beehive_schema";
     case Query::list_unsettled_ids:
       // The WHERE clause repeats the partial index's, so that the index is used.
       return R"(SELECT id, resource_version FROM objects INDEXED BY objects_unsettled

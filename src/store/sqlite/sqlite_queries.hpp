@@ -58,6 +58,7 @@ enum class Query : int {
   begin_read,
   end_read,
   data_version,
+  schema_version,
   set_labels,
   delete_labels,
   insert_label,

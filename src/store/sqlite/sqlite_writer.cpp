@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "store/sqlite/sqlite_schema.hpp"
+
 namespace beehive::store {
 
 SqliteWriter::SqliteWriter(const std::filesystem::path& file, const sqlite::Options& opts,
@@ -28,6 +30,31 @@ void SqliteWriter::begin() {
   last_logged_rv_ = 0;
   ids_checked_ = false;
   guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
+  // Only when another connection committed since: a process alone on its file pays
+  // nothing for it.
+  if (file_version() != checked_version_) require_this_schema();
+}
+
+std::uint32_t SqliteWriter::file_version() {
+  unsigned int v = 0;
+  sqlite3_file_control(conn_.db().getHandle(), "main", SQLITE_FCNTL_DATA_VERSION, &v);
+  return v;
+}
+
+void SqliteWriter::require_this_schema() {
+  int version = guarded([&] {
+    auto s = conn_.use(Query::schema_version);
+    return s->executeStep() ? s->getColumn(0).getInt() : 0;
+  });
+  if (version > sqlite_schema::latest_version()) {
+    // What this build would write may no longer be what the schema means.
+    rollback();
+    throw Error(errc::store, "sqlite: the database schema was migrated to version " +
+                                 std::to_string(version) + " by a newer build (this build's is " +
+                                 std::to_string(sqlite_schema::latest_version()) +
+                                 "): this process can no longer write; upgrade it");
+  }
+  checked_version_ = file_version();
 }
 
 void SqliteWriter::commit() {
@@ -49,6 +76,7 @@ void SqliteWriter::commit() {
     rollback();
     drop_failed_commit(e);
   }
+  if (checked_version_) checked_version_ = file_version();  // this commit's own change
 }
 
 void SqliteWriter::drop_failed_commit(const Error& why) {

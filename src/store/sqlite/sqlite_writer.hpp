@@ -79,6 +79,11 @@ class SqliteWriter : public ConnectionReader<Writer> {
   /// After a failed COMMIT (rolled back): throws NotCommitted once nothing of it can
   /// come back after a crash, OutcomeUnknown when that could not be made sure of.
   [[noreturn]] void drop_failed_commit(const Error& why);
+  /// SQLite's count of changes to the file, this connection's commits included: it
+  /// moves past the one this writer's last commit left when another connection commits.
+  std::uint32_t file_version();
+  /// Throws, rolling back, when a newer build migrated the schema since it was read.
+  void require_this_schema();
   /// SQLite's busy handler: true retries. Sleeps like SQLite's own busy timeout (short
   /// steps first), but never longer than 10 ms at a time, so that a caller giving up
   /// frees the writer promptly.
@@ -96,8 +101,9 @@ class SqliteWriter : public ConnectionReader<Writer> {
   ObjectID last_id_ = 0;            // the last object id this writer allocated
   ObjectID id_ceiling_ = -1;        // the id counter as this writer left it (-1: not read yet)
   static constexpr ObjectID kReservedIds = 1024;
-  bool rv_taken_ = false;            // a version was taken: store it at commit
-  std::int64_t last_logged_rv_ = 0;  // the version this transaction last logged
+  bool rv_taken_ = false;                         // a version was taken: store it at commit
+  std::int64_t last_logged_rv_ = 0;               // the version this transaction last logged
+  std::optional<std::uint32_t> checked_version_;  // file_version() when the schema was checked
 };
 
 }  // namespace beehive::store
