@@ -421,6 +421,67 @@ TEST_F(GcTest, AConditionChangeWakesDependentsOfAnyKind) {
   EXPECT_EQ(recorder_->count(a.id), 2);
 }
 
+// A target's deletion request wakes its dependents, as a condition change does, from
+// this process or another: a settled dependent is skipped by the resync, and its edge
+// would hold the target for ever.
+TEST_F(GcTest, ATargetsDeletionRequestWakesItsDependents) {
+  Widgets gadgets(*bh_, gadget_kind);
+  recorder_->set_body([&gadgets](auto& ctx, auto& cc, auto& o) {
+    for (auto& d : cc.list_dependencies(ctx, o.id)) {
+      try {
+        if (gadgets.get(ctx, d.id).deletion_requested_at) cc.remove_dependency(ctx, o.id, d.id);
+      } catch (const Error& e) {
+        if (e.code() != errc::not_found) throw;
+      }
+    }
+    return Result{};
+  });
+  auto stop_first = stop_before_locals();
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto here = gadgets.create(ctx_, {"here", 1});
+  auto there = gadgets.create(ctx_, {"there", 1});
+  auto dependent = w.create(ctx_, {"dependent", 1});
+  cc.add_dependency(ctx_, dependent.id, here.id);
+  cc.add_dependency(ctx_, dependent.id, there.id);
+  start();
+  settle();  // the dependent is settled: no resync would run it again
+  gadgets.remove(ctx_, here.id);
+  settle();  // the clock never moves
+  EXPECT_TRUE(gone(gadgets, ctx_, here.id));
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  Widgets(other, gadget_kind).remove(ctx_, there.id);
+  EXPECT_TRUE(eventually([&] { return gone(gadgets, ctx_, there.id); }, 5s));
+  EXPECT_TRUE(w.list_dependencies(ctx_, dependent.id).empty());
+}
+
+// A dependent's deletion request ends its claim at once (has_incoming_refs no longer
+// counts it), so a deleting target waiting for its last claim hears of it then, not
+// when the dependent is finally removed.
+TEST_F(GcTest, ADependentsDeletionRequestWakesATargetWaitingForItsLastClaim) {
+  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
+    if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
+      cc.remove_finalizer(ctx, o.id, "shared");
+    return Result{};
+  });
+  register_widgets();
+  auto user_cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, {"acme.com", "User"}, [](auto&, auto&, auto&) { return Result{}; });
+  auto w = widgets();
+  Widgets users(*bh_, {"acme.com", "User"});
+  auto shared = w.create(ctx_, {"conn", 1}, with_finalizers({"shared"}));
+  auto user = users.create(ctx_, {"u", 1}, with_finalizers({"hold"}));  // nothing removes it
+  user_cc.add_dependency(ctx_, user.id, shared.id);
+  start();
+  w.remove(ctx_, shared.id);
+  settle();
+  ASSERT_FALSE(gone(w, ctx_, shared.id));  // the user's live claim holds it
+  users.remove(ctx_, user.id);
+  settle();  // the clock never moves: no resync
+  EXPECT_TRUE(gone(w, ctx_, shared.id));
+  EXPECT_TRUE(users.get(ctx_, user.id).deletion_requested_at.has_value());
+}
+
 TEST_F(GcTest, DependencyWritesJoinWithinAndCheckTheirIds) {
   auto cc = register_widgets();
   auto w = widgets();

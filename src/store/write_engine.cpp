@@ -183,8 +183,10 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
     else if (auto owner = w.related(c.ref.id, LoadOption::owner); !owner.empty())
       change.owner = owner.front();
     if (c.type == ChangeType::Deleted) rec.edges_removed = true;
-    // Dependents wake on their targets' conditions, whichever process changed them.
-    if (c.type != ChangeType::Deleted && (c.parts & object_change::conditions))
+    // Dependents wake on their targets' conditions and deletion requests, whichever
+    // process made them.
+    if (c.type != ChangeType::Deleted &&
+        (c.parts & (object_change::conditions | object_change::deletion)))
       for (auto& dependent : w.related(c.ref.id, LoadOption::dependents))
         rec.wakes.push_back(std::move(dependent));
     rec.changes.push_back(std::move(change));

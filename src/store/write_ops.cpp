@@ -156,7 +156,13 @@ std::pair<ObjectRow, bool> WriteOps::get_or_create(const GroupKind& gk, const st
 ObjectRow WriteOps::mark_deleted(const ObjectRow& row) {
   if (row.meta.deletion_requested_at) return row;
   w_.request_deletion(row.meta.id, now_, w_.next_resource_version());
-  return changed(row.meta.id, object_change::deletion);
+  auto out = changed(row.meta.id, object_change::deletion);
+  // Its dependents hold it: they hear of it now, not at a resync that skips them once
+  // settled. And a dependent being deleted no longer claims its targets: a deleting one
+  // waiting for its last claim to go (has_incoming_refs) hears of it too.
+  wake_dependents(row.meta.id);
+  released(w_.related(row.meta.id, LoadOption::dependencies));
+  return out;
 }
 
 ObjectRow WriteOps::remove(const GroupKind& gk, ObjectID id, std::optional<std::int64_t> expected) {
