@@ -705,6 +705,33 @@ TEST(ChangeLog, AClockSteppedBackBetweenRunsDoesNotHoldLaterEntries) {
   EXPECT_EQ(trim(s.bh, {0, 1min}), 10);
 }
 
+// Entries ahead of the trimming process's clock that its own writes never saw (another
+// writer, here a tool whose clock stepped back first, wrote after them): once a trim
+// reaches them (here the one at start), they count as logged at that trim.
+TEST(ChangeLog, EntriesAheadOfTheClockThatOnlyAnotherWriterSawDoNotHoldLaterOnes) {
+  TempDir dir;
+  auto file = dir.file("beehive.db");
+  ObjectID id;
+  {
+    SteppedBeehive s(file);
+    Widgets w(s.bh, widget_kind);
+    id = w.create({}, {"a", 0}).id;
+    for (int i = 1; i < 4; ++i) w.update({}, id, {"a", i});
+  }
+  {
+    auto clock = std::make_shared<SteppedClock>();
+    clock->step(-24h);
+    Beehive tool(open_test_store(file), with_clock(clock));  // never started
+    Widgets(tool, widget_kind).update({}, id, {"a", 4});
+  }
+  SteppedBeehive s(file, -24h);
+  Widgets w(s.bh, widget_kind);
+  for (int i = 5; i < 10; ++i) w.update({}, id, {"a", i});
+  s.clock->step(2min);
+  EXPECT_EQ(trim(s.bh, {0, 1min}), 10);  // the four ahead counted as logged at start
+  EXPECT_EQ(log_size(file), 0u);
+}
+
 // Idle stays idle: old entries the count bound keeps are looked at on every gc cadence,
 // and no write transaction is taken for them.
 TEST(ChangeLog, ATrimWithNothingToRemoveWritesNothing) {

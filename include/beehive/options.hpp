@@ -85,7 +85,8 @@ Option with_resource_version(std::int64_t rv);
 /// `max_age`; the garbage collector trims the rest at its cadence. `entries` <= 0: no
 /// count bound (age alone); `max_age` <= 0: no age bound (count alone). Default: 100 000
 /// entries, five minutes (a quiet store keeps its last 100 000 changes however old).
-/// After the wall clock steps back, entries logged before the step count as logged at it.
+/// Entries a step back of the wall clock left ahead of it count as logged at the step (or,
+/// when another process's clock put them there, at the trim that finds them).
 Option with_change_log_retention(std::int64_t entries, std::chrono::milliseconds max_age);
 /// Create: called once after the create commits (never after a rollback; inside a
 /// `within` block, after its outermost commit). Its context is the create's, outside

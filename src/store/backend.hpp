@@ -219,9 +219,11 @@ class Writer : public Reader {
                           Time at, const ObjectRow* final_body) = 0;
   /// The newest change-log entry older than `older_than` beyond the newest
   /// `keep_entries` (no count bound when <= 0) and at most `at_most`: what a trim would
-  /// remove up to.
-  virtual std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries, Time older_than,
-                                                     std::int64_t at_most) = 0;
+  /// remove up to. `first_young_at`, when given, receives the time of the oldest entry
+  /// not older than `older_than` (nothing when there is none).
+  virtual std::optional<std::int64_t> change_log_cut(
+      std::int64_t keep_entries, Time older_than, std::int64_t at_most,
+      std::optional<Time>* first_young_at = nullptr) = 0;
   /// Removes the log entries up to `cut` and moves the horizon there; returns the
   /// entries removed.
   virtual int trim_change_log(std::int64_t cut) = 0;

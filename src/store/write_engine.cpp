@@ -334,30 +334,35 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
   return reply;
 }
 
+namespace {
+/// Steps back smaller than this are not worth a pass over the change log: they keep
+/// entries longer by no more than the step.
+constexpr auto clock_step_tolerance = std::chrono::seconds(1);
+}  // namespace
+
 void WriteEngine::note_time(Time now) {
-  // Steps smaller than this are not worth a pass over the log: they keep entries longer
-  // by no more than the step.
-  constexpr auto tolerance = std::chrono::seconds(1);
-  constexpr std::size_t most_steps = 16;  // a standby never trims
   auto& w = *cfg_.writer;
   if (!latest_stamp_) {  // a clock that stepped back while no process ran counts too
     auto newest = w.newest_change_log_entry();
     latest_stamp_ = newest ? newest->second : now;
   }
-  if (now + tolerance >= *latest_stamp_) {
+  if (now + clock_step_tolerance >= *latest_stamp_) {
     latest_stamp_ = std::max(*latest_stamp_, now);
     return;
   }
   latest_stamp_ = now;
-  auto newest = w.newest_change_log_entry();
-  if (!newest) return;
+  if (auto newest = w.newest_change_log_entry()) note_step({newest->first, now});
+}
+
+void WriteEngine::note_step(ClockStep step) {
+  constexpr std::size_t most_steps = 16;  // a standby never trims
   if (clock_steps_.size() == most_steps) {
     // Merged, the earlier step's entries go back further than they need: they may be
     // trimmed early, never kept late.
     clock_steps_[1].to = std::min(clock_steps_[0].to, clock_steps_[1].to);
     clock_steps_.erase(clock_steps_.begin());
   }
-  clock_steps_.push_back({newest->first, now});
+  clock_steps_.push_back(step);
 }
 
 /// A GC pass that would find nothing, or a sweep without a retention policy, takes no
@@ -382,8 +387,17 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
       } catch (const std::exception&) {  // trimmed no further than what was read before
       }
     }
-    if (!clock_steps_.empty()) return false;  // to correct
-    return !w.change_log_cut(t->entries, age_cutoff(cfg_.clock->now(), t->max_age), trim_limit());
+    auto now = cfg_.clock->now();
+    std::optional<Time> first_young_at;
+    bool cut =
+        w.change_log_cut(t->entries, age_cutoff(now, t->max_age), trim_limit(), &first_young_at)
+            .has_value();
+    // Entries ahead of this clock that its own writes did not explain (another process's
+    // clock, or one that stepped back before this engine's first write): they would hold
+    // every entry after them until the clock caught up. They count as logged now.
+    if (first_young_at && *first_young_at > now + clock_step_tolerance)
+      note_step({std::numeric_limits<std::int64_t>::max(), now});
+    return !cut && clock_steps_.empty();
   }
   return false;
 }

@@ -240,6 +240,8 @@ class WriteEngine {
   bool nothing_to_do(const WriteOp& op);
   /// Notes the time a write is stamped with (see clock_steps_).
   void note_time(Time now);
+  /// Remembers a step for the next change-log trim (at most a few: a standby never trims).
+  void note_step(ClockStep step);
   /// The newest entry a change-log trim may remove: the last this engine read (another
   /// process's commit above it has not been published yet).
   std::int64_t trim_limit() const;

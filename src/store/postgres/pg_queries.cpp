@@ -261,9 +261,10 @@ std::string sql_for(Q q) {
     case Q::change_log_horizon:
       return "SELECT value FROM beehive_meta WHERE key = 'change_log_horizon'";
     case Q::change_log_first_young:
-      return R"sql(SELECT min(resource_version), max(resource_version),
-             (SELECT resource_version FROM change_log WHERE at >= $1
-              ORDER BY resource_version LIMIT 1) FROM change_log)sql";
+      return R"sql(SELECT (SELECT min(resource_version) FROM change_log),
+             (SELECT max(resource_version) FROM change_log), y.resource_version, y.at
+             FROM (SELECT 1) AS one LEFT JOIN (SELECT resource_version, at FROM change_log
+               WHERE at >= $1 ORDER BY resource_version LIMIT 1) AS y ON true)sql";
     case Q::change_log_nth_newest:
       return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
              LIMIT 1 OFFSET $1::bigint - 1)sql";

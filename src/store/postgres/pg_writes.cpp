@@ -63,11 +63,13 @@ void PgWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned part
 }
 
 std::optional<std::int64_t> PgWriter::change_log_cut(std::int64_t keep_entries, Time older_than,
-                                                     std::int64_t at_most) {
+                                                     std::int64_t at_most,
+                                                     std::optional<Time>* first_young_at) {
   auto r = run(conn_, Q::change_log_first_young, Params().add(to_millis(older_than)));
   if (r.rows() == 0 || r.null(0, 0)) return std::nullopt;  // an empty log
   auto oldest = r.i64(0, 0);
   auto first_young = r.opt_i64(0, 2);
+  if (first_young_at && first_young) *first_young_at = from_millis(r.i64(0, 3));
   if (first_young && *first_young == oldest) return std::nullopt;  // nothing old enough
   std::int64_t cut = first_young ? *first_young - 1 : r.i64(0, 1);
   if (keep_entries > 0) {

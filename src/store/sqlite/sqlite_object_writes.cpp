@@ -81,7 +81,8 @@ void SqliteWriter::log_change(std::int64_t rv, const ObjectMeta& meta, unsigned 
 }
 
 std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entries, Time older_than,
-                                                         std::int64_t at_most) {
+                                                         std::int64_t at_most,
+                                                         std::optional<Time>* first_young_at) {
   return guarded([&]() -> std::optional<std::int64_t> {
     // Everything before the first young entry may go by age (cheap: it reads only the
     // old entries, none at all in a busy store)...
@@ -92,6 +93,8 @@ std::optional<std::int64_t> SqliteWriter::change_log_cut(std::int64_t keep_entri
       if (!s->executeStep() || s->getColumn(0).isNull()) return std::nullopt;  // empty log
       oldest = s->getColumn(0).getInt64();
       auto first_young = s->getColumn(2);
+      if (first_young_at && !first_young.isNull())
+        *first_young_at = from_millis(s->getColumn(3).getInt64());
       if (!first_young.isNull() && first_young.getInt64() == oldest)
         return std::nullopt;  // the oldest entry is young: nothing is old enough
       // No young entry: all of it, up to the newest.

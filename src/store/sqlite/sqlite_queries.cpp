@@ -255,9 +255,10 @@ std::string sql_for(Query q) {
       // Walks the log from its oldest entry and stops at the first one at or after ?1:
       // the old entries only, which are about to go (entries are appended in time order;
       // one the clock put earlier behind a younger one is kept, never one too young).
-      return R"sql(SELECT min(resource_version), max(resource_version),
-             (SELECT resource_version FROM change_log WHERE at >= ?1
-              ORDER BY resource_version LIMIT 1) FROM change_log)sql";
+      return R"sql(SELECT (SELECT min(resource_version) FROM change_log),
+             (SELECT max(resource_version) FROM change_log), y.resource_version, y.at
+             FROM (SELECT 1) AS one LEFT JOIN (SELECT resource_version, at FROM change_log
+               WHERE at >= ?1 ORDER BY resource_version LIMIT 1) AS y ON 1)sql";
     case Query::change_log_nth_newest:
       return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
              LIMIT 1 OFFSET ?1 - 1)sql";

@@ -56,7 +56,8 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void log_change(std::int64_t rv, const ObjectMeta& meta, unsigned parts, Time at,
                   const ObjectRow* final_body) override;
   std::optional<std::int64_t> change_log_cut(std::int64_t keep_entries, Time older_than,
-                                             std::int64_t at_most) override;
+                                             std::int64_t at_most,
+                                             std::optional<Time>* first_young_at) override;
   int trim_change_log(std::int64_t cut) override;
   std::optional<std::pair<std::int64_t, Time>> newest_change_log_entry() override;
   void lower_change_log_times(std::int64_t up_to, Time at) override;
