@@ -707,7 +707,7 @@ TEST(ChangeLog, AClockSteppedBackBetweenRunsDoesNotHoldLaterEntries) {
 
 // Entries ahead of the trimming process's clock that its own writes never saw (another
 // writer, here a tool whose clock stepped back first, wrote after them): once a trim
-// reaches them (here the one at start), they count as logged at that trim.
+// reaches them, they count as logged at that trim.
 TEST(ChangeLog, EntriesAheadOfTheClockThatOnlyAnotherWriterSawDoNotHoldLaterOnes) {
   TempDir dir;
   auto file = dir.file("beehive.db");
@@ -728,7 +728,11 @@ TEST(ChangeLog, EntriesAheadOfTheClockThatOnlyAnotherWriterSawDoNotHoldLaterOnes
   Widgets w(s.bh, widget_kind);
   for (int i = 5; i < 10; ++i) w.update({}, id, {"a", i});
   s.clock->step(2min);
-  EXPECT_EQ(trim(s.bh, {0, 1min}), 10);  // the four ahead counted as logged at start
+  // The gc's trim at start or this one finds the four ahead: counted as logged then.
+  int removed = trim(s.bh, {0, 1min});
+  s.clock->step(2min);
+  removed += trim(s.bh, {0, 1min});
+  EXPECT_EQ(removed, 10);
   EXPECT_EQ(log_size(file), 0u);
 }
 
