@@ -3,7 +3,13 @@
 // made by other writers of the file wake the running beehive's controllers and reach its
 // watches within about 100 ms.
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 #include <beehive/actors.hpp>
@@ -135,6 +141,42 @@ TEST_F(ProcessClaimTest, AToolLookingAtTheClaimNeverMakesAStartFail) {
   done = true;
   looker.join();
   EXPECT_GT(looks.load(), 30);
+}
+
+// A holder that wrote no session (a build before this one) is not taken for the one
+// whose line it finds: a stopped holder empties the file, and a line whose process is
+// gone (a crash) is not believed.
+TEST_F(ProcessClaimTest, ALockHeldByAProcessThatWroteNoSessionTellsNoSession) {
+  auto file = std::filesystem::canonical(db_path());
+  auto lock = file;
+  lock += ".beehive-lock";
+  register_noop(bh());
+  auto stop = bh().start(ctx_);
+  auto session = store::RunLock::running_session(file);
+  ASSERT_TRUE(session && *session > 0);
+  stop(ctx_);
+  EXPECT_EQ(std::filesystem::file_size(lock), 0u);
+  auto hold_as_an_older_build = [&] {
+    int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+    EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+    return fd;
+  };
+  int fd = hold_as_an_older_build();
+  EXPECT_EQ(store::RunLock::running_session(file), std::nullopt);
+  ::close(fd);
+  // A crashed holder's line, under an older build's lock.
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  std::ofstream(lock) << *session << ' ' << dead << '\n';
+  fd = hold_as_an_older_build();
+  EXPECT_EQ(store::RunLock::running_session(file), std::nullopt);
+  ::close(fd);
+  // The same line from a live process is believed.
+  std::ofstream(lock) << *session << ' ' << ::getpid() << '\n';
+  fd = hold_as_an_older_build();
+  EXPECT_EQ(store::RunLock::running_session(file), session);
+  ::close(fd);
 }
 
 using ForeignCommitTest = ControllerTest;

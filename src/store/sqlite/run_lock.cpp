@@ -6,6 +6,7 @@
 #include "store/sqlite/run_lock.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -58,7 +59,9 @@ std::unique_ptr<RunLock> RunLock::acquire(const std::filesystem::path& database,
                                           path.string() + " is locked)");
     throw Error(errc::store, "cannot lock " + path.string() + ": " + std::strerror(err));
   }
-  auto text = std::to_string(session) + "\n";
+  // The pid tells a reader whether the holder wrote it: a build before this one writes
+  // nothing, and a crashed holder leaves its line behind.
+  auto text = std::to_string(session) + ' ' + std::to_string(::getpid()) + '\n';
   if (::ftruncate(fd, 0) != 0 ||
       ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
     // Not worth failing the start for: readers then fall back to the latest session.
@@ -76,16 +79,29 @@ std::optional<std::int64_t> RunLock::running_session(const std::filesystem::path
   }
   std::optional<std::int64_t> session;
   if (err == EWOULDBLOCK) {
-    char buf[32] = {};
+    char buf[64] = {};
     auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+    const char* last = buf + std::max<ssize_t>(n, 0);
     std::int64_t value = 0;
-    auto [end, ec] = std::from_chars(buf, buf + std::max<ssize_t>(n, 0), value);
-    if (ec == std::errc() && end != buf && *end == '\n' && value > 0) session = value;
+    pid_t pid = 0;
+    auto [end, ec] = std::from_chars(buf, last, value);
+    if (ec == std::errc() && end < last && *end == ' ') {
+      auto [pid_end, pid_ec] = std::from_chars(end + 1, last, pid);
+      bool holder_wrote = pid_ec == std::errc() && pid_end < last && *pid_end == '\n' && pid > 0 &&
+                          (::kill(pid, 0) == 0 || errno == EPERM);
+      if (holder_wrote && value > 0) session = value;
+    }
   }
   ::close(fd);
   return session;
 }
 
-RunLock::~RunLock() { ::close(fd_); }
+RunLock::~RunLock() {
+  // Still locked: nobody reads a session that no longer runs.
+  if (::ftruncate(fd_, 0) != 0) {
+    // the next holder's line replaces it; a reader meanwhile finds the lock free
+  }
+  ::close(fd_);
+}
 
 }  // namespace beehive::store

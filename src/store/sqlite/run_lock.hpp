@@ -7,9 +7,9 @@
 // itself: SQLite's own POSIX locks on that file would be broken by closing another
 // descriptor of it. flock conflicts between two opens in one process as well.
 //
-// The holder writes its store session into the file, so that a reader in another
-// process (beehive-ctl) can tell whose liveness conditions hold now: those of the
-// session that runs, none when nothing runs.
+// The holder writes its store session and pid into the file (and empties it on
+// release), so that a reader in another process (beehive-ctl) can tell whose liveness
+// conditions hold now: those of the session that runs, none when nothing runs.
 //
 // Taken by the thread starting beehive and held until it stops; a RunLock is immutable.
 
@@ -29,7 +29,8 @@ class RunLock {
                                           std::int64_t session);
   /// The store session of the beehive running on `database`, 0 when none runs; nothing
   /// when that cannot be told (the lock file is not this user's to read, or its holder
-  /// did not write its session). Looks without holding on: the lock is taken shared for
+  /// did not write its session: a build before this one, under a line a dead process
+  /// left). Looks without holding on: the lock is taken shared for
   /// an instant, which acquire waits out.
   static std::optional<std::int64_t> running_session(const std::filesystem::path& database);
   ~RunLock();

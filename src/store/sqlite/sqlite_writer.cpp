@@ -32,12 +32,14 @@ void SqliteWriter::begin() {
   guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   // Only when another connection committed since: a process alone on its file pays
   // nothing for it.
-  if (file_version() != checked_version_) require_this_schema();
+  if (auto v = file_version(); !v || v != checked_version_) require_this_schema();
 }
 
-std::uint32_t SqliteWriter::file_version() {
+std::optional<std::uint32_t> SqliteWriter::file_version() {
   unsigned int v = 0;
-  sqlite3_file_control(conn_.db().getHandle(), "main", SQLITE_FCNTL_DATA_VERSION, &v);
+  if (sqlite3_file_control(conn_.db().getHandle(), "main", SQLITE_FCNTL_DATA_VERSION, &v) !=
+      SQLITE_OK)
+    return std::nullopt;  // an SQLite before 3.26: every transaction checks
   return v;
 }
 

@@ -82,7 +82,7 @@ class SqliteWriter : public ConnectionReader<Writer> {
   [[noreturn]] void drop_failed_commit(const Error& why);
   /// SQLite's count of changes to the file, this connection's commits included: it
   /// moves past the one this writer's last commit left when another connection commits.
-  std::uint32_t file_version();
+  std::optional<std::uint32_t> file_version();
   /// Throws, rolling back, when a newer build migrated the schema since it was read.
   void require_this_schema();
   /// SQLite's busy handler: true retries. Sleeps like SQLite's own busy timeout (short
