@@ -231,6 +231,16 @@ TEST_F(CtlWriteTest, ApplyToAKindWithVersionedSpecsWritesAtTheVersionItIsTold) {
       << r.err;
   EXPECT_NE(r.err.find("\"spec_version\""), std::string::npos) << r.err;
   EXPECT_EQ(widgets().list(ctx_).size(), 1u);
+  // A kind with nothing versioned stored yet: the other documents of the input tell.
+  r = apply(
+      "[" + widget("b", "blue", R"(, "spec_version": 2)") + ", " +
+      R"({"kind": "Gadget", "group": "acme.com", "slug": "g", "spec": {}, "spec_version": 1},)" +
+      R"({"kind": "Gadget", "group": "acme.com", "slug": "h", "spec": {}}])");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("<stdin> [2]: other documents give Gadget.acme.com specs a schema version"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(widgets().list(ctx_).size(), 1u);
   // Told: stored at that version, read as written.
   EXPECT_OK(apply(widget("b", "blue", R"(, "spec_version": 2)")));
   EXPECT_EQ(widgets().get_by_slug(ctx_, "b").spec.color, "blue");

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
@@ -128,20 +129,30 @@ std::vector<Document> parse_documents(const std::string& text, const std::string
 
 /// A spec without a version, for a kind whose application versions its specs (a
 /// Migrator): written at version 0, it would be converted as the oldest format there is.
-/// Which version the document is in, only its author knows: refused before any write.
+/// Which version the document is in, only its author knows: refused before any write
+/// when the kind has versioned specs stored, or another document of the input versions
+/// the kind. (A kind none of whose stored specs is versioned cannot be told from an
+/// unversioned one.)
 void check_versions(Database& db, const std::vector<Document>& docs, const std::string& file) {
+  std::set<GroupKind> stated;
+  for (auto& doc : docs)
+    if (doc.spec_version) stated.insert(doc.gk);
   std::map<GroupKind, int> newest;
   for (std::size_t i = 0; i < docs.size(); ++i) {
     auto& doc = docs[i];
     if (doc.spec_version) continue;
-    auto [it, fresh] = newest.try_emplace(doc.gk, 0);
-    if (fresh) it->second = db.newest_spec_version(doc.gk);
-    if (it->second == 0) continue;
     auto where = (file == "-" ? std::string("<stdin>") : file) +
                  (docs.size() > 1 ? " [" + std::to_string(i) + "]" : std::string());
-    throw std::runtime_error(where + ": " + printable(kind_name(doc.gk)) +
-                             " has specs stored at schema version " + std::to_string(it->second) +
-                             ": say which version this spec is written in (\"spec_version\")");
+    auto say = std::string(": say which version this spec is written in (\"spec_version\")");
+    auto [it, fresh] = newest.try_emplace(doc.gk, 0);
+    if (fresh) it->second = db.newest_spec_version(doc.gk);
+    if (it->second > 0)
+      throw std::runtime_error(where + ": " + printable(kind_name(doc.gk)) +
+                               " has specs stored at schema version " + std::to_string(it->second) +
+                               say);
+    if (stated.count(doc.gk))
+      throw std::runtime_error(where + ": other documents give " + printable(kind_name(doc.gk)) +
+                               " specs a schema version" + say);
   }
 }
 
