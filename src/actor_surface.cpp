@@ -26,6 +26,8 @@ std::optional<errc> to_errc(const caf::error& err) {
       err.category() == caf::atom("exit"))
     return errc::stopped;
   if (err == caf::sec::request_timeout) return errc::deadline_exceeded;
+  // A message the receiver does not take: the wrong handle for it, not a store failure.
+  if (err == caf::sec::unexpected_message) return errc::invalid_argument;
   return errc::store;
 }
 

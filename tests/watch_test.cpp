@@ -885,5 +885,75 @@ TEST_F(WatchTest, AnActorPullsConflatedChanges) {
   caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
 }
 
+// A pull whose requester gave up does not lock the subscription: the next pull takes
+// its place. A pull waiting when the subscription ends is told so rather than left
+// waiting; a watch without a subscriber is refused.
+TEST_F(WatchTest, APullReplacesOneGivenUpAndOneWaitingHearsTheEnd) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 0});
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto subscriber = spawn_inbox(sys, std::make_shared<Inbox>());
+  auto hub = bh_->watch_hub();
+  caf::scoped_actor self{sys};
+  auto subscribe = [&] {
+    std::uint64_t sub = 0;
+    self->request(hub, caf::infinite, watch_request{widget_kind, std::nullopt, subscriber, true})
+        .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
+    return sub;
+  };
+  auto sub = subscribe();
+  self->request(hub, 5s, pull_atom::value, sub)
+      .receive([](std::vector<object_change>&) {}, [](caf::error&) { FAIL(); });  // the snapshot
+  std::optional<errc> gave_up;
+  self->request(hub, 50ms, pull_atom::value, sub)
+      .receive([](std::vector<object_change>&) { FAIL() << "nothing was pending"; },
+               [&](caf::error& e) { gave_up = to_errc(e); });
+  EXPECT_EQ(gave_up, errc::deadline_exceeded);
+  auto next = self->request(hub, 5s, pull_atom::value, sub);
+  w.update(ctx_, o.id, {"o", 1});
+  std::vector<object_change> got;
+  std::move(next).receive([&](std::vector<object_change>& cs) { got = std::move(cs); },
+                          [](caf::error& e) { FAIL() << caf::to_string(e); });
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].row.meta.id, o.id);
+
+  auto waiting = self->request(hub, 5s, pull_atom::value, sub);
+  caf::anon_send(hub, unsubscribe_atom::value, sub);
+  std::optional<errc> ended;
+  std::move(waiting).receive([](std::vector<object_change>&) { FAIL() << "nothing changed"; },
+                             [&](caf::error& e) { ended = to_errc(e); });
+  EXPECT_EQ(ended, errc::not_found);
+
+  std::optional<errc> refused;
+  self->request(hub, 5s, watch_request{widget_kind, std::nullopt, caf::actor{}, true})
+      .receive([](std::uint64_t) { FAIL(); }, [&](caf::error& e) { refused = to_errc(e); });
+  EXPECT_EQ(refused, errc::invalid_argument);
+  caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
+}
+
+// `unsubscribe_atom` + an actor to the writer ends an application's commit-record
+// subscription, never one of beehive's own: a controller's handle sent there by mistake
+// leaves its wakes alone.
+TEST_F(WatchTest, TheWritersUnsubscribeLeavesBeehivesOwnSubscribersAlone) {
+  auto seen = std::make_shared<std::atomic<int>>(0);
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind, [seen](auto&, auto&, auto&) {
+    ++*seen;
+    return Result{};
+  });
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 0});
+  auto stop = bh_->start(ctx_);
+  beehive::testing::settle(*bh_, ctx_);
+  caf::anon_send(bh_->store_writer(), unsubscribe_atom::value,
+                 caf::actor_cast<caf::actor>(*bh_->controller(widget_kind)));
+  int before = *seen;
+  w.update(ctx_, o.id, {"o", 1});
+  beehive::testing::settle(*bh_, ctx_);  // the clock never moves: only a wake runs it
+  EXPECT_GT(*seen, before);
+  EXPECT_EQ(to_errc(caf::make_error(caf::sec::unexpected_message)), errc::invalid_argument);
+  stop(ctx_);
+}
+
 }  // namespace
 }  // namespace beehive::test

@@ -40,7 +40,9 @@
 /// commit, for instance once a `within` block it waited behind ends; read back before
 /// writing again. An actor the supervisor restarts (after a crash, or the
 /// gc and event_log with a restarted store_writer) has a new handle: a request to the old
-/// one fails with `errc::stopped`, so take the handle from the Beehive again.
+/// one fails with `errc::stopped`, so take the handle from the Beehive again. A message
+/// sent to an actor that does not take it (the wrong handle) fails with
+/// `errc::invalid_argument`.
 ///
 /// Thread-safety: the handles are CAF actor handles, safe to copy and to use from any
 /// thread or actor; `add_message_types` must run before the actor system is built.

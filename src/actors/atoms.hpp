@@ -33,6 +33,9 @@ using serve_queue_atom = caf::atom_constant<caf::atom("servequeue")>;
 /// Stop's deadline passed while a within block was open: the writer rolls it back, ends
 /// the session and goes on with what waited for it (its shutdown above all).
 using abort_session_atom = caf::atom_constant<caf::atom("abortsess")>;
+/// The root retires one of beehive's own subscribers (`unsubscribe_atom` + an actor, the
+/// public message, ends only an application's subscription).
+using retire_atom = caf::atom_constant<caf::atom("retire")>;
 /// Time to look for commits of other processes (see StoreWriterConfig::foreign_poll).
 using poll_foreign_atom = caf::atom_constant<caf::atom("pollfor")>;
 /// The store heard of another process's commit (Backend::on_foreign_commit): look now,

@@ -205,7 +205,7 @@ void start_once_subscribed(Self self, std::vector<caf::actor> actors) {
 /// Ends `a` on purpose (no restart) and drops its writer subscription.
 void retire(Self self, caf::actor& a) {
   if (!a) return;
-  if (self->state.writer) self->send(self->state.writer, unsubscribe_atom::value, a);
+  if (self->state.writer) self->send(self->state.writer, retire_atom::value, a);
   self->send_exit(a, caf::exit_reason::user_shutdown);
   a = nullptr;
 }

@@ -39,8 +39,10 @@ void publish(StoreWriterState& st, const commit_record& rec) {
 }
 
 /// Drops a subscriber (the application's from the list restarted writers start with).
-void forget_subscriber(StoreWriterState& st, const caf::actor_addr& a) {
-  std::erase_if(st.subscribers, [&](const Subscriber& s) { return s.actor.address() == a; });
+void forget_subscriber(StoreWriterState& st, const caf::actor_addr& a, bool app_only = false) {
+  std::erase_if(st.subscribers, [&](const Subscriber& s) {
+    return s.actor.address() == a && (s.app || !app_only);
+  });
   std::lock_guard lk(st.cfg->app_subscribers->mu);
   std::erase_if(st.cfg->app_subscribers->actors, [&](auto& s) { return s.address() == a; });
 }
@@ -384,7 +386,10 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [&st](subscribe_atom, const caf::actor& a, const RecordFilter& wants) {
         st.subscribers.push_back({a, wants});
       },
-      [&st](unsubscribe_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
+      // An application ends its own subscription only: a controller's handle sent here
+      // by mistake must not stop that controller's wakes.
+      [&st](unsubscribe_atom, const caf::actor& a) { forget_subscriber(st, a.address(), true); },
+      [&st](retire_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
       [&st](serve_queue_atom) { serve_queue(st); },
       [self](foreign_commit_atom) {

@@ -70,6 +70,15 @@ void end(std::uint64_t id, WatchHubState::Sub& s, errc code) {
   if (s.actor) caf::anon_send(s.actor, watch_ended{id, code});
 }
 
+/// A subscription removed on request or with its subscriber: a pull waiting on it, and a
+/// blocking stream it served (an actor may name a wrong id), hear that it is gone rather
+/// than wait for ever.
+void drop(WatchHubState::Sub& s) {
+  if (s.core) s.core->finish(errc::not_found);
+  if (s.waiting) s.waiting->deliver(make_error(errc::not_found, "the watch ended"));
+  s.waiting.reset();
+}
+
 void finish_shutdown(Self self);
 bool wants(const WatchHubState::Sub& s, const QueuedChange& q);
 object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q);
@@ -511,8 +520,15 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
   self->state.feed = std::move(feed);
   self->state.feed->inbox.attach(self->address());
   self->set_down_handler([self](caf::down_msg& m) {
-    std::erase_if(self->state.subs,
-                  [&](auto& kv) { return kv.second.actor.address() == m.source; });
+    auto& subs = self->state.subs;
+    for (auto it = subs.begin(); it != subs.end();) {
+      if (it->second.actor.address() != m.source) {
+        ++it;
+        continue;
+      }
+      drop(it->second);
+      it = subs.erase(it);
+    }
     std::erase_if(self->state.event_subs,
                   [&](auto& kv) { return kv.second.filter.subscriber.address() == m.source; });
     publish_watch_count(self->state);
@@ -523,6 +539,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
       [self](const watch_request& r) -> caf::result<std::uint64_t> {
         WatchHubState::Sub sub{r.gk, r.id, nullptr, r.subscriber, 0};
         if (auto err = refusal([&] {
+              if (!r.subscriber) throw Error(errc::invalid_argument, "a watch needs a subscriber");
               require_text(r.gk.group, "group");
               require_text(r.gk.kind, "kind");
               if (!r.selector.empty())
@@ -543,7 +560,9 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
           return make_error(errc::not_found, "no pulled subscription " + std::to_string(id));
         auto& s = it->second;
         if (s.core->pending() > 0) return take_unread(*s.core);
-        if (s.waiting) return make_error(errc::invalid_argument, "a pull is already waiting");
+        // A pull still parked is one whose requester gave up (its timeout passed): the
+        // new one takes its place, and it hears of nothing.
+        if (s.waiting) s.waiting->deliver(std::vector<object_change>{});
         s.waiting = self->make_response_promise<std::vector<object_change>>();
         return *s.waiting;
       },
@@ -559,7 +578,12 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         });
       },
       [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
-        if (auto err = refusal([&] { store::check_filter(r.filter); })) return *err;
+        if (auto err = refusal([&] {
+              if (!r.subscriber)
+                throw Error(errc::invalid_argument, "an event watch needs a subscriber");
+              store::check_filter(r.filter);
+            }))
+          return *err;
         auto rp = self->make_response_promise<std::uint64_t>();
         add_events(self, self->state.services.next_subscription(), {r, nullptr, 0},
                    [rp](std::uint64_t id) mutable { rp.deliver(id); });
@@ -583,7 +607,10 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
       },
       [self](unsubscribe_atom, std::uint64_t id) {
         auto& st = self->state;
-        st.subs.erase(id);
+        if (auto it = st.subs.find(id); it != st.subs.end()) {
+          drop(it->second);
+          st.subs.erase(it);
+        }
         st.event_subs.erase(id);
         if (auto it = st.opening.find(id); it != st.opening.end()) {
           it->second.ready(id);

@@ -50,7 +50,9 @@ struct store_writer_state {
 ///
 /// Pushed (`pull == false`), each change is sent to the subscriber as an
 /// `object_change` message as it commits: simplest, but a subscriber that falls behind
-/// holds every change in its mailbox. Pulled (`pull == true`), the hub keeps the
+/// holds every change in its mailbox. (While the hub itself lags behind the writer, it
+/// folds an object's changes into the latest, as a pulled one does: a subscriber sees
+/// every object's latest state, not every intermediate one.) Pulled (`pull == true`), the hub keeps the
 /// changes conflated per object, as a blocking Stream does (memory bounded by the
 /// distinct objects pending, however many writes), and the subscriber takes them with
 /// `pull_atom` + the id.
@@ -69,9 +71,13 @@ struct watch_request {
 };
 
 // For a pulled subscription, `pull_atom` + the id replies every pending change, in
-// order, once at least one is pending (one pull waits at a time). Ends with
-// `errc::stopped` when the beehive stops, `errc::not_found` for an unknown or ended
-// subscription.
+// order, once at least one is pending. One pull waits at a time: a new one replaces it
+// (the one replaced gets an empty reply). Changes the hub hands to a pull whose request
+// timed out are lost to the subscriber (CAF drops the late reply): pull with
+// `caf::infinite`, or, after a timed-out pull, subscribe again with `resume_from` the
+// last version taken. Ends with `errc::stopped` when the beehive stops,
+// `errc::not_found` for an unknown or ended subscription (a pull waiting when it ends
+// included).
 
 /// Subscribes `subscriber` to the event runs of object `id` that pass the filters: a
 /// snapshot of the newest `limit` runs (all without a limit), oldest first, then every
