@@ -1376,6 +1376,11 @@ TEST_F(ActorTest, MessagesSerializeAndPrint) {
   ASSERT_TRUE(back_create.match_elements<create_request>());
   EXPECT_EQ(back_create.get_as<create_request>(0).owner, ObjectID{4});
   EXPECT_EQ(back_create.get_as<create_request>(0).finalizers, std::vector<std::string>{"f"});
+  object_change folded{ChangeType::Modified, row, object_change::spec};
+  folded.first_version = 41;  // a foreign change folded from version 41 on
+  auto back_change = round_trip(caf::make_message(folded));
+  ASSERT_TRUE(back_change.match_elements<object_change>());
+  EXPECT_EQ(back_change.get_as<object_change>(0).first_version, 41);
   auto back_rows = round_trip(caf::make_message(std::vector<ObjectRow>{row, row}));
   ASSERT_TRUE(back_rows.match_elements<std::vector<ObjectRow>>());
   EXPECT_EQ(back_rows.get_as<std::vector<ObjectRow>>(0).size(), 2u);

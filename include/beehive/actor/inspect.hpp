@@ -141,8 +141,10 @@ BEEHIVE_INSPECT(ObjectMeta, x.id, x.group, x.kind, opt(x.slug), x.generation,
                 opt(x.deletion_requested_at), x.finalizers, x.labels, x.conditions, x.created_at,
                 x.updated_at, x.relations)
 BEEHIVE_INSPECT(ObjectRow, x.meta, x.spec, x.spec_version, opt(x.status), x.status_version)
-BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts, opt(x.owner))
+BEEHIVE_INSPECT(object_change, x.type, x.row, x.parts, opt(x.owner), x.first_version)
 BEEHIVE_INSPECT(event_run, x.event, x.resource_version)
+// logged_versions is the writer's own bookkeeping (which log entries are its own), not
+// sent to subscribers.
 BEEHIVE_INSPECT(commit_record, x.changes, x.events, x.wakes, x.requeues, x.backoff_resets,
                 x.edges_removed, x.lost_through)
 BEEHIVE_INSPECT(create_request, x.gk, x.spec, opt(x.slug), x.finalizers, opt(x.owner),
