@@ -49,6 +49,17 @@ std::uint64_t statements_of(const std::function<void()>& read) {
   return fewest;
 }
 
+/// A controller that lets a deleting object go (removes `finalizer`) once nothing with a
+/// live claim points at it: a shared resource kept until its last user is gone.
+Recorder::Body release_when_unclaimed(std::string finalizer) {
+  return [finalizer](const Context& ctx, ControllerClient<WidgetStatus>& cc,
+                     const Object<WidgetSpec, WidgetStatus>& o) {
+    if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
+      cc.remove_finalizer(ctx, o.id, finalizer);
+    return Result{};
+  };
+}
+
 bool deleted(const WidgetChange& c, ObjectID id) {
   return c.type == ChangeType::Deleted && c.object.id == id;
 }
@@ -211,11 +222,7 @@ TEST_F(GcTest, HasIncomingRefsCountsOwnedChildrenAndLiveDependentsOnly) {
 }
 
 TEST_F(GcTest, ThreeLevelCascadeIsCollectedBottomUpOwnerLast) {
-  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
-    if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
-      cc.remove_finalizer(ctx, o.id, "f");
-    return Result{};
-  });
+  recorder_->set_body(release_when_unclaimed("f"));
   register_widgets();
   start();
   auto w = widgets();
@@ -459,11 +466,7 @@ TEST_F(GcTest, ATargetsDeletionRequestWakesItsDependents) {
 // counts it), so a deleting target waiting for its last claim hears of it then, not
 // when the dependent is finally removed.
 TEST_F(GcTest, ADependentsDeletionRequestWakesATargetWaitingForItsLastClaim) {
-  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
-    if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
-      cc.remove_finalizer(ctx, o.id, "shared");
-    return Result{};
-  });
+  recorder_->set_body(release_when_unclaimed("shared"));
   register_widgets();
   auto user_cc = register_controller<WidgetSpec, WidgetStatus>(
       *bh_, {"acme.com", "User"}, [](auto&, auto&, auto&) { return Result{}; });
@@ -646,11 +649,7 @@ TEST_F(GcTest, EagerLoadsAreOneQueryPerRelationForAWholeList) {
 /// (its finalizer waited for the last dependent), and its collector removes one that only the
 /// dependency kept.
 TEST_F(GcTest, ADependencyAnotherWriterReleasesWakesTheDeletingTargetAndTheCollector) {
-  recorder_->set_body([](auto& ctx, auto& cc, auto& o) {
-    if (o.deletion_requested_at && !cc.has_incoming_refs(ctx, o.id))
-      cc.remove_finalizer(ctx, o.id, "acme.com/last-dependent");
-    return Result{};
-  });
+  recorder_->set_body(release_when_unclaimed("acme.com/last-dependent"));
   auto cc = register_widgets();
   auto w = widgets();
   auto gated = w.create(ctx_, {"gated", 1}, with_finalizers({"acme.com/last-dependent"}));
