@@ -821,6 +821,54 @@ TEST_F(WatchTest, AnActorSubscriptionEndsOnUnsubscribeAndWhenTheActorDies) {
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
+// An actor that subscribes and unsubscribes all its life is monitored once at most: the
+// hub does not collect a monitor per subscription until it exits.
+TEST_F(WatchTest, AnActorSubscribingAgainAndAgainIsMonitoredOnce) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 0});
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto subscriber = spawn_inbox(sys, std::make_shared<Inbox>());
+  auto hub = bh_->watch_hub();
+  caf::scoped_actor self{sys};
+  auto ask_id = [&](auto request) {
+    std::uint64_t sub = 0;
+    self->request(hub, caf::infinite, std::move(request))
+        .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
+    return sub;
+  };
+  auto subscribe_all = [&] {
+    return std::vector<std::uint64_t>{
+        ask_id(watch_request{widget_kind, std::nullopt, subscriber}),
+        ask_id(watch_request{widget_kind, o.id, subscriber, true}),
+        ask_id(event_watch_request{o.id, {}, subscriber}),
+    };
+  };
+  auto unsubscribe = [&](const std::vector<std::uint64_t>& subs) {
+    for (auto id : subs) self->send(hub, unsubscribe_atom::value, id);
+  };
+  auto subs = subscribe_all();
+  auto st = inspect_hub(*bh_);
+  EXPECT_EQ(st.object_watches + st.event_watches, 3u);
+  EXPECT_EQ(st.monitored, 1u);
+  for (int i = 0; i < 50; ++i) {
+    unsubscribe(subs);
+    subs = subscribe_all();
+  }
+  EXPECT_EQ(inspect_hub(*bh_).monitored, 1u);
+  unsubscribe(subs);
+  st = inspect_hub(*bh_);  // after the unsubscribes: one sender, in order
+  EXPECT_EQ(st.object_watches + st.event_watches, 0u);
+  EXPECT_EQ(st.monitored, 0u);
+  // Subscribed again and gone: its down message ends its watches and the monitor.
+  subscribe_all();
+  caf::anon_send_exit(subscriber, caf::exit_reason::kill);
+  EXPECT_TRUE(eventually([&] {
+    st = inspect_hub(*bh_);
+    return st.object_watches + st.event_watches == 0 && st.monitored == 0;
+  }));
+}
+
 TEST_F(WatchTest, AnActorPullsConflatedChanges) {
   auto w = widgets();
   auto o = w.create(ctx_, {"o", 0});

@@ -39,12 +39,15 @@ void publish(StoreWriterState& st, const commit_record& rec) {
 }
 
 /// Drops a subscriber (the application's from the list restarted writers start with).
-void forget_subscriber(StoreWriterState& st, const caf::actor_addr& a, bool app_only = false) {
+/// Drops `a`'s subscriptions (only an application's with `app_only`). True when `a` was
+/// an application subscriber: the writer monitored it.
+bool forget_subscriber(StoreWriterState& st, const caf::actor_addr& a, bool app_only = false) {
   std::erase_if(st.subscribers, [&](const Subscriber& s) {
     return s.actor.address() == a && (s.app || !app_only);
   });
   std::lock_guard lk(st.cfg->app_subscribers->mu);
-  std::erase_if(st.cfg->app_subscribers->actors, [&](auto& s) { return s.address() == a; });
+  return std::erase_if(st.cfg->app_subscribers->actors, [&](auto& s) { return s.address() == a; }) >
+         0;
 }
 
 /// Runs what waited for a session to end, until another session begins.
@@ -388,7 +391,10 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       // An application ends its own subscription only: a controller's handle sent here
       // by mistake must not stop that controller's wakes.
-      [&st](unsubscribe_atom, const caf::actor& a) { forget_subscriber(st, a.address(), true); },
+      [self](unsubscribe_atom, const caf::actor& a) {
+        // Demonitored too: an actor subscribing again and again keeps one monitor.
+        if (forget_subscriber(self->state, a.address(), true)) self->demonitor(a.address());
+      },
       [&st](retire_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
       [&st](serve_queue_atom) { serve_queue(st); },

@@ -19,6 +19,21 @@ namespace {
 
 using Self = watch_hub_impl::stateful_pointer<WatchHubState>;
 
+/// Counts a subscription of actor `a`: the first one monitors it.
+void watch_subscriber(WatchHubState& st, const caf::actor& a) {
+  if (a && st.monitored[a.address()]++ == 0) st.self->monitor(a);
+}
+
+/// Uncounts a subscription of actor `a` that ended while `a` lives: its last one
+/// demonitors it.
+void release_subscriber(WatchHubState& st, const caf::actor& a) {
+  if (!a) return;
+  auto it = st.monitored.find(a.address());
+  if (it == st.monitored.end() || --it->second > 0) return;
+  st.monitored.erase(it);
+  st.self->demonitor(a.address());
+}
+
 /// Publishes how many watches the hub serves (WatchHubFeed), those whose snapshot is being
 /// read included: the writer skips the hub's commit records only while this is 0.
 /// Reports it too (beehive_watch_subscribers).
@@ -173,7 +188,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
               if (wants(sub, q))
                 if (auto seen = view(sub, as_seen(sub, q))) deliver(sub, *seen);
             if (sub.core) sub.core->passed(handled_through(sub, o.held));
-            if (sub.actor) self->monitor(sub.actor);
+            watch_subscriber(st, sub.actor);
             st.subs.emplace(id, std::move(sub));
             o.ready(id);
             after_opening(self);
@@ -303,7 +318,7 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
             for (auto& r : o.held)
               if (r.resource_version > floor && passes(sub.filter, r.event)) runs.push_back(r);
             deliver(sub, runs, st.services.timers->wall_now());
-            if (sub.filter.subscriber) self->monitor(sub.filter.subscriber);
+            watch_subscriber(st, sub.filter.subscriber);
             st.event_subs.emplace(id, std::move(sub));
             o.ready(id);
             after_opening(self);
@@ -407,6 +422,7 @@ void end_lost(WatchHubState& st, std::int64_t lost_through) {
       continue;
     }
     end(it->first, it->second, errc::watch_too_old);
+    release_subscriber(st, it->second.actor);
     it = st.subs.erase(it);
     ++ended;
   }
@@ -449,7 +465,12 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
             caf::anon_send(s.actor, outward(std::move(*seen)));
     }
     answer_pull(s);
-    it = alive ? std::next(it) : st.subs.erase(it);
+    if (alive) {
+      ++it;
+      continue;
+    }
+    release_subscriber(st, s.actor);
+    it = st.subs.erase(it);
   }
   for (auto it = st.event_subs.begin(); it != st.event_subs.end();) {
     auto& s = it->second;
@@ -473,7 +494,12 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
       for (auto& r : batch.events)
         if (wanted(r)) caf::anon_send(s.filter.subscriber, r);
     }
-    it = alive ? std::next(it) : st.event_subs.erase(it);
+    if (alive) {
+      ++it;
+      continue;
+    }
+    release_subscriber(st, s.filter.subscriber);
+    it = st.event_subs.erase(it);
   }
   publish_watch_count(st);
 }
@@ -519,7 +545,9 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
   self->state.services = std::move(services);
   self->state.feed = std::move(feed);
   self->state.feed->inbox.attach(self->address());
+  self->state.self = self;
   self->set_down_handler([self](caf::down_msg& m) {
+    self->state.monitored.erase(m.source);
     auto& subs = self->state.subs;
     for (auto it = subs.begin(); it != subs.end();) {
       if (it->second.actor.address() != m.source) {
@@ -598,7 +626,8 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
       [self](inspect_atom) {
         auto& st = self->state;
         auto& inbox = st.feed->inbox;
-        watch_hub_state out{st.subs.size(), st.event_subs.size(), 0, inbox.size(), inbox.peak()};
+        watch_hub_state out{st.subs.size(), st.event_subs.size(), 0,
+                            inbox.size(),   inbox.peak(),         st.monitored.size()};
         for (auto& [id, s] : st.subs)
           if (s.core) out.pending += s.core->pending();
         for (auto& [id, s] : st.event_subs)
@@ -609,9 +638,13 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         auto& st = self->state;
         if (auto it = st.subs.find(id); it != st.subs.end()) {
           drop(it->second);
+          release_subscriber(st, it->second.actor);
           st.subs.erase(it);
         }
-        st.event_subs.erase(id);
+        if (auto it = st.event_subs.find(id); it != st.event_subs.end()) {
+          release_subscriber(st, it->second.filter.subscriber);
+          st.event_subs.erase(it);
+        }
         if (auto it = st.opening.find(id); it != st.opening.end()) {
           it->second.ready(id);
           st.opening.erase(it);

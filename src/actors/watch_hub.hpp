@@ -164,6 +164,12 @@ struct WatchHubState {
   std::unordered_map<std::uint64_t, EventSub> event_subs;
   std::unordered_map<std::uint64_t, OpeningSub> opening;
   std::unordered_map<std::uint64_t, OpeningEventSub> opening_events;
+  /// The actor subscribers the hub monitors, each once, with how many of `subs` and
+  /// `event_subs` are theirs: an actor that keeps subscribing and unsubscribing must not
+  /// collect monitors until it exits.
+  std::unordered_map<caf::actor_addr, std::size_t> monitored;
+  /// The hub itself (for demonitor, from functions given the state only).
+  caf::local_actor* self = nullptr;
   /// The writer's shutdown arrived while snapshots were being read: the hub ends its
   /// watches once they are delivered.
   bool shutdown_pending = false;

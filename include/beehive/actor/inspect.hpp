@@ -197,7 +197,7 @@ BEEHIVE_INSPECT(watch_request, x.gk, opt(x.id), x.subscriber, x.pull, x.selector
 BEEHIVE_INSPECT(event_watch_request, x.id, x.filter, x.subscriber)
 BEEHIVE_INSPECT(watch_ended, x.subscription, x.reason)
 BEEHIVE_INSPECT(watch_hub_state, x.object_watches, x.event_watches, x.pending, x.queued,
-                x.peak_queued)
+                x.peak_queued, x.monitored)
 BEEHIVE_INSPECT(requeue_request, x.id, x.reset_backoff)
 BEEHIVE_INSPECT(schedule_watch_request, x.id, x.subscriber)
 BEEHIVE_INSPECT(schedule_change, x.id, x.schedule)

@@ -52,10 +52,9 @@ struct store_writer_state {
 /// `object_change` message as it commits: simplest, but a subscriber that falls behind
 /// holds every change in its mailbox. (While the hub itself lags behind the writer, it
 /// folds an object's changes into the latest, as a pulled one does: a subscriber sees
-/// every object's latest state, not every intermediate one.) Pulled (`pull == true`), the hub keeps the
-/// changes conflated per object, as a blocking Stream does (memory bounded by the
-/// distinct objects pending, however many writes), and the subscriber takes them with
-/// `pull_atom` + the id.
+/// every object's latest state, not every intermediate one.) Pulled (`pull == true`), the hub keeps
+/// the changes conflated per object, as a blocking Stream does (memory bounded by the distinct
+/// objects pending, however many writes), and the subscriber takes them with `pull_atom` + the id.
 ///
 /// `selector` and `resume_from` are with_selector's and with_resume_from's: objects
 /// starting to match arrive as `Added`, stopping as `Deleted`; a resume replays the
@@ -109,6 +108,8 @@ struct watch_hub_state {
   /// object or run, whatever the number of commits), and the most there have been.
   std::size_t queued = 0;
   std::size_t peak_queued = 0;
+  /// Actors it monitors: one per actor with a subscription, however many it has.
+  std::size_t monitored = 0;
 };
 
 // -- controller -----------------------------------------------------------------
