@@ -231,6 +231,34 @@ TEST(TestingKit, SettleEndsWithItsContextWhileAReconcileIsStuck) {
   t.settle();
 }
 
+// A clock moved to its very end (advance(milliseconds::max()) saturates there) is the
+// end of time: what was due fires once, and what would come after it never does. It
+// used to fire the GC, the event sweep and every controller's resync over and over, so
+// settle never returned.
+TEST(TestingKit, AClockAdvancedToItsEndFiresWhatWasDueOnceAndSettles) {
+  TestBeehive t(with_event_retention(5, 1h), with_resync_interval(10min));
+  Counting c;
+  c.register_on(t.beehive(), 0, /*requeue=*/1h);
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto id = w.create({}, {"red", 1}).id;
+  t.settle();
+  ASSERT_EQ(c.of(id), 1);
+  t.advance(std::chrono::milliseconds::max());  // throws deadline_exceeded if it never settles
+  EXPECT_EQ(t.clock().now(), Time::max());
+  // Its requeue and its resync were both due: one pass or two, then nothing.
+  int passes = c.of(id);
+  EXPECT_GE(passes, 2);
+  EXPECT_LE(passes, 3);
+  t.settle();
+  EXPECT_EQ(c.of(id), passes);
+  // Writes go on at the end of time, and wake their controller.
+  auto later = w.create({}, {"blue", 2}).id;
+  t.settle();
+  EXPECT_EQ(c.of(later), 1);
+  EXPECT_THAT(w.get({}, later), IsSettled());
+}
+
 TEST(TestingKit, SettleAfterStopThrowsStopped) {
   TestBeehive t;
   t.start();

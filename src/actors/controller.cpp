@@ -59,12 +59,12 @@ bool idle(Self self) {
   // Not dispatching yet: listing the kind (not idle), or waiting to list it again after a
   // failure (idle until then, whatever was queued meanwhile).
   if (!st.dispatching) return st.relist_at != Time::max() && st.relist_at > t;
-  if (st.relist_at <= t) return false;
+  if (fallen_due(st.relist_at, t)) return false;
   // Queued ids wait for a token of the rate limit that is due later: nothing to do now.
   if (!st.queue.empty() && !(st.rate_wake != Time::max() && st.rate_wake > t)) return false;
-  if (st.next_resync <= t) return false;
+  if (fallen_due(st.next_resync, t)) return false;
   return std::none_of(st.timers.begin(), st.timers.end(),
-                      [t](const auto& kv) { return kv.second <= t; });
+                      [t](const auto& kv) { return fallen_due(kv.second, t); });
 }
 
 /// Lists the kind's ids on the reader actor, then hands them to `then`. A failed read is
@@ -364,16 +364,16 @@ void on_wake(Self self) {
   if (st.rate_wake <= t) st.rate_wake = Time::max();  // dispatch below takes the token
   std::vector<ObjectID> due;
   for (auto& [id, at] : st.timers)
-    if (at <= t) due.push_back(id);
+    if (fallen_due(at, t)) due.push_back(id);
   for (auto id : due) {
     st.timers.erase(id);
     enqueue(self, id);
   }
-  if (st.relist_at <= t) {
+  if (fallen_due(st.relist_at, t)) {
     st.relist_at = Time::max();
     if (!st.draining) start(self);
   }
-  if (st.next_resync <= t) {
+  if (fallen_due(st.next_resync, t)) {
     st.next_resync = saturating_add(t, st.kind->settings.resync);
     resync(self);
   }

@@ -37,12 +37,13 @@ struct Periodic {
   Time arm(Self* self) const {
     if (cadence.count() <= 0) return Time::max();
     auto due = saturating_add(clock->now(), cadence);
+    if (due == Time::max()) return due;  // never
     self->send(scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self), due);
     return due;
   }
 
   /// Whether a wake armed for `due` has fallen due.
-  bool due(Time next) const { return next <= clock->now(); }
+  bool due(Time next) const { return fallen_due(next, clock->now()); }
 
   void log_failure(const std::string& what, const caf::error& err) const {
     if (logger) logger(LogLevel::error, what, {{"reason", error_message(err)}});

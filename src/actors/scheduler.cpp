@@ -17,7 +17,7 @@ void fire_and_rearm(Self self) {
   auto now = st.clock->now();
   Time earliest = Time::max();
   for (auto it = st.wakes.begin(); it != st.wakes.end();) {
-    if (it->second <= now) {
+    if (fallen_due(it->second, now)) {
       caf::anon_send(it->first, wake_atom::value);
       it = st.wakes.erase(it);
     } else {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <beehive/detail/codec.hpp>
+#include <beehive/detail/saturate.hpp>
 
 #include "metrics/store_metrics.hpp"
 #include "store/age_cutoff.hpp"
@@ -346,7 +347,7 @@ void WriteEngine::note_time(Time now) {
     auto newest = w.newest_change_log_entry();
     latest_stamp_ = newest ? newest->second : now;
   }
-  if (now + clock_step_tolerance >= *latest_stamp_) {
+  if (detail::saturating_add(now, clock_step_tolerance) >= *latest_stamp_) {
     latest_stamp_ = std::max(*latest_stamp_, now);
     return;
   }
@@ -395,7 +396,7 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
     // Entries ahead of this clock that its own writes did not explain (another process's
     // clock, or one that stepped back before this engine's first write): they would hold
     // every entry after them until the clock caught up. They count as logged now.
-    if (first_young_at && *first_young_at > now + clock_step_tolerance)
+    if (first_young_at && *first_young_at > detail::saturating_add(now, clock_step_tolerance))
       note_step({std::numeric_limits<std::int64_t>::max(), now});
     return !cut && clock_steps_.empty();
   }

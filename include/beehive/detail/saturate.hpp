@@ -23,6 +23,14 @@ TimePoint saturating_add(TimePoint t, std::chrono::milliseconds d) {
   return TimePoint(Duration(sum));
 }
 
+/// Whether a timer due at `due` has fallen due at `now`. The range's last point is
+/// "never" (where a saturated sum lands): a clock moved all the way to it fires nothing
+/// that waits for it, rather than everything, again and again.
+template <class TimePoint>
+bool fallen_due(TimePoint due, TimePoint now) {
+  return due != TimePoint::max() && due <= now;
+}
+
 /// The deadline `d` from now; none when it lies beyond the steady clock's range (a huge
 /// timeout is no timeout).
 inline std::optional<std::chrono::steady_clock::time_point> deadline_after(
