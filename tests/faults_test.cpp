@@ -18,6 +18,9 @@
 #include <thread>
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <caf/send.hpp>
+
+#include <beehive/actors.hpp>
 
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
@@ -427,6 +430,37 @@ TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
   cc.set_condition(ctx_, x.id, {"Ready", ConditionStatus::True, "R", "m"});
   EXPECT_EQ(w.get(ctx_, x.id).conditions.size(), 1u);
   EXPECT_EQ(file_counts().objects, made + 2);
+}
+
+// --- the writer ------------------------------------------------------------------------
+
+// A writer that died and cannot be opened again serves no one: a write, queued before
+// or after, fails with errc::store and says why, instead of waiting for ever (a caller
+// without a deadline) or until its deadline. The beehive still stops and closes.
+TEST_F(FaultTest, AWriterThatCannotBeRestartedFailsWritesInsteadOfHangingThem) {
+  LogCapture log;
+  ControllerTest::open(with_logger(log.logger()));
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+  vfs_.arm({.op = fault::Op::open, .files = fault::files::main_db, .count = -1});
+  auto old = bh_->store_writer();
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  // Its replacement cannot open the file either: it fails at once, or at its first write.
+  for (int i = 0; i < 3 && !log.contains("the store writer cannot be restarted"); ++i) {
+    ASSERT_TRUE(eventually([&] { return bh_->store_writer() != old; }));
+    old = bh_->store_writer();
+    try {
+      w.create(ctx_.with_timeout(10s), {"during", 1});
+    } catch (const Error& e) {
+      EXPECT_EQ(e.value(), errc::store) << e.what();
+    }
+  }
+  ASSERT_TRUE(eventually([&] { return log.contains("the store writer cannot be restarted"); }));
+  vfs_.clear();  // the file opens again, but no writer is left to open it
+  auto in_time = ctx_.with_timeout(10s);  // without the fix, each write waits it out
+  EXPECT_ERRC_WITH(w.create(in_time, {"y", 1}), errc::store, "cannot be restarted");
+  EXPECT_ERRC_WITH(w.update(in_time, x.id, {"x", 2}), errc::store, "cannot be restarted");
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");  // reads go on
 }
 
 // --- read connections --------------------------------------------------------------------

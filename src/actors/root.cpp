@@ -249,6 +249,13 @@ void spawn_scheduler_group(Self self) {
   start_once_subscribed(self, std::move(started));
 }
 
+/// No writer will serve the queue again: closes it (a later write throws `stopped`)
+/// and fails what it holds, so that no caller waits for ever. Closing also drops the
+/// wake-up's handle on the dead writer, which the actor system's end waits for.
+void refuse_queued_writes(RootState& st, errc code, const std::string& why) {
+  for (auto& w : st.cfg->queue->close(code, why)) w->reply->fail(code, why);
+}
+
 void restart(Self self, const caf::down_msg& m) {
   auto& st = self->state;
   if (st.writer && m.source == st.writer.address()) {
@@ -262,6 +269,8 @@ void restart(Self self, const caf::down_msg& m) {
       st.cfg->directory->set_writer(store_writer_impl{});
       st.cfg->services.log(LogLevel::error, "the store writer cannot be restarted",
                            {{"reason", e.what()}});
+      refuse_queued_writes(st, errc::store,
+                           std::string("the store writer cannot be restarted: ") + e.what());
       return;
     }
     if (st.phase == Phase::running) start_once_subscribed(self, respawn_periodic(self));
@@ -476,6 +485,8 @@ void on_down(Self self, const caf::down_msg& m) {
     if (st.writer && m.source == st.writer.address()) {
       st.writer = store_writer_impl{};
       st.cfg->directory->set_writer(store_writer_impl{});
+      // A writer that died instead of quitting did not close the queue.
+      refuse_queued_writes(st, errc::stopped, "beehive stopped");
       if (st.hub && m.reason != caf::exit_reason::normal)  // it could not hand over
         self->send_exit(st.hub, caf::exit_reason::user_shutdown);
     } else if (st.hub && m.source == st.hub.address()) {

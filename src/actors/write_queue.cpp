@@ -17,7 +17,7 @@ void WriteQueue::set_wake(std::function<void()> wake) {
 
 void WriteQueue::push(BlockingWritePtr w) {
   std::lock_guard lk(mu_);
-  if (closed_) throw Error(errc::stopped, "beehive stopped");
+  if (closed_) throw Error(closed_code_, closed_why_);
   items_.push_back(std::move(w));
   size_.store(items_.size(), std::memory_order_release);
   if (awake_) return;
@@ -47,8 +47,12 @@ std::vector<BlockingWritePtr> WriteQueue::take_or_idle() {
   return out;
 }
 
-std::vector<BlockingWritePtr> WriteQueue::close() {
+std::vector<BlockingWritePtr> WriteQueue::close(errc code, std::string why) {
   std::lock_guard lk(mu_);
+  if (!closed_) {  // the first reason stays
+    closed_code_ = code;
+    closed_why_ = std::move(why);
+  }
   closed_ = true;
   wake_ = nullptr;
   std::vector<BlockingWritePtr> out(std::make_move_iterator(items_.begin()),

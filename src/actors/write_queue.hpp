@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "rendezvous.hpp"
@@ -34,8 +35,8 @@ class WriteQueue {
   /// How the writer is woken; set once the writer exists, cleared by close().
   void set_wake(std::function<void()> wake);
 
-  /// Queues `w`, waking the writer when it was idle. Throws Error(errc::stopped) once
-  /// closed.
+  /// Queues `w`, waking the writer when it was idle. Throws once closed: the error
+  /// close() was given.
   void push(BlockingWritePtr w);
 
   /// Takes everything queued; when nothing is, marks the writer idle and returns empty.
@@ -55,8 +56,9 @@ class WriteQueue {
   /// Whether a caller waiting for its reply should spin first.
   bool replies_come_quickly() const { return quick_commits_.load(std::memory_order_relaxed); }
 
-  /// Refuses further pushes and returns what is left.
-  std::vector<BlockingWritePtr> close();
+  /// Refuses further pushes with `code` and `why`, and returns what is left.
+  std::vector<BlockingWritePtr> close(errc code = errc::stopped,
+                                      std::string why = "beehive stopped");
 
   // -- the writer's waits (store_writer thread only) ----------------------------------
 
@@ -88,6 +90,8 @@ class WriteQueue {
   std::function<void()> wake_;
   bool awake_ = false;  // the writer has been woken and has not gone idle yet
   bool closed_ = false;
+  errc closed_code_ = errc::stopped;
+  std::string closed_why_;
 
   // The writer's side (its thread only).
   int idle_wait_score_ = 8;  // 0..16: up when a wait after a drain caught a write
