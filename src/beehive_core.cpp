@@ -300,7 +300,10 @@ void BeehiveCore::stop(const Context& ctx) {
   served_.reset();  // its writer is gone: the store may serve another beehive
   {
     std::lock_guard k(kinds_mu_);
-    for (auto& [gk, entry] : kinds_) entry->schedules->finish_all(errc::stopped);
+    for (auto& [gk, entry] : kinds_) {
+      entry->schedules->clear_all();  // nothing runs any more
+      entry->schedules->finish_all(errc::stopped);
+    }
   }
   if (!was_running) {
     end_leadership_streams();  // opened before a start that never came, or failed

@@ -259,6 +259,21 @@ TEST(TestingKit, AClockAdvancedToItsEndFiresWhatWasDueOnceAndSettles) {
   EXPECT_THAT(w.get({}, later), IsSettled());
 }
 
+// A stopped beehive reconciles nothing, and says so: what was scheduled reads as the
+// zero Schedule (it went on reporting timers that would never fire).
+TEST(TestingKit, NothingIsScheduledOnceTheBeehiveStopped) {
+  TestBeehive t;
+  Counting c;
+  c.register_on(t.beehive(), 0, /*requeue=*/1h);
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto id = w.create({}, {"red", 1}).id;
+  t.settle();
+  EXPECT_EQ(w.get_schedule({}, id).next_requeue_at, t.clock().now() + 1h);
+  t.stop();
+  EXPECT_EQ(w.get_schedule({}, id), Schedule{});
+}
+
 TEST(TestingKit, SettleAfterStopThrowsStopped) {
   TestBeehive t;
   t.start();

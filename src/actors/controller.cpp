@@ -562,6 +562,9 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
     st.idle.push_back(w);
   }
   st.workers = std::move(workers);
+  // A controller starts with no timers: one it replaces (it crashed) may have left
+  // entries that nothing would ever clear, such as of an object removed meanwhile.
+  st.kind->schedules->clear_all();
   return {
       [self](start_atom) { start(self); },
       [self](leadership_atom, bool leads) {
