@@ -748,6 +748,8 @@ TEST_F(EventsTest, ScheduleGaugeFollowsTheBackoffLadderAndRequeue) {
   EXPECT_ERRC(gadgets.watch_schedule(ctx_, o.id), errc::no_controller);
   EXPECT_EQ(gadgets.get_schedule(ctx_, o.id), Schedule{});
   close();
+  // Nothing is scheduled once stopped: the watch hears so, then ends.
+  EXPECT_EQ(s.next_for(1s), Schedule{});
   EXPECT_FALSE(s.next_for(1s).has_value());
   EXPECT_EQ(s.error(), errc::stopped);
 }

@@ -63,8 +63,7 @@ bool idle(Self self) {
   // Queued ids wait for a token of the rate limit that is due later: nothing to do now.
   if (!st.queue.empty() && !(st.rate_wake != Time::max() && st.rate_wake > t)) return false;
   if (fallen_due(st.next_resync, t)) return false;
-  return std::none_of(st.timers.begin(), st.timers.end(),
-                      [t](const auto& kv) { return fallen_due(kv.second, t); });
+  return !st.timers.any_due(t);
 }
 
 /// Lists the kind's ids on the reader actor, then hands them to `then`. A failed read is
@@ -261,7 +260,7 @@ void enqueue(Self self, ObjectID id, bool lift = false) {
 void rearm(Self self) {
   auto& st = self->state;
   Time earliest = std::min(st.next_resync, st.relist_at);
-  for (auto& [id, due] : st.timers) earliest = std::min(earliest, due);
+  earliest = std::min(earliest, st.timers.earliest());
   if (!st.queue.empty()) earliest = std::min(earliest, st.rate_wake);
   if (earliest == Time::max() || earliest == st.requested_wake) return;
   st.requested_wake = earliest;
@@ -269,7 +268,7 @@ void rearm(Self self) {
 }
 
 void arm_timer(Self self, ObjectID id, Time due) {
-  self->state.timers[id] = due;
+  self->state.timers.set(id, due);
   self->state.kind->schedules->set(id, self->state.services.timers->to_wall(due));
 }
 
@@ -362,13 +361,7 @@ void on_wake(Self self) {
   st.requested_wake = Time::max();
   auto t = now(self);
   if (st.rate_wake <= t) st.rate_wake = Time::max();  // dispatch below takes the token
-  std::vector<ObjectID> due;
-  for (auto& [id, at] : st.timers)
-    if (fallen_due(at, t)) due.push_back(id);
-  for (auto id : due) {
-    st.timers.erase(id);
-    enqueue(self, id);
-  }
+  for (auto id : st.timers.take_due(t)) enqueue(self, id);
   if (fallen_due(st.relist_at, t)) {
     st.relist_at = Time::max();
     if (!st.draining) start(self);
@@ -456,7 +449,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   }
   // A deposed leader's pass (its writes failed the fence) is the new leader's to retry.
   if (!leads(self)) st.timers.erase(id);
-  if (!st.timers.count(id)) st.kind->schedules->clear(id);
+  if (!st.timers.contains(id)) st.kind->schedules->clear(id);
   if (st.dirty.erase(id)) enqueue(self, id);
   dispatch(self);
   rearm(self);
@@ -666,7 +659,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         std::sort(out.in_flight.begin(), out.in_flight.end());
         out.backoff.assign(st.backoff.begin(), st.backoff.end());
         std::sort(out.backoff.begin(), out.backoff.end());
-        for (auto& [id, due] : st.timers)
+        for (auto& [id, due] : st.timers.all())
           out.timers.emplace_back(id, st.services.timers->to_wall(due));
         std::sort(out.timers.begin(), out.timers.end());
         out.dispatching = st.dispatching;

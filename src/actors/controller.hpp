@@ -28,6 +28,8 @@
 #include <beehive/detail/stream_core.hpp>
 #include <beehive/schedule.hpp>
 
+#include "actors/timer_set.hpp"
+
 #include "actors/atoms.hpp"
 #include "actors/schedule_table.hpp"
 #include "actors/scheduler.hpp"
@@ -131,7 +133,7 @@ struct ControllerState {
   Time tokens_at{};
   Time rate_wake{Time::max()};  // when the next token is due, while ids wait for one
   std::minstd_rand random{std::random_device{}()};  // backoff jitter
-  std::unordered_map<ObjectID, Time> timers;        // pending backoff / requeue_after
+  TimerSet timers;                                  // pending backoff / requeue_after
   std::int64_t listed_rv = 0;  // highest resource version the start listing saw
   Time next_resync{Time::max()};
   bool resync_listing = false;        // a resync's listing is in flight
