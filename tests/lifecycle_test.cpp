@@ -108,6 +108,27 @@ std::size_t threads_of_this_process() {
 // started, with no controller running. It now fails saying why, the workers that did
 // spawn end, the store is not held (another beehive starts on it), and this beehive is
 // stopped.
+// The reader, the store writer and the watch hub are threads too. A beehive whose
+// construction could not spawn one (the process at its thread limit) hung in its
+// constructor for ever: the actors that did spawn kept the actor system from ending. It
+// now throws saying why, and leaves nothing running; the store serves another beehive.
+TEST_F(LifecycleTest, ABeehiveThatCannotSpawnItsActorsThrowsAndLeavesNothingRunning) {
+  auto o = widgets().create(ctx_, {"a", 1});
+  bh_.reset();  // the store serves one beehive at a time
+  const auto threads = threads_of_this_process();
+  for (int spawned : {0, 1, 2}) {
+    detail::faults::open_spawns_before_failure = spawned;
+    SCOPED_TRACE(spawned);
+    EXPECT_ERRC_WITH([&] { Beehive failed(store_); }(), errc::store, "actor thread");
+    detail::faults::open_spawns_before_failure = -1;
+  }
+  EXPECT_TRUE(eventually([&] { return threads_of_this_process() <= threads; }))
+      << threads_of_this_process() << " threads, " << threads << " before";
+  Beehive other(store_);
+  Widgets w(other, widget_kind);
+  EXPECT_EQ(w.update(ctx_, o.id, {"b", 2}).spec.color, "b");
+}
+
 TEST_F(LifecycleTest, AStartThatCannotSpawnAWorkerFailsAndLeavesNothingRunning) {
   register_widgets(with_concurrency(4));
   auto o = widgets().create(ctx_, {"a", 1});

@@ -249,11 +249,43 @@ void spawn_scheduler_group(Self self) {
   start_once_subscribed(self, std::move(started));
 }
 
+/// Spawns one of the actors a beehive opens with (see faults::open_spawns_before_failure).
+template <class Spawn>
+void spawn_opened(Self, Spawn spawn) {
+  auto& fault = detail::faults::open_spawns_before_failure;
+  if (fault.load() >= 0 && fault.fetch_sub(1) == 0)
+    throw std::system_error(EAGAIN, std::generic_category(), "actor thread (injected)");
+  spawn();
+}
+
+/// An open that failed half-way: what did spawn ends now, unwatched (nothing restarts
+/// it), or the actor system's end would wait for it for ever.
+void end_opened(Self self);
+
 /// No writer will serve the queue again: closes it (a later write throws `stopped`)
 /// and fails what it holds, so that no caller waits for ever. Closing also drops the
 /// wake-up's handle on the dead writer, which the actor system's end waits for.
 void refuse_queued_writes(RootState& st, errc code, const std::string& why) {
   for (auto& w : st.cfg->queue->close(code, why)) w->reply->fail(code, why);
+}
+
+void end_opened(Self self) {
+  auto& st = self->state;
+  refuse_queued_writes(st, errc::stopped, "beehive stopped");
+  auto end = [self](const caf::actor_addr& a) {
+    if (!a) return;
+    self->demonitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  };
+  end(st.cfg->services.reader.address());
+  end(st.writer.address());
+  end(st.hub.address());
+  st.cfg->services.reader = nullptr;
+  st.writer = store_writer_impl{};
+  st.hub = watch_hub_impl{};
+  st.cfg->directory->set_reader(nullptr);
+  st.cfg->directory->set_writer(store_writer_impl{});
+  st.cfg->directory->set_hub(watch_hub_impl{});
 }
 
 void restart(Self self, const caf::down_msg& m) {
@@ -521,9 +553,15 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
       [self](open_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.writer) return true;
-        spawn_reader(self);
-        spawn_writer(self, std::move(st.cfg->first_writer));
-        spawn_hub(self);
+        try {
+          spawn_opened(self, [self] { spawn_reader(self); });
+          spawn_opened(self,
+                       [self] { spawn_writer(self, std::move(self->state.cfg->first_writer)); });
+          spawn_opened(self, [self] { spawn_hub(self); });
+        } catch (const std::exception& e) {
+          end_opened(self);
+          return make_error(errc::store, std::string("cannot spawn the actors: ") + e.what());
+        }
         auto rp = self->make_response_promise<bool>();
         after_writer_caught_up(self, [rp]() mutable { rp.deliver(true); });
         return rp;
