@@ -85,6 +85,15 @@ watch_hub_state inspect_hub(Beehive& bh) {
   return out;
 }
 
+/// Asks the hub for a subscription (a watch_request or an event_watch_request); its id.
+template <class Request>
+std::uint64_t subscribe_with(caf::scoped_actor& self, const watch_hub_actor& hub, Request r) {
+  std::uint64_t sub = 0;
+  self->request(hub, caf::infinite, std::move(r))
+      .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
+  return sub;
+}
+
 TEST_F(WatchTest, WatchListGivesTheSnapshotThenLiveChanges) {
   auto w = widgets();
   auto a = w.create(ctx_, {"a", 1});
@@ -831,12 +840,7 @@ TEST_F(WatchTest, AnActorSubscribingAgainAndAgainIsMonitoredOnce) {
   auto subscriber = spawn_inbox(sys, std::make_shared<Inbox>());
   auto hub = bh_->watch_hub();
   caf::scoped_actor self{sys};
-  auto ask_id = [&](auto request) {
-    std::uint64_t sub = 0;
-    self->request(hub, caf::infinite, std::move(request))
-        .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
-    return sub;
-  };
+  auto ask_id = [&](auto request) { return subscribe_with(self, hub, std::move(request)); };
   auto subscribe_all = [&] {
     return std::vector<std::uint64_t>{
         ask_id(watch_request{widget_kind, std::nullopt, subscriber}),
@@ -945,10 +949,7 @@ TEST_F(WatchTest, APullReplacesOneGivenUpAndOneWaitingHearsTheEnd) {
   auto hub = bh_->watch_hub();
   caf::scoped_actor self{sys};
   auto subscribe = [&] {
-    std::uint64_t sub = 0;
-    self->request(hub, caf::infinite, watch_request{widget_kind, std::nullopt, subscriber, true})
-        .receive([&](std::uint64_t id) { sub = id; }, [](caf::error&) { FAIL(); });
-    return sub;
+    return subscribe_with(self, hub, watch_request{widget_kind, std::nullopt, subscriber, true});
   };
   auto sub = subscribe();
   self->request(hub, 5s, pull_atom::value, sub)
