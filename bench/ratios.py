@@ -175,6 +175,17 @@ def controller_table(res):
             lines.append(f"| {objects} | {workers} | {e['time'] / 1e3:.1f} | "
                          f"{_num(e.get('objects/s'), ',.0f')} | {_num(e.get('us/object'), '.1f')} "
                          f"| {_num(e.get('start_ms'), '.2f')} | {_cv(e)} |")
+    small = res.get("BM_ConvergeRequeueing/objects:1000")
+    large = res.get("BM_ConvergeRequeueing/objects:20000")
+    if small and large and small.get("us/object") and large.get("us/object"):
+        growth = large["us/object"] / small["us/object"]
+        lines += [
+            "",
+            "| every pass requeueing (4 workers) | µs/object at 1 000 | at 20 000 | growth |",
+            "|---|---:|---:|---:|",
+            f"| timers held by every object | {small['us/object']:.1f} | "
+            f"{large['us/object']:.1f} | {growth:.2f}x |",
+        ]
     raw, bh = res.get("BM_RawUpdateStatus"), res.get("BM_BeehiveUpdateStatus")
     if raw and bh and "time" in raw and "time" in bh:
         ratio = bh["time"] / raw["time"]
