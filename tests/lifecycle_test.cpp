@@ -515,6 +515,22 @@ TEST_F(LifecycleTest, AStopWithACancelledContextRollsBackAnOpenWithinBlock) {
   EXPECT_TRUE(widgets().list(ctx_).empty());  // nothing of the block
 }
 
+// A stop that gives up at once (its context already ended) while no within block is
+// open must not claim that it rolled one back: a caller would redo work that committed.
+TEST_F(LifecycleTest, AStopThatGivesUpWithNoBlockOpenDoesNotClaimARollback) {
+  auto w = widgets();
+  w.create(ctx_, {"kept", 1});
+  start();
+  auto [c, cancel] = Context{}.with_cancel();
+  cancel();
+  try {
+    stop_(c);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("within block"), std::string::npos) << e.what();
+  }
+  stop_ = nullptr;
+}
+
 TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
   register_widgets(with_concurrency(2));
   for (int i = 0; i < 10; ++i) widgets().create(ctx_, {"a", i});

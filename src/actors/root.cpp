@@ -386,8 +386,15 @@ void close_writer(Self self) {
   st.give_up = [self] {
     auto& st = self->state;
     if (!st.writer) return;
-    st.report.closed = false;
-    self->send(st.writer, abort_session_atom::value);
+    // Only a block the writer did roll back counts: one that committed first, or none
+    // at all, leaves the report saying that every block closed. The reply comes before
+    // the writer's down message, which finishes the stop.
+    self->request(st.writer, caf::infinite, abort_session_atom::value)
+        .then(
+            [self](bool rolled_back) {
+              if (rolled_back) self->state.report.closed = false;
+            },
+            [](caf::error&) {});
   };
   if (st.gave_up) std::exchange(st.give_up, nullptr)();
 }

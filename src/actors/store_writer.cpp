@@ -412,10 +412,15 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         }
         self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
       },
-      [&st](abort_session_atom) {
-        if (!st.engine->in_session()) return;
+      [self](abort_session_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (!st.engine->in_session()) return false;  // none open, or it ended first
         st.engine->abort_session(true);
-        run_deferred(st);  // serves what waited for the block: the shutdown above all
+        // Answered before what waited for the block runs: the shutdown among it quits.
+        auto rp = self->make_response_promise<bool>();
+        rp.deliver(true);
+        run_deferred(st);
+        return rp;
       },
       [self](shutdown_atom) {
         // After the last commit: subscribers learn that nothing more will come.
