@@ -41,9 +41,15 @@ WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
   ensure_running(ctx);
   ctx.throw_if_done();
   auto w = std::make_shared<BlockingWrite>();
-  if (auto txn = ContextAccess::transaction(ctx))
+  if (auto txn = ContextAccess::transaction(ctx)) {
+    // Calls from two threads would interleave the block's savepoints: a nested block's
+    // release or rollback could end the other thread's.
+    if (!txn->on_its_thread())
+      throw Error(errc::invalid_argument,
+                  "a within block's context was used on another thread than the block's; "
+                  "make the block's calls from the thread running it");
     w->session = txn->session();
-  else if (std::find(open_sessions.begin(), open_sessions.end(), this) != open_sessions.end())
+  } else if (std::find(open_sessions.begin(), open_sessions.end(), this) != open_sessions.end())
     throw Error(errc::invalid_argument,
                 "a write outside the within block open on this thread would wait for it "
                 "forever; use the context within passes to its function");

@@ -2,10 +2,14 @@
 
 // A `within` block's transaction as its contexts carry it: the runtime and writer
 // session it runs in, and the side effects to run after the outermost commit.
+//
+// Thread-safety: none. It belongs to the thread running the block (BeehiveCore::write
+// refuses its context on any other).
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <thread>
 #include <vector>
 
 namespace beehive::detail {
@@ -13,6 +17,10 @@ namespace beehive::detail {
 class Transaction {
  public:
   Transaction(const void* owner, std::uint64_t session) : owner_(owner), session_(session) {}
+
+  /// Whether the caller runs on the thread that opened the block. The block's calls
+  /// (its nested blocks' savepoints above all) must come one after another, from it.
+  bool on_its_thread() const { return std::this_thread::get_id() == thread_; }
 
   /// The runtime (BeehiveCore) whose within block opened it: the session exists on that
   /// runtime's writer only.
@@ -36,6 +44,7 @@ class Transaction {
  private:
   const void* owner_;
   std::uint64_t session_;
+  std::thread::id thread_ = std::this_thread::get_id();
   std::vector<std::function<void()>> post_commit_;
   std::vector<std::size_t> marks_;
 };

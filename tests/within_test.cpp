@@ -2,6 +2,7 @@
 // after the outermost commit.
 
 #include <map>
+#include <thread>
 
 #include "controller_fixture.hpp"
 
@@ -32,6 +33,27 @@ TEST_F(WithinTest, CommitsEverythingTogether) {
   EXPECT_EQ(got.conditions.size(), 1u);
   EXPECT_EQ(got.spec.size, 2);
   EXPECT_EQ(w.get_by_slug(ctx_, "child").id, child);
+}
+
+// A block's context belongs to the thread running the block. Used from another thread,
+// its calls would interleave with the block's own: a nested block's release could end
+// the other thread's savepoint, and a rollback then undo writes already reported done.
+// Another thread's call is refused, and writes nothing; the block goes on.
+TEST_F(WithinTest, ABlocksContextIsRefusedOnAnotherThread) {
+  auto w = widgets();
+  cc_->within(ctx_, [&](const Context& tx) {
+    w.create(tx, {"mine", 1}, with_slug("mine"));
+    std::thread([&] {
+      EXPECT_ERRC_WITH(w.create(tx, {"theirs", 1}, with_slug("theirs")), errc::invalid_argument,
+                       "another thread");
+      EXPECT_ERRC_WITH(cc_->within(tx, [&](const Context&) {}), errc::invalid_argument,
+                       "another thread");
+      EXPECT_ERRC_WITH(w.get_by_slug(tx, "mine"), errc::invalid_argument, "another thread");
+    }).join();
+    w.create(tx, {"mine too", 1}, with_slug("mine-too"));
+  });
+  EXPECT_EQ(w.list(ctx_).size(), 2u);
+  EXPECT_ERRC(w.get_by_slug(ctx_, "theirs"), errc::not_found);
 }
 
 TEST_F(WithinTest, ReadsWithTheBlocksContextSeeItsOwnWrites) {
