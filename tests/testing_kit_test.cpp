@@ -58,6 +58,14 @@ struct Counting {
   }
 };
 
+/// Starts `t`, creates one widget and settles: the widget's id.
+ObjectID start_with_one_widget(TestBeehive& t, Widgets& w) {
+  t.start();
+  auto id = w.create({}, {"red", 1}).id;
+  t.settle();
+  return id;
+}
+
 TEST(TestingKit, SettleReturnsOnceEveryPassACreateCausedHasRun) {
   TestBeehive t;
   Counting c;
@@ -80,9 +88,7 @@ TEST(TestingKit, ABackoffRunsExactlyWhenAdvancePassesItsDueTime) {
   Counting c;
   c.register_on(t.beehive(), /*fail_first=*/3);
   Widgets w(t.beehive(), widget_kind);
-  t.start();
-  auto id = w.create({}, {"red", 1}).id;
-  t.settle();
+  auto id = start_with_one_widget(t, w);
   EXPECT_EQ(c.of(id), 1);
   EXPECT_EQ(w.get_schedule({}, id).next_requeue_at, t.clock().now() + 1s);
   t.advance(999ms);
@@ -105,9 +111,7 @@ TEST(TestingKit, RequeueAfterAndResyncRunOnTheManualClock) {
   Counting c;
   c.register_on(t.beehive(), 0, /*requeue=*/5s);
   Widgets w(t.beehive(), widget_kind);
-  t.start();
-  auto id = w.create({}, {"red", 1}).id;
-  t.settle();
+  auto id = start_with_one_widget(t, w);
   EXPECT_EQ(c.of(id), 1);
   t.advance(4s);
   EXPECT_EQ(c.of(id), 1);
@@ -240,9 +244,7 @@ TEST(TestingKit, AClockAdvancedToItsEndFiresWhatWasDueOnceAndSettles) {
   Counting c;
   c.register_on(t.beehive(), 0, /*requeue=*/1h);
   Widgets w(t.beehive(), widget_kind);
-  t.start();
-  auto id = w.create({}, {"red", 1}).id;
-  t.settle();
+  auto id = start_with_one_widget(t, w);
   ASSERT_EQ(c.of(id), 1);
   t.advance(std::chrono::milliseconds::max());  // throws deadline_exceeded if it never settles
   EXPECT_EQ(t.clock().now(), Time::max());
@@ -266,9 +268,7 @@ TEST(TestingKit, NothingIsScheduledOnceTheBeehiveStopped) {
   Counting c;
   c.register_on(t.beehive(), 0, /*requeue=*/1h);
   Widgets w(t.beehive(), widget_kind);
-  t.start();
-  auto id = w.create({}, {"red", 1}).id;
-  t.settle();
+  auto id = start_with_one_widget(t, w);
   EXPECT_EQ(w.get_schedule({}, id).next_requeue_at, t.clock().now() + 1h);
   t.stop();
   EXPECT_EQ(w.get_schedule({}, id), Schedule{});
@@ -299,9 +299,7 @@ TEST(TestingKit, ATestInspectsTheActorsOfABeehiveThatOwnsItsActorSystem) {
   Counting c;
   c.register_on(t.beehive(), /*fail_first=*/1);
   Widgets w(t.beehive(), widget_kind);
-  t.start();
-  auto id = w.create({}, {"red", 1}).id;
-  t.settle();
+  auto id = start_with_one_widget(t, w);
   caf::scoped_actor self{actor_system_of(t.beehive())};
   auto controller = actor_handles(t.beehive()).controller(widget_kind);
   ASSERT_TRUE(controller.has_value());

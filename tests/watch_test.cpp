@@ -94,6 +94,23 @@ std::uint64_t subscribe_with(caf::scoped_actor& self, const watch_hub_actor& hub
   return sub;
 }
 
+/// The application's side of an actor subscription: an actor system of its own, an
+/// inbox actor subscribing, and a scoped actor asking the hub.
+struct ActorSide {
+  explicit ActorSide(watch_hub_actor h) : hub(std::move(h)) {}
+  /// Asks the hub for a subscription (a watch_request or an event_watch_request).
+  template <class Request>
+  std::uint64_t subscribe(Request r) {
+    return subscribe_with(self, hub, std::move(r));
+  }
+
+  watch_hub_actor hub;
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::actor subscriber = spawn_inbox(sys, std::make_shared<Inbox>());
+  caf::scoped_actor self{sys};
+};
+
 TEST_F(WatchTest, WatchListGivesTheSnapshotThenLiveChanges) {
   auto w = widgets();
   auto a = w.create(ctx_, {"a", 1});
@@ -835,21 +852,16 @@ TEST_F(WatchTest, AnActorSubscriptionEndsOnUnsubscribeAndWhenTheActorDies) {
 TEST_F(WatchTest, AnActorSubscribingAgainAndAgainIsMonitoredOnce) {
   auto w = widgets();
   auto o = w.create(ctx_, {"o", 0});
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  auto subscriber = spawn_inbox(sys, std::make_shared<Inbox>());
-  auto hub = bh_->watch_hub();
-  caf::scoped_actor self{sys};
-  auto ask_id = [&](auto request) { return subscribe_with(self, hub, std::move(request)); };
+  ActorSide side(bh_->watch_hub());
   auto subscribe_all = [&] {
     return std::vector<std::uint64_t>{
-        ask_id(watch_request{widget_kind, std::nullopt, subscriber}),
-        ask_id(watch_request{widget_kind, o.id, subscriber, true}),
-        ask_id(event_watch_request{o.id, {}, subscriber}),
+        side.subscribe(watch_request{widget_kind, std::nullopt, side.subscriber}),
+        side.subscribe(watch_request{widget_kind, o.id, side.subscriber, true}),
+        side.subscribe(event_watch_request{o.id, {}, side.subscriber}),
     };
   };
   auto unsubscribe = [&](const std::vector<std::uint64_t>& subs) {
-    for (auto id : subs) self->send(hub, unsubscribe_atom::value, id);
+    for (auto id : subs) side.self->send(side.hub, unsubscribe_atom::value, id);
   };
   auto subs = subscribe_all();
   auto st = inspect_hub(*bh_);
@@ -866,7 +878,7 @@ TEST_F(WatchTest, AnActorSubscribingAgainAndAgainIsMonitoredOnce) {
   EXPECT_EQ(st.monitored, 0u);
   // Subscribed again and gone: its down message ends its watches and the monitor.
   subscribe_all();
-  caf::anon_send_exit(subscriber, caf::exit_reason::kill);
+  caf::anon_send_exit(side.subscriber, caf::exit_reason::kill);
   EXPECT_TRUE(eventually([&] {
     st = inspect_hub(*bh_);
     return st.object_watches + st.event_watches == 0 && st.monitored == 0;
@@ -943,23 +955,19 @@ TEST_F(WatchTest, AnActorPullsConflatedChanges) {
 TEST_F(WatchTest, APullReplacesOneGivenUpAndOneWaitingHearsTheEnd) {
   auto w = widgets();
   auto o = w.create(ctx_, {"o", 0});
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  auto subscriber = spawn_inbox(sys, std::make_shared<Inbox>());
-  auto hub = bh_->watch_hub();
-  caf::scoped_actor self{sys};
+  ActorSide side(bh_->watch_hub());
   auto subscribe = [&] {
-    return subscribe_with(self, hub, watch_request{widget_kind, std::nullopt, subscriber, true});
+    return side.subscribe(watch_request{widget_kind, std::nullopt, side.subscriber, true});
   };
   auto sub = subscribe();
-  self->request(hub, 5s, pull_atom::value, sub)
+  side.self->request(side.hub, 5s, pull_atom::value, sub)
       .receive([](std::vector<object_change>&) {}, [](caf::error&) { FAIL(); });  // the snapshot
   std::optional<errc> gave_up;
-  self->request(hub, 50ms, pull_atom::value, sub)
+  side.self->request(side.hub, 50ms, pull_atom::value, sub)
       .receive([](std::vector<object_change>&) { FAIL() << "nothing was pending"; },
                [&](caf::error& e) { gave_up = to_errc(e); });
   EXPECT_EQ(gave_up, errc::deadline_exceeded);
-  auto next = self->request(hub, 5s, pull_atom::value, sub);
+  auto next = side.self->request(side.hub, 5s, pull_atom::value, sub);
   w.update(ctx_, o.id, {"o", 1});
   std::vector<object_change> got;
   std::move(next).receive([&](std::vector<object_change>& cs) { got = std::move(cs); },
@@ -967,18 +975,18 @@ TEST_F(WatchTest, APullReplacesOneGivenUpAndOneWaitingHearsTheEnd) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].row.meta.id, o.id);
 
-  auto waiting = self->request(hub, 5s, pull_atom::value, sub);
-  caf::anon_send(hub, unsubscribe_atom::value, sub);
+  auto waiting = side.self->request(side.hub, 5s, pull_atom::value, sub);
+  caf::anon_send(side.hub, unsubscribe_atom::value, sub);
   std::optional<errc> ended;
   std::move(waiting).receive([](std::vector<object_change>&) { FAIL() << "nothing changed"; },
                              [&](caf::error& e) { ended = to_errc(e); });
   EXPECT_EQ(ended, errc::not_found);
 
   std::optional<errc> refused;
-  self->request(hub, 5s, watch_request{widget_kind, std::nullopt, caf::actor{}, true})
+  side.self->request(side.hub, 5s, watch_request{widget_kind, std::nullopt, caf::actor{}, true})
       .receive([](std::uint64_t) { FAIL(); }, [&](caf::error& e) { refused = to_errc(e); });
   EXPECT_EQ(refused, errc::invalid_argument);
-  caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(side.subscriber, caf::exit_reason::user_shutdown);
 }
 
 // `unsubscribe_atom` + an actor to the writer ends an application's commit-record
