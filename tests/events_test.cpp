@@ -9,6 +9,7 @@
 #include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
+#include "store/event_sweep.hpp"  // private: the sweep's page size
 #include "support/stepped_clock.hpp"
 
 namespace beehive::test {
@@ -703,6 +704,163 @@ TEST_F(EventsTest, EachKindKeepsItsOwnRetention) {
   EXPECT_EQ(w.list_events(ctx_, o.id).size(), 2u);
   EXPECT_EQ(w.list_events(ctx_, quiet.id).size(), 2u);
   EXPECT_TRUE(gadgets.list_events(ctx_, g.id).empty());
+}
+
+/// Lowers the runs a retention sweep reads or removes per transaction, for a test's length.
+class SweepPage {
+ public:
+  explicit SweepPage(int runs) : was_(store::event_sweep_page_runs.exchange(runs)) {}
+  ~SweepPage() { store::event_sweep_page_runs = was_; }
+
+ private:
+  int was_;
+};
+
+/// Transactions the store writer has committed.
+std::uint64_t writer_transactions(Beehive& bh) {
+  auto writer = bh.store_writer();
+  caf::scoped_actor self{writer->home_system()};
+  std::uint64_t n = 0;
+  self->request(writer, caf::infinite, inspect_atom::value)
+      .receive([&](const store_writer_state& st) { n = st.transactions; },
+               [](caf::error&) { ADD_FAILURE(); });
+  return n;
+}
+
+/// A sweep through the store writer under `policy`; returns the runs it removed.
+int sweep_with(Beehive& bh, const trim_events_request& policy) {
+  auto writer = bh.store_writer();
+  caf::scoped_actor self{writer->home_system()};
+  int removed = -1;
+  self->request(writer, caf::infinite, policy)
+      .receive([&](int n) { removed = n; }, [](caf::error& e) { ADD_FAILURE() << to_string(e); });
+  return removed;
+}
+
+/// Widgets keep 2 runs per category, gadgets none older than an hour: a policy no sweep
+/// of the event log ran under, so that its first sweep goes through every run.
+trim_events_request two_widget_runs_and_an_hour_of_gadgets() {
+  trim_events_request policy;
+  policy.retention.emplace_back(widget_kind, event_retention{2, 0ms});
+  policy.retention.emplace_back(gadget_kind, event_retention{0, 1h});
+  return policy;
+}
+
+// A sweep with much to trim commits it a page at a time (writes wait behind a page, not
+// behind the whole sweep), and keeps exactly the runs a sweep in one transaction keeps:
+// the count bound's pages go through every object, the age bound's through every kind;
+// the next sweep, which reads only the runs written since, is paged the same way.
+TEST_F(EventsTest, ARetentionSweepWithMuchToTrimCommitsPageByPageAndKeepsTheSameRuns) {
+  SweepPage small(3);
+  open(with_event_retention(0, 0ms));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto gadget_cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, gadget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto w = widgets();
+  Widgets gadgets(*bh_, gadget_kind);
+  auto flap = [](auto record, ObjectID id, const std::string& category, int runs) {
+    for (int i = 0; i < runs; ++i)
+      record(id, EventSpec{category, i % 2 ? EventType::Warning : EventType::Normal,
+                           std::string("R").append(std::to_string(i))});
+  };
+  auto widget_event = [&](ObjectID id, EventSpec e) { cc_->record_event(ctx_, id, e); };
+  auto gadget_event = [&](ObjectID id, EventSpec e) { gadget_cc.record_event(ctx_, id, e); };
+  std::vector<ObjectID> ws, gs;
+  for (int i = 0; i < 5; ++i) {
+    auto o = w.create(ctx_, {std::string("w").append(std::to_string(i)), i});
+    flap(widget_event, o.id, "a", 4);
+    flap(widget_event, o.id, "b", 3);
+    ws.push_back(o.id);
+    if (i % 2) {  // gadgets between the widgets: pages mix kinds
+      auto g = gadgets.create(ctx_, {std::string("g").append(std::to_string(i)), i});
+      flap(gadget_event, g.id, "a", 5);
+      gs.push_back(g.id);
+    }
+  }
+  clock_->advance(2h);
+  for (auto g : gs) gadget_event(g, EventSpec{"a", EventType::Normal, "Young"});
+  start();
+  settle();
+  auto policy = two_widget_runs_and_an_hour_of_gadgets();
+  auto before = writer_transactions(*bh_);
+  EXPECT_EQ(sweep_with(*bh_, policy), 5 * (2 + 1) + 2 * 5);
+  EXPECT_GT(writer_transactions(*bh_) - before, 5u);  // 47 runs read, 10 removed by age
+  auto reasons = [](const std::vector<Event>& runs) {
+    std::vector<std::string> out;
+    for (auto& e : runs) out.push_back(e.reason);
+    return out;
+  };
+  for (auto id : ws) {
+    EXPECT_EQ(reasons(w.list_events(ctx_, id, with_event_category("a"))),
+              (std::vector<std::string>{"R3", "R2"}));
+    EXPECT_EQ(reasons(w.list_events(ctx_, id, with_event_category("b"))),
+              (std::vector<std::string>{"R2", "R1"}));
+  }
+  for (auto g : gs)
+    EXPECT_EQ(reasons(gadgets.list_events(ctx_, g)), std::vector<std::string>{"Young"});
+
+  // The next sweep under the same policy: the runs written since, a page at a time.
+  for (auto id : {ws[1], ws[3]}) flap(widget_event, id, "b", 4);
+  before = writer_transactions(*bh_);
+  EXPECT_EQ(sweep_with(*bh_, policy), 2 * 4);
+  EXPECT_GT(writer_transactions(*bh_) - before, 1u);
+  for (auto id : {ws[1], ws[3]})
+    EXPECT_EQ(reasons(w.list_events(ctx_, id, with_event_category("b"))),
+              (std::vector<std::string>{"R3", "R2"}));
+
+  // A sweep with less than a page to do is one transaction.
+  store::event_sweep_page_runs = 10000;
+  flap(widget_event, ws[0], "b", 4);
+  before = writer_transactions(*bh_);
+  EXPECT_EQ(sweep_with(*bh_, policy), 4);  // 2 runs kept and 4 written
+  EXPECT_EQ(writer_transactions(*bh_) - before, 1u);
+}
+
+// What is asked of the writer while a sweep is under way is served between its pages:
+// here a create that arrived right behind the sweep is answered before the sweep is.
+TEST_F(EventsTest, AWriteAskedForDuringASweepIsServedBetweenItsPages) {
+  SweepPage small(2);
+  open(with_event_retention(0, 0ms));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto o = w.create(ctx_, {std::string("w").append(std::to_string(i)), i});
+    for (int r = 0; r < 3; ++r)
+      emit(o.id, "a", r % 2 ? EventType::Warning : EventType::Normal,
+           std::string("R").append(std::to_string(r)));
+    ids.push_back(o.id);
+  }
+  start();
+  settle();
+  auto writer = bh_->store_writer();
+  caf::scoped_actor self{writer->home_system()};
+  caf::scoped_actor inspector{writer->home_system()};
+  auto deferred = [&] {
+    std::size_t n = 0;
+    inspector->request(writer, caf::infinite, inspect_atom::value)
+        .receive([&](const store_writer_state& st) { n = st.deferred; },
+                 [](caf::error&) { ADD_FAILURE(); });
+    return n;
+  };
+  // Both arrive while a within block holds the writer, in this order: once it commits,
+  // the sweep's first page runs, then the create, then the sweep's other pages.
+  cc_->within(ctx_, [&](const Context& tx) {
+    w.update(tx, ids[0], {"w0", 100});
+    self->send(writer, two_widget_runs_and_an_hour_of_gadgets());
+    self->send(writer, create_request{widget_kind, nlohmann::json(WidgetSpec{"late", 1}).dump()});
+    ASSERT_TRUE(eventually([&] { return deferred() == 2; }));
+  });
+  std::vector<std::string> answers;
+  for (int i = 0; i < 2; ++i)
+    self->receive([&](const ObjectRow&) { answers.push_back("create"); },
+                  [&](int removed) {
+                    answers.push_back("sweep");
+                    EXPECT_EQ(removed, 3);
+                  },
+                  caf::after(std::chrono::seconds(10)) >> [&] { answers.push_back("timeout"); });
+  EXPECT_EQ(answers, (std::vector<std::string>{"create", "sweep"}));
+  for (auto id : ids) EXPECT_EQ(w.list_events(ctx_, id).size(), 2u);
 }
 
 TEST_F(EventsTest, EventsCascadeWithTheirObject) {

@@ -41,6 +41,8 @@ using poll_foreign_atom = caf::atom_constant<caf::atom("pollfor")>;
 /// The store heard of another process's commit (Backend::on_foreign_commit): look now,
 /// without re-arming the poll.
 using foreign_commit_atom = caf::atom_constant<caf::atom("foreign")>;
+/// Run the next page of the retention sweep in progress (see StoreWriterState::sweeps).
+using sweep_page_atom = caf::atom_constant<caf::atom("sweeppage")>;
 /// Names the watch hub: it gets commit records only while it has watches (WatchHubFeed).
 using hub_atom = caf::atom_constant<caf::atom("hub")>;
 

@@ -269,6 +269,57 @@ struct WriteHandler {
   }
 };
 
+/// Ends the sweeps asked for with `err` (the writer is going).
+void refuse_sweeps(StoreWriterState& st, const caf::error& err) {
+  for (auto& s : std::exchange(st.sweeps, {})) s.rp.deliver(err);
+}
+
+/// Runs the next page of the first sweep asked for (after the open session, if one is),
+/// and asks for the page after it behind what came meanwhile.
+void sweep_page(Self self) {
+  auto& st = self->state;
+  if (st.sweeps.empty()) return;
+  if (st.engine->in_session()) {
+    st.deferred.push_back(
+        {[self] { sweep_page(self); },
+         [&st] { refuse_sweeps(st, make_error(errc::stopped, "beehive stopped")); }});
+    return;
+  }
+  auto& s = st.sweeps.front();
+  try {
+    s.removed += store::take_reply<int>(st.engine->execute(WriteOp{s.policy}, {}));
+    if (st.engine->sweeping()) {
+      self->send(self, sweep_page_atom::value);
+      return;
+    }
+    s.rp.deliver(s.removed);
+  } catch (const Error& e) {
+    s.rp.deliver(make_error(e.value(), e.message()));
+  } catch (const std::exception& e) {
+    s.rp.deliver(make_error(errc::store, e.what()));
+  }
+  st.sweeps.pop_front();
+  if (!st.sweeps.empty()) self->send(self, sweep_page_atom::value);
+}
+
+/// A retention sweep: checked, then queued behind the sweeps asked for before it.
+template <>
+struct WriteHandler<trim_events_request> {
+  Self self;
+  caf::typed_response_promise<int> operator()(const trim_events_request& r) const {
+    auto& st = self->state;
+    auto rp = self->make_response_promise<int>();
+    try {
+      st.sweeps.push_back({store::prepare_request(r, st.cfg->schema_versions), rp});
+    } catch (const Error& e) {
+      rp.deliver(make_error(e.value(), e.message()));
+      return rp;
+    }
+    if (st.sweeps.size() == 1) sweep_page(self);
+    return rp;
+  }
+};
+
 /// One handler per read request: handed to the store_reader. A read that arrives while a
 /// within block is open waits for the block to end, so that it sees the block's outcome.
 template <class Request>
@@ -397,7 +448,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [&st](retire_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
-      [&st](serve_queue_atom) { serve_queue(st); },
+      [&st](serve_queue_atom) { serve_queue(st); }, [self](sweep_page_atom) { sweep_page(self); },
       [self](foreign_commit_atom) {
         try {
           self->state.engine->publish_foreign_commits();
@@ -437,6 +488,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
               caf::anon_send(s.actor, shutdown_atom::value);
           }
           if (st.hub) caf::anon_send(st.hub, shutdown_atom::value);
+          refuse_sweeps(st, make_error(errc::stopped, "beehive stopped"));
           self->quit();
         };
         if (self->state.engine->in_session())

@@ -101,7 +101,7 @@ using store_writer_impl = store_writer_actor::extend<
     caf::replies_to<abort_session_atom>::with<bool>, caf::reacts_to<poll_foreign_atom>,
     caf::reacts_to<foreign_commit_atom>, caf::reacts_to<hub_atom, caf::actor>,
     caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>,
-    caf::reacts_to<retire_atom, caf::actor>>;
+    caf::reacts_to<retire_atom, caf::actor>, caf::reacts_to<sweep_page_atom>>;
 
 /// The application's commit-record subscribers (`subscribe_atom` + an actor), kept
 /// across writer restarts: a restarted writer serves them from its first commit.
@@ -165,6 +165,15 @@ struct StoreWriterState {
   };
   std::deque<Deferred> deferred;
   bool running_deferred = false;
+  /// Retention sweeps asked for, in order; the first is in progress. It runs a page at a
+  /// time, each page sending `sweep_page_atom` for the next, so that what arrives
+  /// meanwhile (writes above all) is served between its pages, not after all of them.
+  struct Sweep {
+    trim_events_request policy;
+    caf::typed_response_promise<int> rp;
+    int removed = 0;
+  };
+  std::deque<Sweep> sweeps;
   bool closed = false;  // shut down: whatever is still deferred is refused
 
   static inline const char* name = "beehive.store_writer";

@@ -261,17 +261,25 @@ class Writer : public Reader {
                             std::int64_t resource_version) = 0;
   /// The highest resource version of any run (0 when there are none).
   virtual std::int64_t events_high_water() = 0;
-  /// Kinds with a run written above resource version `since`; every kind with runs when
-  /// `since` < 0.
-  virtual std::vector<GroupKind> kinds_with_runs_since(std::int64_t since) = 0;
+  /// A retention sweep's page goes through the objects with runs in id order. Of the
+  /// runs written above resource version `since` (every run when `since` < 0) of the
+  /// objects after `after`, in object order: the object of the `runs`-th one, which ends
+  /// the page; nothing when fewer are left (the page goes to the end).
+  virtual std::optional<ObjectID> event_page_end(std::int64_t since, ObjectID after, int runs) = 0;
+  /// Kinds with a run written above `since` (any run when `since` < 0) of an object in
+  /// (after, upto].
+  virtual std::vector<GroupKind> kinds_with_runs_in(std::int64_t since, ObjectID after,
+                                                    ObjectID upto) = 0;
   /// Kinds with a run last written before `before`.
   virtual std::vector<GroupKind> kinds_with_runs_before(Time before) = 0;
   /// Keeps the newest `per_object` (> 0) runs per (object, category) of the kind's
-  /// objects, looking only at the (object, category) pairs with a run written above
-  /// `since` (all when `since` < 0); returns the number removed.
-  virtual int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) = 0;
-  /// Removes the kind's runs last written before `before`; returns the number removed.
-  virtual int trim_old_events(const GroupKind& gk, Time before) = 0;
+  /// objects in (after, upto], looking only at the (object, category) pairs with a run
+  /// written above `since` (all when `since` < 0); returns the number removed.
+  virtual int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since,
+                              ObjectID after, ObjectID upto) = 0;
+  /// Removes at most `limit` of the kind's runs last written before `before`; returns
+  /// the number removed.
+  virtual int trim_old_events(const GroupKind& gk, Time before, int limit) = 0;
 
   /// Nested transactions, named by depth.
   virtual void savepoint(int depth) = 0;

@@ -319,8 +319,15 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
   if (batching_) ops.leave_slugs_to_the_database();
   ops.limit_change_log_trim(trim_limit());
   ops.correct_clock_steps(clock_steps_);
-  next_sweep_mark_.reset();
-  if (!session_) ops.continue_sweep(sweep_mark_, next_sweep_mark_);
+  if (auto* t = std::get_if<trim_events_request>(&op); t && !session_) {
+    if (!sweep_ || !same_policy(sweep_->policy, *t)) {
+      sweep_.emplace();
+      sweep_->policy = *t;
+      sweep_->since = continues(sweep_mark_, *t) ? sweep_mark_.high_water : -1;
+    }
+    page_ = *sweep_;  // kept only if the page commits
+    ops.sweep_in_pages(page_, event_sweep_page_runs.load(std::memory_order_relaxed));
+  }
   WriteReply reply;
   std::visit(
       [&](const auto& r) {
@@ -374,6 +381,7 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
     return w.cascade_candidates(1).empty() && w.collectible(1).empty();
   if (auto* t = std::get_if<trim_events_request>(&op)) {
     if (!t->fallback && t->retention.empty()) return true;
+    if (sweep_ && same_policy(sweep_->policy, *t)) return false;  // pages left to go
     // No run written since the last sweep, and none old enough to go.
     if (!continues(sweep_mark_, *t) || w.events_high_water() > sweep_mark_.high_water) return false;
     auto latest = latest_age_cutoff(*t, cfg_.clock->now());
@@ -445,10 +453,19 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
     timed_commit();
   } catch (...) {
     w.rollback();
+    // A sweep that failed starts again, from the last finished sweep's mark.
+    if (std::holds_alternative<trim_events_request>(op)) sweep_.reset();
     throw;
   }
   committed(since);
-  if (next_sweep_mark_) sweep_mark_ = std::move(*std::exchange(next_sweep_mark_, std::nullopt));
+  if (std::holds_alternative<trim_events_request>(op)) {
+    if (!page_.done) {
+      sweep_ = std::move(page_);
+    } else {
+      sweep_mark_ = EventSweepMark{std::move(page_.policy), page_.high_water.value_or(-1)};
+      sweep_.reset();
+    }
+  }
   if (std::holds_alternative<trim_change_log_request>(op)) clock_steps_.clear();
   publish(rec);
   return reply;

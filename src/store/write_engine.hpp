@@ -32,7 +32,7 @@
 
 #include "store/backend.hpp"
 #include "store/clock_step.hpp"
-#include "store/event_sweep_mark.hpp"
+#include "store/event_sweep.hpp"
 
 namespace beehive::store {
 
@@ -223,6 +223,9 @@ class WriteEngine {
   std::uint64_t aborted_session() const { return aborted_session_; }
   /// Transactions committed.
   std::uint64_t transactions() const { return transactions_; }
+  /// An event-retention sweep has committed pages and has more to go: the next
+  /// trim_events_request with its policy runs its next page.
+  bool sweeping() const { return sweep_.has_value(); }
   /// How long the last COMMIT took.
   std::chrono::steady_clock::duration last_commit_took() const { return last_commit_; }
   Writer& writer() { return *cfg_.writer; }
@@ -278,10 +281,11 @@ class WriteEngine {
   // the engine stands in them (cfg_.cursor's).
   std::int64_t data_version_ = 0;
   ForeignCursor* cursor_ = nullptr;
-  // The last committed event-retention sweep's mark, and the one the sweep in flight
-  // leaves once it commits.
+  // The last finished event-retention sweep's mark; the sweep in progress, as its last
+  // committed page left it; and the page in flight's copy of it, kept once it commits.
   EventSweepMark sweep_mark_;
-  std::optional<EventSweepMark> next_sweep_mark_;
+  std::optional<EventSweep> sweep_;
+  EventSweep page_;
   // The latest time a write was stamped with (at first, the change log's newest entry's),
   // and the steps back of the clock the next change-log trim corrects.
   std::optional<Time> latest_stamp_;

@@ -338,20 +338,47 @@ Event WriteOps::record_event(const GroupKind& gk, ObjectID id, const EventSpec& 
 }
 
 int WriteOps::trim_events(const trim_events_request& policy) {
+  if (sweep_) return sweep_page(*sweep_, page_);
+  EventSweep whole;
+  whole.policy = policy;
   int removed = 0;
-  if (!policy.fallback && policy.retention.empty()) return removed;  // keep everything
+  while (!whole.done) removed += sweep_page(whole, std::numeric_limits<int>::max());
+  return removed;
+}
+
+int WriteOps::sweep_page(EventSweep& s, int page) {
+  int removed = 0;
+  auto& policy = s.policy;
+  if (!policy.fallback && policy.retention.empty()) {  // keep everything
+    s.done = true;
+    return removed;
+  }
   // Read first: a run written after this read is above it, and the next sweep sees it.
-  auto high_water = w_.events_high_water();
-  std::int64_t since =
-      last_sweep_ && continues(*last_sweep_, policy) ? last_sweep_->high_water : -1;
-  for (auto& gk : w_.kinds_with_runs_since(since))
-    if (auto r = retention_for(policy, gk); r && r->per_object > 0)
-      removed += w_.trim_event_runs(gk, r->per_object, since);
-  if (auto latest = latest_age_cutoff(policy, now_))
-    for (auto& gk : w_.kinds_with_runs_before(*latest))
-      if (auto r = retention_for(policy, gk); r && r->max_age.count() > 0)
-        removed += w_.trim_old_events(gk, age_cutoff(now_, r->max_age));
-  if (next_sweep_) *next_sweep_ = EventSweepMark{policy, high_water};
+  if (!s.high_water) s.high_water = w_.events_high_water();
+  if (!s.counted) {
+    auto end = w_.event_page_end(s.since, s.after, page);
+    ObjectID upto = end.value_or(std::numeric_limits<ObjectID>::max());
+    for (auto& gk : w_.kinds_with_runs_in(s.since, s.after, upto))
+      if (auto r = retention_for(policy, gk); r && r->per_object > 0)
+        removed += w_.trim_event_runs(gk, r->per_object, s.since, s.after, upto);
+    s.after = upto;
+    s.counted = !end;
+    if (!s.counted) return removed;  // a page's runs read: the rest in the next one
+  }
+  if (!s.aging) {
+    s.aging.emplace();
+    if (auto latest = latest_age_cutoff(policy, now_))
+      for (auto& gk : w_.kinds_with_runs_before(*latest))
+        if (auto r = retention_for(policy, gk); r && r->max_age.count() > 0) s.aging->push_back(gk);
+  }
+  for (int left = page; !s.aging->empty() && left > 0;) {
+    auto& gk = s.aging->back();
+    int n = w_.trim_old_events(gk, age_cutoff(now_, retention_for(policy, gk)->max_age), left);
+    removed += n;
+    if (n < left) s.aging->pop_back();  // fewer than it could: none left
+    left -= n;
+  }
+  s.done = s.aging->empty();
   return removed;
 }
 

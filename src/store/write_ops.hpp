@@ -21,7 +21,7 @@
 
 #include "store/backend.hpp"
 #include "store/clock_step.hpp"
-#include "store/event_sweep_mark.hpp"
+#include "store/event_sweep.hpp"
 
 namespace beehive::store {
 
@@ -53,11 +53,12 @@ class WriteOps {
   /// clock would hold every later one until the clock caught up with it. `steps` must
   /// outlive the WriteOps.
   void correct_clock_steps(const std::vector<ClockStep>& steps) { clock_steps_ = &steps; }
-  /// An event-retention sweep continues from `last` (the last committed sweep's mark)
-  /// and leaves its own in `next`; without this it looks at every (object, category).
-  void continue_sweep(const EventSweepMark& last, std::optional<EventSweepMark>& next) {
-    last_sweep_ = &last;
-    next_sweep_ = &next;
+  /// An event-retention sweep runs the next page of `sweep` (which must outlive the
+  /// WriteOps), of about `page` runs; without this it runs a whole sweep that looks at
+  /// every (object, category).
+  void sweep_in_pages(EventSweep& sweep, int page) {
+    sweep_ = &sweep;
+    page_ = page;
   }
 
   /// How each request of requests.hpp applies: one overload per request, replying its
@@ -138,6 +139,8 @@ class WriteOps {
   Event record_event(const GroupKind& gk, ObjectID id, const EventSpec& e);
   /// Applies event retention to every kind with events; returns the runs removed.
   int trim_events(const trim_events_request& policy);
+  /// Runs the next page of `sweep`, of about `page` runs; returns the runs removed.
+  int sweep_page(EventSweep& sweep, int page);
 
   /// Garbage collection: soft-deletes the live children of deletion-pending owners and
   /// removes collectible rows, repeating while that unblocks more, until `budget` rows
@@ -176,8 +179,8 @@ class WriteOps {
   bool slugs_by_constraint_ = false;
   std::int64_t trim_at_most_ = std::numeric_limits<std::int64_t>::max();
   const std::vector<ClockStep>* clock_steps_ = nullptr;
-  const EventSweepMark* last_sweep_ = nullptr;
-  std::optional<EventSweepMark>* next_sweep_ = nullptr;
+  EventSweep* sweep_ = nullptr;
+  int page_ = 0;
   std::unordered_set<ObjectID> woken_;  // released targets already woken by this write
 };
 

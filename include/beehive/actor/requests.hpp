@@ -235,7 +235,9 @@ struct collect_request {
 
 /// One retention sweep: trims every kind's event timelines by `retention` (per kind;
 /// `fallback` for kinds not listed; nothing when neither applies). Replies the number of
-/// runs removed.
+/// runs removed, once the whole sweep has committed. A sweep with much to trim commits
+/// it in pages of about 10 000 runs; what the writer is asked meanwhile is served
+/// between them. Sweeps asked for while one runs follow it, in order.
 struct trim_events_request {
   using reply_type = int;
   static constexpr const char* type_name = "beehive::trim_events_request";
@@ -260,8 +262,8 @@ using write_request_types =
               remove_dependency_request, record_event_request, add_finalizer_request,
               set_labels_request, log_requeue_request>;
 
-/// Beehive's own maintenance writes (gc and event_log send them), each a transaction of
-/// its own.
+/// Beehive's own maintenance writes (gc and event_log send them), each in transactions
+/// of its own (a sweep may take several, see trim_events_request).
 using maintenance_request_types =
     type_list<collect_request, trim_events_request, trim_change_log_request>;
 

@@ -210,24 +210,35 @@ std::string sql_for(Q q) {
              "detail = $3, last_at = $4, resource_version = $5 WHERE id = $1";
     case Q::events_high_water:
       return "SELECT coalesce(max(resource_version), 0) FROM events";
-    case Q::kinds_with_events:
-      return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
-             WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
-    case Q::kinds_with_runs_since:
+    case Q::event_page_end:
+      return R"sql(SELECT object_id FROM events WHERE object_id > $1::bigint
+             ORDER BY object_id LIMIT 1 OFFSET $2::bigint - 1)sql";
+    case Q::event_page_end_since:
+      return R"sql(SELECT object_id FROM events
+             WHERE resource_version > $3::bigint AND object_id > $1::bigint
+             ORDER BY object_id LIMIT 1 OFFSET $2::bigint - 1)sql";
+    case Q::kinds_with_runs_in:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
-             JOIN objects AS o ON o.id = e.object_id WHERE e.resource_version > $1::bigint)sql";
+             JOIN objects AS o ON o.id = e.object_id
+             WHERE e.object_id > $1::bigint AND e.object_id <= $2::bigint)sql";
+    case Q::kinds_with_runs_in_since:
+      return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
+             JOIN objects AS o ON o.id = e.object_id WHERE e.resource_version > $3::bigint
+             AND e.object_id > $1::bigint AND e.object_id <= $2::bigint)sql";
     case Q::kinds_with_runs_before:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
              JOIN objects AS o ON o.id = e.object_id WHERE e.last_at < $1::bigint)sql";
     case Q::trim_event_runs:
       // Newest by id, as the current run is (current_run): a clock stepped back gives the
       // current run an older last_at than the run before it, which must not outlive it.
+      // The page's objects only.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT id FROM (
                  SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
                                                  ORDER BY e.id DESC) AS n
                  FROM events AS e JOIN objects AS o ON o.id = e.object_id
-                 WHERE o."group" = $1 AND o.kind = $2) AS ranked
+                 WHERE e.object_id > $4::bigint AND e.object_id <= $5::bigint
+                   AND o."group" = $1 AND o.kind = $2) AS ranked
                WHERE n > $3::bigint))sql";
     case Q::trim_event_runs_since:
       // As trim_event_runs, in the (object, category) pairs that gained a run above $4
@@ -237,7 +248,8 @@ std::string sql_for(Q q) {
                  SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
                                                  ORDER BY e.id DESC) AS n
                  FROM (SELECT DISTINCT object_id, category FROM events
-                       WHERE resource_version > $4::bigint) AS p
+                       WHERE resource_version > $4::bigint
+                         AND object_id > $5::bigint AND object_id <= $6::bigint) AS p
                  JOIN objects AS o ON o.id = p.object_id
                  JOIN events AS e ON e.object_id = p.object_id AND e.category = p.category
                  WHERE o."group" = $1 AND o.kind = $2) AS ranked
@@ -245,7 +257,8 @@ std::string sql_for(Q q) {
     case Q::trim_old_events:
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT e.id FROM events AS e JOIN objects AS o ON o.id = e.object_id
-               WHERE e.last_at < $3::bigint AND o."group" = $1 AND o.kind = $2))sql";
+               WHERE e.last_at < $3::bigint AND o."group" = $1 AND o.kind = $2
+               LIMIT $4::bigint))sql";
     case Q::set_labels:
       return "UPDATE objects SET labels = $2, resource_version = $3, updated_at = $4 WHERE id = $1";
     case Q::delete_labels:

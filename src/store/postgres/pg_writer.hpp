@@ -92,10 +92,13 @@ class PgWriter : public Reading<Writer> {
   void extend_event(EventID id, const std::string& message,
                     const std::optional<std::string>& detail, Time now, std::int64_t rv) override;
   std::int64_t events_high_water() override;
-  std::vector<GroupKind> kinds_with_runs_since(std::int64_t since) override;
+  std::optional<ObjectID> event_page_end(std::int64_t since, ObjectID after, int runs) override;
+  std::vector<GroupKind> kinds_with_runs_in(std::int64_t since, ObjectID after,
+                                            ObjectID upto) override;
   std::vector<GroupKind> kinds_with_runs_before(Time before) override;
-  int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) override;
-  int trim_old_events(const GroupKind& gk, Time before) override;
+  int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since, ObjectID after,
+                      ObjectID upto) override;
+  int trim_old_events(const GroupKind& gk, Time before, int limit) override;
 
   void savepoint(int depth) override;
   void release(int depth) override;

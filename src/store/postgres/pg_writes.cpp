@@ -218,25 +218,38 @@ std::vector<GroupKind> kinds_of(const Result& r) {
 
 }  // namespace
 
-std::vector<GroupKind> PgWriter::kinds_with_runs_since(std::int64_t since) {
-  if (since < 0) return kinds_of(run(conn_, Q::kinds_with_events));
-  return kinds_of(run(conn_, Q::kinds_with_runs_since, Params().add(since)));
+std::optional<ObjectID> PgWriter::event_page_end(std::int64_t since, ObjectID after, int runs) {
+  Params p;
+  p.add(after).add(std::int64_t{runs});
+  auto r = since < 0 ? run(conn_, Q::event_page_end, p)
+                     : run(conn_, Q::event_page_end_since, p.add(since));
+  if (r.rows() == 0) return std::nullopt;
+  return r.i64(0, 0);
+}
+
+std::vector<GroupKind> PgWriter::kinds_with_runs_in(std::int64_t since, ObjectID after,
+                                                    ObjectID upto) {
+  Params p;
+  p.add(after).add(upto);
+  if (since < 0) return kinds_of(run(conn_, Q::kinds_with_runs_in, p));
+  return kinds_of(run(conn_, Q::kinds_with_runs_in_since, p.add(since)));
 }
 
 std::vector<GroupKind> PgWriter::kinds_with_runs_before(Time before) {
   return kinds_of(run(conn_, Q::kinds_with_runs_before, Params().add(to_millis(before))));
 }
 
-int PgWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) {
+int PgWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since,
+                              ObjectID after, ObjectID upto) {
   Params p;
   p.add(gk.group).add(gk.kind).add(std::int64_t{per_object});
-  if (since < 0) return write_now(Q::trim_event_runs, p).affected();
-  return write_now(Q::trim_event_runs_since, p.add(since)).affected();
+  if (since < 0) return write_now(Q::trim_event_runs, p.add(after).add(upto)).affected();
+  return write_now(Q::trim_event_runs_since, p.add(since).add(after).add(upto)).affected();
 }
 
-int PgWriter::trim_old_events(const GroupKind& gk, Time before) {
+int PgWriter::trim_old_events(const GroupKind& gk, Time before, int limit) {
   Params p;
-  p.add(gk.group).add(gk.kind).add(to_millis(before));
+  p.add(gk.group).add(gk.kind).add(to_millis(before)).add(std::int64_t{limit});
   return write_now(Q::trim_old_events, p).affected();
 }
 

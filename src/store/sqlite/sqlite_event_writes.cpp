@@ -58,11 +58,24 @@ std::vector<GroupKind> kinds_of(SQLite::Statement& s) {
 
 }  // namespace
 
-std::vector<GroupKind> SqliteWriter::kinds_with_runs_since(std::int64_t since) {
+std::optional<ObjectID> SqliteWriter::event_page_end(std::int64_t since, ObjectID after, int runs) {
+  return guarded([&]() -> std::optional<ObjectID> {
+    auto s = conn_.use(since < 0 ? Query::event_page_end : Query::event_page_end_since);
+    s->bind(1, after);
+    s->bind(2, runs);
+    if (since >= 0) s->bind(3, since);
+    if (!s->executeStep()) return std::nullopt;
+    return s->getColumn(0).getInt64();
+  });
+}
+
+std::vector<GroupKind> SqliteWriter::kinds_with_runs_in(std::int64_t since, ObjectID after,
+                                                        ObjectID upto) {
   return guarded([&] {
-    if (since < 0) return kinds_of(*conn_.use(Query::kinds_with_events));
-    auto s = conn_.use(Query::kinds_with_runs_since);
-    s->bind(1, since);
+    auto s = conn_.use(since < 0 ? Query::kinds_with_runs_in : Query::kinds_with_runs_in_since);
+    s->bind(1, after);
+    s->bind(2, upto);
+    if (since >= 0) s->bind(3, since);
     return kinds_of(*s);
   });
 }
@@ -75,23 +88,28 @@ std::vector<GroupKind> SqliteWriter::kinds_with_runs_before(Time before) {
   });
 }
 
-int SqliteWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since) {
+int SqliteWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since,
+                                  ObjectID after, ObjectID upto) {
   return guarded([&] {
     auto s = conn_.use(since < 0 ? Query::trim_event_runs : Query::trim_event_runs_since);
     s->bindNoCopy(1, gk.group);
     s->bindNoCopy(2, gk.kind);
     s->bind(3, per_object);
-    if (since >= 0) s->bind(4, since);
+    int at = 4;
+    if (since >= 0) s->bind(at++, since);
+    s->bind(at++, after);
+    s->bind(at, upto);
     return s->exec();
   });
 }
 
-int SqliteWriter::trim_old_events(const GroupKind& gk, Time before) {
+int SqliteWriter::trim_old_events(const GroupKind& gk, Time before, int limit) {
   return guarded([&] {
     auto s = conn_.use(Query::trim_old_events);
     s->bindNoCopy(1, gk.group);
     s->bindNoCopy(2, gk.kind);
     s->bind(3, to_millis(before));
+    s->bind(4, limit);
     return s->exec();
   });
 }

@@ -198,25 +198,37 @@ std::string sql_for(Query q) {
              "last_at = ?4, resource_version = ?5 WHERE id = ?1";
     case Query::events_high_water:
       return "SELECT coalesce(max(resource_version), 0) FROM events";
-    case Query::kinds_with_events:
-      return R"(SELECT DISTINCT o."group", o.kind FROM objects AS o
-             WHERE EXISTS (SELECT 1 FROM events WHERE object_id = o.id))";
-    case Query::kinds_with_runs_since:
-      // The runs written since the last sweep, through events_by_version.
+    case Query::event_page_end:
+      // Through events_by_run: the page's runs are all it reads.
+      return R"sql(SELECT object_id FROM events WHERE object_id > ?1
+             ORDER BY object_id LIMIT 1 OFFSET ?2 - 1)sql";
+    case Query::event_page_end_since:
+      // Through events_by_version: the runs written since the last sweep (the unary +
+      // keeps SQLite from walking events_by_run from ?1 to the end instead).
+      return R"sql(SELECT object_id FROM events WHERE resource_version > ?3 AND +object_id > ?1
+             ORDER BY +object_id LIMIT 1 OFFSET ?2 - 1)sql";
+    case Query::kinds_with_runs_in:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
-             CROSS JOIN objects AS o ON o.id = e.object_id WHERE e.resource_version > ?1)sql";
+             CROSS JOIN objects AS o ON o.id = e.object_id
+             WHERE e.object_id > ?1 AND e.object_id <= ?2)sql";
+    case Query::kinds_with_runs_in_since:
+      return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
+             CROSS JOIN objects AS o ON o.id = e.object_id
+             WHERE e.resource_version > ?3 AND +e.object_id > ?1 AND +e.object_id <= ?2)sql";
     case Query::kinds_with_runs_before:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
              CROSS JOIN objects AS o ON o.id = e.object_id WHERE e.last_at < ?1)sql";
     case Query::trim_event_runs:
       // Newest by id, as the current run is (current_run): a clock stepped back gives the
       // current run an older last_at than the run before it, which must not outlive it.
+      // The page's objects only, through events_by_run.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT id FROM (
                  SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
                                                  ORDER BY e.id DESC) AS n
-                 FROM events AS e JOIN objects AS o ON o.id = e.object_id
-                 WHERE o."group" = ?1 AND o.kind = ?2)
+                 FROM events AS e CROSS JOIN objects AS o ON o.id = e.object_id
+                 WHERE e.object_id > ?4 AND e.object_id <= ?5
+                   AND o."group" = ?1 AND o.kind = ?2)
                WHERE n > ?3))sql";
     case Query::trim_event_runs_since:
       // As trim_event_runs, in the (object, category) pairs that gained a run above ?4
@@ -227,7 +239,8 @@ std::string sql_for(Query q) {
                  SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
                                                  ORDER BY e.id DESC) AS n
                  FROM (SELECT DISTINCT +object_id AS object_id, +category AS category
-                       FROM events WHERE resource_version > ?4) AS p
+                       FROM events WHERE resource_version > ?4
+                         AND +object_id > ?5 AND +object_id <= ?6) AS p
                  CROSS JOIN objects AS o ON o.id = p.object_id
                  CROSS JOIN events AS e ON e.object_id = p.object_id AND e.category = p.category
                  WHERE o."group" = ?1 AND o.kind = ?2)
@@ -236,7 +249,7 @@ std::string sql_for(Query q) {
       // Through events_by_age: the runs old enough to go, of every kind, are all it reads.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT e.id FROM events AS e CROSS JOIN objects AS o ON o.id = e.object_id
-               WHERE e.last_at < ?3 AND o."group" = ?1 AND o.kind = ?2))sql";
+               WHERE e.last_at < ?3 AND o."group" = ?1 AND o.kind = ?2 LIMIT ?4))sql";
     case Query::set_labels:
       return "UPDATE objects SET labels = ?2, resource_version = ?3, updated_at = ?4 WHERE id = ?1";
     case Query::delete_labels:

@@ -1,4 +1,4 @@
-#include "store/event_sweep_mark.hpp"
+#include "store/event_sweep.hpp"
 
 #include <algorithm>
 
@@ -21,17 +21,19 @@ bool same(const event_retention& a, const event_retention& b) {
 
 }  // namespace
 
-bool continues(const EventSweepMark& mark, const trim_events_request& policy) {
-  auto& was = mark.policy;
-  if (mark.high_water < 0 || was.fallback.has_value() != policy.fallback.has_value() ||
-      (policy.fallback && !same(*was.fallback, *policy.fallback)) ||
-      was.retention.size() != policy.retention.size())
+bool same_policy(const trim_events_request& a, const trim_events_request& b) {
+  if (a.fallback.has_value() != b.fallback.has_value() ||
+      (a.fallback && !same(*a.fallback, *b.fallback)) || a.retention.size() != b.retention.size())
     return false;
-  for (std::size_t i = 0; i < policy.retention.size(); ++i)
-    if (was.retention[i].first != policy.retention[i].first ||
-        !same(was.retention[i].second, policy.retention[i].second))
+  for (std::size_t i = 0; i < a.retention.size(); ++i)
+    if (a.retention[i].first != b.retention[i].first ||
+        !same(a.retention[i].second, b.retention[i].second))
       return false;
   return true;
+}
+
+bool continues(const EventSweepMark& mark, const trim_events_request& policy) {
+  return mark.high_water >= 0 && same_policy(mark.policy, policy);
 }
 
 std::optional<Time> latest_age_cutoff(const trim_events_request& policy, Time now) {
