@@ -1,7 +1,11 @@
 // Schema-version migration: lazy per-column conversion through a Migrator, re-stamping
 // on write, downgrades refused on every path.
 
+#include <caf/scoped_actor.hpp>
+
 #include <SQLiteCpp/SQLiteCpp.h>
+
+#include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
 
@@ -262,6 +266,35 @@ TEST_F(MigrationTest, AnUnversionedReaderTakesVersionedBlobsAsTheyAre) {
   auto got = Client<SpecV2, StatusV>(*bh_, person_kind).get(ctx_, v2.id);
   EXPECT_EQ(got.spec.first, "Grace");
   EXPECT_EQ(got.spec.last, "Hopper");
+}
+
+// It cannot write over them at version 0, though: the kind's application would convert
+// what it wrote as the oldest format. It writes at a version it states (an actor's
+// request), which the application then reads as it is.
+TEST_F(MigrationTest, AClientOnlyProcessWritesOverAVersionedBlobOnlyAtAVersionItStates) {
+  open<SpecV2>(std::make_shared<MigratorV2>());
+  auto v2 = Client<SpecV2, StatusV>(*bh_, person_kind).create(ctx_, {"Grace", "Hopper"});
+  close();
+  open<SpecV2>();  // client-only: no migrator
+  Client<SpecV2, StatusV> client_only(*bh_, person_kind);
+  EXPECT_ERRC(client_only.update(ctx_, v2.id, {"Grace", "Brewster"}),
+              errc::schema_version_downgrade);
+  EXPECT_EQ(client_only.get(ctx_, v2.id).spec.last, "Hopper");
+  EXPECT_EQ(versions(v2.id).first, 2);
+  {  // the actor ends before the beehive, whose end waits for it
+    auto writer = bh_->store_writer();
+    caf::scoped_actor self{writer->home_system()};
+    update_request stated{person_kind, v2.id, nlohmann::json(SpecV2{"Grace", "Brewster"}).dump(),
+                          2};
+    self->request(writer, caf::infinite, stated)
+        .receive([](const ObjectRow& row) { EXPECT_EQ(row.spec_version, 2); },
+                 [](caf::error& e) { ADD_FAILURE() << to_string(e); });
+  }
+  close();
+  open<SpecV2>(std::make_shared<MigratorV2>());
+  auto got = Client<SpecV2, StatusV>(*bh_, person_kind).get(ctx_, v2.id);
+  EXPECT_EQ(got.spec.first, "Grace");
+  EXPECT_EQ(got.spec.last, "Brewster");
 }
 
 TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
