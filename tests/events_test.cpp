@@ -765,7 +765,7 @@ TEST_F(EventsTest, ARetentionSweepWithMuchToTrimCommitsPageByPageAndKeepsTheSame
   };
   auto widget_event = [&](ObjectID id, EventSpec e) { cc_->record_event(ctx_, id, e); };
   auto gadget_event = [&](ObjectID id, EventSpec e) { gadget_cc.record_event(ctx_, id, e); };
-  std::vector<ObjectID> ws, gs;
+  std::vector<ObjectID> ws, gs, quiet;
   for (int i = 0; i < 5; ++i) {
     auto o = w.create(ctx_, {std::string("w").append(std::to_string(i)), i});
     flap(widget_event, o.id, "a", 4);
@@ -776,6 +776,11 @@ TEST_F(EventsTest, ARetentionSweepWithMuchToTrimCommitsPageByPageAndKeepsTheSame
       flap(gadget_event, g.id, "a", 5);
       gs.push_back(g.id);
     }
+    if (i < 3) {  // widgets with fewer runs than a page: pages of several objects
+      auto q = w.create(ctx_, {std::string("q").append(std::to_string(i)), i});
+      flap(widget_event, q.id, "a", 1);
+      quiet.push_back(q.id);
+    }
   }
   clock_->advance(2h);
   for (auto g : gs) gadget_event(g, EventSpec{"a", EventType::Normal, "Young"});
@@ -784,7 +789,8 @@ TEST_F(EventsTest, ARetentionSweepWithMuchToTrimCommitsPageByPageAndKeepsTheSame
   auto policy = two_widget_runs_and_an_hour_of_gadgets();
   auto before = writer_transactions(*bh_);
   EXPECT_EQ(sweep_with(*bh_, policy), 5 * (2 + 1) + 2 * 5);
-  EXPECT_GT(writer_transactions(*bh_) - before, 5u);  // 47 runs read, 10 removed by age
+  auto full_pages = writer_transactions(*bh_) - before;
+  EXPECT_GT(full_pages, 5u);  // 50 runs read, 10 removed by age
   auto reasons = [](const std::vector<Event>& runs) {
     std::vector<std::string> out;
     for (auto& e : runs) out.push_back(e.reason);
@@ -798,12 +804,17 @@ TEST_F(EventsTest, ARetentionSweepWithMuchToTrimCommitsPageByPageAndKeepsTheSame
   }
   for (auto g : gs)
     EXPECT_EQ(reasons(gadgets.list_events(ctx_, g)), std::vector<std::string>{"Young"});
+  for (auto q : quiet) EXPECT_EQ(reasons(w.list_events(ctx_, q)), std::vector<std::string>{"R0"});
 
-  // The next sweep under the same policy: the runs written since, a page at a time.
+  // The next sweep under the same policy reads the 8 runs written since, 3 a page, and
+  // not the 30 kept before them.
   for (auto id : {ws[1], ws[3]}) flap(widget_event, id, "b", 4);
   before = writer_transactions(*bh_);
   EXPECT_EQ(sweep_with(*bh_, policy), 2 * 4);
-  EXPECT_GT(writer_transactions(*bh_) - before, 1u);
+  auto pages = writer_transactions(*bh_) - before;
+  EXPECT_GT(pages, 1u);
+  EXPECT_LE(pages, 3u);
+  EXPECT_LT(pages, full_pages);
   for (auto id : {ws[1], ws[3]})
     EXPECT_EQ(reasons(w.list_events(ctx_, id, with_event_category("b"))),
               (std::vector<std::string>{"R3", "R2"}));
@@ -814,6 +825,36 @@ TEST_F(EventsTest, ARetentionSweepWithMuchToTrimCommitsPageByPageAndKeepsTheSame
   before = writer_transactions(*bh_);
   EXPECT_EQ(sweep_with(*bh_, policy), 4);  // 2 runs kept and 4 written
   EXPECT_EQ(writer_transactions(*bh_) - before, 1u);
+}
+
+// A retention with an age bound only reads the runs old enough to go, a page at a time:
+// it does not page through the others.
+TEST_F(EventsTest, AnAgeOnlySweepPagesThroughTheRunsOldEnoughToGoOnly) {
+  SweepPage small(3);
+  open(with_event_retention(0, 0ms));
+  cc_ = std::make_unique<ControllerClient<WidgetStatus>>(register_widgets());
+  auto w = widgets();
+  auto old = w.create(ctx_, {"old", 1});
+  for (int i = 0; i < 10; ++i, clock_->advance(1s))
+    emit(old.id, "a", i % 2 ? EventType::Warning : EventType::Normal,
+         std::string("R").append(std::to_string(i)));
+  clock_->advance(2h);
+  for (int i = 0; i < 4; ++i) {
+    auto o = w.create(ctx_, {std::string("w").append(std::to_string(i)), i});
+    for (int r = 0; r < 6; ++r)
+      emit(o.id, "a", r % 2 ? EventType::Warning : EventType::Normal,
+           std::string("R").append(std::to_string(r)));
+  }
+  emit(old.id, "a", EventType::Normal, "Young");
+  start();
+  settle();
+  trim_events_request policy;
+  policy.fallback = event_retention{0, 1h};
+  auto before = writer_transactions(*bh_);
+  EXPECT_EQ(sweep_with(*bh_, policy), 10);
+  EXPECT_EQ(writer_transactions(*bh_) - before, 4u);  // 3 + 3 + 3 + 1 (35 runs in all)
+  ASSERT_EQ(w.list_events(ctx_, old.id).size(), 1u);
+  EXPECT_EQ(w.list_events(ctx_, old.id)[0].reason, "Young");
 }
 
 // What is asked of the writer while a sweep is under way is served between its pages:

@@ -288,7 +288,7 @@ void sweep_page(Self self) {
   auto& s = st.sweeps.front();
   try {
     s.removed += store::take_reply<int>(st.engine->execute(WriteOp{s.policy}, {}));
-    if (st.engine->sweeping()) {
+    if (st.engine->sweeping(s.policy)) {
       self->send(self, sweep_page_atom::value);
       return;
     }

@@ -261,25 +261,32 @@ class Writer : public Reader {
                             std::int64_t resource_version) = 0;
   /// The highest resource version of any run (0 when there are none).
   virtual std::int64_t events_high_water() = 0;
-  /// A retention sweep's page goes through the objects with runs in id order. Of the
-  /// runs written above resource version `since` (every run when `since` < 0) of the
-  /// objects after `after`, in object order: the object of the `runs`-th one, which ends
-  /// the page; nothing when fewer are left (the page goes to the end).
-  virtual std::optional<ObjectID> event_page_end(std::int64_t since, ObjectID after, int runs) = 0;
-  /// Kinds with a run written above `since` (any run when `since` < 0) of an object in
-  /// (after, upto].
-  virtual std::vector<GroupKind> kinds_with_runs_in(std::int64_t since, ObjectID after,
-                                                    ObjectID upto) = 0;
+  /// How a retention sweep's count-bound pages go through the runs: in object id order
+  /// (every pair; all of an object's runs in one page), or in resource-version order
+  /// (the pairs with a run in the page's versions: a sweep that looks only at the runs
+  /// written since the last one). `after` and `upto` below are object ids or versions.
+  enum class EventPaging { by_object, by_version };
+  /// The object id, or version, of the `runs`-th run after `after` in that order: where
+  /// a page of `runs` runs ends; nothing when fewer are left.
+  virtual std::optional<std::int64_t> event_page_end(EventPaging by, std::int64_t after,
+                                                     int runs) = 0;
+  /// Kinds with a run in (after, upto].
+  virtual std::vector<GroupKind> kinds_with_runs_in(EventPaging by, std::int64_t after,
+                                                    std::int64_t upto) = 0;
   /// Kinds with a run last written before `before`.
   virtual std::vector<GroupKind> kinds_with_runs_before(Time before) = 0;
-  /// Keeps the newest `per_object` (> 0) runs per (object, category) of the kind's
-  /// objects in (after, upto], looking only at the (object, category) pairs with a run
-  /// written above `since` (all when `since` < 0); returns the number removed.
-  virtual int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since,
-                              ObjectID after, ObjectID upto) = 0;
-  /// Removes at most `limit` of the kind's runs last written before `before`; returns
-  /// the number removed.
-  virtual int trim_old_events(const GroupKind& gk, Time before, int limit) = 0;
+  /// Keeps the newest `per_object` (> 0) runs of each (object, category) of the kind
+  /// with a run in (after, upto]; returns the number removed.
+  virtual int trim_event_runs(const GroupKind& gk, int per_object, EventPaging by,
+                              std::int64_t after, std::int64_t upto) = 0;
+  /// Of the kind's runs last written after `after` and before `before`, oldest first:
+  /// the last-written time of the `runs`-th; nothing when fewer are left.
+  virtual std::optional<Time> old_events_page_end(const GroupKind& gk, Time after, Time before,
+                                                  int runs) = 0;
+  /// Removes the kind's runs last written after `after` and before `before`, up to
+  /// `through` when given; returns the number removed.
+  virtual int trim_old_events(const GroupKind& gk, Time after, std::optional<Time> through,
+                              Time before) = 0;
 
   /// Nested transactions, named by depth.
   virtual void savepoint(int depth) = 0;

@@ -32,6 +32,12 @@ bool same_policy(const trim_events_request& a, const trim_events_request& b) {
   return true;
 }
 
+bool has_count_bound(const trim_events_request& policy) {
+  if (policy.fallback && policy.fallback->per_object > 0) return true;
+  return std::any_of(policy.retention.begin(), policy.retention.end(),
+                     [](auto& p) { return p.second.per_object > 0; });
+}
+
 bool continues(const EventSweepMark& mark, const trim_events_request& policy) {
   return mark.high_water >= 0 && same_policy(mark.policy, policy);
 }

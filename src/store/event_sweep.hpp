@@ -33,9 +33,12 @@ struct EventSweepMark {
 inline std::atomic<int> event_sweep_page_runs{10000};
 
 /// A sweep in progress, one page per transaction. The count bound goes through the
-/// objects with runs in id order, a page ending after about a page's runs (all of its
-/// last object's); then the age bound goes through the kinds with runs too old, a page's
-/// runs at a time. A run written meanwhile is above `high_water`: the next sweep sees it.
+/// runs a page at a time: a sweep that looks at every pair in object id order (a page
+/// ends after about a page's runs, all of its last object's), one that continues from a
+/// mark in version order (the pairs with a run in the page's versions, up to
+/// `high_water`). Then the age bound goes through the kinds with runs too old, oldest
+/// first, a page's runs at a time. A run written meanwhile may be left to the next sweep,
+/// never lost to it: its version is above `high_water`.
 struct EventSweep {
   trim_events_request policy;
   /// The (object, category) pairs it looks at for the count bound: those with a run
@@ -43,14 +46,18 @@ struct EventSweep {
   std::int64_t since = -1;
   /// The highest run version before its first page: the mark it leaves.
   std::optional<std::int64_t> high_water;
-  /// The count bound is done for the objects up to this id.
-  ObjectID after = 0;
+  /// The count bound is done up to this object id (every pair) or version (since >= 0).
+  std::int64_t after = 0;
   bool counted = false;
-  /// The kinds whose too-old runs are still to go, once `counted` (listed then).
+  /// The kinds whose too-old runs are still to go, the last first (listed once
+  /// `counted`); its runs last written up to `aged_after` are gone.
   std::optional<std::vector<GroupKind>> aging;
+  Time aged_after = Time::min();
   bool done = false;
 };
 
+/// Whether `policy` bounds some kind's runs by count.
+bool has_count_bound(const trim_events_request& policy);
 /// Whether `a` and `b` keep the same runs.
 bool same_policy(const trim_events_request& a, const trim_events_request& b);
 /// Whether a sweep under `policy` can continue from `mark`.

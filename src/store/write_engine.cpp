@@ -435,6 +435,13 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
     }
   }
   if (nothing_to_do(op)) return {};
+  // A sweep whose page fails, however, starts again from the last finished sweep's mark.
+  struct SweepRestart {
+    std::optional<store::EventSweep>* sweep;
+    ~SweepRestart() {
+      if (sweep) sweep->reset();
+    }
+  } restart{std::holds_alternative<trim_events_request>(op) ? &sweep_ : nullptr};
   commit_record rec;
   auto since = began();
   {
@@ -453,12 +460,11 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
     timed_commit();
   } catch (...) {
     w.rollback();
-    // A sweep that failed starts again, from the last finished sweep's mark.
-    if (std::holds_alternative<trim_events_request>(op)) sweep_.reset();
     throw;
   }
   committed(since);
-  if (std::holds_alternative<trim_events_request>(op)) {
+  if (restart.sweep) {
+    restart.sweep = nullptr;
     if (!page_.done) {
       sweep_ = std::move(page_);
     } else {

@@ -223,9 +223,11 @@ class WriteEngine {
   std::uint64_t aborted_session() const { return aborted_session_; }
   /// Transactions committed.
   std::uint64_t transactions() const { return transactions_; }
-  /// An event-retention sweep has committed pages and has more to go: the next
-  /// trim_events_request with its policy runs its next page.
-  bool sweeping() const { return sweep_.has_value(); }
+  /// A sweep under `policy` has committed pages and has more to go: the next
+  /// trim_events_request with this policy runs its next page.
+  bool sweeping(const trim_events_request& policy) const {
+    return sweep_ && same_policy(sweep_->policy, policy);
+  }
   /// How long the last COMMIT took.
   std::chrono::steady_clock::duration last_commit_took() const { return last_commit_; }
   Writer& writer() { return *cfg_.writer; }

@@ -347,23 +347,32 @@ int WriteOps::trim_events(const trim_events_request& policy) {
 }
 
 int WriteOps::sweep_page(EventSweep& s, int page) {
+  using By = Writer::EventPaging;
   int removed = 0;
   auto& policy = s.policy;
   if (!policy.fallback && policy.retention.empty()) {  // keep everything
     s.done = true;
     return removed;
   }
-  // Read first: a run written after this read is above it, and the next sweep sees it.
-  if (!s.high_water) s.high_water = w_.events_high_water();
+  if (!s.high_water) {
+    // Read first: a run written after this read is above it, and the next sweep sees it.
+    s.high_water = w_.events_high_water();
+    s.after = s.since < 0 ? 0 : s.since;
+    s.counted = !has_count_bound(policy);
+  }
   if (!s.counted) {
-    auto end = w_.event_page_end(s.since, s.after, page);
-    ObjectID upto = end.value_or(std::numeric_limits<ObjectID>::max());
-    for (auto& gk : w_.kinds_with_runs_in(s.since, s.after, upto))
+    auto by = s.since < 0 ? By::by_object : By::by_version;
+    auto end = w_.event_page_end(by, s.after, page);
+    bool last = by == By::by_object ? !end : !end || *end >= *s.high_water;
+    std::int64_t upto = !last                 ? *end
+                        : by == By::by_object ? std::numeric_limits<std::int64_t>::max()
+                                              : *s.high_water;
+    for (auto& gk : w_.kinds_with_runs_in(by, s.after, upto))
       if (auto r = retention_for(policy, gk); r && r->per_object > 0)
-        removed += w_.trim_event_runs(gk, r->per_object, s.since, s.after, upto);
+        removed += w_.trim_event_runs(gk, r->per_object, by, s.after, upto);
     s.after = upto;
-    s.counted = !end;
-    if (!s.counted) return removed;  // a page's runs read: the rest in the next one
+    s.counted = last;
+    if (!last) return removed;  // a page's runs read: the rest in the next one
   }
   if (!s.aging) {
     s.aging.emplace();
@@ -373,10 +382,17 @@ int WriteOps::sweep_page(EventSweep& s, int page) {
   }
   for (int left = page; !s.aging->empty() && left > 0;) {
     auto& gk = s.aging->back();
-    int n = w_.trim_old_events(gk, age_cutoff(now_, retention_for(policy, gk)->max_age), left);
+    auto before = age_cutoff(now_, retention_for(policy, gk)->max_age);
+    auto end = w_.old_events_page_end(gk, s.aged_after, before, left);
+    int n = w_.trim_old_events(gk, s.aged_after, end, before);
     removed += n;
-    if (n < left) s.aging->pop_back();  // fewer than it could: none left
     left -= n;
+    if (end) {
+      s.aged_after = *end;
+    } else {  // none of the kind's left
+      s.aging->pop_back();
+      s.aged_after = Time::min();
+    }
   }
   s.done = s.aging->empty();
   return removed;

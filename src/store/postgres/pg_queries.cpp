@@ -213,18 +213,17 @@ std::string sql_for(Q q) {
     case Q::event_page_end:
       return R"sql(SELECT object_id FROM events WHERE object_id > $1::bigint
              ORDER BY object_id LIMIT 1 OFFSET $2::bigint - 1)sql";
-    case Q::event_page_end_since:
-      return R"sql(SELECT object_id FROM events
-             WHERE resource_version > $3::bigint AND object_id > $1::bigint
-             ORDER BY object_id LIMIT 1 OFFSET $2::bigint - 1)sql";
+    case Q::event_page_end_by_version:
+      return R"sql(SELECT resource_version FROM events WHERE resource_version > $1::bigint
+             ORDER BY resource_version LIMIT 1 OFFSET $2::bigint - 1)sql";
     case Q::kinds_with_runs_in:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
              JOIN objects AS o ON o.id = e.object_id
              WHERE e.object_id > $1::bigint AND e.object_id <= $2::bigint)sql";
-    case Q::kinds_with_runs_in_since:
+    case Q::kinds_with_runs_in_versions:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
-             JOIN objects AS o ON o.id = e.object_id WHERE e.resource_version > $3::bigint
-             AND e.object_id > $1::bigint AND e.object_id <= $2::bigint)sql";
+             JOIN objects AS o ON o.id = e.object_id
+             WHERE e.resource_version > $1::bigint AND e.resource_version <= $2::bigint)sql";
     case Q::kinds_with_runs_before:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
              JOIN objects AS o ON o.id = e.object_id WHERE e.last_at < $1::bigint)sql";
@@ -240,25 +239,30 @@ std::string sql_for(Q q) {
                  WHERE e.object_id > $4::bigint AND e.object_id <= $5::bigint
                    AND o."group" = $1 AND o.kind = $2) AS ranked
                WHERE n > $3::bigint))sql";
-    case Q::trim_event_runs_since:
-      // As trim_event_runs, in the (object, category) pairs that gained a run above $4
-      // only (the others were trimmed by an earlier sweep).
+    case Q::trim_event_runs_in_versions:
+      // As trim_event_runs, in the (object, category) pairs with a run in the versions
+      // ($4, $5] only.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT id FROM (
                  SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
                                                  ORDER BY e.id DESC) AS n
                  FROM (SELECT DISTINCT object_id, category FROM events
                        WHERE resource_version > $4::bigint
-                         AND object_id > $5::bigint AND object_id <= $6::bigint) AS p
+                         AND resource_version <= $5::bigint) AS p
                  JOIN objects AS o ON o.id = p.object_id
                  JOIN events AS e ON e.object_id = p.object_id AND e.category = p.category
                  WHERE o."group" = $1 AND o.kind = $2) AS ranked
                WHERE n > $3::bigint))sql";
+    case Q::old_events_page_end:
+      return R"sql(SELECT e.last_at FROM events AS e JOIN objects AS o ON o.id = e.object_id
+             WHERE e.last_at > $3::bigint AND e.last_at < $4::bigint
+               AND o."group" = $1 AND o.kind = $2
+             ORDER BY e.last_at LIMIT 1 OFFSET $5::bigint - 1)sql";
     case Q::trim_old_events:
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT e.id FROM events AS e JOIN objects AS o ON o.id = e.object_id
-               WHERE e.last_at < $3::bigint AND o."group" = $1 AND o.kind = $2
-               LIMIT $4::bigint))sql";
+               WHERE e.last_at > $3::bigint AND e.last_at <= $4::bigint
+                 AND e.last_at < $5::bigint AND o."group" = $1 AND o.kind = $2))sql";
     case Q::set_labels:
       return "UPDATE objects SET labels = $2, resource_version = $3, updated_at = $4 WHERE id = $1";
     case Q::delete_labels:

@@ -92,13 +92,16 @@ class PgWriter : public Reading<Writer> {
   void extend_event(EventID id, const std::string& message,
                     const std::optional<std::string>& detail, Time now, std::int64_t rv) override;
   std::int64_t events_high_water() override;
-  std::optional<ObjectID> event_page_end(std::int64_t since, ObjectID after, int runs) override;
-  std::vector<GroupKind> kinds_with_runs_in(std::int64_t since, ObjectID after,
-                                            ObjectID upto) override;
+  std::optional<std::int64_t> event_page_end(EventPaging by, std::int64_t after, int runs) override;
+  std::vector<GroupKind> kinds_with_runs_in(EventPaging by, std::int64_t after,
+                                            std::int64_t upto) override;
   std::vector<GroupKind> kinds_with_runs_before(Time before) override;
-  int trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since, ObjectID after,
-                      ObjectID upto) override;
-  int trim_old_events(const GroupKind& gk, Time before, int limit) override;
+  int trim_event_runs(const GroupKind& gk, int per_object, EventPaging by, std::int64_t after,
+                      std::int64_t upto) override;
+  std::optional<Time> old_events_page_end(const GroupKind& gk, Time after, Time before,
+                                          int runs) override;
+  int trim_old_events(const GroupKind& gk, Time after, std::optional<Time> through,
+                      Time before) override;
 
   void savepoint(int depth) override;
   void release(int depth) override;

@@ -5,6 +5,7 @@
 // Runs on the thread running the writer, inside its open transaction; not thread-safe.
 
 #include <algorithm>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -218,38 +219,49 @@ std::vector<GroupKind> kinds_of(const Result& r) {
 
 }  // namespace
 
-std::optional<ObjectID> PgWriter::event_page_end(std::int64_t since, ObjectID after, int runs) {
-  Params p;
-  p.add(after).add(std::int64_t{runs});
-  auto r = since < 0 ? run(conn_, Q::event_page_end, p)
-                     : run(conn_, Q::event_page_end_since, p.add(since));
+std::optional<std::int64_t> PgWriter::event_page_end(EventPaging by, std::int64_t after, int runs) {
+  auto r =
+      run(conn_, by == EventPaging::by_object ? Q::event_page_end : Q::event_page_end_by_version,
+          Params().add(after).add(std::int64_t{runs}));
   if (r.rows() == 0) return std::nullopt;
   return r.i64(0, 0);
 }
 
-std::vector<GroupKind> PgWriter::kinds_with_runs_in(std::int64_t since, ObjectID after,
-                                                    ObjectID upto) {
-  Params p;
-  p.add(after).add(upto);
-  if (since < 0) return kinds_of(run(conn_, Q::kinds_with_runs_in, p));
-  return kinds_of(run(conn_, Q::kinds_with_runs_in_since, p.add(since)));
+std::vector<GroupKind> PgWriter::kinds_with_runs_in(EventPaging by, std::int64_t after,
+                                                    std::int64_t upto) {
+  return kinds_of(run(
+      conn_, by == EventPaging::by_object ? Q::kinds_with_runs_in : Q::kinds_with_runs_in_versions,
+      Params().add(after).add(upto)));
 }
 
 std::vector<GroupKind> PgWriter::kinds_with_runs_before(Time before) {
   return kinds_of(run(conn_, Q::kinds_with_runs_before, Params().add(to_millis(before))));
 }
 
-int PgWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since,
-                              ObjectID after, ObjectID upto) {
+int PgWriter::trim_event_runs(const GroupKind& gk, int per_object, EventPaging by,
+                              std::int64_t after, std::int64_t upto) {
   Params p;
-  p.add(gk.group).add(gk.kind).add(std::int64_t{per_object});
-  if (since < 0) return write_now(Q::trim_event_runs, p.add(after).add(upto)).affected();
-  return write_now(Q::trim_event_runs_since, p.add(since).add(after).add(upto)).affected();
+  p.add(gk.group).add(gk.kind).add(std::int64_t{per_object}).add(after).add(upto);
+  return write_now(
+             by == EventPaging::by_object ? Q::trim_event_runs : Q::trim_event_runs_in_versions, p)
+      .affected();
 }
 
-int PgWriter::trim_old_events(const GroupKind& gk, Time before, int limit) {
+std::optional<Time> PgWriter::old_events_page_end(const GroupKind& gk, Time after, Time before,
+                                                  int runs) {
   Params p;
-  p.add(gk.group).add(gk.kind).add(to_millis(before)).add(std::int64_t{limit});
+  p.add(gk.group).add(gk.kind).add(to_millis(after)).add(to_millis(before)).add(std::int64_t{runs});
+  auto r = run(conn_, Q::old_events_page_end, p);
+  if (r.rows() == 0) return std::nullopt;
+  return from_millis(r.i64(0, 0));
+}
+
+int PgWriter::trim_old_events(const GroupKind& gk, Time after, std::optional<Time> through,
+                              Time before) {
+  Params p;
+  p.add(gk.group).add(gk.kind).add(to_millis(after));
+  p.add(through ? to_millis(*through) : std::numeric_limits<std::int64_t>::max());
+  p.add(to_millis(before));
   return write_now(Q::trim_old_events, p).affected();
 }
 

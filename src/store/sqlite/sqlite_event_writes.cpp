@@ -6,6 +6,8 @@
 
 #include "store/sqlite/sqlite_writer.hpp"
 
+#include <limits>
+
 namespace beehive::store {
 
 EventID SqliteWriter::insert_event(ObjectID id, const EventSpec& e,
@@ -58,24 +60,25 @@ std::vector<GroupKind> kinds_of(SQLite::Statement& s) {
 
 }  // namespace
 
-std::optional<ObjectID> SqliteWriter::event_page_end(std::int64_t since, ObjectID after, int runs) {
-  return guarded([&]() -> std::optional<ObjectID> {
-    auto s = conn_.use(since < 0 ? Query::event_page_end : Query::event_page_end_since);
+std::optional<std::int64_t> SqliteWriter::event_page_end(EventPaging by, std::int64_t after,
+                                                         int runs) {
+  return guarded([&]() -> std::optional<std::int64_t> {
+    auto s = conn_.use(by == EventPaging::by_object ? Query::event_page_end
+                                                    : Query::event_page_end_by_version);
     s->bind(1, after);
     s->bind(2, runs);
-    if (since >= 0) s->bind(3, since);
     if (!s->executeStep()) return std::nullopt;
     return s->getColumn(0).getInt64();
   });
 }
 
-std::vector<GroupKind> SqliteWriter::kinds_with_runs_in(std::int64_t since, ObjectID after,
-                                                        ObjectID upto) {
+std::vector<GroupKind> SqliteWriter::kinds_with_runs_in(EventPaging by, std::int64_t after,
+                                                        std::int64_t upto) {
   return guarded([&] {
-    auto s = conn_.use(since < 0 ? Query::kinds_with_runs_in : Query::kinds_with_runs_in_since);
+    auto s = conn_.use(by == EventPaging::by_object ? Query::kinds_with_runs_in
+                                                    : Query::kinds_with_runs_in_versions);
     s->bind(1, after);
     s->bind(2, upto);
-    if (since >= 0) s->bind(3, since);
     return kinds_of(*s);
   });
 }
@@ -88,28 +91,43 @@ std::vector<GroupKind> SqliteWriter::kinds_with_runs_before(Time before) {
   });
 }
 
-int SqliteWriter::trim_event_runs(const GroupKind& gk, int per_object, std::int64_t since,
-                                  ObjectID after, ObjectID upto) {
+int SqliteWriter::trim_event_runs(const GroupKind& gk, int per_object, EventPaging by,
+                                  std::int64_t after, std::int64_t upto) {
   return guarded([&] {
-    auto s = conn_.use(since < 0 ? Query::trim_event_runs : Query::trim_event_runs_since);
+    auto s = conn_.use(by == EventPaging::by_object ? Query::trim_event_runs
+                                                    : Query::trim_event_runs_in_versions);
     s->bindNoCopy(1, gk.group);
     s->bindNoCopy(2, gk.kind);
     s->bind(3, per_object);
-    int at = 4;
-    if (since >= 0) s->bind(at++, since);
-    s->bind(at++, after);
-    s->bind(at, upto);
+    s->bind(4, after);
+    s->bind(5, upto);
     return s->exec();
   });
 }
 
-int SqliteWriter::trim_old_events(const GroupKind& gk, Time before, int limit) {
+std::optional<Time> SqliteWriter::old_events_page_end(const GroupKind& gk, Time after, Time before,
+                                                      int runs) {
+  return guarded([&]() -> std::optional<Time> {
+    auto s = conn_.use(Query::old_events_page_end);
+    s->bindNoCopy(1, gk.group);
+    s->bindNoCopy(2, gk.kind);
+    s->bind(3, to_millis(after));
+    s->bind(4, to_millis(before));
+    s->bind(5, runs);
+    if (!s->executeStep()) return std::nullopt;
+    return from_millis(s->getColumn(0).getInt64());
+  });
+}
+
+int SqliteWriter::trim_old_events(const GroupKind& gk, Time after, std::optional<Time> through,
+                                  Time before) {
   return guarded([&] {
     auto s = conn_.use(Query::trim_old_events);
     s->bindNoCopy(1, gk.group);
     s->bindNoCopy(2, gk.kind);
-    s->bind(3, to_millis(before));
-    s->bind(4, limit);
+    s->bind(3, to_millis(after));
+    s->bind(4, through ? to_millis(*through) : std::numeric_limits<std::int64_t>::max());
+    s->bind(5, to_millis(before));
     return s->exec();
   });
 }

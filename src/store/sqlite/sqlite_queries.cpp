@@ -202,19 +202,17 @@ std::string sql_for(Query q) {
       // Through events_by_run: the page's runs are all it reads.
       return R"sql(SELECT object_id FROM events WHERE object_id > ?1
              ORDER BY object_id LIMIT 1 OFFSET ?2 - 1)sql";
-    case Query::event_page_end_since:
-      // Through events_by_version: the runs written since the last sweep (the unary +
-      // keeps SQLite from walking events_by_run from ?1 to the end instead).
-      return R"sql(SELECT object_id FROM events WHERE resource_version > ?3 AND +object_id > ?1
-             ORDER BY +object_id LIMIT 1 OFFSET ?2 - 1)sql";
+    case Query::event_page_end_by_version:
+      return R"sql(SELECT resource_version FROM events WHERE resource_version > ?1
+             ORDER BY resource_version LIMIT 1 OFFSET ?2 - 1)sql";
     case Query::kinds_with_runs_in:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
              CROSS JOIN objects AS o ON o.id = e.object_id
              WHERE e.object_id > ?1 AND e.object_id <= ?2)sql";
-    case Query::kinds_with_runs_in_since:
+    case Query::kinds_with_runs_in_versions:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
              CROSS JOIN objects AS o ON o.id = e.object_id
-             WHERE e.resource_version > ?3 AND +e.object_id > ?1 AND +e.object_id <= ?2)sql";
+             WHERE e.resource_version > ?1 AND e.resource_version <= ?2)sql";
     case Query::kinds_with_runs_before:
       return R"sql(SELECT DISTINCT o."group", o.kind FROM events AS e
              CROSS JOIN objects AS o ON o.id = e.object_id WHERE e.last_at < ?1)sql";
@@ -230,26 +228,31 @@ std::string sql_for(Query q) {
                  WHERE e.object_id > ?4 AND e.object_id <= ?5
                    AND o."group" = ?1 AND o.kind = ?2)
                WHERE n > ?3))sql";
-    case Query::trim_event_runs_since:
-      // As trim_event_runs, in the (object, category) pairs that gained a run above ?4
-      // only (the others were trimmed by an earlier sweep): starts from events_by_version
-      // (the unary + keeps SQLite from scanning events_by_run for the DISTINCT instead).
+    case Query::trim_event_runs_in_versions:
+      // As trim_event_runs, in the (object, category) pairs with a run in the versions
+      // (?4, ?5] only: starts from events_by_version (the unary + keeps SQLite from
+      // scanning events_by_run for the DISTINCT instead).
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT id FROM (
                  SELECT e.id, row_number() OVER (PARTITION BY e.object_id, e.category
                                                  ORDER BY e.id DESC) AS n
                  FROM (SELECT DISTINCT +object_id AS object_id, +category AS category
-                       FROM events WHERE resource_version > ?4
-                         AND +object_id > ?5 AND +object_id <= ?6) AS p
+                       FROM events WHERE resource_version > ?4 AND resource_version <= ?5) AS p
                  CROSS JOIN objects AS o ON o.id = p.object_id
                  CROSS JOIN events AS e ON e.object_id = p.object_id AND e.category = p.category
                  WHERE o."group" = ?1 AND o.kind = ?2)
                WHERE n > ?3))sql";
+    case Query::old_events_page_end:
+      // Through events_by_age, from where the last page of the kind ended: other kinds'
+      // old runs are read once per sweep, not once per page.
+      return R"sql(SELECT e.last_at FROM events AS e CROSS JOIN objects AS o ON o.id = e.object_id
+             WHERE e.last_at > ?3 AND e.last_at < ?4 AND o."group" = ?1 AND o.kind = ?2
+             ORDER BY e.last_at LIMIT 1 OFFSET ?5 - 1)sql";
     case Query::trim_old_events:
-      // Through events_by_age: the runs old enough to go, of every kind, are all it reads.
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT e.id FROM events AS e CROSS JOIN objects AS o ON o.id = e.object_id
-               WHERE e.last_at < ?3 AND o."group" = ?1 AND o.kind = ?2 LIMIT ?4))sql";
+               WHERE e.last_at > ?3 AND e.last_at <= ?4 AND e.last_at < ?5
+                 AND o."group" = ?1 AND o.kind = ?2))sql";
     case Query::set_labels:
       return "UPDATE objects SET labels = ?2, resource_version = ?3, updated_at = ?4 WHERE id = ?1";
     case Query::delete_labels:
