@@ -550,6 +550,38 @@ TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {
   }));
 }
 
+// An object changed while its pass runs is added once, as client-go's queue counts an item
+// re-added while it is processed: one add per wake, and each add waits once (its wait
+// timed from the change, on the beehive's clock).
+TEST_F(MetricsTest, AnObjectChangedDuringItsPassIsAddedOnce) {
+  auto sink = std::make_shared<RecordingSink>();
+  open(with_metrics(sink), quiet());
+  auto gate = std::make_shared<std::promise<void>>();
+  auto opened = gate->get_future().share();
+  auto entered = std::make_shared<std::atomic<int>>(0);
+  recorder_->set_body([=](auto&, auto&, auto&) -> Result {
+    if (entered->fetch_add(1) == 0) opened.wait();
+    return {};
+  });
+  register_widgets(with_resync_interval(0ms));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return entered->load() == 1; }));
+  w.update(ctx_, o.id, {"a", 2});  // wakes it while its pass runs
+  ASSERT_TRUE(
+      eventually([&] { return sink->counter(metric::workqueue_adds_total, widget_queue) == 2; }));
+  clock_->advance(2s);
+  gate->set_value();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
+  settle();
+  EXPECT_EQ(sink->counter(metric::workqueue_adds_total, widget_queue), 2);
+  auto waits = sink->of('h', metric::workqueue_queue_duration);
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_EQ(waits[0].value, 0);
+  EXPECT_EQ(waits[1].value, 2);
+}
+
 /// beehive_watch_subscribers counts the hub's watches as they open and close.
 TEST_F(MetricsTest, WatchSubscribersAreCounted) {
   auto prom = std::make_shared<PrometheusMetrics>();

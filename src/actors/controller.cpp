@@ -230,8 +230,10 @@ void dispatch(Self self) {
 }
 
 /// Queues `id`. An id marked by a TerminalError is left alone unless `lift` (a spec
-/// change, a deletion request, a requeue by hand), which clears the mark.
-void enqueue(Self self, ObjectID id, bool lift = false) {
+/// change, a deletion request, a requeue by hand), which clears the mark. `readded`: an
+/// id marked dirty while its pass ran, queued now that the pass ended (its add was
+/// counted, and its wait timed, when it was marked).
+void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
   auto& st = self->state;
   if (!leads(self)) return;  // the leader's controller reconciles it
   auto* m = st.kind->metrics.get();
@@ -243,13 +245,16 @@ void enqueue(Self self, ObjectID id, bool lift = false) {
   }
   if (st.in_flight.count(id)) {
     // Counted as an add once, as client-go's queue counts an item re-added while processed.
-    if (st.dirty.insert(id).second && m) m->added();
+    if (st.dirty.insert(id).second && m) {
+      st.enqueued_at[id] = now(self);
+      m->added();
+    }
     return;
   }
   if (st.queued.insert(id).second) {
     st.queue.push_back(id);
     st.kind->schedules->set(id, st.services.timers->wall_now());
-    if (m) {
+    if (m && !readded) {
       st.enqueued_at[id] = now(self);
       m->added();
     }
@@ -437,6 +442,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       if (!lifted) {
         st.terminal.insert(id);
         st.dirty.erase(id);
+        st.enqueued_at.erase(id);
       }
       break;
     case Outcome::gone:
@@ -450,7 +456,10 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   // A deposed leader's pass (its writes failed the fence) is the new leader's to retry.
   if (!leads(self)) st.timers.erase(id);
   if (!st.timers.contains(id)) st.kind->schedules->clear(id);
-  if (st.dirty.erase(id)) enqueue(self, id);
+  if (st.dirty.erase(id)) {
+    enqueue(self, id, false, true);
+    if (!st.queued.count(id)) st.enqueued_at.erase(id);  // not queued after all
+  }
   dispatch(self);
   rearm(self);
   if (st.drained && st.in_flight.empty()) {
