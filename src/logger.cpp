@@ -37,15 +37,28 @@ std::string logfmt_value(std::string_view v) {
   return '"' + printable(quoted) + '"';
 }
 
+/// A field's key as logfmt reads one: a plain word, each character that would end it or
+/// break the line written as `_`.
+std::string logfmt_key(std::string_view k) {
+  auto shown = printable(k);
+  for (auto& c : shown)
+    if (c == ' ' || c == '=' || c == '"' || c == '\\') c = '_';
+  return shown.empty() ? std::string("_") : shown;
+}
+
 }  // namespace
 
 Logger stderr_logger(LogLevel min) {
   return [min](LogLevel level, std::string_view message, const LogFields& fields) {
     if (level < min) return;
     // One line per entry, whatever the text: a newline or an escape sequence in a
-    // reason (an exception's message) is written as an escape.
-    std::string line = "beehive: " + printable(message);
-    for (auto& [k, v] : fields) line.append(" ").append(k).append("=").append(logfmt_value(v));
+    // reason (an exception's message) is written as an escape. A message that a reader
+    // would take for fields (`x=y`) is quoted.
+    std::string line = "beehive: ";
+    line += message.find_first_of("=\"") == std::string_view::npos ? printable(message)
+                                                                   : logfmt_value(message);
+    for (auto& [k, v] : fields)
+      line.append(" ").append(logfmt_key(k)).append("=").append(logfmt_value(v));
     line += "\n";
     static std::mutex mu;  // whole lines, even from several threads
     std::lock_guard lk(mu);

@@ -65,6 +65,11 @@ TEST_F(LoggerTest, SkippedRowsAndStderrDefault) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),
             "beehive: failed\\n\\x1b[2J reason=\"postgres: ERROR:  x\\nDETAIL: \\\"y\\\" \\\\n\" "
             "kind=\"K\\u202e\" empty=\"\" eq=\"a=b\"\n");
+  // Nor can a key or a message forge a line or a field.
+  ::testing::internal::CaptureStderr();
+  stderr_logger()(LogLevel::error, "x id=7", {{"k\nbeehive: forged", "v"}, {"a b=\"c", "d"}});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "beehive: \"x id=7\" k_nbeehive:_forged=v a_b__c=d\n");
 }
 
 // An empty Logger (a default-constructed std::function) keeps the default, stderr,

@@ -6,7 +6,9 @@
 /// ...). Give one with `with_logger` to the Beehive; the default writes warnings and
 /// errors to stderr as "beehive: <message> key=value ...", one line each: a value that is
 /// not one plain word is quoted ("a b"), with `"` and `\` escaped, and control and
-/// bidirectional characters are written as escapes (`\n`, `\x1b`, `\u202e`).
+/// bidirectional characters are written as escapes (`\n`, `\x1b`, `\u202e`). A message
+/// holding `=` or `"` is quoted as a value is, so that it never reads as fields; a key is
+/// written as one word (a space, `=`, `"` or `\` in it as `_`).
 ///
 /// A logger is called from beehive's threads, possibly several at once: it must be
 /// thread-safe and should not block for long. An exception it throws is swallowed:
