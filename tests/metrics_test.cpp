@@ -600,6 +600,12 @@ TEST_F(MetricsTest, WatchSubscribersAreCounted) {
     EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 2; }));
   }
   EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 0; }));
+  // A hub that crashes ends its watches: the gauge goes back to 0 with them.
+  auto all = w.watch_list(ctx_);
+  auto events = w.watch_events(ctx_, o.id);
+  ASSERT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 2; }));
+  caf::anon_send_exit(bh_->watch_hub(), caf::exit_reason::kill);
+  EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 0; }));
 }
 
 TEST_F(MetricsTest, ExpositionFormatOfARealRun) {

@@ -538,6 +538,9 @@ WatchHubState::~WatchHubState() {
   }
   for (auto& [id, s] : subs) end(id, s, errc::store);
   for (auto& [id, s] : event_subs) end_events(id, s, errc::store);
+  // Ended, every one: a hub that crashed (or was restarted with the reader) must not
+  // leave its count behind for a gauge nothing else would set.
+  if (auto* m = services.metrics.get()) report_watch_subscribers(*m, 0);
 }
 
 watch_hub_impl::behavior_type watch_hub(Self self, Services services,
