@@ -30,8 +30,10 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
       out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_), core, *row);
       if (out.kind == Outcome::error) {
         // Stop cancelled the pass: not a failure. Or the object went meanwhile (the GC
-        // collected it once the pass removed the last finalizer): nothing left to do.
-        if (stop_ctx_.done())
+        // collected it once the pass removed the last finalizer): nothing left to do. Or
+        // this process was deposed (its writes failed the fence): the new leader's pass,
+        // not a failure of this one to retry.
+        if (stop_ctx_.done() || !backend_->leads())
           out = {Outcome::cancelled, {}, out.message};
         else if (!exists())
           out = {Outcome::gone, {}, out.message};

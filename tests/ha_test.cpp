@@ -481,6 +481,9 @@ TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndSteps
   EXPECT_EQ(now.status->pid, by_b.status->pid);
   a->write_line("quit");
   b->write_line("quit");
+  // The refused pass is the new leader's to redo: a neither retries it nor says it will.
+  read_until(*a, "<to the end>", &a_said);
+  for (auto& l : a_said) EXPECT_EQ(l.find("log reconcile failed"), std::string::npos) << l;
   EXPECT_EQ(a->wait(), 0);
   EXPECT_EQ(b->wait(), 0);
 }

@@ -6,14 +6,14 @@
 // Prints, a line each: "leader" / "standby" whenever its leadership changes (the first
 // line is the leadership it started with); with `verbose`, "reconciling <id>" when a
 // pass begins, "wrote <id>" after its status write and "refused <id>" when the write
-// failed. A spec's `sleep_ms` makes the pass sleep before writing (the fencing test
-// pauses the process meanwhile). The status records the writer's pid. `no-resync` turns
-// the controller's resync off (a pass then comes only from a change or a takeover).
-// Reads stdin: a line "quit" (or its end) stops the beehive and exits 0; a line "hold"
-// opens a `within` block, creates the object "held" in it, prints "holding" and never
-// ends the block (the test kills the process there); a line "watch" watches the kind and
-// prints "seen <id> <n>" for each change and "watch ended <error>" at its end (the error
-// is empty when it ended cleanly). Failures: exit 2.
+// failed, and "log <message>" for each warning or error beehive logs. A spec's `sleep_ms` makes the
+// pass sleep before writing (the fencing test pauses the process meanwhile). The status records the
+// writer's pid. `no-resync` turns the controller's resync off (a pass then comes only from a change
+// or a takeover). Reads stdin: a line "quit" (or its end) stops the beehive and exits 0; a line
+// "hold" opens a `within` block, creates the object "held" in it, prints "holding" and never ends
+// the block (the test kills the process there); a line "watch" watches the kind and prints "seen
+// <id> <n>" for each change and "watch ended <error>" at its end (the error is empty when it ended
+// cleanly). Failures: exit 2.
 
 #include <unistd.h>
 
@@ -58,7 +58,11 @@ int main(int argc, char** argv) {
     postgres::Options opts;
     opts.schema = argv[2];
     opts.lease = std::chrono::milliseconds(std::stoi(argv[3]));
-    Beehive bh(postgres::open(argv[1], opts));
+    // With `verbose`, warnings and errors too: "log <message>".
+    auto logger = [verbose](LogLevel level, std::string_view message, const LogFields&) {
+      if (verbose && level >= LogLevel::warning) say("log " + std::string(message));
+    };
+    Beehive bh(postgres::open(argv[1], opts), with_logger(logger));
     auto reconcile = [verbose](const Context& ctx, ControllerClient<Status>& cc,
                                const Object<Spec, Status>& o) {
       auto id = std::to_string(o.id);

@@ -137,7 +137,12 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
   std::string exposure() const override { return {}; }
   std::string identity() const override { return where_; }
 
-  bool leads() const override { return shared_->term.load(std::memory_order_acquire) != 0; }
+  // A fenced write that found the lease taken over says so at once, before the campaign
+  // steps down.
+  bool leads() const override {
+    return shared_->term.load(std::memory_order_acquire) != 0 &&
+           !shared_->deposed.load(std::memory_order_acquire);
+  }
 
   void on_leadership(std::function<void(bool)> changed) override {
     std::lock_guard g(leadership_mu_);
