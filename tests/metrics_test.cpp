@@ -19,6 +19,7 @@
 
 #include <beehive/actors.hpp>
 
+#include "actors/atoms.hpp"  // private: a step-down sent by hand
 #include "controller_fixture.hpp"
 #include "metrics/object_tally.hpp"
 
@@ -580,6 +581,38 @@ TEST_F(MetricsTest, AnObjectChangedDuringItsPassIsAddedOnce) {
   ASSERT_EQ(waits.size(), 2u);
   EXPECT_EQ(waits[0].value, 0);
   EXPECT_EQ(waits[1].value, 2);
+}
+
+// A leader that steps down drops its queue (the new leader lists the kind again): the
+// depth gauge says so at once, not at its next pass.
+TEST_F(MetricsTest, AStepDownEmptiesTheQueueDepthGauge) {
+  auto sink = std::make_shared<RecordingSink>();
+  open(with_metrics(sink), quiet());
+  auto gate = std::make_shared<std::promise<void>>();
+  auto opened = gate->get_future().share();
+  auto entered = std::make_shared<std::atomic<bool>>(false);
+  recorder_->set_body([=](auto&, auto&, auto& o) -> Result {
+    if (o.spec.color == "blocker") {
+      entered->store(true);
+      opened.wait();
+    }
+    return {};
+  });
+  register_widgets(with_resync_interval(0ms));  // one worker
+  auto w = widgets();
+  w.create(ctx_, {"blocker", 0});
+  start();
+  ASSERT_TRUE(eventually([&] { return entered->load(); }));
+  w.create(ctx_, {"waiting", 0});
+  ASSERT_TRUE(eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 1; }));
+  auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
+  {
+    caf::scoped_actor self{controller->home_system()};
+    self->send(controller, detail::leadership_atom::value, false);
+  }
+  EXPECT_TRUE(eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 0; }));
+  gate->set_value();
+  settle();
 }
 
 /// beehive_watch_subscribers counts the hub's watches as they open and close.

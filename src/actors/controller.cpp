@@ -583,6 +583,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
           st.timers.clear();
           st.enqueued_at.clear();
           st.kind->schedules->clear_all();
+          if (auto* m = st.kind->metrics.get()) report_gauges(st, *m);  // nothing waits
           st.settling.check(idle(self));
         }
       },
