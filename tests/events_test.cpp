@@ -716,16 +716,18 @@ class SweepPage {
   int was_;
 };
 
-/// Transactions the store writer has committed.
-std::uint64_t writer_transactions(Beehive& bh) {
+/// What the store writer reports of itself.
+store_writer_state writer_state(Beehive& bh) {
   auto writer = bh.store_writer();
   caf::scoped_actor self{writer->home_system()};
-  std::uint64_t n = 0;
+  store_writer_state out;
   self->request(writer, caf::infinite, inspect_atom::value)
-      .receive([&](const store_writer_state& st) { n = st.transactions; },
-               [](caf::error&) { ADD_FAILURE(); });
-  return n;
+      .receive([&](const store_writer_state& st) { out = st; }, [](caf::error&) { ADD_FAILURE(); });
+  return out;
 }
+
+/// Transactions the store writer has committed.
+std::uint64_t writer_transactions(Beehive& bh) { return writer_state(bh).transactions; }
 
 /// A sweep through the store writer under `policy`; returns the runs it removed.
 int sweep_with(Beehive& bh, const trim_events_request& policy) {
@@ -876,14 +878,7 @@ TEST_F(EventsTest, AWriteAskedForDuringASweepIsServedBetweenItsPages) {
   settle();
   auto writer = bh_->store_writer();
   caf::scoped_actor self{writer->home_system()};
-  caf::scoped_actor inspector{writer->home_system()};
-  auto deferred = [&] {
-    std::size_t n = 0;
-    inspector->request(writer, caf::infinite, inspect_atom::value)
-        .receive([&](const store_writer_state& st) { n = st.deferred; },
-                 [](caf::error&) { ADD_FAILURE(); });
-    return n;
-  };
+  auto deferred = [&] { return writer_state(*bh_).deferred; };
   // Both arrive while a within block holds the writer, in this order: once it commits,
   // the sweep's first page runs, then the create, then the sweep's other pages.
   cc_->within(ctx_, [&](const Context& tx) {

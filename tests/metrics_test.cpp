@@ -104,6 +104,26 @@ class MetricsTest : public ControllerTest {
   /// The flaky widget's expected failure is not worth a line on stderr.
   static Option quiet() { return with_logger(stderr_logger(LogLevel::error)); }
 
+  /// Registers the widgets with one worker; a "blocker" widget's pass holds it until
+  /// `gate` is set. `entered` is set once that pass began.
+  struct Blocker {
+    std::shared_ptr<std::promise<void>> gate = std::make_shared<std::promise<void>>();
+    std::shared_ptr<std::atomic<bool>> entered = std::make_shared<std::atomic<bool>>(false);
+  };
+  Blocker register_with_a_blocker() {
+    Blocker b;
+    recorder_->set_body(
+        [opened = b.gate->get_future().share(), entered = b.entered](auto&, auto&, auto& o) {
+          if (o.spec.color == "blocker") {
+            entered->store(true);
+            opened.wait();
+          }
+          return Result{};
+        });
+    register_widgets(with_resync_interval(0ms));  // one worker
+    return b;
+  }
+
   void run_workload(const std::function<double(const MetricLabels&)>& reconciles) {
     auto flaky_failed = std::make_shared<std::atomic<bool>>(false);
     auto later_requeued = std::make_shared<std::atomic<bool>>(false);
@@ -506,17 +526,7 @@ TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
 TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {
   auto prom = std::make_shared<PrometheusMetrics>();
   open(with_metrics(prom), quiet());
-  auto gate = std::make_shared<std::promise<void>>();
-  auto opened = gate->get_future().share();
-  auto entered = std::make_shared<std::atomic<bool>>(false);
-  recorder_->set_body([=](auto&, auto&, auto& o) -> Result {
-    if (o.spec.color == "blocker") {
-      entered->store(true);
-      opened.wait();
-    }
-    return {};
-  });
-  register_widgets(with_resync_interval(0ms));  // one worker
+  auto [gate, entered] = register_with_a_blocker();
   auto w = widgets();
   w.create(ctx_, {"blocker", 0});
   start();
@@ -588,17 +598,7 @@ TEST_F(MetricsTest, AnObjectChangedDuringItsPassIsAddedOnce) {
 TEST_F(MetricsTest, AStepDownEmptiesTheQueueDepthGauge) {
   auto sink = std::make_shared<RecordingSink>();
   open(with_metrics(sink), quiet());
-  auto gate = std::make_shared<std::promise<void>>();
-  auto opened = gate->get_future().share();
-  auto entered = std::make_shared<std::atomic<bool>>(false);
-  recorder_->set_body([=](auto&, auto&, auto& o) -> Result {
-    if (o.spec.color == "blocker") {
-      entered->store(true);
-      opened.wait();
-    }
-    return {};
-  });
-  register_widgets(with_resync_interval(0ms));  // one worker
+  auto [gate, entered] = register_with_a_blocker();
   auto w = widgets();
   w.create(ctx_, {"blocker", 0});
   start();
