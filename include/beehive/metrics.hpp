@@ -13,7 +13,8 @@
 ///       result is "success", "error" (reconcile threw), "requeue" (it asked for another
 ///       pass now), "requeue_after" (a positive `requeue_after`) or "terminal_error" (a
 ///       failure that is not retried: a row that does not decode is quarantined). A pass that finds
-///       its object gone counts as "success"; a pass cancelled by stop is not counted.
+///       its object gone counts as "success"; a pass cancelled by stop, or one whose
+///       writes failed the fence because this process stopped leading, is not counted.
 ///   controller_runtime_reconcile_errors_total{controller}   counter: passes that ended in
 ///       "error" or "terminal_error".
 ///   controller_runtime_reconcile_time_seconds{controller}   histogram: one pass on the
@@ -25,8 +26,9 @@
 ///       waiting is not added again; one re-added while in flight is, once).
 ///   workqueue_retries_total{name}           counter: backoff retries armed after failed
 ///       passes.
-///   workqueue_queue_duration_seconds{name}  histogram: from an id's enqueue to a worker
-///       taking it, on the Beehive's clock (`with_clock`): under a ManualClock it moves
+///   workqueue_queue_duration_seconds{name}  histogram: from an id's enqueue (for one
+///       changed while its pass ran, from that change) to a worker taking it, on the
+///       Beehive's clock (`with_clock`): under a ManualClock it moves
 ///       only when the test moves time.
 ///   workqueue_work_duration_seconds{name}   histogram: from a worker taking an id to the
 ///       controller hearing the pass ended (steady clock).
@@ -58,7 +60,8 @@
 /// block (no I/O: aggregate and let something else export); it must not call back into
 /// the Beehive. An exception it throws is swallowed (that observation is lost, nothing
 /// else). Names and label sets are stable for the life of the Beehive, so a sink may key
-/// its series on them; label references are valid only during the call.
+/// its series on them; label references are valid only during the call. A sink serves one
+/// Beehive: the store's and the hub's series carry no label that would tell two apart.
 ///
 /// `PrometheusMetrics` is a ready sink built on prometheus-cpp: a registry, the text
 /// exposition (`text()`) and an HTTP `/metrics` endpoint (`serve("127.0.0.1:9464")`).
