@@ -14,6 +14,17 @@ void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
   if (state_ != State::created)
     throw Error(errc::already_started, "register controllers before start");
   if (kind(gk)) throw Error(errc::already_registered, to_string(gk) + " already has a controller");
+  {
+    // Metrics and logs name a kind "Kind.group": two kinds that read the same there would
+    // share their series (each overwriting the other's gauges) and be told apart nowhere.
+    std::lock_guard k(kinds_mu_);
+    for (auto& [other, e] : kinds_)
+      if (to_string(other) == to_string(gk))
+        throw Error(errc::invalid_argument, "group \"" + gk.group + "\", kind \"" + gk.kind +
+                                                "\" reads as " + to_string(gk) + ", as group \"" +
+                                                other.group + "\", kind \"" + other.kind +
+                                                "\" does, which has a controller");
+  }
   auto kind_opts = OptionSet::from(opts);
   if (auto& m = kind_opts.migrator;
       m && (m->schema_version_spec() < 0 || m->schema_version_status() < 0))

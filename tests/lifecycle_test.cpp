@@ -21,6 +21,17 @@ TEST_F(LifecycleTest, RegisterTwiceIsAlreadyRegistered) {
   EXPECT_ERRC(register_widgets(), errc::already_registered);
 }
 
+// Metrics and logs name a kind "Kind.group": a kind whose name reads as another's there
+// is refused, rather than sharing its series.
+TEST_F(LifecycleTest, AKindThatReadsAsAnotherRegisteredOneIsRefused) {
+  register_widgets();  // Widget.acme.com
+  auto noop = [](auto&, auto&, auto&) { return Result{}; };
+  EXPECT_ERRC(
+      (register_controller<WidgetSpec, WidgetStatus>(*bh_, GroupKind{"com", "Widget.acme"}, noop)),
+      errc::invalid_argument);
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, GroupKind{"acme.org", "Widget"}, noop);
+}
+
 // An empty controller is refused when registered, not found out by the first pass (a null
 // pointer would crash a worker; an empty function would fail every pass for ever).
 TEST_F(LifecycleTest, RegisteringAnEmptyControllerIsInvalidArgument) {
