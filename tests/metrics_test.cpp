@@ -615,6 +615,25 @@ TEST_F(MetricsTest, AStepDownEmptiesTheQueueDepthGauge) {
   settle();
 }
 
+// Stop leaves no id waiting for a worker (none will get one): the depth gauge reads 0
+// once it has stopped, not the length of the queue it left behind.
+TEST_F(MetricsTest, AStoppedControllerReportsNoQueueDepth) {
+  auto sink = std::make_shared<RecordingSink>();
+  open(with_metrics(sink), quiet());
+  auto [gate, entered] = register_with_a_blocker();
+  auto w = widgets();
+  w.create(ctx_, {"blocker", 0});
+  start();
+  ASSERT_TRUE(eventually([&] { return entered->load(); }));
+  w.create(ctx_, {"waiting", 0});
+  ASSERT_TRUE(eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 1; }));
+  auto stopped = std::async(std::launch::async, [this] { close(); });
+  EXPECT_TRUE(eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 0; }));
+  gate->set_value();  // the pass in flight ends, and the stop with it
+  stopped.get();
+  EXPECT_EQ(sink->gauge(metric::workqueue_depth, widget_queue), 0);
+}
+
 /// beehive_watch_subscribers counts the hub's watches as they open and close.
 TEST_F(MetricsTest, WatchSubscribersAreCounted) {
   auto prom = std::make_shared<PrometheusMetrics>();

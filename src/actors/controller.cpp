@@ -96,9 +96,11 @@ void list_kind(Self self, bool with_deletions, Fn then, Failed failed) {
 /// The in-flight gauges are reported here, when a pass starts or ends; a sink that wants
 /// them current between those moments computes them from work_started / work_finished.
 void report_gauges(ControllerState& st, const KindMetrics& m) {
-  if (st.queue.size() != st.reported_depth) {
-    st.reported_depth = st.queue.size();
-    m.queue_depth(st.reported_depth);
+  // Once stop drains the controller, no id waits for a worker any more: none will get one.
+  auto depth = st.draining ? 0 : st.queue.size();
+  if (depth != st.reported_depth) {
+    st.reported_depth = depth;
+    m.queue_depth(depth);
   }
   if (st.in_flight.size() != st.reported_active) {
     st.reported_active = st.in_flight.size();
@@ -686,6 +688,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         auto& st = self->state;
         st.dispatching = false;
         st.draining = true;
+        if (auto* m = st.kind->metrics.get()) report_gauges(st, *m);
         if (st.in_flight.empty()) return true;
         if (!st.drained) st.drained = self->make_response_promise<bool>();
         return *st.drained;
