@@ -123,6 +123,22 @@ class MetricsTest : public ControllerTest {
     register_widgets(with_resync_interval(0ms));  // one worker
     return b;
   }
+  /// Starts with `sink`: the blocker's pass holds the one worker, and another widget
+  /// waits behind it (the depth gauge reads 1). Returns the blocker's gate; null if that
+  /// state was not reached.
+  std::shared_ptr<std::promise<void>> one_waiting_behind_a_blocker(
+      const std::shared_ptr<RecordingSink>& sink) {
+    open(with_metrics(sink), quiet());
+    auto b = register_with_a_blocker();
+    auto w = widgets();
+    w.create(ctx_, {"blocker", 0});
+    start();
+    if (!eventually([&] { return b.entered->load(); })) return nullptr;
+    w.create(ctx_, {"waiting", 0});
+    if (!eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 1; }))
+      return nullptr;
+    return b.gate;
+  }
 
   void run_workload(const std::function<double(const MetricLabels&)>& reconciles) {
     auto flaky_failed = std::make_shared<std::atomic<bool>>(false);
@@ -597,14 +613,8 @@ TEST_F(MetricsTest, AnObjectChangedDuringItsPassIsAddedOnce) {
 // depth gauge says so at once, not at its next pass.
 TEST_F(MetricsTest, AStepDownEmptiesTheQueueDepthGauge) {
   auto sink = std::make_shared<RecordingSink>();
-  open(with_metrics(sink), quiet());
-  auto [gate, entered] = register_with_a_blocker();
-  auto w = widgets();
-  w.create(ctx_, {"blocker", 0});
-  start();
-  ASSERT_TRUE(eventually([&] { return entered->load(); }));
-  w.create(ctx_, {"waiting", 0});
-  ASSERT_TRUE(eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 1; }));
+  auto gate = one_waiting_behind_a_blocker(sink);
+  ASSERT_TRUE(gate);
   auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
   {
     caf::scoped_actor self{controller->home_system()};
@@ -619,14 +629,8 @@ TEST_F(MetricsTest, AStepDownEmptiesTheQueueDepthGauge) {
 // once it has stopped, not the length of the queue it left behind.
 TEST_F(MetricsTest, AStoppedControllerReportsNoQueueDepth) {
   auto sink = std::make_shared<RecordingSink>();
-  open(with_metrics(sink), quiet());
-  auto [gate, entered] = register_with_a_blocker();
-  auto w = widgets();
-  w.create(ctx_, {"blocker", 0});
-  start();
-  ASSERT_TRUE(eventually([&] { return entered->load(); }));
-  w.create(ctx_, {"waiting", 0});
-  ASSERT_TRUE(eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 1; }));
+  auto gate = one_waiting_behind_a_blocker(sink);
+  ASSERT_TRUE(gate);
   auto stopped = std::async(std::launch::async, [this] { close(); });
   EXPECT_TRUE(eventually([&] { return sink->gauge(metric::workqueue_depth, widget_queue) == 0; }));
   gate->set_value();  // the pass in flight ends, and the stop with it
