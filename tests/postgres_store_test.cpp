@@ -226,6 +226,7 @@ class PostgresStore : public BeehiveTest {
     faults::refuse_connections = false;
     faults::cancel_delay_ms = 0;
     faults::deafen_listener = false;
+    faults::fail_change_log_reads = false;
     BeehiveTest::TearDown();
   }
 };
@@ -523,6 +524,87 @@ TEST_F(PostgresStore, EveryWriteOfAnotherProcessWritingAtOnceReachesTheWatch) {
   std::size_t missed = 0;
   for (auto id : foreign) missed += seen.count(id) == 0;
   EXPECT_EQ(missed, 0u) << "of " << foreign.size() << " writes by the other process";
+}
+
+/// Waits until `n` listeners (one per store opened on the schema) listen: a listener
+/// connects on a thread of its own, and misses what was sent before it listened.
+bool listeners_listen(const std::filesystem::path& db_path, int n) {
+  const auto sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'beehive " +
+                   test_schema_for(db_path) + "' AND (query LIKE 'LISTEN%' OR query = '')";
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (std::stoi(query_test_store(db_path, sql).at(0).at(0)) < n)
+    if (std::chrono::steady_clock::now() > until) return false;
+  return true;
+}
+
+/// Waits (no fixed sleep) until the change log has been refused to at least `n` reads.
+bool change_log_refused(int n) {
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (faults::change_log_reads_failed < n)
+    if (std::chrono::steady_clock::now() > until)
+      return false;
+    else
+      std::this_thread::yield();
+  return true;
+}
+
+// Another process's commit comes with its note, which carries what it changed: the watch
+// gets it from there, without the change log (which here cannot be read at all).
+TEST_F(PostgresStore, AnotherProcesssCommitReachesTheWatchFromItsNoteAlone) {
+  Widgets mine(bh(), widget_kind);
+  auto watch = mine.watch_list(ctx_);
+  Beehive other(
+      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
+  Widgets theirs(other, widget_kind);
+  ASSERT_TRUE(listeners_listen(db_path(), 2));
+  auto o = theirs.create({}, {"theirs", 1});
+  auto added = watch.next_for(5s);
+  ASSERT_TRUE(added);
+  ASSERT_EQ(added->object.id, o.id);
+
+  faults::fail_change_log_reads = true;
+  auto written = theirs.update({}, o.id, {"theirs", 2});
+  auto updated = watch.next_for(5s);
+  ASSERT_TRUE(updated) << "the note's record was not published";
+  EXPECT_EQ(updated->type, ChangeType::Modified);
+  EXPECT_EQ(updated->object.spec.size, 2);
+  EXPECT_EQ(updated->object.resource_version, written.resource_version);
+}
+
+// A commit too large for its note is read from the change log, and the commits after it
+// wait for that read even when their notes carry them: a watch never gets a later
+// change before an earlier one.
+TEST_F(PostgresStore, ACommitTooLargeForItsNoteHoldsBackTheNotesAfterItUntilTheLogIsRead) {
+  Widgets mine(bh(), widget_kind);
+  auto watch = mine.watch_list(ctx_);
+  Beehive other(
+      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
+  Widgets theirs(other, widget_kind);
+  auto large = theirs.create({}, {"large", 1});
+  auto small = theirs.create({}, {"small", 1});
+  ASSERT_TRUE(listeners_listen(db_path(), 2));
+  ASSERT_TRUE(watch.next_for(5s));
+  ASSERT_TRUE(watch.next_for(5s));
+
+  faults::fail_change_log_reads = true;
+  const int refused = faults::change_log_reads_failed;
+  Labels many;
+  for (int i = 0; i < 150; ++i) many["label-" + std::to_string(i)] = std::string(60, 'v');
+  theirs.set_labels({}, large.id, many);
+  ASSERT_TRUE(change_log_refused(refused + 1)) << "the large commit was never looked for";
+  theirs.update({}, small.id, {"small", 2});  // its note carries it, after the gap
+  ASSERT_TRUE(change_log_refused(refused + 3));
+  EXPECT_FALSE(watch.next_for(0ms)) << "a change was delivered over one still unread";
+
+  faults::fail_change_log_reads = false;
+  auto first = watch.next_for(5s);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->object.id, large.id);
+  EXPECT_EQ(first->object.labels, many);
+  auto second = watch.next_for(5s);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->object.id, small.id);
+  EXPECT_EQ(second->object.spec.size, 2);
 }
 
 // A listener whose connection went half-open (a partition dropping packets, no reset)

@@ -408,7 +408,9 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
     // A store that hears of other processes' commits (PostgreSQL's notifications) has
     // them published at once; the poll catches one heard while the writer was busy.
     st.cfg->backend->on_foreign_commit(
-        [h = caf::actor_cast<caf::actor>(self)] { caf::anon_send(h, foreign_commit_atom::value); });
+        [h = caf::actor_cast<caf::actor>(self)](std::vector<std::string> notes) {
+          caf::anon_send(h, foreign_commit_atom::value, std::move(notes));
+        });
     self->attach_functor(
         [backend = st.cfg->backend](const caf::error&) { backend->on_foreign_commit({}); });
   }
@@ -449,9 +451,9 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [&st](retire_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
       [&st](serve_queue_atom) { serve_queue(st); }, [self](sweep_page_atom) { sweep_page(self); },
-      [self](foreign_commit_atom) {
+      [self](foreign_commit_atom, const std::vector<std::string>& notes) {
         try {
-          self->state.engine->publish_foreign_commits();
+          self->state.engine->publish_noted_commits(notes);
         } catch (const std::exception&) {  // the next poll tries again
         }
       },

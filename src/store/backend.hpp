@@ -154,6 +154,9 @@ class OutcomeUnknown : public Error {
 class Writer : public Reader {
  public:
   virtual void begin() = 0;
+  /// What the transaction about to commit changed, told just before commit(): a store
+  /// shared by several processes sends it to the others with the commit (commit_note).
+  virtual void describe_commit(const commit_record& rec) { (void)rec; }
   virtual void commit() = 0;
   virtual void rollback() = 0;
   /// False once the transaction has ended: besides commit and rollback, the database
@@ -328,9 +331,13 @@ class Backend : public Store {
   /// Called, on a thread of the store's, whenever leads() changes while claimed; an
   /// empty function unsubscribes. Returns once no earlier function runs any more.
   virtual void on_leadership(std::function<void(bool)> changed) { (void)changed; }
-  /// Called, on a thread of the store's, soon after another process commits: a cue to
-  /// look at data_version() now rather than at the next poll. Empty unsubscribes.
-  virtual void on_foreign_commit(std::function<void()> committed) { (void)committed; }
+  /// Called, on a thread of the store's, soon after other processes commit, with their
+  /// commits' notes (commit_note) in commit order: a cue to publish them, or to look at
+  /// data_version() now rather than at the next poll. No notes: commits may have been
+  /// missed (the change log says which). Empty unsubscribes.
+  virtual void on_foreign_commit(std::function<void(std::vector<std::string>)> committed) {
+    (void)committed;
+  }
 
   /// Held by the one Beehive this store serves, from its construction to its stop: the
   /// subscriptions above, the session and its write tokens are one Beehive's. Throws

@@ -19,7 +19,9 @@ std::optional<Time> millis_of(const Json& j) {
 
 }  // namespace
 
-std::string row_to_json(const ObjectRow& row) {
+std::string row_to_json(const ObjectRow& row) { return row_json(row).dump(); }
+
+Json row_json(const ObjectRow& row) {
   const auto& m = row.meta;
   Json conditions = Json::array();
   for (const auto& c : m.conditions)
@@ -43,7 +45,7 @@ std::string row_to_json(const ObjectRow& row) {
             {"spec_version", row.spec_version},
             {"status", row.status ? Json(*row.status) : Json()},
             {"status_version", row.status_version}};
-  return j.dump();
+  return j;
 }
 
 std::vector<Condition> stored_conditions(std::string_view json, std::int64_t session) {
@@ -66,8 +68,17 @@ std::vector<Condition> stored_conditions(std::string_view json, std::int64_t ses
 }
 
 ObjectRow row_from_json(std::string_view text) {
+  Json j;
   try {
-    auto j = Json::parse(text);
+    j = Json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(errc::store, std::string("a change-log body does not read back: ") + e.what());
+  }
+  return row_from_json_value(j);
+}
+
+ObjectRow row_from_json_value(const Json& j) {
+  try {
     ObjectRow row;
     auto& m = row.meta;
     m.id = j.at("id").get<ObjectID>();

@@ -10,11 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <beehive/object_row.hpp>
 
 namespace beehive::store {
 
 std::string row_to_json(const ObjectRow& row);
+/// The same as a JSON value, for a row carried inside a larger document (commit_note).
+nlohmann::json row_json(const ObjectRow& row);
 
 /// The session a PostgreSQL read reports for a condition written by the process that
 /// leads now (holds an unexpired lease): every process trusts that one's liveness
@@ -32,5 +36,7 @@ constexpr std::int64_t kNoSession = 0;
 std::vector<Condition> stored_conditions(std::string_view json, std::int64_t session);
 /// Throws Error(errc::store) for text that row_to_json did not write.
 ObjectRow row_from_json(std::string_view text);
+/// The same from a JSON value that row_json wrote.
+ObjectRow row_from_json_value(const nlohmann::json& j);
 
 }  // namespace beehive::store

@@ -15,6 +15,7 @@
 
 #include "metrics/store_metrics.hpp"
 #include "store/age_cutoff.hpp"
+#include "store/commit_note.hpp"
 #include "store/write_ops.hpp"
 
 namespace beehive::store {
@@ -135,6 +136,8 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
       try {
         publish_foreign_commits(&rec, &published);
       } catch (const std::exception&) {  // the write committed: published all the same
+        // The gap stays unread below known_rv: no note may be published over it.
+        cursor_->unpublished_commit = true;
       }
       if (published) return;
     }
@@ -219,6 +222,27 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   publish(runs, false);
 }
 
+void WriteEngine::publish_noted_commits(const std::vector<std::string>& notes) {
+  if (!cfg_.watch_foreign_commits) return;
+  if (notes.empty()) return publish_foreign_commits();
+  for (const auto& text : notes) {
+    auto note = read_commit_note(text);
+    auto& c = *cursor_;
+    bool known = note.after >= 0 && !c.unpublished_commit;
+    if (known && note.through <= c.known_rv) continue;  // a look at the log published it
+    // The record follows what was published; event runs have no unread ones before them.
+    if (known && note.record && note.after == c.known_rv && c.runs_seen == c.seen_rv) {
+      // Every version up to known_rv was published, own ones included: none is left to
+      // skip in the log.
+      c.seen_rv = c.known_rv = c.runs_seen = note.through;
+      c.own_rvs.clear();
+      publish(*note.record, false);
+      continue;
+    }
+    publish_foreign_commits();  // reads up to this note and past it: the rest are skipped
+  }
+}
+
 void WriteEngine::undo_savepoint(int sp, const std::string& why) {
   auto& w = *cfg_.writer;
   if (!w.in_transaction()) {
@@ -240,14 +264,15 @@ Error WriteEngine::broken_session() const {
   return Error(errc::store, "the transaction was rolled back after a failure: " + broken_);
 }
 
-void WriteEngine::timed_commit() {
+void WriteEngine::timed_commit(const commit_record& rec) {
   auto start = std::chrono::steady_clock::now();
-  commit_transaction();
+  commit_transaction(rec);
   last_commit_ = std::chrono::steady_clock::now() - start;
 }
 
-void WriteEngine::commit_transaction() {
+void WriteEngine::commit_transaction(const commit_record& rec) {
   try {
+    cfg_.writer->describe_commit(rec);
     cfg_.writer->commit();
   } catch (const OutcomeUnknown&) {
     cursor_->unpublished_commit = true;
@@ -457,7 +482,7 @@ WriteReply WriteEngine::execute(const WriteOp& op, const RowCheck& check, Waitin
   WriteReply reply;
   try {
     reply = apply(op, check, rec, caller);
-    timed_commit();
+    timed_commit(rec);
   } catch (...) {
     w.rollback();
     throw;
@@ -539,7 +564,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       }
       auto changes = std::move(session_rec_);
       try {
-        commit_transaction();
+        commit_transaction(changes);
       } catch (...) {
         w.rollback();
         end_session();
@@ -698,7 +723,7 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
         if (!undo(errc::store, e.what())) throw;
       }
     }
-    timed_commit();
+    timed_commit(rec);
   } catch (const Redo&) {
     w.rollback();
     return false;
@@ -734,7 +759,7 @@ std::vector<WriteReply> WriteEngine::execute_all(const std::vector<WriteOp>& ops
         throw Error(e.value(), "write " + std::to_string(i) + ": " + e.message());
       }
     }
-    commit_transaction();
+    commit_transaction(rec);
   } catch (...) {
     w.rollback();
     throw;

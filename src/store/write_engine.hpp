@@ -145,11 +145,12 @@ struct ForeignCursor {
   bool set = false;            // an engine has stood here
   std::int64_t seen_rv = 0;    // everything up to this version was published
   std::int64_t known_rv = 0;   // the highest version published, an engine's own or read
+                               // (with unpublished_commit clear: all below it too)
   std::int64_t runs_seen = 0;  // event runs (not logged) up to this version were published
   /// Versions an engine published since the last look (not to be published again).
   std::vector<std::int64_t> own_rvs;
-  /// A commit may have landed unpublished (OutcomeUnknown): the next look reads the log
-  /// whatever data_version says.
+  /// A commit may have landed unpublished (OutcomeUnknown, or a look that failed after a
+  /// commit of its own): the next look reads the log whatever data_version says.
   bool unpublished_commit = false;
 };
 
@@ -208,6 +209,12 @@ class WriteEngine {
   /// the same record as the others' commits, and sets `*own_published`.
   void publish_foreign_commits(const commit_record* own = nullptr, bool* own_published = nullptr);
 
+  /// Publishes other processes' commits from their notes (commit_note, in commit order):
+  /// a note's record at once when it carries one and its versions follow the last
+  /// published (known_rv), else through the change log (publish_foreign_commits), which
+  /// covers the notes after it too. No notes: a look at the log.
+  void publish_noted_commits(const std::vector<std::string>& notes);
+
   /// Rolls the open session back and ends it. `stopped`: stop's deadline did it, and
   /// the session's later steps fail with errc::stopped.
   void abort_session(bool stopped);
@@ -256,10 +263,10 @@ class WriteEngine {
   bool run_group(std::vector<GroupedWrite>& writes, const MoreWrites& more, bool batch);
   void undo_savepoint(int sp, const std::string& why);
   Error broken_session() const;
-  void timed_commit();
+  void timed_commit(const commit_record& rec);
   /// Commits the writer's transaction; remembers a commit whose outcome is unknown
   /// (OutcomeUnknown), so that the change log is read for it (publish_foreign_commits).
-  void commit_transaction();
+  void commit_transaction(const commit_record& rec);
   SteadyTime began() const;
   void committed(SteadyTime since, std::size_t requests = 1);
   void publish(const commit_record& rec, bool own = true);

@@ -4,7 +4,7 @@
 // COMMIT is sent, or just after it was answered, which are the two sides of a commit
 // whose outcome the writer must resolve by its write token; new connections refused;
 // a leadership renewal that never gets an answer; a listener that stops hearing its
-// connection; and cancel requests sent late. Off unless a test
+// connection; cancel requests sent late; and change-log reads that fail. Off unless a test
 // arms it; never armed by the library.
 //
 // Atomics: a test arms them from its thread, the writer takes them on its own.
@@ -42,6 +42,11 @@ inline std::atomic<bool> deafen_listener{false};
 inline std::atomic<int> cancel_delay_ms{0};
 inline std::atomic<int> cancels_sent{0};
 inline std::atomic<int> cancels_delivered{0};
+
+/// While set, every read of the change log (Reads::changes_since) fails as a lost
+/// connection would; change_log_reads_failed counts them.
+inline std::atomic<bool> fail_change_log_reads{false};
+inline std::atomic<int> change_log_reads_failed{0};
 
 /// Consumes one armed fault.
 inline bool take(std::atomic<int>& fault) {

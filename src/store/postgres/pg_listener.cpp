@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "store/commit_note.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_schema.hpp"
 
@@ -25,7 +26,7 @@ Listener::Listener(std::string conninfo, std::string schema,
     : conninfo_(std::move(conninfo)),
       schema_(std::move(schema)),
       connect_timeout_(connect_timeout),
-      own_payload_(std::to_string(session)),
+      session_(session),
       shared_(std::move(shared)),
       wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   thread_ = std::thread([this] { loop(); });
@@ -39,15 +40,15 @@ Listener::~Listener() {
   if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-void Listener::subscribe(std::function<void()> committed) {
+void Listener::subscribe(std::function<void(std::vector<std::string>)> committed) {
   std::lock_guard g(mu_);
   subscriber_ = std::move(committed);
 }
 
-void Listener::heard() {
+void Listener::heard(std::vector<std::string> notes) {
   shared_->foreign_commits.fetch_add(1, std::memory_order_acq_rel);
   std::lock_guard g(mu_);
-  if (subscriber_) subscriber_();
+  if (subscriber_) subscriber_(std::move(notes));
 }
 
 void Listener::loop() {
@@ -57,7 +58,7 @@ void Listener::loop() {
     try {
       c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_);
       c->exec("LISTEN " + c->quote_identifier(channel));
-      heard();  // whatever was sent while not listening
+      heard({});  // whatever was sent while not listening
     } catch (const std::exception&) {
       c.reset();
     }
@@ -68,10 +69,6 @@ void Listener::loop() {
     while (c && !stop_.load()) {
       if (faults::deafen_listener.exchange(false)) deaf = true;
       auto now = Clock::now();
-      if (ping && now - *ping >= kStallLimit) {  // gone silent: connect again
-        c.reset();
-        break;
-      }
       if (!ping && now - last_heard >= kPingAfter) {
         if (!PQsendQuery(c->raw(), "")) {
           c.reset();
@@ -84,7 +81,15 @@ void Listener::loop() {
       pollfd fds[2] = {{deaf ? -1 : PQsocket(c->raw()), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
       if (::poll(fds, 2, static_cast<int>(std::clamp<long long>(wait, 1, 1000))) < 0) continue;
       if (fds[1].revents) break;
-      if (!fds[0].revents) continue;
+      if (!fds[0].revents) {
+        // Gone silent: connect again. Judged only when nothing waits to be read: after
+        // a pause of this process, the answer and the notes sent meanwhile are there.
+        if (ping && Clock::now() - *ping >= kStallLimit) {
+          c.reset();
+          break;
+        }
+        continue;
+      }
       if (!PQconsumeInput(c->raw())) {  // the connection is gone
         c.reset();
         break;
@@ -95,12 +100,12 @@ void Listener::loop() {
         if (!r) ping.reset();  // answered in full
         PQclear(r);
       }
-      bool other = false;
+      std::vector<std::string> notes;
       while (PGnotify* n = PQnotifies(c->raw())) {
-        if (own_payload_ != n->extra) other = true;
+        if (commit_note_session(n->extra) != session_) notes.emplace_back(n->extra);
         PQfreemem(n);
       }
-      if (other) heard();
+      if (!notes.empty()) heard(std::move(notes));
     }
     if (stop_.load()) break;
     pollfd wake{wake_fd_, POLLIN, 0};

@@ -1,9 +1,9 @@
 #pragma once
 
 // Listens, on a connection of its own, for the notifications every write transaction
-// sends at commit (LISTEN/NOTIFY), and tells the store's writer that another process
-// committed: it bumps SharedState::foreign_commits and calls the subscriber, which wakes
-// the writer to read the change log now rather than at its next poll.
+// sends at commit (LISTEN/NOTIFY), and tells the store's writer that other processes
+// committed: it bumps SharedState::foreign_commits and calls the subscriber with their
+// notes (commit_note), which the writer publishes now rather than at its next poll.
 //
 // A listener hears nothing when nobody commits, and nothing either when its connection
 // went half-open (a partition that drops packets, with no reset): after kPingAfter of
@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "store/postgres/pg_writer.hpp"
 
@@ -36,20 +37,22 @@ class Listener {
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
-  void subscribe(std::function<void()> committed);
+  /// `committed` gets the notes of other sessions' commits in commit order; none when
+  /// some may have been missed (a new connection).
+  void subscribe(std::function<void(std::vector<std::string>)> committed);
 
  private:
   void loop();
-  void heard();
+  void heard(std::vector<std::string> notes);
 
   std::string conninfo_, schema_;
   std::chrono::milliseconds connect_timeout_;
-  std::string own_payload_;
+  std::int64_t session_;
   std::shared_ptr<SharedState> shared_;
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::mutex mu_;  // guards subscriber_, and is held while it runs
-  std::function<void()> subscriber_;
+  std::function<void(std::vector<std::string>)> subscriber_;
   std::thread thread_;
 };
 

@@ -93,14 +93,15 @@ std::string sql_for(Q q) {
     case Q::close_transaction:
       // What every write transaction stores last, in one statement: the counters as
       // allocated, this session's write token (read back after a COMMIT lost with its
-      // connection), and the notification to other processes (sent at the commit).
+      // connection), and the notification to other processes (sent at the commit; its
+      // payload is the commit's note, commit_note.hpp).
       return R"sql(WITH counters AS (
                UPDATE beehive_meta SET value = CASE key WHEN 'resource_version' THEN $1::bigint
                  ELSE $2::bigint END WHERE key IN ('resource_version', 'object_id')),
              token AS (
                INSERT INTO write_tokens (session, token) VALUES ($3, $4)
                ON CONFLICT (session) DO UPDATE SET token = excluded.token)
-             SELECT pg_notify($5, $3::text))sql";
+             SELECT pg_notify($5, $6))sql";
     case Q::read_token:
       return "SELECT token FROM write_tokens WHERE session = $1";
     case Q::insert_object:

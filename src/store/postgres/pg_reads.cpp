@@ -16,6 +16,7 @@
 #include <beehive/options.hpp>
 
 #include "store/label_selector.hpp"
+#include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
 #include "store/row_json.hpp"
 
@@ -386,6 +387,10 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
                               OFFSET 0) AS ow ON true
            ORDER BY l.resource_version)sql";
   constexpr int object_at = 11;
+  if (faults::fail_change_log_reads) {
+    ++faults::change_log_reads_failed;
+    throw Error(errc::store, "postgres: connection lost (injected before a change-log read)");
+  }
   // With a generic plan: the plan cache would plan the statement afresh on every run
   // (its generic plan looks costly for the same guess), which costs more than running
   // it (0.2 ms against 0.03). One round trip; a failure rolls the SET back with it.

@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "store/commit_note.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
 #include "store/postgres/pg_schema.hpp"
@@ -45,6 +46,7 @@ PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::millis
 
 void PgWriter::begin() {
   leader_work_ = false;
+  note_.clear();
   fenced_term_ = 0;
   if (conn_.lost()) conn_.reconnect();  // a transaction lost with it is over anyway
   owners_.clear();
@@ -118,10 +120,18 @@ std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {
   return Reading::related(id, relation);
 }
 
+void PgWriter::describe_commit(const commit_record& rec) {
+  note_ = write_commit_note(session_, known_rv_, rv_, &rec);
+}
+
 void PgWriter::commit() {
+  // known_rv_ is still the version begin() locked.
+  auto note = note_.empty() ? write_commit_note(session_, known_rv_, rv_, nullptr)
+                            : std::exchange(note_, {});
   std::vector<Statement> s;
   s.push_back(statement(Q::close_transaction,
-                        Params().add(rv_).add(last_id_).add(session_).add(token_).add(channel_)));
+                        Params().add(rv_).add(last_id_).add(session_).add(token_).add(channel_).add(
+                            std::move(note))));
   s.push_back({"bh_commit", "COMMIT", {}});
   if (faults::take(faults::drop_before_commit)) conn_.drop();
   if (auto ms = faults::cut_commit_after_ms.exchange(0); ms > 0) {

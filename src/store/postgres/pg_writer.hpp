@@ -41,6 +41,7 @@ class PgWriter : public Reading<Writer> {
            std::chrono::milliseconds stall_limit);
 
   void begin() override;
+  void describe_commit(const commit_record& rec) override;
   void commit() override;
   void rollback() override;
   bool in_transaction() override;
@@ -142,6 +143,7 @@ class PgWriter : public Reading<Writer> {
   std::int64_t rv_ = 0;               // the counters as locked at begin, then as allocated
   std::int64_t known_rv_ = -1;        // the version the counters hold as far as this writer knows
   std::int64_t counted_commits_ = 0;  // other processes' commits begin() noticed
+  std::string note_;                  // the commit's note (describe_commit), sent by commit
   std::int64_t last_id_ = 0;
   bool leader_work_ = false;      // the open transaction must be fenced by the lease
   std::int64_t fenced_term_ = 0;  // the term it checked (0: not checked yet)

@@ -1,0 +1,55 @@
+#pragma once
+
+// What a commit tells other processes on the same database (PostgreSQL's NOTIFY
+// payload): the session that committed, the resource versions it took, and, when it
+// fits, what it changed. A process whose watches stand just before those versions
+// publishes the record as it arrives, without reading the change log: the read was most
+// of the time between another process's commit and its delivery here. Any other note
+// (one it missed, one too large to carry its record, one from an older build) sends it
+// to the change log, as before.
+//
+// The text: "<session> <after> <through>", then, when the record travels, a newline and
+// the record as JSON. An older build's note is the session alone.
+//
+// Pure functions: safe on any thread.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <beehive/commit_record.hpp>
+
+namespace beehive::store {
+
+/// PostgreSQL refuses a payload of 8000 bytes or more; a record that would make a longer
+/// note stays behind.
+inline constexpr std::size_t kMaxCommitNoteBytes = 7999;
+
+struct CommitNote {
+  std::int64_t session = 0;
+  /// The store's resource version before the commit, and after it: the commit took the
+  /// versions in (after, through]. -1 when the note does not say (an older build).
+  std::int64_t after = -1;
+  std::int64_t through = -1;
+  /// What the commit changed, as the committing process published it; absent when it
+  /// did not travel.
+  std::optional<commit_record> record;
+};
+
+/// The note for a commit of `session` that took the versions in (after, through]. The
+/// record is left out when there is none, when the note would be too long, and when it
+/// holds what a receiver must read for itself: event runs (read by version, with their
+/// own cursor) and liveness conditions (whose status depends on who reads them).
+std::string write_commit_note(std::int64_t session, std::int64_t after, std::int64_t through,
+                              const commit_record* record);
+
+/// The committing session, read from the note's start (cheaply: a listener drops its
+/// own process's notes with it). nullopt: not a note.
+std::optional<std::int64_t> commit_note_session(std::string_view text);
+
+/// The whole note. Never throws: a note that does not read is one without a record (the
+/// receiver reads the change log).
+CommitNote read_commit_note(std::string_view text);
+
+}  // namespace beehive::store
