@@ -10,6 +10,7 @@ packages=(
   libcaf-dev libsqlitecpp-dev libsqlite3-dev nlohmann-json3-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libpq-dev postgresql
+  libssl-dev  # libcrypto: HMAC-SHA256 of the commit notes
   util-linux  # setpriv: a test runs beehive-ctl as another user when run as root
 )
 if [ $# -gt 0 ]; then

@@ -9,7 +9,14 @@ namespace beehive::test {
 namespace {
 
 using store::read_commit_note;
-using store::write_commit_note;
+using store::trusted_commit_note;
+
+constexpr std::string_view kKey = "0123456789abcdef0123456789abcdef";
+
+std::string write_commit_note(std::int64_t session, std::int64_t after, std::int64_t through,
+                              const commit_record* rec) {
+  return store::write_commit_note(session, after, through, rec, kKey);
+}
 
 ObjectRow row(ObjectID id, std::string spec) {
   ObjectRow r;
@@ -72,6 +79,41 @@ TEST(CommitNote, ARecordTravelsWithTheVersionsItTookAndReadsBackWhole) {
   EXPECT_EQ(note.record->requeues, rec.requeues);
   EXPECT_EQ(note.record->backoff_resets, rec.backoff_resets);
   EXPECT_TRUE(note.record->edges_removed);
+}
+
+// Anyone who may connect may notify on the channel: only a record signed with the
+// schema's key is passed on.
+TEST(CommitNote, OnlyARecordSignedWithTheKeyIsTrusted) {
+  auto rec = sample();
+  auto text = write_commit_note(12, 40, 43, &rec);
+  EXPECT_EQ(trusted_commit_note(text, kKey), text);
+  EXPECT_TRUE(read_commit_note(trusted_commit_note(text, kKey)).record);
+
+  auto header = std::string("12 40 43");
+  EXPECT_EQ(trusted_commit_note(text, "another key of the same length!!"), header);
+  auto tampered = text;
+  tampered.replace(tampered.find("\"w\":[[3,"), 8, "\"w\":[[5,");  // wakes another object
+  EXPECT_EQ(trusted_commit_note(tampered, kKey), header);
+  auto resigned = text;  // the header changed under the body's signature
+  resigned.replace(0, header.size(), "12 40 44");
+  EXPECT_EQ(trusted_commit_note(resigned, kKey), "12 40 44");
+  auto unsigned_note = header + "\n" + text.substr(text.find('\n') + 1);
+  EXPECT_EQ(trusted_commit_note(unsigned_note, kKey), header);
+  // What the listener passes on reads as a note without a record.
+  auto passed = read_commit_note(trusted_commit_note(tampered, kKey));
+  EXPECT_EQ(passed.through, 43);
+  EXPECT_FALSE(passed.record);
+  // No key, no record.
+  EXPECT_EQ(store::write_commit_note(12, 40, 43, &rec, {}), header);
+}
+
+// A record whose versions lie outside those its note says the commit took is not a
+// commit's: it is dropped, and the receiver reads the log.
+TEST(CommitNote, ARecordWithAVersionOutsideItsCommitsIsDropped) {
+  auto rec = sample();  // versions 41 and 42
+  EXPECT_FALSE(read_commit_note(write_commit_note(12, 41, 43, &rec)).record);
+  EXPECT_FALSE(read_commit_note(write_commit_note(12, 40, 41, &rec)).record);
+  EXPECT_TRUE(read_commit_note(write_commit_note(12, 40, 42, &rec)).record);
 }
 
 TEST(CommitNote, WhatEachReceiverMustReadForItselfStaysBehind) {

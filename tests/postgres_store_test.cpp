@@ -29,8 +29,10 @@
 
 #include "controller_fixture.hpp"
 #include "store/backend.hpp"
+#include "store/commit_note.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_listener.hpp"
+#include "store/postgres/pg_schema.hpp"
 #include "store/postgres/pg_writer.hpp"
 #include "store/write_engine.hpp"
 #include "support/test_store.hpp"
@@ -569,6 +571,43 @@ TEST_F(PostgresStore, AnotherProcesssCommitReachesTheWatchFromItsNoteAlone) {
   EXPECT_EQ(updated->type, ChangeType::Modified);
   EXPECT_EQ(updated->object.spec.size, 2);
   EXPECT_EQ(updated->object.resource_version, written.resource_version);
+}
+
+// Any role that may connect may notify on the channel, and could read the notes sent on
+// it. A note it forges (the next versions, a made-up change, signed without the schema's
+// key) is not published, and the real commit of those versions still is.
+TEST_F(PostgresStore, ANoteSignedWithoutTheSchemasKeyIsNotPublishedNorHidesTheRealCommit) {
+  Widgets mine(bh(), widget_kind);
+  auto watch = mine.watch_list(ctx_);
+  Beehive other(
+      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
+  Widgets theirs(other, widget_kind);
+  ASSERT_TRUE(listeners_listen(db_path(), 2));
+  auto o = theirs.create({}, {"theirs", 1});
+  ASSERT_TRUE(watch.next_for(5s));
+
+  auto forged = theirs.get({}, o.id);
+  commit_record rec;
+  ObjectRow row;
+  row.meta.id = forged.id;
+  row.meta.group = widget_kind.group;
+  row.meta.kind = widget_kind.kind;
+  row.meta.generation = forged.generation + 1;
+  row.meta.resource_version = forged.resource_version + 1;
+  row.spec = R"({"color":"forged","size":99})";
+  rec.changes.push_back({ChangeType::Modified, row, object_change::spec});
+  auto note =
+      store::write_commit_note(999999, forged.resource_version, forged.resource_version + 100, &rec,
+                               "a key that is not the schema's key");
+  ASSERT_NE(note.find('{'), std::string::npos) << "the forged note carries no record";
+  auto schema = test_schema_for(db_path());
+  run_sql(schema, "SELECT pg_notify('" + store::pg_schema::notify_channel(schema) + "', $note$" +
+                      note + "$note$)");
+  auto written = theirs.update({}, o.id, {"theirs", 2});
+  auto seen = watch.next_for(5s);
+  ASSERT_TRUE(seen) << "the real commit was hidden";
+  EXPECT_EQ(seen->object.spec.color, "theirs");
+  EXPECT_EQ(seen->object.resource_version, written.resource_version);
 }
 
 // A commit too large for its note is read from the change log, and the commits after it

@@ -34,7 +34,8 @@ struct object_change {
   ObjectRow row;
   unsigned parts = 0;
   /// The row's owner, when it has one (controllers that own the row's kind reconcile
-  /// it). Set by this process's writes; unset on changes read from another process.
+  /// it); on a removal, the owner it had, except on one another process made that was
+  /// read from the change log (the edge went with the row).
   std::optional<Ref> owner{};
   /// When several changes of the object are folded into this one (another process's
   /// commits, read from the change log), the resource version of the earliest: a reader

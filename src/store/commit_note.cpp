@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <charconv>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <nlohmann/json.hpp>
 
 #include "store/row_json.hpp"
@@ -29,13 +32,61 @@ std::vector<Ref> refs_from(const Json& j) {
   return out;
 }
 
-/// Whether every receiver would publish the record exactly as the committing process did.
+/// Whether every receiver would publish the record exactly as the committing process
+/// did, and it may fit: the rows' large parts are counted before anything is written
+/// (this runs while the transaction holds the store's counters).
 bool travels(const commit_record& rec) {
   if (!rec.events.empty() || rec.lost_through != 0) return false;
-  return std::none_of(rec.changes.begin(), rec.changes.end(), [](const object_change& c) {
-    const auto& conds = c.row.meta.conditions;
-    return std::any_of(conds.begin(), conds.end(), [](const Condition& k) { return k.liveness; });
-  });
+  std::size_t bytes = 0;
+  for (const auto& c : rec.changes) {
+    const auto& m = c.row.meta;
+    for (const auto& k : m.conditions) {
+      if (k.liveness) return false;
+      bytes += k.message.size() + k.reason.size();
+    }
+    bytes += c.row.spec.size() + (c.row.status ? c.row.status->size() : 0);
+    for (const auto& [key, value] : m.labels) bytes += key.size() + value.size();
+  }
+  return bytes < kMaxCommitNoteBytes;
+}
+
+constexpr std::size_t kMacHex = 64;  // HMAC-SHA256, in hex
+
+/// The signature of a note's header and body (the note's text without the signature).
+std::string mac(std::string_view key, std::string_view header, std::string_view body) {
+  std::string signed_text;
+  signed_text.reserve(header.size() + 1 + body.size());
+  signed_text.append(header).append(1, '\n').append(body);
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+            reinterpret_cast<const unsigned char*>(signed_text.data()), signed_text.size(), out,
+            &len))
+    return {};
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex.push_back(digits[out[i] >> 4]);
+    hex.push_back(digits[out[i] & 15]);
+  }
+  return hex;
+}
+
+/// A note's parts: the header, the signature (empty when none) and the body.
+struct Parts {
+  std::string_view header, signature, body;
+};
+
+/// Splits `text` after the header that ends at `end`; nullopt when what follows is
+/// neither nothing nor a signature and a body.
+std::optional<Parts> split(std::string_view text, std::size_t end) {
+  Parts p{text.substr(0, end), {}, {}};
+  if (end == text.size()) return p;
+  if (text.size() < end + 2 + kMacHex || text[end] != ' ' || text[end + 1 + kMacHex] != '\n')
+    return std::nullopt;
+  p.signature = text.substr(end + 1, kMacHex);
+  p.body = text.substr(end + 2 + kMacHex);
+  return p;
 }
 
 std::string header(std::int64_t session, std::int64_t after, std::int64_t through) {
@@ -53,9 +104,9 @@ bool read_int(std::string_view text, std::size_t& at, std::int64_t& out) {
 }  // namespace
 
 std::string write_commit_note(std::int64_t session, std::int64_t after, std::int64_t through,
-                              const commit_record* record) {
+                              const commit_record* record, std::string_view key) {
   auto text = header(session, after, through);
-  if (!record || !travels(*record)) return text;
+  if (!record || key.empty() || !travels(*record)) return text;
   Json changes = Json::array();
   for (const auto& c : record->changes)
     changes.push_back({static_cast<int>(c.type), c.parts,
@@ -67,9 +118,10 @@ std::string write_commit_note(std::int64_t session, std::int64_t after, std::int
             {"b", refs_json(record->backoff_resets)},
             {"x", record->edges_removed}};
   auto body = j.dump();
-  if (text.size() + 1 + body.size() > kMaxCommitNoteBytes) return text;
-  text += '\n';
-  text += body;
+  if (text.size() + 2 + kMacHex + body.size() > kMaxCommitNoteBytes) return text;
+  auto signature = mac(key, text, body);
+  if (signature.size() != kMacHex) return text;
+  text.append(1, ' ').append(signature).append(1, '\n').append(body);
   return text;
 }
 
@@ -80,19 +132,46 @@ std::optional<std::int64_t> commit_note_session(std::string_view text) {
   return session;
 }
 
-CommitNote read_commit_note(std::string_view text) {
-  CommitNote note;
+namespace {
+
+/// Reads the header into `note`; returns where it ends, or nullopt when it does not read
+/// (an older build's note, the session alone, ends after the session).
+std::optional<std::size_t> read_header(std::string_view text, CommitNote& note) {
   std::size_t at = 0;
-  if (!read_int(text, at, note.session)) return note;
+  if (!read_int(text, at, note.session)) return std::nullopt;
+  if (at == text.size()) return at;
   std::int64_t after = 0, through = 0;
-  if (at >= text.size() || text[at] != ' ' || !read_int(text, ++at, after) || at >= text.size() ||
-      text[at] != ' ' || !read_int(text, ++at, through) || after > through)
-    return note;
+  if (text[at] != ' ' || !read_int(text, ++at, after) || at >= text.size() || text[at] != ' ' ||
+      !read_int(text, ++at, through) || after > through)
+    return std::nullopt;
   note.after = after;
   note.through = through;
-  if (at >= text.size() || text[at] != '\n') return note;
+  return at;
+}
+
+}  // namespace
+
+std::string trusted_commit_note(std::string_view text, std::string_view key) {
+  CommitNote note;
+  auto end = read_header(text, note);
+  if (!end) return std::string(text);  // no record read from it either
+  auto parts = split(text, *end);
+  if (!parts || parts->signature.empty()) return std::string(text.substr(0, *end));
+  auto expected = key.empty() ? std::string() : mac(key, parts->header, parts->body);
+  if (expected.size() == kMacHex &&
+      CRYPTO_memcmp(expected.data(), parts->signature.data(), kMacHex) == 0)
+    return std::string(text);
+  return std::string(parts->header);
+}
+
+CommitNote read_commit_note(std::string_view text) {
+  CommitNote note;
+  auto end = read_header(text, note);
+  if (!end || note.after < 0) return note;
+  auto parts = split(text, *end);
+  if (!parts || parts->body.empty()) return note;
   try {
-    auto j = Json::parse(text.substr(at + 1));
+    auto j = Json::parse(parts->body);
     commit_record rec;
     for (const auto& c : j.at("c")) {
       object_change change;
@@ -104,6 +183,8 @@ CommitNote read_commit_note(std::string_view text) {
       change.parts = c.at(1).get<unsigned>();
       if (!c.at(2).is_null()) change.owner = ref_from(c.at(2));
       change.row = row_from_json_value(c.at(3));
+      auto rv = change.row.meta.resource_version;
+      if (rv <= note.after || rv > note.through) return note;
       rec.changes.push_back(std::move(change));
     }
     rec.wakes = refs_from(j.at("w"));

@@ -8,8 +8,11 @@
 // (one it missed, one too large to carry its record, one from an older build) sends it
 // to the change log, as before.
 //
-// The text: "<session> <after> <through>", then, when the record travels, a newline and
-// the record as JSON. An older build's note is the session alone.
+// The text: "<session> <after> <through>", then, when the record travels, a space, its
+// HMAC-SHA256 in hex, a newline and the record as JSON. Anyone who may connect to the
+// database may also send a notification on any channel: a record is trusted only when
+// signed with the schema's note key, which only roles that may read the schema's tables
+// know (pg_schema::Opened). An older build's note is the session alone.
 //
 // Pure functions: safe on any thread.
 
@@ -22,9 +25,12 @@
 
 namespace beehive::store {
 
-/// PostgreSQL refuses a payload of 8000 bytes or more; a record that would make a longer
-/// note stays behind.
-inline constexpr std::size_t kMaxCommitNoteBytes = 7999;
+/// A record that would make a longer note stays behind. Well below PostgreSQL's limit
+/// (8000 bytes with its default block size): notes wait in the server's notification
+/// queue until every listener has read them, and a longer cap would fill it all the
+/// faster behind a stalled one. (The server sends the note without its record when the
+/// queue is 5% full, or its block size is smaller: Q::close_transaction.)
+inline constexpr std::size_t kMaxCommitNoteBytes = 4000;
 
 struct CommitNote {
   std::int64_t session = 0;
@@ -37,19 +43,25 @@ struct CommitNote {
   std::optional<commit_record> record;
 };
 
-/// The note for a commit of `session` that took the versions in (after, through]. The
-/// record is left out when there is none, when the note would be too long, and when it
-/// holds what a receiver must read for itself: event runs (read by version, with their
-/// own cursor) and liveness conditions (whose status depends on who reads them).
+/// The note for a commit of `session` that took the versions in (after, through],
+/// signed with `key`. The record is left out when there is none, when there is no key,
+/// when the note would be too long, and when it holds what a receiver must read for
+/// itself: event runs (read by version, with their own cursor) and liveness conditions
+/// (whose status depends on who reads them).
 std::string write_commit_note(std::int64_t session, std::int64_t after, std::int64_t through,
-                              const commit_record* record);
+                              const commit_record* record, std::string_view key);
+
+/// `text` when it carries no record or its record is signed with `key`; otherwise the
+/// note without its record (the receiver then reads the change log).
+std::string trusted_commit_note(std::string_view text, std::string_view key);
 
 /// The committing session, read from the note's start (cheaply: a listener drops its
 /// own process's notes with it). nullopt: not a note.
 std::optional<std::int64_t> commit_note_session(std::string_view text);
 
-/// The whole note. Never throws: a note that does not read is one without a record (the
-/// receiver reads the change log).
+/// The whole note, its signature unchecked (see trusted_commit_note). Never throws: a note
+/// that does not read, or whose record holds a version outside (after, through], is one
+/// without a record (the receiver reads the change log).
 CommitNote read_commit_note(std::string_view text);
 
 }  // namespace beehive::store

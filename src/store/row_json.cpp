@@ -94,9 +94,10 @@ ObjectRow row_from_json_value(const Json& j) {
     m.finalizers = j.at("finalizers").get<std::vector<std::string>>();
     m.labels = j.at("labels").get<Labels>();
     for (const auto& c : j.at("conditions"))
-      m.conditions.push_back({c[0].get<std::string>(), condition_status_from_string(c[1]),
-                              c[2].get<std::string>(), c[3].get<std::string>(), c[4].get<bool>(),
-                              c[5].get<std::int64_t>(), from_millis(c[6].get<std::int64_t>())});
+      m.conditions.push_back({c.at(0).get<std::string>(), condition_status_from_string(c.at(1)),
+                              c.at(2).get<std::string>(), c.at(3).get<std::string>(),
+                              c.at(4).get<bool>(), c.at(5).get<std::int64_t>(),
+                              from_millis(c.at(6).get<std::int64_t>())});
     m.created_at = from_millis(j.at("created_at").get<std::int64_t>());
     m.updated_at = from_millis(j.at("updated_at").get<std::int64_t>());
     row.spec = j.at("spec").get<std::string>();

@@ -102,7 +102,8 @@ void Listener::loop() {
       }
       std::vector<std::string> notes;
       while (PGnotify* n = PQnotifies(c->raw())) {
-        if (commit_note_session(n->extra) != session_) notes.emplace_back(n->extra);
+        if (commit_note_session(n->extra) != session_)
+          notes.push_back(trusted_commit_note(n->extra, shared_->note_key));
         PQfreemem(n);
       }
       if (!notes.empty()) heard(std::move(notes));

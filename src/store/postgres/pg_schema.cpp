@@ -154,7 +154,7 @@ std::string notify_channel(const std::string& schema) {
 
 int latest_version() { return static_cast<int>(migrations().size()); }
 
-std::int64_t migrate_and_open_session(pg::Connection& c) {
+Opened migrate_and_open_session(pg::Connection& c) {
   static const std::string lock_sql = "SELECT pg_advisory_xact_lock(hashtext($1))";
   static const std::string exists_sql = "SELECT to_regclass('beehive_schema') IS NOT NULL";
   static const std::string version_sql = "SELECT coalesce(max(version), 0) FROM beehive_schema";
@@ -187,10 +187,23 @@ std::int64_t migrate_and_open_session(pg::Connection& c) {
     c.exec("DELETE FROM beehive_schema");
     c.run("", "INSERT INTO beehive_schema (version) VALUES ($1)",
           pg::Params().add(static_cast<std::int64_t>(latest_version())));
-    auto s = c.run("", session_sql);
-    auto session = s.i64(0, 0);
+    Opened opened;
+    opened.session = c.run("", session_sql).i64(0, 0);
+    // Four 64-bit words from the server's strong random source (gen_random_uuid), made
+    // once: rows an older build of the same schema version ignores.
+    c.exec(R"sql(INSERT INTO beehive_meta (key, value)
+      SELECT 'note_key_' || i, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
+        FROM generate_series(0, 3) AS i
+      ON CONFLICT (key) DO NOTHING)sql");
+    auto key = c.run("",
+                     "SELECT value FROM beehive_meta WHERE key IN ('note_key_0', 'note_key_1', "
+                     "'note_key_2', 'note_key_3') ORDER BY key");
+    for (int i = 0; i < key.rows(); ++i) {
+      auto word = static_cast<std::uint64_t>(key.i64(i, 0));
+      for (int b = 7; b >= 0; --b) opened.note_key.push_back(static_cast<char>(word >> (8 * b)));
+    }
     c.exec("COMMIT");
-    return session;
+    return opened;
   } catch (...) {
     if (!c.lost()) {
       try {

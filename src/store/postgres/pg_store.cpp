@@ -85,7 +85,9 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
     if (opts_.connections < 1) opts_.connections = 1;
     Connection anchor(conninfo_, opts_.schema, opts_.connect_timeout);
     require_utf8_database(anchor);
-    session_ = pg_schema::migrate_and_open_session(anchor);
+    auto opened = pg_schema::migrate_and_open_session(anchor);
+    session_ = opened.session;
+    shared_->note_key = std::move(opened.note_key);
     auto* raw = anchor.raw();
     std::string host = PQhost(raw) ? PQhost(raw) : "", port = PQport(raw) ? PQport(raw) : "";
     std::string db = PQdb(raw) ? PQdb(raw) : "";

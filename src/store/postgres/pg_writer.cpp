@@ -121,17 +121,18 @@ std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {
 }
 
 void PgWriter::describe_commit(const commit_record& rec) {
-  note_ = write_commit_note(session_, known_rv_, rv_, &rec);
+  note_ = write_commit_note(session_, known_rv_, rv_, &rec, shared_->note_key);
 }
 
 void PgWriter::commit() {
-  // known_rv_ is still the version begin() locked.
-  auto note = note_.empty() ? write_commit_note(session_, known_rv_, rv_, nullptr)
-                            : std::exchange(note_, {});
+  // known_rv_ is still the version begin() locked. The server sends the note without its
+  // record when it cannot take the whole (Q::close_transaction).
+  auto bare = write_commit_note(session_, known_rv_, rv_, nullptr, {});
+  auto note = note_.empty() ? bare : std::exchange(note_, {});
   std::vector<Statement> s;
-  s.push_back(statement(Q::close_transaction,
-                        Params().add(rv_).add(last_id_).add(session_).add(token_).add(channel_).add(
-                            std::move(note))));
+  Params p;
+  p.add(rv_).add(last_id_).add(session_).add(token_).add(channel_).add(note).add(bare);
+  s.push_back(statement(Q::close_transaction, std::move(p)));
   s.push_back({"bh_commit", "COMMIT", {}});
   if (faults::take(faults::drop_before_commit)) conn_.drop();
   if (auto ms = faults::cut_commit_after_ms.exchange(0); ms > 0) {

@@ -31,6 +31,9 @@ struct SharedState {
   std::atomic<std::int64_t> term{0};
   /// Set by a transaction that found the lease taken by another term (fenced off).
   std::atomic<bool> deposed{false};
+  /// Signs this process's commit notes and checks the others' (pg_schema::Opened); set
+  /// before any writer or listener is made, never changed.
+  std::string note_key;
 };
 
 class PgWriter : public Reading<Writer> {
