@@ -11,7 +11,7 @@ namespace {
 using store::read_commit_note;
 using store::trusted_commit_note;
 
-constexpr std::string_view kKey = "0123456789abcdef0123456789abcdef";
+const store::NoteKey kKey("0123456789abcdef0123456789abcdef");
 
 std::string write_commit_note(std::int64_t session, std::int64_t after, std::int64_t through,
                               const commit_record* rec) {
@@ -90,7 +90,7 @@ TEST(CommitNote, OnlyARecordSignedWithTheKeyIsTrusted) {
   EXPECT_TRUE(read_commit_note(trusted_commit_note(text, kKey)).record);
 
   auto header = std::string("12 40 43");
-  EXPECT_EQ(trusted_commit_note(text, "another key of the same length!!"), header);
+  EXPECT_EQ(trusted_commit_note(text, store::NoteKey("another key of the same length!!")), header);
   auto tampered = text;
   tampered.replace(tampered.find("\"w\":[[3,"), 8, "\"w\":[[5,");  // wakes another object
   EXPECT_EQ(trusted_commit_note(tampered, kKey), header);
@@ -104,7 +104,8 @@ TEST(CommitNote, OnlyARecordSignedWithTheKeyIsTrusted) {
   EXPECT_EQ(passed.through, 43);
   EXPECT_FALSE(passed.record);
   // No key, no record.
-  EXPECT_EQ(store::write_commit_note(12, 40, 43, &rec, {}), header);
+  EXPECT_EQ(store::write_commit_note(12, 40, 43, &rec, store::NoteKey()), header);
+  EXPECT_EQ(trusted_commit_note(text, store::NoteKey()), header);
 }
 
 // A record whose versions lie outside those its note says the commit took is not a

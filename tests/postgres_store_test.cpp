@@ -598,7 +598,7 @@ TEST_F(PostgresStore, ANoteSignedWithoutTheSchemasKeyIsNotPublishedNorHidesTheRe
   rec.changes.push_back({ChangeType::Modified, row, object_change::spec});
   auto note =
       store::write_commit_note(999999, forged.resource_version, forged.resource_version + 100, &rec,
-                               "a key that is not the schema's key");
+                               store::NoteKey("a key that is not the schema's key"));
   ASSERT_NE(note.find('{'), std::string::npos) << "the forged note carries no record";
   auto schema = test_schema_for(db_path());
   run_sql(schema, "SELECT pg_notify('" + store::pg_schema::notify_channel(schema) + "', $note$" +

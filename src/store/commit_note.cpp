@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <charconv>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <nlohmann/json.hpp>
 
+#include "store/json_out.hpp"
 #include "store/row_json.hpp"
 
 namespace beehive::store {
@@ -16,10 +17,24 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json refs_json(const std::vector<Ref>& refs) {
-  Json out = Json::array();
-  for (const auto& r : refs) out.push_back({r.id, r.group, r.kind});
-  return out;
+void put_ref(std::string& out, const Ref& r) {
+  out.push_back('[');
+  json_out::put_int(out, r.id);
+  out.push_back(',');
+  json_out::put_string(out, r.group);
+  out.push_back(',');
+  json_out::put_string(out, r.kind);
+  out.push_back(']');
+}
+
+void put_refs(std::string& out, std::string_view key, const std::vector<Ref>& refs) {
+  json_out::put_key(out, key);
+  out.push_back('[');
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    if (i) out.push_back(',');
+    put_ref(out, refs[i]);
+  }
+  out.push_back(']');
 }
 
 Ref ref_from(const Json& j) {
@@ -52,26 +67,6 @@ bool travels(const commit_record& rec) {
 
 constexpr std::size_t kMacHex = 64;  // HMAC-SHA256, in hex
 
-/// The signature of a note's header and body (the note's text without the signature).
-std::string mac(std::string_view key, std::string_view header, std::string_view body) {
-  std::string signed_text;
-  signed_text.reserve(header.size() + 1 + body.size());
-  signed_text.append(header).append(1, '\n').append(body);
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-            reinterpret_cast<const unsigned char*>(signed_text.data()), signed_text.size(), out,
-            &len))
-    return {};
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(digits[out[i] >> 4]);
-    hex.push_back(digits[out[i] & 15]);
-  }
-  return hex;
-}
-
 /// A note's parts: the header, the signature (empty when none) and the body.
 struct Parts {
   std::string_view header, signature, body;
@@ -103,23 +98,86 @@ bool read_int(std::string_view text, std::size_t& at, std::int64_t& out) {
 
 }  // namespace
 
+struct NoteKey::Impl {
+  EVP_MAC* mac = nullptr;
+  EVP_MAC_CTX* keyed = nullptr;
+  ~Impl() {
+    EVP_MAC_CTX_free(keyed);
+    EVP_MAC_free(mac);
+  }
+};
+
+NoteKey::NoteKey() = default;
+NoteKey::~NoteKey() = default;
+NoteKey::NoteKey(NoteKey&&) noexcept = default;
+NoteKey& NoteKey::operator=(NoteKey&&) noexcept = default;
+
+NoteKey::NoteKey(std::string_view key) {
+  if (key.empty()) return;
+  auto impl = std::make_unique<Impl>();
+  impl->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  if (impl->mac) impl->keyed = EVP_MAC_CTX_new(impl->mac);
+  if (!impl->keyed) return;
+  char digest[] = "SHA256";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_construct_end()};
+  if (EVP_MAC_init(impl->keyed, reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                   params))
+    impl_ = std::move(impl);
+}
+
+std::string NoteKey::sign(std::string_view header, std::string_view body) const {
+  if (!impl_) return {};
+  // A copy of the keyed context per note: the key's work is done once.
+  EVP_MAC_CTX* c = EVP_MAC_CTX_dup(impl_->keyed);
+  if (!c) return {};
+  auto bytes = [](std::string_view s) { return reinterpret_cast<const unsigned char*>(s.data()); };
+  unsigned char out[EVP_MAX_MD_SIZE];
+  std::size_t len = 0;
+  bool ok = EVP_MAC_update(c, bytes(header), header.size()) && EVP_MAC_update(c, bytes("\n"), 1) &&
+            EVP_MAC_update(c, bytes(body), body.size()) && EVP_MAC_final(c, out, &len, sizeof out);
+  EVP_MAC_CTX_free(c);
+  if (!ok) return {};
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(2 * len);
+  for (std::size_t i = 0; i < len; ++i) {
+    hex.push_back(digits[out[i] >> 4]);
+    hex.push_back(digits[out[i] & 15]);
+  }
+  return hex;
+}
+
 std::string write_commit_note(std::int64_t session, std::int64_t after, std::int64_t through,
-                              const commit_record* record, std::string_view key) {
+                              const commit_record* record, const NoteKey& key) {
   auto text = header(session, after, through);
   if (!record || key.empty() || !travels(*record)) return text;
-  Json changes = Json::array();
-  for (const auto& c : record->changes)
-    changes.push_back({static_cast<int>(c.type), c.parts,
-                       c.owner ? Json{c.owner->id, c.owner->group, c.owner->kind} : Json(),
-                       row_json(c.row)});
-  Json j = {{"c", std::move(changes)},
-            {"w", refs_json(record->wakes)},
-            {"q", refs_json(record->requeues)},
-            {"b", refs_json(record->backoff_resets)},
-            {"x", record->edges_removed}};
-  auto body = j.dump();
+  std::string body = "{\"c\":[";
+  for (std::size_t i = 0; i < record->changes.size(); ++i) {
+    const auto& c = record->changes[i];
+    if (i) body.push_back(',');
+    body.push_back('[');
+    json_out::put_int(body, static_cast<int>(c.type));
+    body.push_back(',');
+    json_out::put_int(body, c.parts);
+    body.push_back(',');
+    if (c.owner)
+      put_ref(body, *c.owner);
+    else
+      body.append("null");
+    body.push_back(',');
+    append_row_json(body, c.row);
+    body.push_back(']');
+  }
+  body.push_back(']');
+  put_refs(body, "w", record->wakes);
+  put_refs(body, "q", record->requeues);
+  put_refs(body, "b", record->backoff_resets);
+  json_out::put_key(body, "x");
+  json_out::put_bool(body, record->edges_removed);
+  body.push_back('}');
   if (text.size() + 2 + kMacHex + body.size() > kMaxCommitNoteBytes) return text;
-  auto signature = mac(key, text, body);
+  auto signature = key.sign(text, body);
   if (signature.size() != kMacHex) return text;
   text.append(1, ' ').append(signature).append(1, '\n').append(body);
   return text;
@@ -151,13 +209,13 @@ std::optional<std::size_t> read_header(std::string_view text, CommitNote& note) 
 
 }  // namespace
 
-std::string trusted_commit_note(std::string_view text, std::string_view key) {
+std::string trusted_commit_note(std::string_view text, const NoteKey& key) {
   CommitNote note;
   auto end = read_header(text, note);
   if (!end) return std::string(text);  // no record read from it either
   auto parts = split(text, *end);
   if (!parts || parts->signature.empty()) return std::string(text.substr(0, *end));
-  auto expected = key.empty() ? std::string() : mac(key, parts->header, parts->body);
+  auto expected = key.sign(parts->header, parts->body);
   if (expected.size() == kMacHex &&
       CRYPTO_memcmp(expected.data(), parts->signature.data(), kMacHex) == 0)
     return std::string(text);

@@ -17,6 +17,7 @@
 // Pure functions: safe on any thread.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,17 +44,37 @@ struct CommitNote {
   std::optional<commit_record> record;
 };
 
+/// The schema's note key (pg_schema::Opened), keyed into an HMAC-SHA256 context once:
+/// keying costs several times what signing a note does. Empty (default, or when the
+/// key is): signs nothing. Not thread-safe: one per thread that signs or checks notes.
+class NoteKey {
+ public:
+  NoteKey();
+  explicit NoteKey(std::string_view key);
+  ~NoteKey();
+  NoteKey(NoteKey&&) noexcept;
+  NoteKey& operator=(NoteKey&&) noexcept;
+
+  bool empty() const { return !impl_; }
+  /// The signature of a note's header and body, in hex; empty when there is no key.
+  std::string sign(std::string_view header, std::string_view body) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// The note for a commit of `session` that took the versions in (after, through],
 /// signed with `key`. The record is left out when there is none, when there is no key,
 /// when the note would be too long, and when it holds what a receiver must read for
 /// itself: event runs (read by version, with their own cursor) and liveness conditions
 /// (whose status depends on who reads them).
 std::string write_commit_note(std::int64_t session, std::int64_t after, std::int64_t through,
-                              const commit_record* record, std::string_view key);
+                              const commit_record* record, const NoteKey& key);
 
 /// `text` when it carries no record or its record is signed with `key`; otherwise the
 /// note without its record (the receiver then reads the change log).
-std::string trusted_commit_note(std::string_view text, std::string_view key);
+std::string trusted_commit_note(std::string_view text, const NoteKey& key);
 
 /// The committing session, read from the note's start (cheaply: a listener drops its
 /// own process's notes with it). nullopt: not a note.

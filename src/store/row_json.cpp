@@ -4,13 +4,13 @@
 
 #include <beehive/errors.hpp>
 
+#include "store/json_out.hpp"
+
 namespace beehive::store {
 
 namespace {
 
 using Json = nlohmann::json;
-
-Json opt_millis(const std::optional<Time>& t) { return t ? Json(to_millis(*t)) : Json(); }
 
 std::optional<Time> millis_of(const Json& j) {
   if (j.is_null()) return std::nullopt;
@@ -19,33 +19,101 @@ std::optional<Time> millis_of(const Json& j) {
 
 }  // namespace
 
-std::string row_to_json(const ObjectRow& row) { return row_json(row).dump(); }
+std::string row_to_json(const ObjectRow& row) {
+  std::string out;
+  append_row_json(out, row);
+  return out;
+}
 
-Json row_json(const ObjectRow& row) {
+void append_row_json(std::string& out, const ObjectRow& row) {
+  using namespace json_out;
   const auto& m = row.meta;
-  Json conditions = Json::array();
-  for (const auto& c : m.conditions)
-    conditions.push_back({c.type, to_string(c.status), c.reason, c.message, c.liveness,
-                          c.observed_generation, to_millis(c.last_transition_at)});
-  Json j = {{"id", m.id},
-            {"group", m.group},
-            {"kind", m.kind},
-            {"slug", m.slug ? Json(*m.slug) : Json()},
-            {"generation", m.generation},
-            {"observed_generation", m.observed_generation ? Json(*m.observed_generation) : Json()},
-            {"observed_at", opt_millis(m.observed_at)},
-            {"resource_version", m.resource_version},
-            {"deletion_requested_at", opt_millis(m.deletion_requested_at)},
-            {"finalizers", m.finalizers},
-            {"labels", m.labels},
-            {"conditions", std::move(conditions)},
-            {"created_at", to_millis(m.created_at)},
-            {"updated_at", to_millis(m.updated_at)},
-            {"spec", row.spec},
-            {"spec_version", row.spec_version},
-            {"status", row.status ? Json(*row.status) : Json()},
-            {"status_version", row.status_version}};
-  return j;
+  auto opt_int = [&](const std::optional<std::int64_t>& v) {
+    if (v)
+      put_int(out, *v);
+    else
+      out.append("null");
+  };
+  auto opt_millis = [&](const std::optional<Time>& t) {
+    opt_int(t ? std::optional<std::int64_t>(to_millis(*t)) : std::nullopt);
+  };
+  auto opt_string = [&](const std::optional<std::string>& v) {
+    if (v)
+      put_string(out, *v);
+    else
+      out.append("null");
+  };
+  out.reserve(out.size() + 256 + row.spec.size() + (row.status ? row.status->size() : 0));
+  out.push_back('{');
+  put_key(out, "id", true);
+  put_int(out, m.id);
+  put_key(out, "group");
+  put_string(out, m.group);
+  put_key(out, "kind");
+  put_string(out, m.kind);
+  put_key(out, "slug");
+  opt_string(m.slug);
+  put_key(out, "generation");
+  put_int(out, m.generation);
+  put_key(out, "observed_generation");
+  opt_int(m.observed_generation);
+  put_key(out, "observed_at");
+  opt_millis(m.observed_at);
+  put_key(out, "resource_version");
+  put_int(out, m.resource_version);
+  put_key(out, "deletion_requested_at");
+  opt_millis(m.deletion_requested_at);
+  put_key(out, "finalizers");
+  out.push_back('[');
+  for (std::size_t i = 0; i < m.finalizers.size(); ++i) {
+    if (i) out.push_back(',');
+    put_string(out, m.finalizers[i]);
+  }
+  out.append("]");
+  put_key(out, "labels");
+  out.push_back('{');
+  bool first = true;
+  for (const auto& [key, value] : m.labels) {
+    put_key(out, key, first);
+    put_string(out, value);
+    first = false;
+  }
+  out.push_back('}');
+  put_key(out, "conditions");
+  out.push_back('[');
+  for (std::size_t i = 0; i < m.conditions.size(); ++i) {
+    const auto& c = m.conditions[i];
+    if (i) out.push_back(',');
+    out.push_back('[');
+    put_string(out, c.type);
+    out.push_back(',');
+    put_string(out, to_string(c.status));
+    out.push_back(',');
+    put_string(out, c.reason);
+    out.push_back(',');
+    put_string(out, c.message);
+    out.push_back(',');
+    put_bool(out, c.liveness);
+    out.push_back(',');
+    put_int(out, c.observed_generation);
+    out.push_back(',');
+    put_int(out, to_millis(c.last_transition_at));
+    out.push_back(']');
+  }
+  out.push_back(']');
+  put_key(out, "created_at");
+  put_int(out, to_millis(m.created_at));
+  put_key(out, "updated_at");
+  put_int(out, to_millis(m.updated_at));
+  put_key(out, "spec");
+  put_string(out, row.spec);
+  put_key(out, "spec_version");
+  put_int(out, row.spec_version);
+  put_key(out, "status");
+  opt_string(row.status);
+  put_key(out, "status_version");
+  put_int(out, row.status_version);
+  out.push_back('}');
 }
 
 std::vector<Condition> stored_conditions(std::string_view json, std::int64_t session) {

@@ -17,8 +17,9 @@
 namespace beehive::store {
 
 std::string row_to_json(const ObjectRow& row);
-/// The same as a JSON value, for a row carried inside a larger document (commit_note).
-nlohmann::json row_json(const ObjectRow& row);
+/// Appends the same text to `out`, for a row carried inside a larger document
+/// (commit_note).
+void append_row_json(std::string& out, const ObjectRow& row);
 
 /// The session a PostgreSQL read reports for a condition written by the process that
 /// leads now (holds an unexpired lease): every process trusts that one's liveness

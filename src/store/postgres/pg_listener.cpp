@@ -28,6 +28,7 @@ Listener::Listener(std::string conninfo, std::string schema,
       connect_timeout_(connect_timeout),
       session_(session),
       shared_(std::move(shared)),
+      note_key_(shared_->note_key),
       wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -103,7 +104,7 @@ void Listener::loop() {
       std::vector<std::string> notes;
       while (PGnotify* n = PQnotifies(c->raw())) {
         if (commit_note_session(n->extra) != session_)
-          notes.push_back(trusted_commit_note(n->extra, shared_->note_key));
+          notes.push_back(trusted_commit_note(n->extra, note_key_));
         PQfreemem(n);
       }
       if (!notes.empty()) heard(std::move(notes));

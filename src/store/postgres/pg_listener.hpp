@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/commit_note.hpp"
 #include "store/postgres/pg_writer.hpp"
 
 namespace beehive::store::pg {
@@ -49,6 +50,7 @@ class Listener {
   std::chrono::milliseconds connect_timeout_;
   std::int64_t session_;
   std::shared_ptr<SharedState> shared_;
+  NoteKey note_key_;  // checks the notes' signatures (used on the thread only)
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::mutex mu_;  // guards subscriber_, and is held while it runs

@@ -42,7 +42,8 @@ PgWriter::PgWriter(std::string conninfo, std::string schema, std::chrono::millis
       shared_(std::move(shared)),
       channel_(pg_schema::notify_channel(schema)),
       connect_timeout_(timeout),
-      token_(first_token()) {}
+      token_(first_token()),
+      note_key_(shared_->note_key) {}
 
 void PgWriter::begin() {
   leader_work_ = false;
@@ -121,13 +122,13 @@ std::vector<Ref> PgWriter::related(ObjectID id, unsigned relation) {
 }
 
 void PgWriter::describe_commit(const commit_record& rec) {
-  note_ = write_commit_note(session_, known_rv_, rv_, &rec, shared_->note_key);
+  note_ = write_commit_note(session_, known_rv_, rv_, &rec, note_key_);
 }
 
 void PgWriter::commit() {
   // known_rv_ is still the version begin() locked. The server sends the note without its
   // record when it cannot take the whole (Q::close_transaction).
-  auto bare = write_commit_note(session_, known_rv_, rv_, nullptr, {});
+  auto bare = write_commit_note(session_, known_rv_, rv_, nullptr, NoteKey());
   auto note = note_.empty() ? bare : std::exchange(note_, {});
   std::vector<Statement> s;
   Params p;

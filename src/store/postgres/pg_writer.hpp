@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/commit_note.hpp"
 #include "store/postgres/pg_queries.hpp"
 #include "store/postgres/pg_reads.hpp"
 
@@ -147,6 +148,7 @@ class PgWriter : public Reading<Writer> {
   std::int64_t known_rv_ = -1;        // the version the counters hold as far as this writer knows
   std::int64_t counted_commits_ = 0;  // other processes' commits begin() noticed
   std::string note_;                  // the commit's note (describe_commit), sent by commit
+  NoteKey note_key_;                  // signs it
   std::int64_t last_id_ = 0;
   bool leader_work_ = false;      // the open transaction must be fenced by the lease
   std::int64_t fenced_term_ = 0;  // the term it checked (0: not checked yet)
