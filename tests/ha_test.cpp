@@ -35,6 +35,7 @@ namespace {
 using namespace std::chrono_literals;
 
 using Nodes = Client<NodeSpec, NodeStatus>;
+using Node = Object<NodeSpec, NodeStatus>;
 
 constexpr auto lease = 1000ms;
 
@@ -117,6 +118,21 @@ class HaTest : public ::testing::Test {
     EXPECT_NE(holder, 0);
     store::pg::faults::stall_campaign_of = holder;
     return holder;
+  }
+  /// Creates a widget (`o`) and waits until it is reconciled and `leader` watches the
+  /// widgets and has seen it.
+  void reconciled_and_seen(ChildProcess& leader, Node& o) const {
+    o = client_->create({}, {1, 0});
+    ASSERT_TRUE(all_reconciled(*client_, {{o.id, 1}}, 30s));
+    leader.write_line("watch");
+    ASSERT_TRUE(read_until(leader, "seen " + std::to_string(o.id) + " 1"));
+  }
+  /// Trims the change log through `rv` at once, as the leader's GC would by age or count.
+  void trim_change_log(std::int64_t rv) const {
+    const auto cut = std::to_string(rv);
+    write_test_store(path_, "DELETE FROM change_log WHERE resource_version <= " + cut +
+                                "; UPDATE beehive_meta SET value = " + cut +
+                                " WHERE key = 'change_log_horizon'");
   }
   /// The session that holds the lease (the leadership campaign's `holder`); 0: none.
   std::int64_t lease_holder() const {
@@ -496,11 +512,9 @@ TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndSteps
 TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcilesAgain) {
   auto a = node(schema(), false, 10s, /*resync=*/false);
   ASSERT_EQ(a->read_line(), "leader");
-  auto o = client_->create({}, {1, 0});
-  ASSERT_TRUE(all_reconciled(*client_, {{o.id, 1}}, 30s));
-  a->write_line("watch");
+  Node o;
+  ASSERT_NO_FATAL_FAILURE(reconciled_and_seen(*a, o));
   const auto seen_o = "seen " + std::to_string(o.id);
-  ASSERT_TRUE(read_until(*a, seen_o + " 1"));
 
   a->pause();   // idle: no transaction of its own is open
   Labels many;  // more than a notification holds
@@ -509,10 +523,7 @@ TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcile
   client_->update({}, o.id, {2, 0});
   auto p = client_->create({}, {1, 0});
   // The leader's GC would trim by age or count; the test trims at once what a has not read.
-  const auto cut = std::to_string(p.resource_version - 1);
-  write_test_store(path_, "DELETE FROM change_log WHERE resource_version <= " + cut +
-                              "; UPDATE beehive_meta SET value = " + cut +
-                              " WHERE key = 'change_log_horizon'");
+  trim_change_log(p.resource_version - 1);
   a->signal(SIGCONT);
 
   std::vector<std::string> said;
@@ -532,19 +543,14 @@ TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcile
 TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastDeliversWhatItsNotesCarried) {
   auto a = node(schema(), false, 10s, /*resync=*/false);
   ASSERT_EQ(a->read_line(), "leader");
-  auto o = client_->create({}, {1, 0});
-  ASSERT_TRUE(all_reconciled(*client_, {{o.id, 1}}, 30s));
-  a->write_line("watch");
+  Node o;
+  ASSERT_NO_FATAL_FAILURE(reconciled_and_seen(*a, o));
   const auto seen_o = "seen " + std::to_string(o.id);
-  ASSERT_TRUE(read_until(*a, seen_o + " 1"));
 
   a->pause();
   client_->update({}, o.id, {2, 0});
   auto p = client_->create({}, {1, 0});
-  const auto cut = std::to_string(p.resource_version);
-  write_test_store(path_, "DELETE FROM change_log WHERE resource_version <= " + cut +
-                              "; UPDATE beehive_meta SET value = " + cut +
-                              " WHERE key = 'change_log_horizon'");
+  trim_change_log(p.resource_version);
   a->signal(SIGCONT);
 
   std::vector<std::string> said;

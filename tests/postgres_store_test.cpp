@@ -539,6 +539,18 @@ bool listeners_listen(const std::filesystem::path& db_path, int n) {
   return true;
 }
 
+/// This process's watch of the widgets, and another process (a second store on the
+/// schema) writing them.
+struct TwoProcesses {
+  TwoProcesses(Beehive& bh, const std::filesystem::path& db_path)
+      : watch(Widgets(bh, widget_kind).watch_list({})),
+        other(postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path)})),
+        theirs(other, widget_kind) {}
+  Stream<Change<WidgetSpec, WidgetStatus>> watch;
+  Beehive other;
+  Widgets theirs;
+};
+
 /// Waits (no fixed sleep) until the change log has been refused to at least `n` reads.
 bool change_log_refused(int n) {
   auto until = std::chrono::steady_clock::now() + 5s;
@@ -553,11 +565,8 @@ bool change_log_refused(int n) {
 // Another process's commit comes with its note, which carries what it changed: the watch
 // gets it from there, without the change log (which here cannot be read at all).
 TEST_F(PostgresStore, AnotherProcesssCommitReachesTheWatchFromItsNoteAlone) {
-  Widgets mine(bh(), widget_kind);
-  auto watch = mine.watch_list(ctx_);
-  Beehive other(
-      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
-  Widgets theirs(other, widget_kind);
+  TwoProcesses two(bh(), db_path());
+  auto& [watch, other, theirs] = two;
   ASSERT_TRUE(listeners_listen(db_path(), 2));
   auto o = theirs.create({}, {"theirs", 1});
   auto added = watch.next_for(5s);
@@ -577,11 +586,8 @@ TEST_F(PostgresStore, AnotherProcesssCommitReachesTheWatchFromItsNoteAlone) {
 // it. A note it forges (the next versions, a made-up change, signed without the schema's
 // key) is not published, and the real commit of those versions still is.
 TEST_F(PostgresStore, ANoteSignedWithoutTheSchemasKeyIsNotPublishedNorHidesTheRealCommit) {
-  Widgets mine(bh(), widget_kind);
-  auto watch = mine.watch_list(ctx_);
-  Beehive other(
-      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
-  Widgets theirs(other, widget_kind);
+  TwoProcesses two(bh(), db_path());
+  auto& [watch, other, theirs] = two;
   ASSERT_TRUE(listeners_listen(db_path(), 2));
   auto o = theirs.create({}, {"theirs", 1});
   ASSERT_TRUE(watch.next_for(5s));
@@ -614,11 +620,8 @@ TEST_F(PostgresStore, ANoteSignedWithoutTheSchemasKeyIsNotPublishedNorHidesTheRe
 // wait for that read even when their notes carry them: a watch never gets a later
 // change before an earlier one.
 TEST_F(PostgresStore, ACommitTooLargeForItsNoteHoldsBackTheNotesAfterItUntilTheLogIsRead) {
-  Widgets mine(bh(), widget_kind);
-  auto watch = mine.watch_list(ctx_);
-  Beehive other(
-      postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = test_schema_for(db_path())}));
-  Widgets theirs(other, widget_kind);
+  TwoProcesses two(bh(), db_path());
+  auto& [watch, other, theirs] = two;
   auto large = theirs.create({}, {"large", 1});
   auto small = theirs.create({}, {"small", 1});
   ASSERT_TRUE(listeners_listen(db_path(), 2));
