@@ -14,12 +14,14 @@
 #
 # The server listens on a Unix socket only (listen_addresses=''), so the fixed port only
 # names the socket (.s.PGSQL.PORT) and never clashes with another server's TCP port. The
-# socket lives in DIR/socket unless that path is too long for sun_path (107 bytes): then
-# in /tmp/beehive-pg-<hash of DIR>. Durability is off (fsync=off): the data is thrown
+# socket lives in the server's directory (socket/) unless that path is too long for
+# sun_path (107 bytes): then in /tmp/beehive-pg-<hash of DIR>. Durability is off (fsync=off): the data is thrown
 # away anyway; synchronous_commit stays on so that commits behave as in production.
 #
 # initdb refuses to run as root: as root, the server runs as the `postgres` system user
-# (Debian's package creates it) and DIR is handed to it. Authentication is trust for
+# (Debian's package creates it) and DIR is handed to it; when that user cannot reach DIR
+# (a checkout under /root), the server's files go to /tmp/beehive-pg-<hash of DIR>
+# instead, and DIR keeps only the conninfo. Authentication is trust for
 # local connections, and the superuser role is `postgres` whoever runs the script.
 #
 # Environment: BEEHIVE_PG_PORT (default 55432), PG_BINDIR (the server binaries;
@@ -51,16 +53,41 @@ case "$dir_arg" in
   *) DIR="$PWD/$dir_arg" ;;
 esac
 DIR="${DIR%/}"
-readonly DATA="$DIR/data"
-readonly LOG="$DIR/server.log"
 
-# The socket directory: DIR/socket when its socket path fits in sun_path.
+as_root=false
+[ "$(id -u)" -eq 0 ] && as_root=true
+
+# A directory of our own under /tmp, named after DIR.
+TMPHOME="/tmp/beehive-pg-$(printf '%s' "$DIR" | sha256sum | cut -c1-16)"
+readonly TMPHOME
+
+# Where the server's files live: DIR, unless we are root and the postgres user cannot
+# reach it (a checkout under /root, whose mode is 0700): then TMPHOME. Decided the same
+# way before DIR exists (conninfo at configure time) and after: by the nearest existing
+# directory on its path.
+server_home() {
+  if $as_root && id -u "$SUPERUSER" >/dev/null 2>&1; then
+    local d="$DIR"
+    while [ ! -e "$d" ]; do d="$(dirname "$d")"; done
+    if ! runuser -u "$SUPERUSER" -- test -x "$d" 2>/dev/null; then
+      echo "$TMPHOME"
+      return
+    fi
+  fi
+  echo "$DIR"
+}
+SERVER_HOME="$(server_home)"
+readonly SERVER_HOME
+readonly DATA="$SERVER_HOME/data"
+readonly LOG="$SERVER_HOME/server.log"
+
+# The socket directory: SERVER_HOME/socket when its socket path fits in sun_path.
 socket_dir() {
-  local candidate="$DIR/socket"
+  local candidate="$SERVER_HOME/socket"
   if [ $((${#candidate} + ${#PORT} + 10)) -lt 107 ]; then
     echo "$candidate"
   else
-    echo "/tmp/beehive-pg-$(printf '%s' "$DIR" | sha256sum | cut -c1-16)"
+    echo "$TMPHOME"
   fi
 }
 SOCKDIR="$(socket_dir)"
@@ -86,9 +113,6 @@ find_bindir() {
   done
   return 1
 }
-
-as_root=false
-[ "$(id -u)" -eq 0 ] && as_root=true
 
 # Runs a command as the server's owner: the postgres user when we are root.
 as_owner() {
@@ -121,23 +145,24 @@ cmd_start() {
       "install postgresql (scripts/install-deps.sh)"
   fi
 
-  mkdir -p "$DIR"
+  mkdir -p "$DIR" "$SERVER_HOME"
   stop_server
   rm -rf "$DATA" "$LOG" "$DIR/conninfo"
   mkdir -p "$DATA" "$SOCKDIR"
   chmod 700 "$DATA"
   if $as_root; then
-    chown "$SUPERUSER:" "$DIR" "$DATA" "$SOCKDIR"
+    chown "$SUPERUSER:" "$SERVER_HOME" "$DATA" "$SOCKDIR"
     as_owner test -w "$DATA" ||
       die "the '$SUPERUSER' user cannot write $DATA (is a parent directory not searchable?)"
   fi
 
-  # Commands run from DIR: the postgres user may not be able to enter the caller's cwd.
-  cd "$DIR"
+  # Commands run from SERVER_HOME: the postgres user may not be able to enter the
+  # caller's cwd.
+  cd "$SERVER_HOME"
   if ! as_owner "$BIN/initdb" -D "$DATA" -U "$SUPERUSER" --auth=trust -E UTF8 \
-    --locale=C --no-sync >"$DIR/initdb.log" 2>&1; then
-    cat "$DIR/initdb.log" >&2
-    die "initdb failed (log above: $DIR/initdb.log)"
+    --locale=C --no-sync >"$SERVER_HOME/initdb.log" 2>&1; then
+    cat "$SERVER_HOME/initdb.log" >&2
+    die "initdb failed (log above: $SERVER_HOME/initdb.log)"
   fi
 
   cat >>"$DATA/postgresql.conf" <<EOF
@@ -187,7 +212,7 @@ cmd_crash() {
 cmd_restart() {
   BIN="$(find_bindir)" || die "PostgreSQL server binaries not found"
   [ -f "$DIR/conninfo" ] || die "no cluster under $DIR: run start first"
-  cd "$DIR"
+  cd "$SERVER_HOME"
   if ! as_owner "$BIN/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null 2>&1; then
     [ -f "$LOG" ] && tail -n 30 "$LOG" >&2
     die "the server did not start again (log: $LOG)"
@@ -199,11 +224,12 @@ cmd_stop() {
   cd /
   stop_server
   rm -rf "$DATA" "$DIR/conninfo"
-  # A socket directory of our own under /tmp goes too (the server removed the socket).
-  case "$SOCKDIR" in
-    /tmp/beehive-pg-*) rm -rf "$SOCKDIR" ;;
-    *) rm -rf "$DIR/socket" ;;
-  esac
+  # A directory of our own under /tmp goes too (the server removed the socket).
+  if [ "$SERVER_HOME" = "$TMPHOME" ] || [ "$SOCKDIR" = "$TMPHOME" ]; then
+    rm -rf "$TMPHOME"
+  else
+    rm -rf "$SOCKDIR"
+  fi
 }
 
 case "$cmd" in
