@@ -145,13 +145,21 @@ cmd_start() {
       "install postgresql (scripts/install-deps.sh)"
   fi
 
-  mkdir -p "$DIR" "$SERVER_HOME"
+  mkdir -p "$DIR"
   stop_server
   rm -rf "$DATA" "$LOG" "$DIR/conninfo"
-  mkdir -p "$DATA" "$SOCKDIR"
+  if [ "$SERVER_HOME" = "$TMPHOME" ] || [ "$SOCKDIR" = "$TMPHOME" ]; then
+    # Made afresh, by us: a name anyone could guess, which another user may have made
+    # first (with a link in it, for root to write through).
+    rm -rf "$TMPHOME"
+    mkdir -m 0755 "$TMPHOME" || die "cannot make $TMPHOME"
+    [ -d "$TMPHOME" ] && [ ! -L "$TMPHOME" ] && [ "$(stat -c %u "$TMPHOME")" = "$(id -u)" ] ||
+      die "$TMPHOME is not a directory of ours"
+  fi
+  mkdir -p "$SERVER_HOME" "$DATA" "$SOCKDIR"
   chmod 700 "$DATA"
   if $as_root; then
-    chown "$SUPERUSER:" "$SERVER_HOME" "$DATA" "$SOCKDIR"
+    chown -h "$SUPERUSER:" "$SERVER_HOME" "$DATA" "$SOCKDIR"
     as_owner test -w "$DATA" ||
       die "the '$SUPERUSER' user cannot write $DATA (is a parent directory not searchable?)"
   fi
@@ -224,8 +232,12 @@ cmd_stop() {
   cd /
   stop_server
   rm -rf "$DATA" "$DIR/conninfo"
-  # A directory of our own under /tmp goes too (the server removed the socket).
+  # A directory of our own under /tmp goes too (the server removed the socket); the
+  # server's logs are kept beside the conninfo's place.
   if [ "$SERVER_HOME" = "$TMPHOME" ] || [ "$SOCKDIR" = "$TMPHOME" ]; then
+    if [ "$SERVER_HOME" = "$TMPHOME" ] && [ -d "$DIR" ]; then
+      cp -f "$TMPHOME/server.log" "$TMPHOME/initdb.log" "$DIR/" 2>/dev/null || true
+    fi
     rm -rf "$TMPHOME"
   else
     rm -rf "$SOCKDIR"

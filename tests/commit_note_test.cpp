@@ -29,7 +29,8 @@ ObjectRow row(ObjectID id, std::string spec) {
   r.meta.labels = {{"tier", "gold"}};
   r.meta.finalizers = {"acme.com/cleanup"};
   r.meta.conditions.push_back(
-      {"Ready", ConditionStatus::True, "Done", "all good", false, 3, from_millis(1000)});
+      {"Ready", ConditionStatus::True, "Done", "all \"good\"\n\tat C:\\ \x01 \x7f é", false, 3,
+       from_millis(1000)});
   r.meta.created_at = from_millis(500);
   r.meta.updated_at = from_millis(900);
   r.spec = std::move(spec);

@@ -52,17 +52,21 @@ std::vector<Ref> refs_from(const Json& j) {
 /// (this runs while the transaction holds the store's counters).
 bool travels(const commit_record& rec) {
   if (!rec.events.empty() || rec.lost_through != 0) return false;
+  constexpr std::size_t kPerChange = 300;  // a row's other fields, its keys and refs
   std::size_t bytes = 0;
   for (const auto& c : rec.changes) {
     const auto& m = c.row.meta;
+    bytes += kPerChange + m.group.size() + m.kind.size() + m.slug.value_or("").size();
     for (const auto& k : m.conditions) {
       if (k.liveness) return false;
-      bytes += k.message.size() + k.reason.size();
+      bytes += 40 + k.type.size() + k.message.size() + k.reason.size();
     }
     bytes += c.row.spec.size() + (c.row.status ? c.row.status->size() : 0);
-    for (const auto& [key, value] : m.labels) bytes += key.size() + value.size();
+    for (const auto& [key, value] : m.labels) bytes += 6 + key.size() + value.size();
+    for (const auto& f : m.finalizers) bytes += 3 + f.size();
+    if (bytes >= kMaxCommitNoteBytes) return false;
   }
-  return bytes < kMaxCommitNoteBytes;
+  return true;
 }
 
 constexpr std::size_t kMacHex = 64;  // HMAC-SHA256, in hex

@@ -14,7 +14,7 @@
 // signed with the schema's note key, which only roles that may read the schema's tables
 // know (pg_schema::Opened). An older build's note is the session alone.
 //
-// Pure functions: safe on any thread.
+// The functions are pure: safe on any thread. A NoteKey is not (see below).
 
 #include <cstdint>
 #include <memory>

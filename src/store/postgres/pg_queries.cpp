@@ -95,7 +95,8 @@ std::string sql_for(Q q) {
       // allocated, this session's write token (read back after a COMMIT lost with its
       // connection), and the notification to other processes (sent at the commit; its
       // payload is the commit's note, commit_note.hpp, or the note without its record,
-      // $7, when the server's block size makes its payload limit smaller, or when the
+      // $7, when it is too long for the server's payload limit (its block size, less
+      // NAMEDATALEN, less 128 bytes: 8000 by default), or when the
       // notification queue is 5% full: a listener that stopped reading holds every note
       // sent since, and a full queue fails every commit).
       return R"sql(WITH counters AS (
@@ -105,7 +106,8 @@ std::string sql_for(Q q) {
                INSERT INTO write_tokens (session, token) VALUES ($3, $4)
                ON CONFLICT (session) DO UPDATE SET token = excluded.token)
              SELECT pg_notify($5, CASE WHEN octet_length($6::text) <
-                 current_setting('block_size')::int - 192 AND pg_notification_queue_usage() < 0.05
+                 current_setting('block_size')::int - current_setting('max_identifier_length')::int
+                   - 129 AND pg_notification_queue_usage() < 0.05
                THEN $6::text ELSE $7::text END))sql";
     case Q::read_token:
       return "SELECT token FROM write_tokens WHERE session = $1";

@@ -189,15 +189,24 @@ Opened migrate_and_open_session(pg::Connection& c) {
           pg::Params().add(static_cast<std::int64_t>(latest_version())));
     Opened opened;
     opened.session = c.run("", session_sql).i64(0, 0);
-    // Four 64-bit words from the server's strong random source (gen_random_uuid), made
-    // once: rows an older build of the same schema version ignores.
-    c.exec(R"sql(INSERT INTO beehive_meta (key, value)
-      SELECT 'note_key_' || i, ('x' || substr(md5(gen_random_uuid()::text), 1, 16))::bit(64)::bigint
-        FROM generate_series(0, 3) AS i
-      ON CONFLICT (key) DO NOTHING)sql");
-    auto key = c.run("",
-                     "SELECT value FROM beehive_meta WHERE key IN ('note_key_0', 'note_key_1', "
-                     "'note_key_2', 'note_key_3') ORDER BY key");
+    // Four 64-bit words from the server's strong random source (gen_random_uuid, 60
+    // random bits in each word's 16 hex digits), made once: rows an older build of the
+    // same schema version ignores.
+    static const std::string key_sql =
+        "SELECT value FROM beehive_meta WHERE key IN ('note_key_0', 'note_key_1', "
+        "'note_key_2', 'note_key_3') ORDER BY key";
+    auto key = c.run("", key_sql);
+    if (key.rows() < 4) {
+      c.exec(R"sql(INSERT INTO beehive_meta (key, value)
+        SELECT 'note_key_' || i,
+               ('x' || substr(replace(gen_random_uuid()::text, '-', ''), 1, 16))::bit(64)::bigint
+          FROM generate_series(0, 3) AS i
+        ON CONFLICT (key) DO NOTHING)sql");
+      key = c.run("", key_sql);
+    }
+    if (key.rows() != 4)
+      throw Error(errc::store, "postgres: the schema's note key is incomplete (" +
+                                   std::to_string(key.rows()) + " of its 4 rows in beehive_meta)");
     for (int i = 0; i < key.rows(); ++i) {
       auto word = static_cast<std::uint64_t>(key.i64(i, 0));
       for (int b = 7; b >= 0; --b) opened.note_key.push_back(static_cast<char>(word >> (8 * b)));
