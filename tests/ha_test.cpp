@@ -119,13 +119,15 @@ class HaTest : public ::testing::Test {
     store::pg::faults::stall_campaign_of = holder;
     return holder;
   }
-  /// Creates a widget (`o`) and waits until it is reconciled and `leader` watches the
-  /// widgets and has seen it.
-  void reconciled_and_seen(ChildProcess& leader, Node& o) const {
+  /// Starts a leader without resync (`leader`), creates a widget (`o`) and waits until
+  /// it is reconciled and the leader watches the widgets and has seen it.
+  void watching_leader(std::unique_ptr<ChildProcess>& leader, Node& o) const {
+    leader = node(schema(), false, 10s, /*resync=*/false);
+    ASSERT_EQ(leader->read_line(), "leader");
     o = client_->create({}, {1, 0});
     ASSERT_TRUE(all_reconciled(*client_, {{o.id, 1}}, 30s));
-    leader.write_line("watch");
-    ASSERT_TRUE(read_until(leader, "seen " + std::to_string(o.id) + " 1"));
+    leader->write_line("watch");
+    ASSERT_TRUE(read_until(*leader, "seen " + std::to_string(o.id) + " 1"));
   }
   /// Trims the change log through `rv` at once, as the leader's GC would by age or count.
   void trim_change_log(std::int64_t rv) const {
@@ -510,10 +512,9 @@ TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndSteps
 // instead of going on without them, and its controller (it leads) reconciles what
 // changed meanwhile, though it has no resync to fall back on.
 TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcilesAgain) {
-  auto a = node(schema(), false, 10s, /*resync=*/false);
-  ASSERT_EQ(a->read_line(), "leader");
+  std::unique_ptr<ChildProcess> a;
   Node o;
-  ASSERT_NO_FATAL_FAILURE(reconciled_and_seen(*a, o));
+  ASSERT_NO_FATAL_FAILURE(watching_leader(a, o));
   const auto seen_o = "seen " + std::to_string(o.id);
 
   a->pause();   // idle: no transaction of its own is open
@@ -541,10 +542,9 @@ TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcile
 // for its listener, and it delivers every change in order, though the log no longer
 // holds them.
 TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastDeliversWhatItsNotesCarried) {
-  auto a = node(schema(), false, 10s, /*resync=*/false);
-  ASSERT_EQ(a->read_line(), "leader");
+  std::unique_ptr<ChildProcess> a;
   Node o;
-  ASSERT_NO_FATAL_FAILURE(reconciled_and_seen(*a, o));
+  ASSERT_NO_FATAL_FAILURE(watching_leader(a, o));
   const auto seen_o = "seen " + std::to_string(o.id);
 
   a->pause();
