@@ -1055,6 +1055,174 @@ TEST_F(PostgresStore, AGroupCommitAndAnUpdateCostTwoRoundTripsEach) {
   EXPECT_EQ(w.get(ctx_, id).spec.size, 3);
 }
 
+/// Whether a session of its own could take the store's write lock (its counters) within
+/// `wait`: false while another transaction holds it for longer.
+bool write_lock_free(const std::string& schema, std::chrono::milliseconds wait) {
+  PGconn* c = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
+  EXPECT_EQ(PQstatus(c), CONNECTION_OK) << PQerrorMessage(c);
+  auto sql = "BEGIN; SET LOCAL lock_timeout = " + std::to_string(wait.count()) +
+             "; SET LOCAL search_path TO \"" + schema +
+             "\"; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE";
+  PGresult* r = PQexec(c, sql.c_str());
+  bool taken = PQresultStatus(r) == PGRES_TUPLES_OK;
+  PQclear(r);
+  PQfinish(c);
+  return taken;
+}
+
+/// A session of its own outside any transaction, for queries on the server's view of the
+/// others (pg_stat_activity, which a transaction would see as of its first look).
+class Probe {
+ public:
+  Probe() : c_(PQconnectdb(std::getenv("BEEHIVE_TEST_PG"))) {
+    EXPECT_EQ(PQstatus(c_), CONNECTION_OK) << PQerrorMessage(c_);
+  }
+  ~Probe() { PQfinish(c_); }
+  Probe(const Probe&) = delete;
+  Probe& operator=(const Probe&) = delete;
+  /// Whether `sql` returns `want` in its first cell.
+  bool returns(const std::string& sql, const std::string& want) {
+    PGresult* r = PQexec(c_, sql.c_str());
+    bool yes = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 &&
+               std::string(PQgetvalue(r, 0, 0)) == want;
+    PQclear(r);
+    return yes;
+  }
+
+ private:
+  PGconn* c_;
+};
+
+/// Sessions named `app` waiting for a lock.
+std::string lock_waiters(const std::string& app) {
+  return "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + app +
+         "' AND wait_event_type = 'Lock'";
+}
+
+// Writes that keep coming begin their next transaction with the last commit: the next
+// group costs one round trip, and its versions follow the last group's.
+TEST_F(PostgresStore, ATransactionBegunWithTheLastCommitCostsTheNextGroupOneRoundTrip) {
+  GroupEngine g(db_path());
+  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  g.engine->writer().begin_ahead();
+  auto first = g.commit({GroupEngine::create("a"), GroupEngine::create("b")});
+  for (auto& w : first) ASSERT_TRUE(w.reply) << w.what;
+  auto before = g.round_trips();
+  auto second = g.commit({GroupEngine::create("c"), GroupEngine::create("d")});
+  for (auto& w : second) ASSERT_TRUE(w.reply) << w.what;
+  EXPECT_EQ(g.round_trips() - before, 1u) << "the next transaction was not begun ahead";
+  EXPECT_EQ(second[0].reply->row.meta.resource_version,
+            first[1].reply->row.meta.resource_version + 1);
+  Widgets w(bh(), widget_kind);
+  for (auto slug : {"a", "b", "c", "d"}) EXPECT_EQ(w.get_by_slug(ctx_, slug).spec.color, slug);
+}
+
+// A transaction begun ahead holds the store's write lock, which other processes wait for:
+// the writer lets it go as soon as it is idle, and writes on afterwards.
+TEST_F(PostgresStore, ATransactionBegunAheadLetsTheWriteLockGoWhenTheWriterIsIdle) {
+  GroupEngine g(db_path());
+  const auto schema = test_schema_for(db_path());
+  g.engine->writer().begin_ahead();
+  for (auto& w : g.commit({GroupEngine::create("a"), GroupEngine::create("b")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  // The transaction begun ahead has run its statements (after the commit was answered).
+  Probe probe;
+  ASSERT_TRUE(eventually([&] {
+    return probe.returns(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+        "'beehive " +
+            schema + "' AND state = 'idle in transaction'",
+        "1");
+  })) << "the next transaction was not begun ahead";
+  EXPECT_FALSE(write_lock_free(schema, 50ms));
+  g.engine->writer().idle();
+  EXPECT_TRUE(write_lock_free(schema, 5000ms));
+  auto later = g.commit({GroupEngine::create("c")});
+  ASSERT_TRUE(later[0].reply) << later[0].what;
+  EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 3u);
+}
+
+// Through the store: once callers writing at once stop, the writer is idle and the
+// store's write lock is free for another process at once, not after the server's idle
+// timeout (the lease, 10 s here; the probe waits 3 s at most).
+TEST_F(PostgresStore, AWriterLetsTheWriteLockGoOnceWritesAtOnceStop) {
+  Widgets w(bh(), widget_kind);
+  const int threads = 8, each = 25;
+  std::vector<std::thread> callers;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < threads; ++t)
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < each; ++i) {
+        try {
+          w.create(ctx_, {"w" + std::to_string(t), i});
+        } catch (const std::exception&) {
+          failed.fetch_add(1);
+        }
+      }
+    });
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_TRUE(write_lock_free(test_schema_for(db_path()), 3000ms))
+      << "the write lock is still held after the writes stopped";
+  EXPECT_EQ(w.list(ctx_).size(), static_cast<std::size_t>(threads * each));
+}
+
+/// A caller that has given up already: its write is never applied.
+struct GoneCaller final : store::WaitingCaller {
+  bool abandoned() const override { return true; }
+  bool claim() override { return false; }
+};
+
+// Another process that queued for the store's write lock during a commit gets it before
+// the transaction begun with that commit (the lock goes in the order it was asked for),
+// which waits: the commit is answered without waiting for it, and a write whose callers
+// give up while it waits writes nothing.
+TEST_F(PostgresStore, ACommitIsAnsweredWhileTheTransactionBegunAfterItWaitsForTheLock) {
+  GroupEngine g(db_path());
+  const auto schema = test_schema_for(db_path());
+  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  g.engine->session_step(store::SessionCmd::begin);
+  g.engine->execute(GroupEngine::create("in-session"), {});
+  // Another process queues for the lock this session holds.
+  const auto other_app = "other " + schema, writer_app = "beehive " + schema;
+  std::unique_ptr<OpenTransaction> other;
+  std::thread taker([&] {
+    // As a beehive process's write transaction does: its queue, then the counters.
+    other = std::make_unique<OpenTransaction>(
+        schema, "SET LOCAL application_name = '" + other_app + "'; " +
+                    store::pg::statement(store::pg::Q::join_write_queue).sql +
+                    "; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
+  });
+  struct Join {
+    store::WriteEngine& engine;
+    std::thread& t;
+    ~Join() {
+      engine.abort_session(false);  // on a failed assertion: lets `other` through
+      if (t.joinable()) t.join();
+    }
+  } join{*g.engine, taker};
+  Probe probe;
+  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(other_app), "1"); }));
+  g.engine->writer().begin_ahead();
+  g.engine->session_step(store::SessionCmd::commit);  // returns: it does not wait for `other`
+  taker.join();  // `other` has the lock now, and the transaction begun ahead waits for it
+  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(writer_app), "1"); }));
+  GoneCaller gone;
+  auto op = GroupEngine::create("gave-up");
+  std::vector<store::GroupedWrite> writes{{&op, nullptr, &gone}};
+  g.engine->commit_group(writes, {});
+  EXPECT_FALSE(writes[0].reply);
+  other->commit();
+  auto after = g.commit({GroupEngine::create("after")});
+  ASSERT_TRUE(after[0].reply) << after[0].what;
+  Widgets w(bh(), widget_kind);
+  EXPECT_EQ(w.get_by_slug(ctx_, "in-session").spec.color, "in-session");
+  EXPECT_ERRC(w.get_by_slug(ctx_, "gave-up"), errc::not_found);
+  EXPECT_EQ(w.list(ctx_).size(), 4u);
+}
+
 // The statements of a group travel with its COMMIT: when the connection is lost before
 // the COMMIT, nothing committed, and the group runs again on a new connection.
 TEST_F(PostgresStore, AGroupWhoseConnectionIsLostBeforeItsCommitRunsAgainAndLandsOnce) {

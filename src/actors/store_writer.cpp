@@ -169,6 +169,9 @@ void commit_group(StoreWriterState& st, std::vector<BlockingWritePtr>& group,
       }
     }
   };
+  // Callers writing at once are likely to write again as soon as they are answered:
+  // the next transaction begins with this one's commit (serve_queue ends it, idle).
+  if (group.size() >= 2) st.engine->writer().begin_ahead();
   st.engine->commit_group(writes, take_more);
   q.commit_took(st.engine->last_commit_took());
   q.group_committed(group.size());
@@ -206,6 +209,12 @@ void serve_batch(StoreWriterState& st, std::vector<BlockingWritePtr> batch) {
 /// sleep (the next push wakes it).
 void serve_queue(StoreWriterState& st) {
   auto& q = *st.cfg->queue;
+  // A transaction begun ahead (commit_group) holds the store's write lock: not kept
+  // once no write is waiting.
+  struct Idle {
+    store::Writer& w;
+    ~Idle() { w.idle(); }
+  } idle{st.engine->writer()};
   for (;;) {
     auto batch = q.take();
     if (!batch.empty()) {

@@ -186,6 +186,13 @@ class Writer : public Reader {
   /// The next transaction's first write reads object `id` first (get, without loads): a
   /// backend whose round trips cost reads it along with `begin`. Forgotten by `begin`.
   virtual void prefetch(ObjectID id) { (void)id; }
+  /// Another transaction is likely to follow the next commit at once (writes keep
+  /// coming): a backend whose round trips cost may begin it along with that commit,
+  /// for the next `begin` to take up. Until then it holds what `begin` takes (the
+  /// store's write lock), so whoever asks must say `idle` once no write is waiting.
+  virtual void begin_ahead() {}
+  /// No write is waiting: ends a transaction begun ahead (see begin_ahead).
+  virtual void idle() {}
 
   /// Allocates the next resource version (global, strictly increasing, never reused).
   virtual std::int64_t next_resource_version() = 0;

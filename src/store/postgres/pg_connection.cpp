@@ -141,6 +141,8 @@ void Connection::connect() {
   dropped_ = false;
   in_txn_ = false;
   prepared_.clear();
+  after_.clear();
+  after_sent_ = 0;  // their results went with the old connection
   if (faults::refuse_connections.load()) {
     conn_ = nullptr;
     throw Error(errc::store, "postgres: cannot connect: refused (injected)");
@@ -306,6 +308,7 @@ void Connection::prepare(const std::string& name, const std::string& sql) {
 }
 
 Result Connection::run(const char* name, const std::string& sql, const Params& params) {
+  read_after({});
   if (!deferred_.empty() || keep_waiting_) {
     std::vector<Statement> one;
     one.push_back({name, sql, params});
@@ -331,6 +334,7 @@ Result Connection::run(const char* name, const std::string& sql, const Params& p
 }
 
 void Connection::exec(const std::string& sql) {
+  read_after({});
   if (!deferred_.empty() || keep_waiting_) {
     std::vector<Statement> one;
     one.push_back({"", sql, {}});
@@ -416,6 +420,7 @@ bool Connection::await_result(const std::function<bool()>& keep_waiting, bool ca
 
 std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
                                          const std::function<bool()>& keep_waiting) {
+  read_after(keep_waiting);
   // The deferred statements go first; their results are read and dropped.
   std::size_t skip = deferred_.size();
   if (skip) {
@@ -454,6 +459,21 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
     }
   }
   if (sent && PQpipelineSync(conn_) != 1) sent = false;
+  auto after = std::exchange(after_, {});
+  if (sent && !after.empty() && std::all_of(after.begin(), after.end(), [&](auto& s) {
+        return prepared_.contains(s.name);
+      })) {
+    for (auto& s : after) {
+      auto vals = s.params.pointers();
+      auto lens = s.params.lengths();
+      if (!PQsendQueryPrepared(conn_, s.name.c_str(), static_cast<int>(s.params.size()),
+                               vals.data(), lens.data(), nullptr, 0))
+        sent = false;
+      count_statement();
+    }
+    if (sent && PQpipelineSync(conn_) != 1) sent = false;
+    if (sent) after_sent_ = after.size();
+  }
   ++round_trips_;
   bool cancelled = false;
   const bool cut = !keep_waiting && keep_waiting_;
@@ -500,10 +520,17 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   }
   if (!sent) {
     // Whatever is left of the pipeline is unusable: drop the connection's state.
+    after_sent_ = 0;
     PQexitPipelineMode(conn_);
     settle();
     if (first_error) fail(first_error, statements.front().name);
     fail(nullptr, statements.front().name);
+  }
+  if (after_sent_ && cancelled) after_sent_ = 0;  // gone with the connection, dropped below
+  if (after_sent_ && first_error) read_after({});
+  if (after_sent_) {
+    in_txn_ = true;  // what was sent after is still running: see read_after
+    return results;
   }
   PQexitPipelineMode(conn_);
   settle();
@@ -519,6 +546,66 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   }
   if (first_error) fail(first_error, "pipeline");
   return results;
+}
+
+void Connection::read_after(const std::function<bool()>& keep_waiting) {
+  if (!after_sent_) return;
+  auto n = std::exchange(after_sent_, 0);
+  after_results_.reset();
+  after_error_.clear();
+  std::vector<Result> results;
+  PGresult* first_error = nullptr;
+  bool sent = true, cancelled = false;
+  const bool cut = !keep_waiting && keep_waiting_;
+  const auto& wait = cut ? keep_waiting_ : keep_waiting;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (wait) cancelled = await_result(wait, cancelled, cut);
+    PGresult* r = PQgetResult(conn_);
+    if (!r) {  // the connection went
+      sent = false;
+      break;
+    }
+    if (!ok(r) && !first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+      first_error = r;
+    else if (ok(r))
+      results.emplace_back(r);
+    else
+      PQclear(r);
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+  }
+  if (sent) {
+    if (PGresult* sync = PQgetResult(conn_)) PQclear(sync);
+  }
+  PQexitPipelineMode(conn_);
+  settle();
+  if (first_error) {
+    after_error_ = PQresultErrorMessage(first_error);
+    PQclear(first_error);
+  }
+  if (cancelled) {
+    drop();  // as in pipeline: a late cancel must not hit what this session runs next
+    in_txn_ = false;
+    after_error_ = "gave up waiting for another process's transaction";
+  } else if (!sent || lost()) {
+    after_error_ = "connection lost";
+  } else if (!first_error) {
+    after_results_ = std::move(results);
+  } else if (in_transaction()) {
+    // Nobody wants what the failed statements began: it would refuse what runs next.
+    PQclear(PQexec(conn_, "ROLLBACK"));
+    settle();
+  }
+}
+
+std::vector<Result> Connection::take_after(const std::function<bool()>& keep_waiting) {
+  read_after(keep_waiting);
+  if (after_results_) {
+    auto r = std::move(*after_results_);
+    after_results_.reset();
+    return r;
+  }
+  auto why = std::exchange(after_error_, {});
+  throw Error(errc::store, "postgres: " + (why.empty() ? std::string("nothing was sent") : why));
 }
 
 }  // namespace beehive::store::pg

@@ -129,6 +129,14 @@ class Connection {
   void flush() {
     if (!deferred_.empty()) pipeline({});
   }
+  /// Statements to send after the next pipeline's, in the same round trip but on their
+  /// own (a failure of one side does not abort the other), whose results that pipeline
+  /// does not wait for: take_after reads them. Anything else run before that reads and
+  /// keeps them first. Sent only when all of them are prepared already (else dropped).
+  void send_after(std::vector<Statement> statements) { after_ = std::move(statements); }
+  /// The results of the statements send_after sent; throws the first failure (after
+  /// rolling back a transaction it left aborted), or errc::store when none were sent.
+  std::vector<Result> take_after(const std::function<bool()>& keep_waiting = {});
 
   /// Inside a transaction (an aborted one included).
   bool in_transaction() const;
@@ -177,6 +185,9 @@ class Connection {
   /// Waits for the socket to be ready for `events`; false once `deadline` passed.
   bool wait_for_socket(short events, std::chrono::steady_clock::time_point deadline);
   void prepare(const std::string& name, const std::string& sql);
+  /// Reads the results of the statements send_after sent, if any, into after_results_,
+  /// and ends the pipeline they were sent in.
+  void read_after(const std::function<bool()>& keep_waiting);
   /// Throws the error of a failed result (errc::already_exists for a unique violation).
   [[noreturn]] void fail(PGresult* r, std::string_view what);
 
@@ -192,6 +203,11 @@ class Connection {
   bool in_txn_ = false;
   std::unordered_set<std::string> prepared_;
   std::vector<Statement> deferred_;
+  std::vector<Statement> after_;  // see send_after
+  std::size_t after_sent_ = 0;    // their results, unread, in pipeline mode
+  /// Their results once read, or why they failed (see take_after).
+  std::optional<std::vector<Result>> after_results_;
+  std::string after_error_;
   std::uint64_t deferred_total_ = 0;
   std::uint64_t round_trips_ = 0;
 };

@@ -77,6 +77,13 @@ std::string sql_for(Q q) {
       return select_objects(R"(o."group" = $1 AND o.kind = $2 ORDER BY o.id)");
     case Q::head:
       return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
+    case Q::join_write_queue:
+      // Taken before the counters by this build's write transactions, from every
+      // process: a lock PostgreSQL hands over in the order it was asked for, which a row
+      // lock is not (a transaction begun with the last commit would take the row before
+      // a process woken by that commit did, again and again). Two keys: the store's
+      // ('beeh') and the schema's.
+      return "SELECT pg_advisory_xact_lock(1650812264, hashtext(current_schema()))";
     case Q::lock_counters:
       // Every write transaction, from every process, takes these rows first: writes are
       // serialised, so versions become visible in the order they were given out. Locked

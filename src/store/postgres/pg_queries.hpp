@@ -17,6 +17,7 @@ enum class Q : int {
   get_by_slug,
   list,
   head,
+  join_write_queue,
   lock_counters,
   schema_version,
   close_transaction,

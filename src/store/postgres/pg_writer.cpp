@@ -2,7 +2,8 @@
 // (resource version, object id), which serialises write transactions across every
 // process, so that versions become visible in the order they were given out; versions
 // and ids are then counted in memory and stored at commit, in the same round trip as
-// the write token, the notification to other processes and the COMMIT itself.
+// the write token, the notification to other processes and the COMMIT itself. While
+// writes keep coming, that round trip begins the next transaction too (begin_ahead).
 //
 // Runs on the thread running the writer (owned by the store_writer actor), one call at
 // a time; not thread-safe.
@@ -58,20 +59,30 @@ void PgWriter::begin() {
   // a caller that gave up meanwhile is never written (the engine claims its write
   // after begin), as on SQLite. The first write's row comes in the same round trip,
   // read under the lock.
-  std::vector<Statement> s;
-  s.push_back({"bh_begin", "BEGIN", {}});
-  s.push_back(statement(Q::lock_counters));
-  s.push_back(statement(Q::schema_version));
-  if (prefetch) s.push_back(statement(Q::get_with_owner, Params().add(*prefetch)));
+  const auto& keep_waiting = keep_waiting_ ? keep_waiting_ : [] { return true; };
   std::vector<Result> r;
-  try {
-    r = conn_.pipeline(
-        std::move(s), keep_waiting_ ? keep_waiting_ : [] { return true; });
-  } catch (...) {
-    rollback();  // the BEGIN went through: an aborted transaction would refuse what follows
-    throw;
+  if (std::exchange(begun_ahead_, false)) {
+    // Begun with the last commit: its results are in, or on their way.
+    try {
+      r = conn_.take_after(keep_waiting);
+      if (r.size() != 4) throw Error(errc::store, "postgres: begun ahead without its results");
+      prefetch.reset();  // read by the first write itself
+    } catch (const Error&) {
+      r.clear();
+      rollback();
+    }
   }
-  if (auto version = r[2].i64(0, 0); version > pg_schema::latest_version()) {
+  if (r.empty()) {
+    std::vector<Statement> s = begin_statements();
+    if (prefetch) s.push_back(statement(Q::get_with_owner, Params().add(*prefetch)));
+    try {
+      r = conn_.pipeline(std::move(s), keep_waiting);
+    } catch (...) {
+      rollback();  // the BEGIN went through: an aborted transaction would refuse what follows
+      throw;
+    }
+  }
+  if (auto version = r[3].i64(0, 0); version > pg_schema::latest_version()) {
     // A newer build migrated the schema while this process ran: what this one would
     // write may no longer be what the schema means.
     rollback();
@@ -80,18 +91,32 @@ void PgWriter::begin() {
                                  std::to_string(pg_schema::latest_version()) +
                                  "): this process can no longer write; upgrade it");
   }
-  for (int i = 0; i < r[1].rows(); ++i) {
-    if (r[1].text(i, 0) == "resource_version")
-      rv_ = r[1].i64(i, 1);
+  for (int i = 0; i < r[2].rows(); ++i) {
+    if (r[2].text(i, 0) == "resource_version")
+      rv_ = r[2].i64(i, 1);
     else
-      last_id_ = r[1].i64(i, 1);
+      last_id_ = r[2].i64(i, 1);
   }
   // The counters moved since this writer last knew them: another process committed,
   // maybe too recently for its notification to have arrived. Counted now, so that this
   // transaction's versions are never taken for all there is up to them.
   if (rv_ != known_rv_) ++counted_commits_;
   known_rv_ = rv_;
-  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[3])};
+  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[4])};
+}
+
+std::vector<Statement> PgWriter::begin_statements() {
+  std::vector<Statement> s;
+  s.push_back({"bh_begin", "BEGIN", {}});
+  s.push_back(statement(Q::join_write_queue));
+  s.push_back(statement(Q::lock_counters));
+  s.push_back(statement(Q::schema_version));
+  return s;
+}
+
+void PgWriter::idle() {
+  begin_ahead_ = false;
+  if (begun_ahead_) rollback();
 }
 
 std::optional<ObjectRow> PgWriter::row_with_owner(ObjectID id, const Result& r) {
@@ -135,6 +160,8 @@ void PgWriter::commit() {
   p.add(rv_).add(last_id_).add(session_).add(token_).add(channel_).add(note).add(bare);
   s.push_back(statement(Q::close_transaction, std::move(p)));
   s.push_back({"bh_commit", "COMMIT", {}});
+  // The next transaction begins in the same round trip, its results read by begin().
+  if (std::exchange(begin_ahead_, false)) conn_.send_after(begin_statements());
   if (faults::take(faults::drop_before_commit)) conn_.drop();
   if (auto ms = faults::cut_commit_after_ms.exchange(0); ms > 0) {
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -142,6 +169,7 @@ void PgWriter::commit() {
   }
   try {
     conn_.pipeline(std::move(s));
+    begun_ahead_ = conn_.in_transaction();
     conn_.set_keep_waiting({});
     if (faults::take(faults::drop_after_commit)) {
       conn_.drop();
@@ -206,6 +234,12 @@ void PgWriter::rollback() {
   conn_.discard();
   owners_.clear();
   prefetched_.reset();
+  if (std::exchange(begun_ahead_, false)) {
+    try {
+      conn_.take_after();  // whatever it began is rolled back below
+    } catch (const Error&) {
+    }
+  }
   if (conn_.lost() || !conn_.in_transaction()) return;
   try {
     conn_.exec("ROLLBACK");

@@ -62,6 +62,8 @@ class PgWriter : public Reading<Writer> {
   bool transaction_failed() override { return conn_.transaction_failed(); }
   bool defers_statements() const override { return true; }
   void prefetch(ObjectID id) override { prefetch_ = id; }
+  void begin_ahead() override { begin_ahead_ = true; }
+  void idle() override;
 
   void insert_object(const ObjectRow& row, std::optional<ObjectID> owner) override;
   bool add_ref(ObjectID from, const char* relation, ObjectID to) override;
@@ -129,6 +131,9 @@ class PgWriter : public Reading<Writer> {
   /// last one queued (one statement to run instead of two); false when it is not.
   bool join_last(Q q, const Params& p);
   void insert_labels(ObjectID id, const Labels& labels);
+  /// BEGIN and what every transaction reads first: the counters, locked, and the
+  /// schema's version.
+  std::vector<Statement> begin_statements();
 
   std::int64_t session_;
   std::shared_ptr<SharedState> shared_;
@@ -136,6 +141,8 @@ class PgWriter : public Reading<Writer> {
   std::chrono::milliseconds connect_timeout_;
   std::unordered_map<ObjectID, std::optional<Ref>> owners_;  // read in this transaction
   std::optional<ObjectID> prefetch_;  // to read with the next BEGIN (see prefetch)
+  bool begin_ahead_ = false;          // begin the next transaction with this commit
+  bool begun_ahead_ = false;          // it was: the next begin takes it up
   std::uint64_t later_at_ = 0;        // Connection::deferred_total as `later` left it
   /// The row read with BEGIN, until the first statement that may change it.
   struct Prefetched {
