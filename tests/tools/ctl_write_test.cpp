@@ -103,6 +103,30 @@ TEST_F(CtlWriteTest, ApplyCreatesThenUpdatesBySlug) {
   EXPECT_EQ(a.generation, 2);
 }
 
+// apply reports what it did as its own transaction found the object: one another process
+// created while the tool waited for the store's write lock was configured, not created.
+TEST_F(CtlWriteTest, PgApplyReportsWhatItsOwnTransactionFound) {
+  REQUIRE_POSTGRES();
+  auto file = write_file("raced.json", R"({"group": "acme.com", "kind": "Widget",
+      "slug": "raced", "spec": {"color": "blue", "size": 2}})");
+  auto waiting = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'beehive " +
+                 test_schema_for(db_path()) + "' AND wait_event_type = 'Lock'";
+  std::optional<Process> apply;
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });  // never started
+  cc.within(ctx_, [&](const Context& tx) {
+    widgets().create(tx, {"red", 1}, with_slug("raced"));
+    apply.emplace(args({"apply", "-f", file}));
+    // The tool has looked for the object, and waits for this transaction's lock.
+    EXPECT_TRUE(eventually([&] { return query_test_store(db_path(), waiting)[0][0] == "1"; }));
+  });
+  ASSERT_TRUE(apply);
+  auto r = apply->wait();
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out, "Widget.acme.com/raced configured\n");
+  EXPECT_EQ(widgets().get_by_slug(ctx_, "raced").spec, (WidgetSpec{"blue", 2}));
+}
+
 TEST_F(CtlWriteTest, ApplyAnArrayFromStdin) {
   widgets().create(ctx_, {"red", 1}, with_slug("old"));
   auto docs = R"([

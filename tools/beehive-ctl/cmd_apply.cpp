@@ -159,17 +159,18 @@ void check_versions(Database& db, const std::vector<Document>& docs, const std::
 /// Applies one document; returns what happened: created, configured or unchanged.
 const char* apply_one(WriteSession& ws, const Document& doc) {
   auto client = ws.client(doc.gk);
-  auto& ctx = ws.context();
   std::optional<JsonClient::ObjectType> before;
-  try {
-    before = client.get_by_slug(ctx, doc.slug);
-  } catch (const Error& e) {
-    if (e.code() != make_error_code(errc::not_found)) throw;
-  }
   // The labels go with a creation, and are replaced separately on an update: one
-  // transaction, so that a failure of either leaves the object as it was.
+  // transaction, so that a failure of either leaves the object as it was. The object
+  // as it was is read in it too: another process's write in between would make the
+  // report lie (created for an object it made, configured for one it changed).
   ObjectRow after;
   ws.within([&](const Context& tx) {
+    try {
+      before = client.get_by_slug(tx, doc.slug);
+    } catch (const Error& e) {
+      if (e.code() != make_error_code(errc::not_found)) throw;
+    }
     after = ws.create_or_update(tx, doc.gk, doc.slug, doc.spec, doc.spec_version.value_or(0),
                                 doc.labels.value_or(Labels{}));
     if (doc.labels && after.meta.labels != *doc.labels)
