@@ -1174,6 +1174,50 @@ struct GoneCaller final : store::WaitingCaller {
   bool claim() override { return false; }
 };
 
+// The server may end the session of a transaction begun ahead (an operator, a restart,
+// its idle timeout) before the writer takes it up, here while it waits for another
+// process's lock: nothing was written in it, and the next group connects anew and
+// commits, as after a loss between transactions.
+TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedCostsTheNextWriteNothing) {
+  GroupEngine g(db_path());
+  const auto schema = test_schema_for(db_path());
+  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  g.engine->session_step(store::SessionCmd::begin);
+  g.engine->execute(GroupEngine::create("in-session"), {});
+  const auto other_app = "other " + schema, writer_app = "beehive " + schema;
+  std::unique_ptr<OpenTransaction> other;
+  std::thread taker([&] {
+    other = std::make_unique<OpenTransaction>(
+        schema, "SET LOCAL application_name = '" + other_app + "'; " +
+                    store::pg::statement(store::pg::Q::join_write_queue).sql +
+                    "; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
+  });
+  struct Join {
+    store::WriteEngine& engine;
+    std::thread& t;
+    ~Join() {
+      engine.abort_session(false);  // on a failed assertion: lets `other` through
+      if (t.joinable()) t.join();
+    }
+  } join{*g.engine, taker};
+  Probe probe;
+  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(other_app), "1"); }));
+  g.engine->writer().begin_ahead();
+  g.engine->session_step(store::SessionCmd::commit);
+  taker.join();
+  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(writer_app), "1"); }));
+  ASSERT_TRUE(
+      probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity WHERE "
+                    "application_name = '" +
+                        writer_app + "' AND wait_event_type = 'Lock'",
+                    "t"));
+  other->commit();
+  auto next = g.commit({GroupEngine::create("c"), GroupEngine::create("d")});
+  for (auto& w : next) EXPECT_TRUE(w.reply) << w.what;
+  EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 5u);
+}
+
 // Another process that queued for the store's write lock during a commit gets it before
 // the transaction begun with that commit (the lock goes in the order it was asked for),
 // which waits: the commit is answered without waiting for it, and a write whose callers

@@ -587,6 +587,9 @@ void Connection::read_after(const std::function<bool()>& keep_waiting) {
     in_txn_ = false;
     after_error_ = "gave up waiting for another process's transaction";
   } else if (!sent || lost()) {
+    // Nothing was written in what they began: the next statement connects anew, as
+    // after a loss between transactions.
+    in_txn_ = false;
     after_error_ = "connection lost";
   } else if (!first_error) {
     after_results_ = std::move(results);
