@@ -225,6 +225,7 @@ class PostgresStore : public BeehiveTest {
   void TearDown() override {
     faults::drop_before_commit = 0;
     faults::drop_after_commit = 0;
+    faults::drop_after_begin_ahead = 0;
     faults::refuse_connections = false;
     faults::cancel_delay_ms = 0;
     faults::deafen_listener = false;
@@ -1174,17 +1175,19 @@ struct GoneCaller final : store::WaitingCaller {
   bool claim() override { return false; }
 };
 
-// The server may end the session of a transaction begun ahead (an operator, a restart,
-// its idle timeout) before the writer takes it up, here while it waits for another
-// process's lock: nothing was written in it, and the next group connects anew and
-// commits, as after a loss between transactions.
-TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedCostsTheNextWriteNothing) {
+// Another process that queued for the store's write lock during a commit gets it before
+// the transaction begun with that commit, which takes the lock only if it is free: the
+// commit is answered, the next write waits its turn (a write whose callers give up
+// meanwhile writes nothing), then commits.
+TEST_F(PostgresStore, AProcessThatQueuedForTheLockDuringACommitHasItBeforeTheNextWrite) {
   GroupEngine g(db_path());
   const auto schema = test_schema_for(db_path());
   for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
     ASSERT_TRUE(w.reply) << w.what;
   g.engine->session_step(store::SessionCmd::begin);
   g.engine->execute(GroupEngine::create("in-session"), {});
+  // Another process queues for the lock this session holds, as a beehive process's
+  // write transaction does: the queue, then the counters.
   const auto other_app = "other " + schema, writer_app = "beehive " + schema;
   std::unique_ptr<OpenTransaction> other;
   std::thread taker([&] {
@@ -1193,78 +1196,102 @@ TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedCostsTheNe
                     store::pg::statement(store::pg::Q::join_write_queue).sql +
                     "; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
   });
+  std::thread writer;
   struct Join {
     store::WriteEngine& engine;
     std::thread& t;
+    std::thread& w;
+    std::unique_ptr<OpenTransaction>& other;
     ~Join() {
       engine.abort_session(false);  // on a failed assertion: lets `other` through
       if (t.joinable()) t.join();
+      if (other) other->commit();
+      if (w.joinable()) w.join();
     }
-  } join{*g.engine, taker};
+  } join{*g.engine, taker, writer, other};
   Probe probe;
   ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(other_app), "1"); }));
   g.engine->writer().begin_ahead();
   g.engine->session_step(store::SessionCmd::commit);
-  taker.join();
-  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(writer_app), "1"); }));
-  ASSERT_TRUE(
-      probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) FROM pg_stat_activity WHERE "
-                    "application_name = '" +
-                        writer_app + "' AND wait_event_type = 'Lock'",
-                    "t"));
-  other->commit();
-  auto next = g.commit({GroupEngine::create("c"), GroupEngine::create("d")});
-  for (auto& w : next) EXPECT_TRUE(w.reply) << w.what;
-  EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 5u);
-}
-
-// Another process that queued for the store's write lock during a commit gets it before
-// the transaction begun with that commit (the lock goes in the order it was asked for),
-// which waits: the commit is answered without waiting for it, and a write whose callers
-// give up while it waits writes nothing.
-TEST_F(PostgresStore, ACommitIsAnsweredWhileTheTransactionBegunAfterItWaitsForTheLock) {
-  GroupEngine g(db_path());
-  const auto schema = test_schema_for(db_path());
-  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
-    ASSERT_TRUE(w.reply) << w.what;
-  g.engine->session_step(store::SessionCmd::begin);
-  g.engine->execute(GroupEngine::create("in-session"), {});
-  // Another process queues for the lock this session holds.
-  const auto other_app = "other " + schema, writer_app = "beehive " + schema;
-  std::unique_ptr<OpenTransaction> other;
-  std::thread taker([&] {
-    // As a beehive process's write transaction does: its queue, then the counters.
-    other = std::make_unique<OpenTransaction>(
-        schema, "SET LOCAL application_name = '" + other_app + "'; " +
-                    store::pg::statement(store::pg::Q::join_write_queue).sql +
-                    "; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
-  });
-  struct Join {
-    store::WriteEngine& engine;
-    std::thread& t;
-    ~Join() {
-      engine.abort_session(false);  // on a failed assertion: lets `other` through
-      if (t.joinable()) t.join();
-    }
-  } join{*g.engine, taker};
-  Probe probe;
-  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(other_app), "1"); }));
-  g.engine->writer().begin_ahead();
-  g.engine->session_step(store::SessionCmd::commit);  // returns: it does not wait for `other`
-  taker.join();  // `other` has the lock now, and the transaction begun ahead waits for it
-  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(writer_app), "1"); }));
+  taker.join();  // `other` has the lock: the transaction begun ahead did not take it
   GoneCaller gone;
   auto op = GroupEngine::create("gave-up");
   std::vector<store::GroupedWrite> writes{{&op, nullptr, &gone}};
   g.engine->commit_group(writes, {});
   EXPECT_FALSE(writes[0].reply);
+  std::vector<store::GroupedWrite> after;
+  writer = std::thread([&] { after = g.commit({GroupEngine::create("after")}); });
+  ASSERT_TRUE(eventually([&] { return probe.returns(lock_waiters(writer_app), "1"); }))
+      << "the next write did not wait for the process that asked first";
   other->commit();
-  auto after = g.commit({GroupEngine::create("after")});
+  writer.join();
+  ASSERT_EQ(after.size(), 1u);
   ASSERT_TRUE(after[0].reply) << after[0].what;
   Widgets w(bh(), widget_kind);
   EXPECT_EQ(w.get_by_slug(ctx_, "in-session").spec.color, "in-session");
   EXPECT_ERRC(w.get_by_slug(ctx_, "gave-up"), errc::not_found);
   EXPECT_EQ(w.list(ctx_).size(), 4u);
+}
+
+// The connection of a transaction begun ahead may go before the writer takes it up: a
+// read on the writer's connection (as publishing another process's commits makes) then
+// connects anew rather than failing for a transaction nothing was written in, and the
+// next group commits.
+TEST_F(PostgresStore, ATransactionBegunAheadWhoseConnectionWentCostsTheNextCallsNothing) {
+  GroupEngine g(db_path());
+  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  faults::drop_after_begin_ahead = 1;
+  g.engine->writer().begin_ahead();
+  auto first = g.commit({GroupEngine::create("a"), GroupEngine::create("b")});
+  EXPECT_EQ(faults::drop_after_begin_ahead.load(), 0) << "the fault was not reached";
+  for (auto& w : first) ASSERT_TRUE(w.reply) << w.what;
+  store::ReadOp read;
+  read.what = store::ReadOp::get;
+  read.gk = widget_kind;
+  read.id = first[0].reply->row.meta.id;
+  EXPECT_EQ(g.engine->read(read).rows.size(), 1u);
+  auto next = g.commit({GroupEngine::create("c"), GroupEngine::create("d")});
+  for (auto& w : next) ASSERT_TRUE(w.reply) << w.what;
+  EXPECT_EQ(next[0].reply->row.meta.resource_version,
+            first[1].reply->row.meta.resource_version + 1);
+  EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 6u);
+}
+
+// The server may end the session of a transaction begun ahead after a read took up its
+// results (an operator, a restart): the next group connects anew and commits, with the
+// versions the counters hold, not the ones read in the session that went.
+TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedIsNotTakenUp) {
+  GroupEngine g(db_path());
+  const auto schema = test_schema_for(db_path());
+  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  g.engine->writer().begin_ahead();
+  auto first = g.commit({GroupEngine::create("a"), GroupEngine::create("b")});
+  for (auto& w : first) ASSERT_TRUE(w.reply) << w.what;
+  store::ReadOp read;
+  read.what = store::ReadOp::get;
+  read.gk = widget_kind;
+  read.id = first[0].reply->row.meta.id;
+  EXPECT_EQ(g.engine->read(read).rows.size(), 1u);  // takes up what was begun ahead
+  Probe probe;
+  const auto ahead = "FROM pg_stat_activity WHERE application_name = 'beehive " + schema +
+                     "' AND state = 'idle in transaction'";
+  ASSERT_TRUE(probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) " + ahead, "t"));
+  // Meanwhile another process commits: the counters move on.
+  auto theirs = Widgets(bh(), widget_kind).create(ctx_, {"theirs", 1});
+  try {
+    g.engine->read(read);  // finds the connection gone
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::store)) << e.what();
+  }
+  auto before = g.round_trips();
+  auto next = g.commit({GroupEngine::create("c")});
+  ASSERT_TRUE(next[0].reply) << next[0].what;
+  // Its own BEGIN, then the COMMIT: no attempt on what the old session had begun.
+  EXPECT_EQ(g.round_trips() - before, 2u);
+  EXPECT_GT(next[0].reply->row.meta.resource_version, theirs.resource_version);
+  EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 6u);
 }
 
 // The statements of a group travel with its COMMIT: when the connection is lost before

@@ -492,6 +492,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           // was deferred behind the session after this).
           st.closed = true;
           serve_batch(st, st.cfg->queue->close());
+          st.engine->writer().idle();
           for (auto& s : st.subscribers) {
             if (s.app)
               caf::anon_send(s.actor, watch_ended{0});

@@ -142,7 +142,10 @@ void Connection::connect() {
   in_txn_ = false;
   prepared_.clear();
   after_.clear();
-  after_sent_ = 0;  // their results went with the old connection
+  after_preparing_.clear();
+  after_sent_ = 0;  // their results went with the old connection, as did what they began
+  after_results_.reset();
+  after_error_.clear();
   if (faults::refuse_connections.load()) {
     conn_ = nullptr;
     throw Error(errc::store, "postgres: cannot connect: refused (injected)");
@@ -460,19 +463,30 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   }
   if (sent && PQpipelineSync(conn_) != 1) sent = false;
   auto after = std::exchange(after_, {});
-  if (sent && !after.empty() && std::all_of(after.begin(), after.end(), [&](auto& s) {
-        return prepared_.contains(s.name);
-      })) {
+  if (sent && !after.empty()) {
+    // Prepared first, on their side of the sync: a failure there is theirs alone.
+    for (auto& s : after) {
+      if (prepared_.contains(s.name) || std::find(after_preparing_.begin(), after_preparing_.end(),
+                                                  s.name) != after_preparing_.end())
+        continue;
+      after_preparing_.push_back(s.name);
+      if (!PQsendPrepare(conn_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) sent = false;
+    }
     for (auto& s : after) {
       auto vals = s.params.pointers();
       auto lens = s.params.lengths();
-      if (!PQsendQueryPrepared(conn_, s.name.c_str(), static_cast<int>(s.params.size()),
-                               vals.data(), lens.data(), nullptr, 0))
+      if (sent && !PQsendQueryPrepared(conn_, s.name.c_str(), static_cast<int>(s.params.size()),
+                                       vals.data(), lens.data(), nullptr, 0))
         sent = false;
       count_statement();
     }
     if (sent && PQpipelineSync(conn_) != 1) sent = false;
-    if (sent) after_sent_ = after.size();
+    if (sent) {
+      after_sent_ = after.size();
+    } else {
+      after_preparing_.clear();
+      drop();  // the COMMIT before them may have gone out: read back as after a loss
+    }
   }
   ++round_trips_;
   bool cancelled = false;
@@ -551,6 +565,7 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
 void Connection::read_after(const std::function<bool()>& keep_waiting) {
   if (!after_sent_) return;
   auto n = std::exchange(after_sent_, 0);
+  auto preparing = std::exchange(after_preparing_, {});
   after_results_.reset();
   after_error_.clear();
   std::vector<Result> results;
@@ -558,7 +573,21 @@ void Connection::read_after(const std::function<bool()>& keep_waiting) {
   bool sent = true, cancelled = false;
   const bool cut = !keep_waiting && keep_waiting_;
   const auto& wait = cut ? keep_waiting_ : keep_waiting;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (auto& name : preparing) {
+    if (wait) cancelled = await_result(wait, cancelled, cut);
+    PGresult* r = PQgetResult(conn_);
+    if (!r) {
+      sent = false;
+      break;
+    }
+    if (ok(r))
+      prepared_.insert(name);
+    else if (!first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
+      first_error = r, r = nullptr;
+    if (r) PQclear(r);
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+  }
+  for (std::size_t i = 0; sent && i < n; ++i) {
     if (wait) cancelled = await_result(wait, cancelled, cut);
     PGresult* r = PQgetResult(conn_);
     if (!r) {  // the connection went

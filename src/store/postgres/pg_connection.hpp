@@ -132,11 +132,14 @@ class Connection {
   /// Statements to send after the next pipeline's, in the same round trip but on their
   /// own (a failure of one side does not abort the other), whose results that pipeline
   /// does not wait for: take_after reads them. Anything else run before that reads and
-  /// keeps them first. Sent only when all of them are prepared already (else dropped).
+  /// keeps them first. Named statements only (prepared on first use, on their side).
   void send_after(std::vector<Statement> statements) { after_ = std::move(statements); }
   /// The results of the statements send_after sent; throws the first failure (after
   /// rolling back a transaction it left aborted), or errc::store when none were sent.
   std::vector<Result> take_after(const std::function<bool()>& keep_waiting = {});
+  /// Reads what send_after sent, if anything (take_after then returns it): a caller
+  /// about to ask in_transaction() learns what those statements left.
+  void read_pending() { read_after({}); }
 
   /// Inside a transaction (an aborted one included).
   bool in_transaction() const;
@@ -203,8 +206,9 @@ class Connection {
   bool in_txn_ = false;
   std::unordered_set<std::string> prepared_;
   std::vector<Statement> deferred_;
-  std::vector<Statement> after_;  // see send_after
-  std::size_t after_sent_ = 0;    // their results, unread, in pipeline mode
+  std::vector<Statement> after_;              // see send_after
+  std::size_t after_sent_ = 0;                // their results, unread, in pipeline mode
+  std::vector<std::string> after_preparing_;  // prepared with them, results unread too
   /// Their results once read, or why they failed (see take_after).
   std::optional<std::vector<Result>> after_results_;
   std::string after_error_;

@@ -19,6 +19,9 @@ inline std::atomic<int> drop_before_commit{0};
 /// The next commit loses its connection after COMMIT succeeded (it committed).
 inline std::atomic<int> drop_after_commit{0};
 
+/// The next commit that begins the next transaction with it (PgWriter::begin_ahead)
+/// loses its connection once the COMMIT succeeded, what it began still unread.
+inline std::atomic<int> drop_after_begin_ahead{0};
 /// The next commit gives up on its connection this many milliseconds after sending it,
 /// whatever the server is doing: with the server still working on the COMMIT (slowed
 /// by a test's trigger, as by a synchronous replica), the outcome is still to come when

@@ -92,6 +92,13 @@ std::string sql_for(Q q) {
       // orders and deadlock.
       return "SELECT key, value FROM beehive_meta WHERE key IN ('resource_version', "
              "'object_id') ORDER BY key FOR UPDATE";
+    case Q::try_lock_counters:
+      // The same, for a transaction begun before anyone asked for it (PgWriter's
+      // begin_ahead): never waits. No rows when another process holds the queue (it
+      // asked first: its turn), an error when the rows are locked (a migration).
+      return "SELECT key, value FROM beehive_meta WHERE key IN ('resource_version', "
+             "'object_id') AND pg_try_advisory_xact_lock(1650812264, "
+             "hashtext(current_schema())) ORDER BY key FOR UPDATE NOWAIT";
     case Q::schema_version:
       // Read after lock_counters, in a snapshot of its own: a newer build's migration
       // takes the counters first (pg_schema.cpp), so a write that got them after it

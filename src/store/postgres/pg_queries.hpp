@@ -19,6 +19,7 @@ enum class Q : int {
   head,
   join_write_queue,
   lock_counters,
+  try_lock_counters,
   schema_version,
   close_transaction,
   read_token,

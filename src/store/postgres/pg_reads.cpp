@@ -109,6 +109,7 @@ std::string numbered(const std::string& where, int next) {
 
 template <class Fn>
 auto Reads::in_snapshot(Fn&& fn) -> decltype(fn()) {
+  c_.read_pending();  // a transaction begun ahead may have ended already
   if (c_.in_transaction()) return fn();
   c_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   try {

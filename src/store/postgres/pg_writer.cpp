@@ -65,8 +65,13 @@ void PgWriter::begin() {
     // Begun with the last commit: its results are in, or on their way.
     try {
       r = conn_.take_after(keep_waiting);
-      if (r.size() != 4) throw Error(errc::store, "postgres: begun ahead without its results");
-      prefetch.reset();  // read by the first write itself
+      // Usable when its lock was free (else another process asked first: it waits its
+      // turn below), and nothing run since (a read that failed) ended it.
+      if (r.size() != 3 || r[1].rows() != 2 || !conn_.in_transaction() ||
+          conn_.transaction_failed())
+        throw Error(errc::store, "postgres: the transaction begun ahead is not usable");
+      r.insert(r.begin() + 1, Result());  // where begin_statements has the queue's lock
+      prefetch.reset();                   // read by the first write itself
     } catch (const Error&) {
       r.clear();
       rollback();
@@ -161,7 +166,16 @@ void PgWriter::commit() {
   s.push_back(statement(Q::close_transaction, std::move(p)));
   s.push_back({"bh_commit", "COMMIT", {}});
   // The next transaction begins in the same round trip, its results read by begin().
-  if (std::exchange(begin_ahead_, false)) conn_.send_after(begin_statements());
+  // It takes the store's lock only if that is free, so that it never waits: a process
+  // that asked for it meanwhile has it first, and what runs on this connection before
+  // the next begin (the reads publish makes, a rollback when idle) is not held up.
+  if (std::exchange(begin_ahead_, false)) {
+    std::vector<Statement> ahead;
+    ahead.push_back({"bh_begin", "BEGIN", {}});
+    ahead.push_back(statement(Q::try_lock_counters));
+    ahead.push_back(statement(Q::schema_version));
+    conn_.send_after(std::move(ahead));
+  }
   if (faults::take(faults::drop_before_commit)) conn_.drop();
   if (auto ms = faults::cut_commit_after_ms.exchange(0); ms > 0) {
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
@@ -170,6 +184,7 @@ void PgWriter::commit() {
   try {
     conn_.pipeline(std::move(s));
     begun_ahead_ = conn_.in_transaction();
+    if (begun_ahead_ && faults::take(faults::drop_after_begin_ahead)) conn_.drop();
     conn_.set_keep_waiting({});
     if (faults::take(faults::drop_after_commit)) {
       conn_.drop();
@@ -205,11 +220,12 @@ void PgWriter::resolve_lost_commit(const Error& why) {
       conn_.reconnect();
       std::vector<Statement> s;
       s.push_back({"bh_begin", "BEGIN", {}});
+      s.push_back(statement(Q::join_write_queue));  // in turn with the other processes
       s.push_back(statement(Q::lock_counters));
       s.push_back(statement(Q::read_token, Params().add(session_)));
       s.push_back({"bh_rollback", "ROLLBACK", {}});
       auto r = conn_.pipeline(std::move(s));
-      committed = r[2].rows() && r[2].i64(0, 0) == token_;
+      committed = r[3].rows() && r[3].i64(0, 0) == token_;
     } catch (const Error& e) {
       last = e.what();
       rollback();
@@ -234,6 +250,7 @@ void PgWriter::rollback() {
   conn_.discard();
   owners_.clear();
   prefetched_.reset();
+  begin_ahead_ = false;
   if (std::exchange(begun_ahead_, false)) {
     try {
       conn_.take_after();  // whatever it began is rolled back below
