@@ -55,6 +55,15 @@ void run_sql(const std::string& schema, const std::string& sql) {
   PQfinish(c);
 }
 
+/// Whether `sql`, run on `c`, returns `want` in its first cell.
+bool first_cell_is(PGconn* c, const std::string& sql, const std::string& want) {
+  PGresult* r = PQexec(c, sql.c_str());
+  bool yes = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 &&
+             std::string(PQgetvalue(r, 0, 0)) == want;
+  PQclear(r);
+  return yes;
+}
+
 /// Another session on the test database, in `schema`, that runs `sql` in a transaction
 /// it keeps open (holding the locks `sql` took) until commit() or its end.
 class OpenTransaction {
@@ -79,11 +88,7 @@ class OpenTransaction {
   }
   /// Runs a query on this session; true when it returns `want` in its first cell.
   bool returns(const std::string& sql, const std::string& want) {
-    PGresult* r = PQexec(c_, sql.c_str());
-    bool yes = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 &&
-               std::string(PQgetvalue(r, 0, 0)) == want;
-    PQclear(r);
-    return yes;
+    return first_cell_is(c_, sql, want);
   }
 
  private:
@@ -1083,11 +1088,7 @@ class Probe {
   Probe& operator=(const Probe&) = delete;
   /// Whether `sql` returns `want` in its first cell.
   bool returns(const std::string& sql, const std::string& want) {
-    PGresult* r = PQexec(c_, sql.c_str());
-    bool yes = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 &&
-               std::string(PQgetvalue(r, 0, 0)) == want;
-    PQclear(r);
-    return yes;
+    return first_cell_is(c_, sql, want);
   }
 
  private:

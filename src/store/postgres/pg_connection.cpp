@@ -368,6 +368,27 @@ bool Connection::discard_from(std::string_view name) {
   return false;
 }
 
+PGresult* Connection::PipelineReads::next() {
+  if (!sent) return nullptr;
+  if (wait) cancelled = c.await_result(wait, cancelled, cut);
+  PGresult* r = PQgetResult(c.conn_);
+  if (!r) {  // the connection went
+    sent = false;
+    return nullptr;
+  }
+  while (PGresult* extra = PQgetResult(c.conn_)) PQclear(extra);  // the statement's end
+  if (!ok(r) && !first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED) {
+    first_error = r;
+    return nullptr;
+  }
+  return r;
+}
+
+void Connection::PipelineReads::end() {
+  if (!sent) return;
+  if (PGresult* sync = PQgetResult(c.conn_)) PQclear(sync);  // PGRES_PIPELINE_SYNC
+}
+
 std::vector<Result> Connection::pipeline(std::vector<Statement> statements) {
   return pipeline(std::move(statements), {});
 }
@@ -435,7 +456,6 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   ensure();
   if (PQenterPipelineMode(conn_) != 1) fail(nullptr, "pipeline");
   std::vector<Result> results;
-  PGresult* first_error = nullptr;
   bool sent = true;
   // Statements not yet prepared on this connection are prepared in the same round trip,
   // first (preparing waits for the tables' locks as running does).
@@ -489,49 +509,30 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
     }
   }
   ++round_trips_;
-  bool cancelled = false;
   const bool cut = !keep_waiting && keep_waiting_;
   const auto& wait = cut ? keep_waiting_ : keep_waiting;
-  for (std::size_t i = 0; sent && i < preparing.size(); ++i) {
-    if (wait) cancelled = await_result(wait, cancelled, cut);
-    PGresult* r = PQgetResult(conn_);
-    if (!r) {  // the connection went
-      sent = false;
-      break;
-    }
-    if (ok(r)) {
-      prepared_.insert(*preparing[i]);
-      PQclear(r);
-    } else if (!first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED) {
-      first_error = r;
-    } else {
+  PipelineReads rd{*this, wait, cut};
+  rd.sent = sent;
+  for (auto* name : preparing) {
+    if (PGresult* r = rd.next()) {
+      if (ok(r)) prepared_.insert(*name);
       PQclear(r);
     }
-    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
   }
-  if (sent) {
-    for (std::size_t i = 0; i < statements.size(); ++i) {
-      if (wait) cancelled = await_result(wait, cancelled, cut);
-      PGresult* r = PQgetResult(conn_);
-      if (!r) {  // the connection went
-        sent = false;
-        break;
-      }
-      if (!ok(r) && !first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
-        first_error = r;
-      else if (i >= skip)
-        results.emplace_back(r);
-      else if (statements[i].out)
-        *statements[i].out = Result(r);
-      else
-        PQclear(r);
-      while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);  // the query's end
-    }
-    if (sent) {
-      PGresult* sync = PQgetResult(conn_);  // PGRES_PIPELINE_SYNC
-      if (sync) PQclear(sync);
-    }
+  for (std::size_t i = 0; rd.sent && i < statements.size(); ++i) {
+    PGresult* r = rd.next();
+    if (!r) continue;  // the first failure (kept), or the connection went
+    if (i >= skip)
+      results.emplace_back(r);
+    else if (statements[i].out)
+      *statements[i].out = Result(r);
+    else
+      PQclear(r);
   }
+  rd.end();
+  sent = rd.sent;
+  bool cancelled = rd.cancelled;
+  PGresult* first_error = rd.first_error;
   if (!sent) {
     // Whatever is left of the pipeline is unusable: drop the connection's state.
     after_sent_ = 0;
@@ -569,42 +570,19 @@ void Connection::read_after(const std::function<bool()>& keep_waiting) {
   after_results_.reset();
   after_error_.clear();
   std::vector<Result> results;
-  PGresult* first_error = nullptr;
-  bool sent = true, cancelled = false;
   const bool cut = !keep_waiting && keep_waiting_;
-  const auto& wait = cut ? keep_waiting_ : keep_waiting;
+  PipelineReads rd{*this, cut ? keep_waiting_ : keep_waiting, cut};
   for (auto& name : preparing) {
-    if (wait) cancelled = await_result(wait, cancelled, cut);
-    PGresult* r = PQgetResult(conn_);
-    if (!r) {
-      sent = false;
-      break;
-    }
-    if (ok(r))
-      prepared_.insert(name);
-    else if (!first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
-      first_error = r, r = nullptr;
-    if (r) PQclear(r);
-    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
-  }
-  for (std::size_t i = 0; sent && i < n; ++i) {
-    if (wait) cancelled = await_result(wait, cancelled, cut);
-    PGresult* r = PQgetResult(conn_);
-    if (!r) {  // the connection went
-      sent = false;
-      break;
-    }
-    if (!ok(r) && !first_error && PQresultStatus(r) != PGRES_PIPELINE_ABORTED)
-      first_error = r;
-    else if (ok(r))
-      results.emplace_back(r);
-    else
+    if (PGresult* r = rd.next()) {
+      if (ok(r)) prepared_.insert(name);
       PQclear(r);
-    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+    }
   }
-  if (sent) {
-    if (PGresult* sync = PQgetResult(conn_)) PQclear(sync);
-  }
+  for (std::size_t i = 0; rd.sent && i < n; ++i)
+    if (PGresult* r = rd.next()) results.emplace_back(r);
+  rd.end();
+  const bool sent = rd.sent, cancelled = rd.cancelled;
+  PGresult* first_error = rd.first_error;
   PQexitPipelineMode(conn_);
   settle();
   if (first_error) {

@@ -182,6 +182,22 @@ class Connection {
   void ensure();
   /// Records whether the connection is inside a transaction after a statement.
   void settle();
+  /// Reads a pipeline's results in order, up to its sync: waits as `wait` allows (see
+  /// await_result), keeps the first failure (a statement aborted by an earlier failure
+  /// is not one), and notes when the connection went.
+  struct PipelineReads {
+    Connection& c;
+    const std::function<bool()>& wait;
+    bool cut;
+    bool sent = true;  // false once the connection went
+    bool cancelled = false;
+    PGresult* first_error = nullptr;
+    /// The next statement's result; null for the first failure (kept above) or when the
+    /// connection went.
+    PGresult* next();
+    /// Reads the sync's result.
+    void end();
+  };
   /// Waits until a result can be read without blocking, asking `keep_waiting`; cancels
   /// the statement on false. Returns whether it cancelled.
   bool await_result(const std::function<bool()>& keep_waiting, bool cancelled, bool cut);
