@@ -129,6 +129,20 @@ class HaTest : public ::testing::Test {
     leader->write_line("watch");
     ASSERT_TRUE(read_until(*leader, "seen " + std::to_string(o.id) + " 1"));
   }
+  /// Pauses `p` (SIGSTOP) once no session of the schema is inside a transaction: a
+  /// process whose callers just wrote at once holds the next transaction, begun with its
+  /// last commit, until its queue is idle, and a pause then would hold the others' writes
+  /// up for its lease.
+  void pause_when_idle(ChildProcess& p) const {
+    ASSERT_TRUE(eventually([&] {
+      return query_test_store(path_,
+                              "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                              "'beehive " + schema() + "' AND state = 'idle in transaction'")
+                 .at(0)
+                 .at(0) == "0";
+    }));
+    p.pause();
+  }
   /// Trims the change log through `rv` at once, as the leader's GC would by age or count.
   void trim_change_log(std::int64_t rv) const {
     const auto cut = std::to_string(rv);
@@ -517,7 +531,7 @@ TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastEndsItsWatchesAndReconcile
   ASSERT_NO_FATAL_FAILURE(watching_leader(a, o));
   const auto seen_o = "seen " + std::to_string(o.id);
 
-  a->pause();   // idle: no transaction of its own is open
+  ASSERT_NO_FATAL_FAILURE(pause_when_idle(*a));
   Labels many;  // more than a notification holds
   for (int i = 0; i < 150; ++i) many["label-" + std::to_string(i)] = std::string(60, 'v');
   client_->set_labels({}, o.id, many);
@@ -547,7 +561,7 @@ TEST_F(HaTest, AProcessPausedWhileTheLogWasTrimmedPastDeliversWhatItsNotesCarrie
   ASSERT_NO_FATAL_FAILURE(watching_leader(a, o));
   const auto seen_o = "seen " + std::to_string(o.id);
 
-  a->pause();
+  ASSERT_NO_FATAL_FAILURE(pause_when_idle(*a));
   client_->update({}, o.id, {2, 0});
   auto p = client_->create({}, {1, 0});
   trim_change_log(p.resource_version);
