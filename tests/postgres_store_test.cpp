@@ -1194,8 +1194,7 @@ TEST_F(PostgresStore, AProcessThatQueuedForTheLockDuringACommitHasItBeforeTheNex
   std::thread taker([&] {
     other = std::make_unique<OpenTransaction>(
         schema, "SET LOCAL application_name = '" + other_app + "'; " +
-                    store::pg::statement(store::pg::Q::join_write_queue).sql +
-                    "; SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
+                    store::pg::statement(store::pg::Q::lock_counters).sql);
   });
   std::thread writer;
   struct Join {

@@ -77,21 +77,19 @@ std::string sql_for(Q q) {
       return select_objects(R"(o."group" = $1 AND o.kind = $2 ORDER BY o.id)");
     case Q::head:
       return "SELECT value FROM beehive_meta WHERE key = 'resource_version'";
-    case Q::join_write_queue:
-      // Taken before the counters by this build's write transactions, from every
-      // process: a lock PostgreSQL hands over in the order it was asked for, which a row
-      // lock is not (a transaction begun with the last commit would take the row before
-      // a process woken by that commit did, again and again). Two keys: the store's
-      // ('beeh') and the schema's.
-      return "SELECT pg_advisory_xact_lock(1650812264, hashtext(current_schema()))";
     case Q::lock_counters:
       // Every write transaction, from every process, takes these rows first: writes are
       // serialised, so versions become visible in the order they were given out. Locked
       // in key order (ORDER BY runs before the lock): in scan order, two transactions
       // whose snapshots straddle a commit meet the rows' new versions in different
-      // orders and deadlock.
-      return "SELECT key, value FROM beehive_meta WHERE key IN ('resource_version', "
-             "'object_id') ORDER BY key FOR UPDATE";
+      // orders and deadlock. Before the rows (the join needs it first), an advisory
+      // lock, which PostgreSQL hands over in the order it was asked for and a row lock
+      // is not: a transaction begun with the last commit would take the row before a
+      // process woken by that commit did, again and again. Its keys: the store's
+      // ('beeh') and the schema's.
+      return "SELECT m.key, m.value FROM (SELECT pg_advisory_xact_lock(1650812264, "
+             "hashtext(current_schema())) OFFSET 0) AS queue, beehive_meta AS m "
+             "WHERE m.key IN ('resource_version', 'object_id') ORDER BY m.key FOR UPDATE OF m";
     case Q::try_lock_counters:
       // The same, for a transaction begun before anyone asked for it (PgWriter's
       // begin_ahead): never waits. No rows when another process holds the queue (it

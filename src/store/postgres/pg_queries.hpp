@@ -17,7 +17,6 @@ enum class Q : int {
   get_by_slug,
   list,
   head,
-  join_write_queue,
   lock_counters,
   try_lock_counters,
   schema_version,

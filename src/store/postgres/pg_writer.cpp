@@ -70,8 +70,7 @@ void PgWriter::begin() {
       if (r.size() != 3 || r[1].rows() != 2 || !conn_.in_transaction() ||
           conn_.transaction_failed())
         throw Error(errc::store, "postgres: the transaction begun ahead is not usable");
-      r.insert(r.begin() + 1, Result());  // where begin_statements has the queue's lock
-      prefetch.reset();                   // read by the first write itself
+      prefetch.reset();  // read by the first write itself
     } catch (const Error&) {
       r.clear();
       rollback();
@@ -87,7 +86,7 @@ void PgWriter::begin() {
       throw;
     }
   }
-  if (auto version = r[3].i64(0, 0); version > pg_schema::latest_version()) {
+  if (auto version = r[2].i64(0, 0); version > pg_schema::latest_version()) {
     // A newer build migrated the schema while this process ran: what this one would
     // write may no longer be what the schema means.
     rollback();
@@ -96,24 +95,23 @@ void PgWriter::begin() {
                                  std::to_string(pg_schema::latest_version()) +
                                  "): this process can no longer write; upgrade it");
   }
-  for (int i = 0; i < r[2].rows(); ++i) {
-    if (r[2].text(i, 0) == "resource_version")
-      rv_ = r[2].i64(i, 1);
+  for (int i = 0; i < r[1].rows(); ++i) {
+    if (r[1].text(i, 0) == "resource_version")
+      rv_ = r[1].i64(i, 1);
     else
-      last_id_ = r[2].i64(i, 1);
+      last_id_ = r[1].i64(i, 1);
   }
   // The counters moved since this writer last knew them: another process committed,
   // maybe too recently for its notification to have arrived. Counted now, so that this
   // transaction's versions are never taken for all there is up to them.
   if (rv_ != known_rv_) ++counted_commits_;
   known_rv_ = rv_;
-  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[4])};
+  if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[3])};
 }
 
 std::vector<Statement> PgWriter::begin_statements() {
   std::vector<Statement> s;
   s.push_back({"bh_begin", "BEGIN", {}});
-  s.push_back(statement(Q::join_write_queue));
   s.push_back(statement(Q::lock_counters));
   s.push_back(statement(Q::schema_version));
   return s;
@@ -220,12 +218,11 @@ void PgWriter::resolve_lost_commit(const Error& why) {
       conn_.reconnect();
       std::vector<Statement> s;
       s.push_back({"bh_begin", "BEGIN", {}});
-      s.push_back(statement(Q::join_write_queue));  // in turn with the other processes
-      s.push_back(statement(Q::lock_counters));
+      s.push_back(statement(Q::lock_counters));  // in turn with the other processes
       s.push_back(statement(Q::read_token, Params().add(session_)));
       s.push_back({"bh_rollback", "ROLLBACK", {}});
       auto r = conn_.pipeline(std::move(s));
-      committed = r[3].rows() && r[3].i64(0, 0) == token_;
+      committed = r[2].rows() && r[2].i64(0, 0) == token_;
     } catch (const Error& e) {
       last = e.what();
       rollback();
