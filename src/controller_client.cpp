@@ -163,6 +163,8 @@ const char* result_name(const Outcome& o) {
       return "gone";
     case Outcome::cancelled:
       return "cancelled";
+    case Outcome::busy:
+      return "busy";
   }
   return "error";
 }

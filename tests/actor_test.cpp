@@ -728,6 +728,80 @@ TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
   EXPECT_NE(err.find("the controller of Widget.acme.com failed"), std::string::npos) << err;
 }
 
+/// Nothing interrupts a reconcile: a controller that crashes while a pass blocks leaves
+/// that pass running. Its successor hands out every object again, but not that one while
+/// the pass runs (a controller is never called concurrently for one object); the others
+/// go on, and the held one runs once the old pass ends.
+TEST_F(ActorTest, AControllerThatReplacesACrashedOneLeavesItsRunningPassesAlone) {
+  struct Probe {
+    std::mutex mu;
+    std::map<std::string, int> inside, calls;
+    bool overlapped = false;
+  };
+  auto probe = std::make_shared<Probe>();
+  auto entered = std::make_shared<std::promise<void>>();
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> opened = gate->get_future().share();
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind,
+      [probe, entered, opened](const Context& ctx, auto& client, const auto& o) {
+        const auto& name = o.spec.color;
+        int call = 0;
+        {
+          std::lock_guard lk(probe->mu);
+          if (probe->inside[name]++ > 0) probe->overlapped = true;
+          call = ++probe->calls[name];
+        }
+        if (name == "stuck" && call == 1) {
+          entered->set_value();
+          opened.wait();
+        }
+        client.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+        std::lock_guard lk(probe->mu);
+        --probe->inside[name];
+        return Result{};
+      },
+      with_concurrency(1), with_resync_interval(0s));
+  Widgets w(*bh_, widget_kind);
+  auto stuck = w.create(ctx_, {"stuck", 1});
+  ::testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  struct Open {
+    std::shared_ptr<std::promise<void>> gate;
+    ~Open() { gate->set_value(); }  // however the test ends, before the stop
+  } open_gate{gate};
+  entered->get_future().wait();
+  auto old = *bh_->controller(widget_kind);
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] {
+    auto now = bh_->controller(widget_kind);
+    return now && *now != old;
+  }));
+  // The new controller listed the kind and handed "stuck" out, and that pass answered.
+  ASSERT_TRUE(eventually([&] {
+    auto st = ask<controller_state>(*bh_->controller(widget_kind), inspect_atom::value);
+    return st.dispatching && st.in_flight.empty() && st.queue_length == 0;
+  }));
+  auto a = w.create(ctx_, {"a", 1});  // its one worker is free for the others
+  ASSERT_TRUE(eventually([&] { return w.get(ctx_, a.id).observed_generation == 1; }));
+  {
+    std::lock_guard lk(probe->mu);
+    EXPECT_FALSE(probe->overlapped);
+    EXPECT_EQ(probe->calls["stuck"], 1);
+  }
+  gate->set_value();
+  open_gate.gate = std::make_shared<std::promise<void>>();
+  beehive::testing::settle(*bh_, ctx_.with_timeout(10s));  // the held pass ran, then the new one
+  {
+    std::lock_guard lk(probe->mu);
+    EXPECT_FALSE(probe->overlapped);
+    EXPECT_EQ(probe->calls["stuck"], 2);
+  }
+  EXPECT_EQ(w.get(ctx_, stuck.id).observed_generation, 1);
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+}
+
 TEST_F(ActorTest, TheRemainingOperationsAsMessages) {
   register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind,

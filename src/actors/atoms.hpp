@@ -53,6 +53,9 @@ using start_atom = caf::atom_constant<caf::atom("start")>;
 using leadership_atom = caf::atom_constant<caf::atom("leader")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using reconcile_atom = caf::atom_constant<caf::atom("reconcile")>;
+/// A pass of a controller replaced meanwhile ended, and the id it held may run now (see
+/// PassRegistry).
+using released_atom = caf::atom_constant<caf::atom("released")>;
 
 // -- hub_inbox ----------------------------------------------------------------
 /// Tells the hub that its inbox holds something. Sent only when the inbox was empty, so

@@ -54,7 +54,7 @@ bool idle(Self self) {
   auto& st = self->state;
   if (st.draining) return st.in_flight.empty();
   if (!leads(self)) return st.in_flight.empty() && st.pending_reads == 0;
-  if (st.pending_reads > 0 || !st.in_flight.empty()) return false;
+  if (st.pending_reads > 0 || !st.in_flight.empty() || !st.awaiting_release.empty()) return false;
   auto t = now(self);
   // Not dispatching yet: listing the kind (not idle), or waiting to list it again after a
   // failure (idle until then, whatever was queued meanwhile).
@@ -288,6 +288,7 @@ void forget(Self self, ObjectID id) {
   st.backoff.erase(id);
   st.terminal.erase(id);
   st.dirty.erase(id);
+  st.awaiting_release.erase(id);
   st.enqueued_at.erase(id);
   if (st.queued.erase(id)) st.queue.erase(std::find(st.queue.begin(), st.queue.end(), id));
   if (st.in_flight.count(id)) st.collected.insert(id);
@@ -387,7 +388,10 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   st.idle.push_back(w);
   if (auto* m = st.kind->metrics.get()) {
     if (auto it = st.started_at.find(id); it != st.started_at.end()) {
-      m->work_finished(id, std::chrono::steady_clock::now() - it->second);
+      if (o.kind == Outcome::busy)
+        m->work_abandoned(id);  // no pass ran
+      else
+        m->work_finished(id, std::chrono::steady_clock::now() - it->second);
       st.started_at.erase(it);
     }
   }
@@ -453,6 +457,11 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       break;
     case Outcome::cancelled:  // stop cancelled it: start reconciles it again
       st.backoff.erase(id);
+      break;
+    case Outcome::busy:
+      // Not run: the pass that holds it queues it again as it ends (released_atom), unless
+      // its end came first and marked it dirty.
+      if (!st.dirty.count(id)) st.awaiting_release.insert(id);
       break;
   }
   // A deposed leader's pass (its writes failed the fence) is the new leader's to retry.
@@ -543,6 +552,8 @@ std::vector<ObjectID> map_watched(
 caf::behavior worker(caf::event_based_actor*, std::shared_ptr<KindEntry> kind, Services services) {
   return {
       [kind, services](reconcile_atom, ObjectID id) {
+        PassRegistry::Hold hold(*kind->passes, id);
+        if (!hold.held()) return Outcome{Outcome::busy, {}, "a pass before this one still runs"};
         if (auto* m = kind->metrics.get()) {
           auto began = std::chrono::steady_clock::now();  // real time, not the Beehive's clock
           auto outcome = services.reconcile(*kind, id);
@@ -569,6 +580,10 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
   // A controller starts with no timers: one it replaces (it crashed) may have left
   // entries that nothing would ever clear, such as of an object removed meanwhile.
   st.kind->schedules->clear_all();
+  // The passes it left running hand their ids to this one as they end.
+  st.kind->passes->on_release([addr = self->address()](ObjectID id) {
+    if (auto c = caf::actor_cast<caf::actor>(addr)) caf::anon_send(c, released_atom::value, id);
+  });
   return {
       [self](start_atom) { start(self); },
       [self](leadership_atom, bool leads) {
@@ -582,6 +597,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         if (!leads) {
           st.queue.clear();
           st.queued.clear();
+          st.awaiting_release.clear();
           st.timers.clear();
           st.enqueued_at.clear();
           st.kind->schedules->clear_all();
@@ -653,6 +669,15 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
               else
                 p->reply->deliver(true);
             });
+      },
+      [self](released_atom, ObjectID id) {
+        auto& st = self->state;
+        // In flight: its busy answer is on the way, and runs it again (dirty). Otherwise
+        // only an id this controller was refused: one forgotten meanwhile stays so.
+        if (st.in_flight.count(id) || st.awaiting_release.erase(id)) enqueue(self, id);
+        dispatch(self);
+        rearm(self);
+        st.settling.check(idle(self));
       },
       [self](schedule_atom, ObjectID id) { return self->state.kind->schedules->get(id); },
       [self](const schedule_watch_request& r) {

@@ -31,6 +31,7 @@
 #include "actors/timer_set.hpp"
 
 #include "actors/atoms.hpp"
+#include "actors/pass_registry.hpp"
 #include "actors/schedule_table.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/services.hpp"
@@ -74,6 +75,8 @@ struct KindEntry {
   std::shared_ptr<Migrator> migrator;
   std::shared_ptr<const KindMetrics> metrics;  // null: no sink, nothing reported
   std::uint64_t restarts = 0;                  // written by the root, read by inspect
+  /// The passes running now, across the controller's restarts.
+  std::shared_ptr<PassRegistry> passes = std::make_shared<PassRegistry>();
 };
 
 /// A blocking `Client::requeue`, from the facade: answered through `reply` once the
@@ -99,7 +102,8 @@ using controller_impl =
                              caf::reacts_to<commit_record>, caf::reacts_to<wake_atom>,
                              caf::replies_to<drain_atom>::with<bool>, caf::reacts_to<shutdown_atom>,
                              caf::replies_to<settle_atom>::with<bool>,
-                             caf::reacts_to<BlockingRequeuePtr>>;
+                             caf::reacts_to<BlockingRequeuePtr>,
+                             caf::reacts_to<released_atom, ObjectID>>;
 
 struct ControllerState {
   ControllerState() = default;
@@ -128,6 +132,9 @@ struct ControllerState {
   /// In-flight ids whose object was removed (collected) meanwhile: their pass's outcome
   /// schedules nothing.
   std::unordered_set<ObjectID> collected;
+  /// Ids whose pass found them held by a pass of the controller this one replaced
+  /// (Outcome::busy): queued again once that pass ends (released_atom).
+  std::unordered_set<ObjectID> awaiting_release;
   /// The rate limit's token bucket (KindSettings::rate), on the timers' time line.
   double tokens = 0;
   Time tokens_at{};

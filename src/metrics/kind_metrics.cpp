@@ -52,6 +52,8 @@ void KindMetrics::reconciled(const Outcome& o, Steady::duration took) const {
   switch (o.kind) {
     case Outcome::cancelled:
       return;  // stop's doing, not the controller's
+    case Outcome::busy:
+      return;  // not run
     case Outcome::error:
       result = &error_;
       failed = true;

@@ -37,7 +37,9 @@ class BeehiveCore;
 struct Outcome {
   // cancelled: failed after stop cancelled the pass's context; not retried here, not counted.
   // terminal_error: reconcile threw TerminalError; not retried until the spec changes.
-  enum Kind { success, error, quarantined, gone, cancelled, terminal_error } kind = success;
+  // busy: not run, a pass of the controller this one replaced still holds the id; queued
+  // again when that pass ends.
+  enum Kind { success, error, quarantined, gone, cancelled, terminal_error, busy } kind = success;
   std::chrono::milliseconds requeue_after{0};
   std::string message;
   /// success only: Result::requeue_now(), paced by the backoff ladder like a retry.
