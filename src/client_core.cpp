@@ -72,7 +72,7 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec,
   check_text(s);
   auto r = rt_->write(ctx,
                       create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner,
-                                     rt_->spec_version(gk_), std::move(s.labels)},
+                                     rt_->writing_spec_version(gk_), std::move(s.labels)},
                       {});
   run_on_create(*rt_, s, ctx);
   return std::move(r.row);
@@ -107,7 +107,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   req.gk = gk_;
   req.slug = std::string(slug);
   req.spec = std::move(spec);
-  req.spec_version = rt_->spec_version(gk_);
+  req.spec_version = rt_->writing_spec_version(gk_);
   req.finalizers = s.finalizers;
   req.owner = s.owner;
   req.labels = s.labels;
@@ -134,7 +134,7 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   require_name(slug, "slug");
   auto r = rt_->write(ctx,
                       get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers,
-                                            s.owner, rt_->spec_version(gk_), s.labels},
+                                            s.owner, rt_->writing_spec_version(gk_), s.labels},
                       std::move(check));
   if (r.flag) run_on_create(*rt_, s, ctx);
   return {std::move(r.row), r.flag};
@@ -157,7 +157,8 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec, 
   }
   return rt_
       ->write(ctx,
-              update_request{gk_, id, std::move(spec), rt_->spec_version(gk_), s.resource_version},
+              update_request{gk_, id, std::move(spec), rt_->writing_spec_version(gk_),
+                             s.resource_version},
               std::move(check))
       .row;
 }

@@ -45,6 +45,12 @@ void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
   s.apply(settings_, false);
   s.apply(kind_opts, true);
   std::lock_guard k(kinds_mu_);
+  if (entry->migrator && entry->migrator->schema_version_spec() > 0 &&
+      written_unregistered_.count(gk))
+    throw Error(errc::invalid_argument,
+                to_string(gk) + " was written before its controller was registered, at spec " +
+                    "version 0, which its migrator would read as its version 0: register " +
+                    "the controller before the kind's first write");
   kinds_.emplace(gk, std::move(entry));
 }
 
@@ -56,6 +62,16 @@ const Migrator* BeehiveCore::migrator(const GroupKind& gk) const {
 int BeehiveCore::spec_version(const GroupKind& gk) const {
   auto* m = migrator(gk);
   return m ? m->schema_version_spec() : 0;
+}
+
+int BeehiveCore::writing_spec_version(const GroupKind& gk) {
+  std::lock_guard k(kinds_mu_);
+  if (auto it = kinds_.find(gk); it != kinds_.end()) {
+    auto* m = it->second->migrator.get();
+    return m ? m->schema_version_spec() : 0;
+  }
+  if (state_ == State::created) written_unregistered_.insert(gk);  // registration is still open
+  return 0;
 }
 
 int BeehiveCore::status_version(const GroupKind& gk) const {
