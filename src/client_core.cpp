@@ -176,9 +176,7 @@ ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
                                           std::string_view continue_token, unsigned loads,
                                           const ReadSettings& read) const {
   store::ListQuery q;
-  if (read.selector)
-    q.selector =
-        std::make_shared<store::LabelSelector>(store::LabelSelector::parse(*read.selector));
+  if (read.selector) q.selector = store::parse_selector(*read.selector);
   const std::string_view selector = read.selector ? std::string_view(*read.selector) : "";
   q.after = parse_continue_token(continue_token, gk_, selector);
   q.set_page(limit);
@@ -272,9 +270,7 @@ void ClientCore::remove_by_slug(const Context& ctx, std::string_view slug) const
 std::shared_ptr<StreamCore<object_change>> ClientCore::watch(const Context& ctx,
                                                              std::optional<ObjectID> id,
                                                              const ReadSettings& read) const {
-  std::shared_ptr<const store::LabelSelector> selector;
-  if (read.selector && !read.selector->empty())
-    selector = std::make_shared<store::LabelSelector>(store::LabelSelector::parse(*read.selector));
+  auto selector = read.selector ? store::parse_selector(*read.selector) : nullptr;
   return rt_->watch(ctx, gk_, id, std::move(selector), read.resume_from);
 }
 

@@ -5,6 +5,8 @@
 
 #include <beehive/errors.hpp>
 
+#include "quoted_excerpt.hpp"
+
 namespace beehive::detail {
 
 namespace {
@@ -34,7 +36,7 @@ bool parse_base36(std::string_view digits, T& out) {
 }
 
 [[noreturn]] void refuse(std::string_view token, std::string_view why) {
-  throw Error(errc::invalid_argument, "\"" + std::string(token) + "\" " + std::string(why));
+  throw Error(errc::invalid_argument, quoted_excerpt(token) + " " + std::string(why));
 }
 
 }  // namespace

@@ -395,6 +395,23 @@ TEST(ChangeLog, AResumedSelectorWatchTellsOfAnObjectThatNeverMatchedAtMostOnce) 
   EXPECT_EQ(c.type, ChangeType::Modified);
 }
 
+// A selector of only whitespace selects everything, as no selector does: a resumed watch
+// tells of a relabelled object the reader has as Modified, not as one it may lack.
+TEST(ChangeLog, AResumedWatchWithAWhitespaceSelectorIsOneWithout) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto a = w.create({}, {"a", 1}, with_labels({{"tier", "gold"}}));
+  auto watch = w.watch_list({}, with_selector("  "));
+  EXPECT_EQ(next(watch).object.id, a.id);
+  auto position = watch.resource_version();
+  watch.close();
+  auto resumed = w.watch_list({}, with_selector(" "), with_resume_from(position));
+  w.set_labels({}, a.id, {{"tier", "lead"}});
+  auto c = next(resumed);
+  EXPECT_EQ(c.object.id, a.id);
+  EXPECT_EQ(c.type, ChangeType::Modified);
+}
+
 // A resumed selector watch that told the reader of an object as Added without knowing
 // whether the reader had it already (it existed at the resume point and its labels
 // changed) must still tell of its removal, even when the reader reads both at once.

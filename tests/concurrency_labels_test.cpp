@@ -428,6 +428,15 @@ TEST(Paging, AMalformedTokenIsInvalidArgument) {
     SCOPED_TRACE(bad);
     EXPECT_ERRC(w.list_page({}, 1, bad), errc::invalid_argument);
   }
+  // Passed through from a request, say: the message shows only its start.
+  std::string huge = "bh2.1." + std::string(1 << 20, 'z');
+  try {
+    w.list_page({}, 1, huge);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.value(), errc::invalid_argument);
+    EXPECT_LT(std::string_view(e.what()).size(), 300u);
+  }
 }
 
 TEST(Paging, ATokenFromAnotherKindOrSelectorIsInvalidArgument) {

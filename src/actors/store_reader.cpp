@@ -28,11 +28,10 @@ ObjectRow read(store::Reader& r, const get_by_slug_request& q) {
   return require_kind(r.get_by_slug(q.gk, q.slug, q.loads), q.gk, "with slug \"" + q.slug + "\"");
 }
 std::vector<ObjectRow> read(store::Reader& r, const list_request& q) {
-  if (!q.selector.empty()) {
+  if (auto selector = store::parse_selector(q.selector)) {
     store::ListQuery where;
     where.owner = q.owner;
-    where.selector =
-        std::make_shared<store::LabelSelector>(store::LabelSelector::parse(q.selector));
+    where.selector = std::move(selector);
     return r.list_where(q.gk, where, q.loads);
   }
   return q.owner ? r.list_owned_objects(q.gk, *q.owner, q.loads) : r.list(q.gk, q.loads);

@@ -573,9 +573,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
               if (!r.subscriber) throw Error(errc::invalid_argument, "a watch needs a subscriber");
               require_text(r.gk.group, "group");
               require_text(r.gk.kind, "kind");
-              if (!r.selector.empty())
-                sub.selector =
-                    std::make_shared<store::LabelSelector>(store::LabelSelector::parse(r.selector));
+              sub.selector = store::parse_selector(r.selector);
             }))
           return *err;
         if (r.pull) sub.core = std::make_shared<ChangeCore>(Context{}, merge_unread);

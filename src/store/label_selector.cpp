@@ -8,6 +8,8 @@
 
 #include <beehive/errors.hpp>
 
+#include "quoted_excerpt.hpp"
+
 namespace beehive::store {
 
 namespace {
@@ -16,21 +18,6 @@ constexpr std::size_t max_name_length = 63;
 constexpr std::size_t max_prefix_length = 253;
 constexpr std::size_t max_selector_requirements = 256;
 constexpr std::size_t max_selector_values = 4096;
-
-// Quoted for an error message; long text is cut so that a hostile selector cannot make
-// a huge message.
-std::string shown(std::string_view text) {
-  constexpr std::size_t max_shown = 80;
-  std::string out = "\"";
-  if (text.size() > max_shown) {
-    out.append(text.substr(0, max_shown));
-    out += "...";
-  } else {
-    out.append(text);
-  }
-  out += '"';
-  return out;
-}
 
 [[noreturn]] void fail(const std::string& message) { throw Error(errc::invalid_argument, message); }
 
@@ -181,8 +168,8 @@ class Parser {
   }
 
   [[noreturn]] void error(const Token& t, std::string_view what) const {
-    const std::string found = t.kind == Kind::end ? "the end" : shown(t.text);
-    fail("label selector " + shown(text_) + ": " + std::string(what) + ", found " + found +
+    const std::string found = t.kind == Kind::end ? "the end" : quoted_excerpt(t.text);
+    fail("label selector " + quoted_excerpt(text_) + ": " + std::string(what) + ", found " + found +
          " at position " + std::to_string(t.pos));
   }
 
@@ -251,18 +238,18 @@ void validate_label_key(std::string_view key) {
   const std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
   if (slash != std::string_view::npos) {
     if (name.find('/') != std::string_view::npos) {
-      fail("label key " + shown(key) + ": at most one '/' (prefix/name)");
+      fail("label key " + quoted_excerpt(key) + ": at most one '/' (prefix/name)");
     }
     if (auto p = prefix_problem(key.substr(0, slash))) {
-      fail("label key " + shown(key) + ": prefix " + *p);
+      fail("label key " + quoted_excerpt(key) + ": prefix " + *p);
     }
   }
-  if (auto p = name_problem(name)) fail("label key " + shown(key) + ": name " + *p);
+  if (auto p = name_problem(name)) fail("label key " + quoted_excerpt(key) + ": name " + *p);
 }
 
 void validate_label_value(std::string_view value) {
   if (value.empty()) return;
-  if (auto p = name_problem(value)) fail("label value " + shown(value) + ": " + *p);
+  if (auto p = name_problem(value)) fail("label value " + quoted_excerpt(value) + ": " + *p);
 }
 
 void validate_labels(const Labels& labels) {
@@ -272,7 +259,7 @@ void validate_labels(const Labels& labels) {
       validate_label_value(value);
     } catch (const Error& e) {
       // Name the key too: the same bad value may appear under several keys.
-      fail(e.message() + " (under label key " + shown(key) + ")");
+      fail(e.message() + " (under label key " + quoted_excerpt(key) + ")");
     }
   }
 }
@@ -318,6 +305,12 @@ std::string LabelRequirement::to_string() const {
   return out;
 }
 
+std::shared_ptr<const LabelSelector> parse_selector(std::string_view text) {
+  auto s = LabelSelector::parse(text);
+  if (s.empty()) return nullptr;
+  return std::make_shared<const LabelSelector>(std::move(s));
+}
+
 LabelSelector LabelSelector::parse(std::string_view text) {
   LabelSelector s;
   s.requirements_ = Parser(text).parse();
@@ -331,7 +324,7 @@ LabelSelector LabelSelector::parse(std::string_view text) {
   std::size_t values = 0;
   for (const auto& r : reqs) values += r.values.size();
   if (reqs.size() > max_selector_requirements || values > max_selector_values)
-    fail("label selector " + shown(text) + ": at most " +
+    fail("label selector " + quoted_excerpt(text) + ": at most " +
          std::to_string(max_selector_requirements) + " requirements and " +
          std::to_string(max_selector_values) + " values in all (has " +
          std::to_string(reqs.size()) + " and " + std::to_string(values) + ")");

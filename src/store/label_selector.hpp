@@ -13,6 +13,7 @@
 // Pure functions over plain values, no shared state: thread-safe. A LabelSelector is an
 // immutable value once parsed; its const members may run on several threads at once.
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,10 @@ class LabelSelector {
  private:
   std::vector<LabelRequirement> requirements_;
 };
+
+/// `text` parsed (as LabelSelector::parse), or null when it selects everything (empty, or
+/// only whitespace): a caller then treats it exactly as no selector at all.
+std::shared_ptr<const LabelSelector> parse_selector(std::string_view text);
 
 /// A WHERE fragment and its bind values, in order of the `?` placeholders.
 struct SqlFilter {
