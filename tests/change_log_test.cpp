@@ -18,6 +18,7 @@
 #include "fixture.hpp"
 #include "schema_downgrade.hpp"
 #include "store/write_engine.hpp"
+#include "store/write_ops.hpp"
 #include "support/stepped_clock.hpp"
 #include "support/test_store.hpp"
 
@@ -751,6 +752,39 @@ TEST(ChangeLog, EntriesAheadOfTheClockThatOnlyAnotherWriterSawDoNotHoldLaterOnes
   removed += trim(s.bh, {0, 1min});
   EXPECT_EQ(removed, 10);
   EXPECT_EQ(log_size(file), 0u);
+}
+
+/// Lowers the entries one change-log trim removes per transaction, for a test's length.
+class TrimPage {
+ public:
+  explicit TrimPage(std::int64_t entries) : was_(store::change_log_trim_page.exchange(entries)) {}
+  ~TrimPage() { store::change_log_trim_page = was_; }
+
+ private:
+  std::int64_t was_;
+};
+
+// A trim with much to remove commits it a page at a time (another process's writes wait
+// behind a page, not behind the whole trim), and removes what one transaction would.
+TEST(ChangeLog, ATrimWithMuchToRemoveCommitsPageByPage) {
+  TrimPage small(4);
+  TempDir dir;
+  SteppedBeehive s(dir.file("beehive.db"));
+  Widgets w(s.bh, widget_kind);
+  auto a = w.create({}, {"a", 0});
+  for (int i = 1; i < 10; ++i) w.update({}, a.id, {"a", i});
+  s.clock->step(2min);
+  auto young = w.create({}, {"young", 0});
+  auto before = writer_transactions(s.bh);
+  EXPECT_EQ(trim(s.bh, {0, 1min}), 10);
+  EXPECT_GE(writer_transactions(s.bh) - before, 3u);  // 4, 4 and 2 entries
+  EXPECT_EQ(log_size(dir.file("beehive.db")), 1u);
+  // The horizon moved with the last page: a resume from before it is too old.
+  auto too_old = w.watch_list({}, with_resume_from(a.resource_version));
+  EXPECT_FALSE(too_old.next_for(5s));
+  EXPECT_EQ(too_old.error(), make_error_code(errc::watch_too_old));
+  auto resumed = w.watch_list({}, with_resume_from(young.resource_version - 1));
+  EXPECT_EQ(resumed.next_for(5s)->object.id, young.id);
 }
 
 // Idle stays idle: old entries the count bound keeps are looked at on every gc cadence,

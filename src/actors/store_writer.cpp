@@ -18,6 +18,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "store/request_checks.hpp"
+#include "store/write_ops.hpp"
 
 namespace beehive::detail {
 
@@ -254,6 +255,22 @@ caf::typed_response_promise<Reply> answer(Self self, Work work) {
   return rp;
 }
 
+void sweep_page(Self self);
+
+/// A retention sweep (of event runs or of the change log): queued behind the sweeps
+/// asked for before it.
+caf::typed_response_promise<int> queue_sweep(Self self, StoreWriterState::SweepPolicy policy) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<int>();
+  st.sweeps.push_back({std::move(policy), rp});
+  if (st.sweeps.size() == 1) sweep_page(self);
+  return rp;
+}
+
+template <class Request>
+constexpr bool is_sweep = std::is_same_v<Request, trim_events_request> ||
+                          std::is_same_v<Request, trim_change_log_request>;
+
 /// One handler per write request: checked and completed (canonical JSON, the kind's
 /// schema versions) before it reaches the engine, outside any transaction.
 template <class Request>
@@ -262,19 +279,29 @@ struct WriteHandler {
   caf::typed_response_promise<typename Request::reply_type> operator()(const Request& r) const {
     using Reply = typename Request::reply_type;
     auto& st = self->state;
-    std::optional<Request> ready;
-    std::optional<Error> refused;
-    try {
-      ready = store::prepare_request(r, st.cfg->schema_versions);
-    } catch (const Error& e) {
-      refused = e;
-    } catch (const std::exception& e) {
-      refused = Error(errc::store, e.what());
+    if constexpr (is_sweep<Request>) {
+      try {
+        return queue_sweep(self, store::prepare_request(r, st.cfg->schema_versions));
+      } catch (const Error& e) {
+        auto rp = self->make_response_promise<int>();
+        rp.deliver(make_error(e.value(), e.message()));
+        return rp;
+      }
+    } else {
+      std::optional<Request> ready;
+      std::optional<Error> refused;
+      try {
+        ready = store::prepare_request(r, st.cfg->schema_versions);
+      } catch (const Error& e) {
+        refused = e;
+      } catch (const std::exception& e) {
+        refused = Error(errc::store, e.what());
+      }
+      return answer<Reply>(self, [&st, ready = std::move(ready), refused]() -> Reply {
+        if (refused) throw *refused;
+        return store::take_reply<Reply>(st.engine->execute(WriteOp{*ready}, {}));
+      });
     }
-    return answer<Reply>(self, [&st, ready = std::move(ready), refused]() -> Reply {
-      if (refused) throw *refused;
-      return store::take_reply<Reply>(st.engine->execute(WriteOp{*ready}, {}));
-    });
   }
 };
 
@@ -296,8 +323,17 @@ void sweep_page(Self self) {
   }
   auto& s = st.sweeps.front();
   try {
-    s.removed += store::take_reply<int>(st.engine->execute(WriteOp{s.policy}, {}));
-    if (st.engine->sweeping(s.policy)) {
+    bool more = std::visit(
+        [&](const auto& policy) {
+          int n = store::take_reply<int>(st.engine->execute(WriteOp{policy}, {}));
+          s.removed += n;
+          if constexpr (std::is_same_v<std::decay_t<decltype(policy)>, trim_events_request>)
+            return st.engine->sweeping(policy);
+          else  // a full page: there may be more
+            return n >= store::change_log_trim_page.load(std::memory_order_relaxed);
+        },
+        s.policy);
+    if (more) {
       self->send(self, sweep_page_atom::value);
       return;
     }
@@ -310,24 +346,6 @@ void sweep_page(Self self) {
   st.sweeps.pop_front();
   if (!st.sweeps.empty()) self->send(self, sweep_page_atom::value);
 }
-
-/// A retention sweep: checked, then queued behind the sweeps asked for before it.
-template <>
-struct WriteHandler<trim_events_request> {
-  Self self;
-  caf::typed_response_promise<int> operator()(const trim_events_request& r) const {
-    auto& st = self->state;
-    auto rp = self->make_response_promise<int>();
-    try {
-      st.sweeps.push_back({store::prepare_request(r, st.cfg->schema_versions), rp});
-    } catch (const Error& e) {
-      rp.deliver(make_error(e.value(), e.message()));
-      return rp;
-    }
-    if (st.sweeps.size() == 1) sweep_page(self);
-    return rp;
-  }
-};
 
 /// One handler per read request: handed to the store_reader. A read that arrives while a
 /// within block is open waits for the block to end, so that it sees the block's outcome.

@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -166,11 +167,13 @@ struct StoreWriterState {
   };
   std::deque<Deferred> deferred;
   bool running_deferred = false;
-  /// Retention sweeps asked for, in order; the first is in progress. It runs a page at a
-  /// time, each page sending `sweep_page_atom` for the next, so that what arrives
-  /// meanwhile (writes above all) is served between its pages, not after all of them.
+  /// Retention sweeps asked for (of event runs, of the change log), in order; the first
+  /// is in progress. It runs a page at a time, each page sending `sweep_page_atom` for the next, so
+  /// that what arrives meanwhile (writes above all) is served between its pages, not after all of
+  /// them.
+  using SweepPolicy = std::variant<trim_events_request, trim_change_log_request>;
   struct Sweep {
-    trim_events_request policy;
+    SweepPolicy policy;
     caf::typed_response_promise<int> rp;
     int removed = 0;
   };

@@ -234,6 +234,9 @@ class Writer : public Reader {
   virtual std::optional<std::int64_t> change_log_cut(
       std::int64_t keep_entries, Time older_than, std::int64_t at_most,
       std::optional<Time>* first_young_at = nullptr) = 0;
+  /// The version of the `n`th oldest change-log entry (n >= 1); nothing when the log
+  /// holds fewer.
+  virtual std::optional<std::int64_t> change_log_nth_oldest(std::int64_t n) = 0;
   /// Removes the log entries up to `cut` and moves the horizon there; returns the
   /// entries removed.
   virtual int trim_change_log(std::int64_t cut) = 0;

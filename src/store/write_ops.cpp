@@ -193,7 +193,12 @@ int WriteOps::trim_change_log(const trim_change_log_request& r) {
   if (clock_steps_)
     for (auto& s : *clock_steps_) w_.lower_change_log_times(s.up_to, s.to);
   auto cut = w_.change_log_cut(r.entries, age_cutoff(now_, r.max_age), trim_at_most_);
-  return cut ? w_.trim_change_log(*cut) : 0;
+  if (!cut) return 0;
+  // A page at a time: millions of entries removed in one transaction would hold every
+  // other write (on PostgreSQL, every process's) for as long.
+  auto page = change_log_trim_page.load(std::memory_order_relaxed);
+  if (auto page_end = w_.change_log_nth_oldest(page)) cut = std::min(*cut, *page_end);
+  return w_.trim_change_log(*cut);
 }
 
 bool WriteOps::remove_by_slug(const GroupKind& gk, const std::string& slug) {

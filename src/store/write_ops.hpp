@@ -8,6 +8,7 @@
 // Run by the WriteEngine, on the store_writer's thread; one WriteOps per write, not
 // shared between threads.
 
+#include <atomic>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -29,6 +30,10 @@ namespace beehive::store {
 /// runs as transactions of this size, other writes between them (the gc hears of each
 /// pass's commit and runs the next).
 inline constexpr std::int64_t gc_pass_budget = 1000;
+
+/// The most change-log entries one trim removes (one transaction): a trim that removed
+/// that many may have more to go, in the next. Tests lower it to see a trim span pages.
+inline std::atomic<std::int64_t> change_log_trim_page{10000};
 
 class WriteOps {
  public:

@@ -305,6 +305,9 @@ std::string sql_for(Q q) {
     case Q::change_log_nth_newest:
       return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
              LIMIT 1 OFFSET $1::bigint - 1)sql";
+    case Q::change_log_nth_oldest:
+      return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version
+             LIMIT 1 OFFSET $1::bigint - 1)sql";
     case Q::change_log_newest:
       return "SELECT resource_version, at FROM change_log ORDER BY resource_version DESC LIMIT 1";
     case Q::lower_change_log_times:

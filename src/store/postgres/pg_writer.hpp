@@ -91,6 +91,7 @@ class PgWriter : public Reading<Writer> {
                                              std::int64_t at_most,
                                              std::optional<Time>* first_young_at) override;
   int trim_change_log(std::int64_t cut) override;
+  std::optional<std::int64_t> change_log_nth_oldest(std::int64_t n) override;
   std::optional<std::pair<std::int64_t, Time>> newest_change_log_entry() override;
   void lower_change_log_times(std::int64_t up_to, Time at) override;
 

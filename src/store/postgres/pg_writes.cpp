@@ -89,6 +89,12 @@ int PgWriter::trim_change_log(std::int64_t cut) {
   return removed;
 }
 
+std::optional<std::int64_t> PgWriter::change_log_nth_oldest(std::int64_t n) {
+  auto r = run(conn_, Q::change_log_nth_oldest, Params().add(n));
+  if (r.rows() == 0) return std::nullopt;
+  return r.i64(0, 0);
+}
+
 std::optional<std::pair<std::int64_t, Time>> PgWriter::newest_change_log_entry() {
   auto r = run(conn_, Q::change_log_newest, Params());
   if (r.rows() == 0) return std::nullopt;

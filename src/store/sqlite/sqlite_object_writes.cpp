@@ -129,6 +129,15 @@ int SqliteWriter::trim_change_log(std::int64_t cut) {
   });
 }
 
+std::optional<std::int64_t> SqliteWriter::change_log_nth_oldest(std::int64_t n) {
+  return guarded([&]() -> std::optional<std::int64_t> {
+    auto s = conn_.use(Query::change_log_nth_oldest);
+    s->bind(1, n);
+    if (!s->executeStep()) return std::nullopt;
+    return s->getColumn(0).getInt64();
+  });
+}
+
 std::optional<std::pair<std::int64_t, Time>> SqliteWriter::newest_change_log_entry() {
   return guarded([&]() -> std::optional<std::pair<std::int64_t, Time>> {
     auto s = conn_.use(Query::change_log_newest);

@@ -278,6 +278,9 @@ std::string sql_for(Query q) {
     case Query::change_log_nth_newest:
       return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version DESC
              LIMIT 1 OFFSET ?1 - 1)sql";
+    case Query::change_log_nth_oldest:
+      return R"sql(SELECT resource_version FROM change_log ORDER BY resource_version
+             LIMIT 1 OFFSET ?1 - 1)sql";
     case Query::change_log_newest:
       return "SELECT resource_version, at FROM change_log ORDER BY resource_version DESC LIMIT 1";
     case Query::lower_change_log_times:

@@ -70,6 +70,7 @@ enum class Query : int {
   change_log_horizon,
   change_log_first_young,
   change_log_nth_newest,
+  change_log_nth_oldest,
   change_log_newest,
   lower_change_log_times,
   pin_resource_version,
