@@ -377,7 +377,9 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
            LEFT JOIN (SELECT c.*, c.resource_version = max(c.resource_version)
                                 OVER (PARTITION BY c.object_id) AS latest
                         FROM change_log AS c
-                       WHERE c.resource_version > $1 AND c.resource_version <> ALL ($2::bigint[]))
+                       WHERE c.resource_version > $1 AND c.resource_version <> ALL ($2::bigint[])
+                         AND ($3::text IS NULL OR (c."group" = $3 AND c.kind = $4::text))
+                         AND ($5::bigint IS NULL OR c.object_id = $5))
              AS l ON true
            LEFT JOIN LATERAL (SELECT * FROM objects WHERE l.latest AND id = l.object_id OFFSET 0)
              AS o ON true
@@ -397,7 +399,14 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
   // it (0.2 ms against 0.03). One round trip; a failure rolls the SET back with it.
   std::vector<Statement> s;
   s.push_back({"bh_generic_plans", "SET plan_cache_mode = force_generic_plan", {}});
-  s.push_back({"bh_changes_since", sql, Params().add(rv).add(id_array(skip))});
+  // Only the kind's, or the object's, entries: a resumed watch of one kind reads no other
+  // kind's bodies.
+  Params p;
+  p.add(rv).add(id_array(skip));
+  p.add(gk ? std::optional<std::string>(gk->group) : std::nullopt);
+  p.add(gk ? std::optional<std::string>(gk->kind) : std::nullopt);
+  p.add(id ? std::optional<std::int64_t>(*id) : std::nullopt);
+  s.push_back({"bh_changes_since", sql, std::move(p)});
   s.push_back({"bh_default_plans", "RESET plan_cache_mode", {}});
   auto r = std::move(c_.pipeline(std::move(s))[1]);
   ChangeLogRead out;
@@ -408,9 +417,7 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
     if (r.null(i, 2)) continue;  // no entry: the head and horizon alone
     ObjectID oid = r.i64(i, 3);
     auto version = r.i64(i, 2);
-    if (id && oid != *id) continue;
     auto group = r.text(i, 4), kind = r.text(i, 5);
-    if (gk && (group != gk->group || kind != gk->kind)) continue;
     auto [it, fresh] = at.try_emplace(oid, out.changes.size());
     auto& c = fresh ? out.changes.emplace_back() : out.changes[it->second];
     if (fresh) {
