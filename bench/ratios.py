@@ -341,7 +341,7 @@ def selectors_table(res):
     lines = ["| case | rows | time (µs) | cv |", "|---|---:|---:|---:|"]
     for name in ("BM_RawSelectorList", "BM_RawSelectorListShipped", "BM_RawSelectorListFixed",
                  "BM_SelectorList",
-                 "BM_RawFullList", "BM_FullList"):
+                 "BM_RawFullList", "BM_FullList", "BM_PageOfACommonLabel", "BM_PageOfTheKind"):
         e = res.get(name)
         if e and "time" in e:
             lines.append(f"| {name} | {_num(e.get('rows'), ',.0f')} | {e['time']:,.1f} "
@@ -358,6 +358,8 @@ def selectors_table(res):
         ("selective list / full list", "BM_SelectorList", "BM_FullList"),
         ("raw selective / raw full", "BM_RawSelectorList", "BM_RawFullList"),
         ("full list / raw full", "BM_FullList", "BM_RawFullList"),
+        ("a page of a label 99% carry / a page of the kind (expect ~1x)",
+         "BM_PageOfACommonLabel", "BM_PageOfTheKind"),
     ]
     lines += ["", "| ratio | value |", "|---|---:|"]
     for label, a, b in ratios:

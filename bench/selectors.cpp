@@ -19,6 +19,9 @@
 //                              +o.kind = ?2 keep the planner off objects_by_kind)
 //   BM_FullList                Client::list(ctx), all 100 000, decoded
 //   BM_RawFullList             raw SQLite, all 100 000 rows of the kind, into structs
+//   BM_PageOfACommonLabel      Client::list_page(ctx, 100, <a token halfway>,
+//                              with_selector("tier=bronze")): a page of a label 99% carry
+//   BM_PageOfTheKind           the same page without a selector
 //
 // Ratios (python3 bench/ratios.py --suite selectors, medians of interleaved repetitions):
 // selective / raw selective (expect a small factor, like list's ~1x of raw), selective /
@@ -50,9 +53,9 @@ constexpr int kEvery = 100;  // every 100th object is tier=gold
 constexpr int kGold = kObjects / kEvery;
 
 // The 16 object columns read_raw reads (bench/common.hpp), plus the labels beehive reads.
-#define RAW_COLUMNS                                                                      \
+#define RAW_COLUMNS                                                                         \
   "o.id, o.\"group\", o.kind, o.slug, o.spec, o.spec_version, o.status, o.status_version, " \
-  "o.generation, o.observed_generation, o.observed_at, o.resource_version, "              \
+  "o.generation, o.observed_generation, o.observed_at, o.resource_version, "                \
   "o.deletion_requested_at, o.finalizers, o.created_at, o.updated_at, o.labels"
 
 // Hand-written: the labels primary key gives the matching ids in id order, each object
@@ -107,7 +110,8 @@ const fs::path& populated() {
       auto store = beehive::sqlite::open(file->path, opts);
       auto bh = std::make_unique<beehive::Beehive>(store);
       auto cc = beehive::register_controller<Spec, Status>(
-          *bh, kKind, [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
+          *bh, kKind,
+          [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
       Objects items(*bh, kKind);
       Context ctx;
       const beehive::Labels gold{{"tier", "gold"}}, bronze{{"tier", "bronze"}};
@@ -183,9 +187,7 @@ void BM_RawSelectorList(benchmark::State& state) { raw_list(state, kRawSelective
 void BM_RawSelectorListShipped(benchmark::State& state) {
   raw_list(state, kShippedSelective, true);
 }
-void BM_RawSelectorListFixed(benchmark::State& state) {
-  raw_list(state, kFixedSelective, true);
-}
+void BM_RawSelectorListFixed(benchmark::State& state) { raw_list(state, kFixedSelective, true); }
 void BM_RawFullList(benchmark::State& state) { raw_list(state, kRawFull, false); }
 
 void BM_SelectorList(benchmark::State& state) {
@@ -216,11 +218,36 @@ void BM_FullList(benchmark::State& state) {
   state.counters["rows"] = kObjects;
 }
 
+// A page of 100 from the middle of the kind: of the objects labelled tier=bronze (99% of
+// them), or of all of them. A page of a common label should cost about a page of the
+// kind, not every match (a list of 99 000 ids built for each page).
+template <class... Opts>
+void page_from_middle(benchmark::State& state, const Opts&... opts) {
+  Reader r(populated());
+  auto middle = r.items->list_page(r.ctx, kObjects / 2, "", opts...).continue_token;
+  for (auto _ : state) {
+    auto page = r.items->list_page(r.ctx, 100, middle, opts...);
+    if (page.items.size() != 100 ||
+        (sizeof...(opts) && page.items.front().labels.at("tier") != "bronze")) {
+      state.SkipWithError("wrong objects");
+      break;
+    }
+    benchmark::DoNotOptimize(page);
+  }
+  state.counters["rows"] = 100;
+}
+void BM_PageOfACommonLabel(benchmark::State& state) {
+  page_from_middle(state, beehive::with_selector("tier=bronze"));
+}
+void BM_PageOfTheKind(benchmark::State& state) { page_from_middle(state); }
+
 BENCHMARK(BM_RawSelectorList)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawSelectorListShipped)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawSelectorListFixed)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SelectorList)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_RawFullList)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FullList)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PageOfACommonLabel)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PageOfTheKind)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <beehive/testing.hpp>
 
 #include "fixture.hpp"
+#include "store/label_selector.hpp"
 
 namespace beehive::test {
 namespace {
@@ -416,6 +417,46 @@ TEST(Paging, SelectorsAndPagesCombine) {
   EXPECT_EQ(ids_of(p1.items), std::vector<ObjectID>(gold.begin(), gold.begin() + 3));
   EXPECT_EQ(ids_of(p2.items), std::vector<ObjectID>(gold.begin() + 3, gold.end()));
   EXPECT_TRUE(p2.continue_token.empty());
+}
+
+// Every selector reads, whole or a page at a time, the objects the in-memory matcher (the
+// watches') selects, whichever requirement drives the store's read; the other kind's
+// objects with the same labels never.
+TEST(Paging, EverySelectorPagesToWhatTheMatcherSelects) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  Widgets g(t.beehive(), gadget_kind);
+  std::vector<std::pair<ObjectID, Labels>> all;
+  const char* tiers[] = {"gold", "silver", nullptr};
+  const char* envs[] = {"prod", "dev", nullptr};
+  for (int i = 0; i < 30; ++i) {
+    Labels l;
+    if (auto tier = tiers[i % 3]) l["tier"] = tier;
+    if (auto env = envs[(i / 3) % 3]) l["env"] = env;
+    if (i % 4 == 0) l["zone"] = "eu";
+    g.create({}, {"g", i}, with_labels(l));  // ids of both kinds interleave
+    all.emplace_back(w.create({}, {"w", i}, with_labels(l)).id, l);
+  }
+  for (std::string_view s : {"tier=gold", "tier=gold,env=dev", "tier=gold,env!=dev",
+                             "tier=silver,env in (dev, prod)", "tier=gold,env notin (prod)",
+                             "env=prod,zone", "env=prod,!zone", "tier=gold,env=prod,zone=eu",
+                             "tier in (gold,silver),zone", "!tier", "tier", "tier=bronze"}) {
+    SCOPED_TRACE(s);
+    auto matcher = store::LabelSelector::parse(s);
+    std::vector<ObjectID> want;
+    for (auto& [id, labels] : all)
+      if (matcher.matches(labels)) want.push_back(id);
+    EXPECT_EQ(ids_of(w.list({}, with_selector(s))), want);
+    std::vector<ObjectID> paged;
+    std::string token;
+    for (int pages = 0; pages < 20; ++pages) {
+      auto p = w.list_page({}, 3, token, with_selector(s));
+      for (auto& o : p.items) paged.push_back(o.id);
+      token = p.continue_token;
+      if (token.empty()) break;
+    }
+    EXPECT_EQ(paged, want);
+  }
 }
 
 TEST(Paging, AMalformedTokenIsInvalidArgument) {

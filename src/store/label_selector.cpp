@@ -345,40 +345,63 @@ std::string LabelSelector::to_string() const {
   return out;
 }
 
-SqlFilter to_sql(const LabelSelector& s, std::string_view id_column) {
+namespace {
+
+/// One requirement's subquery (`correlated`: a test of the row whose id is in
+/// `id_column`, else the ids that satisfy its positive form).
+void append_requirement(SqlFilter& f, const LabelRequirement& r, std::string_view id_column,
+                        bool correlated) {
   using Op = LabelRequirement::Op;
-  SqlFilter f;
-  for (const auto& r : s.requirements()) {
-    if (!f.where.empty()) f.where += " AND ";
+  // The negated forms negate the positive subquery, which is what makes an absent key
+  // match them. NOT IN is safe here: object_id is a PRIMARY KEY column of a WITHOUT ROWID
+  // table, so never NULL.
+  const bool negated = r.op == Op::not_equals || r.op == Op::not_in || r.op == Op::not_exists;
+  if (!f.where.empty()) f.where += " AND ";
+  if (correlated) {
+    f.where += negated ? "NOT EXISTS (SELECT 1 FROM labels WHERE object_id = "
+                       : "EXISTS (SELECT 1 FROM labels WHERE object_id = ";
     f.where += id_column;
-    // The negated forms are NOT IN of the positive subquery, which is what makes an
-    // absent key match them. NOT IN is safe here: object_id is a PRIMARY KEY column of
-    // a WITHOUT ROWID table, so never NULL.
-    const bool negated = r.op == Op::not_equals || r.op == Op::not_in || r.op == Op::not_exists;
+    f.where += " AND key = ?";
+  } else {
+    f.where += id_column;
     f.where += negated ? " NOT IN " : " IN ";
     f.where += "(SELECT object_id FROM labels WHERE key = ?";
-    f.binds.push_back(r.key);
-    switch (r.op) {
-      case Op::equals:
-      case Op::not_equals:
-        f.where += " AND value = ?";
-        f.binds.push_back(r.values.at(0));
-        break;
-      case Op::in:
-      case Op::not_in:
-        f.where += " AND value IN (";
-        for (std::size_t i = 0; i < r.values.size(); ++i) {
-          f.where += i == 0 ? "?" : ", ?";
-          f.binds.push_back(r.values[i]);
-        }
-        f.where += ')';
-        break;
-      case Op::exists:
-      case Op::not_exists:
-        break;
-    }
-    f.where += ')';
   }
+  f.binds.push_back(r.key);
+  switch (r.op) {
+    case Op::equals:
+    case Op::not_equals:
+      f.where += " AND value = ?";
+      f.binds.push_back(r.values.at(0));
+      break;
+    case Op::in:
+    case Op::not_in:
+      f.where += " AND value IN (";
+      for (std::size_t i = 0; i < r.values.size(); ++i) {
+        f.where += i == 0 ? "?" : ", ?";
+        f.binds.push_back(r.values[i]);
+      }
+      f.where += ')';
+      break;
+    case Op::exists:
+    case Op::not_exists:
+      break;
+  }
+  f.where += ')';
+}
+
+}  // namespace
+
+SqlFilter to_sql(const LabelSelector& s, std::string_view id_column) {
+  SqlFilter f;
+  for (const auto& r : s.requirements()) append_requirement(f, r, id_column, false);
+  return f;
+}
+
+SqlFilter to_correlated_sql(const std::vector<LabelRequirement>& requirements,
+                            std::string_view id_column) {
+  SqlFilter f;
+  for (const auto& r : requirements) append_requirement(f, r, id_column, true);
   return f;
 }
 

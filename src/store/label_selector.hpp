@@ -105,4 +105,11 @@ struct SqlFilter {
 /// parentheses before combining it with OR.
 SqlFilter to_sql(const LabelSelector& s, std::string_view id_column);
 
+/// The same for `requirements`, each as a correlated test of the row at hand instead:
+/// `EXISTS (SELECT 1 FROM labels WHERE object_id = <id_column> AND key = ? ...)`, or
+/// NOT EXISTS. For a read that walks rows in its own order and stops at a limit: each
+/// test is one lookup, where an IN list would be built whole first.
+SqlFilter to_correlated_sql(const std::vector<LabelRequirement>& requirements,
+                            std::string_view id_column);
+
 }  // namespace beehive::store

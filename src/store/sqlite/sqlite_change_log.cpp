@@ -15,29 +15,43 @@ namespace beehive::store {
 
 std::vector<ObjectRow> Connection::list_where(const GroupKind& gk, const ListQuery& q,
                                               unsigned loads) {
-  // An owner, or a selector that requires a label value (or a key), drives the read from
-  // the edges' or the labels' index, one rowid lookup per match: the unary `+` keeps
-  // SQLite (which has no statistics here) from walking the kind's index and testing
-  // every object instead. A selector of negations alone cannot drive: it walks the kind.
-  bool driven =
-      q.owner || (q.selector && std::any_of(q.selector->requirements().begin(),
-                                            q.selector->requirements().end(), [](auto& r) {
-                                              using Op = LabelRequirement::Op;
-                                              return r.op == Op::equals || r.op == Op::in ||
-                                                     r.op == Op::exists;
-                                            }));
+  // A required label value walks the labels' primary key (key, value, object_id) from the
+  // page's start, in id order, testing each row's other requirements by lookups: a page
+  // of a label most objects carry costs the page, where a list of every match would be
+  // built first. Otherwise an owner, or a selector that requires one of some values (or
+  // a key), drives the read from the edges' or the labels' index, one rowid lookup per
+  // match. Either way the unary `+` keeps SQLite (which has no statistics here) from
+  // walking the kind's index and testing every object instead. A selector of negations
+  // alone cannot drive: it walks the kind.
+  using Op = LabelRequirement::Op;
+  static const std::vector<LabelRequirement> none;
+  const auto& reqs = q.selector ? q.selector->requirements() : none;
+  auto walk =
+      q.owner ? reqs.end()
+              : std::find_if(reqs.begin(), reqs.end(), [](auto& r) { return r.op == Op::equals; });
+  bool driven = q.owner || std::any_of(reqs.begin(), reqs.end(), [](auto& r) {
+                  return r.op == Op::equals || r.op == Op::in || r.op == Op::exists;
+                });
   std::string where = driven ? R"(+o."group" = ?1 AND +o.kind = ?2 AND +o.id > ?3)"
                              : R"(o."group" = ?1 AND o.kind = ?2 AND o.id > ?3)";
+  const char* from = "objects AS o";
+  SqlFilter filter;
+  if (walk != reqs.end()) {
+    from = "labels AS d CROSS JOIN objects AS o";  // CROSS: labels first, whatever the guess
+    where =
+        R"(d.key = ?4 AND d.value = ?5 AND d.object_id > ?3 AND o.id = d.object_id AND )" + where;
+    std::vector<LabelRequirement> rest(reqs.begin(), walk);
+    rest.insert(rest.end(), walk + 1, reqs.end());
+    filter = to_correlated_sql(rest, "o.id");
+  } else if (!reqs.empty()) {
+    filter = to_sql(*q.selector, "o.id");
+  }
   if (q.owner)
     where += " AND o.id IN (SELECT from_id FROM refs WHERE to_id = ?4 AND relation = 'owned_by')";
-  SqlFilter filter;
-  if (q.selector && !q.selector->empty()) {
-    filter = to_sql(*q.selector, "o.id");
-    where += " AND " + filter.where;
-  }
-  where += " ORDER BY o.id";
+  if (!filter.where.empty()) where += " AND " + filter.where;
+  where += walk != reqs.end() ? " ORDER BY d.object_id" : " ORDER BY o.id";
   if (q.limit > 0) where += " LIMIT " + std::to_string(q.limit);
-  auto sql = select_objects_sql(where);
+  auto sql = select_objects_sql(where, from);
   return snapshot(loads, [&] {
     std::vector<ObjectRow> rows;
     {
@@ -47,6 +61,10 @@ std::vector<ObjectRow> Connection::list_where(const GroupKind& gk, const ListQue
       s->bind(3, q.after);
       int next = 4;
       if (q.owner) s->bind(next++, *q.owner);
+      if (walk != reqs.end()) {
+        s->bind(next++, walk->key);
+        s->bind(next++, walk->values.at(0));
+      }
       for (const auto& b : filter.binds) s->bind(next++, b);
       while (s->step()) rows.push_back(s->row(session_));
     }

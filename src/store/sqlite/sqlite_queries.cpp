@@ -27,13 +27,15 @@ constexpr const char* object_columns = R"sql(
      FROM (SELECT * FROM conditions WHERE object_id = o.id ORDER BY type) AS c) END
 )sql";
 
-std::string select_objects(const char* where) {
-  return std::string("SELECT ") + object_columns + " FROM objects AS o WHERE " + where;
+std::string select_objects(const char* where, const char* from = "objects AS o") {
+  return std::string("SELECT ") + object_columns + " FROM " + from + " WHERE " + where;
 }
 
 }  // namespace
 
-std::string select_objects_sql(const std::string& where) { return select_objects(where.c_str()); }
+std::string select_objects_sql(const std::string& where, const char* from) {
+  return select_objects(where.c_str(), from);
+}
 
 std::string sql_for(Query q) {
   switch (q) {

@@ -81,7 +81,8 @@ enum class Query : int {
 
 /// The SQL text of `q`; the object reads select the columns RowStatement::row decodes.
 std::string sql_for(Query q);
-/// An object read of the columns RowStatement::row decodes, `where` the rest of it.
-std::string select_objects_sql(const std::string& where);
+/// An object read of the columns RowStatement::row decodes, `where` the rest of it,
+/// from `from` (which names the objects `o`).
+std::string select_objects_sql(const std::string& where, const char* from = "objects AS o");
 
 }  // namespace beehive::store
