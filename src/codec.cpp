@@ -140,15 +140,20 @@ nlohmann::json parse_json(std::string_view text) {
   }
 }
 
-nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, bool spec) {
-  int current = m ? (spec ? m->schema_version_spec() : m->schema_version_status()) : 0;
-  // The version decides before the bytes: a blob from a newer build is a downgrade
-  // whatever it holds. 0 means the kind is not versioned: every blob is taken as it is.
+void require_readable_version(int stored, int current, bool spec) {
+  // 0 means the kind is not versioned: every blob is taken as it is.
   if (current != 0 && stored > current)
     throw Error(errc::schema_version_downgrade,
                 std::string(spec ? "spec" : "status") + " written at schema version " +
                     std::to_string(stored) + ", newer than this build's " +
                     std::to_string(current));
+}
+
+nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, bool spec) {
+  int current = m ? (spec ? m->schema_version_spec() : m->schema_version_status()) : 0;
+  // The version decides before the bytes: a blob from a newer build is a downgrade
+  // whatever it holds.
+  require_readable_version(stored, current, spec);
   auto j = parse_json(text);
   if (stored == current || current == 0) return j;
   try {

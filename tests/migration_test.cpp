@@ -348,6 +348,43 @@ TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
   stop(ctx_);
 }
 
+// A request from an actor brings no types to decode the written row back with, as the
+// blocking Client does: the writes that decode back are refused all the same when the row
+// holds a status this build cannot read, and write nothing.
+TEST_F(MigrationTest, AnActorsWriteOverANewerStatusIsRefusedToo) {
+  open<SpecV1>(std::make_shared<Identity<1, 2>>());  // a newer build: status at 2
+  auto newer = Client<SpecV1, StatusV>(*bh_, person_kind).create(ctx_, {"Ada"}, with_slug("a"));
+  cc_->update_status(ctx_, newer.id, newer.generation, {3});
+  close();
+  open<SpecV1>(std::make_shared<Identity<1, 1>>());  // an older one reads status up to 1
+  auto stored = [&] {
+    return query_test_store(dir_.file("m.db"),
+                            "SELECT resource_version, spec, labels FROM objects "
+                            "WHERE id = " +
+                                std::to_string(newer.id));
+  };
+  auto as_it_was = stored();
+  auto writer = bh_->store_writer();
+  caf::scoped_actor self{writer->home_system()};
+  auto refused = [&](const auto& request) {
+    errc code{};
+    self->request(writer, caf::infinite, request)
+        .receive([](const ObjectRow&) { ADD_FAILURE() << "written"; },
+                 [&](caf::error& e) { code = to_errc(e).value_or(errc::store); });
+    return code;
+  };
+  const auto spec = nlohmann::json(SpecV1{"Ada Lovelace"}).dump();
+  EXPECT_EQ(refused(update_request{person_kind, newer.id, spec}), errc::schema_version_downgrade);
+  create_or_update_request cu;
+  cu.gk = person_kind;
+  cu.slug = "a";
+  cu.spec = spec;
+  EXPECT_EQ(refused(cu), errc::schema_version_downgrade);
+  EXPECT_EQ(refused(set_labels_request{person_kind, newer.id, {{"tier", "gold"}}}),
+            errc::schema_version_downgrade);
+  EXPECT_EQ(stored(), as_it_was);
+}
+
 TEST_F(MigrationTest, AConverterThatThrowsIsADecodeError) {
   open<SpecV0>();
   auto a = Client<SpecV0, StatusV>(*bh_, person_kind).create(ctx_, {"x"});

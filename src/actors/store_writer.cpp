@@ -422,6 +422,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
   ecfg.watch_foreign_commits = st.cfg->foreign_poll.count() > 0;
   ecfg.publish = [&st](const commit_record& rec) { publish(st, rec); };
   ecfg.cursor = st.cfg->foreign_cursor;
+  ecfg.schema_versions = st.cfg->schema_versions;
   st.engine = std::make_unique<store::WriteEngine>(std::move(ecfg));
   // Reads run on a reader thread of their own; it ends with the writer, however the
   // writer ends, and a reader that fails takes the writer with it (the supervisor then

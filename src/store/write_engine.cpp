@@ -363,7 +363,17 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
           put_reply(reply, ops.apply(r));
       },
       op);
-  if (check && !ops.checked()) checked(reply.row);
+  if (check && !ops.checked()) {
+    checked(reply.row);
+  } else if (!check && cfg_.schema_versions &&
+             (std::holds_alternative<update_request>(op) ||
+              std::holds_alternative<create_or_update_request>(op) ||
+              std::holds_alternative<set_labels_request>(op))) {
+    auto current = cfg_.schema_versions(reply.row.meta.group_kind());
+    detail::require_readable_version(reply.row.spec_version, current.spec, true);
+    if (reply.row.status)
+      detail::require_readable_version(reply.row.status_version, current.status, false);
+  }
   return reply;
 }
 

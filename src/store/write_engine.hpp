@@ -169,6 +169,11 @@ struct WriteEngineConfig {
   /// Shared with the engines that come before and after this one (null: its own). Only
   /// one engine uses it at a time.
   std::shared_ptr<ForeignCursor> cursor;
+  /// The schema versions this build reads, per kind (null: every version). A write over
+  /// a stored row that a caller decodes back (update, create_or_update, set_labels) is
+  /// refused, as the facade's decode refuses it, when the row holds a newer blob, even
+  /// without the caller's check (a request from an actor brings no types to decode with).
+  std::function<SchemaVersions(const GroupKind&)> schema_versions;
 };
 
 class WriteEngine {

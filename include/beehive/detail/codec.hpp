@@ -92,6 +92,10 @@ std::string encode(const T& value) {
 /// the current version is schema_version_downgrade; a converter that throws is decode.
 nlohmann::json load_blob(std::string_view text, int stored, const Migrator* m, bool spec);
 
+/// The version check of load_blob alone: schema_version_downgrade when the column is
+/// versioned (`current` > 0) and `stored` is above it.
+void require_readable_version(int stored, int current, bool spec);
+
 template <Storable T>
 T from_json_value(nlohmann::json j) {
   if constexpr (RawJson<T>) return j;
