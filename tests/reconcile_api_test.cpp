@@ -307,6 +307,35 @@ TEST_F(ReconcileApiTest, ARateLimitPacesEveryPassOfTheKind) {
   ASSERT_TRUE(eventually([&] { return recorder_->total() == 5; }));
 }
 
+// A clock at its epoch is a time like any other: the bucket is not refilled at every pass.
+TEST_F(ReconcileApiTest, ARateLimitHoldsOnAClockStartedAtItsEpoch) {
+  clock_ = std::make_shared<ManualClock>(Time{});
+  open();
+  register_widgets(with_rate_limit(1.0, 2), with_resync_interval(0s));
+  auto w = widgets();
+  for (int i = 0; i < 5; ++i) w.create(ctx_, {"a", i});
+  start();
+  settle();
+  EXPECT_EQ(recorder_->total(), 2);  // the burst
+  clock_->advance(1s);
+  settle();
+  EXPECT_EQ(recorder_->total(), 3);
+}
+
+// At the time line's end no token comes due any more: what is queued there runs, and the
+// beehive settles (the controller and the scheduler woke each other at once, for ever).
+TEST_F(ReconcileApiTest, ARateLimitAtTheClocksEndLetsTheQueueRunAndSettles) {
+  register_widgets(with_rate_limit(1.0, 1), with_resync_interval(0s));
+  auto w = widgets();
+  for (int i = 0; i < 3; ++i) w.create(ctx_, {"a", i});
+  start();
+  settle();
+  EXPECT_EQ(recorder_->total(), 1);  // the burst
+  clock_->advance(std::chrono::milliseconds::max());
+  settle();  // throws deadline_exceeded if it never settles
+  EXPECT_EQ(recorder_->total(), 3);
+}
+
 // A rate of one pass per ages: the wait for the next token lies past the clock's range,
 // and converting it overflowed into an arbitrary time (the limit could be bypassed or
 // the queue spun). The next token is simply never due.

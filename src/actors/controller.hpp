@@ -137,8 +137,8 @@ struct ControllerState {
   std::unordered_set<ObjectID> awaiting_release;
   /// The rate limit's token bucket (KindSettings::rate), on the timers' time line.
   double tokens = 0;
-  Time tokens_at{};
-  Time rate_wake{Time::max()};  // when the next token is due, while ids wait for one
+  std::optional<Time> tokens_at;  // none: the bucket is unused yet
+  Time rate_wake{Time::max()};    // when the next token is due, while ids wait for one
   std::minstd_rand random{std::random_device{}()};  // backoff jitter
   TimerSet timers;                                  // pending backoff / requeue_after
   std::int64_t listed_rv = 0;  // highest resource version the start listing saw
