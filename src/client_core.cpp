@@ -333,4 +333,12 @@ void ClientCore::report_skipped(const ObjectRow& row, const std::exception& e) c
       {{"kind", to_string(gk_)}, {"id", std::to_string(row.meta.id)}, {"reason", e.what()}});
 }
 
+bool ClientCore::undecodable_change(StreamCoreBase& stream, const object_change& ch,
+                                    const std::exception& e) const {
+  if (ch.type == ChangeType::Deleted) return true;
+  report_skipped(ch.row, e);
+  stream.hold_below(ch.first_version > 0 ? ch.first_version : ch.row.meta.resource_version);
+  return false;
+}
+
 }  // namespace beehive::detail

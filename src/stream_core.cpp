@@ -96,15 +96,23 @@ void StreamCoreBase::passed(std::int64_t version) {
   pushed_max_ = std::max(pushed_max_, version);
 }
 
+void StreamCoreBase::hold_below(std::int64_t version) {
+  std::lock_guard lk(mu_);
+  held_ = std::min(held_.value_or(version - 1), version - 1);
+}
+
 std::int64_t StreamCoreBase::position() const {
   std::lock_guard lk(mu_);
   if (!floor_) return 0;
   auto oldest = oldest_pending_locked();
-  if (!oldest) return std::max(*floor_, pushed_max_);
-  // A value at or below the floor is still pending: the snapshot is not all delivered,
-  // and nothing would replay the rest of it.
-  if (*oldest <= *floor_) return 0;
-  return *oldest - 1;
+  std::int64_t delivered = 0;
+  if (!oldest)
+    delivered = std::max(*floor_, pushed_max_);
+  else if (*oldest > *floor_)
+    delivered = *oldest - 1;
+  // (Else a value at or below the floor is still pending: the snapshot is not all
+  // delivered, and nothing would replay the rest of it.)
+  return held_ ? std::max<std::int64_t>(0, std::min(delivered, *held_)) : delivered;
 }
 
 }  // namespace beehive::detail

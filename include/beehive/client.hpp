@@ -222,7 +222,11 @@ class Client {
   /// delete is `Modified`; the physical removal `Deleted`, with the final body.
   /// Conflated: a slow reader gets each object's latest state. The stream ends with its
   /// context, on close, or with `errc::stopped` when the beehive stops. With
-  /// with_resume_from(rv): no snapshot, the changes above `rv`, then live.
+  /// with_resume_from(rv): no snapshot, the changes above `rv`, then live. A change whose
+  /// row this build cannot decode (a newer schema version, say) is logged and skipped,
+  /// and the stream's resource_version() stays below it, so that a resume (by a build
+  /// that reads it) replays it; a removal is delivered all the same, its metadata alone
+  /// (default spec, no status).
   template <class... Opts>
   Stream<Change<Spec, Status>> watch(const Context& ctx, ObjectID id, const Opts&... opts) const {
     return typed(core_.watch(ctx, id, detail::read_settings(opts...)));
@@ -319,13 +323,16 @@ class Client {
 
   Stream<Change<Spec, Status>> typed(std::shared_ptr<detail::StreamCore<object_change>> c) const {
     using Out = std::optional<Change<Spec, Status>>;
-    std::function<Out(object_change &&)> convert = [core = core_](object_change&& ch) -> Out {
+    std::function<Out(object_change &&)> convert = [core = core_, c](object_change&& ch) -> Out {
       try {
         return Change<Spec, Status>{ch.type,
                                     detail::decode_object<Spec, Status>(ch.row, core.migrator())};
       } catch (const Error& e) {
-        core.report_skipped(ch.row, e);  // undecodable rows are skipped; the watch goes on
-        return std::nullopt;
+        // Skipped, the watch going on; a removal comes with its metadata alone.
+        if (!core.undecodable_change(*c, ch, e)) return std::nullopt;
+        Object<Spec, Status> gone;
+        static_cast<ObjectMeta&>(gone) = std::move(ch.row.meta);
+        return Change<Spec, Status>{ch.type, std::move(gone)};
       }
     };
     return Stream<Change<Spec, Status>>(std::move(c), std::move(convert));

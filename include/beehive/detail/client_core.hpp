@@ -100,6 +100,11 @@ class ClientCore {
 
   /// Logs a row that list or a watch skipped because it does not decode.
   void report_skipped(const ObjectRow& row, const std::exception& e) const;
+  /// A watched change whose row does not decode: logged, and the stream's position held
+  /// below it (see StreamCoreBase::hold_below), unless it is a removal, which needs no
+  /// body: true then, to deliver it with the row's metadata alone.
+  bool undecodable_change(StreamCoreBase& stream, const object_change& ch,
+                          const std::exception& e) const;
 
  private:
   std::vector<ObjectRow> read_in_transaction(const Context& ctx, store::ReadOp op) const;

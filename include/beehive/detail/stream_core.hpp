@@ -49,6 +49,10 @@ class StreamCoreBase {
   /// all been handled, pushed or left out as none of the reader's business (one it
   /// never had, gone again), so that position() moves past them.
   void passed(std::int64_t version);
+  /// Consumer side: a value of `version` was taken but not delivered (its row did not
+  /// decode): position() stays below it from now on, so that a watch resumed from there
+  /// replays it (to a build that may read it).
+  void hold_below(std::int64_t version);
   /// Consumer side: the version up to which every value has been delivered, so that a
   /// watch resumed from it misses nothing; 0 while the values at or below the floor are
   /// still being delivered, and for streams that do not track versions.
@@ -72,6 +76,7 @@ class StreamCoreBase {
   bool finishing_ = false;             // producer ended; deliver the rest first
   std::optional<std::int64_t> floor_;  // see set_floor
   std::int64_t pushed_max_ = 0;        // the highest version pushed
+  std::optional<std::int64_t> held_;   // see hold_below
 
  private:
   Context ctx_;
