@@ -754,6 +754,31 @@ TEST(ChangeLog, EntriesAheadOfTheClockThatOnlyAnotherWriterSawDoNotHoldLaterOnes
   EXPECT_EQ(log_size(file), 0u);
 }
 
+// A quiet watch's position follows the other kinds' commits: resumed once the log was
+// trimmed past where it opened, it is not too old, and misses nothing.
+TEST(ChangeLog, AQuietWatchsPositionFollowsTheStoresCommits) {
+  TestBeehive t(with_change_log_retention(3, 1min));
+  Widgets w(t.beehive(), widget_kind);
+  Widgets busy_kind(t.beehive(), GroupKind{"other.example", "Gadget"});
+  t.start();
+  auto quiet = w.create({}, {"q", 1});
+  auto watch = w.watch({}, quiet.id);
+  next(watch);
+  auto busy = busy_kind.create({}, {"b", 0});
+  for (int i = 1; i <= 10; ++i) busy_kind.update({}, busy.id, {"b", i});
+  t.settle();
+  auto head = busy_kind.get({}, busy.id).resource_version;
+  EXPECT_EQ(watch.resource_version(), head);
+  auto position = watch.resource_version();
+  watch.close();
+  t.advance(2min);  // the gc trims the log to its newest 3 entries
+  auto resumed = w.watch({}, quiet.id, with_resume_from(position));
+  EXPECT_FALSE(resumed.next_for(50ms));
+  EXPECT_FALSE(resumed.done());
+  w.update({}, quiet.id, {"q", 2});
+  EXPECT_EQ(next(resumed).object.spec.size, 2);
+}
+
 /// Lowers the entries one change-log trim removes per transaction, for a test's length.
 class TrimPage {
  public:

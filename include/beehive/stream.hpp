@@ -78,9 +78,11 @@ class Stream {
 
   /// Where a watch of objects can resume from (with_resume_from) having missed nothing:
   /// the snapshot's version once the snapshot has been delivered, then the version of
-  /// the changes delivered (a watch opened with with_resume_from starts at its `rv`);
-  /// never past a change skipped because its row did not decode. 0 while the snapshot
-  /// is being delivered, and for other streams.
+  /// the store's commits it has been through, its own changes delivered (a watch opened
+  /// with with_resume_from starts at its `rv`). So a quiet watch's position follows the
+  /// store's, and stays within the change log's retention. Never past a change skipped
+  /// because its row did not decode. 0 while the snapshot is being delivered, and for
+  /// other streams.
   std::int64_t resource_version() const { return core_ ? core_->position() : 0; }
 
   /// Ends the stream now, dropping anything undelivered. Idempotent.

@@ -45,6 +45,9 @@ void HubInbox::post(const commit_record& rec) {
   {
     std::lock_guard lk(mu_);
     batch_.lost_through = std::max(batch_.lost_through, rec.lost_through);
+    for (const auto& c : rec.changes)
+      batch_.through = std::max(batch_.through, c.row.meta.resource_version);
+    for (const auto& r : rec.events) batch_.through = std::max(batch_.through, r.resource_version);
     for (const auto& c : rec.changes) {
       auto [at, fresh] = change_at_.try_emplace(c.row.meta.id, batch_.changes.size());
       if (fresh)

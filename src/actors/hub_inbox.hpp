@@ -65,6 +65,9 @@ struct HubBatch {
   std::vector<QueuedChange> changes;  ///< in the order each object first changed
   std::vector<event_run> events;      ///< the newest state of each run, likewise
   std::int64_t lost_through = 0;      ///< the highest of the records' (commit_record)
+  /// The highest version of the records folded in: every commit up to it is in this
+  /// batch or an earlier one (records come in version order).
+  std::int64_t through = 0;
 };
 
 class HubInbox {

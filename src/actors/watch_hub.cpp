@@ -455,9 +455,10 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
           if (wants(s, q))
             if (auto seen = view(s, as_seen(s, q))) put(q.change.row.meta.id, std::move(*seen));
       });
-      // What was left out (an object created and removed since the last take) counts as
-      // delivered: the position moves past it.
-      if (alive) s.core->passed(handled_through(s, batch.changes));
+      // What was left out (an object created and removed since the last take, another
+      // kind's or object's change) counts as delivered: the position moves past it, so
+      // that a quiet watch's position follows the store's and stays resumable.
+      if (alive) s.core->passed(batch.through);
     } else {
       for (auto& q : batch.changes)
         if (wants(s, q))
