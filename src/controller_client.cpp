@@ -102,7 +102,7 @@ void ControllerClientCore::remove_finalizer(const Context& ctx, ObjectID id,
 void ControllerClientCore::add_finalizer(const Context& ctx, ObjectID id,
                                          std::string_view finalizer) const {
   require_new_finalizer(finalizer);
-  if (auto row = read_committed(*rt_, ctx, gk_, id); row && !row->meta.deletion_requested_at)
+  if (auto row = read_committed(*rt_, ctx, gk_, id))
     for (const auto& f : row->meta.finalizers)
       if (f == finalizer) return;  // present: nothing to write (and no writer taken)
   rt_->write(ctx, add_finalizer_request{gk_, id, std::string(finalizer)}, {});

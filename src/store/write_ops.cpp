@@ -261,11 +261,13 @@ ObjectRow WriteOps::remove_finalizer(const GroupKind& gk, ObjectID id,
 
 ObjectRow WriteOps::add_finalizer(const GroupKind& gk, ObjectID id, const std::string& finalizer) {
   auto row = require_own(gk, id);
+  auto finalizers = row.meta.finalizers;
+  // Present already: nothing to do, being deleted or not (a reconcile that ensures its
+  // finalizer at every pass must reach its teardown).
+  if (std::find(finalizers.begin(), finalizers.end(), finalizer) != finalizers.end()) return row;
   if (row.meta.deletion_requested_at)
     throw Error(errc::invalid_argument,
                 "object " + std::to_string(id) + " is being deleted: it takes no new finalizer");
-  auto finalizers = row.meta.finalizers;
-  if (std::find(finalizers.begin(), finalizers.end(), finalizer) != finalizers.end()) return row;
   finalizers.push_back(finalizer);
   w_.set_finalizers(id, finalizers, w_.next_resource_version(), now_);
   return changed(id, object_change::finalizers);
