@@ -337,7 +337,8 @@ bool ClientCore::undecodable_change(StreamCoreBase& stream, const object_change&
                                     const std::exception& e) const {
   if (ch.type == ChangeType::Deleted) return true;
   report_skipped(ch.row, e);
-  stream.hold_below(ch.first_version > 0 ? ch.first_version : ch.row.meta.resource_version);
+  stream.hold_below(ch.row.meta.id,
+                    ch.first_version > 0 ? ch.first_version : ch.row.meta.resource_version);
   return false;
 }
 

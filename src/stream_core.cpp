@@ -96,9 +96,17 @@ void StreamCoreBase::passed(std::int64_t version) {
   pushed_max_ = std::max(pushed_max_, version);
 }
 
-void StreamCoreBase::hold_below(std::int64_t version) {
+void StreamCoreBase::hold_below(ObjectID id, std::int64_t version) {
   std::lock_guard lk(mu_);
-  held_ = std::min(held_.value_or(version - 1), version - 1);
+  auto [it, fresh] = held_.try_emplace(id, version - 1);
+  if (!fresh) it->second = std::min(it->second, version - 1);
+  holding_.store(true, std::memory_order_relaxed);
+}
+
+void StreamCoreBase::lift_hold_slow(ObjectID id) {
+  std::lock_guard lk(mu_);
+  held_.erase(id);
+  holding_.store(!held_.empty(), std::memory_order_relaxed);
 }
 
 std::int64_t StreamCoreBase::position() const {
@@ -112,7 +120,8 @@ std::int64_t StreamCoreBase::position() const {
     delivered = *oldest - 1;
   // (Else a value at or below the floor is still pending: the snapshot is not all
   // delivered, and nothing would replay the rest of it.)
-  return held_ ? std::max<std::int64_t>(0, std::min(delivered, *held_)) : delivered;
+  for (auto& [id, below] : held_) delivered = std::min(delivered, std::max<std::int64_t>(0, below));
+  return delivered;
 }
 
 }  // namespace beehive::detail

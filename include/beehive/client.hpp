@@ -325,11 +325,14 @@ class Client {
     using Out = std::optional<Change<Spec, Status>>;
     std::function<Out(object_change &&)> convert = [core = core_, c](object_change&& ch) -> Out {
       try {
-        return Change<Spec, Status>{ch.type,
-                                    detail::decode_object<Spec, Status>(ch.row, core.migrator())};
+        Change<Spec, Status> out{ch.type,
+                                 detail::decode_object<Spec, Status>(ch.row, core.migrator())};
+        c->lift_hold(ch.row.meta.id);
+        return out;
       } catch (const Error& e) {
         // Skipped, the watch going on; a removal comes with its metadata alone.
         if (!core.undecodable_change(*c, ch, e)) return std::nullopt;
+        c->lift_hold(ch.row.meta.id);
         Object<Spec, Status> gone;
         static_cast<ObjectMeta&>(gone) = std::move(ch.row.meta);
         return Change<Spec, Status>{ch.type, std::move(gone)};

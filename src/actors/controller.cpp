@@ -204,6 +204,7 @@ void dispatch(Self self) {
     st.queue.pop_front();
     st.queued.erase(id);
     st.in_flight.insert(id);
+    st.awaiting_release.erase(id);  // queued again meanwhile (a commit): this pass decides
     // This pass supersedes the object's pending retry or requeue_after: what it returns
     // schedules the next one (the newest schedule wins).
     st.timers.erase(id);

@@ -7,11 +7,13 @@
 // locks.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include <beehive/context.hpp>
+#include <beehive/group_kind.hpp>
 
 namespace beehive::detail {
 
@@ -49,10 +52,16 @@ class StreamCoreBase {
   /// all been handled, pushed or left out as none of the reader's business (one it
   /// never had, gone again), so that position() moves past them.
   void passed(std::int64_t version);
-  /// Consumer side: a value of `version` was taken but not delivered (its row did not
-  /// decode): position() stays below it from now on, so that a watch resumed from there
-  /// replays it (to a build that may read it).
-  void hold_below(std::int64_t version);
+  /// Consumer side: a change of object `id` at `version` was taken but not delivered (its
+  /// row did not decode): position() stays below it until a later change of the object
+  /// is delivered (lift_hold), so that a watch resumed meanwhile replays it (to a build
+  /// that may read it).
+  void hold_below(ObjectID id, std::int64_t version);
+  /// Consumer side: a change of object `id` was delivered; it carries the object's whole
+  /// state, so what was held below for the object is lifted.
+  void lift_hold(ObjectID id) {
+    if (holding_.load(std::memory_order_relaxed)) lift_hold_slow(id);
+  }
   /// Consumer side: the version up to which every value has been delivered, so that a
   /// watch resumed from it misses nothing; 0 while the values at or below the floor are
   /// still being delivered, and for streams that do not track versions.
@@ -70,13 +79,16 @@ class StreamCoreBase {
   /// The smallest version folded into a pending value, if any is pending.
   virtual std::optional<std::int64_t> oldest_pending_locked() const = 0;
 
+  void lift_hold_slow(ObjectID id);
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool ended_ = false;                 // nothing more will be pushed
-  bool finishing_ = false;             // producer ended; deliver the rest first
-  std::optional<std::int64_t> floor_;  // see set_floor
-  std::int64_t pushed_max_ = 0;        // the highest version pushed
-  std::optional<std::int64_t> held_;   // see hold_below
+  bool ended_ = false;                     // nothing more will be pushed
+  bool finishing_ = false;                 // producer ended; deliver the rest first
+  std::optional<std::int64_t> floor_;      // see set_floor
+  std::int64_t pushed_max_ = 0;            // the highest version pushed
+  std::map<ObjectID, std::int64_t> held_;  // see hold_below
+  std::atomic<bool> holding_{false};       // held_ is not empty
 
  private:
   Context ctx_;
