@@ -655,6 +655,41 @@ TEST_F(PostgresStore, ACommitTooLargeForItsNoteHoldsBackTheNotesAfterItUntilTheL
   EXPECT_EQ(second->object.spec.size, 2);
 }
 
+// This process's own commit above another's it has not been able to read yet waits for
+// it too: the watch gets the earlier change first, and a position never passes it.
+TEST_F(PostgresStore, AnOwnCommitAboveAnUnreadForeignOneWaitsForItInTheWatch) {
+  TwoProcesses two(bh(), db_path());
+  auto& [watch, other, theirs] = two;
+  Widgets ours(bh(), widget_kind);
+  auto large = theirs.create({}, {"large", 1});
+  auto mine = ours.create({}, {"mine", 1});
+  ASSERT_TRUE(listeners_listen(db_path(), 2));
+  ASSERT_TRUE(watch.next_for(5s));
+  ASSERT_TRUE(watch.next_for(5s));
+  auto before = watch.resource_version();
+
+  faults::fail_change_log_reads = true;
+  const int refused = faults::change_log_reads_failed;
+  Labels many;
+  for (int i = 0; i < 150; ++i) many["label-" + std::to_string(i)] = std::string(60, 'v');
+  theirs.set_labels({}, large.id, many);  // too large for its note: read from the log
+  ASSERT_TRUE(change_log_refused(refused + 1)) << "the large commit was never looked for";
+  auto written = ours.update({}, mine.id, {"mine", 2});  // committed all the same
+  EXPECT_EQ(written.spec.size, 2);
+  ASSERT_TRUE(change_log_refused(refused + 2));
+  EXPECT_FALSE(watch.next_for(0ms)) << "this process's change was delivered over one unread";
+  EXPECT_EQ(watch.resource_version(), before);
+
+  faults::fail_change_log_reads = false;
+  auto first = watch.next_for(5s);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->object.id, large.id);
+  auto second = watch.next_for(5s);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->object.id, mine.id);
+  EXPECT_EQ(second->object.spec.size, 2);
+}
+
 // A listener whose connection went half-open (a partition dropping packets, no reset)
 // hears nothing and fails nothing. Without a check of its own it would stay deaf until
 // TCP gave up, and another process's commits would reach nobody here meanwhile. It asks

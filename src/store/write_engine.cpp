@@ -8,6 +8,7 @@
 #include <atomic>
 #include <limits>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 
 #include <beehive/detail/codec.hpp>
@@ -135,9 +136,18 @@ void WriteEngine::publish(const commit_record& rec, bool own) {
       bool published = false;
       try {
         publish_foreign_commits(&rec, &published);
-      } catch (const std::exception&) {  // the write committed: published all the same
-        // The gap stays unread below known_rv: no note may be published over it.
+      } catch (const std::exception&) {
+        // The write committed, above a commit that could not be read. Published now, it
+        // would reach watches before that one (and move their positions past it): it
+        // goes out with it instead, from the log, at the next look that succeeds. (No
+        // note may be published over the gap meanwhile.)
         cursor_->unpublished_commit = true;
+        std::unordered_set<std::int64_t> mine;
+        for (auto& c : rec.changes) mine.insert(c.row.meta.resource_version);
+        for (auto& e : rec.events) mine.insert(e.resource_version);
+        for (auto rv : rec.logged_versions) mine.insert(rv);
+        std::erase_if(cursor_->own_rvs, [&](std::int64_t rv) { return mine.count(rv) > 0; });
+        return;
       }
       if (published) return;
     }
