@@ -323,6 +323,21 @@ void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) co
     rt_->write(ctx, log_requeue_request{gk_, id, reset_backoff}, {});
     return;
   }
+  if (ContextAccess::transaction(ctx)) {
+    // A side effect of the block: after its outermost commit, never after a rollback
+    // (the controller checks the object against what is committed, which the block's
+    // own writes are not yet).
+    rt_->after_commit(ctx, [rt = rt_, gk = gk_, id, reset_backoff,
+                            after = ContextAccess::outside_transactions(ctx)] {
+      try {
+        rt->requeue(after, gk, id, reset_backoff);
+      } catch (const std::exception& e) {
+        rt->log(LogLevel::warning, "a requeue made in a within block failed after its commit",
+                {{"kind", to_string(gk)}, {"id", std::to_string(id)}, {"reason", e.what()}});
+      }
+    });
+    return;
+  }
   rt_->requeue(ctx, gk_, id, reset_backoff);
 }
 

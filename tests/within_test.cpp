@@ -219,6 +219,37 @@ TEST_F(WithinTest, WakesHappenAfterCommitAndNeverAfterRollback) {
   EXPECT_EQ(recorder_->total(), 1);
 }
 
+// A requeue made inside a block is one of its side effects: it sees the block's own
+// writes (an object the block created), runs after the outermost commit, and never after
+// a rollback.
+TEST_F(WithinTest, ARequeueInsideABlockRunsAfterItsCommitAndNeverAfterARollback) {
+  start();
+  settle();
+  auto w = widgets();
+  auto existing = w.create(ctx_, {"e", 1});
+  settle();
+  const int before = recorder_->count(existing.id);
+  EXPECT_THROW(cc_->within(ctx_,
+                           [&](const Context& tx) {
+                             w.requeue(tx, existing.id);
+                             throw std::runtime_error("rollback");
+                           }),
+               std::runtime_error);
+  settle();
+  EXPECT_EQ(recorder_->count(existing.id), before);
+  ObjectID id = 0;
+  cc_->within(ctx_, [&](const Context& tx) {
+    id = w.create(tx, {"a", 1}).id;
+    w.requeue(tx, id);
+    w.requeue(tx, existing.id);
+    settle();
+    EXPECT_EQ(recorder_->count(existing.id), before);  // not before the commit
+  });
+  settle();
+  EXPECT_EQ(recorder_->count(existing.id), before + 1);
+  EXPECT_GE(recorder_->count(id), 1);
+}
+
 TEST_F(WithinTest, WatchChangesComeAfterTheOutermostCommitAndNeverAfterARollback) {
   auto w = widgets();
   auto existing = w.create(ctx_, {"existing", 1});
