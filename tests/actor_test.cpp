@@ -10,6 +10,7 @@
 
 #include "actors/schedule_table.hpp"
 #include "controller_fixture.hpp"
+#include "crash_controller.hpp"
 
 namespace beehive::test {
 namespace {
@@ -708,12 +709,7 @@ TEST_F(ActorTest, ACrashedControllerIsRestartedAndItsObjectsStillConverge) {
   ASSERT_TRUE(eventually([&] {
     return *failed_once && w.get_schedule(ctx_, flaky.id).next_requeue_at == clock_->now() + 1s;
   }));
-  auto old = *bh_->controller(widget_kind);
-  caf::anon_send_exit(old, caf::exit_reason::kill);  // a crash
-  ASSERT_TRUE(eventually([&] {
-    auto now = bh_->controller(widget_kind);
-    return now && *now != old;
-  }));
+  ASSERT_TRUE(crash_controller(*bh_, widget_kind));
   auto b = w.create(ctx_, {"b", 1});  // reconciled by the new controller
   w.update(ctx_, a.id, {"a", 2});
   EXPECT_TRUE(eventually([&] {
@@ -771,12 +767,7 @@ TEST_F(ActorTest, AControllerThatReplacesACrashedOneLeavesItsRunningPassesAlone)
     ~Open() { gate->set_value(); }  // however the test ends, before the stop
   } open_gate{gate};
   entered->get_future().wait();
-  auto old = *bh_->controller(widget_kind);
-  caf::anon_send_exit(old, caf::exit_reason::kill);
-  ASSERT_TRUE(eventually([&] {
-    auto now = bh_->controller(widget_kind);
-    return now && *now != old;
-  }));
+  ASSERT_TRUE(crash_controller(*bh_, widget_kind));
   // The new controller listed the kind and handed "stuck" out, and that pass answered.
   ASSERT_TRUE(eventually([&] {
     auto st = ask<controller_state>(*bh_->controller(widget_kind), inspect_atom::value);

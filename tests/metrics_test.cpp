@@ -21,6 +21,7 @@
 
 #include "actors/atoms.hpp"  // private: a step-down sent by hand
 #include "controller_fixture.hpp"
+#include "crash_controller.hpp"
 #include "metrics/object_tally.hpp"
 
 namespace beehive::test {
@@ -525,12 +526,7 @@ TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
   EXPECT_TRUE(eventually([&] { return longest() > 0; }));
   // Gone meanwhile, so that the new controller has nothing of it to reconcile.
   w.remove(ctx_, stuck.id);
-  auto old = *bh_->controller(widget_kind);
-  caf::anon_send_exit(old, caf::exit_reason::kill);
-  ASSERT_TRUE(eventually([&] {
-    auto now = bh_->controller(widget_kind);
-    return now && *now != old;
-  }));
+  ASSERT_TRUE(crash_controller(*bh_, widget_kind));
   EXPECT_TRUE(eventually([&] {
     return longest() == 0 && prom->value(metric::workqueue_unfinished_work, widget_queue) == 0;
   }));

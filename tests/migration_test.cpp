@@ -127,6 +127,11 @@ class MigrationTest : public ::testing::Test {
     store_.reset();
   }
   void TearDown() override { close(); }
+  /// The object's stored `columns`, as the database holds them.
+  std::vector<std::vector<std::string>> stored(ObjectID id, const std::string& columns) {
+    return query_test_store(dir_.file("m.db"),
+                            "SELECT " + columns + " FROM objects WHERE id = " + std::to_string(id));
+  }
   std::pair<int, int> versions(ObjectID id) {
     auto rows = query_test_store(
         dir_.file("m.db"),
@@ -326,15 +331,9 @@ TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
       << err;
   EXPECT_ERRC(v1.update(ctx_, newer.id, {"Overwrite"}), errc::schema_version_downgrade);
   // Refused before its commit: nothing written (the version and labels as they were).
-  auto stored = [&] {
-    return query_test_store(dir_.file("m.db"),
-                            "SELECT resource_version, labels FROM objects "
-                            "WHERE id = " +
-                                std::to_string(newer.id));
-  };
-  auto as_it_was = stored();
+  auto as_it_was = stored(newer.id, "resource_version, labels");
   EXPECT_ERRC(v1.set_labels(ctx_, newer.id, {{"tier", "gold"}}), errc::schema_version_downgrade);
-  EXPECT_EQ(stored(), as_it_was);
+  EXPECT_EQ(stored(newer.id, "resource_version, labels"), as_it_was);
   // A deletion-pending poison row is still collected: GC needs no decode.
   v1.remove(ctx_, newer.id);
   EXPECT_TRUE(eventually([&] {
@@ -357,13 +356,8 @@ TEST_F(MigrationTest, AnActorsWriteOverANewerStatusIsRefusedToo) {
   cc_->update_status(ctx_, newer.id, newer.generation, {3});
   close();
   open<SpecV1>(std::make_shared<Identity<1, 1>>());  // an older one reads status up to 1
-  auto stored = [&] {
-    return query_test_store(dir_.file("m.db"),
-                            "SELECT resource_version, spec, labels FROM objects "
-                            "WHERE id = " +
-                                std::to_string(newer.id));
-  };
-  auto as_it_was = stored();
+  const std::string columns = "resource_version, spec, labels";
+  auto as_it_was = stored(newer.id, columns);
   auto writer = bh_->store_writer();
   caf::scoped_actor self{writer->home_system()};
   auto refused = [&](const auto& request) {
@@ -382,7 +376,7 @@ TEST_F(MigrationTest, AnActorsWriteOverANewerStatusIsRefusedToo) {
   EXPECT_EQ(refused(cu), errc::schema_version_downgrade);
   EXPECT_EQ(refused(set_labels_request{person_kind, newer.id, {{"tier", "gold"}}}),
             errc::schema_version_downgrade);
-  EXPECT_EQ(stored(), as_it_was);
+  EXPECT_EQ(stored(newer.id, columns), as_it_was);
 }
 
 // A watch skips what this build cannot read, but its position never passes it: the
