@@ -21,6 +21,19 @@ namespace {
 std::mutex claims_mu;
 std::set<std::string> claims;
 
+/// Takes the lifecycle lock, or throws the context's error once it ends: a stop in
+/// progress holds the lock until its own deadline, not the caller's.
+std::unique_lock<std::timed_mutex> lock_lifecycle(std::timed_mutex& mu, const Context& ctx) {
+  std::unique_lock lk(mu, std::defer_lock);
+  if (!ContextAccess::can_end(ctx)) {
+    lk.lock();
+    return lk;
+  }
+  // A cancellation is a flag, not a signal: looked at every 10 ms.
+  while (!lk.try_lock_for(std::chrono::milliseconds(10))) ctx.throw_if_done();
+  return lk;
+}
+
 }  // namespace
 
 namespace {
@@ -183,7 +196,7 @@ void BeehiveCore::requeue(const Context& ctx, const GroupKind& gk, ObjectID id,
 }
 
 std::function<void(const Context&)> BeehiveCore::start(const Context& ctx) {
-  std::unique_lock lk(mu_);
+  auto lk = lock_lifecycle(mu_, ctx);
   ForgetSystem forget(own_sys_ != nullptr);
   if (state_ == State::running) throw Error(errc::already_started, "beehive already started");
   if (state_ != State::created) throw Error(errc::stopped, "beehive stopped");
@@ -289,7 +302,7 @@ void BeehiveCore::stop(const Context& ctx) {
   if (!open_sessions.empty())
     throw Error(errc::invalid_argument,
                 "stop called inside a within block would wait for that block forever");
-  std::unique_lock lk(mu_);
+  auto lk = lock_lifecycle(mu_, ctx);
   ForgetSystem forget(own_sys_ != nullptr);
   if (state_ == State::stopped) return;
   bool was_running = state_ == State::running;

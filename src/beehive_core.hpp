@@ -190,7 +190,7 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   Context stop_ctx_;
   std::function<void()> cancel_reconciles_;
 
-  mutable std::mutex mu_;  // lifecycle; held while stop drains, so never by calls
+  std::timed_mutex mu_;  // lifecycle; held while stop drains, so never by calls
   std::atomic<State> state_{State::created};
   mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;

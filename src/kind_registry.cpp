@@ -8,9 +8,14 @@ namespace beehive::detail {
 
 void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
                                 const std::vector<Option>& opts) {
+  // Refused before the lock, which a stop holds until it ends.
+  auto refuse_when_stopping = [this] {
+    if (state_ == State::stopped || state_ == State::draining)
+      throw Error(errc::stopped, "beehive stopped");
+  };
+  refuse_when_stopping();
   std::lock_guard lk(mu_);
-  if (state_ == State::stopped || state_ == State::draining)
-    throw Error(errc::stopped, "beehive stopped");
+  refuse_when_stopping();
   if (state_ != State::created)
     throw Error(errc::already_started, "register controllers before start");
   if (kind(gk)) throw Error(errc::already_registered, to_string(gk) + " already has a controller");

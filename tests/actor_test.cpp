@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 
 #include <beehive/actors.hpp>
+#include <beehive/testing.hpp>
 
 #include "actors/schedule_table.hpp"
 #include "controller_fixture.hpp"
@@ -258,6 +259,47 @@ TEST_F(ActorTest, AReadWaitingBehindABlockOpenAtStopIsAnswered) {
   EXPECT_ERRC(block.get(), errc::stopped);
   ASSERT_TRUE(row.has_value()) << (failed ? error_message(*failed) : "");
   EXPECT_EQ(row->meta.id, kept.id);
+}
+
+// A second within block waiting behind the one open at stop's deadline does not begin
+// once the first is rolled back: stop returns at its deadline, not when the second ends.
+TEST_F(ActorTest, ABlockWaitingBehindOneOpenAtStopsDeadlineDoesNotBegin) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto stop = bh_->start(ctx_);
+  testing::settle(*bh_, ctx_);
+  auto w = bh_->store_writer();
+  std::promise<void> inside, resume;
+  auto resumed = resume.get_future().share();
+  auto first = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      widgets.create(tx, {"first", 1});
+      inside.set_value();
+      resumed.wait();
+    });
+  });
+  inside.get_future().wait();
+  auto before = ask<store_writer_state>(w, inspect_atom::value).deferred;
+  std::atomic<bool> second_began{false};
+  auto second = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      second_began = true;
+      widgets.create(tx, {"second", 1});
+      resumed.wait_for(10s);  // bounded: without the fix stop would wait for this
+    });
+  });
+  bool deferred =
+      eventually([&] { return ask<store_writer_state>(w, inspect_atom::value).deferred > before; });
+  if (!deferred) resume.set_value();
+  ASSERT_TRUE(deferred);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(stop(Context{}.with_timeout(200ms)), errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  resume.set_value();
+  EXPECT_ERRC(first.get(), errc::stopped);
+  EXPECT_ERRC(second.get(), errc::stopped);
+  EXPECT_FALSE(second_began);
 }
 
 TEST_F(ActorTest, RequestsThroughHandlesTakenAfterStopFailStopped) {

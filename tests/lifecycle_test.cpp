@@ -372,6 +372,47 @@ TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAWithinBlockIsOpen) {
   EXPECT_EQ(all[0].spec.color, "before");
 }
 
+/// A stop called while another is in progress keeps to its own deadline, and so does a
+/// registration: neither waits for the first stop to finish.
+TEST_F(LifecycleTest, AStopDuringAnotherKeepsToItsOwnDeadline) {
+  auto cc = register_widgets();
+  start();
+  std::promise<void> inside, resume;
+  auto resumed = resume.get_future().share();
+  auto block = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      widgets().create(tx, {"inside", 1});
+      inside.set_value();
+      resumed.wait_for(10s);  // bounded: the first stop has no deadline
+    });
+  });
+  inside.get_future().wait();
+  auto stop = stop_;
+  auto first = std::async(std::launch::async, [&] { stop(Context{}); });
+  // The first stop is under way once a read is refused.
+  ASSERT_TRUE(eventually([&] {
+    try {
+      widgets().list(ctx_);
+      return false;
+    } catch (const Error& e) {
+      return e.value() == errc::stopped;
+    }
+  }));
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(stop(Context{}.with_timeout(200ms)), errc::deadline_exceeded);
+  auto [cancellable, cancel] = Context{}.with_cancel();
+  cancel();
+  EXPECT_ERRC(stop(cancellable), errc::cancelled);
+  auto idle = [](auto&, auto&, auto&) { return Result{}; };
+  EXPECT_ERRC((register_controller<WidgetSpec, WidgetStatus>(*bh_, {"acme.com", "Gadget"}, idle)),
+              errc::stopped);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  resume.set_value();
+  block.get();
+  first.get();
+  EXPECT_NO_THROW(stop(Context{}.with_timeout(1s)));  // stopped: nothing left to do
+}
+
 /// The same with the block in a reconcile that ignores its cancelled context.
 TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAReconcileHoldsAWithinBlockOpen) {
   Gate gate;

@@ -61,7 +61,10 @@ class BeehiveCore;
 /// (`errc::stopped`), stops dispatching, waits for in-flight reconciles (bounded by
 /// `ctx`; past it, throws `deadline_exceeded` and is stopped all the same), lets the
 /// writer finish what is queued, then ends streams and closes the store. Stopping twice
-/// is a no-op.
+/// is a no-op. A stop called while another runs waits for it, bounded by its own `ctx`
+/// (past it, throws `deadline_exceeded`, or `cancelled`); the beehive stops all the same.
+/// Past the deadline, a `within` block still waiting to begin is refused
+/// (`errc::stopped`).
 using Stop = std::function<void(const Context&)>;
 
 class Beehive {

@@ -98,6 +98,11 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
     reply.fail(errc::cancelled, "the caller stopped waiting");
     return;
   }
+  if (begins && st.stop_gave_up) {
+    // Past stop's deadline no block begins: the writer's shutdown would wait behind it.
+    reply.fail(errc::stopped, "beehive stopped");
+    return;
+  }
   try {
     if (auto* r = std::get_if<ReadOp>(&w->op)) {
       reply.deliver(eng.read(*r));
@@ -495,6 +500,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [self](abort_session_atom) -> caf::result<bool> {
         auto& st = self->state;
+        st.stop_gave_up = true;
         if (!st.engine->in_session()) return false;  // none open, or it ended first
         st.engine->abort_session(true);
         // Answered before what waited for the block runs: the shutdown among it quits.

@@ -178,7 +178,8 @@ struct StoreWriterState {
     int removed = 0;
   };
   std::deque<Sweep> sweeps;
-  bool closed = false;  // shut down: whatever is still deferred is refused
+  bool closed = false;        // shut down: whatever is still deferred is refused
+  bool stop_gave_up = false;  // stop's deadline passed: no within block begins any more
 
   static inline const char* name = "beehive.store_writer";
 };
