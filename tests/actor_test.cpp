@@ -1376,6 +1376,52 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
   ::testing::internal::GetCapturedStderr();
 }
 
+// Writes waiting behind a block when the store_writer crashed are the restarted writer's
+// to serve: the beehive runs on, and so do they.
+TEST_F(ActorTest, WritesWaitingBehindABlockWhenTheStoreWriterCrashedAreServedByItsSuccessor) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(*bh_, widget_kind);
+  ::testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  testing::settle(*bh_, ctx_);
+  std::promise<void> inside, resume;
+  auto block = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      w.create(tx, {"block", 1});
+      inside.set_value();
+      resume.get_future().wait();
+      w.create(tx, {"block", 2});
+    });
+  });
+  inside.get_future().wait();
+  auto old = bh_->store_writer();
+  auto before = ask<store_writer_state>(old, inspect_atom::value).deferred;
+  auto waiting = std::async(std::launch::async, [&] {
+    return w.create(ctx_.with_timeout(20s), {"waiting", 1}, with_slug("waiting"));
+  });
+  auto later_block = std::async(std::launch::async, [&] {
+    cc.within(ctx_.with_timeout(20s), [&](const Context& tx) {
+      w.create(tx, {"later block", 1}, with_slug("later"));
+    });
+  });
+  bool deferred = eventually(
+      [&] { return ask<store_writer_state>(old, inspect_atom::value).deferred >= before + 2; });
+  if (!deferred) resume.set_value();
+  ASSERT_TRUE(deferred);
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return bh_->store_writer() != old; }));
+  ObjectID written{};
+  EXPECT_NO_THROW(written = waiting.get().id);
+  EXPECT_NO_THROW(later_block.get());
+  resume.set_value();
+  EXPECT_THROW(block.get(), Error);  // its session went with the writer
+  EXPECT_EQ(w.get_by_slug(ctx_, "waiting").id, written);
+  EXPECT_NO_THROW(w.get_by_slug(ctx_, "later"));
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+}
+
 // A schedule watch that races the beehive's stop (opened after its streams were ended)
 // ends at once instead of never.
 TEST(ScheduleTable, AWatchOpenedAfterTheStreamsEndedEndsAtOnce) {

@@ -22,6 +22,17 @@
 
 namespace beehive::detail {
 
+StoreWriterState::~StoreWriterState() {
+  if (closed || !cfg) return;
+  for (auto& d : deferred) {
+    if (!d.write || d.write->reply->abandoned()) continue;
+    try {
+      cfg->queue->push(std::move(d.write));
+    } catch (const Error&) {  // stopping meanwhile: the write fails as stopped
+    }
+  }
+}
+
 namespace {
 
 using Self = store_writer_impl::stateful_pointer<StoreWriterState>;
@@ -81,7 +92,7 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
     std::erase_if(st.deferred, [](const auto& d) { return d.abandoned && d.abandoned(); });
     st.deferred.push_back({[&st, w] { serve_blocking(st, w); },
                            [w] { w->reply->fail(errc::stopped, "beehive stopped"); },
-                           [w] { return w->reply->abandoned(); }});
+                           [w] { return w->reply->abandoned(); }, w});
     return;
   }
   auto& reply = *w->reply;

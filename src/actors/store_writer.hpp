@@ -148,6 +148,9 @@ struct StoreWriterConfig {
 
 struct StoreWriterState {
   StoreWriterState() = default;
+  /// After a crash (not a shutdown), hands the blocking writes that waited behind the
+  /// session the crash ended back to the queue, for the restarted writer.
+  ~StoreWriterState();
   StoreWriterState(const StoreWriterState&) = delete;
   StoreWriterState& operator=(const StoreWriterState&) = delete;
 
@@ -164,6 +167,7 @@ struct StoreWriterState {
     /// Its caller stopped waiting (a blocking write): dropped unrun, and its request
     /// with it, rather than held until the block ends.
     std::function<bool()> abandoned{};
+    BlockingWritePtr write{};  // a blocking caller's, which a crash hands on
   };
   std::deque<Deferred> deferred;
   bool running_deferred = false;
