@@ -50,6 +50,15 @@ struct Probe {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, endpoint, latency_ms)
 
+/// A detail whose own conversion refuses what it does not like.
+struct Positive {
+  int value = 0;
+};
+void from_json(const nlohmann::json& j, Positive& p) {
+  p.value = j.at("value").get<int>();
+  if (p.value <= 0) throw std::domain_error("not positive");
+}
+
 // A run's count saturates at the largest int rather than overflowing: on PostgreSQL the
 // column would refuse the next extension, failing every event of the category, and the
 // count read back would wrap on SQLite.
@@ -189,6 +198,9 @@ TEST_F(EventsTest, EventDetailOfAnotherShapeIsDecodeAndANullDetailClearsIt) {
   auto odd = *w.get_latest_event(ctx_, o.id, "other");
   EXPECT_ERRC(event_detail<Probe>(odd), errc::decode);  // endpoint is not a string
   EXPECT_ERRC(event_detail<std::vector<int>>(odd), errc::decode);
+  emit(o.id, "negative", EventType::Normal, "Odd", "", nlohmann::json{{"value", -1}});
+  auto negative = *w.get_latest_event(ctx_, o.id, "negative");
+  EXPECT_ERRC(event_detail<Positive>(negative), errc::decode);  // its own exception
   EXPECT_EQ(event_detail<nlohmann::json>(odd)["endpoint"], 5);
   emit(o.id, "", EventType::Warning, "ProbeFailed", "no detail this time");  // extends the run
   auto run = *w.get_latest_event(ctx_, o.id, "");
@@ -307,6 +319,21 @@ TEST_F(EventsTest, WatchEventsConflatesPerRun) {
   close();
   EXPECT_FALSE(s.next_for(1s).has_value());
   EXPECT_EQ(s.error(), errc::stopped);
+}
+
+// Runs are stored to the millisecond: a watch and a list from a `since` inside the
+// millisecond a run was recorded in agree that the run passes.
+TEST_F(EventsTest, ARunRecordedInTheMillisecondOfSinceIsWatchedAsItIsListed) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  clock_->set(clock_->now() + 1h + std::chrono::microseconds(500));
+  auto since = clock_->now();
+  auto watched = w.watch_events(ctx_, o.id, with_events_since(since));
+  emit(o.id, "c", EventType::Normal, "Now");
+  ASSERT_EQ(w.list_events(ctx_, o.id, with_events_since(since)).size(), 1u);
+  auto e = watched.next_for(5s);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->reason, "Now");
 }
 
 TEST_F(EventsTest, WatchEventsFiltersLiveRuns) {
@@ -661,7 +688,7 @@ TEST_F(EventsTest, RetentionHoldsWithResyncDisabled) {
     emit(o.id, "flap", i % 2 ? EventType::Warning : EventType::Normal, "Flap", std::to_string(i));
   settle();
   ASSERT_EQ(w.list_events(ctx_, o.id).size(), 6u);
-  clock_->advance(30s);                             // the default cadence, resync or not
+  clock_->advance(30s);  // the default cadence, resync or not
   settle();
   auto kept = w.list_events(ctx_, o.id);
   ASSERT_EQ(kept.size(), 2u);

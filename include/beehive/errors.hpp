@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace beehive {
@@ -43,9 +44,9 @@ enum class errc : std::uint8_t {
   cancelled,                   ///< the call's context was cancelled
   deadline_exceeded,           ///< the call's context passed its deadline
   store,                       ///< the database failed; the message carries SQLite's
-  conflict,       ///< with_resource_version named a version the object no longer has
-  watch_too_old,  ///< with_resume_from below what the change log still holds
-  watch_too_new,  ///< with_resume_from above the store's resource version
+  conflict,                    ///< with_resource_version named a version the object no longer has
+  watch_too_old,               ///< with_resume_from below what the change log still holds
+  watch_too_new,               ///< with_resume_from above the store's resource version
 };
 
 /// The category of beehive's error codes; its name is "beehive".
@@ -71,6 +72,12 @@ class Error : public std::system_error {
  private:
   std::string message_;
 };
+
+namespace detail {
+/// Rethrows the current exception of a user conversion as an Error with `code` (an
+/// Error as it is).
+[[noreturn]] void rethrow_as(errc code, std::string_view what);
+}  // namespace detail
 
 }  // namespace beehive
 

@@ -61,14 +61,14 @@ struct EventFilter {
 };
 
 /// Decodes `e.detail` as a T; throws Error(errc::decode) when there is no detail or it
-/// is not a T.
+/// is not a T (whatever T's own conversion throws included).
 template <class T>
 T event_detail(const Event& e) {
   if (e.detail.is_null()) throw Error(errc::decode, "event has no detail");
   try {
     return e.detail.get<T>();
-  } catch (const nlohmann::json::exception& ex) {
-    throw Error(errc::decode, ex.what());
+  } catch (...) {
+    detail::rethrow_as(errc::decode, "cannot decode the event's detail");
   }
 }
 

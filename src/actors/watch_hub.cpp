@@ -215,9 +215,10 @@ const EventFilter& query_of(const event_watch_request& w) { return w.filter; }
 
 bool passes(const event_watch_request& w, const Event& e) {
   auto& f = w.filter;
+  // To the millisecond, as runs are stored and as the store's reads compare them.
   return e.object_id == w.id && (!f.category || e.category == *f.category) &&
          (!f.type || e.type == *f.type) && (!f.reason || e.reason == *f.reason) &&
-         (!f.since || e.last_at >= *f.since);
+         (!f.since || to_millis(e.last_at) >= to_millis(*f.since));
 }
 
 /// Hands run `r` to a blocking stream (`put`), then drops (`drop`) the unread runs of its

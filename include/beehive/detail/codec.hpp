@@ -66,8 +66,6 @@ void require_json_text(std::string_view text, std::string_view what);
 /// Throws Error(errc::invalid_argument) naming `what` unless `text` is valid UTF-8
 /// without a NUL character (PostgreSQL's text cannot hold one, so neither backend takes it).
 void require_text(std::string_view text, std::string_view what);
-/// Rethrows the current exception of a user conversion as an Error with `code`.
-[[noreturn]] void rethrow_as(errc code, std::string_view what);
 
 template <Storable T>
 std::string encode(const T& value) {
