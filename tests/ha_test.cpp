@@ -18,6 +18,7 @@
 
 #include <beehive/actors.hpp>
 #include <beehive/postgres.hpp>
+#include <beehive/testing.hpp>
 
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
@@ -137,7 +138,8 @@ class HaTest : public ::testing::Test {
     ASSERT_TRUE(eventually([&] {
       return query_test_store(path_,
                               "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                              "'beehive " + schema() + "' AND state = 'idle in transaction'")
+                              "'beehive " +
+                                  schema() + "' AND state = 'idle in transaction'")
                  .at(0)
                  .at(0) == "0";
     }));
@@ -606,6 +608,26 @@ TEST_F(HaTest, ARequeueOnAStandbyIsReconciledByTheLeader) {
   client_->requeue({}, o.id, with_reset_backoff());
   EXPECT_EQ(latest_parts() & (reset_bit | requeue_bit), reset_bit | requeue_bit);
   ASSERT_TRUE(read_until(*a, "reconciling " + std::to_string(o.id)));
+  stop({});
+  a->write_line("quit");
+  EXPECT_EQ(a->wait(), 0);
+}
+
+// On a standby the housekeeping cadence does nothing: a settle asked while it was due
+// (before its wake reached the gc and the event log) returns all the same.
+TEST_F(HaTest, SettleReturnsOnAStandbyWhoseHousekeepingFellDue) {
+  auto a = node(schema());
+  ASSERT_EQ(a->read_line(), "leader");
+  auto clock = std::make_shared<ManualClock>();
+  Beehive standby(open_candidate(), with_clock(clock), with_resync_interval(1min));
+  register_controller<NodeSpec, NodeStatus>(standby, widget_kind,
+                                            [](auto&, auto&, auto&) { return Result{}; });
+  auto stop = standby.start({});
+  ASSERT_FALSE(standby.is_leader());
+  for (int round = 0; round < 100; ++round) {
+    clock->advance(1min);
+    EXPECT_NO_THROW(testing::settle(standby, Context{}.with_timeout(5s))) << "round " << round;
+  }
   stop({});
   a->write_line("quit");
   EXPECT_EQ(a->wait(), 0);

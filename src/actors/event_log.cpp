@@ -43,6 +43,15 @@ void sweep(Self self) {
           });
 }
 
+/// The cadence: the leader's sweep. A standby's does nothing, but a settle that came
+/// while it was due waits for it.
+void on_wake(Self self) {
+  auto& st = self->state;
+  st.next_wake = st.periodic.arm(self);
+  if (st.periodic.leads()) sweep(self);
+  st.settling.check(idle(st));
+}
+
 }  // namespace
 
 bool has_event_runs(const commit_record& rec) { return !rec.events.empty(); }
@@ -51,16 +60,11 @@ event_log_impl::behavior_type event_log(Self self, Periodic periodic, trim_event
   self->state.periodic = std::move(periodic);
   self->state.policy = std::move(policy);
   return {
-      [self](start_atom) {
-        self->state.next_wake = self->state.periodic.arm(self);
-        if (self->state.periodic.leads()) sweep(self);
-      },
-      [self](wake_atom) {
-        self->state.next_wake = self->state.periodic.arm(self);
-        if (self->state.periodic.leads()) sweep(self);
-      },
+      [self](start_atom) { on_wake(self); },
+      [self](wake_atom) { on_wake(self); },
       [self](leadership_atom, bool leads) {
         if (leads) sweep(self);
+        self->state.settling.check(idle(self->state));
       },
       [self](const commit_record& rec) {
         auto& c = self->state.counts;

@@ -44,7 +44,8 @@ void pass(Self self) {
             auto& st = self->state;
             st.running = false;
             ++st.passes;
-            if (std::exchange(st.again, false)) pass(self);
+            // Deposed meanwhile: the next pass would be fenced, logged as a failure.
+            if (std::exchange(st.again, false) && st.periodic.leads()) pass(self);
             st.settling.check(idle(st));
           },
           [self](caf::error& err) {
@@ -56,6 +57,18 @@ void pass(Self self) {
             if (std::exchange(st.again, false) && st.periodic.leads()) pass(self);
             st.settling.check(idle(st));
           });
+}
+
+/// The cadence: the leader's pass and trim. A standby's does nothing, but a settle
+/// that came while it was due waits for it.
+void on_wake(Self self) {
+  auto& st = self->state;
+  st.next_wake = st.periodic.arm(self);
+  if (st.periodic.leads()) {
+    pass(self);
+    trim(self);
+  }
+  st.settling.check(idle(st));
 }
 
 }  // namespace
@@ -72,22 +85,14 @@ gc_impl::behavior_type gc(Self self, Periodic periodic, trim_change_log_request 
   self->state.periodic = std::move(periodic);
   self->state.log_retention = log_retention;
   return {
-      [self](start_atom) {
-        self->state.next_wake = self->state.periodic.arm(self);
-        if (!self->state.periodic.leads()) return;
-        pass(self);
-        trim(self);
-      },
-      [self](wake_atom) {
-        self->state.next_wake = self->state.periodic.arm(self);
-        if (!self->state.periodic.leads()) return;
-        pass(self);
-        trim(self);
-      },
+      [self](start_atom) { on_wake(self); },
+      [self](wake_atom) { on_wake(self); },
       [self](leadership_atom, bool leads) {
-        if (!leads) return;
-        pass(self);
-        trim(self);
+        if (leads) {
+          pass(self);
+          trim(self);
+        }
+        self->state.settling.check(idle(self->state));
       },
       [self](const commit_record& rec) {
         if (gc_wants(rec) && self->state.periodic.leads()) pass(self);
