@@ -3,6 +3,10 @@
 // a database built through the public API; and a beehive running in a third process that
 // reacts to the tool's writes through the change log.
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -17,6 +21,7 @@
 #include <beehive/beehive.hpp>
 
 #include "controller_fixture.hpp"
+#include "schema_downgrade.hpp"
 #include "tools/ctl_location.hpp"
 #include "tools/process.hpp"
 #include "tools/text.hpp"
@@ -605,6 +610,46 @@ TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
   EXPECT_OK(w);
   EXPECT_EQ(lines(w.out).size(), 1u) << w.out;
   EXPECT_EQ(ctl({"requeue", "widget", "nope"}).status, 1);
+}
+
+// A write command migrates an older schema forward, but not under a running
+// application of that older build, which could then no longer write.
+TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplication) {
+  widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  auto version = [&] {
+    if (test_backend_is_postgres())
+      return std::stoi(query_test_store(db_path(), "SELECT version FROM beehive_schema")[0][0]);
+    SQLite::Database db(db_path().string(), SQLite::OPEN_READONLY);
+    return db.execAndGet("SELECT version FROM beehive_schema").getInt();
+  };
+  const int latest = version();
+  int running = -1;  // SQLite: the run lock, held as an application of an older build does
+  if (test_backend_is_postgres()) {
+    // The test's own store stays connected: the running application.
+    query_test_store(db_path(), "UPDATE beehive_schema SET version = version - 1 RETURNING 1");
+  } else {
+    bh_.reset();
+    store_.reset();
+    {
+      SQLite::Database db(db_path().string(), SQLite::OPEN_READWRITE);
+      downgrade_schema(db, latest - 1);
+    }
+    auto lock = std::filesystem::canonical(db_path()).string() + ".beehive-lock";
+    running = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(running, 0);
+    ASSERT_EQ(::flock(running, LOCK_EX | LOCK_NB), 0);
+  }
+  auto r = ctl({"requeue", "widget", "a"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("an application is running on it"), std::string::npos) << r.err;
+  EXPECT_EQ(version(), latest - 1);  // not migrated
+  if (test_backend_is_postgres()) {
+    query_test_store(db_path(), "UPDATE beehive_schema SET version = version + 1 RETURNING 1");
+    return;
+  }
+  ::close(running);  // the application stopped: the write migrates the file
+  EXPECT_OK(ctl({"requeue", "widget", "a"}));
+  EXPECT_EQ(version(), latest);
 }
 
 TEST_F(CtlWriteTest, RequeueWithResetBackoffStartsTheRetryLadderOver) {

@@ -128,4 +128,15 @@ void require_postgres_store(const Location& where);
 /// file is opened read-only, so that nothing is created in another program's database.
 void require_sqlite_store(const Location& where);
 
+/// The write commands' check before they open the store, which migrates an older schema
+/// forward: throws std::runtime_error when the schema is older than this build's and an
+/// application runs on it (SQLite: holds its run lock; PostgreSQL: is connected to its
+/// schema). Migrated under it, that application could no longer write.
+void refuse_migration_under_a_running_application(const Location& where);
+/// The refusal's text.
+std::string migration_refusal(const std::string& name, int version, int latest);
+// Each backend's, for the function above.
+void refuse_sqlite_migration_under_a_running_application(const Location& where);
+void refuse_postgres_migration_under_a_running_application(const Location& where);
+
 }  // namespace beehive::ctl

@@ -202,4 +202,21 @@ void require_sqlite_store(const Location& where) {
   if (!holds_store) throw NotFound(where.file.string() + " is not a beehive database");
 }
 
+void refuse_sqlite_migration_under_a_running_application(const Location& where) {
+  int version = 0;
+  {
+    SQLite::Database db(where.file.string(), SQLite::OPEN_READONLY,
+                        static_cast<int>(where.timeout.count()));
+    SQLite::Statement v(db, "SELECT version FROM beehive_schema");
+    version = v.executeStep() ? v.getColumn(0).getInt() : 0;
+  }
+  const int latest = store::sqlite_schema::latest_version();
+  if (version >= latest) return;
+  std::error_code ec;
+  auto canonical = std::filesystem::canonical(where.file, ec);  // as sqlite::open names its lock
+  // Anything but "nothing runs" (a holder that wrote no session: an older build) refuses.
+  if (store::RunLock::running_session(ec ? where.file : canonical) == std::int64_t{0}) return;
+  throw std::runtime_error(migration_refusal(where.file.string(), version, latest));
+}
+
 }  // namespace beehive::ctl

@@ -18,6 +18,7 @@ WriteSession::WriteSession(const Location& where) : timeout_(where.timeout) {
     require_store(where);
   else
     require_sqlite_store(where);
+  refuse_migration_under_a_running_application(where);
   // open migrates an older schema forward, so the read-only Database (which reads only
   // the current one) is opened after it.
   if (where.postgres()) {
