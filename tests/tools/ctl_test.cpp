@@ -230,6 +230,16 @@ TEST_F(CtlTest, GetBySlugAndByIdPrintTheSameRow) {
   EXPECT_FALSE(row(other.out, std::to_string(other_web_)).empty()) << other.out;
 }
 
+// Output that cannot be written (a full disk) fails the command: a script must not take
+// a cut-off listing for the whole.
+TEST_F(CtlTest, OutputThatCannotBeWrittenFailsTheCommand) {
+  std::vector<std::string> to_full{"/bin/sh", "-c", "exec \"$0\" \"$@\" > /dev/full"};
+  for (auto& a : args({"get", "cluster", "-o", "json"})) to_full.push_back(a);
+  auto r = run(to_full);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot write the output"), std::string::npos) << r.err;
+}
+
 TEST_F(CtlTest, GetJsonCarriesTheObjectVerbatim) {
   auto r = ctl({"get", "Cluster.kstack.sh", "prod", "-o", "json"});
   EXPECT_OK(r);
@@ -514,6 +524,10 @@ TEST_F(CtlTest, KindsMatchByPluralCaseAndGroup) {
     EXPECT_NE(r.err.find("ambiguous"), std::string::npos) << r.err;
   }
   EXPECT_NE(ctl({"get", "boxes"}).err.find("Box.acme.com"), std::string::npos);
+  // Each name the refusal offers selects its kind: the core group's with its dot.
+  auto box = ctl({"get", "box"}).err;
+  EXPECT_NE(box.find("name the group: Box., Box.acme.com"), std::string::npos) << box;
+  EXPECT_EQ(kind_of("Box."), "Box.");
   // Plurals the rules do not make are not guessed at.
   for (auto text : {"policys", "boxs", "matchs", "widgetss", "cluster.kstack"}) {
     auto r = ctl({"get", text});
@@ -623,6 +637,9 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
                                        {"get", "cluster", "--limit", "0"},
                                        {"get", "cluster", "--limit", "99999999999999999999"},
                                        {"events", "cluster", "prod", "--limit", "3000000000"},
+                                       {"events", "cluster", "prod", "--limit", "0"},
+                                       {"get", "cluster", "-o", "1"},
+                                       {"--by", "0", "get", "cluster"},
                                        {"watch", "cluster", "--resume-from", "1e3"},
                                        {"kinds", "-o", "yaml"},
                                        {"get", "cluster", "-l", "a in ("},

@@ -148,7 +148,18 @@ TEST_F(CtlWriteTest, ApplyAnArrayFromStdin) {
 TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   auto r = run_with_input(args({"apply", "-f", "-"}), "{not json");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not valid JSON: parse error at line 1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;  // the parser's own code
+
+  // A member given twice: which one counts is nobody's guess, anywhere in the document.
+  for (auto text :
+       {R"({"group": "acme.com", "kind": "Widget", "slug": "f", "spec": {}, "slug": "g"})",
+        R"({"group": "acme.com", "kind": "Widget", "slug": "f", "spec": {"a": 1, "a": 2}})"}) {
+    r = run_with_input(args({"apply", "-f", "-"}), text);
+    EXPECT_EQ(r.status, 1) << text;
+    EXPECT_NE(r.err.find("appears twice"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(widgets().list(ctx_).empty());
 
   // The second document has no spec: the first is not written either.
   r = run_with_input(args({"apply", "-f", "-"}),
@@ -179,7 +190,12 @@ TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   EXPECT_NE(r.err.find("beyond 64 bits"), std::string::npos) << r.err;
   EXPECT_TRUE(widgets().list(ctx_).empty());
 
-  EXPECT_EQ(ctl({"apply", "-f", dir_.file("missing.json").string()}).status, 1);
+  r = ctl({"apply", "-f", dir_.file("missing.json").string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("No such file or directory"), std::string::npos) << r.err;
+  r = ctl({"apply", "-f", dir_.path().string()});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(": a directory"), std::string::npos) << r.err;
   EXPECT_EQ(ctl({"apply"}).status, 2);  // -f is required
 }
 

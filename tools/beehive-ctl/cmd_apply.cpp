@@ -7,6 +7,9 @@
 // error stops the command, the documents before it stay applied). The kind is taken
 // literally from the document, not resolved: apply may create a kind's first object.
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -42,9 +45,44 @@ struct Document {
 std::string read_input(const std::string& file) {
   if (file == "-")
     return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw NotFound("cannot read " + file + ": a directory");
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw NotFound("cannot read " + file);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in) throw NotFound("cannot read " + file + ": " + std::strerror(errno));
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw std::runtime_error("cannot read " + file + ": " + std::strerror(errno));
+  return text;
+}
+
+/// Parses `text`, refusing an object with two members of one name: JSON leaves which
+/// one counts to the reader, and the tool would silently take the last.
+nlohmann::json parse_unique_members(const std::string& text, const std::string& name) {
+  struct Duplicate {
+    std::string member;
+  };
+  std::vector<std::set<std::string>> open;  // the members of each object being read
+  auto check = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) open.emplace_back();
+    if (event == E::object_end && !open.empty()) open.pop_back();
+    if (event == E::key && !open.empty() && !open.back().insert(parsed.get<std::string>()).second)
+      throw Duplicate{parsed.get<std::string>()};
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, check);
+  } catch (const Duplicate& d) {
+    throw std::runtime_error(name + " is not valid input: the member \"" + d.member +
+                             "\" appears twice in one object");
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number like 1e400
+    // Without nlohmann's "[json.exception.parse_error.101] " prefix.
+    std::string what = e.what();
+    if (auto end = what.find("] ");
+        what.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+      what.erase(0, end + 2);
+    throw std::runtime_error(name + " is not valid JSON: " + what);
+  }
 }
 
 std::string required_string(const nlohmann::json& d, const char* key, const std::string& where) {
@@ -108,12 +146,7 @@ Document parse_document(const nlohmann::json& d, const std::string& where) {
 
 std::vector<Document> parse_documents(const std::string& text, const std::string& file) {
   auto name = file == "-" ? std::string("<stdin>") : file;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number like 1e400
-    throw std::runtime_error(name + " is not valid JSON: " + e.what());
-  }
+  auto j = parse_unique_members(text, name);
   // What parses may still lose digits (an integer beyond 64 bits becomes a double) or
   // nest deeper than beehive stores: refused before anything is written.
   detail::require_json_text(text, name);

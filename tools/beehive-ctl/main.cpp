@@ -6,11 +6,13 @@
 // Exit status: 0 success; 1 not found, conflict or another runtime error (message on
 // stderr); 2 usage, a malformed label selector or continue token included.
 
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -41,9 +43,27 @@ const std::map<std::string, ctl::Naming>& naming_names() {
   return names;
 }
 
+/// One of `names` (any case), turned into its enum's number for CLI11 to store; the
+/// numbers themselves are not names (CLI11's CheckedTransformer takes them too).
+template <class E>
+CLI::Validator one_of(const std::map<std::string, E>& names) {
+  std::string list;
+  for (auto& [name, value] : names) list += (list.empty() ? "" : ", ") + name;
+  return CLI::Validator(
+      [&names, list](std::string& text) -> std::string {
+        std::string lower = text;
+        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        auto it = names.find(lower);
+        if (it == names.end()) return "\"" + text + "\" is not one of " + list;
+        text = std::to_string(static_cast<int>(it->second));
+        return {};
+      },
+      "{" + list + "}");
+}
+
 CLI::Option* add_output(CLI::App* cmd, ctl::Output& output) {
   return cmd->add_option("-o,--output", output, "table (default) or json")
-      ->transform(CLI::CheckedTransformer(output_names(), CLI::ignore_case));
+      ->transform(one_of(output_names()));
 }
 
 /// A whole number from `min` to `max`, checked before CLI11 converts it: its own checks
@@ -101,6 +121,15 @@ bool database_from_env(std::string& db_file, std::string& conninfo) {
   return true;
 }
 
+/// A command's status, unless what it printed could not be written (a full disk, a
+/// closed pipe): a script reading its output must not take a cut-off one for the whole.
+int finish(int status) {
+  std::cout.flush();
+  if (std::cout) return status;
+  std::cerr << "beehive-ctl: cannot write the output\n";
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,7 +158,7 @@ int main(int argc, char** argv) {
                  "how SLUG|ID arguments are read: either (an id when one of the kind has it, "
                  "else a slug; refused when it names one object by id and another by slug), "
                  "id or slug")
-      ->transform(CLI::CheckedTransformer(naming_names(), CLI::ignore_case));
+      ->transform(one_of(naming_names()));
   app.add_option("--busy-timeout", busy_timeout,
                  "how long a read waits for a lock SQLite reports busy; with --pg, how long "
                  "a connection attempt may take (default 5s)");
@@ -168,7 +197,7 @@ int main(int argc, char** argv) {
   events_cmd->add_option("object", events.object, "SLUG or ID");
   events_cmd->add_option("--category", events.category, "only this timeline");
   events_cmd->add_option("--limit", events.limit, "at most this many runs")
-      ->check(whole_number(0, int_max));
+      ->check(whole_number(1, int_max));
   add_output(events_cmd, events.output);
 
   ctl::WatchOptions watch;
@@ -189,10 +218,10 @@ int main(int argc, char** argv) {
       ->check(whole_number(0, int64_max));
 
   ctl::ApplyOptions apply;
-  auto* apply_cmd = app.add_subcommand(
-      "apply",
-      "Creates or updates objects by slug from JSON {group, kind, slug, spec, labels} "
-      "documents (one, or an array)");
+  auto* apply_cmd = app.add_subcommand("apply",
+                                       "Creates or updates objects by slug from JSON {group, kind, "
+                                       "slug, spec, spec_version, labels} "
+                                       "documents (one, or an array)");
   apply_cmd->add_option("-f,--filename", apply.file, "the JSON file, - for standard input")
       ->required();
 
@@ -252,20 +281,20 @@ int main(int argc, char** argv) {
     // The write commands open the file writable, through the library; the others never do.
     if (*apply_cmd || *delete_cmd || *requeue_cmd || *label_cmd) {
       ctl::WriteSession ws(where);
-      if (*apply_cmd) return ctl::run_apply(ws, apply, std::cout);
-      if (*delete_cmd) return ctl::run_delete(ws, remove, std::cout);
-      if (*requeue_cmd) return ctl::run_requeue(ws, requeue, reset_backoff, std::cout);
-      return ctl::run_label(ws, label, std::cout);
+      if (*apply_cmd) return finish(ctl::run_apply(ws, apply, std::cout));
+      if (*delete_cmd) return finish(ctl::run_delete(ws, remove, std::cout));
+      if (*requeue_cmd) return finish(ctl::run_requeue(ws, requeue, reset_backoff, std::cout));
+      return finish(ctl::run_label(ws, label, std::cout));
     }
     if (*describe_cmd) ctl::check_kind_text(describe.kind);
     if (*events_cmd) ctl::check_events_usage(events);
     if (*watch_cmd) ctl::check_kind_text(watch.kind);
     auto db = ctl::Database::open(where);
-    if (*kinds) return ctl::run_kinds(*db, kinds_output, std::cout);
-    if (*get_cmd) return ctl::run_get(*db, get, std::cout);
-    if (*describe_cmd) return ctl::run_describe(*db, describe, std::cout);
-    if (*events_cmd) return ctl::run_events(*db, events, std::cout);
-    if (*watch_cmd) return ctl::run_watch(*db, watch, std::cout);
+    if (*kinds) return finish(ctl::run_kinds(*db, kinds_output, std::cout));
+    if (*get_cmd) return finish(ctl::run_get(*db, get, std::cout));
+    if (*describe_cmd) return finish(ctl::run_describe(*db, describe, std::cout));
+    if (*events_cmd) return finish(ctl::run_events(*db, events, std::cout));
+    if (*watch_cmd) return finish(ctl::run_watch(*db, watch, std::cout));
     return 2;
   } catch (const ctl::UsageError& e) {
     std::cerr << "beehive-ctl: " << beehive::printable(e.what(), true)

@@ -29,9 +29,14 @@ bool iequals(const std::string& a, const std::string& b) {
   });
 }
 
-std::string join(const std::vector<GroupKind>& kinds) {
+/// The kinds' names; with `to_choose`, each as it selects that kind alone among them
+/// (the core group's with its dot: "Widget." beside "Widget.acme.com").
+std::string join(const std::vector<GroupKind>& kinds, bool to_choose = false) {
   std::string out;
-  for (auto& gk : kinds) out += (out.empty() ? "" : ", ") + kind_name(gk);
+  for (auto& gk : kinds) {
+    auto name = to_choose && gk.group.empty() ? gk.kind + "." : kind_name(gk);
+    out += (out.empty() ? "" : ", ") + name;
+  }
   return out.empty() ? "none" : out;
 }
 
@@ -102,7 +107,7 @@ GroupKind resolve_kind(Database& db, const std::string& text, bool allow_absent)
         exact.push_back(gk);
     if (exact.size() == 1) return exact.front();
     throw std::runtime_error("kind \"" + text +
-                             "\" is ambiguous; name the group: " + join(matches));
+                             "\" is ambiguous; name the group: " + join(matches, true));
   }
   if (matches.size() == 1) return matches.front();
   // Taken literally: the first dot ends the kind, as in most kinds' names.
