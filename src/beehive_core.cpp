@@ -25,12 +25,14 @@ std::set<std::string> claims;
 /// progress holds the lock until its own deadline, not the caller's.
 std::unique_lock<std::timed_mutex> lock_lifecycle(std::timed_mutex& mu, const Context& ctx) {
   std::unique_lock lk(mu, std::defer_lock);
-  if (!ContextAccess::can_end(ctx)) {
+  if (ContextAccess::can_be_cancelled(ctx)) {
+    // A cancellation is a flag, not a signal: looked at every 10 ms.
+    while (!lk.try_lock_for(std::chrono::milliseconds(10))) ctx.throw_if_done();
+  } else if (auto deadline = ctx.deadline()) {
+    while (!lk.try_lock_until(*deadline)) ctx.throw_if_done();
+  } else {
     lk.lock();
-    return lk;
   }
-  // A cancellation is a flag, not a signal: looked at every 10 ms.
-  while (!lk.try_lock_for(std::chrono::milliseconds(10))) ctx.throw_if_done();
   return lk;
 }
 
@@ -284,7 +286,7 @@ StopReport BeehiveCore::stop_actors(const Context& ctx) {
   StopReport report;
   if (!root_) return report;
   StopRequest req{ctx.deadline(), {}};
-  if (ContextAccess::can_end(ctx)) req.ended = [ctx] { return ctx.done(); };
+  if (ContextAccess::can_be_cancelled(ctx)) req.ended = [ctx] { return ctx.done(); };
   caf::scoped_actor self{*sys_, true};
   self->request(root_, caf::infinite, std::move(req))
       .receive([&](const StopReport& r) { report = r; }, [](caf::error&) {});

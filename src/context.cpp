@@ -58,6 +58,12 @@ void Context::throw_if_done() const {
 
 namespace detail {
 
+bool ContextAccess::can_be_cancelled(const Context& ctx) {
+  for (auto n = ctx.node_.get(); n; n = n->parent.get())
+    if (n->cancelled) return true;
+  return false;
+}
+
 std::shared_ptr<Transaction> ContextAccess::transaction(const Context& ctx) {
   for (auto n = ctx.node_.get(); n; n = n->parent.get()) {
     if (n->outside) return nullptr;

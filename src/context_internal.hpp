@@ -38,8 +38,10 @@ struct ContextAccess {
   static Context for_pass(const Context& ctx, std::int64_t id);
   /// The object of the pass `ctx` belongs to, or 0.
   static std::int64_t pass_object(const Context& ctx);
-  /// True when the context can end (has a deadline or a cancel function).
-  static bool can_end(const Context& ctx) { return ctx.node_ != nullptr; }
+  /// True when something along the chain has a cancel function: a waiter on the
+  /// context must look at it now and then (a cancellation is a flag, not a signal). A
+  /// deadline alone is waited for until it passes.
+  static bool can_be_cancelled(const Context& ctx);
 };
 
 }  // namespace beehive::detail

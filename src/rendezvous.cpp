@@ -107,7 +107,7 @@ void RendezvousBase::wait(const Context& ctx, bool spin) {
       continue;
     }
     auto wake = ctx.deadline();
-    if (ContextAccess::can_end(ctx)) {
+    if (ContextAccess::can_be_cancelled(ctx)) {
       auto poll = std::chrono::steady_clock::now() + cancel_poll;
       if (!wake || poll < *wake) wake = poll;
     }

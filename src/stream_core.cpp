@@ -77,7 +77,7 @@ bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk, std::optiona
     if (until && now >= *until) return false;
     std::optional<Deadline> wake = until;
     if (auto d = ctx_.deadline(); d && (!wake || *d < *wake)) wake = *d;
-    if (ContextAccess::can_end(ctx_) && (!wake || now + cancel_poll < *wake))
+    if (ContextAccess::can_be_cancelled(ctx_) && (!wake || now + cancel_poll < *wake))
       wake = now + cancel_poll;
     if (wake)
       cv_.wait_until(lk, *wake);

@@ -4,6 +4,7 @@
 
 #include <beehive/detail/stream_core.hpp>
 
+#include "context_internal.hpp"  // private: what waiters look at
 #include "fixture.hpp"
 
 namespace beehive::test {
@@ -45,6 +46,18 @@ TEST(ContextTest, CancelEndsTheContextAndItsChildrenOnly) {
   EXPECT_EQ(ctx.error(), errc::cancelled);
   EXPECT_EQ(child.error(), errc::cancelled);
   EXPECT_FALSE(unrelated.done());
+}
+
+// A waiter looks at a context now and then only when it can be cancelled: one with a
+// deadline alone is waited for until the deadline (no wake-ups every few milliseconds
+// for a stream or a call opened with a long timeout).
+TEST(ContextTest, OnlyAContextWithACancelAlongItsChainCanBeCancelled) {
+  using detail::ContextAccess;
+  EXPECT_FALSE(ContextAccess::can_be_cancelled(Context{}));
+  EXPECT_FALSE(ContextAccess::can_be_cancelled(Context{}.with_timeout(1h).with_timeout(2h)));
+  auto [cancellable, cancel] = Context{}.with_cancel();
+  EXPECT_TRUE(ContextAccess::can_be_cancelled(cancellable));
+  EXPECT_TRUE(ContextAccess::can_be_cancelled(cancellable.with_timeout(1h)));
 }
 
 TEST(ErrorTest, ErrorsCompareWithErrc) {
