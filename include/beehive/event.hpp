@@ -61,7 +61,8 @@ struct EventFilter {
 };
 
 /// Decodes `e.detail` as a T; throws Error(errc::decode) when there is no detail or it
-/// is not a T (whatever T's own conversion throws included).
+/// is not a T, whatever T's own conversion throws (but a beehive::Error, which passes
+/// through as it is).
 template <class T>
 T event_detail(const Event& e) {
   if (e.detail.is_null()) throw Error(errc::decode, "event has no detail");

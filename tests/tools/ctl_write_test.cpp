@@ -657,7 +657,7 @@ TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplic
   }
   auto r = ctl({"requeue", "widget", "a"});
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("an application is running on it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a process runs on it"), std::string::npos) << r.err;
   EXPECT_EQ(version(), latest - 1);  // not migrated
   if (test_backend_is_postgres()) {
     query_test_store(db_path(), "UPDATE beehive_schema SET version = version + 1 RETURNING 1");

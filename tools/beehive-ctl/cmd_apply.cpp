@@ -50,9 +50,11 @@ std::string read_input(const std::string& file) {
     throw NotFound("cannot read " + file + ": a directory");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw NotFound("cannot read " + file + ": " + std::strerror(errno));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw std::runtime_error("cannot read " + file + ": " + std::strerror(errno));
-  return text;
+  try {
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  } catch (const std::exception&) {  // libstdc++'s filebuf throws on a failed read
+    throw std::runtime_error("cannot read " + file + ": " + std::strerror(errno));
+  }
 }
 
 /// Parses `text`, refusing an object with two members of one name: JSON leaves which

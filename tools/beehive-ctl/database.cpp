@@ -27,19 +27,12 @@ void require_schema_version(const std::string& name, int version, int latest) {
                              "command) to migrate it; the read commands never write");
 }
 
-void refuse_migration_under_a_running_application(const Location& where) {
-  if (where.postgres())
-    refuse_postgres_migration_under_a_running_application(where);
-  else
-    refuse_sqlite_migration_under_a_running_application(where);
-}
-
 std::string migration_refusal(const std::string& name, int version, int latest) {
   return name + " has the older schema " + std::to_string(version) + " (this build writes " +
          std::to_string(latest) +
-         ") and an application is running on it: a write command would migrate it, and "
-         "that application could then no longer write; stop it first, or use the "
-         "beehive-ctl of its own build";
+         ") and a process runs on it (an application, or another beehive-ctl): a write "
+         "command would migrate it, and an application of the older build could then no "
+         "longer write; stop it first, or use the beehive-ctl of its own build";
 }
 
 std::unique_ptr<Database> Database::open(const Location& where) {

@@ -124,19 +124,18 @@ void require_schema_version(const std::string& name, int version, int latest);
 std::unique_ptr<Database> open_sqlite_database(const Location& where);
 std::unique_ptr<Database> open_postgres_database(const Location& where);
 void require_postgres_store(const Location& where);
-/// The write commands' check of a SQLite file (require_store, and its schema): the
-/// file is opened read-only, so that nothing is created in another program's database.
-void require_sqlite_store(const Location& where);
 
-/// The write commands' check before they open the store, which migrates an older schema
-/// forward: throws std::runtime_error when the schema is older than this build's and an
-/// application runs on it (SQLite: holds its run lock; PostgreSQL: is connected to its
-/// schema). Migrated under it, that application could no longer write.
-void refuse_migration_under_a_running_application(const Location& where);
+/// The write commands' checks of a store before they open it through the library: that
+/// it is a beehive store (require_store; a SQLite file is opened read-only, so that
+/// nothing is created in another program's database), and that opening it, which
+/// migrates an older schema forward, migrates nothing under a running application,
+/// which could then no longer write (std::runtime_error). Running on SQLite: a started
+/// beehive (its run lock is held); on PostgreSQL: any process connected to the schema's
+/// database under its sessions' name, `beehive SCHEMA` (or this tool's own, when its
+/// connection string names it), another beehive-ctl included.
+void require_sqlite_store_to_write(const Location& where);
+void require_postgres_store_to_write(const Location& where);
 /// The refusal's text.
 std::string migration_refusal(const std::string& name, int version, int latest);
-// Each backend's, for the function above.
-void refuse_sqlite_migration_under_a_running_application(const Location& where);
-void refuse_postgres_migration_under_a_running_application(const Location& where);
 
 }  // namespace beehive::ctl

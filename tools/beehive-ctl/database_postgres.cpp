@@ -126,19 +126,24 @@ void require_postgres_store(const Location& where) {
   if (!holds_store(c)) throw NotFound("no beehive store in " + where.name());
 }
 
-void refuse_postgres_migration_under_a_running_application(const Location& where) {
+void require_postgres_store_to_write(const Location& where) {
+  // One connection: a session just closed may still be listed as connected.
   pg::Connection c(where.conninfo, where.schema, where.timeout);
+  if (!holds_store(c)) throw NotFound("no beehive store in " + where.name());
   auto version = static_cast<int>(
       c.run("ctl_schema_version", "SELECT coalesce(max(version), 0) FROM beehive_schema")
           .i64(0, 0));
   const int latest = store::pg_schema::latest_version();
   if (version >= latest) return;
-  // Every process of the store names its sessions after the schema, as this one does.
-  bool others =
-      c.run("ctl_others_connected",
-            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid <> "
-            "pg_backend_pid() AND application_name = current_setting('application_name'))")
-          .boolean(0, 0);
+  // Every process of the store names its sessions after the schema (pg_connection.cpp),
+  // unless its connection string names them otherwise, as this one's may.
+  bool others = c.run("ctl_others_connected", R"sql(
+      SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                     WHERE pid <> pg_backend_pid() AND datname = current_database()
+                       AND application_name IN (current_setting('application_name'),
+                                                left('beehive ' || $1::text, 63))))sql",
+                      pg::Params().add(where.schema))
+                    .boolean(0, 0);
   if (others) throw std::runtime_error(migration_refusal(where.name(), version, latest));
 }
 

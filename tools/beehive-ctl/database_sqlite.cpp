@@ -185,7 +185,7 @@ std::unique_ptr<Database> open_sqlite_database(const Location& where) {
   return std::make_unique<SqliteDatabase>(where);
 }
 
-void require_sqlite_store(const Location& where) {
+void require_sqlite_store_to_write(const Location& where) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(where.file, ec))
     throw NotFound("no such database file: " + where.file.string());
@@ -200,9 +200,6 @@ void require_sqlite_store(const Location& where) {
     throw NotFound(where.file.string() + " is not a beehive database (" + e.what() + ")");
   }
   if (!holds_store) throw NotFound(where.file.string() + " is not a beehive database");
-}
-
-void refuse_sqlite_migration_under_a_running_application(const Location& where) {
   int version = 0;
   {
     SQLite::Database db(where.file.string(), SQLite::OPEN_READONLY,
@@ -212,7 +209,6 @@ void refuse_sqlite_migration_under_a_running_application(const Location& where) 
   }
   const int latest = store::sqlite_schema::latest_version();
   if (version >= latest) return;
-  std::error_code ec;
   auto canonical = std::filesystem::canonical(where.file, ec);  // as sqlite::open names its lock
   // Anything but "nothing runs" (a holder that wrote no session: an older build) refuses.
   if (store::RunLock::running_session(ec ? where.file : canonical) == std::int64_t{0}) return;

@@ -15,10 +15,9 @@ WriteSession::WriteSession(const Location& where) : timeout_(where.timeout) {
   // A file that is not a beehive database is refused before the store opens it (which
   // would make it one); the reads check that when they open it their own way.
   if (where.postgres())
-    require_store(where);
+    require_postgres_store_to_write(where);
   else
-    require_sqlite_store(where);
-  refuse_migration_under_a_running_application(where);
+    require_sqlite_store_to_write(where);
   // open migrates an older schema forward, so the read-only Database (which reads only
   // the current one) is opened after it.
   if (where.postgres()) {
