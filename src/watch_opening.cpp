@@ -71,8 +71,9 @@ std::shared_ptr<ChangeCore> BeehiveCore::watch(const Context& ctx, const GroupKi
       throw Error(errc::invalid_argument,
                   "with_resume_from takes a resource version, not " + std::to_string(*resume_from));
     // Versions only grow: a position above the head now was never handed out.
-    auto head =
-        backend().reader()->changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
+    auto head = read(ctx, [](store::Reader& r) {
+      return r.changes_since(std::numeric_limits<std::int64_t>::max(), {}, {}).head;
+    });
     if (*resume_from > head)
       throw Error(errc::watch_too_new, "resource version " + std::to_string(*resume_from) +
                                            " is above the store's " + std::to_string(head));

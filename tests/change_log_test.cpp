@@ -277,6 +277,33 @@ TEST(ChangeLog, APositionAboveTheHeadIsTooNewAtOnce) {
   EXPECT_EQ(next(at_head).object.spec.size, 2);
 }
 
+// A resumed watch waits for a read connection (to check its position) only as long as
+// its context lasts.
+TEST(ChangeLog, AResumedWatchWaitsForAReadConnectionOnlyUntilItsDeadline) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  auto a = w.create({}, {"a", 1});
+  auto& backend = t.beehive().core()->backend();
+  std::vector<store::ReaderLease> held;  // every connection of the read pool
+  for (;;) {
+    auto until = std::chrono::steady_clock::now() + 100ms;
+    try {
+      held.push_back(backend.reader([until] { return std::chrono::steady_clock::now() < until; }));
+    } catch (const Error&) {
+      break;
+    }
+    ASSERT_LT(held.size(), 100u);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(w.watch_list(Context{}.with_timeout(200ms), with_resume_from(a.resource_version)),
+              errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  held.clear();
+  auto resumed = w.watch_list({}, with_resume_from(a.resource_version));
+  w.update({}, a.id, {"a", 2});
+  EXPECT_EQ(next(resumed).object.spec.size, 2);
+}
+
 TEST(ChangeLog, TheGcTrimsToTheRetentionAndOlderPositionsAreTooOld) {
   TestBeehive t(with_change_log_retention(3, 1min), with_resync_interval(10s));
   Widgets w(t.beehive(), widget_kind);
