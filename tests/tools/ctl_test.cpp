@@ -659,6 +659,13 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
         << cmd[0] << ' ' << cmd.back() << " on a missing store";
   }
   EXPECT_FALSE(store_exists(absent));
+  // A misspelled command is named as such.
+  auto misspelled = ctl({"gett", "cluster"});
+  EXPECT_EQ(misspelled.status, 2);
+  EXPECT_NE(misspelled.err.find("unknown command \"gett\""), std::string::npos) << misspelled.err;
+  auto version = run({BEEHIVE_CTL, "--version"});
+  EXPECT_EQ(version.status, 0);
+  EXPECT_NE(version.out.find("schema versions: SQLite "), std::string::npos) << version.out;
   // A number out of an option's range says so, with the range; it is never stored
   // saturated (another number than the one typed).
   for (auto [arg, says] : {std::pair{"0", "--limit: 0 is out of range (1 to "},

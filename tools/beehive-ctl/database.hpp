@@ -137,5 +137,8 @@ void require_sqlite_store_to_write(const Location& where);
 void require_postgres_store_to_write(const Location& where);
 /// The refusal's text.
 std::string migration_refusal(const std::string& name, int version, int latest);
+/// The schema versions this build reads and writes (--version).
+int sqlite_schema_version();
+int postgres_schema_version();
 
 }  // namespace beehive::ctl

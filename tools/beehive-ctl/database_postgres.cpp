@@ -147,4 +147,6 @@ void require_postgres_store_to_write(const Location& where) {
   if (others) throw std::runtime_error(migration_refusal(where.name(), version, latest));
 }
 
+int postgres_schema_version() { return store::pg_schema::latest_version(); }
+
 }  // namespace beehive::ctl

@@ -215,4 +215,6 @@ void require_sqlite_store_to_write(const Location& where) {
   throw std::runtime_error(migration_refusal(where.file.string(), version, latest));
 }
 
+int sqlite_schema_version() { return store::sqlite_schema::latest_version(); }
+
 }  // namespace beehive::ctl

@@ -138,6 +138,10 @@ int main(int argc, char** argv) {
       "read-only (kinds, get, describe, events, watch), and writes to it (apply, delete, "
       "label, requeue); safe while the application runs."};
   app.name("beehive-ctl");
+  app.set_version_flag(
+      "--version", std::string("beehive-ctl ") + BEEHIVE_VERSION + " (schema versions: SQLite " +
+                       std::to_string(ctl::sqlite_schema_version()) + ", PostgreSQL " +
+                       std::to_string(ctl::postgres_schema_version()) + ")");
   app.require_subcommand(1);
   // --db may follow the command too: `beehive-ctl get Widget --db app.db`.
   app.fallthrough();
@@ -246,6 +250,16 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    // A word where the command goes ("gett"): name it, rather than CLI11's "A subcommand
+    // is required".
+    if (auto extra = app.remaining(); !extra.empty() && app.get_subcommands().empty()) {
+      std::cerr << "beehive-ctl: unknown command \"" << beehive::printable(extra.front(), true)
+                << "\"\nRun with --help for more information.\n";
+      return 2;
+    }
+    app.exit(e);
+    return 2;
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the help, or the error with a hint
     return e.get_exit_code() == 0 ? 0 : 2;
