@@ -261,6 +261,8 @@ TEST_F(CtlTest, GetJsonCarriesTheObjectVerbatim) {
   EXPECT_EQ(j["conditions"][0]["message"], "all nodes ready");
   EXPECT_TRUE(j["owner"].is_null());
   ASSERT_EQ(j["dependents"].size(), 0u);
+  ASSERT_EQ(j["owned"].size(), 1u);  // as describe lists it
+  EXPECT_EQ(j["owned"][0]["id"], web_);
   // Stored times, to the millisecond, in UTC.
   EXPECT_TRUE(std::regex_match(j["created_at"].get<std::string>(),
                                std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))

@@ -87,9 +87,9 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
   Database::Snapshot snapshot(db);
   auto gk = resolve_kind(db, o.kind);
   // JSON carries the edges too; the table has no column for them.
-  unsigned loads = o.output == Output::json
-                       ? LoadOption::owner | LoadOption::dependencies | LoadOption::dependents
-                       : 0;
+  unsigned loads = o.output == Output::json ? LoadOption::owner | LoadOption::dependencies |
+                                                  LoadOption::dependents | LoadOption::owned
+                                            : 0;
   std::vector<ObjectRow> rows;
   std::string next_token;  // non-empty: another page follows
   if (o.object) {
