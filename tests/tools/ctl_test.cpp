@@ -661,6 +661,13 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
         << cmd[0] << ' ' << cmd.back() << " on a missing store";
   }
   EXPECT_FALSE(store_exists(absent));
+  // A schema beside a SQLite file is a mistake, not a no-op.
+  if (!test_backend_is_postgres()) {
+    auto schema = ctl({"--schema", "orders", "kinds"});
+    EXPECT_EQ(schema.status, 2);
+    EXPECT_NE(schema.err.find("--schema names a PostgreSQL schema"), std::string::npos)
+        << schema.err;
+  }
   // A misspelled command is named as such.
   auto misspelled = ctl({"gett", "cluster"});
   EXPECT_EQ(misspelled.status, 2);

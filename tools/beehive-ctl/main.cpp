@@ -281,6 +281,12 @@ int main(int argc, char** argv) {
                                 ? "$BEEHIVE_DB and $BEEHIVE_PG name two databases: unset one, "
                                   "or give --db or --pg"
                                 : "--db and --pg name two databases: give one");
+    // A schema typed beside a SQLite file was meant for something: say it is not used
+    // (one from $BEEHIVE_PG_SCHEMA is the environment's, for PostgreSQL only).
+    if (!db_file.empty() && app.get_option("--schema")->count() > 0 &&
+        !std::getenv("BEEHIVE_PG_SCHEMA"))
+      throw ctl::UsageError(
+          "--schema names a PostgreSQL schema; a SQLite database (--db) has none");
     where.file = db_file;
     if (*watch_cmd) {
       watch.interval = ctl::parse_duration(interval);
