@@ -23,7 +23,7 @@ std::set<std::string> claims;
 
 /// Takes the lifecycle lock, or throws the context's error once it ends: a stop in
 /// progress holds the lock until its own deadline, not the caller's.
-std::unique_lock<std::timed_mutex> lock_lifecycle(std::timed_mutex& mu, const Context& ctx) {
+std::unique_lock<LifecycleMutex> lock_lifecycle(LifecycleMutex& mu, const Context& ctx) {
   std::unique_lock lk(mu, std::defer_lock);
   if (ContextAccess::can_be_cancelled(ctx)) {
     // A cancellation is a flag, not a signal: looked at every 10 ms.

@@ -26,6 +26,7 @@
 #include "actors/scheduler.hpp"
 #include "actors/store_writer.hpp"
 #include "actors/watch_hub.hpp"
+#include "lifecycle_mutex.hpp"
 #include "options_internal.hpp"
 #include "store/backend.hpp"
 
@@ -190,7 +191,7 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   Context stop_ctx_;
   std::function<void()> cancel_reconciles_;
 
-  std::timed_mutex mu_;  // lifecycle; held while stop drains, so never by calls
+  LifecycleMutex mu_;  // held while start or stop runs (stop drains with it), never by calls
   std::atomic<State> state_{State::created};
   mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
