@@ -8,13 +8,15 @@ namespace beehive::detail {
 
 void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
                                 const std::vector<Option>& opts) {
-  // Refused before the lock, which a stop holds until it ends.
   auto refuse_when_stopping = [this] {
     if (state_ == State::stopped || state_ == State::draining)
       throw Error(errc::stopped, "beehive stopped");
   };
-  refuse_when_stopping();
-  std::lock_guard lk(mu_);
+  // A stop holds the lock until it ends, but marks the beehive draining as soon as it has
+  // it: looked at while waiting, so that a registration is refused then.
+  std::unique_lock lk(mu_, std::defer_lock);
+  do refuse_when_stopping();
+  while (!lk.try_lock_for(std::chrono::milliseconds(10)));
   refuse_when_stopping();
   if (state_ != State::created)
     throw Error(errc::already_started, "register controllers before start");
