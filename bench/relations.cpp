@@ -11,6 +11,10 @@
 //                                   the same beehive, so the writer's statements are
 //                                   prepared, as in a process that has been running;
 //                                   warmed:0 is the first cascade of a fresh beehive.
+//   BM_FinalizerRelease/held:<n>    200 deletion-pending objects held by a finalizer,
+//                                   released one by one, beside n that stay held; time
+//                                   from the first release until the last released one
+//                                   is collected (held:0 is the baseline).
 //   BM_List/<load>                  Client::list of 10 000 objects with one load option
 //                                   (or none: plain, the baseline of the ratios; all:
 //                                   the five together).
@@ -24,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common.hpp"
@@ -49,6 +54,50 @@ ControllerClient<Status> register_setup_kind(beehive::Beehive& bh) {
   return beehive::register_controller<Spec, Status>(
       bh, setup_kind,
       [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
+}
+
+// --- finalizer releases behind a backlog ------------------------------------------------
+
+constexpr int kReleased = 200;
+
+// Objects whose deletion is requested, each held by a finalizer: `held` of them stay held,
+// kReleased are released one by one (each release a commit that triggers a GC pass).
+// Time from the first release until the last released object is collected.
+void BM_FinalizerRelease(benchmark::State& state) {
+  const int held = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    Hive hive("finalizers");
+    auto cc = beehive::register_controller<Spec, Status>(
+        *hive.bh, item_kind,
+        [](const Context&, ControllerClient<Status>&, const Obj&) { return Result{}; });
+    Objects items(*hive.bh, item_kind);
+    std::vector<ObjectID> released;
+    cc.within(hive.ctx, [&](const Context& tx) {
+      for (int i = 0; i < held + kReleased; ++i) {
+        auto o = items.create(tx, Spec{"item", i}, beehive::with_finalizers({"acme.com/hold"}));
+        items.remove(tx, o.id);
+        if (i >= held) released.push_back(o.id);
+      }
+    });
+    checkpoint(hive.file.path);
+    hive.start();
+    std::this_thread::sleep_for(3s);  // the start's reconciles of every object, untimed
+    auto watch = items.watch(hive.ctx, released.back());
+    watch.next_for(5s);  // the snapshot
+    auto t0 = Clock::now();
+    for (auto id : released) cc.remove_finalizer(hive.ctx, id, "acme.com/hold");
+    bool gone = false;
+    while (auto ch = watch.next_for(60s))
+      if (ch->type == ChangeType::Deleted) {
+        gone = true;
+        break;
+      }
+    state.SetIterationTime(seconds_since(t0));
+    if (!gone) {
+      state.SkipWithError("the last released object was not collected");
+      break;
+    }
+  }
 }
 
 // --- cascade delete ----------------------------------------------------------------------
@@ -249,6 +298,13 @@ void BM_List(benchmark::State& state, Load l) {
       static_cast<double>(state.iterations()) * kListObjects, benchmark::Counter::kIsRate);
 }
 
+BENCHMARK(BM_FinalizerRelease)
+    ->ArgName("held")
+    ->Arg(0)
+    ->Arg(10000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 BENCHMARK(BM_CascadeDelete)
     ->ArgNames({"children", "warmed"})
     ->Args({1, 0})
