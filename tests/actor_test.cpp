@@ -12,6 +12,7 @@
 #include "actors/schedule_table.hpp"
 #include "controller_fixture.hpp"
 #include "crash_controller.hpp"
+#include "open_block.hpp"
 
 namespace beehive::test {
 namespace {
@@ -235,27 +236,17 @@ TEST_F(ActorTest, AReadWaitingBehindABlockOpenAtStopIsAnswered) {
   auto kept = widgets.create(ctx_, {"kept", 1}, with_slug("kept"));
   auto stop = bh_->start(ctx_);
   auto w = bh_->store_writer();
-  std::promise<void> inside, resume;
-  auto block = std::async(std::launch::async, [&] {
-    cc.within(ctx_, [&](const Context& tx) {
-      widgets.create(tx, {"inside", 1});
-      inside.set_value();
-      resume.get_future().wait();
-    });
-  });
-  inside.get_future().wait();
+  OpenBlock block(cc, ctx_, [&](const Context& tx) { widgets.create(tx, {"inside", 1}); });
   caf::scoped_actor app{sys_};
   auto read = app->request(w, std::chrono::seconds(10), get_by_slug_request{widget_kind, "kept"});
   // (The gc's or the event log's request may be deferred behind the block too.)
   bool deferred =
       eventually([&] { return ask<store_writer_state>(w, inspect_atom::value).deferred >= 1; });
-  if (!deferred) resume.set_value();  // else the block would wait for ever
   ASSERT_TRUE(deferred);
   EXPECT_ERRC(stop(Context{}.with_timeout(300ms)), errc::deadline_exceeded);  // the block
   std::optional<caf::error> failed;
   std::optional<ObjectRow> row;
   read.receive([&](ObjectRow& r) { row = std::move(r); }, [&](caf::error& e) { failed = e; });
-  resume.set_value();
   EXPECT_ERRC(block.get(), errc::stopped);
   ASSERT_TRUE(row.has_value()) << (failed ? error_message(*failed) : "");
   EXPECT_EQ(row->meta.id, kept.id);
@@ -270,33 +261,23 @@ TEST_F(ActorTest, ABlockWaitingBehindOneOpenAtStopsDeadlineDoesNotBegin) {
   auto stop = bh_->start(ctx_);
   testing::settle(*bh_, ctx_);
   auto w = bh_->store_writer();
-  std::promise<void> inside, resume;
-  auto resumed = resume.get_future().share();
-  auto first = std::async(std::launch::async, [&] {
-    cc.within(ctx_, [&](const Context& tx) {
-      widgets.create(tx, {"first", 1});
-      inside.set_value();
-      resumed.wait();
-    });
-  });
-  inside.get_future().wait();
+  OpenBlock first(cc, ctx_, [&](const Context& tx) { widgets.create(tx, {"first", 1}); });
   auto before = ask<store_writer_state>(w, inspect_atom::value).deferred;
   std::atomic<bool> second_began{false};
   auto second = std::async(std::launch::async, [&] {
     cc.within(ctx_, [&](const Context& tx) {
       second_began = true;
       widgets.create(tx, {"second", 1});
-      resumed.wait_for(10s);  // bounded: without the fix stop would wait for this
+      first.wait_released(10s);  // bounded: without the fix stop would wait for this
     });
   });
   bool deferred =
       eventually([&] { return ask<store_writer_state>(w, inspect_atom::value).deferred > before; });
-  if (!deferred) resume.set_value();
+  if (!deferred) first.release();
   ASSERT_TRUE(deferred);
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_ERRC(stop(Context{}.with_timeout(200ms)), errc::deadline_exceeded);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-  resume.set_value();
   EXPECT_ERRC(first.get(), errc::stopped);
   EXPECT_ERRC(second.get(), errc::stopped);
   EXPECT_FALSE(second_began);
@@ -1385,16 +1366,14 @@ TEST_F(ActorTest, WritesWaitingBehindABlockWhenTheStoreWriterCrashedAreServedByI
   ::testing::internal::CaptureStderr();
   auto stop = bh_->start(ctx_);
   testing::settle(*bh_, ctx_);
-  std::promise<void> inside, resume;
-  auto block = std::async(std::launch::async, [&] {
-    cc.within(ctx_, [&](const Context& tx) {
-      w.create(tx, {"block", 1});
-      inside.set_value();
-      resume.get_future().wait();
-      w.create(tx, {"block", 2});
-    });
-  });
-  inside.get_future().wait();
+  OpenBlock block(
+      cc, ctx_,
+      [&](const Context& tx) {
+        w.create(tx, {"block", 1});
+      },
+      [&](const Context& tx) {
+        w.create(tx, {"block", 2});
+      });
   auto old = bh_->store_writer();
   auto before = ask<store_writer_state>(old, inspect_atom::value).deferred;
   auto waiting = std::async(std::launch::async, [&] {
@@ -1407,14 +1386,13 @@ TEST_F(ActorTest, WritesWaitingBehindABlockWhenTheStoreWriterCrashedAreServedByI
   });
   bool deferred = eventually(
       [&] { return ask<store_writer_state>(old, inspect_atom::value).deferred >= before + 2; });
-  if (!deferred) resume.set_value();
+  if (!deferred) block.release();
   ASSERT_TRUE(deferred);
   caf::anon_send_exit(old, caf::exit_reason::kill);
   ASSERT_TRUE(eventually([&] { return bh_->store_writer() != old; }));
   ObjectID written{};
   EXPECT_NO_THROW(written = waiting.get().id);
   EXPECT_NO_THROW(later_block.get());
-  resume.set_value();
   EXPECT_THROW(block.get(), Error);  // its session went with the writer
   EXPECT_EQ(w.get_by_slug(ctx_, "waiting").id, written);
   EXPECT_NO_THROW(w.get_by_slug(ctx_, "later"));

@@ -10,6 +10,7 @@
 
 #include "actors/spawn_faults.hpp"  // private: the thread a start cannot get
 #include "controller_fixture.hpp"
+#include "open_block.hpp"
 
 namespace beehive::test {
 namespace {
@@ -345,23 +346,18 @@ TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAWithinBlockIsOpen) {
   auto w = widgets();
   auto before = w.create(ctx_, {"before", 1});
   start();
-  std::promise<void> inside;
-  std::promise<void> resume;
-  auto resumed = resume.get_future().share();
-  auto block = std::async(std::launch::async, [&] {
-    cc.within(ctx_, [&](const Context& tx) {
-      w.update(tx, before.id, {"changed", 2});
-      w.create(tx, {"inside", 1});
-      inside.set_value();
-      resumed.wait();
-      w.create(tx, {"after stop", 1});
-    });
-  });
-  inside.get_future().wait();
+  OpenBlock block(
+      cc, ctx_,
+      [&](const Context& tx) {
+        w.update(tx, before.id, {"changed", 2});
+        w.create(tx, {"inside", 1});
+      },
+      [&](const Context& tx) {
+        w.create(tx, {"after stop", 1});
+      });
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_ERRC(stop_(Context{}.with_timeout(200ms)), errc::deadline_exceeded);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 200ms + 5s);
-  resume.set_value();
   EXPECT_ERRC(block.get(), errc::stopped);
   close();
   auto reopened_store = open_test_store(dir_.file("beehive.db"));
@@ -377,16 +373,13 @@ TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAWithinBlockIsOpen) {
 TEST_F(LifecycleTest, AStopDuringAnotherKeepsToItsOwnDeadline) {
   auto cc = register_widgets();
   start();
-  std::promise<void> inside, resume;
-  auto resumed = resume.get_future().share();
-  auto block = std::async(std::launch::async, [&] {
-    cc.within(ctx_, [&](const Context& tx) {
-      widgets().create(tx, {"inside", 1});
-      inside.set_value();
-      resumed.wait_for(10s);  // bounded: the first stop has no deadline
-    });
-  });
-  inside.get_future().wait();
+  // Held at most 10 s: the first stop has no deadline.
+  OpenBlock block(
+      cc, ctx_,
+      [&](const Context& tx) {
+        widgets().create(tx, {"inside", 1});
+      },
+      {}, 10s);
   auto stop = stop_;
   auto first = std::async(std::launch::async, [&] { stop(Context{}); });
   // The first stop is under way once a read is refused.
@@ -407,7 +400,6 @@ TEST_F(LifecycleTest, AStopDuringAnotherKeepsToItsOwnDeadline) {
   EXPECT_ERRC((register_controller<WidgetSpec, WidgetStatus>(*bh_, {"acme.com", "Gadget"}, idle)),
               errc::stopped);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-  resume.set_value();
   block.get();
   first.get();
   EXPECT_NO_THROW(stop(Context{}.with_timeout(1s)));  // stopped: nothing left to do
@@ -544,23 +536,19 @@ TEST_F(LifecycleTest, AStopWithACancelledContextRollsBackAnOpenWithinBlock) {
   auto cc = register_widgets();
   auto w = widgets();
   start();
-  std::promise<void> inside, resume;
-  auto resumed = resume.get_future().share();
-  auto block = std::async(std::launch::async, [&] {
-    cc.within(ctx_, [&](const Context& tx) {
-      w.create(tx, {"inside", 1});
-      inside.set_value();
-      resumed.wait();
-      w.create(tx, {"after stop", 1});
-    });
-  });
-  inside.get_future().wait();
+  OpenBlock block(
+      cc, ctx_,
+      [&](const Context& tx) {
+        w.create(tx, {"inside", 1});
+      },
+      [&](const Context& tx) {
+        w.create(tx, {"after stop", 1});
+      });
   auto [c, cancel] = Context{}.with_cancel();
   cancel();
   auto stopping = std::async(std::launch::async, [&, c = c] { stop_(c); });
   ASSERT_EQ(stopping.wait_for(5s), std::future_status::ready) << "stop hung on the open block";
   EXPECT_ERRC(stopping.get(), errc::cancelled);
-  resume.set_value();
   EXPECT_ERRC(block.get(), errc::stopped);
   close();
   open();
