@@ -18,7 +18,7 @@ run: build
 	./build/default/quickstart
 
 test: build
-	ctest --preset default --output-on-failure -j$(JOBS)
+	ctest --preset default --output-on-failure -j$(JOBS) || { bash scripts/ctest-failures.sh build/default; exit 1; }
 
 # The concurrency tests, each repeated until it fails (at most 20 times): run after
 # changing anything they cover.
@@ -29,7 +29,7 @@ repeat: build
 asan: deps
 	@test -f build/asan/build.ninja || cmake --preset asan
 	cmake --build --preset asan -j$(JOBS)
-	ctest --preset asan --output-on-failure -j$(JOBS)
+	ctest --preset asan --output-on-failure -j$(JOBS) || { bash scripts/ctest-failures.sh build/asan; exit 1; }
 
 # Every suite, each ratio against its baseline from the same run (bench/README.md).
 bench: build
@@ -47,7 +47,8 @@ TSAN_SKIP := ^(pg\.)?(WatchTest|Crash)\.
 tsan: deps
 	@test -f build/tsan/build.ninja || cmake --preset tsan
 	cmake --build --preset tsan -j$(JOBS) --target beehive_tests ha_node
-	ctest --preset tsan --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)' -E '$(TSAN_SKIP)'
+	ctest --preset tsan --output-on-failure -j$(JOBS) -R '$(TSAN_TESTS)' -E '$(TSAN_SKIP)' \
+	  || { bash scripts/ctest-failures.sh build/tsan; exit 1; }
 
 # libFuzzer over every fuzz target for FUZZ_SECONDS each, starting from the seed corpus.
 # What it learns stays in build/fuzz/corpus; a failing input lands in build/fuzz/ (copy it
