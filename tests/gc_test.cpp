@@ -676,5 +676,51 @@ TEST_F(GcTest, ADependencyAnotherWriterReleasesWakesTheDeletingTargetAndTheColle
   EXPECT_GT(recorder_->count(gated.id), passes);
 }
 
+/// An owner another writer removes: the running beehive's collector learns of the
+/// deletion request from the log and cascades to the children, with the clock standing
+/// still (a pass that only collects, as after a finalizer's release, would leave them).
+TEST_F(GcTest, AnOwnerAnotherWriterRemovesIsCascadedByTheRunningCollector) {
+  register_widgets();
+  auto w = widgets();
+  auto held = w.create(ctx_, {"held", 1}, with_finalizers({"f"}));
+  start();
+  w.remove(ctx_, held.id);
+  settle();
+  auto other_store = open_test_store(dir_.file("beehive.db"));
+  Beehive other(other_store);
+  Widgets theirs(other, widget_kind);
+  auto owner = theirs.create(ctx_, {"owner", 1});
+  auto child = theirs.create(ctx_, {"child", 1}, with_owner(owner.id));
+  // A release first: the pass it brings does not cascade.
+  register_controller<WidgetSpec, WidgetStatus>(other, widget_kind, [](auto&, auto&, auto&) {
+    return Result{};
+  }).remove_finalizer(ctx_, held.id, "f");
+  EXPECT_TRUE(eventually([&] { return gone(w, ctx_, held.id); }, 5s));
+  theirs.remove(ctx_, owner.id);
+  EXPECT_TRUE(eventually([&] { return gone(w, ctx_, child.id) && gone(w, ctx_, owner.id); }, 5s));
+}
+
+/// A pass whose removals spend its whole budget still cascades: the children of an owner
+/// whose deletion was requested with a thousand and more collectible objects are marked and
+/// collected, and then the owner, without the clock moving.
+TEST_F(GcTest, AnOwnerRemovedBesideAFullPassOfCollectibleObjectsIsStillCascaded) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  ObjectID owner = 0;
+  std::vector<ObjectID> children;
+  cc.within(ctx_, [&](const Context& tx) {
+    for (int i = 0; i < 1200; ++i) w.remove(tx, w.create(tx, {"loose", i}).id);
+    owner = w.create(tx, {"owner", 0}).id;
+    for (int i = 0; i < 3; ++i)
+      children.push_back(w.create(tx, {"child", i}, with_owner(owner)).id);
+    w.remove(tx, owner);
+  });
+  start();
+  settle();
+  for (auto id : children) EXPECT_TRUE(gone(w, ctx_, id)) << id;
+  EXPECT_TRUE(gone(w, ctx_, owner));
+  EXPECT_TRUE(w.list(ctx_).empty());
+}
+
 }  // namespace
 }  // namespace beehive::test

@@ -563,7 +563,7 @@ TEST_F(ReconcileApiTest, AVersionFiveDatabaseGainsConditionGenerations) {
   EXPECT_EQ(c->observed_generation, 0);
   EXPECT_EQ(c->last_transition_at, from_millis(1234));
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 9);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 10);
 }
 
 TEST_F(ReconcileApiTest, CreateOrUpdateAppliesCreateOptionsOnlyWhenItCreates) {

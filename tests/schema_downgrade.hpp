@@ -12,6 +12,7 @@ namespace beehive::test {
 
 /// Undoes the migrations above `version` (the file is at the latest, 9).
 inline void downgrade_schema(SQLite::Database& db, int version) {
+  if (version < 10) db.exec("DROP INDEX objects_collectible");
   if (version < 9) db.exec("DROP INDEX events_by_age");
   if (version < 8) db.exec("DROP INDEX events_by_version");
   if (version < 7) {

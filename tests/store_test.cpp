@@ -26,7 +26,7 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   { auto store = sqlite::open(path); }
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 9);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 10);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
@@ -56,7 +56,7 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
   EXPECT_EQ(kept.conditions[0].type, "Ready");
   EXPECT_EQ(kept.conditions[0].message, "kept too");
   SQLite::Database db(path.string());
-  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 9);
+  EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 10);
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_unsettled'").getInt(),
       1);
@@ -64,6 +64,9 @@ TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'events_by_run'").getInt(), 1);
   EXPECT_EQ(
       db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'events_by_age'").getInt(), 1);
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM sqlite_master WHERE name = 'objects_collectible'")
+                .getInt(),
+            1);
   EXPECT_EQ(db.execAndGet("SELECT count(*) FROM pragma_table_info('events') "
                           "WHERE name = 'resource_version'")
                 .getInt(),

@@ -38,7 +38,8 @@ void pass(Self self) {
     return;
   }
   st.running = true;
-  self->request(st.periodic.writer, caf::infinite, collect_request{})
+  self->request(st.periodic.writer, caf::infinite,
+                collect_request{std::exchange(st.cascade, false)})
       .then(
           [self](int) {
             auto& st = self->state;
@@ -53,6 +54,7 @@ void pass(Self self) {
             // retries now (it may have unblocked what this pass could not reach).
             auto& st = self->state;
             st.running = false;
+            st.cascade = true;  // what this pass was to cascade to is still owed
             st.periodic.log_failure("garbage collection failed", err);
             if (std::exchange(st.again, false) && st.periodic.leads()) pass(self);
             st.settling.check(idle(st));
@@ -65,6 +67,7 @@ void on_wake(Self self) {
   auto& st = self->state;
   st.next_wake = st.periodic.arm(self);
   if (st.periodic.leads()) {
+    st.cascade = true;
     pass(self);
     trim(self);
   }
@@ -72,6 +75,13 @@ void on_wake(Self self) {
 }
 
 }  // namespace
+
+bool gc_cascades(const commit_record& rec) {
+  return rec.lost_through > 0 ||
+         std::any_of(rec.changes.begin(), rec.changes.end(), [](const object_change& c) {
+           return (c.parts & object_change::deletion) != 0;
+         });
+}
 
 bool gc_wants(const commit_record& rec) {
   constexpr unsigned unblocking =
@@ -89,12 +99,14 @@ gc_impl::behavior_type gc(Self self, Periodic periodic, trim_change_log_request 
       [self](wake_atom) { on_wake(self); },
       [self](leadership_atom, bool leads) {
         if (leads) {
+          self->state.cascade = true;
           pass(self);
           trim(self);
         }
         self->state.settling.check(idle(self->state));
       },
       [self](const commit_record& rec) {
+        if (gc_cascades(rec)) self->state.cascade = true;
         if (gc_wants(rec) && self->state.periodic.leads()) pass(self);
       },
       [](shutdown_atom) {},

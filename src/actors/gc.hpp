@@ -7,7 +7,10 @@
 //
 // It runs at start, on the resync cadence, and promptly after commits that may unblock
 // a collection: a deletion request, a finalizer removal, a physical removal, a removed
-// edge. Triggers that arrive while a pass runs fold into one more pass. At start and on
+// edge. Triggers that arrive while a pass runs fold into one more pass. A pass looks
+// for children to cascade to only when a deletion was requested since the last one that
+// did (or at start, on the cadence, on taking the lead): releasing a finalizer costs a
+// pass that reads the collectible rows alone, however many owners wait. At start and on
 // its cadence it also trims the change log to its retention. Event retention is the
 // event_log's.
 
@@ -27,10 +30,10 @@
 
 namespace beehive::detail {
 
-using gc_impl = gc_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
-                                 caf::reacts_to<leadership_atom, bool>,
-                                 caf::reacts_to<commit_record>, caf::reacts_to<shutdown_atom>,
-                                 caf::replies_to<settle_atom>::with<bool>>;
+using gc_impl =
+    gc_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
+                     caf::reacts_to<leadership_atom, bool>, caf::reacts_to<commit_record>,
+                     caf::reacts_to<shutdown_atom>, caf::replies_to<settle_atom>::with<bool>>;
 
 struct GcState {
   // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
@@ -41,6 +44,9 @@ struct GcState {
   SettleWaiters settling;
   bool running = false;  // a pass is in flight
   bool again = false;    // triggered while in flight
+  /// The next pass cascades: a deletion was requested since the last cascading pass
+  /// began (or that pass failed, or the gc just started, woke or took the lead).
+  bool cascade = true;
   trim_change_log_request log_retention;
   bool trimming = false;  // a change-log trim is in flight
   std::uint64_t passes = 0;
@@ -50,6 +56,9 @@ struct GcState {
 /// Whether a commit may have unblocked a collection: a deletion request, a finalizer
 /// removed, an object or an edge removed (its writer subscription filter too).
 bool gc_wants(const commit_record& rec);
+/// Whether a commit may have left children to cascade to: a deletion request, or
+/// other processes' changes that were lost.
+bool gc_cascades(const commit_record& rec);
 
 gc_impl::behavior_type gc(gc_impl::stateful_pointer<GcState> self, Periodic periodic,
                           trim_change_log_request log_retention);

@@ -422,8 +422,8 @@ void WriteEngine::note_step(ClockStep step) {
 /// write transaction: an idle beehive's passes are two index reads each.
 bool WriteEngine::nothing_to_do(const WriteOp& op) {
   auto& w = *cfg_.writer;
-  if (std::holds_alternative<collect_request>(op))
-    return w.cascade_candidates(1).empty() && w.collectible(1).empty();
+  if (auto* c = std::get_if<collect_request>(&op))
+    return (!c->cascade || w.cascade_candidates(1).empty()) && w.collectible(1).empty();
   if (auto* t = std::get_if<trim_events_request>(&op)) {
     if (!t->fallback && t->retention.empty()) return true;
     if (sweep_ && same_policy(sweep_->policy, *t)) return false;  // pages left to go

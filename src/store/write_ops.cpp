@@ -405,14 +405,16 @@ int WriteOps::sweep_page(EventSweep& s, int page) {
   return removed;
 }
 
-int WriteOps::collect_garbage(std::int64_t budget) {
+int WriteOps::collect_garbage(std::int64_t budget, bool cascade) {
   int removed = 0;
   // Collects before it cascades: children marked by the last pass go first, so that the
   // next cascade step does not read past them again (a cascade of n children costs
-  // O(n), not O(n^2 / budget)).
+  // O(n), not O(n^2 / budget)). A cascading pass keeps one of its budget for the
+  // cascade: a child it marks is a deletion request, which has the gc ask for the next
+  // cascading pass (the removals alone would not).
   for (bool progress = true; progress && budget > 0;) {
     progress = false;
-    for (auto id : w_.collectible(budget)) {
+    for (auto id : w_.collectible(cascade ? budget - 1 : budget)) {
       auto final_body = reread(id);
       auto targets = w_.related(id, LoadOption::dependencies);
       auto owner = owner_of(id);
@@ -428,7 +430,7 @@ int WriteOps::collect_garbage(std::int64_t budget) {
       --budget;
       progress = true;
     }
-    if (budget <= 0) break;
+    if (!cascade) continue;
     for (auto id : w_.cascade_candidates(budget)) {
       mark_deleted(reread(id));
       --budget;
@@ -487,7 +489,7 @@ bool WriteOps::apply(const remove_dependency_request& r) {
   return remove_dependency(r.gk, r.from, r.to);
 }
 Event WriteOps::apply(const record_event_request& r) { return record_event(r.gk, r.id, r.event); }
-int WriteOps::apply(const collect_request&) { return collect_garbage(gc_pass_budget); }
+int WriteOps::apply(const collect_request& r) { return collect_garbage(gc_pass_budget, r.cascade); }
 int WriteOps::apply(const trim_events_request& r) { return trim_events(r); }
 
 }  // namespace beehive::store

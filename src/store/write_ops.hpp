@@ -147,11 +147,10 @@ class WriteOps {
   /// Runs the next page of `sweep`, of about `page` runs; returns the runs removed.
   int sweep_page(EventSweep& sweep, int page);
 
-  /// Garbage collection: soft-deletes the live children of deletion-pending owners and
-  /// removes collectible rows, repeating while that unblocks more, until `budget` rows
-  /// were marked or removed. Returns the
-  /// number of rows removed.
-  int collect_garbage(std::int64_t budget);
+  /// Garbage collection: soft-deletes the live children of deletion-pending owners (when
+  /// `cascade`) and removes collectible rows, repeating while that unblocks more, until
+  /// `budget` rows were marked or removed. Returns the number of rows removed.
+  int collect_garbage(std::int64_t budget, bool cascade);
 
  private:
   /// Logs an entry that changes nothing in the object (kLogged* `parts`) at a version of

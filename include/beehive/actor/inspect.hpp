@@ -170,10 +170,7 @@ BEEHIVE_INSPECT(add_dependency_request, x.gk, x.from, x.to)
 BEEHIVE_INSPECT(remove_dependency_request, x.gk, x.from, x.to)
 BEEHIVE_INSPECT(record_event_request, x.gk, x.id, x.event)
 BEEHIVE_INSPECT(event_retention, x.per_object, x.max_age)
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, collect_request&) {
-  return f(caf::meta::type_name("beehive::collect_request"));
-}
+BEEHIVE_INSPECT(collect_request, x.cascade)
 BEEHIVE_INSPECT(trim_events_request, opt(x.fallback), x.retention)
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, write_request& x) {

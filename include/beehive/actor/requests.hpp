@@ -231,6 +231,12 @@ struct event_retention {
 struct collect_request {
   using reply_type = int;
   static constexpr const char* type_name = "beehive::collect_request";
+  /// Whether the pass looks for owners whose children still need a deletion request
+  /// (default). Without it, a pass only removes what is collectible: what the gc asks
+  /// for when no deletion was requested since its last cascading pass, sparing a read of
+  /// every deletion-pending owner. A cascading pass always leaves room to mark one child
+  /// when any is left, so that its commit (a deletion request) asks for the next.
+  bool cascade = true;
 };
 
 /// One retention sweep: trims every kind's event timelines by `retention` (per kind;

@@ -137,6 +137,12 @@ CREATE INDEX events_by_version ON events (resource_version);
       R"sql(
 CREATE INDEX events_by_age ON events (last_at);
 )sql",
+      // 3 -> 4: a GC pass finds the collectible rows without reading the ones that
+      // finalizers still hold.
+      R"sql(
+CREATE INDEX objects_collectible ON objects (deletion_requested_at)
+  WHERE deletion_requested_at IS NOT NULL AND finalizers = '[]';
+)sql",
   };
   return m;
 }
