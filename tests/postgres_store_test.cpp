@@ -1675,6 +1675,17 @@ TEST_F(PostgresStore, AnOlderSchemaIsMigratedForward) {
       THEN RAISE EXCEPTION 'not migrated'; END IF; END $$)sql");
 }
 
+TEST_F(PostgresStore, AMalformedConnectionStringIsAnInvalidArgument) {
+  for (const char* typo : {"host=/tmp port", "postgresql://[::1", "hots=/tmp dbname=x"}) {
+    SCOPED_TRACE(typo);
+    EXPECT_ERRC_WITH(postgres::open(typo), errc::invalid_argument, "malformed connection string");
+  }
+  // A bare word is a database name, which only the server can refuse.
+  postgres::Options o;
+  o.connect_timeout = std::chrono::milliseconds(1000);
+  EXPECT_ERRC(postgres::open("no_such_database_here", o), errc::store);
+}
+
 TEST_F(PostgresStore, AnUnreachableServerIsAStoreErrorWithinTheConnectTimeout) {
   postgres::Options o;
   o.connect_timeout = std::chrono::milliseconds(1000);

@@ -324,6 +324,13 @@ TEST_F(CtlTest, UsageErrorsExitWithTwo) {
   auto both = run({BEEHIVE_CTL, "--db", db_path().string(), "--pg", "dbname=app", "kinds"});
   EXPECT_EQ(both.status, 2);
   EXPECT_NE(both.err.find("give one"), std::string::npos) << both.err;
+  // A connection string libpq cannot parse is the command line's fault, whatever server
+  // it meant: nothing is connected to.
+  for (const char* typo : {"host=/nonexistent port", "postgresql://[::1", "hots=/tmp"}) {
+    auto r = run({BEEHIVE_CTL, "--pg", typo, "kinds"});
+    EXPECT_EQ(r.status, 2) << typo;
+    EXPECT_NE(r.err.find("--pg: malformed connection string"), std::string::npos) << r.err;
+  }
   EXPECT_EQ(ctl({"frobnicate"}).status, 2);
   EXPECT_EQ(ctl({"get"}).status, 2);
   EXPECT_EQ(ctl({"get", "Cluster", "-o", "yaml"}).status, 2);

@@ -124,6 +124,9 @@ void require_schema_version(const std::string& name, int version, int latest);
 std::unique_ptr<Database> open_sqlite_database(const Location& where);
 std::unique_ptr<Database> open_postgres_database(const Location& where);
 void require_postgres_store(const Location& where);
+/// Throws UsageError for a --pg connection string that cannot be parsed (before any
+/// connection is tried: a typo is a usage error, not an unreachable server).
+void check_postgres_location(const Location& where);
 
 /// The write commands' checks of a store before they open it through the library: that
 /// it is a beehive store (require_store; a SQLite file is opened read-only, so that

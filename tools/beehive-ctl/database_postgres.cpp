@@ -121,6 +121,16 @@ std::unique_ptr<Database> open_postgres_database(const Location& where) {
   return std::make_unique<PostgresDatabase>(where);
 }
 
+void check_postgres_location(const Location& where) {
+  try {
+    pg::check_conninfo(where.conninfo);
+  } catch (const Error& e) {
+    std::string why = e.what();
+    if (why.rfind("postgres: ", 0) == 0) why.erase(0, 10);
+    throw UsageError("--pg: " + why);
+  }
+}
+
 void require_postgres_store(const Location& where) {
   pg::Connection c(where.conninfo, where.schema, where.timeout);
   if (!holds_store(c)) throw NotFound("no beehive store in " + where.name());

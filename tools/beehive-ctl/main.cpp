@@ -288,6 +288,7 @@ int main(int argc, char** argv) {
       throw ctl::UsageError(
           "--schema names a PostgreSQL schema; a SQLite database (--db) has none");
     where.file = db_file;
+    if (where.postgres()) ctl::check_postgres_location(where);
     if (*watch_cmd) {
       watch.interval = ctl::parse_duration(interval);
       if (watch.interval.count() == 0) throw ctl::UsageError("--interval must be positive");

@@ -110,6 +110,23 @@ bool ok(PGresult* r) {
 
 }  // namespace
 
+void check_conninfo(const std::string& conninfo) {
+  // libpq's own test for a connection string, as opposed to a database name.
+  if (conninfo.find('=') == std::string::npos && conninfo.rfind("postgresql://", 0) != 0 &&
+      conninfo.rfind("postgres://", 0) != 0)
+    return;
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err);
+  if (opts) {
+    PQconninfoFree(opts);
+    return;
+  }
+  std::string why = err ? err : "out of memory";
+  PQfreemem(err);
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  throw Error(errc::invalid_argument, "postgres: malformed connection string: " + why);
+}
+
 Connection::Connection(std::string conninfo, std::string schema,
                        std::chrono::milliseconds connect_timeout,
                        std::chrono::milliseconds stall_limit, std::function<bool()> keep_waiting)
@@ -118,6 +135,7 @@ Connection::Connection(std::string conninfo, std::string schema,
       connect_timeout_(connect_timeout),
       stall_limit_(stall_limit),
       keep_waiting_(std::move(keep_waiting)) {
+  check_conninfo(conninfo_);
   try {
     connect();
   } catch (...) {  // the destructor will not run

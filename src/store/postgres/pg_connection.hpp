@@ -84,6 +84,11 @@ struct Statement {
   std::shared_ptr<Result> out{};
 };
 
+/// Throws Error(errc::invalid_argument) for a connection string libpq cannot parse (a
+/// key=value list or a postgres:// URI with a syntax error, an unknown keyword); a bare
+/// word is a database name and always passes. Connects to nothing.
+void check_conninfo(const std::string& conninfo);
+
 class Connection {
  public:
   /// Connects and sets the search path to `schema` (which need not exist yet). With a
