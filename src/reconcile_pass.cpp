@@ -21,6 +21,9 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
     auto row = backend_->reader()->get(id);
     return row && row->meta.group == kind.gk.group && row->meta.kind == kind.gk.kind;
   };
+  // Stop cancels the passes in flight before the controllers hear that it stopped
+  // dispatching: one handed out in between never reaches the reconcile.
+  if (stop_ctx_.done()) return {Outcome::cancelled, {}, "beehive stopping"};
   try {
     auto row = backend_->reader()->get(id);
     if (!row || row->meta.group != kind.gk.group || row->meta.kind != kind.gk.kind) {

@@ -80,6 +80,9 @@ TEST_F(ClientTest, NullSlugsNeverCollideButEmptySlugIsAValue) {
   EXPECT_EQ(e.slug, "");
   EXPECT_ERRC(w.create(ctx_, {"e2", 3}, with_slug("")), errc::already_exists);
   EXPECT_EQ(w.get_by_slug(ctx_, "").id, e.id);
+  // An empty view without data names the same slug (SQLite would bind it as NULL).
+  EXPECT_EQ(w.get_by_slug(ctx_, std::string_view{}).id, e.id);
+  EXPECT_EQ(w.create_or_update(ctx_, std::string_view{}, {"e", 3}).id, e.id);
   auto [same, created] = w.get_or_create(ctx_, "", {"other", 9});
   EXPECT_FALSE(created);
   EXPECT_EQ(same.id, e.id);

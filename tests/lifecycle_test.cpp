@@ -475,6 +475,39 @@ TEST_F(LifecycleTest, StopDispatchesNothingMoreOnceItBegins) {
   EXPECT_EQ(recorder_->total(), 1);
 }
 
+// Stop cancels the reconciles in flight before the controllers hear that it stopped
+// dispatching: a pass that ends on the cancellation must not hand the worker the next
+// queued object, whose reconcile would start with its context already ended. A race,
+// so the test runs it many times.
+TEST_F(LifecycleTest, NoReconcileStartsOnceStopHasCancelledTheOnesInFlight) {
+  for (int round = 0; round < 30; ++round) {
+    SCOPED_TRACE(round);
+    open();
+    std::atomic<int> started_after_cancel{0};
+    std::promise<void> entered;
+    std::atomic<bool> first{true};
+    recorder_->set_body([&](auto& rctx, auto&, auto& o) {
+      if (rctx.done()) ++started_after_cancel;
+      if (o.spec.color == "blocker" && first.exchange(false)) {
+        entered.set_value();
+        while (!rctx.done()) std::this_thread::sleep_for(100us);  // until stop cancels it
+      }
+      return Result{};
+    });
+    auto stop_first = stop_before_locals();
+    register_widgets(with_concurrency(1));
+    auto w = widgets();
+    w.create(ctx_, {"blocker", 0});
+    start();
+    entered.get_future().wait();
+    for (int i = 0; i < 3; ++i)
+      EXPECT_TRUE(scheduled_at(w.create(ctx_, {"queued", i}).id, clock_->now()));
+    stop_(Context{}.with_timeout(10s));
+    stop_ = nullptr;
+    EXPECT_EQ(started_after_cancel.load(), 0);
+  }
+}
+
 TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
   std::promise<void> entered;
   std::promise<void> release;

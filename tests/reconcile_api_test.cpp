@@ -85,6 +85,32 @@ TEST_F(ReconcileApiTest, ATerminalErrorIsNotRetriedAndIsRecordedAsAWarningEvent)
   EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 4; }));
 }
 
+// Only a success or a requeue with reset_backoff clears the ladder: a terminal error is a
+// failure too, so the failures after its mark is lifted go on climbing where the earlier
+// ones left off.
+TEST_F(ReconcileApiTest, ATerminalErrorKeepsTheObjectsPlaceOnTheBackoffLadder) {
+  std::atomic<int> passes{0};
+  recorder_->set_body([&](auto&, auto&, auto&) -> Result {
+    if (++passes == 4) throw TerminalError("never");
+    throw std::runtime_error("down");
+  });
+  auto stop_first = stop_before_locals();  // `passes` outlives every reconcile
+  register_widgets(with_resync_interval(0s));
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  for (auto step : {1s, 2s, 4s}) {  // three failures: 1 s, 2 s, 4 s
+    ASSERT_TRUE(scheduled_at(o.id, clock_->now() + step)) << step.count();
+    clock_->advance(step);
+  }
+  settle();
+  ASSERT_EQ(passes.load(), 4);  // the terminal error
+  EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+  w.update(ctx_, o.id, {"b", 1});  // lifts the mark; the pass fails again
+  EXPECT_TRUE(scheduled_at(o.id, clock_->now() + 8s));
+  EXPECT_EQ(passes.load(), 5);
+}
+
 // A requeue that comes through the change log (beehive-ctl requeue, Client::requeue on a
 // standby: here another writer on the same store) lifts a terminal mark too.
 TEST_F(ReconcileApiTest, ARequeueFromAnotherProcessLiftsATerminalMark) {

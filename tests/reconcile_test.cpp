@@ -576,6 +576,32 @@ TEST_F(ReconcileTest, RequeueReturnsOnceTheObjectIsQueued) {
   EXPECT_EQ(recorder_->count(failing.id), 2);
 }
 
+// An object requeued (or changed) while its own pass runs is queued behind that pass: its
+// schedule reads now, and a schedule watch hears of it, rather than "nothing scheduled"
+// until the pass ends.
+TEST_F(ReconcileTest, AnObjectQueuedBehindItsOwnRunningPassIsScheduledNow) {
+  Gate gate;
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->hold(gate, "holds");
+  register_widgets(with_concurrency(1));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"holds", 1});
+  start();
+  gate.wait_entered();
+  EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});  // running: nothing scheduled
+  auto schedules = w.watch_schedule(ctx_, o.id);
+  ASSERT_EQ(schedules.next_for(5s), Schedule{});  // the snapshot
+  w.requeue(ctx_, o.id);
+  EXPECT_EQ(w.get_schedule(ctx_, o.id).next_requeue_at, clock_->now());
+  auto seen = schedules.next_for(5s);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->next_requeue_at, clock_->now());
+  gate.open();
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 2);  // the requeue's pass ran
+  EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+}
+
 // A requeue waits for the controller within its context, as other blocking calls do:
 // behind a check of the id that is slow to come, it ends at the deadline, and the object
 // is left as it was (still due for its retry, not queued).

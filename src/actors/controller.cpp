@@ -251,9 +251,13 @@ void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
   }
   if (st.in_flight.count(id)) {
     // Counted as an add once, as client-go's queue counts an item re-added while processed.
-    if (st.dirty.insert(id).second && m) {
-      st.enqueued_at[id] = now(self);
-      m->added();
+    if (st.dirty.insert(id).second) {
+      // Queued behind its own pass: its schedule reads now, as a queued object's does.
+      st.kind->schedules->set(id, st.services.timers->wall_now());
+      if (m) {
+        st.enqueued_at[id] = now(self);
+        m->added();
+      }
     }
     return;
   }
@@ -448,7 +452,8 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
     case Outcome::terminal_error:
       // Not retried: the pass already logged it and recorded its event. Only what lifts
       // the mark (see enqueue) reconciles it again, including a lift during this pass.
-      st.backoff.erase(id);
+      // The ladder stays: a failure after the lift climbs on from it (only a success or
+      // a reset clears it).
       if (!lifted) {
         st.terminal.insert(id);
         st.dirty.erase(id);

@@ -54,8 +54,10 @@ void RowStatement::bind(int index, std::int64_t value) {
 }
 
 void RowStatement::bind(int index, std::string_view value) {
-  int rc =
-      sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+  // An empty view may have no data at all, which SQLite would bind as NULL: the empty
+  // slug is a real value, distinct from none.
+  const char* text = value.data() ? value.data() : "";
+  int rc = sqlite3_bind_text(stmt_, index, text, static_cast<int>(value.size()), SQLITE_STATIC);
   if (rc != SQLITE_OK) throw SQLite::Exception(db_, rc);
 }
 
