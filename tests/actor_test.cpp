@@ -1220,6 +1220,37 @@ TEST_F(ActorTest, ACrashedSchedulerIsRestartedWithEveryActorThatHoldsIt) {
   EXPECT_NE(err.find("the scheduler failed"), std::string::npos) << err;
 }
 
+// A controller replaced while its pass ran (here it crashed) leaves the pass running on
+// its worker, unknown to its successor: stop waits for it as for any reconcile in flight,
+// within its context.
+TEST_F(ActorTest, StopWaitsForAPassThatACrashedControllerLeftRunning) {
+  auto entered = std::make_shared<std::promise<void>>();
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  auto first = std::make_shared<std::atomic<bool>>(true);
+  register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [entered, released, first](auto&, auto&, auto&) {
+        if (first->exchange(false)) {
+          entered->set_value();
+          released.wait();  // ignores its context, as a reconcile stuck in I/O would
+        }
+        return Result{};
+      });
+  Widgets(*bh_, widget_kind).create(ctx_, {"a", 1});
+  ::testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  entered->get_future().wait();
+  auto old = *bh_->controller(widget_kind);
+  caf::anon_send_exit(old, caf::exit_reason::kill);  // a crash
+  ASSERT_TRUE(eventually([&] {
+    auto c = bh_->controller(widget_kind);
+    return c && *c != old;
+  }));
+  EXPECT_ERRC(stop(Context{}.with_timeout(300ms)), errc::deadline_exceeded);
+  release.set_value();
+  ::testing::internal::GetCapturedStderr();
+}
+
 TEST_F(ActorTest, ACrashedEventLogIsRestartedAndKeepsWorking) {
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
                                                 [](auto&, auto&, auto&) { return Result{}; });

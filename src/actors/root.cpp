@@ -423,14 +423,42 @@ void let_gc_finish(Self self) {
       .then([next](int) { next(); }, [next](caf::error&) { next(); });
 }
 
-/// First: every controller stops dispatching and answers once its reconciles ended.
-void drain_controllers(Self self) {
+/// Whether a worker of a controller that is no longer current (crashed, or retired with
+/// its restart group) is still alive: nothing interrupts a pass, so its pass runs on (a
+/// worker ends with its controller once its pass has).
+bool orphans_left(const RootState& st) {
+  return std::any_of(st.workers.begin(), st.workers.end(), [&](const auto& w) {
+    return std::none_of(st.controllers.begin(), st.controllers.end(),
+                        [&](const auto& c) { return c.second == w.second; });
+  });
+}
+
+/// Then: the passes that replaced controllers left running end too (the current
+/// controllers know nothing of them).
+void await_orphans(Self self) {
   auto& st = self->state;
-  if (st.controllers.empty()) {
+  if (!orphans_left(st)) {
     let_gc_finish(self);
     return;
   }
   auto next = once([self] { let_gc_finish(self); });
+  st.orphans_gone = next;
+  st.give_up = [self, next] {
+    self->state.report.drained = false;
+    self->state.orphans_gone = nullptr;
+    next();
+  };
+  if (st.gave_up) std::exchange(st.give_up, nullptr)();
+}
+
+/// First: every controller stops dispatching and answers once its reconciles ended.
+void drain_controllers(Self self) {
+  auto& st = self->state;
+  if (st.controllers.empty()) {
+    await_orphans(self);
+    return;
+  }
+  auto next = once([self] { await_orphans(self); });
   st.give_up = [self, next] {
     self->state.report.drained = false;
     next();
@@ -514,6 +542,7 @@ void settle(Self self, const SettleReply& done) {
 void on_down(Self self, const caf::down_msg& m) {
   auto& st = self->state;
   if (st.workers.erase(m.source)) {
+    if (st.orphans_gone && !orphans_left(st)) std::exchange(st.orphans_gone, nullptr)();
     if (st.workers.empty()) {
       for (auto& rp : st.awaiting_workers) rp.deliver(true);
       st.awaiting_workers.clear();

@@ -133,6 +133,9 @@ struct RootState {
   std::function<void()> give_up;
   bool gave_up = false;
   std::vector<caf::typed_response_promise<bool>> awaiting_workers;
+  /// The stop's drain waits for the passes that replaced controllers left running: called
+  /// once the last of their workers is down.
+  std::function<void()> orphans_gone;
 
   static inline const char* name = "beehive.root";
 };
