@@ -229,17 +229,27 @@ TEST_F(StatusTest, LivenessConditionsReadUnknownAfterARestartUntilReconfirmed) {
   cc_->set_condition(ctx_, o.id, live);
   cc_->set_condition(ctx_, o.id, durable);
   EXPECT_EQ(widgets().get(ctx_, o.id).conditions[1].status, ConditionStatus::True);
+  const auto set_at = clock_->now();
   reopen();
+  clock_->advance(10s);
   auto after = widgets().get(ctx_, o.id);
   ASSERT_EQ(after.conditions.size(), 2u);
   EXPECT_EQ(after.conditions[0].type, "Configured");
   EXPECT_EQ(after.conditions[0].status, ConditionStatus::True);  // durable survives
   EXPECT_EQ(after.conditions[1].type, "Connected");
   EXPECT_EQ(after.conditions[1].status, ConditionStatus::Unknown);  // verifying
-  cc_->set_condition(ctx_, o.id, live);  // the identical re-confirmation counts
+  cc_->set_condition(ctx_, o.id, live);     // the identical re-confirmation counts
+  cc_->set_condition(ctx_, o.id, durable);  // unchanged: a no-op
   auto confirmed = widgets().get(ctx_, o.id);
   EXPECT_EQ(confirmed.conditions[1].status, ConditionStatus::True);
   EXPECT_GT(confirmed.resource_version, after.resource_version);
+  // Readers saw it go Unknown and come back: the re-confirmation is a transition. The
+  // durable condition never changed.
+  EXPECT_EQ(confirmed.conditions[1].last_transition_at, clock_->now());
+  EXPECT_EQ(confirmed.conditions[0].last_transition_at, set_at);
+  clock_->advance(10s);
+  cc_->set_condition(ctx_, o.id, {"Connected", ConditionStatus::True, "Redialed", "", true});
+  EXPECT_EQ(widgets().get(ctx_, o.id).conditions[1].last_transition_at, clock_->now() - 10s);
 }
 
 TEST_F(StatusTest, RemoveFinalizer) {

@@ -168,6 +168,7 @@ std::string sql_for(Q q) {
                liveness = excluded.liveness, session = excluded.session,
                observed_generation = excluded.observed_generation,
                last_transition_at = CASE WHEN conditions.status = excluded.status
+                 AND (conditions.liveness = 0 OR conditions.session = excluded.session)
                  THEN conditions.last_transition_at ELSE excluded.last_transition_at END)sql";
     case Q::delete_condition:
       return "DELETE FROM conditions WHERE object_id = $1 AND type = $2";
