@@ -989,6 +989,23 @@ TEST_F(WatchTest, APullReplacesOneGivenUpAndOneWaitingHearsTheEnd) {
   caf::anon_send_exit(side.subscriber, caf::exit_reason::user_shutdown);
 }
 
+// An actor that unsubscribes naming an id not its own (here the next ones: a blocking
+// event stream's) ends that stream with not_found, as it would an object watch, rather
+// than leave it waiting for ever, the beehive's stop included.
+TEST_F(WatchTest, AnUnsubscribeNamingABlockingEventStreamEndsIt) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 0});
+  ActorSide side(bh_->watch_hub());
+  auto mine = side.subscribe(event_watch_request{o.id, {}, side.subscriber});
+  auto s = w.watch_events(ctx_, o.id);
+  for (std::uint64_t id = mine + 1; id <= mine + 3; ++id)
+    caf::anon_send(side.hub, unsubscribe_atom::value, id);
+  EXPECT_FALSE(s.next_for(5s).has_value());
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.error(), make_error_code(errc::not_found));
+  caf::anon_send_exit(side.subscriber, caf::exit_reason::user_shutdown);
+}
+
 // `unsubscribe_atom` + an actor to the writer ends an application's commit-record
 // subscription, never one of beehive's own: a controller's handle sent there by mistake
 // leaves its wakes alone.

@@ -644,15 +644,20 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
           release_subscriber(st, it->second.actor);
           st.subs.erase(it);
         }
+        // A blocking stream hears that its subscription is gone rather than wait for
+        // ever (an actor may name a wrong id), whether it was open or opening.
         if (auto it = st.event_subs.find(id); it != st.event_subs.end()) {
+          if (it->second.core) it->second.core->finish(errc::not_found);
           release_subscriber(st, it->second.filter.subscriber);
           st.event_subs.erase(it);
         }
         if (auto it = st.opening.find(id); it != st.opening.end()) {
+          drop(it->second.sub);
           it->second.ready(id);
           st.opening.erase(it);
         }
         if (auto it = st.opening_events.find(id); it != st.opening_events.end()) {
+          if (it->second.sub.core) it->second.sub.core->finish(errc::not_found);
           it->second.ready(id);
           st.opening_events.erase(it);
         }
