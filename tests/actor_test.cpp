@@ -1431,6 +1431,41 @@ TEST_F(ActorTest, WritesWaitingBehindABlockWhenTheStoreWriterCrashedAreServedByI
   ::testing::internal::GetCapturedStderr();
 }
 
+// Actors' requests that waited behind the open block when the writer crashed are answered,
+// as a request to the old handle is (stopped), rather than never (CAF 0.17 answers no
+// promise an actor dies holding).
+TEST_F(ActorTest, ActorRequestsWaitingBehindABlockWhenTheStoreWriterCrashedFailAsStopped) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(*bh_, widget_kind);
+  auto o = w.create(ctx_, {"o", 1});
+  ::testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  testing::settle(*bh_, ctx_);
+  OpenBlock block(cc, ctx_, [&](const Context& tx) { w.create(tx, {"block", 1}); });
+  auto old = bh_->store_writer();
+  auto before = ask<store_writer_state>(old, inspect_atom::value).deferred;
+  caf::scoped_actor self{sys_};
+  auto write = self->request(old, 20s, create_request{widget_kind, spec("from-actor", 1), "actor"});
+  auto read = self->request(old, 20s, get_request{widget_kind, o.id});
+  bool deferred = eventually(
+      [&] { return ask<store_writer_state>(old, inspect_atom::value).deferred >= before + 2; });
+  if (!deferred) block.release();
+  ASSERT_TRUE(deferred);
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  auto t0 = std::chrono::steady_clock::now();
+  std::optional<errc> wrote, got;
+  std::move(write).receive([](ObjectRow&) {}, [&](caf::error& e) { wrote = to_errc(e); });
+  std::move(read).receive([](ObjectRow&) {}, [&](caf::error& e) { got = to_errc(e); });
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);  // answered, not timed out
+  EXPECT_EQ(wrote, errc::stopped);
+  EXPECT_EQ(got, errc::stopped);
+  EXPECT_THROW(block.get(), Error);                            // its session went with the writer
+  EXPECT_ERRC(w.get_by_slug(ctx_, "actor"), errc::not_found);  // the write was not applied
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+}
+
 // A schedule watch that races the beehive's stop (opened after its streams were ended)
 // ends at once instead of never.
 TEST(ScheduleTable, AWatchOpenedAfterTheStreamsEndedEndsAtOnce) {

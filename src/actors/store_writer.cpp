@@ -24,13 +24,19 @@ namespace beehive::detail {
 
 StoreWriterState::~StoreWriterState() {
   if (closed || !cfg) return;
+  // A crash. CAF 0.17 answers no promise an actor dies holding, so each is answered here,
+  // as a request to the old handle is: stopped. Blocking writes are queued again instead.
   for (auto& d : deferred) {
-    if (!d.write || d.write->reply->abandoned()) continue;
     try {
-      cfg->queue->push(std::move(d.write));
-    } catch (const Error&) {  // stopping meanwhile: the write fails as stopped
+      if (!d.write) {
+        if (d.refuse) d.refuse();
+      } else if (!d.write->reply->abandoned()) {
+        cfg->queue->push(std::move(d.write));
+      }
+    } catch (...) {  // stopping meanwhile: the write fails as stopped
     }
   }
+  for (auto& s : sweeps) s.rp.deliver(make_error(errc::stopped, "the store writer failed"));
 }
 
 namespace {

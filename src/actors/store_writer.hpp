@@ -149,7 +149,8 @@ struct StoreWriterConfig {
 struct StoreWriterState {
   StoreWriterState() = default;
   /// After a crash (not a shutdown), hands the blocking writes that waited behind the
-  /// session the crash ended back to the queue, for the restarted writer.
+  /// session the crash ended back to the queue, for the restarted writer, and answers the
+  /// actors' requests that waited (and the sweeps asked for) with errc::stopped.
   ~StoreWriterState();
   StoreWriterState(const StoreWriterState&) = delete;
   StoreWriterState& operator=(const StoreWriterState&) = delete;
