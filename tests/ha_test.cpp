@@ -405,6 +405,36 @@ TEST_F(HaTest, ALeaderWhoseSessionsTheServerEndsKeepsLeadingInTheSameTerm) {
   stop_a({});
 }
 
+// Processes may be given different leases: a standby whose lease is shorter than a third
+// of the leader's sees the lease row unchanged for longer than its own lease between two
+// renewals, and must still not take a lease that its holder keeps renewing.
+TEST_F(HaTest, AStandbyWithAShorterLeaseDoesNotDeposeAHealthyLeader) {
+  constexpr auto long_lease = 6s;  // renewed every 2 s
+  Beehive a(open_candidate(long_lease));
+  auto changes = a.watch_leadership({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
+  auto stop_a = a.start({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  auto b = node(schema(), false, 500ms);  // looks every 250 ms
+  ASSERT_EQ(b->read_line(), "standby");
+  // Three of the leader's renewals: b saw the row unchanged for 2 s, four of its leases.
+  auto renewals = [&] {
+    return query_test_store(path_, "SELECT expires_at FROM leadership").at(0).at(0);
+  };
+  for (int i = 0; i < 3; ++i) {
+    auto before = renewals();
+    auto until = std::chrono::steady_clock::now() + 2 * long_lease;
+    while (renewals() == before && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(changes.next_for(0ms), std::nullopt) << "the leader was deposed";
+  EXPECT_TRUE(a.is_leader());
+  b->write_line("quit");
+  EXPECT_FALSE(read_until(*b, "leader")) << "the standby took over";
+  EXPECT_EQ(b->wait(), 0);
+  stop_a({});
+}
+
 // A leader's own leader writes hold the lease row until they commit (fencing), and must
 // not hold up its renewals meanwhile: a reconcile whose transaction spans several
 // renewals (longer than a leader may go unrenewed) keeps its process leading, in its

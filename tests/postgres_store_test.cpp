@@ -1657,21 +1657,23 @@ TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   EXPECT_ERRC_WITH(open_test_store(db_path()), errc::store, "newer");
 }
 
-// Schema 2 (the first with events_by_version) gains event retention's age index and
-// (schema 4) the collector's index of collectible rows.
+// Schema 2 (the first with events_by_version) gains event retention's age index, the
+// collector's index of collectible rows (schema 4) and the lease holder's lease (5).
 TEST_F(PostgresStore, AnOlderSchemaIsMigratedForward) {
   auto o = Widgets(*bh_, widget_kind).create(ctx_, {"kept", 1});
   bh_.reset();
   store_.reset();
   auto schema = test_schema_for(db_path());
   run_sql(schema,
-          "DROP INDEX objects_collectible; DROP INDEX events_by_age; "
-          "UPDATE beehive_schema SET version = 2");
+          "ALTER TABLE leadership DROP COLUMN lease_ms; DROP INDEX objects_collectible; "
+          "DROP INDEX events_by_age; UPDATE beehive_schema SET version = 2");
   open();
   EXPECT_EQ(Widgets(*bh_, widget_kind).get(ctx_, o.id).spec.color, "kept");
   run_sql(schema, R"sql(DO $$ BEGIN
-      IF (SELECT version FROM beehive_schema) <> 4 OR to_regclass('events_by_age') IS NULL
+      IF (SELECT version FROM beehive_schema) <> 5 OR to_regclass('events_by_age') IS NULL
          OR to_regclass('objects_collectible') IS NULL
+         OR (SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
+             AND table_name = 'leadership' AND column_name = 'lease_ms') <> 1
       THEN RAISE EXCEPTION 'not migrated'; END IF; END $$)sql");
 }
 

@@ -75,8 +75,10 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   auto take = p;
   // The row version seen unchanged for a whole lease: its holder stopped renewing,
   // whatever the server's clock says (a clock stepped back would hold the expiry off).
-  take.add(!seen_version_.empty() && Clock::now() - seen_since_ >= lease_ ? seen_version_
-                                                                          : std::string());
+  // The holder's lease, when longer: it renews a third of its own lease apart.
+  const auto unrenewed_for = std::max(lease_, seen_lease_);
+  take.add(!seen_version_.empty() && Clock::now() - seen_since_ >= unrenewed_for ? seen_version_
+                                                                                 : std::string());
   s.push_back(statement(Q::lease_renew, p));
   s.push_back(statement(Q::lease_take, take));
   s.push_back(statement(Q::lease_look));
@@ -87,6 +89,7 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
     // its holder counts from that renewal's start.
     seen_version_ = version;
     seen_since_ = Clock::now();
+    seen_lease_ = std::chrono::milliseconds(r.back().rows() ? r.back().i64(0, 1) : 0);
   }
   const auto& renewed = r[r.size() - 3];
   if (renewed.rows()) return renewed.i64(0, 0);

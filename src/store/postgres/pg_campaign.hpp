@@ -60,6 +60,7 @@ class Campaign {
   // lease, the lease is taken over whatever the server's clock says.
   std::string seen_version_;
   Clock::time_point seen_since_;
+  std::chrono::milliseconds seen_lease_{0};  // the holder's lease, as its row says
   std::thread thread_;
 };
 

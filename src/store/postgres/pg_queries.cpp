@@ -325,7 +325,7 @@ std::string sql_for(Q q) {
       // A build whose schema version ($3) is older than the database's neither renews
       // nor takes the lease: a newer build migrated it, and leads.
       return R"sql(UPDATE leadership SET
-               expires_at = now() + $2::bigint * interval '1 millisecond'
+               expires_at = now() + $2::bigint * interval '1 millisecond', lease_ms = $2
              WHERE id = 1 AND holder = $1 AND expires_at > now()
                AND (SELECT coalesce(max(version), 0) FROM beehive_schema) <= $3
              RETURNING term)sql";
@@ -333,19 +333,20 @@ std::string sql_for(Q q) {
       // Takes the lease when it has expired (a new term; run after lease_renew, in its
       // transaction); returns the term. Expired on the server's clock, or unrenewed: $4
       // is the row version (lease_look) the caller has seen unchanged for a whole lease
-      // on its own steady clock (else ''), so that a server clock stepped back does not
+      // (its own or the holder's, the longer) on its own steady clock (else ''), so
+      // that a server clock stepped back does not
       // hold a takeover up by the step. The row is locked FOR UPDATE first, the one lock
       // the fence's conflicts with: a takeover waits for the leader's fenced transactions.
       return R"sql(UPDATE leadership SET term = term + 1, holder = $1,
-               expires_at = now() + $2::bigint * interval '1 millisecond'
+               expires_at = now() + $2::bigint * interval '1 millisecond', lease_ms = $2
              WHERE id = (SELECT id FROM leadership WHERE id = 1
                            AND (expires_at <= now() OR xmin::text = $4)
                          FOR UPDATE)
                AND (SELECT coalesce(max(version), 0) FROM beehive_schema) <= $3
              RETURNING term)sql";
     case Q::lease_look:
-      // The lease row's version: each renewal writes a new one.
-      return "SELECT xmin::text FROM leadership WHERE id = 1";
+      // The lease row's version (each renewal writes a new one) and its holder's lease.
+      return "SELECT xmin::text, lease_ms FROM leadership WHERE id = 1";
     case Q::lease_check:
       // Fencing: in the leader's own write transaction, the lease row is read and locked
       // (FOR KEY SHARE): a takeover waits for this transaction, and this transaction fails

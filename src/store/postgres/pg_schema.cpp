@@ -143,6 +143,11 @@ CREATE INDEX events_by_age ON events (last_at);
 CREATE INDEX objects_collectible ON objects (deletion_requested_at)
   WHERE deletion_requested_at IS NOT NULL AND finalizers = '[]';
 )sql",
+      // 4 -> 5: the holder's lease length, so that a standby with a shorter one waits for
+      // the holder's before it takes an unrenewed lease over.
+      R"sql(
+ALTER TABLE leadership ADD COLUMN lease_ms BIGINT NOT NULL DEFAULT 0;
+)sql",
   };
   return m;
 }
