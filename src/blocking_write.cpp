@@ -57,6 +57,9 @@ WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->check = std::move(check);
   w->cpu = sched_getcpu();  // see reply_group
   w->for_leader = in_reconcile > 0 || ContextAccess::is_reconcile(ctx);
+  if (w->for_leader)
+    w->term =
+        ContextAccess::is_reconcile(ctx) ? ContextAccess::reconcile_term(ctx) : reconcile_term;
   auto reply = w->reply;
   queue_->push(std::move(w));
   return reply->take(ctx, queue_->replies_come_quickly());

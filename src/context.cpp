@@ -85,10 +85,17 @@ Context ContextAccess::with_transaction(const Context& ctx, std::shared_ptr<Tran
   return Context(std::move(n));
 }
 
-Context ContextAccess::for_reconcile(const Context& ctx) {
+Context ContextAccess::for_reconcile(const Context& ctx, std::int64_t term) {
   auto n = std::const_pointer_cast<ContextNode>(child(ctx.node_));
   n->reconcile = true;
+  n->term = term;
   return Context(std::move(n));
+}
+
+std::int64_t ContextAccess::reconcile_term(const Context& ctx) {
+  for (auto n = ctx.node_.get(); n; n = n->parent.get())
+    if (n->reconcile) return n->term;
+  return 0;
 }
 
 bool ContextAccess::is_reconcile(const Context& ctx) {

@@ -19,6 +19,7 @@ struct ContextNode {
   std::shared_ptr<Transaction> txn;              // set on a within block's context
   bool outside = false;    // calls made with it belong to no within block (its parents' either)
   bool reconcile = false;  // a reconcile's context
+  std::int64_t term = 0;   // a reconcile's: the leadership term its pass began in
   std::int64_t pass_object = 0;  // a pass's context: its object's id
 };
 
@@ -32,8 +33,12 @@ struct ContextAccess {
   static Context with_transaction(const Context& ctx, std::shared_ptr<Transaction> txn);
   /// A child of `ctx` marked as a reconcile's context: calls made with it are served
   /// while the beehive drains.
-  static Context for_reconcile(const Context& ctx);
+  /// A reconcile's context, for a pass that began in leadership term `term` (0: a store
+  /// without terms): its writes are fenced against that term.
+  static Context for_reconcile(const Context& ctx, std::int64_t term = 0);
   static bool is_reconcile(const Context& ctx);
+  /// The term of the reconcile `ctx` belongs to (0: none, or no terms).
+  static std::int64_t reconcile_term(const Context& ctx);
   /// A child of `ctx` for the pass of object `id` (ControllerClient::log names it).
   static Context for_pass(const Context& ctx, std::int64_t id);
   /// The object of the pass `ctx` belongs to, or 0.

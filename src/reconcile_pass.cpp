@@ -10,13 +10,22 @@
 namespace beehive::detail {
 
 thread_local int in_reconcile = 0;
+thread_local std::int64_t reconcile_term = 0;
 
 Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
   Outcome out;
+  // The term this pass began in: its writes are refused once that term has ended, even
+  // should this process lead again by then (what it read may be another leader's past).
+  const auto term = backend_->term();
   ++in_reconcile;
+  const auto outer_term = std::exchange(reconcile_term, term);
   struct Leave {
-    ~Leave() { --in_reconcile; }
-  } leave;
+    std::int64_t outer;
+    ~Leave() {
+      --in_reconcile;
+      reconcile_term = outer;
+    }
+  } leave{outer_term};
   auto exists = [&] {
     auto row = backend_->reader()->get(id);
     return row && row->meta.group == kind.gk.group && row->meta.kind == kind.gk.kind;
@@ -30,7 +39,7 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
       out.kind = Outcome::gone;
     } else {
       ControllerClientCore core(shared_from_this(), kind.gk);
-      out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_), core, *row);
+      out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_, term), core, *row);
       if (out.kind == Outcome::error) {
         // Stop cancelled the pass: not a failure. Or the object went meanwhile (the GC
         // collected it once the pass removed the last finalizer): nothing left to do. Or

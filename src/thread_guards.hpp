@@ -4,6 +4,7 @@
 // refused instead of deadlocking: a write outside the within block open on this thread,
 // a stop from a reconcile or a within block. Each counter belongs to its thread.
 
+#include <cstdint>
 #include <vector>
 
 namespace beehive::detail {
@@ -13,5 +14,7 @@ namespace beehive::detail {
 extern thread_local std::vector<const void*> open_sessions;
 /// Reconciles running on this thread (reconcile_pass.cpp).
 extern thread_local int in_reconcile;
+/// The leadership term the reconcile running on this thread began in (0: none).
+extern thread_local std::int64_t reconcile_term;
 
 }  // namespace beehive::detail

@@ -405,6 +405,57 @@ TEST_F(HaTest, ALeaderWhoseSessionsTheServerEndsKeepsLeadingInTheSameTerm) {
   stop_a({});
 }
 
+// A pass that began in one term and writes after its process was deposed and has become
+// the leader again (a later term) is refused: what it read may predate the other
+// leader's writes. The later term's own pass reconciles the object afresh.
+TEST_F(HaTest, APassFromAnEarlierTermWritesNothingAfterItsProcessLeadsAgain) {
+  auto gate = std::make_shared<Gate>();
+  auto first = std::make_shared<std::atomic<bool>>(true);
+  auto refused = std::make_shared<std::atomic<int>>(0);
+  auto wrote = std::make_shared<std::atomic<int>>(0);
+  Beehive a(open_candidate());
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [gate, first, refused, wrote](const Context& ctx, ControllerClient<NodeStatus>& cc,
+                                    const Object<NodeSpec, NodeStatus>& obj) -> Result {
+        bool held = first->exchange(false);
+        if (held) gate->pass();
+        try {
+          cc.update_status(ctx, obj.id, obj.generation, NodeStatus{obj.spec.n, held ? 1 : 2});
+          if (held) ++*wrote;
+        } catch (const Error&) {
+          if (held) ++*refused;
+          throw;
+        }
+        return {};
+      });
+  auto changes = a.watch_leadership({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
+  auto stop_a = a.start({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  auto x = client_->create({}, {7, 0});
+  gate->wait_entered();  // a's pass of x, in a's first term, holds here
+  auto b = node(schema(), true);
+  ASSERT_EQ(b->read_line(), "standby");
+  silence_leader();  // a's renewals go unanswered: b takes over and writes x
+  ASSERT_TRUE(read_until(*b, "leader"));
+  ASSERT_TRUE(read_until(*b, "wrote " + std::to_string(x.id)));
+  ASSERT_EQ(changes.next_for(10s), std::optional<bool>(false));
+  store::pg::faults::stall_campaign_of = 0;
+  b->write_line("quit");  // hands the lease over: a leads again, in a later term
+  ASSERT_EQ(changes.next_for(10s), std::optional<bool>(true));
+  EXPECT_EQ(b->wait(), 0);
+  gate->open();
+  // The held pass's write is refused; the new term's pass writes pid 2.
+  ASSERT_TRUE(eventually([&] {
+    auto o = client_->get({}, x.id);
+    return o.status && o.status->pid == 2;
+  }));
+  EXPECT_EQ(wrote->load(), 0) << "a pass of an earlier term wrote";
+  EXPECT_EQ(refused->load(), 1);
+  stop_a({});
+}
+
 // Processes may be given different leases: a standby whose lease is shorter than a third
 // of the leader's sees the lease row unchanged for longer than its own lease between two
 // renewals, and must still not take a lease that its holder keeps renewing.

@@ -62,11 +62,13 @@ struct BlockingWrite final : store::WaitingCaller {
   std::uint64_t session = 0;  // the within session the write belongs to; 0 = none
   int cpu = -1;               // the CPU its caller ran on when it queued the write
   bool for_leader = false;    // written by a reconcile: fenced (Writer::fence)
+  std::int64_t term = 0;      // the term that reconcile began in (0: any)
   std::shared_ptr<Rendezvous<WriteReply>> reply = std::make_shared<Rendezvous<WriteReply>>();
 
   bool abandoned() const override { return reply->abandoned(); }
   bool claim() override { return reply->claim(); }
   bool leader_work() const override { return for_leader; }
+  std::int64_t leader_term() const override { return term; }
 
   BlockingWrite() = default;
   BlockingWrite(const BlockingWrite&) = delete;

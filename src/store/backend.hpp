@@ -172,7 +172,9 @@ class Writer : public Reader {
   /// sweep's): throws errc::store unless this process still leads, checked in the open
   /// transaction so that a takeover cannot commit in between (fencing). A store with a
   /// single process (SQLite) always leads.
-  virtual void fence() {}
+  /// `term`: the leadership term the work began in (a reconcile's); it fails too once
+  /// that term has ended, even while this process leads again. 0: any term.
+  virtual void fence(std::int64_t term) { (void)term; }
   /// A failed statement aborts the whole transaction (PostgreSQL), rather than only
   /// itself (SQLite): every write of a group then needs a savepoint of its own.
   virtual bool failed_statements_abort() const { return false; }
@@ -338,6 +340,9 @@ class Backend : public Store {
   /// (runs controllers, the collector and sweeps). A store only one process can run on
   /// (SQLite) always leads.
   virtual bool leads() const { return true; }
+  /// The leadership term this process leads in, 0 when it does not lead or the store
+  /// has no terms (SQLite).
+  virtual std::int64_t term() const { return 0; }
   /// Called, on a thread of the store's, whenever leads() changes while claimed; an
   /// empty function unsubscribes. Returns once no earlier function runs any more.
   virtual void on_leadership(std::function<void(bool)> changed) { (void)changed; }

@@ -334,7 +334,7 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
   if (std::holds_alternative<collect_request>(op) ||
       std::holds_alternative<trim_events_request>(op) ||
       std::holds_alternative<trim_change_log_request>(op) || (caller && caller->leader_work()))
-    cfg_.writer->fence();
+    cfg_.writer->fence(caller ? caller->leader_term() : 0);
   WriteOps::RowCheck checked;
   if (check)
     checked = [&check](const ObjectRow& row) {

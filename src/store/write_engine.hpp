@@ -107,6 +107,8 @@ class WaitingCaller {
   virtual bool claim() = 0;
   /// The write is the leader's (a reconcile's): fenced (Writer::fence).
   virtual bool leader_work() const { return false; }
+  /// The leadership term the leader's work began in (0: any).
+  virtual std::int64_t leader_term() const { return 0; }
 
  protected:
   ~WaitingCaller() = default;

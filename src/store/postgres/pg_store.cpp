@@ -145,6 +145,9 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
     return shared_->term.load(std::memory_order_acquire) != 0 &&
            !shared_->deposed.load(std::memory_order_acquire);
   }
+  std::int64_t term() const override {
+    return leads() ? shared_->term.load(std::memory_order_acquire) : 0;
+  }
 
   void on_leadership(std::function<void(bool)> changed) override {
     std::lock_guard g(leadership_mu_);

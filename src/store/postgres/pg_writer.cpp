@@ -279,10 +279,14 @@ std::int64_t PgWriter::next_resource_version() { return ++rv_; }
 
 ObjectID PgWriter::next_object_id() { return ++last_id_; }
 
-void PgWriter::fence() {
+void PgWriter::fence(std::int64_t began_in) {
   // Fencing: the leader's writes hold the lease row (FOR KEY SHARE) until they commit, so a
   // takeover waits for them, and fail when a takeover committed first.
   auto term = shared_->term.load(std::memory_order_acquire);
+  if (began_in != 0 && began_in != term)
+    throw Error(errc::store,
+                "postgres: the leadership term this reconcile began in has ended: its "
+                "writes are refused (the leader of a later term reconciles the object again)");
   if (term != 0 && fenced_term_ == term) return;
   if (term != 0) {
     auto r = run(conn_, Q::lease_check, Params().add(session_).add(term));

@@ -53,7 +53,7 @@ class PgWriter : public Reading<Writer> {
   void set_lock_wait(std::function<bool()> keep_waiting) override;
   std::int64_t next_resource_version() override;
   ObjectID next_object_id() override;
-  void fence() override;
+  void fence(std::int64_t term) override;
   /// With no loads, the object's owner comes along in the same round trip and is kept
   /// for this transaction: every write looks it up right after reading the row.
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override;
