@@ -5,6 +5,7 @@
 #include <beehive/actors.hpp>
 #include <beehive/testing.hpp>
 
+#include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "actors/atoms.hpp"
 #include "fixture.hpp"
 
 namespace beehive::test {
@@ -233,6 +235,45 @@ TEST(TestingKit, SettleEndsWithItsContextWhileAReconcileIsStuck) {
   EXPECT_ERRC(settling.get(), errc::cancelled);
   release.set_value();
   t.settle();
+}
+
+// An actor a settle waits for that crashes answers the wait (CAF 0.17 answers no promise
+// an actor dies holding): the settle goes on with its successor rather than hang until
+// its deadline (or for ever).
+TEST(TestingKit, SettleGoesOnWhenAnActorItWaitsForCrashes) {
+  TestBeehive t;
+  auto entered = std::make_shared<std::promise<void>>();
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  auto first = std::make_shared<std::atomic<bool>>(true);
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
+                                                [entered, released, first](auto&, auto&, auto&) {
+                                                  if (first->exchange(false)) {
+                                                    entered->set_value();
+                                                    released.wait();
+                                                  }
+                                                  return Result{};
+                                                });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  w.create({}, {"red", 1});
+  entered->get_future().wait();
+  auto settling = std::async(std::launch::async, [&] {
+    beehive::testing::settle(t.beehive(), Context{}.with_timeout(30s));
+  });
+  caf::scoped_actor self{actor_system_of(t.beehive())};
+  auto controller = *actor_handles(t.beehive()).controller(widget_kind);
+  auto held = self->request(caf::actor_cast<caf::actor>(controller), 30s,
+                            detail::settle_atom::value);    // busy: held
+  caf::anon_send_exit(controller, caf::exit_reason::kill);  // a crash
+  auto t0 = std::chrono::steady_clock::now();
+  bool answered = false;
+  std::move(held).receive([&](bool) { answered = true; }, [&](caf::error&) { answered = true; });
+  EXPECT_TRUE(answered);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s) << "the held wait was never answered";
+  release.set_value();
+  EXPECT_NO_THROW(settling.get());
+  EXPECT_NO_THROW(t.settle());
 }
 
 // A clock moved to its very end (advance(milliseconds::max()) saturates there) is the

@@ -490,7 +490,10 @@ void answer(const SettleReply& reply, const caf::error& err) {
 
 /// One round: every actor that can have work answers once it is idle; then, if the
 /// writer committed nothing since `before`, everything is settled, else another round.
-void settle_round(Self self, std::uint64_t before, const SettleReply& done) {
+/// An actor that ended while the round waited for it (a crash) may have a successor with
+/// work: another round asks it (`died_rounds` of them in a row, a few at most, should
+/// no successor come).
+void settle_round(Self self, std::uint64_t before, const SettleReply& done, int died_rounds = 0) {
   auto& st = self->state;
   if (done->abandoned()) return;  // its caller's context ended: no more rounds for it
   std::vector<caf::actor> targets;
@@ -498,7 +501,8 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done) {
   for (auto* a : {&st.gc, &st.event_log})
     if (*a) targets.push_back(*a);
   if (st.hub) targets.push_back(caf::actor_cast<caf::actor>(st.hub));
-  auto next = [self, before, done]() mutable {
+  auto died = std::make_shared<bool>(false);
+  auto next = [self, before, done, died, died_rounds]() mutable {
     auto w = self->state.writer;
     if (!w) {
       answer(done, {});
@@ -506,8 +510,10 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done) {
     }
     self->request(w, caf::infinite, inspect_atom::value)
         .then(
-            [self, before, done](const store_writer_state& s) mutable {
-              if (s.transactions == before)
+            [self, before, done, died, died_rounds](const store_writer_state& s) mutable {
+              if (*died && died_rounds < 10)
+                settle_round(self, s.transactions, done, died_rounds + 1);
+              else if (s.transactions == before)
                 answer(done, {});
               else
                 settle_round(self, s.transactions, done);
@@ -525,7 +531,10 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done) {
   for (auto& a : targets)
     self->request(a, caf::infinite, settle_atom::value)
         .then([one_done](bool) mutable { one_done(); },
-              [one_done](caf::error&) mutable { one_done(); });  // gone: nothing to wait for
+              [one_done, died](caf::error&) mutable {  // gone: asked again, or its successor
+                *died = true;
+                one_done();
+              });
 }
 
 void settle(Self self, const SettleReply& done) {

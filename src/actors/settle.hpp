@@ -11,6 +11,8 @@
 
 #include <vector>
 
+#include <caf/error.hpp>
+#include <caf/sec.hpp>
 #include <caf/typed_response_promise.hpp>
 
 #include "actors/atoms.hpp"
@@ -20,6 +22,16 @@ namespace beehive::detail {
 /// The settle requests an actor holds until it is idle.
 class SettleWaiters {
  public:
+  SettleWaiters() = default;
+  SettleWaiters(const SettleWaiters&) = delete;
+  SettleWaiters& operator=(const SettleWaiters&) = delete;
+  /// An actor that ends (a crash, a stop) answers what it held, so that the root's round
+  /// learns that it went rather than wait for ever (CAF 0.17 answers no promise an actor
+  /// dies holding).
+  ~SettleWaiters() {
+    for (auto& rp : waiting_) rp.deliver(caf::make_error(caf::sec::request_receiver_down));
+  }
+
   /// The reply to a settle request: now when `idle`, else once `check(true)` is called.
   template <class Self>
   caf::typed_response_promise<bool> ask(Self* self, bool idle) {
