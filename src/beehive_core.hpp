@@ -201,6 +201,8 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
 
   /// Called by the store (on its thread) when this process's leadership changes.
   void leadership_changed(bool leads);
+  /// Tells the leadership streams `leads` unless it is what they were told last.
+  void report_leadership(bool leads);
   /// Subscribes to the store's leadership changes (start), and unsubscribes, ending
   /// the leadership streams (stop).
   void follow_leadership();

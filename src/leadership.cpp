@@ -38,17 +38,21 @@ void BeehiveCore::leadership_changed(bool leads) {
             : "this process no longer leads the store's processes",
       {{"store", backend_->describe()}});
   caf::anon_send(root_, leadership_atom::value, leads);
+  report_leadership(leads);
+}
+
+void BeehiveCore::report_leadership(bool leads) {
+  // The streams hear each change once: what they were told last is not told again.
   std::lock_guard g(leadership_mu_);
+  if (leads == leads_reported_) return;
   leads_reported_ = leads;
   for (auto& s : leadership_streams_) s->push(0, leads);
 }
 
 void BeehiveCore::follow_leadership() {
   backend_->on_leadership([this](bool leads) { leadership_changed(leads); });
-  // Whatever start found is the first value; changes follow.
-  std::lock_guard g(leadership_mu_);
-  leads_reported_ = backend_->leads();
-  for (auto& s : leadership_streams_) s->push(0, leads_reported_);
+  // Whatever start found follows what the streams were told before it (not leading).
+  report_leadership(backend_->leads());
 }
 
 void BeehiveCore::unfollow_leadership() {

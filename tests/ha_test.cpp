@@ -456,6 +456,22 @@ TEST_F(HaTest, APassFromAnEarlierTermWritesNothingAfterItsProcessLeadsAgain) {
   stop_a({});
 }
 
+// A leadership stream tells each change once: a standby's stream opened before its start
+// says "not leading" and nothing more when start finds a leader already there.
+TEST_F(HaTest, AStandbysLeadershipStreamSaysItDoesNotLeadOnce) {
+  auto leader = node(schema());
+  ASSERT_EQ(leader->read_line(), "leader");
+  Beehive b(open_candidate());
+  auto changes = b.watch_leadership({});
+  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
+  auto stop_b = b.start({});
+  EXPECT_FALSE(b.is_leader());
+  EXPECT_EQ(changes.next_for(0ms), std::nullopt) << "told again what it was told";
+  stop_b({});
+  leader->write_line("quit");
+  EXPECT_EQ(leader->wait(), 0);
+}
+
 // Processes may be given different leases: a standby whose lease is shorter than a third
 // of the leader's sees the lease row unchanged for longer than its own lease between two
 // renewals, and must still not take a lease that its holder keeps renewing.
