@@ -111,6 +111,16 @@ class HaTest : public ::testing::Test {
     o.lease = its_lease;
     return postgres::open(std::getenv("BEEHIVE_TEST_PG"), o);
   }
+  /// Starts `a`, which finds no leader on the schema, checking that its leadership
+  /// stream (opened first) says "not leading" and then "leading"; returns the stop and
+  /// the stream, for the changes that follow.
+  std::pair<Stop, Stream<bool>> start_leading(Beehive& a) const {
+    auto changes = a.watch_leadership({});
+    EXPECT_EQ(changes.next_for(5s), std::optional<bool>(false));
+    auto stop = a.start({});
+    EXPECT_EQ(changes.next_for(5s), std::optional<bool>(true));
+    return {std::move(stop), std::move(changes)};
+  }
   void TearDown() override { store::pg::faults::stall_campaign_of = 0; }
   /// From now on, the renewals of the session that holds the lease get no answer (until
   /// the test clears the fault, or ends); returns that session.
@@ -324,10 +334,7 @@ TEST_F(HaTest, ALeaderTakingOverAgainForgetsTheTerminalMarksOfItsEarlierTerm) {
         cc.update_status(ctx, obj.id, obj.generation, NodeStatus{obj.spec.n, 0});
         return {};
       });
-  auto leadership = a.watch_leadership({});
-  ASSERT_EQ(leadership.next_for(5s), std::optional<bool>(false));
-  auto stop_a = a.start({});
-  ASSERT_EQ(leadership.next_for(5s), std::optional<bool>(true));
+  auto [stop_a, leadership] = start_leading(a);
   auto x = client_->create({}, {1, 0});
   auto failed = client_->watch_events({}, x.id).next_for(10s);  // the TerminalError's
   ASSERT_TRUE(failed.has_value());
@@ -429,10 +436,7 @@ TEST_F(HaTest, APassFromAnEarlierTermWritesNothingAfterItsProcessLeadsAgain) {
         }
         return {};
       });
-  auto changes = a.watch_leadership({});
-  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
-  auto stop_a = a.start({});
-  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  auto [stop_a, changes] = start_leading(a);
   auto x = client_->create({}, {7, 0});
   gate->wait_entered();  // a's pass of x, in a's first term, holds here
   auto b = node(schema(), true);
@@ -478,10 +482,7 @@ TEST_F(HaTest, AStandbysLeadershipStreamSaysItDoesNotLeadOnce) {
 TEST_F(HaTest, AStandbyWithAShorterLeaseDoesNotDeposeAHealthyLeader) {
   constexpr auto long_lease = 6s;  // renewed every 2 s
   Beehive a(open_candidate(long_lease));
-  auto changes = a.watch_leadership({});
-  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
-  auto stop_a = a.start({});
-  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  auto [stop_a, changes] = start_leading(a);
   auto b = node(schema(), false, 500ms);  // looks every 250 ms
   ASSERT_EQ(b->read_line(), "standby");
   // Three of the leader's renewals: b saw the row unchanged for 2 s, four of its leases.
@@ -520,10 +521,7 @@ TEST_F(HaTest, ALeadersLongTransactionDoesNotHoldUpItsOwnRenewals) {
         });
         return {};
       });
-  auto changes = a.watch_leadership({});
-  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(false));
-  auto stop_a = a.start({});
-  ASSERT_EQ(changes.next_for(5s), std::optional<bool>(true));
+  auto [stop_a, changes] = start_leading(a);
   const auto term = query_test_store(path_, "SELECT term FROM leadership").at(0).at(0);
   auto id = client_->create({}, {1, 0}).id;
   gate.wait_entered();

@@ -582,9 +582,7 @@ TEST_F(ReconcileTest, RequeueReturnsOnceTheObjectIsQueued) {
 TEST_F(ReconcileTest, AnObjectQueuedBehindItsOwnRunningPassIsScheduledNow) {
   Gate gate;
   auto stop_first = stop_before_locals();  // the locals above outlive reconciles
-  recorder_->hold(gate, "holds");
-  register_widgets(with_concurrency(1));
-  auto w = widgets();
+  auto w = one_worker(gate, [](const WidgetSpec&) { return false; });
   auto o = w.create(ctx_, {"holds", 1});
   start();
   gate.wait_entered();
