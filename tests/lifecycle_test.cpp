@@ -1,8 +1,11 @@
 // Registration and lifecycle: start, stop, drain, store_in_use.
 
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <optional>
+#include <set>
+#include <string>
 
 #include <beehive/actors.hpp>
 
@@ -53,6 +56,24 @@ TEST_F(LifecycleTest, RegisteringAnEmptyControllerIsInvalidArgument) {
   auto o = widgets().create(ctx_, {"a", 1});
   settle();
   EXPECT_EQ(recorder_->count(o.id), 1);
+}
+
+// A stack dump or `top -H` of an application says which of beehive's threads is which:
+// each detached actor names its thread (CAF would call every one "caf.actor").
+TEST_F(LifecycleTest, BeehivesThreadsCarryTheirActorsNames) {
+  register_widgets();
+  start();
+  auto o = widgets().create(ctx_, {"a", 1});
+  ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  std::set<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  for (const char* name : {"bh.writer", "bh.store-read", "bh.reader", "bh.reconcile"})
+    EXPECT_TRUE(names.count(name)) << name;
 }
 
 // A store serves one beehive until it stops (its session, write tokens and subscriptions

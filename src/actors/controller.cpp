@@ -8,6 +8,7 @@
 #include <beehive/detail/saturate.hpp>
 
 #include "actors/reader.hpp"
+#include "actors/thread_name.hpp"
 #include "options_internal.hpp"
 
 namespace beehive::detail {
@@ -559,6 +560,7 @@ std::vector<ObjectID> map_watched(
 }  // namespace
 
 caf::behavior worker(caf::event_based_actor*, std::shared_ptr<KindEntry> kind, Services services) {
+  name_this_thread("bh.reconcile");
   return {
       [kind, services](reconcile_atom, ObjectID id) {
         PassRegistry::Hold hold(*kind->passes, id);

@@ -1,4 +1,5 @@
 #include "actors/reader.hpp"
+#include "actors/thread_name.hpp"
 
 #include <exception>
 
@@ -7,6 +8,7 @@
 namespace beehive::detail {
 
 caf::behavior reader(caf::event_based_actor*, std::shared_ptr<store::Backend> backend) {
+  name_this_thread("bh.reader");
   return {
       [backend](const ReadJob& job) -> caf::message {
         try {

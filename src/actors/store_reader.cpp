@@ -2,6 +2,7 @@
 // connections. Runs on its own (detached) thread.
 
 #include "actors/store_reader.hpp"
+#include "actors/thread_name.hpp"
 
 #include <string>
 #include <utility>
@@ -69,6 +70,7 @@ store_reader_actor::behavior_type behavior_for(type_list<Rs...>,
 
 store_reader_actor::behavior_type store_reader(store_reader_actor::pointer,
                                                std::shared_ptr<store::Backend> backend) {
+  name_this_thread("bh.store-read");
   return behavior_for(read_request_types{}, backend);
 }
 

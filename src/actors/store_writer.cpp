@@ -17,6 +17,7 @@
 #include <caf/system_messages.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/thread_name.hpp"
 #include "store/request_checks.hpp"
 #include "store/write_ops.hpp"
 
@@ -423,6 +424,7 @@ store_writer_impl::behavior_type behavior(Self self, type_list<Writes...>, type_
 }  // namespace
 
 store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWriterConfig> cfg) {
+  name_this_thread("bh.writer");
   auto& st = self->state;
   st.subscribers = std::move(cfg->subscribers);
   st.hub = std::move(cfg->hub);
