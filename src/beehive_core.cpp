@@ -134,8 +134,13 @@ void BeehiveCore::shutdown_system() {
       caf::scoped_actor self{*sys_, true};
       self->request(root_, caf::infinite, await_workers_atom::value)
           .receive([](bool) {}, [](caf::error&) {});
+      // The root is hidden: the actor system's end does not wait for it. Its state holds
+      // the handles of detached actors, and CAF 0.17 keeps a detached actor's thread (and
+      // the system's end with it) until its last handle goes: wait until the root is gone.
+      self->monitor(root_);
+      self->send_exit(root_, caf::exit_reason::user_shutdown);
+      self->receive([](const caf::down_msg&) {});
     }
-    caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
     root_ = nullptr;
   }
   own_sys_.reset();

@@ -367,7 +367,10 @@ void finish_stop(Self self) {
   st.phase = Phase::stopped;
   st.give_up = nullptr;
   st.stop_ended = nullptr;
-  if (auto& r = st.cfg->services.reader) self->send_exit(r, caf::exit_reason::user_shutdown);
+  // Handles dropped too: a detached actor's thread lasts as long as its last handle.
+  if (auto r = std::exchange(st.cfg->services.reader, nullptr))
+    self->send_exit(r, caf::exit_reason::user_shutdown);
+  st.cfg->directory->set_reader(nullptr);
   st.stopping->deliver(st.report);
   st.stopping.reset();
 }
