@@ -3,6 +3,9 @@
 
 #include <future>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -1104,6 +1107,49 @@ TEST_F(ActorTest, InspectShowsQueuesSessionsAndPendingChanges) {
     return st.in_flight.empty() && st.queue_length == 0;
   }));
   stop(ctx_);
+}
+
+// Removing queued objects takes them out of the queue: its length counts the others at
+// once, the removed ones never reach a worker, and each other one does, once (a removal
+// of most of a long queue, as a cleanup deleting a whole collection does).
+TEST_F(ActorTest, RemovedQueuedObjectsLeaveTheQueueAndAreNeverReconciled) {
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  auto seen = std::make_shared<std::map<ObjectID, int>>();
+  auto mu = std::make_shared<std::mutex>();
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind,
+      [released, seen, mu](auto&, auto&, const auto& o) {
+        if (o.spec.color == "slow") released.wait();
+        std::lock_guard lk(*mu);
+        ++(*seen)[o.id];
+        return Result{};
+      },
+      with_concurrency(1));
+  Widgets widgets(*bh_, widget_kind);
+  auto slow = widgets.create(ctx_, {"slow", 1});
+  auto stop = bh_->start(ctx_);
+  auto controller = *bh_->controller(widget_kind);
+  auto state = [&] { return ask<controller_state>(controller, inspect_atom::value); };
+  ASSERT_TRUE(eventually([&] { return state().in_flight == std::vector<ObjectID>{slow.id}; }));
+  std::vector<ObjectID> kept, removed;
+  for (int i = 0; i < 300; ++i)
+    (i % 6 == 0 ? kept : removed).push_back(widgets.create(ctx_, {"q", i}).id);
+  ASSERT_TRUE(eventually([&] { return state().queue_length == 300; }));
+  for (std::size_t i = 0; i < removed.size(); ++i) {
+    widgets.remove(ctx_, removed[i]);
+    if (i == 9) EXPECT_TRUE(eventually([&] { return state().queue_length == 290; }));
+  }
+  EXPECT_TRUE(eventually([&] { return state().queue_length == kept.size(); }));
+  release.set_value();
+  EXPECT_TRUE(eventually([&] {
+    auto st = state();
+    return st.in_flight.empty() && st.queue_length == 0;
+  }));
+  stop(ctx_);
+  std::lock_guard lk(*mu);
+  for (auto id : removed) EXPECT_EQ(seen->count(id), 0u) << id;
+  for (auto id : kept) EXPECT_EQ((*seen)[id], 1) << id;
 }
 
 TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {

@@ -62,7 +62,7 @@ bool idle(Self self) {
   if (!st.dispatching) return st.relist_at != Time::max() && st.relist_at > t;
   if (fallen_due(st.relist_at, t)) return false;
   // Queued ids wait for a token of the rate limit that is due later: nothing to do now.
-  if (!st.queue.empty() && !(st.rate_wake != Time::max() && st.rate_wake > t)) return false;
+  if (!st.queued.empty() && !(st.rate_wake != Time::max() && st.rate_wake > t)) return false;
   if (fallen_due(st.next_resync, t)) return false;
   return !st.timers.any_due(t);
 }
@@ -98,7 +98,7 @@ void list_kind(Self self, bool with_deletions, Fn then, Failed failed) {
 /// them current between those moments computes them from work_started / work_finished.
 void report_gauges(ControllerState& st, const KindMetrics& m) {
   // Once stop drains the controller, no id waits for a worker any more: none will get one.
-  auto depth = st.draining ? 0 : st.queue.size();
+  auto depth = st.draining ? 0 : st.queued.size();
   if (depth != st.reported_depth) {
     st.reported_depth = depth;
     m.queue_depth(depth);
@@ -196,7 +196,8 @@ void dispatch(Self self) {
   // Sent after the gauges are reported: a running reconcile is always counted in them.
   std::vector<std::pair<caf::actor, ObjectID>> jobs;
   bool limited = false;
-  while (st.dispatching && !st.idle.empty() && !st.queue.empty() && leads(self)) {
+  while (st.dispatching && !st.idle.empty() && !st.queued.empty() && leads(self)) {
+    while (!st.queued.count(st.queue.front())) st.queue.pop_front();  // forgotten ids
     if (!take_token(self)) {
       limited = true;
       break;
@@ -277,7 +278,7 @@ void rearm(Self self) {
   auto& st = self->state;
   Time earliest = std::min(st.next_resync, st.relist_at);
   earliest = std::min(earliest, st.timers.earliest());
-  if (!st.queue.empty()) earliest = std::min(earliest, st.rate_wake);
+  if (!st.queued.empty()) earliest = std::min(earliest, st.rate_wake);
   if (earliest == Time::max() || earliest == st.requested_wake) return;
   st.requested_wake = earliest;
   self->send(st.scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self), earliest);
@@ -299,7 +300,10 @@ void forget(Self self, ObjectID id) {
   st.dirty.erase(id);
   st.awaiting_release.erase(id);
   st.enqueued_at.erase(id);
-  if (st.queued.erase(id)) st.queue.erase(std::find(st.queue.begin(), st.queue.end(), id));
+  // Its place in the queue is skipped when dispatch reaches it; compacted once most of
+  // the queue is such places (a standby, say, that removes but never dispatches).
+  if (st.queued.erase(id) && st.queue.size() > 2 * st.queued.size() + 64)
+    std::erase_if(st.queue, [&](ObjectID q) { return !st.queued.count(q); });
   if (st.in_flight.count(id)) st.collected.insert(id);
   st.kind->schedules->clear(id);
 }
@@ -702,7 +706,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         auto& st = self->state;
         controller_state out;
         out.gk = st.kind->gk;
-        out.queue_length = st.queue.size();
+        out.queue_length = st.queued.size();
         out.in_flight.assign(st.in_flight.begin(), st.in_flight.end());
         std::sort(out.in_flight.begin(), out.in_flight.end());
         out.backoff.assign(st.backoff.begin(), st.backoff.end());

@@ -116,6 +116,9 @@ struct ControllerState {
   Services services;
   scheduler_impl scheduler;
 
+  /// The ids waiting for a worker, in order: those in `queued`. An id forgotten while
+  /// queued stays here until dispatch reaches it and skips it (or a compaction drops
+  /// it), so that removing many queued objects costs each one O(1).
   std::deque<ObjectID> queue;
   std::unordered_set<ObjectID> queued;
   std::unordered_set<ObjectID> in_flight;
