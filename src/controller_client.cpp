@@ -200,7 +200,9 @@ std::shared_ptr<BeehiveCore> register_kind(Beehive& bh, const GroupKind& gk, Rec
     auto pass_ctx = ContextAccess::for_pass(ctx, row.meta.id);
     auto began = std::chrono::steady_clock::now();
     auto out = fn(pass_ctx, core, row);
-    if (out.kind == Outcome::terminal_error) report_terminal(core, pass_ctx, row, out.message);
+    // A pass that stop cancelled has not failed for good, whatever it threw.
+    if (out.kind == Outcome::terminal_error && !pass_ctx.done())
+      report_terminal(core, pass_ctx, row, out.message);
     auto took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began);
     core.log(pass_ctx, LogLevel::debug, "reconciled",
              {{"generation", std::to_string(row.meta.generation)},

@@ -40,16 +40,15 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
     } else {
       ControllerClientCore core(shared_from_this(), kind.gk);
       out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_, term), core, *row);
-      if (out.kind == Outcome::error) {
-        // Stop cancelled the pass: not a failure. Or the object went meanwhile (the GC
-        // collected it once the pass removed the last finalizer): nothing left to do. Or
-        // this process was deposed (its writes failed the fence): the new leader's pass,
-        // not a failure of this one to retry.
-        if (stop_ctx_.done() || !backend_->leads())
-          out = {Outcome::cancelled, {}, out.message};
-        else if (!exists())
-          out = {Outcome::gone, {}, out.message};
-      }
+      // Stop cancelled the pass: not a failure (a TerminalError included). Or this process
+      // was deposed (its writes failed the fence): the new leader's pass, not a failure of
+      // this one. Or the object went meanwhile (the GC collected it once the pass removed
+      // the last finalizer): nothing left to do.
+      bool failed = out.kind == Outcome::error || out.kind == Outcome::terminal_error;
+      if (failed && (stop_ctx_.done() || !backend_->leads()))
+        out = {Outcome::cancelled, {}, out.message};
+      else if (out.kind == Outcome::error && !exists())
+        out = {Outcome::gone, {}, out.message};
       if (out.kind == Outcome::quarantined)
         log(LogLevel::warning,
             "quarantined " + to_string(kind.gk) + " " + std::to_string(id) +

@@ -317,6 +317,30 @@ TEST_F(LifecycleTest, StopCancelsTheContextOfReconcilesInFlight) {
   EXPECT_FALSE(Widgets(reopened, widget_kind).get(ctx_, o.id).status.has_value());
 }
 
+// A reconcile that turns its context's cancellation into a TerminalError (as one that
+// gives up on any failure would) has not failed for good: stop cancelled it. Nothing is
+// logged or recorded as a terminal error.
+TEST_F(LifecycleTest, ATerminalErrorRaisedBecauseStopCancelledThePassIsNotReported) {
+  LogCapture log;
+  open(with_logger(log.logger()));
+  std::promise<void> entered;
+  auto w = widgets();
+  recorder_->set_body([&](auto& rctx, auto&, auto&) -> Result {
+    entered.set_value();
+    while (!rctx.done()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    throw TerminalError("gave up: " + rctx.error().message());
+  });
+  register_widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  entered.get_future().wait();
+  stop_(Context{});
+  EXPECT_FALSE(log.contains("terminal error"));
+  close();
+  open();
+  for (const auto& e : widgets().list_events(ctx_, o.id)) EXPECT_NE(e.reason, "TerminalError");
+}
+
 TEST_F(LifecycleTest, StopFromInsideAReconcileIsRefusedInsteadOfDeadlocking) {
   std::promise<std::error_code> refused;
   std::atomic<bool> once{false};
