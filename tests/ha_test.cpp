@@ -460,6 +460,30 @@ TEST_F(HaTest, APassFromAnEarlierTermWritesNothingAfterItsProcessLeadsAgain) {
   stop_a({});
 }
 
+// A leader whose write finds that another process took the lease says at once that it
+// no longer leads, on its leadership stream as in is_leader(): not only at its next
+// renewal (a third of its lease later).
+TEST_F(HaTest, ALeaderDeposedByAFencedWriteSaysSoAtOnce) {
+  Beehive a(open_candidate(60s));  // renews every 20 s
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [](const Context& ctx, ControllerClient<NodeStatus>& cc,
+         const Object<NodeSpec, NodeStatus>& o) {
+        cc.update_status(ctx, o.id, o.generation, NodeStatus{o.spec.n, 1});
+        return Result{};
+      });
+  auto [stop_a, changes] = start_leading(a);
+  // Another process takes the lease (written here as its takeover would).
+  write_test_store(path_,
+                   "UPDATE leadership SET holder = holder + 1000000, term = term + 1, "
+                   "expires_at = now() + interval '1 hour'");
+  client_->create({}, {7, 0});  // a's pass of it writes, and finds the lease taken
+  EXPECT_EQ(changes.next_for(5s), std::optional<bool>(false));
+  EXPECT_FALSE(a.is_leader());
+  write_test_store(path_, "UPDATE leadership SET holder = 0, expires_at = '-infinity'");
+  stop_a({});
+}
+
 // A leadership stream tells each change once: a standby's stream opened before its start
 // says "not leading" and nothing more when start finds a leader already there.
 TEST_F(HaTest, AStandbysLeadershipStreamSaysItDoesNotLeadOnce) {

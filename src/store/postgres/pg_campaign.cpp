@@ -31,10 +31,17 @@ Campaign::Campaign(std::string conninfo, std::string schema,
   } catch (const std::exception&) {
     first_.reset();
   }
+  // A write that finds the lease taken wakes the loop: this process says at once that it
+  // no longer leads (is_leader already does).
+  shared_->on_depose([this] {
+    { std::lock_guard g(mu_); }
+    cv_.notify_all();
+  });
   thread_ = std::thread([this] { loop(); });
 }
 
 Campaign::~Campaign() {
+  shared_->on_depose({});
   {
     std::lock_guard g(mu_);
     stop_ = true;
@@ -118,7 +125,8 @@ void Campaign::loop() {
       // the end of a slow one, the next would have less than its third before step-down.
       auto wake = leads && !failed ? renewed + renew_every : Clock::now() + retry_every;
       if (leads) wake = std::min(wake, step_down_at);
-      if (cv_.wait_until(lk, wake, [&] { return stop_; })) break;
+      if (cv_.wait_until(lk, wake, [&] { return stop_ || shared_->deposed.load(); }) && stop_)
+        break;
     }
     auto started = Clock::now();
     if (shared_->deposed.exchange(false)) set_term(0);

@@ -10,9 +10,9 @@
 //
 // A campaign runs while a Beehive is started on the store (Backend::claim). The leader
 // steps down once two thirds of the lease have passed since its last renewal began (a
-// renewal that hangs is given up by then), or when one of its writes found the lease
-// taken (SharedState::deposed), at its next renewal; the lease is released when the
-// campaign ends, so a standby takes over at once.
+// renewal that hangs is given up by then), or at once when one of its writes found the
+// lease taken (SharedState::depose); the lease is released when the campaign ends, so a
+// standby takes over at once.
 //
 // Owns one thread, stopped and joined by the destructor. subscribe() and leads() may be
 // called from any thread.

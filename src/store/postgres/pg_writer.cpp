@@ -294,7 +294,7 @@ void PgWriter::fence(std::int64_t began_in) {
       fenced_term_ = term;
       return;
     }
-    shared_->deposed.store(true, std::memory_order_release);
+    shared_->depose();
   }
   throw Error(errc::store,
               "postgres: this process is not the leader (its lease was taken over): "

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -32,9 +33,25 @@ struct SharedState {
   std::atomic<std::int64_t> term{0};
   /// Set by a transaction that found the lease taken by another term (fenced off).
   std::atomic<bool> deposed{false};
+  /// Marks this process deposed and wakes the campaign, which steps down at once.
+  void depose() {
+    deposed.store(true, std::memory_order_release);
+    std::lock_guard g(wake_mu);
+    if (wake_campaign) wake_campaign();
+  }
+  /// Set by the campaign while it runs (empty: none). Once this returns, no earlier
+  /// wake_campaign runs any more.
+  void on_depose(std::function<void()> wake) {
+    std::lock_guard g(wake_mu);
+    wake_campaign = std::move(wake);
+  }
   /// Signs this process's commit notes and checks the others' (pg_schema::Opened); set
   /// before any writer or listener is made, never changed.
   std::string note_key;
+
+ private:
+  std::mutex wake_mu;
+  std::function<void()> wake_campaign;
 };
 
 class PgWriter : public Reading<Writer> {
