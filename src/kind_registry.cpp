@@ -47,8 +47,6 @@ void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
     s.resync = *r;
   entry->event_retention = kind_opts.event_retention;
   entry->migrator = kind_opts.migrator;
-  if (settings_.metrics)
-    entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk, s.concurrency);
   s.apply(settings_, false);
   s.apply(kind_opts, true);
   std::lock_guard k(kinds_mu_);
@@ -58,6 +56,9 @@ void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
                 to_string(gk) + " was written before its controller was registered, at spec " +
                     "version 0, which its migrator would read as its version 0: register " +
                     "the controller before the kind's first write");
+  // Declared only for a controller that is registered: a refused one shows no series.
+  if (settings_.metrics)
+    entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk, s.concurrency);
   kinds_.emplace(gk, std::move(entry));
 }
 

@@ -456,7 +456,7 @@ TEST_F(FaultTest, AWriterThatCannotBeRestartedFailsWritesInsteadOfHangingThem) {
     }
   }
   ASSERT_TRUE(eventually([&] { return log.contains("the store writer cannot be restarted"); }));
-  vfs_.clear();  // the file opens again, but no writer is left to open it
+  vfs_.clear();                           // the file opens again, but no writer is left to open it
   auto in_time = ctx_.with_timeout(10s);  // without the fix, each write waits it out
   EXPECT_ERRC_WITH(w.create(in_time, {"y", 1}), errc::store, "cannot be restarted");
   EXPECT_ERRC_WITH(w.update(in_time, x.id, {"x", 2}), errc::store, "cannot be restarted");
@@ -464,6 +464,30 @@ TEST_F(FaultTest, AWriterThatCannotBeRestartedFailsWritesInsteadOfHangingThem) {
 }
 
 // --- read connections --------------------------------------------------------------------
+
+// The count of a kind's objects (beehive_objects) that cannot be read at start (the
+// reader's connection fails to open) is read again after the kind's first retry
+// interval; meanwhile the gauges say nothing rather than count only the commits since.
+TEST_F(FaultTest, AKindsObjectCountThatFailedToReadIsReadAgain) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  ControllerTest::open(with_metrics(prom), with_logger(stderr_logger(LogLevel::error)));
+  register_widgets(with_resync_interval(0ms), with_backoff(1s));
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 0});
+  // The reader opens its first connection now: the count, asked for first, fails; the
+  // listing that queues the objects, asked for next, opens another.
+  vfs_.arm(
+      {.op = fault::Op::open, .files = fault::files::main_db, .threads = fault::Threads::others});
+  start();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(a.id) == 1; }));
+  EXPECT_EQ(vfs_.injected(), 1);
+  w.create(ctx_, {"b", 0});
+  settle();
+  auto objects = [&] { return prom->value(metric::objects, {{"kind", "Widget.acme.com"}}); };
+  EXPECT_EQ(objects(), 0);  // not 1, the commit since
+  clock_->advance(1s);
+  EXPECT_TRUE(eventually([&] { return objects() == 2; }));
+}
 
 TEST_F(FaultTest, AFailingReadConnectionIsReplaced) {
   open({.read_connections = 1});

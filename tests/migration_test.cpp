@@ -471,10 +471,12 @@ TEST_F(MigrationTest, AMigratorAtANegativeVersionIsRefusedAtRegistration) {
 /// A kind this Beehive wrote before its controller was registered holds rows stamped
 /// version 0 in this build's shape: a migrator registered afterwards would convert them
 /// as version 0 ones. Registering it then is refused, whether the write came through a
-/// Client or a request to the store_writer; nothing else changes.
+/// Client or a request to the store_writer; nothing else changes (a metrics sink shows
+/// no series of the refused controller).
 TEST_F(MigrationTest, AMigratorRegisteredAfterTheKindWasWrittenIsRefused) {
   store_ = open_test_store(dir_.file("m.db"));
-  bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+  auto prom = std::make_shared<PrometheusMetrics>();
+  bh_ = std::make_unique<Beehive>(store_, with_clock(clock_), with_metrics(prom));
   Client<SpecV2, StatusV> c(*bh_, person_kind);
   auto a = c.create(ctx_, {"Grace", "Hopper"});
   auto reconcile = [](auto&, auto&, auto&) { return Result{}; };
@@ -482,6 +484,7 @@ TEST_F(MigrationTest, AMigratorRegisteredAfterTheKindWasWrittenIsRefused) {
       (register_controller<SpecV2, StatusV>(*bh_, person_kind, reconcile,
                                             with_migrator(std::make_shared<MigratorV2>()))),
       errc::invalid_argument, "register the controller before");
+  EXPECT_EQ(prom->text().find("Person"), std::string::npos) << prom->text();
   EXPECT_EQ(c.get(ctx_, a.id).spec.first, "Grace");
   EXPECT_EQ(versions(a.id), std::make_pair(0, 0));
 

@@ -54,9 +54,10 @@ bool leads(Self self) {
 bool idle(Self self) {
   auto& st = self->state;
   if (st.draining) return st.in_flight.empty();
+  auto t = now(self);
+  if (fallen_due(st.recount_at, t)) return false;
   if (!leads(self)) return st.in_flight.empty() && st.pending_reads == 0;
   if (st.pending_reads > 0 || !st.in_flight.empty() || !st.awaiting_release.empty()) return false;
-  auto t = now(self);
   // Not dispatching yet: listing the kind (not idle), or waiting to list it again after a
   // failure (idle until then, whatever was queued meanwhile).
   if (!st.dispatching) return st.relist_at != Time::max() && st.relist_at > t;
@@ -119,6 +120,9 @@ void report_gauges(ControllerState& st, const KindMetrics& m) {
 
 /// beehive_objects and beehive_unsettled_objects, when they moved.
 void report_objects(ControllerState& st, const KindMetrics& m) {
+  // Before its first listing, a tally (a restarted controller's) holds only the changes
+  // since: the gauges keep what they said.
+  if (!st.tally.counted()) return;
   std::pair counts{st.tally.objects(), st.tally.unsettled()};
   if (counts == st.reported_objects) return;
   st.reported_objects = counts;
@@ -187,6 +191,12 @@ void count_objects(Self self) {
             st.tally.listing_failed(ticket);
             st.services.log(LogLevel::warning, "counting a kind's objects failed",
                             {{"kind", to_string(st.kind->gk)}, {"reason", error_message(err)}});
+            // Counted again after the kind's first retry interval: the commits alone
+            // would keep what the failed listing was to correct.
+            if (!st.draining) {
+              st.recount_at = saturating_add(now(self), st.kind->settings.base_retry);
+              rearm(self);
+            }
             st.settling.check(idle(self));
           });
 }
@@ -276,7 +286,7 @@ void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
 /// Asks the scheduler to wake us at the earliest pending time, if that moved.
 void rearm(Self self) {
   auto& st = self->state;
-  Time earliest = std::min(st.next_resync, st.relist_at);
+  Time earliest = std::min({st.next_resync, st.relist_at, st.recount_at});
   earliest = std::min(earliest, st.timers.earliest());
   if (!st.queued.empty()) earliest = std::min(earliest, st.rate_wake);
   if (earliest == Time::max() || earliest == st.requested_wake) return;
@@ -386,6 +396,10 @@ void on_wake(Self self) {
   if (fallen_due(st.relist_at, t)) {
     st.relist_at = Time::max();
     if (!st.draining) start(self);
+  }
+  if (fallen_due(st.recount_at, t)) {
+    st.recount_at = Time::max();
+    if (!st.draining && st.kind->metrics) count_objects(self);
   }
   if (fallen_due(st.next_resync, t)) {
     st.next_resync = saturating_add(t, st.kind->settings.resync);

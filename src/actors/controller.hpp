@@ -150,6 +150,7 @@ struct ControllerState {
   bool resync_again = false;          // a resync tick came meanwhile: list once more after it
   std::uint64_t resync_listings = 0;  // begun (inspect)
   Time relist_at{Time::max()};        // a start listing that failed is tried again then
+  Time recount_at{Time::max()};       // a count listing that failed is tried again then
   Time requested_wake{Time::max()};
   // Metrics only (empty without a sink): when each queued id was queued, when each pass
   // in flight began (steady clock), the kind's object counts, and the gauge values last

@@ -36,6 +36,7 @@ void ObjectTally::listing_ended() {
 void ObjectTally::listing_failed(std::uint64_t) { listing_ended(); }
 
 void ObjectTally::listed(std::uint64_t ticket, const IdList& all, const IdList& unsettled) {
+  counted_ = true;
   std::unordered_map<ObjectID, std::int64_t> lagging(unsettled.begin(), unsettled.end());
   std::unordered_set<ObjectID> present;
   present.reserve(all.size() + lagging.size());

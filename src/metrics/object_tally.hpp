@@ -40,6 +40,9 @@ class ObjectTally {
   /// A committed change of the kind's object; `removed`: the row is gone.
   void changed(const ObjectMeta& meta, bool removed);
 
+  /// Whether a listing has been read: until then the counts are only the changes seen
+  /// since this tally was made, not the kind's.
+  bool counted() const { return counted_; }
   std::size_t objects() const { return rows_.size(); }
   std::size_t unsettled() const { return unsettled_; }
 
@@ -53,6 +56,7 @@ class ObjectTally {
   };
   std::unordered_map<ObjectID, Row> rows_;
   std::size_t unsettled_ = 0;
+  bool counted_ = false;
   std::uint64_t tickets_ = 0;  // listings asked for so far
   int listings_in_flight_ = 0;
   // While a listing is in flight (cleared when none is): each id changed meanwhile, with
