@@ -772,14 +772,8 @@ TEST_F(MetricsTest, KindWithQuotesAndBackslashIsEscaped) {
   auto prom = std::make_shared<PrometheusMetrics>();
   open(with_metrics(prom), quiet());
   GroupKind odd{"acme.com", "Qu\"o\\te"};
-  std::atomic<int> passes{0};
   register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, odd,
-      [&](auto&, auto&, auto&) -> Result {
-        ++passes;
-        return {};
-      },
-      with_resync_interval(0ms));
+      *bh_, odd, [](auto&, auto&, auto&) -> Result { return {}; }, with_resync_interval(0ms));
   Client<WidgetSpec, WidgetStatus>(*bh_, odd).create(ctx_, {"x", 1});
   start();
   MetricLabels l{{"controller", to_string(odd)}, {"result", "success"}};

@@ -457,14 +457,18 @@ TEST_F(PostgresStore, AProcessTheLogWasTrimmedPastEndsItsWatchesAsTooOld) {
 // The same process leading: its controller never hears of the update it missed, so it
 // reconciles every object again, as after a takeover.
 TEST_F(PostgresStore, ALeaderTheLogWasTrimmedPastReconcilesEveryObjectAgain) {
-  std::mutex mu;
-  std::map<ObjectID, int> reconciled;  // the size each object was last reconciled at
+  // Shared with the reconcile, which the fixture's beehive may still run after the test.
+  struct Seen {
+    std::mutex mu;
+    std::map<ObjectID, int> reconciled;  // the size each object was last reconciled at
+  };
+  auto seen = std::make_shared<Seen>();
   register_controller<WidgetSpec, WidgetStatus>(
       bh(), widget_kind,
-      [&](const Context&, ControllerClient<WidgetStatus>&,
-          const Object<WidgetSpec, WidgetStatus>& o) {
-        std::lock_guard g(mu);
-        reconciled[o.id] = o.spec.size;
+      [seen](const Context&, ControllerClient<WidgetStatus>&,
+             const Object<WidgetSpec, WidgetStatus>& o) {
+        std::lock_guard g(seen->mu);
+        seen->reconciled[o.id] = o.spec.size;
         return Result{};
       },
       with_resync_interval(std::chrono::hours(1)));
@@ -472,9 +476,9 @@ TEST_F(PostgresStore, ALeaderTheLogWasTrimmedPastReconcilesEveryObjectAgain) {
   Widgets mine(bh(), widget_kind);
   auto a = mine.create(ctx_, {"a", 1});
   auto size_of = [&](ObjectID id) {
-    std::lock_guard g(mu);
-    auto it = reconciled.find(id);
-    return it == reconciled.end() ? 0 : it->second;
+    std::lock_guard g(seen->mu);
+    auto it = seen->reconciled.find(id);
+    return it == seen->reconciled.end() ? 0 : it->second;
   };
   ASSERT_TRUE(eventually([&] { return size_of(a.id) == 1; }));
   auto schema = test_schema_for(db_path());
