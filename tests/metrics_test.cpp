@@ -767,6 +767,29 @@ TEST(PrometheusMetrics, EscapesLabelsAndRendersBuckets) {
   check_exposition(text);
 }
 
+/// beehive_group_commit_size counts requests: an actor's transaction of three writes is
+/// one request answered by one commit.
+TEST_F(MetricsTest, AnActorsTransactionIsOneRequestInTheGroupCommitSize) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  open(with_metrics(prom), quiet());
+  auto before = prom->histogram(metric::group_commit_size, {});
+  auto body = [](const std::string& color) {
+    return nlohmann::json{{"color", color}, {"size", 1}}.dump();
+  };
+  caf::scoped_actor self{actor_system_of(*bh_)};
+  bool answered = false;
+  self->request(bh_->store_writer(), caf::infinite,
+                transaction_request{{create_request{widget_kind, body("a"), "a"},
+                                     create_request{widget_kind, body("b"), "b"},
+                                     create_request{widget_kind, body("c"), "c"}}})
+      .receive([&](const transaction_reply& r) { answered = r.replies.size() == 3; },
+               [](caf::error& e) { ADD_FAILURE() << caf::to_string(e); });
+  ASSERT_TRUE(answered);
+  auto after = prom->histogram(metric::group_commit_size, {});
+  EXPECT_EQ(after.count, before.count + 1);
+  EXPECT_EQ(after.sum, before.sum + 1);
+}
+
 /// A kind whose name needs escaping, end to end.
 TEST_F(MetricsTest, KindWithQuotesAndBackslashIsEscaped) {
   auto prom = std::make_shared<PrometheusMetrics>();

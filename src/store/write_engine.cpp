@@ -760,7 +760,10 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
     fail_all(e);
     return true;
   }
-  committed(since, writes.size());
+  // The requests this commit answers: not those whose callers gave up before their turn.
+  committed(since, static_cast<std::size_t>(std::count_if(
+                       writes.begin(), writes.end(),
+                       [](const GroupedWrite& g) { return g.turn != GroupedWrite::gave_up; })));
   publish(rec);
   return true;
 }
@@ -784,7 +787,7 @@ std::vector<WriteReply> WriteEngine::execute_all(const std::vector<WriteOp>& ops
     w.rollback();
     throw;
   }
-  committed(since, ops.size());
+  committed(since, 1);  // one request, however many writes it holds
   publish(rec);
   return replies;
 }
