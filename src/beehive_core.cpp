@@ -4,10 +4,12 @@
 
 #include <sched.h>
 
+#include <future>
 #include <iostream>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "context_internal.hpp"
 #include "metrics/store_metrics.hpp"
@@ -122,6 +124,32 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
 
 BeehiveCore::~BeehiveCore() { shutdown_system(); }
 
+void BeehiveCore::end_own_system() {
+  if (!own_sys_) return;
+  // CAF 0.17's actor system ends once every detached actor's thread has, and such a
+  // thread lasts as long as any handle to its actor: an application that still holds
+  // one (a store_writer handle it kept) would hang this destructor for ever. The system
+  // ends on a thread of its own; past a grace period that thread is left to finish when
+  // the last handle goes, and the destructor returns.
+  auto ended = std::make_shared<std::promise<void>>();
+  auto done = ended->get_future();
+  std::thread end([sys = std::move(own_sys_), cfg = std::move(own_cfg_), ended]() mutable {
+    sys.reset();
+    cfg.reset();  // after the system, which uses it
+    ended->set_value();
+  });
+  if (done.wait_for(own_system_grace) == std::future_status::ready) {
+    end.join();
+    return;
+  }
+  end.detach();
+  log(LogLevel::warning,
+      "this beehive's actor system ends only once the application drops the actor handles "
+      "it still holds (from store_writer(), actor_handles(), ...): drop them before the "
+      "Beehive",
+      {});
+}
+
 void BeehiveCore::shutdown_system() {
   try {
     stop(Context{});
@@ -143,8 +171,7 @@ void BeehiveCore::shutdown_system() {
     }
     root_ = nullptr;
   }
-  own_sys_.reset();
-  own_cfg_.reset();
+  end_own_system();
   // A controller that captured a Client holds this runtime: drop the controllers so the
   // cycle breaks and the store closes.
   std::lock_guard k(kinds_mu_);

@@ -11,6 +11,7 @@
 // start and stop are serialized among themselves.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -170,6 +171,9 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   StopReport stop_actors(const Context& ctx);
   /// The retention policy the event_log applies, from the Beehive's and kinds' options.
   trim_events_request retention_policy() const;
+  /// Ends own_sys_, waiting for it at most own_system_grace (see the definition).
+  void end_own_system();
+  static constexpr std::chrono::seconds own_system_grace{5};
 
   std::unique_ptr<caf::actor_system_config> own_cfg_;
   std::unique_ptr<caf::actor_system> own_sys_;

@@ -76,6 +76,19 @@ TEST_F(LifecycleTest, BeehivesThreadsCarryTheirActorsNames) {
     EXPECT_TRUE(names.count(name)) << name;
 }
 
+// An application that still holds an actor handle when it destroys a Beehive owning its
+// actor system (CAF 0.17 ends that system only once every detached actor's handle is
+// gone) gets its destructor back, after a grace period, with a warning: not a hang.
+TEST_F(LifecycleTest, ABeehiveDestroyedWhileTheApplicationHoldsAnActorHandleReturns) {
+  LogCapture log;
+  open(with_logger(log.logger()));
+  register_widgets();
+  start();
+  auto kept = actor_handles(*bh_);
+  close();
+  EXPECT_TRUE(log.contains("drop them before the Beehive"));
+}
+
 // A store serves one beehive until it stops (its session, write tokens and subscriptions
 // are that beehive's): a second on the same Store is store_in_use meanwhile. Another open
 // of the database serves a second beehive alongside, whose writes the first one hears.

@@ -42,7 +42,11 @@
 /// gc and event_log with a restarted store_writer) has a new handle: a request to the old
 /// one fails with `errc::stopped`, so take the handle from the Beehive again. A message
 /// sent to an actor that does not take it (the wrong handle) fails with
-/// `errc::invalid_argument`.
+/// `errc::invalid_argument`. Drop the handles before the Beehive: one that owns its actor
+/// system ends it in its destructor, and CAF 0.17 ends a system only once no handle to its
+/// detached actors (the store_writer among them) is left; a handle still held makes the
+/// destructor give up on it after 5 s, with a warning, leaving the system to end on a
+/// thread of its own when the last handle goes.
 ///
 /// Thread-safety: the handles are CAF actor handles, safe to copy and to use from any
 /// thread or actor; `add_message_types` must run before the actor system is built.
