@@ -15,6 +15,7 @@
 #include "actors/schedule_table.hpp"
 #include "controller_fixture.hpp"
 #include "crash_controller.hpp"
+#include "held_reader.hpp"
 #include "open_block.hpp"
 
 namespace beehive::test {
@@ -1150,6 +1151,30 @@ TEST_F(ActorTest, RemovedQueuedObjectsLeaveTheQueueAndAreNeverReconciled) {
   std::lock_guard lk(*mu);
   for (auto id : removed) EXPECT_EQ(seen->count(id), 0u) << id;
   for (auto id : kept) EXPECT_EQ((*seen)[id], 1) << id;
+}
+
+// An actor's requeue_request whose controller crashes while it checks the id (the read
+// is slow) is answered stopped, as a request to the old handle is: not left waiting for
+// the requester's own timeout.
+TEST_F(ActorTest, ARequeueRequestWhoseControllerCrashesMidCheckIsAnsweredStopped) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto row = ask<ObjectRow>(bh_->store_writer(), create_request{widget_kind, spec("a", 1)});
+  auto stop = bh_->start(ctx_);
+  auto controller = *bh_->controller(widget_kind);
+  std::optional<errc> answer;
+  {
+    HeldReader held(*bh_->core(), 20s);
+    caf::scoped_actor self{sys_};
+    auto requeue = self->request(controller, 10s, requeue_request{row.meta.id});
+    // Sent after the requeue, so answered after it: the requeue is parked by then.
+    ask<controller_state>(controller, inspect_atom::value);
+    ASSERT_TRUE(crash_controller(*bh_, widget_kind));
+    requeue.receive([&](bool) { answer = errc::invalid_argument; },
+                    [&](caf::error& e) { answer = to_errc(e).value_or(errc::store); });
+  }
+  EXPECT_EQ(answer, std::optional<errc>(errc::stopped));
+  stop(ctx_);
 }
 
 TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {

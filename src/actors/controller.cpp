@@ -18,6 +18,7 @@ namespace beehive::detail {
 /// heard end would otherwise stay in a sink's in-flight set, and
 /// workqueue_longest_running_processor_seconds would grow forever.
 ControllerState::~ControllerState() {
+  for (auto& [n, rp] : requeues) rp.deliver(make_error(errc::stopped, "the controller ended"));
   if (auto* m = kind ? kind->metrics.get() : nullptr) {
     try {
       for (auto& [id, began] : started_at) m->work_abandoned(id);
@@ -679,9 +680,15 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       [self](wake_atom) { on_wake(self); },
       [self](const requeue_request& r) -> caf::result<bool> {
         auto rp = self->make_response_promise<bool>();
+        auto n = ++self->state.requeues_made;
+        self->state.requeues.emplace(n, rp);
         requeue_checked(
             self, r, [] { return true; },
-            [rp](caf::error err) mutable {
+            [self, n](caf::error err) {
+              auto it = self->state.requeues.find(n);
+              if (it == self->state.requeues.end()) return;
+              auto rp = std::move(it->second);
+              self->state.requeues.erase(it);
               if (err)
                 rp.deliver(std::move(err));
               else

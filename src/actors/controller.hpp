@@ -173,6 +173,11 @@ struct ControllerState {
   /// Reads on the reader actor not answered yet (a listing, a requeue's check).
   int pending_reads = 0;
   SettleWaiters settling;
+  /// Actors' requeue requests waiting for their id's check, by a number of their own:
+  /// answered stopped should the controller end first (CAF 0.17 answers no promise an
+  /// actor dies holding).
+  std::unordered_map<std::uint64_t, caf::typed_response_promise<bool>> requeues;
+  std::uint64_t requeues_made = 0;
 
   static inline const char* name = "beehive.controller";
 };
