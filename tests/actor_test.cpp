@@ -1537,6 +1537,35 @@ TEST_F(ActorTest, ActorRequestsWaitingBehindABlockWhenTheStoreWriterCrashedFailA
   ::testing::internal::GetCapturedStderr();
 }
 
+// A sweep_atom caller whose event log crashes while the sweep waits behind a within
+// block is answered stopped, not left waiting for its own timeout.
+TEST_F(ActorTest, ASweepCallerWhoseEventLogCrashesMidSweepIsAnsweredStopped) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(*bh_, widget_kind);
+  ::testing::internal::CaptureStderr();  // the supervisor logs the restart
+  auto stop = bh_->start(ctx_);
+  testing::settle(*bh_, ctx_);
+  OpenBlock block(cc, ctx_, [&](const Context& tx) { w.create(tx, {"block", 1}); });
+  auto log = bh_->event_log();
+  caf::scoped_actor self{sys_};
+  auto swept = self->request(log, 20s, sweep_atom::value);
+  bool waiting =
+      eventually([&] { return ask<event_log_state>(log, inspect_atom::value).sweeping; });
+  if (!waiting) block.release();
+  ASSERT_TRUE(waiting);
+  caf::anon_send_exit(log, caf::exit_reason::kill);
+  auto t0 = std::chrono::steady_clock::now();
+  std::optional<errc> answer;
+  std::move(swept).receive([&](int) { answer = errc::invalid_argument; },
+                           [&](caf::error& e) { answer = to_errc(e).value_or(errc::store); });
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);  // answered, not timed out
+  EXPECT_EQ(answer, std::optional<errc>(errc::stopped));
+  block.get();
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+}
+
 // A schedule watch that races the beehive's stop (opened after its streams were ended)
 // ends at once instead of never.
 TEST(ScheduleTable, AWatchOpenedAfterTheStreamsEndedEndsAtOnce) {

@@ -2,6 +2,11 @@
 
 namespace beehive::detail {
 
+EventLogState::~EventLogState() {
+  for (auto* callers : {&waiting, &swept_for})
+    for (auto& rp : *callers) rp.deliver(make_error(errc::stopped, "the event log ended"));
+}
+
 namespace {
 
 using Self = event_log_impl::stateful_pointer<EventLogState>;
@@ -19,25 +24,30 @@ void sweep(Self self) {
     return;
   }
   st.counts.sweeping = true;
-  auto waiting = std::move(st.waiting);
+  st.swept_for = std::move(st.waiting);
   st.waiting.clear();
+  auto callers = [self] {
+    auto out = std::move(self->state.swept_for);
+    self->state.swept_for.clear();
+    return out;
+  };
   self->request(st.periodic.writer, caf::infinite, st.policy)
       .then(
-          [self, waiting](int removed) mutable {
+          [self, callers](int removed) {
             auto& st = self->state;
             st.counts.sweeping = false;
             ++st.counts.sweeps;
             st.counts.trimmed += static_cast<std::uint64_t>(removed);
-            for (auto& rp : waiting) rp.deliver(removed);
+            for (auto& rp : callers()) rp.deliver(removed);
             if (std::exchange(st.again, false)) sweep(self);
             st.settling.check(idle(st));
           },
-          [self, waiting](caf::error& err) mutable {
+          [self, callers](caf::error& err) {
             // The next ask or the cadence retries.
             auto& st = self->state;
             st.counts.sweeping = false;
             st.periodic.log_failure("event retention sweep failed", err);
-            for (auto& rp : waiting) rp.deliver(err);
+            for (auto& rp : callers()) rp.deliver(err);
             if (std::exchange(st.again, false)) sweep(self);
             st.settling.check(idle(st));
           });

@@ -31,21 +31,24 @@ namespace beehive::detail {
 
 using event_log_impl =
     event_log_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<wake_atom>,
-                            caf::reacts_to<leadership_atom, bool>,
-                            caf::reacts_to<commit_record>,
+                            caf::reacts_to<leadership_atom, bool>, caf::reacts_to<commit_record>,
                             caf::replies_to<settle_atom>::with<bool>>;
 
 struct EventLogState {
   // Not an aggregate: CAF would otherwise try to build the state from the self pointer.
   EventLogState() = default;
+  /// Answers the sweep callers it still holds: stopped (CAF 0.17 answers no promise an
+  /// actor dies holding).
+  ~EventLogState();
 
   Periodic periodic;
   Time next_wake = Time::max();  // when the periodic wake is due
   SettleWaiters settling;
   trim_events_request policy;
   event_log_state counts;
-  std::vector<caf::typed_response_promise<int>> waiting;  // sweep_atom callers
-  bool again = false;                                     // a sweep was asked for while one ran
+  std::vector<caf::typed_response_promise<int>> waiting;    // sweep_atom callers, next sweep
+  std::vector<caf::typed_response_promise<int>> swept_for;  // those the sweep running answers
+  bool again = false;                                       // a sweep was asked for while one ran
   static inline const char* name = "beehive.event_log";
 };
 
