@@ -17,7 +17,7 @@ while IFS=: read -r _ name; do
     mine && /^<end of output>/ { exit }
     mine { print }
   ' "$log")
-  grep -E 'ERROR: |SUMMARY: |leak of|Failure|terminate called|what\(\):|runtime error|Expected|Which is|Value of|Actual|has run for' \
+  grep -E 'ERROR: |SUMMARY: |leak of|Failure|terminate called|what\(\):|runtime error|Expected|Which is|Value of|Actual|has run for|actor system\(s\) running' \
     <<<"$output" | head -n 12
   if grep -q "every thread's stack follows" <<<"$output"; then
     awk -f "$here/condense-stacks.awk" <<<"$output" | head -n 16

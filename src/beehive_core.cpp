@@ -13,6 +13,7 @@
 
 #include "context_internal.hpp"
 #include "metrics/store_metrics.hpp"
+#include "systems_left_running.hpp"
 #include "transaction.hpp"
 
 namespace beehive::detail {
@@ -143,6 +144,7 @@ void BeehiveCore::end_own_system() {
     return;
   }
   end.detach();
+  ++systems_left_running;
   log(LogLevel::warning,
       "this beehive's actor system ends only once the application drops the actor handles "
       "it still holds (from store_writer(), actor_handles(), ...): drop them before the "

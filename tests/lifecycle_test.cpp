@@ -14,6 +14,7 @@
 #include "actors/spawn_faults.hpp"  // private: the thread a start cannot get
 #include "controller_fixture.hpp"
 #include "open_block.hpp"
+#include "systems_left_running.hpp"  // private: the destructor that gave up
 
 namespace beehive::test {
 namespace {
@@ -87,6 +88,7 @@ TEST_F(LifecycleTest, ABeehiveDestroyedWhileTheApplicationHoldsAnActorHandleRetu
   auto kept = actor_handles(*bh_);
   close();
   EXPECT_TRUE(log.contains("drop them before the Beehive"));
+  EXPECT_EQ(detail::systems_left_running.exchange(0), 1);  // expected: not a failure
 }
 
 // A store serves one beehive until it stops (its session, write tokens and subscriptions

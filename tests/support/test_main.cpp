@@ -20,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include "systems_left_running.hpp"
+
 extern char** environ;
 
 namespace {
@@ -112,6 +114,23 @@ class HangReport : public ::testing::EmptyTestEventListener {
   std::thread thread_;
 };
 
+/// Fails the run when a test destroyed a Beehive whose actor system could not end (a
+/// handle to one of its actors outlived it): the destructor then returns after a grace
+/// period with a warning, which a passing test would otherwise hide.
+class LeftSystems : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (int n = beehive::detail::systems_left_running.exchange(0); n > 0) {
+      std::fprintf(stderr,
+                   "\n%s.%s left %d actor system(s) running: a handle to a beehive's "
+                   "actor outlived its Beehive\n",
+                   info.test_suite_name(), info.name(), n);
+      failed = true;
+    }
+  }
+  bool failed = false;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,5 +141,8 @@ int main(int argc, char** argv) {
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   auto* report = new HangReport(std::chrono::seconds(report_after_s()));
   listeners.Append(report);  // owned by GoogleTest from here
-  return RUN_ALL_TESTS();
+  auto* left = new LeftSystems;
+  listeners.Append(left);
+  int rc = RUN_ALL_TESTS();
+  return rc != 0 ? rc : left->failed ? 1 : 0;
 }
