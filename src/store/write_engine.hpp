@@ -33,6 +33,7 @@
 #include "store/backend.hpp"
 #include "store/clock_step.hpp"
 #include "store/event_sweep.hpp"
+#include "store/object_limits.hpp"
 
 namespace beehive::store {
 
@@ -132,13 +133,6 @@ struct SchemaVersions {
   int spec = 0;
   int status = 0;
 };
-
-/// with_max_object_bytes' default, and the bounds on event runs and conditions (a
-/// message of either, the reason of either: a short machine-readable token).
-inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
-inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
-inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
-inline constexpr std::size_t max_reason_bytes = 1024;
 
 /// Where an engine stands in other processes' commits (see publish_foreign_commits). It
 /// outlives the engine: after a writer crashed, the next one goes on from here, so that

@@ -238,6 +238,12 @@ TEST_F(CtlTest, OutputThatCannotBeWrittenFailsTheCommand) {
   auto r = run(to_full);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("cannot write the output"), std::string::npos) << r.err;
+  // A watch, too, ends at once rather than polling on for its --for.
+  std::vector<std::string> watch_to_full{"/bin/sh", "-c", "exec \"$0\" \"$@\" > /dev/full"};
+  for (auto& a : args({"watch", "cluster", "--for", "10m"})) watch_to_full.push_back(a);
+  auto w = run(watch_to_full, 20s);
+  EXPECT_EQ(w.status, 1);
+  EXPECT_NE(w.err.find("cannot write the output"), std::string::npos) << w.err;
 }
 
 TEST_F(CtlTest, GetJsonCarriesTheObjectVerbatim) {

@@ -222,9 +222,12 @@ TEST_F(CtlWriteTest, ApplyChecksNamesAndLabelsBeforeTheFirstWrite) {
     return R"({"group": "acme.com", "kind": "Widget", "slug": ")" + slug +
            R"(", "spec": {"color": "blue", "size": 1})" + rest + "}";
   };
-  for (auto bad : {widget("z", R"(, "labels": {"bad key": "v"})"),
-                   widget("z", R"(, "labels": {"tier": "-web-"})"), widget(std::string(513, 's')),
-                   R"({"kind": ")" + std::string(513, 'k') + R"(", "slug": "z", "spec": {}})"}) {
+  const std::string huge = R"({"group": "acme.com", "kind": "Widget", "slug": "z", "spec": ")" +
+                           std::string(8 * 1024 * 1024, 'x') + R"("})";
+  for (auto bad :
+       {widget("z", R"(, "labels": {"bad key": "v"})"),
+        widget("z", R"(, "labels": {"tier": "-web-"})"), widget(std::string(513, 's')),
+        R"({"kind": ")" + std::string(513, 'k') + R"(", "slug": "z", "spec": {}})", huge}) {
     auto r = run_with_input(args({"apply", "-f", "-"}), "[" + widget("y") + ", " + bad + "]");
     EXPECT_EQ(r.status, 1) << bad;
     EXPECT_NE(r.err.find("<stdin> [1]: "), std::string::npos) << r.err;
@@ -357,6 +360,17 @@ TEST_F(CtlWriteTest, KindsWithDotsAndSlashesAreNamedByEveryCommand) {
   EXPECT_NE(r.err.find("kinds present: "), std::string::npos) << r.err;
 }
 
+// A stored kind name holding a newline is escaped in the messages that list kinds: it
+// cannot forge a line of the tool's output.
+TEST_F(CtlWriteTest, AKindNameWithANewlineCannotForgeAMessageLine) {
+  Widgets odd(*bh_, {"acme.com", "W\nbeehive-ctl: all objects healthy"});
+  odd.create(ctx_, {"red", 1});
+  auto r = ctl({"get", "nosuchkind"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.find("\nbeehive-ctl: all objects healthy"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("W\\nbeehive-ctl"), std::string::npos) << r.err;
+}
+
 TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"), with_finalizers({"keep"}));
   auto r = ctl({"delete", "widgets", "a"});  // kinds by plural, as for reads
@@ -364,6 +378,13 @@ TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   EXPECT_EQ(r.out, "Widget.acme.com/a deletion requested\n");
   EXPECT_TRUE(widgets().get(ctx_, a.id).deletion_requested_at.has_value());
   EXPECT_EQ(ctl({"delete", "widget", "a"}).out, "Widget.acme.com/a already deleting\n");
+  // With the version it is at, the deletion is a write of nothing: said so too.
+  auto again = widgets().get(ctx_, a.id);
+  auto precise =
+      ctl({"delete", "widget", "a", "--resource-version", std::to_string(again.resource_version)});
+  EXPECT_OK(precise);
+  EXPECT_EQ(precise.out, "Widget.acme.com/a already deleting\n");
+  EXPECT_EQ(widgets().get(ctx_, a.id).resource_version, again.resource_version);
   auto missing = ctl({"delete", "widget", "nope"});
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.err.find("not found"), std::string::npos) << missing.err;

@@ -22,7 +22,10 @@ int run_delete(WriteSession& ws, const ObjectName& o, std::ostream& out) {
     client.remove(ws.context(), row.meta.id, with_resource_version(*o.resource_version));
   else
     client.remove(ws.context(), row.meta.id);
-  out << name << " deletion requested" << std::endl;
+  // With --resource-version the check above is the write's own (it may refuse); a
+  // deletion already requested is then a write of nothing.
+  out << name << (row.meta.deletion_requested_at ? " already deleting" : " deletion requested")
+      << std::endl;
   return 0;
 }
 

@@ -119,7 +119,9 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
 
   int changes = 0;
   bool first = o.resume_from.has_value();  // a resumed watch reads the log at once
-  while (!stop_requested()) {
+  // Output that cannot be written (a full disk; a closed pipe, SIGPIPE ignored) ends the
+  // watch: main reports it and exits 1.
+  while (!stop_requested() && out) {
     if (!first) {
       auto wait = o.interval;
       if (o.for_) {
@@ -151,6 +153,7 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
       if (!c.row) continue;  // only a requeue was logged: the object did not change
       table.print_row(out, cells(event_name(c.type), c.ref.id, seen(c.row->meta),
                                  std::chrono::system_clock::now()));
+      if (!out) return 0;
       if (o.max_changes && ++changes >= *o.max_changes) return 0;
     }
     version = std::max(version, log.head);

@@ -7,6 +7,7 @@
 
 #include "database.hpp"
 #include "failure.hpp"
+#include "terminal_text.hpp"
 
 namespace beehive::ctl {
 
@@ -35,7 +36,9 @@ std::string join(const std::vector<GroupKind>& kinds, bool to_choose = false) {
   std::string out;
   for (auto& gk : kinds) {
     auto name = to_choose && gk.group.empty() ? gk.kind + "." : kind_name(gk);
-    out += (out.empty() ? "" : ", ") + name;
+    // Stored names may hold any character: escaped, so that a newline in one cannot
+    // forge a line of the message (main prints messages with their own newlines kept).
+    out += (out.empty() ? "" : ", ") + printable(name);
   }
   return out.empty() ? "none" : out;
 }
@@ -138,7 +141,7 @@ ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& toke
   // have `delete` remove the wrong object.
   if (by_id && by_slug && by_id->meta.id != by_slug->meta.id)
     throw std::runtime_error(
-        kind_name(gk) + " \"" + token +
+        printable(kind_name(gk)) + " \"" + token +
         "\" is ambiguous: it is the id of one object and the slug of another (id " +
         std::to_string(by_slug->meta.id) + "); name it with --by id or --by slug");
   if (by_id) return std::move(*by_id);
@@ -146,7 +149,7 @@ ObjectRow find_object(Database& db, const GroupKind& gk, const std::string& toke
   const char* what = naming == Naming::id     ? "not an id of the kind"
                      : naming == Naming::slug ? "not a slug of the kind"
                                               : "neither an id nor a slug of the kind";
-  throw NotFound(kind_name(gk) + " \"" + token + "\" not found (" + what + ")");
+  throw NotFound(printable(kind_name(gk)) + " \"" + token + "\" not found (" + what + ")");
 }
 
 }  // namespace beehive::ctl

@@ -1,0 +1,17 @@
+#pragma once
+
+// The bounds a write is checked against (WriteEngine::check_size): with_max_object_bytes'
+// default, and the bounds on event runs and conditions (a message of either, the reason
+// of either: a short machine-readable token). Apart from the engine so that beehive-ctl
+// checks its input against them before it writes anything.
+
+#include <cstddef>
+
+namespace beehive::store {
+
+inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
+inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
+inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
+inline constexpr std::size_t max_reason_bytes = 1024;
+
+}  // namespace beehive::store
