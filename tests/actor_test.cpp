@@ -50,6 +50,36 @@ class ActorTest : public ::testing::Test {
     return std::move(*out);
   }
 
+  /// What start_with_the_worker_held returns.
+  struct HeldWorker {
+    ControllerClient<WidgetStatus> cc;
+    Stop stop;
+    controller_actor controller;
+    bool holding = false;  // the slow pass holds the worker
+  };
+  /// Registers widgets with one worker, which the pass of a "slow" widget holds until
+  /// `released` is ready (every pass then calls `after` with its id, if given), creates
+  /// that widget, starts, and returns once its pass holds the worker.
+  HeldWorker start_with_the_worker_held(std::shared_future<void> released,
+                                        std::function<void(ObjectID)> after = {}) {
+    auto cc = register_controller<WidgetSpec, WidgetStatus>(
+        *bh_, widget_kind,
+        [released, after](auto&, auto&, const auto& o) {
+          if (o.spec.color == "slow") released.wait();
+          if (after) after(o.id);
+          return Result{};
+        },
+        with_concurrency(1));
+    auto slow = Widgets(*bh_, widget_kind).create(ctx_, {"slow", 1});
+    auto stop = bh_->start(ctx_);
+    auto controller = *bh_->controller(widget_kind);
+    bool holding = eventually([&] {
+      return ask<controller_state>(controller, inspect_atom::value).in_flight ==
+             std::vector<ObjectID>{slow.id};
+    });
+    return {std::move(cc), std::move(stop), controller, holding};
+  }
+
   /// `x` serialized and read back into `into`, as it crosses to another node.
   template <class T>
   void through_the_wire(T x, T& into) {
@@ -1055,20 +1085,10 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
 
 TEST_F(ActorTest, InspectShowsQueuesSessionsAndPendingChanges) {
   std::promise<void> release;
-  auto released = release.get_future().share();
-  auto cc = register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, widget_kind,
-      [released](auto&, auto&, const auto& o) {
-        if (o.spec.color == "slow") released.wait();
-        return Result{};
-      },
-      with_concurrency(1));
+  auto [cc, stop, controller, holding] = start_with_the_worker_held(release.get_future().share());
+  ASSERT_TRUE(holding);
   Widgets widgets(*bh_, widget_kind);
-  auto slow = widgets.create(ctx_, {"slow", 1});
-  auto stop = bh_->start(ctx_);
-  auto controller = *bh_->controller(widget_kind);
   auto state = [&] { return ask<controller_state>(controller, inspect_atom::value); };
-  ASSERT_TRUE(eventually([&] { return state().in_flight == std::vector<ObjectID>{slow.id}; }));
   widgets.create(ctx_, {"a", 1});
   widgets.create(ctx_, {"b", 1});
   EXPECT_TRUE(eventually([&] { return state().queue_length == 2; }));
@@ -1115,31 +1135,25 @@ TEST_F(ActorTest, InspectShowsQueuesSessionsAndPendingChanges) {
 // of most of a long queue, as a cleanup deleting a whole collection does).
 TEST_F(ActorTest, RemovedQueuedObjectsLeaveTheQueueAndAreNeverReconciled) {
   std::promise<void> release;
-  auto released = release.get_future().share();
   auto seen = std::make_shared<std::map<ObjectID, int>>();
   auto mu = std::make_shared<std::mutex>();
-  auto cc = register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, widget_kind,
-      [released, seen, mu](auto&, auto&, const auto& o) {
-        if (o.spec.color == "slow") released.wait();
+  auto [cc, stop, controller, holding] =
+      start_with_the_worker_held(release.get_future().share(), [seen, mu](ObjectID id) {
         std::lock_guard lk(*mu);
-        ++(*seen)[o.id];
-        return Result{};
-      },
-      with_concurrency(1));
+        ++(*seen)[id];
+      });
+  ASSERT_TRUE(holding);
   Widgets widgets(*bh_, widget_kind);
-  auto slow = widgets.create(ctx_, {"slow", 1});
-  auto stop = bh_->start(ctx_);
-  auto controller = *bh_->controller(widget_kind);
   auto state = [&] { return ask<controller_state>(controller, inspect_atom::value); };
-  ASSERT_TRUE(eventually([&] { return state().in_flight == std::vector<ObjectID>{slow.id}; }));
   std::vector<ObjectID> kept, removed;
   for (int i = 0; i < 300; ++i)
     (i % 6 == 0 ? kept : removed).push_back(widgets.create(ctx_, {"q", i}).id);
   ASSERT_TRUE(eventually([&] { return state().queue_length == 300; }));
   for (std::size_t i = 0; i < removed.size(); ++i) {
     widgets.remove(ctx_, removed[i]);
-    if (i == 9) EXPECT_TRUE(eventually([&] { return state().queue_length == 290; }));
+    if (i == 9) {
+      EXPECT_TRUE(eventually([&] { return state().queue_length == 290; }));
+    }
   }
   EXPECT_TRUE(eventually([&] { return state().queue_length == kept.size(); }));
   release.set_value();

@@ -130,6 +130,17 @@ class HaTest : public ::testing::Test {
     store::pg::faults::stall_campaign_of = holder;
     return holder;
   }
+  /// The leader `a` kept leading (its stream `changes` heard of no change), and the
+  /// standby `b`, told to quit, quits without having led; then `a` stops.
+  static void expect_leader_stayed(Beehive& a, Stream<bool>& changes, ChildProcess& b,
+                                   Stop& stop_a) {
+    EXPECT_EQ(changes.next_for(0ms), std::nullopt) << "leadership changed";
+    EXPECT_TRUE(a.is_leader());
+    b.write_line("quit");
+    EXPECT_FALSE(read_until(b, "leader")) << "the standby took over";
+    EXPECT_EQ(b.wait(), 0);
+    stop_a({});
+  }
   /// Starts a leader without resync (`leader`), creates a widget (`o`) and waits until
   /// it is reconciled and the leader watches the widgets and has seen it.
   void watching_leader(std::unique_ptr<ChildProcess>& leader, Node& o) const {
@@ -404,12 +415,7 @@ TEST_F(HaTest, ALeaderWhoseSessionsTheServerEndsKeepsLeadingInTheSameTerm) {
     EXPECT_TRUE(a.is_leader()) << "round " << round;
   }
   EXPECT_TRUE(all_reconciled(*client_, ids, 30s)) << "the leader's controllers stopped";
-  EXPECT_EQ(changes.next_for(0ms), std::nullopt) << "leadership changed";
-  EXPECT_TRUE(a.is_leader());
-  b->write_line("quit");
-  EXPECT_FALSE(read_until(*b, "leader")) << "the standby took over";
-  EXPECT_EQ(b->wait(), 0);
-  stop_a({});
+  expect_leader_stayed(a, changes, *b, stop_a);
 }
 
 // A pass that began in one term and writes after its process was deposed and has become
@@ -519,12 +525,7 @@ TEST_F(HaTest, AStandbyWithAShorterLeaseDoesNotDeposeAHealthyLeader) {
     while (renewals() == before && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(20ms);
   }
-  EXPECT_EQ(changes.next_for(0ms), std::nullopt) << "the leader was deposed";
-  EXPECT_TRUE(a.is_leader());
-  b->write_line("quit");
-  EXPECT_FALSE(read_until(*b, "leader")) << "the standby took over";
-  EXPECT_EQ(b->wait(), 0);
-  stop_a({});
+  expect_leader_stayed(a, changes, *b, stop_a);
 }
 
 // A leader's own leader writes hold the lease row until they commit (fencing), and must
