@@ -70,9 +70,11 @@ using Stop = std::function<void(const Context&)>;
 class Beehive {
  public:
   /// Runs in an actor system of its own. Options: with_clock, with_logger, with_metrics,
-  /// with_resync_interval, with_max_retry_interval, with_event_retention (defaults for
-  /// every kind). A store serves one Beehive until that one stops: while it does, another
-  /// on the same `store` throws store_in_use (open the store again for a second one).
+  /// with_change_log_retention, with_max_object_bytes, and with_resync_interval,
+  /// with_max_retry_interval, with_backoff, with_rate_limit, with_event_retention
+  /// (defaults for every kind). A store serves one Beehive until that one stops: while it
+  /// does, another on the same `store` throws store_in_use (open the store again for a
+  /// second one).
   template <class... Opts>
   requires(std::convertible_to<Opts, Option>&&...) explicit Beehive(std::shared_ptr<Store> store,
                                                                     Opts&&... opts)

@@ -173,8 +173,13 @@ class Controller {
 /// Registers `controller` for `gk`. Options: with_concurrency, with_resync_interval,
 /// with_max_retry_interval, with_backoff, with_rate_limit, with_owns, with_watches,
 /// with_migrator, with_event_retention. Throws
-/// `already_registered` for a kind registered before, `already_started` after start, and
-/// `invalid_argument` for a null pointer or an empty `std::function`.
+/// `already_registered` for a kind registered before, `already_started` after start,
+/// `stopped` once a stop has begun, and `invalid_argument` for a null pointer or an empty
+/// `std::function`, for a migrator with a schema version below 0, for a kind whose name
+/// prints as the same `Kind.group` as another registered kind's (metrics and logs name
+/// kinds that way), and for a migrator with a spec version above 0 for a kind already
+/// written through this Beehive (those writes stored spec version 0, which the migrator
+/// would take for its own version 0): register before the kind's first write.
 template <class Spec, class Status, class C, class... Opts>
 requires(std::convertible_to<Opts, Option>&&...) ControllerClient<Status> register_controller(
     Beehive& bh, const GroupKind& gk, C controller, Opts&&... opts) {

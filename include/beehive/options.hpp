@@ -2,8 +2,8 @@
 
 /// Options, dispatched by the call that receives them: each call reads the options it
 /// understands and ignores the rest (so one list can be shared), except where an option
-/// contradicts a positional argument (`with_slug` given to `get_or_create` is
-/// `errc::conflicting_option`).
+/// contradicts a positional argument (`with_slug` given to `create_or_update` or
+/// `get_or_create` is `errc::conflicting_option`).
 ///
 ///   Option      create, create_or_update, get_or_create, update, remove, set_labels,
 ///               update_status, Beehive, register_controller
