@@ -203,6 +203,20 @@ scheduler_actor BeehiveCore::scheduler() const {
   return caf::actor_cast<scheduler_actor>(directory_->scheduler());
 }
 
+std::optional<Time> BeehiveCore::next_timer() const {
+  auto s = scheduler();
+  if (!s) return std::nullopt;
+  std::optional<Time> out;
+  caf::scoped_actor self{*sys_, true};
+  self->request(s, caf::infinite, inspect_atom::value)
+      .receive(
+          [&](const scheduler_state& st) {
+            if (st.wakes > 0) out = st.earliest;
+          },
+          [](caf::error&) {});
+  return out;
+}
+
 void BeehiveCore::requeue(const Context& ctx, const GroupKind& gk, ObjectID id,
                           bool reset_backoff) {
   if (!kind(gk)) throw Error(errc::no_controller, to_string(gk) + " has no controller");
@@ -304,9 +318,16 @@ trim_events_request BeehiveCore::retention_policy() const {
 }
 
 void BeehiveCore::settle(const Context& ctx) {
+  // A settle waits until no reconcile runs: from inside one it would wait for itself.
+  if (in_reconcile > 0 || ContextAccess::is_reconcile(ctx))
+    throw Error(errc::invalid_argument,
+                "settle called from inside a reconcile would wait for that reconcile forever");
   ctx.throw_if_done();
-  if (auto s = state_.load(); s == State::draining || s == State::stopped)
-    throw Error(errc::stopped, "beehive stopped");
+  auto stopped = [this] {
+    if (auto s = state_.load(); s == State::draining || s == State::stopped)
+      throw Error(errc::stopped, "beehive stopped");
+  };
+  stopped();
   if (!root_) return;
   SettleRequest req;
   caf::anon_send(root_, req);
@@ -314,6 +335,9 @@ void BeehiveCore::settle(const Context& ctx) {
   // settling for a caller that went.
   req.reply->take(ctx, false);
   ctx.throw_if_done();
+  // A stop that overlapped the settle quietened the controllers by cancelling them: that
+  // is not the quiet asked for.
+  stopped();
 }
 
 StopReport BeehiveCore::stop_actors(const Context& ctx) {

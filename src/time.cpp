@@ -38,11 +38,16 @@ int ManualClock::subscribe(std::function<void()> fn) {
 }
 
 void ManualClock::unsubscribe(int token) {
-  std::lock_guard lk(mu_);
-  std::erase_if(listeners_, [token](auto& l) { return l.first == token; });
+  {
+    std::lock_guard lk(mu_);
+    std::erase_if(listeners_, [token](auto& l) { return l.first == token; });
+  }
+  // A notify that copied the listener before it went may still be calling it: wait.
+  std::lock_guard wait(calling_);
 }
 
 void ManualClock::notify() {
+  std::lock_guard calling(calling_);
   std::vector<std::function<void()>> fns;
   {
     std::lock_guard lk(mu_);

@@ -5,6 +5,8 @@
 #include <beehive/actors.hpp>
 #include <beehive/testing.hpp>
 
+#include <gtest/gtest-spi.h>
+
 #include <caf/actor_cast.hpp>
 #include <caf/scoped_actor.hpp>
 
@@ -12,9 +14,10 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "actors/atoms.hpp"
-#include "fixture.hpp"
+#include "controller_fixture.hpp"
 
 namespace beehive::test {
 namespace {
@@ -287,7 +290,10 @@ TEST(TestingKit, AClockAdvancedToItsEndFiresWhatWasDueOnceAndSettles) {
   Widgets w(t.beehive(), widget_kind);
   auto id = start_with_one_widget(t, w);
   ASSERT_EQ(c.of(id), 1);
-  t.advance(std::chrono::milliseconds::max());  // throws deadline_exceeded if it never settles
+  // A jump (not TestBeehive::advance, which would step through an hourly requeue for
+  // ever): each due timer fires once, at the end.
+  t.clock().advance(std::chrono::milliseconds::max());
+  t.settle();  // throws deadline_exceeded if it never settles
   EXPECT_EQ(t.clock().now(), Time::max());
   // Its requeue and its resync were both due: one pass or two, then nothing.
   int passes = c.of(id);
@@ -300,6 +306,189 @@ TEST(TestingKit, AClockAdvancedToItsEndFiresWhatWasDueOnceAndSettles) {
   t.settle();
   EXPECT_EQ(c.of(later), 1);
   EXPECT_THAT(w.get({}, later), IsSettled());
+}
+
+// advance passes time as it would pass: each timer fires at its own due time, in order
+// across kinds, and what a pass arms within the advance fires within it too.
+TEST(TestingKit, AdvanceStepsThroughEveryDueTimeInOrder) {
+  TestBeehive t;
+  std::mutex mu;
+  std::vector<std::pair<Time, std::string>> passes;
+  auto recording = [&](std::string name, std::chrono::milliseconds every) {
+    return [&, name, every](const Context&, auto& c, auto&) {
+      std::lock_guard lk(mu);
+      passes.emplace_back(c.now(), name);
+      return Result{every};
+    };
+  };
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind, recording("widget", 1s));
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), gadget_kind, recording("gadget", 3s));
+  Widgets w(t.beehive(), widget_kind);
+  Widgets g(t.beehive(), gadget_kind);
+  t.start();
+  w.create({}, {"red", 1});
+  g.create({}, {"g", 1});
+  t.settle();
+  const Time t0 = t.clock().now();
+  {
+    std::lock_guard lk(mu);
+    passes.clear();
+  }
+  t.advance(10s);
+  EXPECT_EQ(t.clock().now(), t0 + 10s);
+  std::lock_guard lk(mu);
+  // Widgets every second (10), gadgets every three (3), each seeing its due time as now.
+  ASSERT_EQ(passes.size(), 13u);
+  for (std::size_t i = 1; i < passes.size(); ++i)
+    EXPECT_LE(passes[i - 1].first, passes[i].first) << "pass " << i << " ran out of order";
+  int widgets = 0, gadgets = 0;
+  for (auto& [at, name] : passes) {
+    auto since = std::chrono::duration_cast<std::chrono::milliseconds>(at - t0);
+    if (name == "widget") EXPECT_EQ(since, (++widgets) * 1s);
+    if (name == "gadget") EXPECT_EQ(since, (++gadgets) * 3s);
+  }
+  EXPECT_EQ(widgets, 10);
+  EXPECT_EQ(gadgets, 3);
+}
+
+// A backoff ladder climbs within one advance: 1 s, 2 s, 4 s, 8 s after the failures.
+TEST(TestingKit, ABackoffLadderClimbsWithinOneAdvance) {
+  TestBeehive t;
+  Counting c;
+  c.register_on(t.beehive(), /*fail_first=*/5);
+  Widgets w(t.beehive(), widget_kind);
+  auto id = start_with_one_widget(t, w);
+  ASSERT_EQ(c.of(id), 1);
+  t.advance(15s);  // retries at 1, 3, 7 and 15 s
+  EXPECT_EQ(c.of(id), 5);
+  t.advance(16s);  // the fifth failure's retry at 31 s succeeds
+  EXPECT_EQ(c.of(id), 6);
+  EXPECT_THAT(w.get({}, id), IsSettled());
+}
+
+// A timer re-arming every millisecond over a year would step for ever: the advance ends
+// with deadline_exceeded, saying why, rather than hang the test.
+TEST(TestingKit, AnAdvanceThatWouldNeverEndSaysSo) {
+  TestBeehive t;
+  Counting c;
+  c.register_on(t.beehive(), 0, /*requeue=*/1ms);
+  Widgets w(t.beehive(), widget_kind);
+  start_with_one_widget(t, w);
+  try {
+    t.advance(24h * 365);
+    ADD_FAILURE() << "advance ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::deadline_exceeded));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("stepped through"));
+  }
+}
+
+// settle from inside a reconcile would wait for that reconcile: refused at once.
+TEST(TestingKit, SettleFromInsideAReconcileIsRefused) {
+  TestBeehive t;
+  std::promise<bool> got;  // refused as invalid_argument
+  std::atomic<bool> once{false};
+  register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind, [&](const Context& ctx, auto&, auto&) {
+        if (once.exchange(true)) return Result{};
+        try {
+          beehive::testing::settle(t.beehive(), ctx);
+          got.set_value(false);
+        } catch (const Error& e) {
+          got.set_value(e.code() == make_error_code(errc::invalid_argument));
+        }
+        return Result{};
+      });
+  Widgets w(t.beehive(), widget_kind);
+  start_with_one_widget(t, w);
+  EXPECT_TRUE(got.get_future().get());
+}
+
+// A settle that a stop overlapped reports the stop, not a quiet it did not reach.
+TEST(TestingKit, ASettleOverlappedByAStopThrowsStopped) {
+  TestBeehive t;
+  std::promise<void> entered;
+  std::atomic<bool> once{false};
+  register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind, [&](const Context& ctx, auto&, auto&) {
+        if (!once.exchange(true)) {
+          entered.set_value();
+          while (!ctx.done()) std::this_thread::yield();  // until stop cancels it
+        }
+        return Result{};
+      });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  w.create({}, {"red", 1});
+  entered.get_future().wait();
+  auto settling = std::async(std::launch::async, [&] {
+    beehive::testing::settle(t.beehive(), Context{}.with_timeout(10s));
+  });
+  t.stop();
+  EXPECT_ERRC(settling.get(), errc::stopped);
+}
+
+// A stop refused inside a within block can be asked again once the block ended.
+TEST(TestingKit, AStopRefusedInsideAWithinBlockCanBeAskedAgain) {
+  TestBeehive t;
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  t.start();
+  t.settle();
+  cc.within({}, [&](const Context&) { EXPECT_ERRC(t.stop(), errc::invalid_argument); });
+  t.stop();
+  EXPECT_ERRC(t.settle(), errc::stopped);
+}
+
+// A pass that ignores its cancelled context fails the test at the TestBeehive's end
+// instead of hanging the test binary; the beehive ends once the pass returns.
+TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::filesystem::path dir;
+  auto test_body = [&] {
+    TestBeehive t;
+    dir = t.path().parent_path();
+    std::promise<void> entered;
+    register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
+                                                  [&](auto&, auto&, auto&) {
+                                                    entered.set_value();
+                                                    released.wait();  // ignores ctx
+                                                    return Result{};
+                                                  });
+    Widgets w(t.beehive(), widget_kind);
+    t.start();
+    w.create({}, {"red", 1});
+    entered.get_future().wait();
+  };
+  EXPECT_NONFATAL_FAILURE(test_body(), "still running");
+  EXPECT_TRUE(std::filesystem::exists(dir));  // left behind while the pass runs
+  release.set_value();
+  EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(dir); }, 10s));
+}
+
+// Once unsubscribe returns, the listener is not running and never runs again.
+TEST(TestingKit, AClockListenerUnsubscribedIsNotRunningOnceUnsubscribeReturns) {
+  ManualClock clock;
+  std::promise<void> entered, release;
+  auto released = release.get_future().share();
+  std::atomic<int> calls{0};
+  int token = clock.subscribe([&] {
+    if (calls++ == 0) {
+      entered.set_value();
+      released.wait();
+    }
+  });
+  auto advancing = std::async(std::launch::async, [&] { clock.advance(1s); });
+  entered.get_future().wait();
+  auto unsubscribing = std::async(std::launch::async, [&] { clock.unsubscribe(token); });
+  EXPECT_EQ(unsubscribing.wait_for(100ms), std::future_status::timeout)
+      << "unsubscribe returned while its listener ran";
+  release.set_value();
+  unsubscribing.get();
+  advancing.get();
+  clock.advance(1s);
+  EXPECT_EQ(calls, 1);
 }
 
 // A stopped beehive reconciles nothing, and says so: what was scheduled reads as the

@@ -17,7 +17,7 @@
 /// (no reconcile queued, running or due, no garbage collection or event-log work pending,
 /// every committed change handed to every watch and actor subscriber), without sleeping
 /// or polling. Time moves only when the test moves it, so a backoff, a `requeue_after`
-/// or a resync happens exactly when `advance` passes its due time.
+/// or a resync happens exactly when `advance` passes its due time, at that time.
 /// Inside a `within` block, collection or event-log work that needs the store's writer
 /// waits for the block to end, and so does a `settle` called there: settle before
 /// opening the block (a `start` leaves such work behind it).
@@ -45,13 +45,16 @@
 namespace beehive::testing {
 
 /// Returns when nothing is left to do at the clock's current time (see above). Throws
-/// Error(errc::deadline_exceeded) when `ctx` ends first, and Error(errc::stopped) after
-/// the beehive stopped.
+/// Error(errc::deadline_exceeded) when `ctx` ends first, Error(errc::stopped) when the
+/// beehive stopped (also when a stop overlapped the settle), and
+/// Error(errc::invalid_argument) when called from a reconcile, which it would wait for.
 void settle(Beehive& bh, const Context& ctx);
 
 /// A Beehive on a fresh temporary database, with a ManualClock. The database and its
 /// directory are removed when the TestBeehive goes; stop happens in stop() or the
-/// destructor.
+/// destructor. The destructor's stop cancels the passes still running and waits 10 s
+/// for them: past that (a pass that ignores its context), it fails the test and leaves
+/// the beehive running rather than hang the test binary.
 class TestBeehive {
  public:
   /// Options are the Beehive's (with_logger, with_metrics, with_resync_interval, ...);
@@ -72,11 +75,19 @@ class TestBeehive {
   const std::filesystem::path& path() const { return path_; }
 
   void start();
-  /// Stops (without a deadline); a second stop is a no-op.
+  /// Stops (without a deadline); a second stop is a no-op. A stop that threw (called
+  /// inside a within block) can be called again.
   void stop();
   /// settle(beehive(), a context of 10 s).
   void settle();
-  /// clock().advance(d), then settle().
+  /// Moves the clock forward by `d` as time would pass: it settles, then steps the clock
+  /// to each timer's due time in turn, settling at each, so timers fire in due order, at
+  /// their own time (a pass sees that time as now), and what they arm within `d` fires
+  /// too (`advance(10s)` runs a `requeue_after(1s)` object ten times). Then it sets the
+  /// clock to the end and settles. Negative `d` only settles. Throws
+  /// Error(errc::deadline_exceeded) when all that takes over 10 s (a timer re-arming
+  /// many times within `d`); `clock().advance(d)` then `settle()` jumps instead, firing
+  /// each due timer once, at the end.
   void advance(std::chrono::milliseconds d);
 
  private:

@@ -38,21 +38,28 @@ class ManualClock : public Clock {
   Time now() const override;
 
   /// Moves time forward by `d` (negative durations are ignored) and fires every timer
-  /// due by the new time.
+  /// due by the new time. Firing is asynchronous: this returns once the timers were told,
+  /// before the work they start has run; `beehive::testing::settle` waits for that work
+  /// (`TestBeehive::advance` does both, stepping through each due time in turn).
   void advance(std::chrono::milliseconds d);
 
-  /// Moves time to `t`; a `t` before now is ignored (time never goes backwards).
+  /// Moves time to `t`; a `t` before now is ignored (time never goes backwards). Fires
+  /// what fell due, as `advance` does.
   void set(Time t);
 
-  /// Calls `fn` after every move of time (beehive's scheduler uses it to fire what
-  /// fell due). Returns a token for `unsubscribe`.
+  /// Calls `fn` after every move of time, on the thread that moved it (beehive's
+  /// scheduler uses it to fire what fell due). Returns a token for `unsubscribe`.
   int subscribe(std::function<void()> fn);
+  /// Once this returns, the listener is not running (unless this is called from inside
+  /// it) and is never called again.
   void unsubscribe(int token);
 
  private:
   void notify();
 
   mutable std::mutex mu_;
+  /// Held while listeners run, so that unsubscribe can wait for a running one.
+  std::recursive_mutex calling_;
   Time now_;
   int next_token_ = 0;
   std::vector<std::pair<int, std::function<void()>>> listeners_;

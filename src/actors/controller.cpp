@@ -206,13 +206,9 @@ void dispatch(Self self) {
   auto& st = self->state;
   // Sent after the gauges are reported: a running reconcile is always counted in them.
   std::vector<std::pair<caf::actor, ObjectID>> jobs;
-  bool limited = false;
   while (st.dispatching && !st.idle.empty() && !st.queued.empty() && leads(self)) {
     while (!st.queued.count(st.queue.front())) st.queue.pop_front();  // forgotten ids
-    if (!take_token(self)) {
-      limited = true;
-      break;
-    }
+    if (!take_token(self)) break;
     auto id = st.queue.front();
     st.queue.pop_front();
     st.queued.erase(id);
@@ -244,7 +240,9 @@ void dispatch(Self self) {
                 // that needs a retry from here.
                 on_done(self, id, {Outcome::cancelled, {}, "worker gone"}, w);
               });
-  if (limited) rearm(self);
+  // Before answering a settle: the kit reads the scheduler for the next due time once a
+  // settle returns, so the scheduler must hold every timer armed by now.
+  rearm(self);
   st.settling.check(idle(self));
 }
 

@@ -9,12 +9,22 @@
 #include <ctime>
 #include <iomanip>
 #include <sstream>
+#include <thread>
+
+#include <beehive/detail/saturate.hpp>
 
 #include "beehive_core.hpp"
 
 namespace beehive::testing {
 
 void settle(Beehive& bh, const Context& ctx) { bh.core()->settle(ctx); }
+
+namespace {
+/// How long the destructor's stop waits for passes it cancelled.
+constexpr std::chrono::seconds stuck_pass_grace{10};
+/// How long one advance may take, stepping through timers and settling.
+constexpr std::chrono::seconds advance_budget{10};
+}  // namespace
 
 TestBeehive::TestBeehive(Fresh) {
   auto pattern = (std::filesystem::temp_directory_path() / "beehive-test-XXXXXX").string();
@@ -28,7 +38,26 @@ TestBeehive::TestBeehive(Fresh) {
 
 TestBeehive::~TestBeehive() {
   try {
-    stop();
+    if (stop_) stop_(Context{}.with_timeout(stuck_pass_grace));
+    stop_ = nullptr;
+  } catch (const Error& e) {
+    if (e.code() == errc::deadline_exceeded) {
+      // A pass that ignores its cancelled context would hold the Beehive's destruction
+      // (and the test binary) for ever: fail the test instead, and leave the beehive and
+      // its database behind.
+      ADD_FAILURE() << "a reconcile was still running " << stuck_pass_grace.count()
+                    << " s after stop cancelled it (does it return when its context "
+                       "ends?); its beehive ends once it returns";
+      // The Beehive's end waits for that pass: on a thread of its own, so that the test
+      // binary goes on.
+      std::thread([bh = std::move(bh_), store = std::move(store_), dir = dir_]() mutable {
+        bh.reset();
+        store.reset();
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+      }).detach();
+      return;
+    }
   } catch (...) {
   }
   bh_.reset();
@@ -40,7 +69,9 @@ TestBeehive::~TestBeehive() {
 void TestBeehive::start() { stop_ = bh_->start(Context{}); }
 
 void TestBeehive::stop() {
-  if (auto s = std::exchange(stop_, nullptr)) s(Context{});
+  // Dropped only once it ran: a stop refused (inside a within block) can be asked again.
+  if (stop_) stop_(Context{});
+  stop_ = nullptr;
 }
 
 void TestBeehive::settle() {
@@ -48,8 +79,32 @@ void TestBeehive::settle() {
 }
 
 void TestBeehive::advance(std::chrono::milliseconds d) {
-  clock_->advance(d);
-  settle();
+  const Time target = detail::saturating_add(clock_->now(), std::max(d, decltype(d)::zero()));
+  // One budget for the whole advance, as settle() has: a timer that keeps re-arming
+  // within `d` (a 1 ms requeue over a year) makes it end instead of running for ever.
+  const auto ctx = Context{}.with_timeout(advance_budget);
+  std::size_t steps = 0;
+  try {
+    testing::settle(*bh_, ctx);
+    // Every timer falls due at its own time, in order, and what the work it fires arms
+    // falls due within the same advance when it is due by the target: step to each.
+    while (auto next = bh_->core()->next_timer()) {
+      if (*next > target || *next <= clock_->now()) break;
+      clock_->set(*next);
+      ++steps;
+      testing::settle(*bh_, ctx);
+    }
+    clock_->set(target);
+    testing::settle(*bh_, ctx);
+  } catch (const Error& e) {
+    if (e.code() != errc::deadline_exceeded) throw;
+    throw Error(errc::deadline_exceeded,
+                "advance: not done after " + std::to_string(advance_budget.count()) +
+                    " s, having stepped through " + std::to_string(steps) +
+                    " timers' due times (a timer re-arming often within the advance, or work "
+                    "that never settles); the clock is at " +
+                    format_time(clock_->now()));
+  }
 }
 
 namespace {
