@@ -16,7 +16,7 @@ void StreamCoreBase::close() {
   {
     std::lock_guard lk(mu_);
     ended_ = true;
-    drop_pending_locked();
+    abandon_pending_locked();
   }
   cv_.notify_all();
   run_on_end();
@@ -65,7 +65,7 @@ bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk, std::optiona
     if (ended_) return false;
     if (ctx_.done()) {
       ended_ = true;  // the consumer's own context: no error, drop the rest
-      drop_pending_locked();
+      abandon_pending_locked();
       return false;
     }
     if (has_pending_locked()) return true;
@@ -109,8 +109,19 @@ void StreamCoreBase::lift_hold_slow(ObjectID id) {
   holding_.store(!held_.empty(), std::memory_order_relaxed);
 }
 
+void StreamCoreBase::abandon_pending_locked() {
+  // What is dropped was never delivered: a resume from the position must replay it, and
+  // what the producer passes from now on is dropped too.
+  if (!frozen_) frozen_ = position_locked();
+  drop_pending_locked();
+}
+
 std::int64_t StreamCoreBase::position() const {
   std::lock_guard lk(mu_);
+  return frozen_ ? *frozen_ : position_locked();
+}
+
+std::int64_t StreamCoreBase::position_locked() const {
   if (!floor_) return 0;
   auto oldest = oldest_pending_locked();
   std::int64_t delivered = 0;

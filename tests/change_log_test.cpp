@@ -259,6 +259,36 @@ TEST(ChangeLog, OneObjectsWatchResumesToo) {
   EXPECT_FALSE(resumed.next_for(50ms));
 }
 
+// A stream that ended with changes still undelivered (closed, or its context ended)
+// keeps the position below them: a watch resumed from it replays them.
+TEST(ChangeLog, APositionReadAfterTheStreamEndedKeepsWhatItDropped) {
+  for (bool by_context : {false, true}) {
+    TestBeehive t;
+    Widgets w(t.beehive(), widget_kind);
+    auto [c, cancel] = Context{}.with_cancel();
+    auto s = w.watch_list(c);  // of no object yet: nothing to deliver
+    auto a = w.create({}, {"a", 1});
+    t.settle();  // a's creation is pending in s, undelivered
+    auto before = s.resource_version();
+    EXPECT_LT(before, a.resource_version);
+    if (by_context) {
+      cancel();
+      EXPECT_FALSE(s.next_for(1s));  // ends, dropping a's creation
+    } else {
+      s.close();
+    }
+    EXPECT_EQ(s.resource_version(), before) << (by_context ? "context ended" : "closed");
+    w.update({}, a.id, {"a", 2});  // passed on to nobody: the stream ended
+    t.settle();
+    EXPECT_EQ(s.resource_version(), before);
+    auto resumed = w.watch_list({}, with_resume_from(s.resource_version()));
+    auto got = resumed.next_for(5s);
+    ASSERT_TRUE(got) << "a's creation was lost";
+    EXPECT_EQ(got->type, ChangeType::Added);
+    EXPECT_EQ(got->object.id, a.id);
+  }
+}
+
 TEST(ChangeLog, APositionAboveTheHeadIsTooNewAtOnce) {
   TestBeehive t;
   Widgets w(t.beehive(), widget_kind);

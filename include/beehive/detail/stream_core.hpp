@@ -74,6 +74,11 @@ class StreamCoreBase {
   /// Must be called without the lock; runs the end callback once.
   void run_on_end();
 
+  /// Consumer side, with the lock: drops what is pending undelivered, and keeps the
+  /// position where it was, below what was dropped.
+  void abandon_pending_locked();
+  std::int64_t position_locked() const;
+
   virtual bool has_pending_locked() const = 0;
   virtual void drop_pending_locked() = 0;
   /// The smallest version folded into a pending value, if any is pending.
@@ -89,6 +94,7 @@ class StreamCoreBase {
   std::int64_t pushed_max_ = 0;            // the highest version pushed
   std::map<ObjectID, std::int64_t> held_;  // see hold_below
   std::atomic<bool> holding_{false};       // held_ is not empty
+  std::optional<std::int64_t> frozen_;     // the position once values were abandoned
 
  private:
   Context ctx_;
