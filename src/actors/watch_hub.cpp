@@ -234,33 +234,37 @@ void put_run(WatchHubState::EventSub& s, const event_run& r, Put& put, Drop& dro
   put(r.event.id, r);
   if (!s.retention) return;
   auto [per_object, max_age] = *s.retention;
-  auto& runs = s.runs[r.event.category];  // by id
-  auto at = std::lower_bound(runs.begin(), runs.end(), r.event.id,
-                             [](const auto& run, EventID id) { return run.first < id; });
-  if (at != runs.end() && at->first == r.event.id)
-    at->second = r.event.last_at;  // an extension
-  else
-    runs.emplace(at, r.event.id, r.event.last_at);  // a snapshot comes newest-ended first
-  if (max_age.count() > 0) {
+  auto& runs = s.runs[r.event.category];
+  const bool aged = max_age.count() > 0;
+  auto [at, fresh] = runs.by_id.try_emplace(r.event.id, r.event.last_at);
+  if (aged) {
+    if (!fresh) runs.by_time.erase({at->second, at->first});  // an extension
+    runs.by_time.emplace(r.event.last_at, r.event.id);
+  }
+  at->second = r.event.last_at;
+  if (aged) {
     // By age: older than the bound before the newest run's time, or before the clock's
     // now when that is earlier (a clock stepped back left a run in the future, which
     // must not hold every later one). Whatever order the runs' times are in, each old
     // one goes; the newest by id always stays.
-    auto newest = runs.front().second;
-    for (auto& run : runs) newest = std::max(newest, run.second);
+    auto newest = runs.by_time.rbegin()->first;
     auto cutoff = detail::saturating_add(std::min(newest, now), -max_age);
-    for (auto it = runs.begin(); it != runs.end() && runs.size() > 1;) {
-      if (it->second < cutoff && std::next(it) != runs.end()) {
-        drop(it->first);
-        it = runs.erase(it);
-      } else {
+    const EventID newest_id = runs.by_id.rbegin()->first;
+    for (auto it = runs.by_time.begin(); it != runs.by_time.end() && it->first < cutoff;) {
+      if (it->second == newest_id) {
         ++it;
+        continue;
       }
+      drop(it->second);
+      runs.by_id.erase(it->second);
+      it = runs.by_time.erase(it);
     }
   }
-  while (per_object > 0 && runs.size() > static_cast<std::size_t>(per_object)) {
-    drop(runs.front().first);
-    runs.pop_front();
+  while (per_object > 0 && runs.by_id.size() > static_cast<std::size_t>(per_object)) {
+    auto oldest = runs.by_id.begin();
+    drop(oldest->first);
+    if (aged) runs.by_time.erase({oldest->second, oldest->first});
+    runs.by_id.erase(oldest);
   }
 }
 

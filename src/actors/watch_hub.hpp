@@ -20,8 +20,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -117,8 +119,13 @@ struct WatchHubState {
     std::optional<std::pair<int, std::chrono::milliseconds>> retention{};
     bool kind_known = false;
     /// With a retention: per category, the runs handed to the stream that the store may
-    /// still keep (their ids and last times), by id: the order they started.
-    std::unordered_map<std::string, std::deque<std::pair<EventID, Time>>> runs{};
+    /// still keep: their last times by id (the order they started), and with an age
+    /// bound, the same runs by last time, so that each put costs O(log n).
+    struct CategoryRuns {
+      std::map<EventID, Time> by_id;
+      std::set<std::pair<Time, EventID>> by_time;
+    };
+    std::unordered_map<std::string, CategoryRuns> runs{};
   };
   /// Called once a new watch's snapshot has been delivered (or the watch ended first):
   /// releases the facade's caller, or answers the actor's request with the id.
