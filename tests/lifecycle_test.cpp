@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <future>
 #include <optional>
 #include <set>
@@ -426,6 +427,36 @@ TEST_F(LifecycleTest, StopReturnsAtItsDeadlineWhileAWithinBlockIsOpen) {
   auto all = again.list(ctx_);
   ASSERT_EQ(all.size(), 1u);  // nothing of the block
   EXPECT_EQ(all[0].spec.color, "before");
+}
+
+/// The same while the block writes back to back: the writer, busy with the block's
+/// writes, still gets to stop's abort, so stop keeps its deadline and the block is rolled
+/// back (it used to run until the block paused, then commit).
+TEST_F(LifecycleTest, StopKeepsItsDeadlineWhileAWithinBlockWritesWithoutPause) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"o", 0});
+  start();
+  std::atomic<bool> quit{false};
+  std::promise<void> in;
+  auto block = std::async(std::launch::async, [&] {
+    cc.within(ctx_, [&](const Context& tx) {
+      in.set_value();
+      for (int i = 1; !quit; ++i) w.update(tx, o.id, {"busy", i});
+    });
+  });
+  in.get_future().wait();
+  auto stopping = std::async(std::launch::async, [&] { stop_(Context{}.with_timeout(200ms)); });
+  auto status = stopping.wait_for(3s);  // 200 ms, and time to roll the block back
+  quit = true;
+  ASSERT_EQ(status, std::future_status::ready) << "stop overran its deadline";
+  EXPECT_ERRC(stopping.get(), errc::deadline_exceeded);
+  EXPECT_ERRC(block.get(), errc::stopped);
+  close();
+  auto reopened_store = open_test_store(dir_.file("beehive.db"));
+  Beehive reopened(reopened_store);
+  Widgets again(reopened, widget_kind);
+  EXPECT_EQ(again.get(ctx_, o.id).spec.color, "o");  // nothing of the block
 }
 
 /// A stop called while another is in progress keeps to its own deadline, and so does a

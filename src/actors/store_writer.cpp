@@ -229,9 +229,15 @@ void serve_batch(StoreWriterState& st, std::vector<BlockingWritePtr> batch) {
   }
 }
 
+/// How long the writer serves the queue before it looks at its mailbox.
+constexpr auto serve_slice = std::chrono::milliseconds(2);
+
 /// Drains the queue until no write comes within the idle wait, then lets the writer
-/// sleep (the next push wakes it).
-void serve_queue(StoreWriterState& st) {
+/// sleep (the next push wakes it). Every `serve_slice` it returns to its mailbox when a
+/// message waits there (a stop's abort of a within block, a collection, another
+/// process's commits): writes arriving back to back must not hold those up for ever.
+void serve_queue(Self self) {
+  auto& st = self->state;
   auto& q = *st.cfg->queue;
   // A transaction begun ahead (commit_group) holds the store's write lock: not kept
   // once no write is waiting.
@@ -239,7 +245,16 @@ void serve_queue(StoreWriterState& st) {
     store::Writer& w;
     ~Idle() { w.idle(); }
   } idle{st.engine->writer()};
+  auto slice_end = std::chrono::steady_clock::now() + serve_slice;
   for (;;) {
+    if (auto now = std::chrono::steady_clock::now(); now >= slice_end) {
+      slice_end = now + serve_slice;
+      if (!self->mailbox().empty()) {
+        // Still awake (the queue sends no wake meanwhile): this comes after what waits.
+        self->send(self, serve_queue_atom::value);
+        return;
+      }
+    }
     auto batch = q.take();
     if (!batch.empty()) {
       serve_batch(st, std::move(batch));
@@ -502,7 +517,8 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [&st](retire_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
-      [&st](serve_queue_atom) { serve_queue(st); }, [self](sweep_page_atom) { sweep_page(self); },
+      [self](serve_queue_atom) { serve_queue(self); },
+      [self](sweep_page_atom) { sweep_page(self); },
       [self](foreign_commit_atom, const std::vector<std::string>& notes) {
         try {
           self->state.engine->publish_noted_commits(notes);
