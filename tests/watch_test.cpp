@@ -528,6 +528,28 @@ TEST_F(WatchTest, ASlowSelectorReaderHearsModifiedForAnObjectThatLeftAndCameBack
   EXPECT_EQ(next(s).type, ChangeType::Added);
 }
 
+// A watch given up while its snapshot waited for the reader costs no read: a caller
+// retrying with short deadlines does not queue read after read of the kind ahead of the
+// controllers' own reads.
+TEST_F(WatchTest, AWatchGivenUpBeforeItsSnapshotWasReadReadsNothing) {
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto& feed = bh_->core()->hub_feed();
+  const auto before = feed.snapshot_reads.load();
+  {
+    HeldReader held(*bh_->core(), 10s);
+    for (int i = 0; i < 20; ++i)
+      EXPECT_ERRC(w.watch_list(ctx_.with_timeout(1ms)), errc::deadline_exceeded);
+    for (int i = 0; i < 5; ++i)
+      EXPECT_ERRC(w.watch_events(ctx_.with_timeout(1ms), a.id), errc::deadline_exceeded);
+    ASSERT_TRUE(eventually([&] { return feed.watches.load() == 0; }));
+  }
+  // Read after the given-up ones' turns (the reader reads in order): only its own read.
+  auto s = w.watch_list(ctx_);
+  EXPECT_EQ(next(s).object.id, a.id);
+  EXPECT_EQ(feed.snapshot_reads.load(), before + 1);
+}
+
 // Opening a watch waits for its snapshot within the caller's context: behind a snapshot
 // that is slow to come, the call ends at the deadline or on cancel, as other blocking
 // calls do, and the watch it began is unsubscribed.

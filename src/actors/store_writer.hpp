@@ -86,6 +86,9 @@ struct BlockingWrite final : store::WaitingCaller {
 /// commit that snapshot sees.
 struct WatchHubFeed {
   std::atomic<std::size_t> watches{0};
+  /// The watch snapshots (and resumes' replays) the reader has read, object and event
+  /// watches alike; one given up before the reader got to it is not read (for tests).
+  std::atomic<std::uint64_t> snapshot_reads{0};
   /// Where the writer posts its commit records for the hub (never to its mailbox).
   HubInbox inbox;
 };

@@ -133,8 +133,16 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
   }
   // A snapshot (its rows as Added), or the change log above the resume point; with the
   // version the watch goes live above, and whether the log no longer reaches back to it.
-  ReadJob job = [gk = sub.gk, oid = sub.id, from = sub.resume_from](store::Reader& r) {
+  WatchHubState::OpeningSub opening{std::move(sub), {}, {}, std::move(ready)};
+  // A watch given up before the reader gets to it (its caller's deadline) costs no read:
+  // a caller retrying with short deadlines must not queue read after read of the kind
+  // ahead of the controllers' own.
+  ReadJob job = [gk = opening.sub.gk, oid = opening.sub.id, from = opening.sub.resume_from,
+                 abandoned = opening.abandoned, feed = st.feed](store::Reader& r) {
     std::vector<object_change> changes;
+    if (abandoned->load(std::memory_order_relaxed))
+      return caf::make_message(std::move(changes), std::int64_t{0}, false);
+    feed->snapshot_reads.fetch_add(1, std::memory_order_relaxed);
     if (!from) {
       std::int64_t floor = 0;
       // Marked: the watch hands its snapshot over at open, whether the reader has read
@@ -157,7 +165,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     // Live changes at or below the head were replayed: the hub drops them.
     return caf::make_message(std::move(changes), log.head, false);
   };
-  st.opening.emplace(id, WatchHubState::OpeningSub{std::move(sub), {}, {}, std::move(ready)});
+  st.opening.emplace(id, std::move(opening));
   publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
@@ -298,15 +306,20 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
     ready(id);
     return;
   }
-  ReadJob job = [oid = sub.filter.id, q = query_of(sub.filter)](store::Reader& r) {
+  WatchHubState::OpeningEventSub opening{std::move(sub), {}, {}, std::move(ready)};
+  ReadJob job = [oid = opening.sub.filter.id, q = query_of(opening.sub.filter),
+                 abandoned = opening.abandoned, feed = st.feed](store::Reader& r) {
     std::int64_t floor = 0;
-    auto runs = r.event_snapshot(oid, q, floor);
-    std::vector<GroupKind> kind;  // the object's, if it exists
+    std::vector<event_run> runs;
+    std::vector<GroupKind> kind;                     // the object's, if it exists
+    if (abandoned->load(std::memory_order_relaxed))  // as for an object watch
+      return caf::make_message(std::move(runs), floor, std::move(kind));
+    feed->snapshot_reads.fetch_add(1, std::memory_order_relaxed);
+    runs = r.event_snapshot(oid, q, floor);
     if (auto row = r.get(oid)) kind.push_back({row->meta.group, row->meta.kind});
     return caf::make_message(std::move(runs), floor, std::move(kind));
   };
-  st.opening_events.emplace(
-      id, WatchHubState::OpeningEventSub{std::move(sub), {}, {}, std::move(ready)});
+  st.opening_events.emplace(id, std::move(opening));
   publish_watch_count(st);
   self->request(st.services.reader, caf::infinite, std::move(job))
       .then(
@@ -656,11 +669,13 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
           st.event_subs.erase(it);
         }
         if (auto it = st.opening.find(id); it != st.opening.end()) {
+          it->second.abandoned->store(true, std::memory_order_relaxed);
           drop(it->second.sub);
           it->second.ready(id);
           st.opening.erase(it);
         }
         if (auto it = st.opening_events.find(id); it != st.opening_events.end()) {
+          it->second.abandoned->store(true, std::memory_order_relaxed);
           if (it->second.sub.core) it->second.sub.core->finish(errc::not_found);
           it->second.ready(id);
           st.opening_events.erase(it);

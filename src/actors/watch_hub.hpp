@@ -17,6 +17,7 @@
 // its last commit (it forwards its shutdown), every watch ends with errc::stopped after what is
 // already queued.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -140,6 +141,8 @@ struct WatchHubState {
     std::unordered_map<ObjectID, std::size_t> held_at;  // index in `held`
     Ready ready;
     std::int64_t lost_through = 0;  // of the records held (commit_record::lost_through)
+    /// Set when the watch goes before its snapshot was read: the read is skipped.
+    std::shared_ptr<std::atomic<bool>> abandoned = std::make_shared<std::atomic<bool>>(false);
     void hold(const QueuedChange& q) {
       auto [at, fresh] = held_at.try_emplace(q.change.row.meta.id, held.size());
       if (fresh)
@@ -153,6 +156,8 @@ struct WatchHubState {
     std::vector<event_run> held;
     std::unordered_map<EventID, std::size_t> held_at;  // index in `held`
     Ready ready;
+    /// As OpeningSub's.
+    std::shared_ptr<std::atomic<bool>> abandoned = std::make_shared<std::atomic<bool>>(false);
     void hold(const event_run& r) {
       auto [at, fresh] = held_at.try_emplace(r.event.id, held.size());
       if (fresh)
