@@ -217,6 +217,25 @@ std::optional<Time> BeehiveCore::next_timer() const {
   return out;
 }
 
+namespace {
+/// Asks `c` to requeue `id`; the reply says once the object is queued.
+auto send_requeue(const caf::actor& c, ObjectID id, bool reset_backoff) {
+  auto r = std::make_shared<BlockingRequeue>();
+  r->request = requeue_request{id, reset_backoff};
+  auto reply = r->reply;
+  caf::anon_send(caf::actor_cast<controller_impl>(c), std::move(r));
+  return reply;
+}
+}  // namespace
+
+void BeehiveCore::requeue_after_commit(const GroupKind& gk, ObjectID id, bool reset_backoff) {
+  if (state_.load(std::memory_order_acquire) == State::created) {
+    write(Context{}, log_requeue_request{gk, id, reset_backoff}, {});  // as requeue's
+    return;
+  }
+  if (auto c = directory_->controller(gk)) send_requeue(c, id, reset_backoff);
+}
+
 void BeehiveCore::requeue(const Context& ctx, const GroupKind& gk, ObjectID id,
                           bool reset_backoff) {
   if (!kind(gk)) throw Error(errc::no_controller, to_string(gk) + " has no controller");
@@ -229,10 +248,7 @@ void BeehiveCore::requeue(const Context& ctx, const GroupKind& gk, ObjectID id,
   }
   auto c = directory_->controller(gk);
   if (!c) return;  // being restarted: its restart lists the kind and queues every object
-  auto r = std::make_shared<BlockingRequeue>();
-  r->request = requeue_request{id, reset_backoff};
-  auto reply = r->reply;
-  caf::anon_send(caf::actor_cast<controller_impl>(c), std::move(r));
+  auto reply = send_requeue(c, id, reset_backoff);
   try {
     reply->take(ctx, false);  // answered once the object is queued
   } catch (const Error& e) {

@@ -136,6 +136,10 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   /// `ctx` (a caller whose context ends first leaves it unqueued); no_controller for a
   /// client-only kind, not_found when the controller finds no such object of the kind.
   void requeue(const Context& ctx, const GroupKind& gk, ObjectID id, bool reset_backoff);
+  /// A requeue made in a within block, after its commit: the block's deadline no longer
+  /// applies (what it asked for is committed), and nothing waits for the controller to
+  /// queue the object.
+  void requeue_after_commit(const GroupKind& gk, ObjectID id, bool reset_backoff);
   /// The kind's registration, or null for a client-only kind.
   std::shared_ptr<KindEntry> kind(const GroupKind& gk) const;
 

@@ -324,13 +324,13 @@ void ClientCore::requeue(const Context& ctx, ObjectID id, bool reset_backoff) co
     return;
   }
   if (ContextAccess::transaction(ctx)) {
+    if (!rt_->kind(gk_)) throw Error(errc::no_controller, to_string(gk_) + " has no controller");
     // A side effect of the block: after its outermost commit, never after a rollback
     // (the controller checks the object against what is committed, which the block's
-    // own writes are not yet).
-    rt_->after_commit(ctx, [rt = rt_, gk = gk_, id, reset_backoff,
-                            after = ContextAccess::outside_transactions(ctx)] {
+    // own writes are not yet). Not bound by the block's deadline: the commit is not.
+    rt_->after_commit(ctx, [rt = rt_, gk = gk_, id, reset_backoff] {
       try {
-        rt->requeue(after, gk, id, reset_backoff);
+        rt->requeue_after_commit(gk, id, reset_backoff);
       } catch (const std::exception& e) {
         rt->log(LogLevel::warning, "a requeue made in a within block failed after its commit",
                 {{"kind", to_string(gk)}, {"id", std::to_string(id)}, {"reason", e.what()}});

@@ -250,6 +250,29 @@ TEST_F(WithinTest, ARequeueInsideABlockRunsAfterItsCommitAndNeverAfterARollback)
   EXPECT_GE(recorder_->count(id), 1);
 }
 
+// A requeue inside a block says no_controller for a kind without one, as outside; and
+// once the block committed, the requeue runs even when the block's deadline passed
+// before the commit (the commit does not give up at it either).
+TEST_F(WithinTest, ARequeueInsideABlockSaysNoControllerAndOutlivesTheBlocksDeadline) {
+  start();
+  settle();
+  Widgets gadgets(*bh_, gadget_kind);  // no controller
+  auto g = gadgets.create(ctx_, {"g", 1});
+  cc_->within(ctx_, [&](const Context& tx) {
+    EXPECT_ERRC(gadgets.requeue(tx, g.id), errc::no_controller);
+  });
+  auto w = widgets();
+  auto e = w.create(ctx_, {"e", 1});
+  settle();
+  const int before = recorder_->count(e.id);
+  cc_->within(ctx_.with_timeout(100ms), [&](const Context& tx) {
+    w.requeue(tx, e.id);
+    while (!tx.done()) std::this_thread::yield();  // the deadline passes inside the block
+  });
+  settle();
+  EXPECT_EQ(recorder_->count(e.id), before + 1) << "the committed block's requeue was lost";
+}
+
 TEST_F(WithinTest, WatchChangesComeAfterTheOutermostCommitAndNeverAfterARollback) {
   auto w = widgets();
   auto existing = w.create(ctx_, {"existing", 1});
