@@ -1425,8 +1425,8 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
   EXPECT_NE(err.find("the store writer failed"), std::string::npos) << err;
 }
 
-// A within block open when the store_writer crashed is over: its later writes fail, and
-// they never join a block another caller opens on the restarted writer.
+// A within block open when the store_writer crashed is over: its later writes fail with
+// errc::store, and they never join a block another caller opens on the restarted writer.
 TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
   auto cc = register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
@@ -1435,6 +1435,7 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
   auto stop = bh_->start(ctx_);
   std::promise<void> in1, go1, in2, go2;
   std::atomic<bool> first_committed{false};
+  std::atomic<errc> first_error{errc{}};  // none yet
   std::thread first([&] {
     try {
       cc.within(ctx_, [&](const Context& tx) {
@@ -1444,7 +1445,8 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
         w.create(tx, {"first", 2}, with_slug("first-b"));
       });
       first_committed = true;
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      first_error = e.value();
     }
   });
   in1.get_future().wait();
@@ -1467,6 +1469,8 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
   go2.set_value();
   second.join();
   EXPECT_FALSE(first_committed);
+  // The library's failure, not the caller's misuse of a context (invalid_argument).
+  EXPECT_EQ(first_error.load(), errc::store);
   for (auto slug : {"first-a", "first-b", "second"})
     EXPECT_ERRC(w.get_by_slug(ctx_, slug), errc::not_found);
   stop(ctx_);

@@ -26,6 +26,7 @@
 // Every member runs on the root's thread; the facade talks to it only by messages and
 // reads handles from the ActorDirectory.
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -67,6 +68,9 @@ struct RootConfig {
   std::function<std::unique_ptr<store::Writer>()> open_writer;
   /// Where the writers stand in other processes' commits (each writer goes on from it).
   std::shared_ptr<store::ForeignCursor> foreign_cursor = std::make_shared<store::ForeignCursor>();
+  /// The within session a crashed writer left open (shared by the writers it restarts).
+  std::shared_ptr<std::atomic<std::uint64_t>> crashed_session =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
   /// The store, for the writer's reader (the actor surface's reads).
   std::shared_ptr<store::Backend> backend;
   /// A registered kind's schema versions (see StoreWriterConfig::schema_versions).

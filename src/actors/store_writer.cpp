@@ -27,6 +27,7 @@ StoreWriterState::~StoreWriterState() {
   if (closed || !cfg) return;
   // A crash. CAF 0.17 answers no promise an actor dies holding, so each is answered here,
   // as a request to the old handle is: stopped. Blocking writes are queued again instead.
+  if (engine && engine->in_session()) cfg->crashed_session->store(engine->session());
   for (auto& d : deferred) {
     try {
       if (!d.write) {
@@ -106,6 +107,8 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   if (w->session != eng.session()) {
     if (w->session == eng.aborted_session())
       reply.fail(errc::stopped, "beehive stopped; the within block was rolled back");
+    else if (w->session == st.cfg->crashed_session->load())
+      reply.fail(errc::store, "the store writer failed; the within block was rolled back");
     else
       reply.fail(errc::invalid_argument, "the within block this context belongs to has ended");
     return;

@@ -17,6 +17,7 @@
 // Thread-safety: spawned detached; only its own thread runs its handlers and the
 // engine. Other threads touch only the WriteQueue and their own reply slots.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -141,6 +142,10 @@ struct StoreWriterConfig {
   /// Where the writers stand in other processes' commits: a restarted writer goes on
   /// from where the last one was.
   std::shared_ptr<store::ForeignCursor> foreign_cursor = std::make_shared<store::ForeignCursor>();
+  /// The within session the last crashed writer left open: its block's later steps hear
+  /// that the writer failed (errc::store), not that they misused a context.
+  std::shared_ptr<std::atomic<std::uint64_t>> crashed_session =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
   /// The largest spec, and status, a write may store (with_max_object_bytes).
   std::size_t max_object_bytes = default_max_object_bytes;
   /// How long the writer keeps polling its queue after a drain before it sleeps.
