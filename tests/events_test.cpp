@@ -280,6 +280,32 @@ TEST_F(EventsTest, EventRunsOfAnotherProcessReachEventWatches) {
   EXPECT_EQ(reasons, (std::vector<std::string>{"Mine", "Last"}));
 }
 
+// Another process's run committed just before one of this process's reaches the watch
+// first: one chronological stream, whichever process wrote each run (this process's
+// commit found the other's before its poll did, and used to publish its own run first).
+TEST_F(EventsTest, AnotherProcesssEarlierRunReachesTheWatchBeforeALaterOneOfOurs) {
+  Widgets mine(*bh_, widget_kind);
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  auto theirs = register_controller<WidgetSpec, WidgetStatus>(
+      other, widget_kind,
+      [](const Context&, ControllerClient<WidgetStatus>&, const Object<WidgetSpec, WidgetStatus>&) {
+        return Result{};
+      });
+  for (int round = 0; round < 10; ++round) {
+    auto a = mine.create(ctx_, {"a", round});
+    auto events = mine.watch_events(ctx_, a.id);
+    theirs.record_event(ctx_, a.id, {"probe", EventType::Warning, "ProbeFailed", "", {}});
+    emit(a.id, "probe", EventType::Normal, "Connected");  // at once: before the poll
+    std::vector<std::string> got;
+    while (got.size() < 2) {
+      auto e = events.next_for(10s);
+      if (!e) break;
+      got.push_back(e->reason);
+    }
+    ASSERT_EQ(got, (std::vector<std::string>{"ProbeFailed", "Connected"})) << "round " << round;
+  }
+}
+
 TEST_F(EventsTest, RecordEventComposesInsideWithin) {
   auto w = widgets();
   auto o = w.create(ctx_, {"a", 1});

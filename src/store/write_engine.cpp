@@ -179,7 +179,16 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   // fails leaves data_version_ as it was: the next look reads again.)
   std::sort(cursor_->own_rvs.begin(), cursor_->own_rvs.end());
   auto log = w.changes_since(cursor_->seen_rv, {}, {}, cursor_->own_rvs);
+  // Event runs are not logged: the ones other processes wrote since they were last read.
+  // Read before anything moves (a failed read leaves all of it for the next look), and
+  // published in the same record, in version order with this engine's own.
+  auto runs = w.event_runs_between(cursor_->runs_seen, log.head);
+  std::erase_if(runs, [&](const event_run& run) {
+    return std::binary_search(cursor_->own_rvs.begin(), cursor_->own_rvs.end(),
+                              run.resource_version);
+  });
   commit_record rec;
+  rec.events = std::move(runs);
   if (log.horizon > cursor_->seen_rv) rec.lost_through = log.horizon;
   for (auto& c : log.changes) {
     if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
@@ -205,7 +214,6 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
         rec.wakes.push_back(std::move(dependent));
     rec.changes.push_back(std::move(change));
   }
-  auto own_versions = std::move(cursor_->own_rvs);
   cursor_->own_rvs.clear();
   data_version_ = dv;
   cursor_->seen_rv = std::max({cursor_->seen_rv, log.head, own_max});
@@ -219,17 +227,12 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
     std::stable_sort(rec.changes.begin(), rec.changes.end(), [](auto& a, auto& b) {
       return a.row.meta.resource_version < b.row.meta.resource_version;
     });
+    std::stable_sort(rec.events.begin(), rec.events.end(),
+                     [](auto& a, auto& b) { return a.resource_version < b.resource_version; });
     *own_published = true;
   }
-  publish(rec, false);
-  // Event runs are not logged: the ones other processes wrote since they were last read,
-  // read after the changes went out (no watch of an object waits for them).
-  commit_record runs;
-  for (auto& run : w.event_runs_between(cursor_->runs_seen, log.head))
-    if (!std::binary_search(own_versions.begin(), own_versions.end(), run.resource_version))
-      runs.events.push_back(std::move(run));
   cursor_->runs_seen = log.head;
-  publish(runs, false);
+  publish(rec, false);
 }
 
 void WriteEngine::publish_noted_commits(const std::vector<std::string>& notes) {
