@@ -137,8 +137,11 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
   // A watch given up before the reader gets to it (its caller's deadline) costs no read:
   // a caller retrying with short deadlines must not queue read after read of the kind
   // ahead of the controllers' own.
+  // A selector watch's snapshot is the rows it selects, selected by the database: the
+  // kind's other rows would be read only to be left out.
   ReadJob job = [gk = opening.sub.gk, oid = opening.sub.id, from = opening.sub.resume_from,
-                 abandoned = opening.abandoned, feed = st.feed](store::Reader& r) {
+                 selector = opening.sub.selector, abandoned = opening.abandoned,
+                 feed = st.feed](store::Reader& r) {
     std::vector<object_change> changes;
     if (abandoned->load(std::memory_order_relaxed))
       return caf::make_message(std::move(changes), std::int64_t{0}, false);
@@ -149,7 +152,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
       // it yet or not. One of its objects removed before the reader read it arrives as
       // Deleted, never as nothing (which would leave a reader that waits for the
       // removal of the object it watches waiting for ever).
-      for (auto& row : r.snapshot(gk, oid, floor))
+      for (auto& row : r.snapshot(gk, oid, selector, floor))
         changes.push_back(
             {ChangeType::Added, std::move(row), object_change::created | kReaderMayHaveIt});
       return caf::make_message(std::move(changes), floor, false);

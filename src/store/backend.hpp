@@ -97,9 +97,11 @@ class Reader {
   virtual void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each) = 0;
   /// Ids of the kind; with `unsettled_only`, those whose observed generation lags the
   /// generation or whose deletion was requested.
-  /// One object (`id`) or the whole kind, read with the store's resource version in the
-  /// same snapshot: every commit after the snapshot has greater versions.
+  /// One object (`id`) or the whole kind (with a non-empty `selector`, only the objects
+  /// it matches, selected by the database), read with the store's resource version in
+  /// the same snapshot: every commit after the snapshot has greater versions.
   virtual std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                          const std::shared_ptr<const LabelSelector>& selector,
                                           std::int64_t& resource_version) = 0;
   /// One relation (a LoadOption bit: owner, dependencies, dependents, owned) of any
   /// object, by id; empty for a missing id.

@@ -110,7 +110,7 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
                                            " is above the store's " + std::to_string(log.head));
     table.print_header(out);
   } else {
-    auto existing = index(db.reader().snapshot(gk, std::nullopt, version));
+    auto existing = index(db.reader().snapshot(gk, std::nullopt, nullptr, version));
     auto now = std::chrono::system_clock::now();
     for (auto& [id, s] : existing) table.fit(cells("EXISTING", id, s, now));
     table.print_header(out);

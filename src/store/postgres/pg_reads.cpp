@@ -196,9 +196,12 @@ std::vector<std::pair<ObjectID, std::int64_t>> Reads::list_ids(const GroupKind& 
 }
 
 std::vector<ObjectRow> Reads::snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                       const std::shared_ptr<const LabelSelector>& selector,
                                        std::int64_t& rv) {
   return in_snapshot([&] {
     rv = head();
+    if (!id && selector && !selector->empty())
+      return list_where(gk, ListQuery{0, 0, {}, selector}, 0);
     if (!id) return list(gk, 0);
     std::vector<ObjectRow> out;
     auto row = get(*id, 0);

@@ -34,6 +34,7 @@ class Reads {
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads);
   void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each);
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  const std::shared_ptr<const LabelSelector>& selector,
                                   std::int64_t& rv);
   std::vector<Ref> related(ObjectID id, unsigned relation);
   bool has_incoming_refs(ObjectID id);
@@ -87,8 +88,9 @@ class Reading : public Interface {
     reads_.list_each(gk, each);
   }
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  const std::shared_ptr<const LabelSelector>& selector,
                                   std::int64_t& rv) override {
-    return reads_.snapshot(gk, id, rv);
+    return reads_.snapshot(gk, id, selector, rv);
   }
   std::vector<Ref> related(ObjectID id, unsigned relation) override {
     return reads_.related(id, relation);

@@ -82,6 +82,7 @@ class Connection {
   void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each);
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk, bool unsettled_only);
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  const std::shared_ptr<const LabelSelector>& selector,
                                   std::int64_t& resource_version);
   /// One relation (a LoadOption bit) of one object; empty for a missing id.
   std::vector<Ref> related(ObjectID id, unsigned relation);

@@ -11,6 +11,7 @@
 
 #include <beehive/options.hpp>
 
+#include "store/label_selector.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
 
 namespace beehive::store {
@@ -83,6 +84,7 @@ std::vector<std::pair<ObjectID, std::int64_t>> Connection::list_ids(const GroupK
 }
 
 std::vector<ObjectRow> Connection::snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                            const std::shared_ptr<const LabelSelector>& selector,
                                             std::int64_t& resource_version) {
   return snapshot(LoadOption::owner /* any: forces one read transaction */, [&] {
     {
@@ -91,6 +93,8 @@ std::vector<ObjectRow> Connection::snapshot(const GroupKind& gk, std::optional<O
       resource_version = s->getColumn(0).getInt64();
     }
     std::vector<ObjectRow> rows;
+    if (!id && selector && !selector->empty())
+      return list_where(gk, ListQuery{0, 0, {}, selector}, 0);
     if (!id) return list(gk);
     auto row = get(*id);
     if (row && row->meta.group == gk.group && row->meta.kind == gk.kind)

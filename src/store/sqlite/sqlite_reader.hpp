@@ -39,8 +39,9 @@ class ConnectionReader : public Interface {
     watched([&] { conn_.list_each(gk, each); });
   }
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
+                                  const std::shared_ptr<const LabelSelector>& selector,
                                   std::int64_t& rv) override {
-    return watched([&] { return conn_.snapshot(gk, id, rv); });
+    return watched([&] { return conn_.snapshot(gk, id, selector, rv); });
   }
   std::vector<Ref> related(ObjectID id, unsigned relation) override {
     return watched([&] { return conn_.related(id, relation); });
