@@ -33,14 +33,14 @@ Context Context::with_deadline(Deadline t) const {
 
 std::pair<Context, std::function<void()>> Context::with_cancel() const {
   auto n = std::const_pointer_cast<ContextNode>(child(node_));
-  auto flag = std::make_shared<std::atomic<bool>>(false);
-  n->cancelled = flag;
-  return {Context(std::move(n)), [flag] { flag->store(true); }};
+  auto state = std::make_shared<detail::CancelState>();
+  n->cancelled = state;
+  return {Context(std::move(n)), [state] { state->cancel(); }};
 }
 
 std::error_code Context::error() const {
   for (auto n = node_.get(); n; n = n->parent.get())
-    if (n->cancelled && n->cancelled->load()) return errc::cancelled;
+    if (n->cancelled && n->cancelled->cancelled.load()) return errc::cancelled;
   if (node_ && node_->deadline && std::chrono::steady_clock::now() >= *node_->deadline)
     return errc::deadline_exceeded;
   return {};
@@ -57,6 +57,34 @@ void Context::throw_if_done() const {
 }
 
 namespace detail {
+
+void CancelState::cancel() {
+  cancelled.store(true);
+  std::vector<std::function<void()>> fns;
+  {
+    std::lock_guard lk(mu);
+    for (auto& [token, fn] : listeners) fns.push_back(fn);
+  }
+  for (auto& fn : fns) fn();
+}
+
+CancelListener::CancelListener(const Context& ctx, std::function<void()> fn) {
+  for (auto n = ContextAccess::node(ctx); n; n = n->parent.get()) {
+    if (!n->cancelled) continue;
+    std::lock_guard lk(n->cancelled->mu);
+    auto token = ++n->cancelled->next_token;
+    n->cancelled->listeners.emplace_back(token, fn);
+    registered_.emplace_back(n->cancelled, token);
+  }
+}
+
+CancelListener::~CancelListener() {
+  for (auto& [weak, token] : registered_)
+    if (auto state = weak.lock()) {
+      std::lock_guard lk(state->mu);
+      std::erase_if(state->listeners, [t = token](auto& l) { return l.first == t; });
+    }
+}
 
 bool ContextAccess::can_be_cancelled(const Context& ctx) {
   for (auto n = ctx.node_.get(); n; n = n->parent.get())

@@ -5,18 +5,49 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include <beehive/context.hpp>
 
 namespace beehive::detail {
 
+/// A with_cancel's state: its flag, and who is told when it is set (waiters, which
+/// otherwise could only look at the flag now and then).
+struct CancelState {
+  std::atomic<bool> cancelled{false};
+  std::mutex mu;
+  std::uint64_t next_token = 0;
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> listeners;
+
+  /// Sets the flag, then calls every listener (on this thread, without the lock).
+  void cancel();
+};
+
+/// While alive, its function is called when a with_cancel along the context's chain is
+/// cancelled (possibly on the cancelling thread, possibly more than once). It may still
+/// be running, on that thread, while the listener is destroyed: it must not need what
+/// the owner frees.
+class CancelListener {
+ public:
+  CancelListener(const Context& ctx, std::function<void()> fn);
+  ~CancelListener();
+  CancelListener(const CancelListener&) = delete;
+  CancelListener& operator=(const CancelListener&) = delete;
+
+ private:
+  std::vector<std::pair<std::weak_ptr<CancelState>, std::uint64_t>> registered_;
+};
+
 struct ContextNode {
   std::shared_ptr<const ContextNode> parent;
-  std::optional<Context::Deadline> deadline;     // effective: min along the chain
-  std::shared_ptr<std::atomic<bool>> cancelled;  // this node's own flag, if any
-  std::shared_ptr<Transaction> txn;              // set on a within block's context
+  std::optional<Context::Deadline> deadline;  // effective: min along the chain
+  std::shared_ptr<CancelState> cancelled;     // this node's own, if any
+  std::shared_ptr<Transaction> txn;           // set on a within block's context
   bool outside = false;    // calls made with it belong to no within block (its parents' either)
   bool reconcile = false;  // a reconcile's context
   std::int64_t term = 0;   // a reconcile's: the leadership term its pass began in
@@ -47,6 +78,8 @@ struct ContextAccess {
   /// context must look at it now and then (a cancellation is a flag, not a signal). A
   /// deadline alone is waited for until it passes.
   static bool can_be_cancelled(const Context& ctx);
+  /// The innermost node of `ctx`'s chain (null for Context{}).
+  static const ContextNode* node(const Context& ctx) { return ctx.node_.get(); }
 };
 
 }  // namespace beehive::detail

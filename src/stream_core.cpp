@@ -6,11 +6,36 @@
 
 namespace beehive::detail {
 
-namespace {
-// How often a waiting consumer looks at a context that can be cancelled: cancellation
-// has no wake-up of its own, so this bounds how late a cancelled stream notices.
-constexpr auto cancel_poll = std::chrono::milliseconds(10);
-}  // namespace
+/// What a cancellation calls: the core while it lives (the call may come on the
+/// cancelling thread as the core goes).
+struct StreamCoreBase::Waker {
+  std::mutex mu;
+  StreamCoreBase* core = nullptr;
+};
+
+StreamCoreBase::StreamCoreBase(Context ctx) : ctx_(std::move(ctx)) {
+  if (!ContextAccess::can_be_cancelled(ctx_)) return;
+  // A cancellation wakes a waiting consumer at once: idle streams never poll the flag.
+  waker_ = std::make_shared<Waker>();
+  waker_->core = this;
+  on_cancel_ = std::make_shared<CancelListener>(ctx_, [w = waker_] {
+    std::lock_guard lk(w->mu);
+    if (w->core) w->core->wake();
+  });
+}
+
+StreamCoreBase::~StreamCoreBase() {
+  if (!waker_) return;
+  std::lock_guard lk(waker_->mu);
+  waker_->core = nullptr;
+}
+
+void StreamCoreBase::wake() {
+  // Taken once: a consumer between its look at the context and its wait holds the lock,
+  // so it is either before the look (and sees the cancellation) or waiting (notified).
+  { std::lock_guard lk(mu_); }
+  cv_.notify_all();
+}
 
 void StreamCoreBase::close() {
   {
@@ -77,8 +102,6 @@ bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk, std::optiona
     if (until && now >= *until) return false;
     std::optional<Deadline> wake = until;
     if (auto d = ctx_.deadline(); d && (!wake || *d < *wake)) wake = *d;
-    if (ContextAccess::can_be_cancelled(ctx_) && (!wake || now + cancel_poll < *wake))
-      wake = now + cancel_poll;
     if (wake)
       cv_.wait_until(lk, *wake);
     else

@@ -253,6 +253,33 @@ TEST_F(WatchTest, StreamsEndOnContextCloseAndDestruction) {
   EXPECT_EQ(next(s4).object.spec.color, "a");
 }
 
+// A cancellation wakes every stream waiting on its context, or on a child of it, at once
+// (waiting streams no longer look at the flag every 10 ms: a lost wake-up would leave
+// them waiting for ever); a stream opened on a child after the cancel ends too (or is
+// refused), and streams that went before the cancel are forgotten by it.
+TEST_F(WatchTest, ACancelWakesEveryStreamWaitingOnItsContextOrAChild) {
+  auto w = widgets();
+  auto [cctx, cancel] = ctx_.with_cancel();
+  auto child = cctx.with_timeout(std::chrono::hours(1));
+  { auto gone = w.watch_list(cctx); }  // ended before the cancel
+  std::vector<Stream<WidgetChange>> streams;
+  for (int i = 0; i < 40; ++i) streams.push_back(w.watch_list(i % 2 ? cctx : child));
+  std::vector<std::future<bool>> waits;
+  for (auto& s : streams)
+    waits.push_back(std::async(std::launch::async, [&s] { return !s.next().has_value(); }));
+  cancel();
+  for (auto& f : waits) {
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready) << "a waiting stream was not woken";
+    EXPECT_TRUE(f.get());
+  }
+  try {
+    auto late = w.watch_list(child);
+    EXPECT_FALSE(late.next().has_value());
+  } catch (const Error& e) {
+    EXPECT_EQ(e.value(), errc::cancelled);
+  }
+}
+
 TEST_F(WatchTest, StopEndsStreamsAfterDeliveringEverythingCommitted) {
   register_widgets();
   start();

@@ -32,8 +32,8 @@ class StreamCoreBase {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
 
-  explicit StreamCoreBase(Context ctx) : ctx_(std::move(ctx)) {}
-  virtual ~StreamCoreBase() = default;
+  explicit StreamCoreBase(Context ctx);
+  virtual ~StreamCoreBase();
 
   /// Consumer side: end now and drop what is pending.
   void close();
@@ -97,9 +97,15 @@ class StreamCoreBase {
   std::optional<std::int64_t> frozen_;     // the position once values were abandoned
 
  private:
+  struct Waker;
+  /// Wakes the consumer (its context was cancelled): it looks at the context again.
+  void wake();
+
   Context ctx_;
   std::error_code error_;
   std::function<void()> on_end_;
+  std::shared_ptr<Waker> waker_;     // with a context that can be cancelled
+  std::shared_ptr<void> on_cancel_;  // the registration that calls the waker
 };
 
 template <class T>
