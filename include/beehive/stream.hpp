@@ -10,7 +10,9 @@
 /// memory a stream holds is bounded by the number of distinct keys pending.
 ///
 /// One consumer thread calls `next` / `next_for`; `close`, `done` and `error` may be
-/// called from any thread.
+/// called from any thread. To end a wait from another thread, call `close()` there and
+/// let the consumer return: the Stream itself must not be destroyed, moved or assigned
+/// while a thread is inside `next` / `next_for` (as for any object in use).
 
 #include <chrono>
 #include <functional>
