@@ -78,8 +78,11 @@ std::shared_ptr<ChangeCore> BeehiveCore::watch(const Context& ctx, const GroupKi
       throw Error(errc::watch_too_new, "resource version " + std::to_string(*resume_from) +
                                            " is above the store's " + std::to_string(head));
   }
-  auto core = std::make_shared<ChangeCore>(
-      ctx, merge_unread, [](const object_change& c) { return c.row.meta.resource_version; });
+  // A change folded from several commits counts from the first: the position stays below
+  // every commit it carries.
+  auto core = std::make_shared<ChangeCore>(ctx, merge_unread, [](const object_change& c) {
+    return c.first_version > 0 ? c.first_version : c.row.meta.resource_version;
+  });
   auto w = std::make_shared<StreamWatch>();
   w->gk = gk;
   w->id = id;

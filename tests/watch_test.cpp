@@ -457,6 +457,44 @@ TEST_F(WatchTest, APositionMovesPastAnObjectTheHubDroppedWhole) {
   expect_resumed_hears_only_what_follows(w, s);
 }
 
+// An object's creation and update folded into one change (the hub took them together)
+// keep the stream's position below the creation while the change is pending: a watch
+// resumed from a position read meanwhile hears of the object as Added, not as a Modified
+// of an object it never had.
+TEST_F(WatchTest, APositionStaysBelowTheFirstCommitOfAFoldedChange) {
+  auto w = widgets();
+  auto s = w.watch_list(ctx_);
+  auto b = w.create(ctx_, {"b", 1});
+  settle();  // b's Added is pending in s
+  auto& inbox = bh_->core()->hub_feed().inbox;
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto sink = sys.spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](detail::hub_wake_atom) {}}; });
+  struct Quit {
+    caf::actor a;
+    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
+  } quit{sink};
+  inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
+  inspect_hub(*bh_);
+  auto a = w.create(ctx_, {"a", 1});
+  w.update(ctx_, a.id, {"a", 2});
+  w.update(ctx_, b.id, {"b", 2});
+  caf::anon_send(caf::actor_cast<caf::actor>(bh_->watch_hub()), detail::hub_wake_atom::value);
+  settle();
+  inbox.attach(bh_->watch_hub()->address());
+  auto first = next(s);
+  ASSERT_EQ(first.object.id, b.id);  // placed first: b changed first
+  auto position = s.resource_version();
+  EXPECT_LT(position, a.resource_version) << "past a's creation, which is still pending";
+  s.close();
+  auto resumed = w.watch_list(ctx_, with_resume_from(position));
+  auto r = next(resumed);
+  EXPECT_EQ(r.object.id, a.id);
+  EXPECT_EQ(r.type, ChangeType::Added);
+  EXPECT_EQ(r.object.spec.size, 2);
+}
+
 // A watch hands its snapshot over at open: an object in it that is removed before the
 // reader reads anything arrives as Deleted, with its final body, rather than as nothing.
 // Nothing would leave a reader that waits for the removal of the object it watches

@@ -377,6 +377,11 @@ std::int64_t handled_through(const WatchHubState::Sub& s,
 /// the object: an `Added` is a modification of it.
 object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q) {
   object_change c = q.change;
+  // Folded from several commits: the reader's position must stay below the first (a
+  // watch resumed from between them would miss the earlier ones).
+  if (q.first_version > 0 && q.first_version < c.row.meta.resource_version)
+    c.first_version =
+        std::min(c.first_version > 0 ? c.first_version : q.first_version, q.first_version);
   if (c.type == ChangeType::Added && q.first_version <= s.floor) {
     c.type = ChangeType::Modified;
     c.parts &= ~static_cast<unsigned>(object_change::created);
