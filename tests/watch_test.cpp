@@ -85,6 +85,29 @@ watch_hub_state inspect_hub(Beehive& bh) {
   return out;
 }
 
+/// Makes the hub lag while alive: commits wait in its inbox (folded per object) until
+/// `wake()` has it take them, or `release()` lets it go back to being woken by them.
+class LaggingHub {
+ public:
+  explicit LaggingHub(Beehive& bh) : bh_(bh) {
+    inbox().attach(sink_.address());
+    inspect_hub(bh);  // after a wake sent to it before (it takes nothing of what follows)
+  }
+  ~LaggingHub() { caf::anon_send_exit(sink_, caf::exit_reason::user_shutdown); }
+  detail::HubInbox& inbox() { return bh_.core()->hub_feed().inbox; }
+  void wake() {
+    caf::anon_send(caf::actor_cast<caf::actor>(bh_.watch_hub()), detail::hub_wake_atom::value);
+  }
+  void release() { inbox().attach(bh_.watch_hub()->address()); }
+
+ private:
+  Beehive& bh_;
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  caf::actor sink_ = sys_.spawn(
+      [](caf::event_based_actor*) -> caf::behavior { return {[](detail::hub_wake_atom) {}}; });
+};
+
 /// Asks the hub for a subscription (a watch_request or an event_watch_request); its id.
 template <class Request>
 std::uint64_t subscribe_with(caf::scoped_actor& self, const watch_hub_actor& hub, Request r) {
@@ -375,25 +398,15 @@ TEST_F(WatchTest, AWatchOpenedWhileTheHubLagsGetsAddedThenModified) {
   // snapshot), then Modified, never a second Added.
   auto w = widgets();
   auto earlier = w.watch_list(ctx_);  // a watch is open: the writer posts to the hub
-  auto& inbox = bh_->core()->hub_feed().inbox;
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  auto sink = sys.spawn(
-      [](caf::event_based_actor*) -> caf::behavior { return {[](detail::hub_wake_atom) {}}; });
-  struct Quit {
-    caf::actor a;
-    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
-  } quit{sink};
-  inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
-  inspect_hub(*bh_);  // after a wake sent to it before (it takes nothing of what follows)
+  LaggingHub lag(*bh_);               // the hub takes the inbox only when told below
   auto o = w.create(ctx_, {"a", 1});
   auto s = w.watch_list(ctx_);
   auto snap = next(s);
   EXPECT_EQ(snap.type, ChangeType::Added);
   EXPECT_EQ(snap.object.spec.size, 1);
   w.update(ctx_, o.id, {"a", 2});
-  EXPECT_EQ(inbox.size(), 1u);  // the creation and the update, folded
-  caf::anon_send(caf::actor_cast<caf::actor>(bh_->watch_hub()), detail::hub_wake_atom::value);
+  EXPECT_EQ(lag.inbox().size(), 1u);  // the creation and the update, folded
+  lag.wake();
   auto live = next(s);
   EXPECT_EQ(live.type, ChangeType::Modified);
   EXPECT_EQ(live.object.spec.size, 2);
@@ -431,28 +444,18 @@ TEST_F(WatchTest, APositionMovesPastAnObjectTheHubDroppedWhole) {
   start();  // GC removes the deletion-pending objects
   auto w = widgets();
   auto s = w.watch_list(ctx_);
-  auto& inbox = bh_->core()->hub_feed().inbox;
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  auto sink = sys.spawn(
-      [](caf::event_based_actor*) -> caf::behavior { return {[](detail::hub_wake_atom) {}}; });
-  struct Quit {
-    caf::actor a;
-    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
-  } quit{sink};
-  inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
-  inspect_hub(*bh_);  // after a wake sent to it before (it takes nothing of what follows)
+  LaggingHub lag(*bh_);  // the hub takes the inbox only when told below
   auto x = w.create(ctx_, {"x", 1});
   auto y = w.create(ctx_, {"y", 1});  // between x's creation and its removal
   w.remove(ctx_, x.id);
   ASSERT_TRUE(removed_and_posted(*bh_, w, x.id));
-  caf::anon_send(caf::actor_cast<caf::actor>(bh_->watch_hub()), detail::hub_wake_atom::value);
+  lag.wake();
   auto c = next(s);
   EXPECT_EQ(c.type, ChangeType::Added);
   EXPECT_EQ(c.object.id, y.id);
   settle();
-  inbox.attach(bh_->watch_hub()->address());  // the hub is woken again (nothing is lost:
-                                              // it has taken everything)
+  lag.release();  // the hub is woken again (nothing is lost:
+                  // it has taken everything)
   EXPECT_FALSE(s.next_for(30ms).has_value());
   expect_resumed_hears_only_what_follows(w, s);
 }
@@ -465,24 +468,14 @@ TEST_F(WatchTest, APositionStaysBelowTheFirstCommitOfAFoldedChange) {
   auto w = widgets();
   auto s = w.watch_list(ctx_);
   auto b = w.create(ctx_, {"b", 1});
-  settle();  // b's Added is pending in s
-  auto& inbox = bh_->core()->hub_feed().inbox;
-  caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  auto sink = sys.spawn(
-      [](caf::event_based_actor*) -> caf::behavior { return {[](detail::hub_wake_atom) {}}; });
-  struct Quit {
-    caf::actor a;
-    ~Quit() { caf::anon_send_exit(a, caf::exit_reason::user_shutdown); }
-  } quit{sink};
-  inbox.attach(sink.address());  // the hub lags: it takes the inbox when told below
-  inspect_hub(*bh_);
+  settle();              // b's Added is pending in s
+  LaggingHub lag(*bh_);  // the hub takes the inbox only when told below
   auto a = w.create(ctx_, {"a", 1});
   w.update(ctx_, a.id, {"a", 2});
   w.update(ctx_, b.id, {"b", 2});
-  caf::anon_send(caf::actor_cast<caf::actor>(bh_->watch_hub()), detail::hub_wake_atom::value);
+  lag.wake();
   settle();
-  inbox.attach(bh_->watch_hub()->address());
+  lag.release();
   auto first = next(s);
   ASSERT_EQ(first.object.id, b.id);  // placed first: b changed first
   auto position = s.resource_version();
