@@ -71,6 +71,21 @@ ObjectID start_with_one_widget(TestBeehive& t, Widgets& w) {
   return id;
 }
 
+/// A TestBeehive (with `opts`) whose widgets' passes `c` counts (Counting::register_on),
+/// started with one widget, `id`, whose first pass has run.
+struct OneWidget {
+  template <class... Opts>
+  OneWidget(int fail_first, std::chrono::milliseconds requeue, Opts&&... opts)
+      : t(std::forward<Opts>(opts)...) {
+    c.register_on(t.beehive(), fail_first, requeue);
+    id = start_with_one_widget(t, w);
+  }
+  TestBeehive t;
+  Counting c;
+  Widgets w{t.beehive(), widget_kind};
+  ObjectID id = 0;
+};
+
 TEST(TestingKit, SettleReturnsOnceEveryPassACreateCausedHasRun) {
   TestBeehive t;
   Counting c;
@@ -89,11 +104,8 @@ TEST(TestingKit, SettleReturnsOnceEveryPassACreateCausedHasRun) {
 }
 
 TEST(TestingKit, ABackoffRunsExactlyWhenAdvancePassesItsDueTime) {
-  TestBeehive t;
-  Counting c;
-  c.register_on(t.beehive(), /*fail_first=*/3);
-  Widgets w(t.beehive(), widget_kind);
-  auto id = start_with_one_widget(t, w);
+  OneWidget one(/*fail_first=*/3, /*requeue=*/0ms);
+  auto& [t, c, w, id] = one;
   EXPECT_EQ(c.of(id), 1);
   EXPECT_EQ(w.get_schedule({}, id).next_requeue_at, t.clock().now() + 1s);
   t.advance(999ms);
@@ -119,11 +131,8 @@ TEST(TestingKit, ABackoffRunsExactlyWhenAdvancePassesItsDueTime) {
 }
 
 TEST(TestingKit, RequeueAfterAndResyncRunOnTheManualClock) {
-  TestBeehive t(with_resync_interval(1h));
-  Counting c;
-  c.register_on(t.beehive(), 0, /*requeue=*/5s);
-  Widgets w(t.beehive(), widget_kind);
-  auto id = start_with_one_widget(t, w);
+  OneWidget one(/*fail_first=*/0, /*requeue=*/5s, with_resync_interval(1h));
+  auto& [t, c, w, id] = one;
   EXPECT_EQ(c.of(id), 1);
   t.advance(4s);
   EXPECT_EQ(c.of(id), 1);
@@ -291,11 +300,9 @@ TEST(TestingKit, SettleGoesOnWhenAnActorItWaitsForCrashes) {
 // used to fire the GC, the event sweep and every controller's resync over and over, so
 // settle never returned.
 TEST(TestingKit, AClockAdvancedToItsEndFiresWhatWasDueOnceAndSettles) {
-  TestBeehive t(with_event_retention(5, 1h), with_resync_interval(10min));
-  Counting c;
-  c.register_on(t.beehive(), 0, /*requeue=*/1h);
-  Widgets w(t.beehive(), widget_kind);
-  auto id = start_with_one_widget(t, w);
+  OneWidget one(/*fail_first=*/0, /*requeue=*/1h, with_event_retention(5, 1h),
+                with_resync_interval(10min));
+  auto& [t, c, w, id] = one;
   ASSERT_EQ(c.of(id), 1);
   // A jump (not TestBeehive::advance, which would step through an hourly requeue for
   // ever): each due timer fires once, at the end.
@@ -361,11 +368,8 @@ TEST(TestingKit, AdvanceStepsThroughEveryDueTimeInOrder) {
 // A timer re-arming every millisecond over a year would step for ever: the advance ends
 // with deadline_exceeded, saying why, rather than hang the test.
 TEST(TestingKit, AnAdvanceThatWouldNeverEndSaysSo) {
-  TestBeehive t;
-  Counting c;
-  c.register_on(t.beehive(), 0, /*requeue=*/1ms);
-  Widgets w(t.beehive(), widget_kind);
-  start_with_one_widget(t, w);
+  OneWidget one(/*fail_first=*/0, /*requeue=*/1ms);
+  auto& [t, c, w, id] = one;
   try {
     t.advance(24h * 365);
     ADD_FAILURE() << "advance ended";
@@ -486,11 +490,8 @@ TEST(TestingKit, AClockListenerUnsubscribedIsNotRunningOnceUnsubscribeReturns) {
 // A stopped beehive reconciles nothing, and says so: what was scheduled reads as the
 // zero Schedule (it went on reporting timers that would never fire).
 TEST(TestingKit, NothingIsScheduledOnceTheBeehiveStopped) {
-  TestBeehive t;
-  Counting c;
-  c.register_on(t.beehive(), 0, /*requeue=*/1h);
-  Widgets w(t.beehive(), widget_kind);
-  auto id = start_with_one_widget(t, w);
+  OneWidget one(/*fail_first=*/0, /*requeue=*/1h);
+  auto& [t, c, w, id] = one;
   EXPECT_EQ(w.get_schedule({}, id).next_requeue_at, t.clock().now() + 1h);
   t.stop();
   EXPECT_EQ(w.get_schedule({}, id), Schedule{});
@@ -517,11 +518,9 @@ TEST(TestingKit, TheDatabaseIsRemovedWithTheTestBeehive) {
 }
 
 TEST(TestingKit, ATestInspectsTheActorsOfABeehiveThatOwnsItsActorSystem) {
-  TestBeehive t;  // Beehive(store): no application system to send from
-  Counting c;
-  c.register_on(t.beehive(), /*fail_first=*/1);
-  Widgets w(t.beehive(), widget_kind);
-  auto id = start_with_one_widget(t, w);
+  // The TestBeehive's Beehive(store): no application system to send from.
+  OneWidget one(/*fail_first=*/1, /*requeue=*/0ms);
+  auto& [t, c, w, id] = one;
   caf::scoped_actor self{actor_system_of(t.beehive())};
   auto controller = actor_handles(t.beehive()).controller(widget_kind);
   ASSERT_TRUE(controller.has_value());
