@@ -58,14 +58,18 @@ std::shared_ptr<Store> open_with_lease(const std::filesystem::path& path,
                         {.schema = test_schema_for(path), .lease = its_lease});
 }
 
-/// Reads lines until `want` (10 s per line at most); false at the end of its output.
-bool read_until(ChildProcess& p, const std::string& want,
-                std::vector<std::string>* seen = nullptr) {
+/// Reads lines until `want` (10 s per line at most); a failure, naming the lines read, at
+/// the end of its output.
+::testing::AssertionResult read_until(ChildProcess& p, const std::string& want,
+                                      std::vector<std::string>* seen = nullptr) {
+  std::string read;
   for (;;) {
     auto line = p.read_line();
     if (seen) seen->push_back(line);
-    if (line == want) return true;
-    if (line.ends_with("<eof>")) return false;
+    if (line == want) return ::testing::AssertionSuccess();
+    read += "\n  " + line;
+    if (line.ends_with("<eof>"))
+      return ::testing::AssertionFailure() << "no \"" << want << "\" in what it said:" << read;
   }
 }
 

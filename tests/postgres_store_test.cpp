@@ -234,6 +234,7 @@ class PostgresStore : public BeehiveTest {
     faults::refuse_connections = false;
     faults::cancel_delay_ms = 0;
     faults::deafen_listener = false;
+    faults::hold_listener_notes = false;
     faults::fail_change_log_reads = false;
     BeehiveTest::TearDown();
   }
@@ -692,6 +693,83 @@ TEST_F(PostgresStore, AnOwnCommitAboveAnUnreadForeignOneWaitsForItInTheWatch) {
   ASSERT_TRUE(second);
   EXPECT_EQ(second->object.id, mine.id);
   EXPECT_EQ(second->object.spec.size, 2);
+}
+
+/// Has the listeners keep the notes of what `theirs` commits next, as a process paused
+/// before it read them would: `o` updated to size 2, then "p" created. Then trims the
+/// change log through p, as the leader's retention would. Returns p.
+Object<WidgetSpec, WidgetStatus> trim_past_notes_not_yet_heard(const std::filesystem::path& db_path,
+                                                               Widgets& theirs, ObjectID o) {
+  const int held = faults::listener_notes_held;
+  faults::hold_listener_notes = true;
+  theirs.update({}, o, {"o", 2});
+  auto p = theirs.create({}, {"p", 1});
+  auto until = std::chrono::steady_clock::now() + 5s;
+  while (faults::listener_notes_held < held + 2 && std::chrono::steady_clock::now() < until)
+    std::this_thread::yield();
+  EXPECT_GE(faults::listener_notes_held, held + 2) << "this process's listener never heard them";
+  const auto cut = std::to_string(p.resource_version);
+  run_sql(test_schema_for(db_path), "DELETE FROM change_log WHERE resource_version <= " + cut +
+                                        "; UPDATE beehive_meta SET value = " + cut +
+                                        " WHERE key = 'change_log_horizon'");
+  return p;
+}
+
+/// The watch's next changes are o at size 2, then p added (its size 1).
+void expect_o_then_p(Stream<Change<WidgetSpec, WidgetStatus>>& watch, ObjectID o, ObjectID p) {
+  auto first = watch.next_for(5s);
+  ASSERT_TRUE(first) << (watch.done() ? watch.error().message() : "nothing came");
+  EXPECT_EQ(first->type, ChangeType::Modified);
+  EXPECT_EQ(first->object.id, o);
+  EXPECT_EQ(first->object.spec.size, 2);
+  auto second = watch.next_for(5s);
+  ASSERT_TRUE(second) << (watch.done() ? watch.error().message() : "nothing came");
+  EXPECT_EQ(second->type, ChangeType::Added);
+  EXPECT_EQ(second->object.id, p);
+}
+
+// A process whose listener had not yet read the notes of the others' last commits (its
+// process paused, its thread not run yet) when the change log was trimmed past them has
+// lost nothing: the notes carry those commits. Its writer, finding the log short, waits
+// until every note the server sent has been heard and publishes what they carry, instead
+// of ending its watches as too old. Here it finds out at its own next commit, whose
+// change comes after theirs.
+TEST_F(PostgresStore, AnOwnCommitOverNotesNotYetHeardWhenTheLogWasTrimmedPastThemLosesNothing) {
+  TwoProcesses two(bh(), db_path());
+  auto& [watch, other, theirs] = two;
+  Widgets ours(bh(), widget_kind);
+  auto o = theirs.create({}, {"o", 1});
+  auto mine = ours.create({}, {"mine", 1});
+  ASSERT_TRUE(listeners_listen(db_path(), 2));
+  ASSERT_TRUE(watch.next_for(5s));
+  ASSERT_TRUE(watch.next_for(5s));
+
+  auto p = trim_past_notes_not_yet_heard(db_path(), theirs, o.id);
+  auto written = ours.update({}, mine.id, {"mine", 2});
+  ASSERT_NO_FATAL_FAILURE(expect_o_then_p(watch, o.id, p.id));
+  auto third = watch.next_for(5s);
+  ASSERT_TRUE(third) << (watch.done() ? watch.error().message() : "nothing came");
+  EXPECT_EQ(third->object.id, mine.id);
+  EXPECT_EQ(third->object.resource_version, written.resource_version);
+}
+
+// The same, found out by the writer's look at the log after a transaction of its own
+// saw the store's versions move (here an update of a missing object, which commits
+// nothing).
+TEST_F(PostgresStore, ALookAtALogTrimmedPastNotesNotYetHeardWaitsForThemAndLosesNothing) {
+  TwoProcesses two(bh(), db_path());
+  auto& [watch, other, theirs] = two;
+  auto o = theirs.create({}, {"o", 1});
+  ASSERT_TRUE(listeners_listen(db_path(), 2));
+  ASSERT_TRUE(watch.next_for(5s));
+
+  auto p = trim_past_notes_not_yet_heard(db_path(), theirs, o.id);
+  EXPECT_ERRC(Widgets(bh(), widget_kind).update({}, ObjectID{1} << 40, {"none", 1}),
+              errc::not_found);
+  ASSERT_NO_FATAL_FAILURE(expect_o_then_p(watch, o.id, p.id));
+  EXPECT_EQ(watch.resource_version(), p.resource_version);
+  EXPECT_FALSE(watch.next_for(0ms));
+  EXPECT_FALSE(watch.done());
 }
 
 // A listener whose connection went half-open (a partition dropping packets, no reset)

@@ -38,8 +38,8 @@ using abort_session_atom = caf::atom_constant<caf::atom("abortsess")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 /// Time to look for commits of other processes (see StoreWriterConfig::foreign_poll).
 using poll_foreign_atom = caf::atom_constant<caf::atom("pollfor")>;
-/// The store heard of other processes' commits (Backend::on_foreign_commit), with their
-/// notes: publish them now, without re-arming the poll.
+/// The store heard of other processes' commits (Backend::on_foreign_commit): publish
+/// their notes now, without re-arming the poll.
 using foreign_commit_atom = caf::atom_constant<caf::atom("foreign")>;
 /// Run the next page of the retention sweep in progress (see StoreWriterState::sweeps).
 using sweep_page_atom = caf::atom_constant<caf::atom("sweeppage")>;

@@ -478,9 +478,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
     // A store that hears of other processes' commits (PostgreSQL's notifications) has
     // them published at once; the poll catches one heard while the writer was busy.
     st.cfg->backend->on_foreign_commit(
-        [h = caf::actor_cast<caf::actor>(self)](std::vector<std::string> notes) {
-          caf::anon_send(h, foreign_commit_atom::value, std::move(notes));
-        });
+        [h = caf::actor_cast<caf::actor>(self)] { caf::anon_send(h, foreign_commit_atom::value); });
     self->attach_functor(
         [backend = st.cfg->backend](const caf::error&) { backend->on_foreign_commit({}); });
   }
@@ -522,15 +520,16 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
       [self](serve_queue_atom) { serve_queue(self); },
       [self](sweep_page_atom) { sweep_page(self); },
-      [self](foreign_commit_atom, const std::vector<std::string>& notes) {
+      [self](foreign_commit_atom) {
         try {
-          self->state.engine->publish_noted_commits(notes);
+          self->state.engine->publish_noted_commits();
         } catch (const std::exception&) {  // the next poll tries again
         }
       },
       [self](poll_foreign_atom) {
         auto& st = self->state;
         try {
+          st.engine->publish_noted_commits();  // what a failed read left
           st.engine->publish_foreign_commits();
         } catch (const std::exception&) {  // a failed read: the next poll tries again
         }

@@ -107,8 +107,8 @@ struct Subscriber {
 using store_writer_impl = store_writer_actor::extend<
     caf::reacts_to<serve_queue_atom>, caf::reacts_to<shutdown_atom>,
     caf::replies_to<abort_session_atom>::with<bool>, caf::reacts_to<poll_foreign_atom>,
-    caf::reacts_to<foreign_commit_atom, std::vector<std::string>>,
-    caf::reacts_to<hub_atom, caf::actor>, caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>,
+    caf::reacts_to<foreign_commit_atom>, caf::reacts_to<hub_atom, caf::actor>,
+    caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>,
     caf::reacts_to<retire_atom, caf::actor>, caf::reacts_to<sweep_page_atom>>;
 
 /// The application's commit-record subscribers (`subscribe_atom` + an actor), kept

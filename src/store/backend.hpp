@@ -203,6 +203,14 @@ class Writer : public Reader {
   /// Changes when another connection (another process, another Store on the file)
   /// commits; this writer's own commits leave it alone.
   virtual std::int64_t data_version() = 0;
+  /// Other processes' commit notes (commit_note) heard since the last call, in commit
+  /// order; an empty one where some may be missing. With `all_sent`, first waits (a
+  /// round trip at most, bounded) until every note the server sent so far is heard.
+  /// None on a store that sends no notes.
+  virtual std::vector<std::string> commit_notes(bool all_sent) {
+    (void)all_sent;
+    return {};
+  }
   /// Allocates the id of the next object (strictly increasing, never one a removed
   /// object had). Allocated before the INSERT, so that the whole row can be checked
   /// before anything is written.
@@ -348,13 +356,11 @@ class Backend : public Store {
   /// Called, on a thread of the store's, whenever leads() changes while claimed; an
   /// empty function unsubscribes. Returns once no earlier function runs any more.
   virtual void on_leadership(std::function<void(bool)> changed) { (void)changed; }
-  /// Called, on a thread of the store's, soon after other processes commit, with their
-  /// commits' notes (commit_note) in commit order: a cue to publish them, or to look at
-  /// data_version() now rather than at the next poll. No notes: commits may have been
-  /// missed (the change log says which). Empty unsubscribes.
-  virtual void on_foreign_commit(std::function<void(std::vector<std::string>)> committed) {
-    (void)committed;
-  }
+  /// Called, on a thread of the store's, soon after other processes commit: a cue to take
+  /// their notes from the writer (Writer::commit_notes) and publish them, or to look at
+  /// data_version() now rather than at the next poll. Not called again until the notes
+  /// were taken. Notes heard while nobody is subscribed are dropped. Empty unsubscribes.
+  virtual void on_foreign_commit(std::function<void()> committed) { (void)committed; }
 
   /// Held by the one Beehive this store serves, from its construction to its stop: the
   /// subscriptions above, the session and its write tokens are one Beehive's. Throws

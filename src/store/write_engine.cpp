@@ -8,6 +8,7 @@
 #include <atomic>
 #include <limits>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -179,6 +180,13 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   // fails leaves data_version_ as it was: the next look reads again.)
   std::sort(cursor_->own_rvs.begin(), cursor_->own_rvs.end());
   auto log = w.changes_since(cursor_->seen_rv, {}, {}, cursor_->own_rvs);
+  // Trimmed past what was published: the others' notes may still carry what it lost.
+  auto from = cursor_->seen_rv;
+  std::vector<commit_record> carried;
+  if (log.horizon > from) {
+    from = fill_from_notes(log.horizon, carried);
+    if (from > cursor_->seen_rv) log = w.changes_since(from, {}, {}, cursor_->own_rvs);
+  }
   // Event runs are not logged: the ones other processes wrote since they were last read.
   // Read before anything moves (a failed read leaves all of it for the next look), and
   // published in the same record, in version order with this engine's own.
@@ -189,7 +197,7 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   });
   commit_record rec;
   rec.events = std::move(runs);
-  if (log.horizon > cursor_->seen_rv) rec.lost_through = log.horizon;
+  if (log.horizon > from) rec.lost_through = log.horizon;
   for (auto& c : log.changes) {
     if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
     if (c.parts & kLoggedBackoffReset) rec.backoff_resets.push_back(c.ref);
@@ -214,9 +222,15 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
         rec.wakes.push_back(std::move(dependent));
     rec.changes.push_back(std::move(change));
   }
+  if (!carried.empty()) {  // below everything read from the log
+    commit_record all;
+    for (auto& r : carried) all.append(std::move(r));
+    all.append(std::move(rec));
+    rec = std::move(all);
+  }
   cursor_->own_rvs.clear();
   data_version_ = dv;
-  cursor_->seen_rv = std::max({cursor_->seen_rv, log.head, own_max});
+  cursor_->seen_rv = std::max({from, log.head, own_max});
   cursor_->known_rv = std::max(cursor_->known_rv, cursor_->seen_rv);
   cursor_->unpublished_commit = false;
   if (own) {
@@ -235,25 +249,66 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   publish(rec, false);
 }
 
-void WriteEngine::publish_noted_commits(const std::vector<std::string>& notes) {
-  if (!cfg_.watch_foreign_commits) return;
-  if (notes.empty()) return publish_foreign_commits();
-  for (const auto& text : notes) {
-    auto note = read_commit_note(text);
-    auto& c = *cursor_;
-    bool known = note.after >= 0 && !c.unpublished_commit;
-    if (known && note.through <= c.known_rv) continue;  // a look at the log published it
-    // The record follows what was published; event runs have no unread ones before them.
-    if (known && note.record && note.after == c.known_rv && c.runs_seen == c.seen_rv) {
-      // Every version up to known_rv was published, own ones included: none is left to
-      // skip in the log.
-      c.seen_rv = c.known_rv = c.runs_seen = note.through;
-      c.own_rvs.clear();
-      publish(*note.record, false);
-      continue;
-    }
-    publish_foreign_commits();  // reads up to this note and past it: the rest are skipped
+std::int64_t WriteEngine::fill_from_notes(std::int64_t horizon,
+                                          std::vector<commit_record>& carried) {
+  auto& c = *cursor_;
+  // Every note sent before the log was read is queued once this returns.
+  for (auto& text : cfg_.writer->commit_notes(true)) notes_.push_back(std::move(text));
+  std::vector<CommitNote> read(notes_.size());
+  std::unordered_map<std::int64_t, std::size_t> by_after;
+  for (std::size_t i = 0; i < notes_.size(); ++i) {
+    if (notes_[i].empty()) continue;
+    read[i] = read_commit_note(notes_[i]);
+    if (read[i].after >= 0 && read[i].record) by_after.emplace(read[i].after, i);
   }
+  // From the last version published to the horizon, each version is this engine's own
+  // or taken by a commit whose note carries it.
+  auto at = c.seen_rv;
+  std::vector<std::size_t> used;
+  for (;;) {
+    while (std::binary_search(c.own_rvs.begin(), c.own_rvs.end(), at + 1)) ++at;
+    if (at >= horizon) break;
+    auto it = by_after.find(at);
+    if (it == by_after.end()) return c.seen_rv;  // lost indeed
+    used.push_back(it->second);
+    at = read[it->second].through;
+  }
+  // (The notes stay queued: once this is published, they are known to be.)
+  for (auto i : used) carried.push_back(std::move(*read[i].record));
+  return at;
+}
+
+void WriteEngine::publish_noted_commits() {
+  if (!cfg_.watch_foreign_commits) return;
+  for (auto& text : cfg_.writer->commit_notes(false)) notes_.push_back(std::move(text));
+  while (!notes_.empty()) {
+    auto text = std::move(notes_.front());
+    notes_.pop_front();
+    try {
+      publish_note(text);
+    } catch (...) {  // published by the next look that succeeds
+      notes_.push_front(std::move(text));
+      throw;
+    }
+  }
+}
+
+void WriteEngine::publish_note(const std::string& text) {
+  if (text.empty()) return publish_foreign_commits();  // some may be missing
+  auto note = read_commit_note(text);
+  auto& c = *cursor_;
+  bool known = note.after >= 0 && !c.unpublished_commit;
+  if (known && note.through <= c.known_rv) return;  // a look at the log published it
+  // The record follows what was published; event runs have no unread ones before them.
+  if (known && note.record && note.after == c.known_rv && c.runs_seen == c.seen_rv) {
+    // Every version up to known_rv was published, own ones included: none is left to
+    // skip in the log.
+    c.seen_rv = c.known_rv = c.runs_seen = note.through;
+    c.own_rvs.clear();
+    publish(*note.record, false);
+    return;
+  }
+  publish_foreign_commits();  // reads up to this note and past it: the rest are skipped
 }
 
 void WriteEngine::undo_savepoint(int sp, const std::string& why) {

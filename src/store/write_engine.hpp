@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -210,11 +211,11 @@ class WriteEngine {
   /// the same record as the others' commits, and sets `*own_published`.
   void publish_foreign_commits(const commit_record* own = nullptr, bool* own_published = nullptr);
 
-  /// Publishes other processes' commits from their notes (commit_note, in commit order):
-  /// a note's record at once when it carries one and its versions follow the last
-  /// published (known_rv), else through the change log (publish_foreign_commits), which
-  /// covers the notes after it too. No notes: a look at the log.
-  void publish_noted_commits(const std::vector<std::string>& notes);
+  /// Publishes other processes' commits from their notes (Writer::commit_notes, in
+  /// commit order): a note's record at once when it carries one and its versions follow
+  /// the last published (known_rv), else through the change log (publish_foreign_commits),
+  /// which covers the notes after it too. An empty note: a look at the log.
+  void publish_noted_commits();
 
   /// Rolls the open session back and ends it. `stopped`: stop's deadline did it, and
   /// the session's later steps fail with errc::stopped.
@@ -271,6 +272,13 @@ class WriteEngine {
   SteadyTime began() const;
   void committed(SteadyTime since, std::size_t requests = 1);
   void publish(const commit_record& rec, bool own = true);
+  /// One of publish_noted_commits' notes.
+  void publish_note(const std::string& text);
+  /// The change log no longer reaches back past `horizon`: chains the others' notes
+  /// (all of them sent so far, waited for) from seen_rv, stepping over own versions,
+  /// and returns the version reached, or seen_rv when a note is missing before the
+  /// horizon. `carried` gets the chained notes' records, in order.
+  std::int64_t fill_from_notes(std::int64_t horizon, std::vector<commit_record>& carried);
   void end_session();
 
   WriteEngineConfig cfg_;
@@ -291,6 +299,7 @@ class WriteEngine {
   // the engine stands in them (cfg_.cursor's).
   std::int64_t data_version_ = 0;
   ForeignCursor* cursor_ = nullptr;
+  std::deque<std::string> notes_;  // their notes taken from the writer, not yet published
   // The last finished event-retention sweep's mark; the sweep in progress, as its last
   // committed page left it; and the page in flight's copy of it, kept once it commits.
   EventSweepMark sweep_mark_;

@@ -4,7 +4,8 @@
 // COMMIT is sent, or just after it was answered, which are the two sides of a commit
 // whose outcome the writer must resolve by its write token; new connections refused;
 // a leadership renewal that never gets an answer; a listener that stops hearing its
-// connection; cancel requests sent late; and change-log reads that fail. Off unless a test
+// connection, or keeps what it heard; cancel requests sent late; and change-log reads
+// that fail. Off unless a test
 // arms it; never armed by the library.
 //
 // Atomics: a test arms them from its thread, the writer takes them on its own.
@@ -39,6 +40,12 @@ inline std::atomic<std::int64_t> stall_campaign_of{0};
 /// The first listener to see it set (and clear it) stops hearing its connection, as a
 /// half-open socket across a partition: nothing arrives, nothing fails.
 inline std::atomic<bool> deafen_listener{false};
+
+/// While set, listeners keep the notes they hear to themselves, uncounted, until they
+/// answer a writer's round trip (NoteQueue::await_sent): as a listener whose process
+/// was paused before it read them. listener_notes_held counts the notes kept.
+inline std::atomic<bool> hold_listener_notes{false};
+inline std::atomic<int> listener_notes_held{0};
 
 /// While above 0, a cancel request is sent this many milliseconds late, as over a slow
 /// network. cancels_sent counts the cancels asked for, cancels_delivered the ones sent.

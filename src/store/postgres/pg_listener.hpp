@@ -2,8 +2,10 @@
 
 // Listens, on a connection of its own, for the notifications every write transaction
 // sends at commit (LISTEN/NOTIFY), and tells the store's writer that other processes
-// committed: it bumps SharedState::foreign_commits and calls the subscriber with their
-// notes (commit_note), which the writer publishes now rather than at its next poll.
+// committed: it bumps SharedState::foreign_commits, queues their notes (commit_note) in
+// SharedState::notes and rings the subscriber, so that the writer publishes them now
+// rather than at its next poll. It answers the writer's NoteQueue::await_sent with an
+// empty query on its connection.
 //
 // A listener hears nothing when nobody commits, and nothing either when its connection
 // went half-open (a partition that drops packets, with no reset): after kPingAfter of
@@ -38,13 +40,14 @@ class Listener {
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
-  /// `committed` gets the notes of other sessions' commits in commit order; none when
-  /// some may have been missed (a new connection).
-  void subscribe(std::function<void(std::vector<std::string>)> committed);
+  /// `committed` is called when other sessions' notes were queued (SharedState::notes)
+  /// and the queue was empty. Empty: notes are dropped, the queue emptied.
+  void subscribe(std::function<void()> committed);
 
  private:
   void loop();
   void heard(std::vector<std::string> notes);
+  static void wake(int fd);
 
   std::string conninfo_, schema_;
   std::chrono::milliseconds connect_timeout_;
@@ -54,7 +57,7 @@ class Listener {
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::mutex mu_;  // guards subscriber_, and is held while it runs
-  std::function<void(std::vector<std::string>)> subscriber_;
+  std::function<void()> subscriber_;
   std::thread thread_;
 };
 

@@ -154,7 +154,7 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
     leadership_ = std::move(changed);
   }
 
-  void on_foreign_commit(std::function<void(std::vector<std::string>)> committed) override {
+  void on_foreign_commit(std::function<void()> committed) override {
     listener_->subscribe(std::move(committed));
   }
 

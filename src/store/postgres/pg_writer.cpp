@@ -17,6 +17,7 @@
 
 #include "store/commit_note.hpp"
 #include "store/postgres/pg_faults.hpp"
+#include "store/postgres/pg_listener.hpp"
 #include "store/postgres/pg_queries.hpp"
 #include "store/postgres/pg_schema.hpp"
 
@@ -267,6 +268,13 @@ std::int64_t PgWriter::data_version() {
   // The listener hears of other processes' commits a little late; begin() sees the
   // counters they moved at once.
   return shared_->foreign_commits.load(std::memory_order_acquire) + counted_commits_;
+}
+
+std::vector<std::string> PgWriter::commit_notes(bool all_sent) {
+  // As long as the listener takes to judge its connection dead: past it, the notes
+  // count as missed.
+  if (all_sent) (void)shared_->notes.await_sent(Listener::kStallLimit);
+  return shared_->notes.take();
 }
 
 void PgWriter::set_lock_wait(std::function<bool()> keep_waiting) {

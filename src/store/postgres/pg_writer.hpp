@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "store/commit_note.hpp"
+#include "store/postgres/pg_note_queue.hpp"
 #include "store/postgres/pg_queries.hpp"
 #include "store/postgres/pg_reads.hpp"
 
@@ -29,6 +30,8 @@ struct SharedState {
   /// Bumped by the listener for every other process's commit (and after it reconnects,
   /// when it may have missed some).
   std::atomic<std::int64_t> foreign_commits{0};
+  /// Their notes, from the listener to the writer.
+  NoteQueue notes;
   /// The term this process leads in; 0 while it does not lead.
   std::atomic<std::int64_t> term{0};
   /// Set by a transaction that found the lease taken by another term (fenced off).
@@ -67,6 +70,7 @@ class PgWriter : public Reading<Writer> {
   void rollback() override;
   bool in_transaction() override;
   std::int64_t data_version() override;
+  std::vector<std::string> commit_notes(bool all_sent) override;
   void set_lock_wait(std::function<bool()> keep_waiting) override;
   std::int64_t next_resource_version() override;
   ObjectID next_object_id() override;
