@@ -1,6 +1,8 @@
 #include "rendezvous.hpp"
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "context_internal.hpp"
@@ -8,9 +10,6 @@
 namespace beehive::detail {
 
 namespace {
-// Cancellation has no wake-up of its own; a waiting caller looks this often.
-constexpr auto cancel_poll = std::chrono::milliseconds(10);
-
 // Spinning pays only while a core is free for the thread that will reply and replies come
 // within the spin: callers spin one fewer at a time than there are cores, and stop
 // spinning while recent spins ran out (probing now and then to notice when they pay again).
@@ -43,6 +42,13 @@ void spun(bool caught) {
   spin_credit.compare_exchange_strong(c, next, std::memory_order_relaxed);
 }
 }  // namespace
+
+/// What a cancellation's listener wakes: the waiting slot, until its wait returns (the
+/// listener may be called after, from the cancelling thread).
+struct RendezvousBase::Waker {
+  std::mutex mu;
+  RendezvousBase* slot = nullptr;
+};
 
 bool RendezvousBase::give_up() const {
   int expected = open;
@@ -95,7 +101,30 @@ void RendezvousBase::wait(const Context& ctx, bool spin) {
     }
     spun(ready_flag_.load(std::memory_order_acquire));
   }
+  // Declared before the lock: they go once it is released (a cancellation's wake takes it).
+  std::shared_ptr<Waker> waker;
+  std::optional<CancelListener> on_cancel;
+  struct Forget {
+    std::shared_ptr<Waker>& waker;
+    ~Forget() {
+      if (!waker) return;
+      std::lock_guard lk(waker->mu);
+      waker->slot = nullptr;
+    }
+  } forget{waker};
   std::unique_lock lk(mu_);
+  if (!ready_ && ContextAccess::can_be_cancelled(ctx)) {
+    // A cancellation wakes the caller at once (registered before its first look at the
+    // context): it never polls the flag.
+    waker = std::make_shared<Waker>();
+    waker->slot = this;
+    on_cancel.emplace(ctx, [w = waker] {
+      std::lock_guard wl(w->mu);
+      if (!w->slot) return;
+      { std::lock_guard lk(w->slot->mu_); }  // the caller looks at the context, or waits
+      w->slot->cv_.notify_all();
+    });
+  }
   for (;;) {
     if (ready_) {
       if (error_) throw Error(error_->first, error_->second);
@@ -106,13 +135,8 @@ void RendezvousBase::wait(const Context& ctx, bool spin) {
       cv_.wait(lk);  // being applied: the outcome comes, whatever the context says
       continue;
     }
-    auto wake = ctx.deadline();
-    if (ContextAccess::can_be_cancelled(ctx)) {
-      auto poll = std::chrono::steady_clock::now() + cancel_poll;
-      if (!wake || poll < *wake) wake = poll;
-    }
-    if (wake)
-      cv_.wait_until(lk, *wake);
+    if (auto deadline = ctx.deadline())
+      cv_.wait_until(lk, *deadline);
     else
       cv_.wait(lk);
   }

@@ -52,6 +52,7 @@ class RendezvousBase {
   std::condition_variable cv_;
 
  private:
+  struct Waker;
   bool ready_ = false;
   std::atomic<bool> ready_flag_{false};  // ready_, readable without the lock (spinning)
   std::optional<std::pair<errc, std::string>> error_;

@@ -317,6 +317,42 @@ TEST_F(ActorTest, ABlockWaitingBehindOneOpenAtStopsDeadlineDoesNotBegin) {
   EXPECT_FALSE(second_began);
 }
 
+// Blocking calls waiting behind a within block, on a cancellable context or a child of
+// one, are woken by its cancellation: each fails cancelled, and nothing of them is
+// written. (A lost wake-up would leave them waiting for the block.)
+TEST_F(ActorTest, ACancelWakesEveryBlockingCallWaitingOnItsContextOrAChild) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets widgets(*bh_, widget_kind);
+  auto w = bh_->store_writer();
+  OpenBlock block(cc, ctx_, [](const Context&) {});
+  auto before = ask<store_writer_state>(w, inspect_atom::value).deferred;
+  auto [cctx, cancel] = ctx_.with_cancel();
+  auto child = cctx.with_timeout(std::chrono::hours(1));
+  constexpr int kCalls = 8;
+  std::vector<std::future<errc>> calls;
+  for (int i = 0; i < kCalls; ++i)
+    calls.push_back(std::async(std::launch::async, [&, i] {
+      try {
+        widgets.create(i % 2 ? cctx : child, {"late", i});
+        return errc{};
+      } catch (const Error& e) {
+        return e.value();
+      }
+    }));
+  bool waiting = eventually(
+      [&] { return ask<store_writer_state>(w, inspect_atom::value).deferred >= before + kCalls; });
+  cancel();
+  EXPECT_TRUE(waiting) << "the calls never queued behind the block";
+  for (auto& call : calls) {
+    ASSERT_EQ(call.wait_for(10s), std::future_status::ready) << "a waiting call was not woken";
+    EXPECT_EQ(call.get(), errc::cancelled);
+  }
+  block.release();
+  EXPECT_NO_THROW(block.get());
+  EXPECT_EQ(widgets.list(ctx_).size(), 0u);
+}
+
 TEST_F(ActorTest, RequestsThroughHandlesTakenAfterStopFailStopped) {
   auto stop = bh_->start(ctx_);
   stop(ctx_);
