@@ -23,6 +23,7 @@
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
 #include "ha/node_types.hpp"
+#include "store/backend.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "support/test_store.hpp"
 
@@ -273,6 +274,36 @@ TEST_F(HaTest, KillingTheLeaderTwentyTimesUnderLoadLosesNothingAndEachTakeoverIs
 // A leader whose renewals get no answer at all (a server, or a path to it, that stopped
 // answering rather than refusing) gives them up in time and steps down within two thirds
 // of its lease, before the lease can expire and a standby take over.
+// A stop keeps its deadline while the leadership campaign waits on a server that stopped
+// answering: the attempt in flight is given up at once (it would otherwise hold the stop
+// for up to a third of the lease).
+TEST_F(HaTest, AStopKeepsItsDeadlineWhileTheCampaignWaitsOnAServerThatStoppedAnswering) {
+  namespace faults = store::pg::faults;
+  auto a = node(schema());
+  ASSERT_EQ(a->read_line(), "leader");
+  // A standby with a long lease: it tries to take the lease every 250 ms, each attempt
+  // given up a third of its lease (10 s) after it began.
+  auto store_b = open_candidate(30s);
+  auto session_b = std::dynamic_pointer_cast<store::Backend>(store_b)->session();
+  Beehive b(store_b);
+  auto stop_b = b.start({});
+  ASSERT_FALSE(b.is_leader());
+  faults::stall_campaign_of = session_b;
+  ASSERT_TRUE(eventually([&] {
+    return query_test_store(path_,
+                            "SELECT count(*) FROM pg_stat_activity WHERE query = "
+                            "'SELECT pg_sleep(60)' AND state = 'active'")
+               .at(0)
+               .at(0) != "0";
+  })) << "no attempt of b's got stuck";
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NO_THROW(stop_b(Context{}.with_timeout(200ms)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  faults::stall_campaign_of = 0;
+  a->write_line("quit");
+  EXPECT_EQ(a->wait(), 0);
+}
+
 TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) {
   namespace faults = store::pg::faults;
   Beehive a(open_candidate());

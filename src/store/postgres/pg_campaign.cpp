@@ -42,6 +42,7 @@ Campaign::Campaign(std::string conninfo, std::string schema,
 
 Campaign::~Campaign() {
   shared_->on_depose({});
+  stopping_.store(true);
   {
     std::lock_guard g(mu_);
     stop_ = true;
@@ -66,7 +67,8 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
         conninfo_, schema_, std::clamp(left, std::chrono::milliseconds(1), connect_timeout_),
         lease_ / 3);
   }
-  c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
+  // A stop does not wait for a server that stopped answering: the lease then expires.
+  c->set_keep_waiting([this, deadline] { return !stopping_.load() && Clock::now() < deadline; });
   std::vector<Statement> s;
   if (faults::stall_campaign_of.load() == session_) {
     // A server that does not answer; its session ends once this one gives up on it,
@@ -149,7 +151,9 @@ void Campaign::loop() {
   if (term != 0) {
     try {
       if (c && !c->lost()) {
-        auto deadline = Clock::now() + renew_every;
+        // Bounded for the stop waiting on it (a healthy server answers in milliseconds).
+        auto deadline = Clock::now() +
+                        std::min<std::chrono::milliseconds>(renew_every, std::chrono::seconds(1));
         c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
         run(*c, Q::lease_release, Params().add(session_).add(term));
       }

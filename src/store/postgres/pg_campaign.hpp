@@ -17,6 +17,7 @@
 // Owns one thread, stopped and joined by the destructor. subscribe() and leads() may be
 // called from any thread.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -54,6 +55,7 @@ class Campaign {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::atomic<bool> stopping_{false};  // stop_, for an attempt in flight to give up at once
   std::unique_ptr<Connection> first_;  // the constructor's connection, handed to the loop
   Clock::time_point first_attempt_;    // when the constructor's attempt began
   // The lease row's version as last seen, and since when (attempt()): unchanged for a
