@@ -131,7 +131,10 @@ void Campaign::loop() {
         break;
     }
     auto started = Clock::now();
-    if (shared_->deposed.exchange(false)) set_term(0);
+    if (shared_->deposed.load()) {
+      set_term(0);  // first: leads() never reads true in between
+      shared_->deposed.store(false);
+    }
     if (shared_->term.load() != 0 && started >= step_down_at) set_term(0);
     try {
       auto deadline = started + renew_every;
