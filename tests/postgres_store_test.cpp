@@ -562,6 +562,17 @@ struct TwoProcesses {
   Widgets theirs;
 };
 
+/// One object made by each process, `theirs` through the other and `mine` through
+/// `ours`; returns once both listeners listen and the watch has had both.
+void one_each(TwoProcesses& two, Widgets& ours, const std::filesystem::path& db_path,
+              Object<WidgetSpec, WidgetStatus>& theirs, Object<WidgetSpec, WidgetStatus>& mine) {
+  theirs = two.theirs.create({}, {"theirs", 1});
+  mine = ours.create({}, {"mine", 1});
+  ASSERT_TRUE(listeners_listen(db_path, 2));
+  ASSERT_TRUE(two.watch.next_for(5s));
+  ASSERT_TRUE(two.watch.next_for(5s));
+}
+
 /// Waits (no fixed sleep) until the change log has been refused to at least `n` reads.
 bool change_log_refused(int n) {
   auto until = std::chrono::steady_clock::now() + 5s;
@@ -666,11 +677,8 @@ TEST_F(PostgresStore, AnOwnCommitAboveAnUnreadForeignOneWaitsForItInTheWatch) {
   TwoProcesses two(bh(), db_path());
   auto& [watch, other, theirs] = two;
   Widgets ours(bh(), widget_kind);
-  auto large = theirs.create({}, {"large", 1});
-  auto mine = ours.create({}, {"mine", 1});
-  ASSERT_TRUE(listeners_listen(db_path(), 2));
-  ASSERT_TRUE(watch.next_for(5s));
-  ASSERT_TRUE(watch.next_for(5s));
+  Object<WidgetSpec, WidgetStatus> large, mine;
+  ASSERT_NO_FATAL_FAILURE(one_each(two, ours, db_path(), large, mine));
   auto before = watch.resource_version();
 
   faults::fail_change_log_reads = true;
@@ -738,11 +746,8 @@ TEST_F(PostgresStore, AnOwnCommitOverNotesNotYetHeardWhenTheLogWasTrimmedPastThe
   TwoProcesses two(bh(), db_path());
   auto& [watch, other, theirs] = two;
   Widgets ours(bh(), widget_kind);
-  auto o = theirs.create({}, {"o", 1});
-  auto mine = ours.create({}, {"mine", 1});
-  ASSERT_TRUE(listeners_listen(db_path(), 2));
-  ASSERT_TRUE(watch.next_for(5s));
-  ASSERT_TRUE(watch.next_for(5s));
+  Object<WidgetSpec, WidgetStatus> o, mine;
+  ASSERT_NO_FATAL_FAILURE(one_each(two, ours, db_path(), o, mine));
 
   auto p = trim_past_notes_not_yet_heard(db_path(), theirs, o.id);
   auto written = ours.update({}, mine.id, {"mine", 2});
