@@ -2,6 +2,8 @@
 
 #include <beehive/errors.hpp>
 
+#include <cmath>
+
 #include "contained.hpp"
 #include "options_internal.hpp"
 
@@ -49,8 +51,9 @@ Option with_backoff(std::chrono::milliseconds base, std::chrono::milliseconds ma
   });
 }
 Option with_rate_limit(double per_second, int burst) {
-  if (!(per_second > 0) || burst < 1)
-    throw Error(errc::invalid_argument, "with_rate_limit needs per_second > 0 and burst >= 1");
+  if (!(per_second > 0) || !std::isfinite(per_second) || burst < 1)
+    throw Error(errc::invalid_argument,
+                "with_rate_limit needs a finite per_second > 0 and burst >= 1");
   return Option([=](OptionSet& s) { s.rate_limit.emplace(per_second, burst); });
 }
 Option with_owns(GroupKind child) {

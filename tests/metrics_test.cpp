@@ -876,8 +876,12 @@ TEST_F(MetricsTest, ServeAnswersGetMetrics) {
 }
 
 TEST(PrometheusMetrics, ServeRefusesABadAddress) {
-  for (std::string bad : {"", "nonsense", "127.0.0.1", "127.0.0.1:", ":9464", "127.0.0.1:99999",
-                          "127.0.0.1:12ab", "[::1:9464", "host name:9464"}) {
+  for (std::string bad :
+       {"", "nonsense", "127.0.0.1", "127.0.0.1:", ":9464", "127.0.0.1:99999", "127.0.0.1:12ab",
+        "[::1:9464", "host name:9464",
+        // A list: the server underneath would also listen on every
+        // interface for the bare port.
+        "9464,127.0.0.1:9465", "127.0.0.1:9464,9465", "[::1],9464:9465", "127.0.0.1\n:9464"}) {
     PrometheusMetrics m;
     try {
       m.serve(bad);

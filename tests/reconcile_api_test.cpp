@@ -311,6 +311,9 @@ TEST_F(ReconcileApiTest, BadBackoffAndRateLimitValuesAreInvalidArguments) {
   EXPECT_ERRC(with_backoff(1s, 2s, 1.0), errc::invalid_argument);
   EXPECT_ERRC(with_backoff(1s, 2s, -0.1), errc::invalid_argument);
   EXPECT_ERRC(with_rate_limit(0, 1), errc::invalid_argument);
+  // No limit at all is no option (with a ManualClock it spun without end).
+  EXPECT_ERRC(with_rate_limit(std::numeric_limits<double>::infinity(), 1), errc::invalid_argument);
+  EXPECT_ERRC(with_rate_limit(std::numeric_limits<double>::quiet_NaN(), 1), errc::invalid_argument);
   EXPECT_ERRC(with_rate_limit(1, 0), errc::invalid_argument);
 }
 

@@ -115,7 +115,7 @@ Option with_backoff(std::chrono::milliseconds base = std::chrono::seconds(1),
 /// a second for the kind, with bursts of up to `burst` (a token bucket that starts full),
 /// whatever woke them (creates, retries, resync, requeues). Timed on the beehive's timers
 /// (a ManualClock in tests). Default: no limit. Throws invalid_argument unless
-/// per_second > 0 and burst >= 1.
+/// per_second is finite and > 0, and burst >= 1.
 Option with_rate_limit(double per_second, int burst);
 /// register_controller: this kind owns objects of `child` (created with with_owner):
 /// any committed change of such an object (spec, status, conditions, finalizers,

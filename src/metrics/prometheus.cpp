@@ -8,6 +8,7 @@
 #include <beehive/metrics.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -75,14 +76,22 @@ std::vector<double> clean(std::vector<double> b) {
   return b;
 }
 
-/// "host:port" with a port of 0..65535 and a non-empty host; "[v6]:port" too.
+/// "host:port" with a port of 0..65535 and a non-empty host (a name or an IPv4 address);
+/// "[v6]:port" too. Nothing else: the server underneath reads a comma as a list of
+/// addresses, and a bare port in it as every interface.
 bool valid_address(std::string_view a) {
   auto colon = a.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == a.size()) return false;
   auto host = a.substr(0, colon), port = a.substr(colon + 1);
-  if (host.front() == '[' ? host.back() != ']' || host.size() < 3
-                          : host.find_first_of(":[] /") != std::string_view::npos)
-    return false;
+  const bool v6 = host.front() == '[';
+  if (v6) {
+    if (host.back() != ']' || host.size() < 3) return false;
+    host = host.substr(1, host.size() - 2);
+  }
+  auto allowed = [v6](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '-' || (v6 ? c == ':' || c == '%' : c == '_');
+  };
+  if (!std::all_of(host.begin(), host.end(), allowed)) return false;
   unsigned value = 0;
   auto r = std::from_chars(port.data(), port.data() + port.size(), value);
   return r.ec == std::errc() && r.ptr == port.data() + port.size() && value <= 65535;
