@@ -689,6 +689,39 @@ TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplic
   EXPECT_EQ(version(), latest);
 }
 
+// An apply whose input cannot be read or does not parse changes nothing, not even an
+// older schema's version: with no application running, opening the store to write would
+// migrate it, and the stopped application of the older build could not start again.
+TEST_F(CtlWriteTest, AnApplyOfABadInputLeavesAnOlderSchemaAsItWas) {
+  widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  auto version = [&] {
+    if (test_backend_is_postgres())
+      return std::stoi(query_test_store(db_path(), "SELECT version FROM beehive_schema")[0][0]);
+    SQLite::Database db(db_path().string(), SQLite::OPEN_READONLY);
+    return db.execAndGet("SELECT version FROM beehive_schema").getInt();
+  };
+  const int latest = version();
+  bh_.reset();  // no application runs
+  store_.reset();
+  if (test_backend_is_postgres()) {
+    query_test_store(db_path(), "UPDATE beehive_schema SET version = version - 1 RETURNING 1");
+  } else {
+    SQLite::Database db(db_path().string(), SQLite::OPEN_READWRITE);
+    downgrade_schema(db, latest - 1);
+  }
+  EXPECT_EQ(ctl({"apply", "-f", dir_.file("missing.json").string()}).status, 1);
+  EXPECT_EQ(run_with_input(args({"apply", "-f", "-"}), "{not json").status, 1);
+  EXPECT_EQ(version(), latest - 1) << "a failed apply migrated the schema";
+  if (test_backend_is_postgres()) {  // only the number was lowered: no migration to run
+    query_test_store(db_path(), "UPDATE beehive_schema SET version = version + 1 RETURNING 1");
+    return;
+  }
+  // A good input migrates it, and is written.
+  EXPECT_OK(run_with_input(args({"apply", "-f", "-"}),
+                           R"({"group": "acme.com", "kind": "Widget", "slug": "b", "spec": {}})"));
+  EXPECT_EQ(version(), latest);
+}
+
 TEST_F(CtlWriteTest, RequeueWithResetBackoffStartsTheRetryLadderOver) {
   auto clock = std::make_shared<ManualClock>();
   bh_.reset();  // a store serves one beehive at a time

@@ -223,8 +223,13 @@ const char* apply_one(WriteSession& ws, const Document& doc) {
 
 }  // namespace
 
+void read_apply_input(ApplyOptions& o) {
+  o.text = read_input(o.file);
+  (void)parse_documents(o.text, o.file);
+}
+
 int run_apply(WriteSession& ws, const ApplyOptions& o, std::ostream& out) {
-  auto docs = parse_documents(read_input(o.file), o.file);
+  auto docs = parse_documents(o.text, o.file);
   check_versions(ws.db(), docs, o.file);
   for (auto& doc : docs) {
     auto what = apply_one(ws, doc);

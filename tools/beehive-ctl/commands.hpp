@@ -70,7 +70,11 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out);
 
 struct ApplyOptions {
   std::string file;  ///< "-": standard input
+  std::string text;  ///< what read_apply_input read from it
 };
+/// Reads and checks the input before the store is opened: an input that cannot be read
+/// or does not parse changes nothing, not even an older schema's version.
+void read_apply_input(ApplyOptions& o);
 int run_apply(WriteSession& ws, const ApplyOptions& o, std::ostream& out);
 
 /// An object named on the command line, for the write commands.

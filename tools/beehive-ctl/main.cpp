@@ -301,6 +301,7 @@ int main(int argc, char** argv) {
     if (*label_cmd) ctl::check_label_usage(label);
     // The write commands open the file writable, through the library; the others never do.
     if (*apply_cmd || *delete_cmd || *requeue_cmd || *label_cmd) {
+      if (*apply_cmd) ctl::read_apply_input(apply);  // before opening migrates anything
       ctl::WriteSession ws(where);
       if (*apply_cmd) return finish(ctl::run_apply(ws, apply, std::cout));
       if (*delete_cmd) return finish(ctl::run_delete(ws, remove, std::cout));
