@@ -623,11 +623,20 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
   }
   // 1: the file (the schema) is not a beehive database.
   if (test_backend_is_postgres()) {
-    std::vector<std::string> cmd{BEEHIVE_CTL, "--pg",       std::getenv("BEEHIVE_TEST_PG"),
-                                 "--schema",  "pg_catalog", "kinds"};
-    auto r = run(cmd);
+    auto in_schema = [](const std::string& schema) {
+      return run(
+          {BEEHIVE_CTL, "--pg", std::getenv("BEEHIVE_TEST_PG"), "--schema", schema, "kinds"});
+    };
+    auto r = in_schema("public");
     EXPECT_EQ(r.status, 1);
-    EXPECT_NE(r.err.find("no beehive store in schema \"pg_catalog\""), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("no beehive store in schema \"public\""), std::string::npos) << r.err;
+    // 2: a schema name the server would misread (cut to 63 bytes, it would name another),
+    // told before connecting.
+    for (std::string bad : {std::string(64, 's'), std::string(), std::string("pg_catalog")}) {
+      r = in_schema(bad);
+      EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+      EXPECT_NE(r.err.find("--schema: "), std::string::npos) << r.err;
+    }
   } else {
     std::ofstream(dir_.file("notes.txt")) << "not a database\n";
     EXPECT_EQ(run({BEEHIVE_CTL, "--db", dir_.file("notes.txt").string(), "kinds"}).status, 1);

@@ -122,12 +122,22 @@ std::unique_ptr<Database> open_postgres_database(const Location& where) {
 }
 
 void check_postgres_location(const Location& where) {
+  auto usage = [](const char* option, const Error& e) {
+    std::string why = e.what();
+    if (why.rfind("postgres: ", 0) == 0) why.erase(0, 10);
+    return UsageError(option + why);
+  };
   try {
     pg::check_conninfo(where.conninfo);
   } catch (const Error& e) {
-    std::string why = e.what();
-    if (why.rfind("postgres: ", 0) == 0) why.erase(0, 10);
-    throw UsageError("--pg: " + why);
+    throw usage("--pg: ", e);
+  }
+  // Read as the library would refuse it to write (a long name would be cut by the server,
+  // and name another schema).
+  try {
+    pg::check_schema_name(where.schema);
+  } catch (const Error& e) {
+    throw usage("--schema: ", e);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 
 #include "store/postgres/pg_faults.hpp"
@@ -109,6 +110,26 @@ bool ok(PGresult* r) {
 }
 
 }  // namespace
+
+void check_schema_name(const std::string& schema) {
+  if (schema.empty()) throw Error(errc::invalid_argument, "postgres: empty schema name");
+  if (schema.size() > 63)
+    throw Error(
+        errc::invalid_argument,
+        "postgres: schema name longer than 63 bytes (PostgreSQL would truncate it): " + schema);
+  if (schema.starts_with("pg_"))
+    throw Error(errc::invalid_argument,
+                "postgres: schema names starting with pg_ are PostgreSQL's own: " + schema);
+  // Quoted or not, a search path reads it as the schema named after the role: the store
+  // would use that schema's tables, perhaps another store's.
+  if (schema == "$user")
+    throw Error(errc::invalid_argument,
+                "postgres: the schema name $user stands for the role's own schema in a "
+                "search path; choose another name");
+  if (schema.find('\0') != std::string::npos)
+    throw Error(errc::invalid_argument, "postgres: schema name holds a NUL byte");
+  beehive::detail::require_text(schema, "postgres: the schema name");
+}
 
 void check_conninfo(const std::string& conninfo) {
   // libpq's own test for a connection string, as opposed to a database name.

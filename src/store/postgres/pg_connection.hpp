@@ -88,6 +88,10 @@ struct Statement {
 /// key=value list or a postgres:// URI with a syntax error, an unknown keyword); a bare
 /// word is a database name and always passes. Connects to nothing.
 void check_conninfo(const std::string& conninfo);
+/// Throws Error(errc::invalid_argument) for a schema name PostgreSQL would misread: empty,
+/// over 63 bytes (it would truncate it: two names would share one store), `pg_*` (its
+/// own), `$user` (the role's schema in a search path), a NUL byte, or not UTF-8 text.
+void check_schema_name(const std::string& schema);
 
 class Connection {
  public:

@@ -39,23 +39,7 @@ namespace {
 void check(const postgres::Options& o) {
   using std::chrono::milliseconds;
   constexpr milliseconds longest{std::numeric_limits<std::int32_t>::max()}, shortest_lease{300};
-  if (o.schema.empty()) throw Error(errc::invalid_argument, "postgres: empty schema name");
-  if (o.schema.size() > 63)
-    throw Error(
-        errc::invalid_argument,
-        "postgres: schema name longer than 63 bytes (PostgreSQL would truncate it): " + o.schema);
-  if (o.schema.starts_with("pg_"))
-    throw Error(errc::invalid_argument,
-                "postgres: schema names starting with pg_ are PostgreSQL's own: " + o.schema);
-  // Quoted or not, a search path reads it as the schema named after the role: the store
-  // would use that schema's tables, perhaps another store's.
-  if (o.schema == "$user")
-    throw Error(errc::invalid_argument,
-                "postgres: the schema name $user stands for the role's own schema in a "
-                "search path; choose another name");
-  if (o.schema.find('\0') != std::string::npos)
-    throw Error(errc::invalid_argument, "postgres: schema name holds a NUL byte");
-  beehive::detail::require_text(o.schema, "postgres: the schema name");
+  check_schema_name(o.schema);
   if (o.connect_timeout.count() <= 0 || o.connect_timeout > longest)
     throw Error(errc::invalid_argument,
                 "postgres: connect_timeout must be positive and at most 2147483647 ms (got " +
