@@ -61,6 +61,13 @@ class CtlWriteTest : public ::testing::Test {
     return p.string();
   }
   Widgets widgets() const { return Widgets(*bh_, widget_kind); }
+  /// The store's schema version, read from the database itself.
+  int schema_version() const {
+    if (test_backend_is_postgres())
+      return std::stoi(query_test_store(db_path(), "SELECT version FROM beehive_schema")[0][0]);
+    SQLite::Database db(db_path().string(), SQLite::OPEN_READONLY);
+    return db.execAndGet("SELECT version FROM beehive_schema").getInt();
+  }
 
   TempDir dir_;
   std::shared_ptr<Store> store_;
@@ -653,13 +660,7 @@ TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
 // application of that older build, which could then no longer write.
 TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplication) {
   widgets().create(ctx_, {"red", 1}, with_slug("a"));
-  auto version = [&] {
-    if (test_backend_is_postgres())
-      return std::stoi(query_test_store(db_path(), "SELECT version FROM beehive_schema")[0][0]);
-    SQLite::Database db(db_path().string(), SQLite::OPEN_READONLY);
-    return db.execAndGet("SELECT version FROM beehive_schema").getInt();
-  };
-  const int latest = version();
+  const int latest = schema_version();
   int running = -1;  // SQLite: the run lock, held as an application of an older build does
   if (test_backend_is_postgres()) {
     // The test's own store stays connected: the running application.
@@ -679,14 +680,14 @@ TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplic
   auto r = ctl({"requeue", "widget", "a"});
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("a process runs on it"), std::string::npos) << r.err;
-  EXPECT_EQ(version(), latest - 1);  // not migrated
+  EXPECT_EQ(schema_version(), latest - 1);  // not migrated
   if (test_backend_is_postgres()) {
     query_test_store(db_path(), "UPDATE beehive_schema SET version = version + 1 RETURNING 1");
     return;
   }
   ::close(running);  // the application stopped: the write migrates the file
   EXPECT_OK(ctl({"requeue", "widget", "a"}));
-  EXPECT_EQ(version(), latest);
+  EXPECT_EQ(schema_version(), latest);
 }
 
 // An apply whose input cannot be read or does not parse changes nothing, not even an
@@ -694,13 +695,7 @@ TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplic
 // migrate it, and the stopped application of the older build could not start again.
 TEST_F(CtlWriteTest, AnApplyOfABadInputLeavesAnOlderSchemaAsItWas) {
   widgets().create(ctx_, {"red", 1}, with_slug("a"));
-  auto version = [&] {
-    if (test_backend_is_postgres())
-      return std::stoi(query_test_store(db_path(), "SELECT version FROM beehive_schema")[0][0]);
-    SQLite::Database db(db_path().string(), SQLite::OPEN_READONLY);
-    return db.execAndGet("SELECT version FROM beehive_schema").getInt();
-  };
-  const int latest = version();
+  const int latest = schema_version();
   bh_.reset();  // no application runs
   store_.reset();
   if (test_backend_is_postgres()) {
@@ -711,7 +706,7 @@ TEST_F(CtlWriteTest, AnApplyOfABadInputLeavesAnOlderSchemaAsItWas) {
   }
   EXPECT_EQ(ctl({"apply", "-f", dir_.file("missing.json").string()}).status, 1);
   EXPECT_EQ(run_with_input(args({"apply", "-f", "-"}), "{not json").status, 1);
-  EXPECT_EQ(version(), latest - 1) << "a failed apply migrated the schema";
+  EXPECT_EQ(schema_version(), latest - 1) << "a failed apply migrated the schema";
   if (test_backend_is_postgres()) {  // only the number was lowered: no migration to run
     query_test_store(db_path(), "UPDATE beehive_schema SET version = version + 1 RETURNING 1");
     return;
@@ -719,7 +714,7 @@ TEST_F(CtlWriteTest, AnApplyOfABadInputLeavesAnOlderSchemaAsItWas) {
   // A good input migrates it, and is written.
   EXPECT_OK(run_with_input(args({"apply", "-f", "-"}),
                            R"({"group": "acme.com", "kind": "Widget", "slug": "b", "spec": {}})"));
-  EXPECT_EQ(version(), latest);
+  EXPECT_EQ(schema_version(), latest);
 }
 
 TEST_F(CtlWriteTest, RequeueWithResetBackoffStartsTheRetryLadderOver) {
