@@ -5,6 +5,7 @@
 #include "beehive_core.hpp"
 
 #include "context_internal.hpp"
+#include "pass_faults.hpp"
 #include "thread_guards.hpp"
 
 namespace beehive::detail {
@@ -14,6 +15,7 @@ thread_local std::int64_t reconcile_term = 0;
 
 Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
   Outcome out;
+  if (faults::reconcile_pass) faults::reconcile_pass(true);
   // The term this pass began in: its writes are refused once that term has ended, even
   // should this process lead again by then (what it read may be another leader's past).
   const auto term = backend_->term();
@@ -24,6 +26,7 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
     ~Leave() {
       --in_reconcile;
       reconcile_term = outer;
+      if (faults::reconcile_pass) faults::reconcile_pass(false);
     }
   } leave{outer_term};
   auto exists = [&] {
@@ -33,6 +36,9 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
   // Stop cancels the passes in flight before the controllers hear that it stopped
   // dispatching: one handed out in between never reaches the reconcile.
   if (stop_ctx_.done()) return {Outcome::cancelled, {}, "beehive stopping"};
+  // Handed out just before this process was deposed: no term its writes could pass the
+  // fence in (should it lead again meanwhile, that leadership's own pass reconciles).
+  if (term < 0) return {Outcome::cancelled, {}, "this process does not lead"};
   try {
     auto row = backend_->reader()->get(id);
     if (!row || row->meta.group != kind.gk.group || row->meta.kind != kind.gk.kind) {

@@ -14,7 +14,7 @@ namespace beehive::detail {
 extern thread_local std::vector<const void*> open_sessions;
 /// Reconciles running on this thread (reconcile_pass.cpp).
 extern thread_local int in_reconcile;
-/// The leadership term the reconcile running on this thread began in (0: none).
+/// The leadership term the reconcile running on this thread began in (Backend::term).
 extern thread_local std::int64_t reconcile_term;
 
 }  // namespace beehive::detail

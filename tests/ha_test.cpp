@@ -23,6 +23,7 @@
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
 #include "ha/node_types.hpp"
+#include "pass_faults.hpp"
 #include "store/backend.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "support/test_store.hpp"
@@ -126,7 +127,10 @@ class HaTest : public ::testing::Test {
     EXPECT_EQ(changes.next_for(5s), std::optional<bool>(true));
     return {std::move(stop), std::move(changes)};
   }
-  void TearDown() override { store::pg::faults::stall_campaign_of = 0; }
+  void TearDown() override {
+    store::pg::faults::stall_campaign_of = 0;
+    detail::faults::reconcile_pass = nullptr;
+  }
   /// From now on, the renewals of the session that holds the lease get no answer (until
   /// the test clears the fault, or ends); returns that session.
   std::int64_t silence_leader() const {
@@ -499,6 +503,59 @@ TEST_F(HaTest, APassFromAnEarlierTermWritesNothingAfterItsProcessLeadsAgain) {
   EXPECT_EQ(wrote->load(), 0) << "a pass of an earlier term wrote";
   EXPECT_EQ(refused->load(), 1);
   stop_a({});
+}
+
+// A pass handed to a worker just before its process was deposed, which begins once it
+// no longer leads, has no term to write in: it ends before the reconcile runs, and writes
+// nothing even should the process lead again while it would still be running.
+TEST_F(HaTest, APassThatBeginsAfterItsProcessWasDeposedWritesNothing) {
+  Gate at_start, in_body;
+  std::atomic<bool> first{true};
+  std::atomic<int> ended{0}, began_deposed{0}, wrote_deposed{0};
+  detail::faults::reconcile_pass = [&](bool begins) {
+    if (!begins)
+      ++ended;
+    else if (first.exchange(false))
+      at_start.pass();  // before the pass reads its term
+  };
+  Beehive a(open_candidate());
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [&](const Context& ctx, ControllerClient<NodeStatus>& cc,
+          const Object<NodeSpec, NodeStatus>& obj) -> Result {
+        bool deposed = !a.is_leader();
+        if (deposed) {
+          ++began_deposed;
+          in_body.pass();  // until a leads again
+        }
+        cc.update_status(ctx, obj.id, obj.generation, NodeStatus{obj.spec.n, 1});
+        if (deposed) ++wrote_deposed;
+        return {};
+      });
+  auto [stop_a, changes] = start_leading(a);
+  auto x = client_->create({}, {7, 0});
+  at_start.wait_entered();  // a's pass of x, handed out while a leads, waits to begin
+  auto b = node(schema(), true);
+  ASSERT_EQ(b->read_line(), "standby");
+  silence_leader();
+  ASSERT_TRUE(read_until(*b, "leader"));
+  ASSERT_TRUE(read_until(*b, "wrote " + std::to_string(x.id)));
+  ASSERT_EQ(changes.next_for(10s), std::optional<bool>(false));
+  store::pg::faults::stall_campaign_of = 0;
+  at_start.open();  // the pass begins, in no term of a's
+  ASSERT_TRUE(eventually([&] { return ended > 0 || began_deposed > 0; }));
+  b->write_line("quit");  // hands the lease over: a leads again
+  ASSERT_EQ(changes.next_for(10s), std::optional<bool>(true));
+  EXPECT_EQ(b->wait(), 0);
+  in_body.open();
+  // The new term's pass writes a's status; the pass that began deposed wrote nothing.
+  ASSERT_TRUE(eventually([&] {
+    auto o = client_->get({}, x.id);
+    return o.status && o.status->pid == 1;
+  }));
+  stop_a({});
+  EXPECT_EQ(began_deposed.load(), 0) << "a pass that began deposed ran its reconcile";
+  EXPECT_EQ(wrote_deposed.load(), 0) << "a pass that began deposed wrote";
 }
 
 // A leader whose write finds that another process took the lease says at once that it

@@ -350,8 +350,9 @@ class Backend : public Store {
   /// (runs controllers, the collector and sweeps). A store only one process can run on
   /// (SQLite) always leads.
   virtual bool leads() const { return true; }
-  /// The leadership term this process leads in, 0 when it does not lead or the store
-  /// has no terms (SQLite).
+  /// The leadership term this process leads in; -1 when it does not lead (a reconcile
+  /// pass that begins then has no term to write in); 0 when the store has no terms
+  /// (SQLite, whose one process always leads).
   virtual std::int64_t term() const { return 0; }
   /// Called, on a thread of the store's, whenever leads() changes while claimed; an
   /// empty function unsubscribes. Returns once no earlier function runs any more.

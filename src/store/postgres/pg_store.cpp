@@ -130,7 +130,11 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
            !shared_->deposed.load(std::memory_order_acquire);
   }
   std::int64_t term() const override {
-    return leads() ? shared_->term.load(std::memory_order_acquire) : 0;
+    // Read after leads(): a deposition in between yields a term that ended, which the
+    // fence refuses as it refuses -1.
+    if (!leads()) return -1;
+    auto term = shared_->term.load(std::memory_order_acquire);
+    return term != 0 ? term : -1;
   }
 
   void on_leadership(std::function<void(bool)> changed) override {
