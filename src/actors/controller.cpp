@@ -482,8 +482,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       st.terminal.erase(id);
       st.backoff.erase(id);
       break;
-    case Outcome::cancelled:  // stop, or a deposition it began after: the next start or term redoes
-                              // it
+    case Outcome::cancelled:  // by stop, or begun deposed: the next start or term redoes it
       st.backoff.erase(id);
       break;
     case Outcome::busy:
