@@ -653,6 +653,65 @@ TEST_F(HaTest, ALeadersLongTransactionDoesNotHoldUpItsOwnRenewals) {
   stop_a({});
 }
 
+// A leader cut off from the server in the middle of one of its fenced transactions
+// (whose lock on the lease row holds a takeover up) does not hold the takeover until the
+// server ends that transaction for idleness, a lease after it began waiting: once the
+// lease has expired, the standby taking over ends it.
+TEST_F(HaTest, ATakeoverEndsTheFencedTransactionAnExpiredLeaderLeftOpen) {
+  constexpr auto long_lease = 6s;  // renewed every 2 s; steps down 4 s after a renewal
+  Gate before_write, held;
+  std::atomic<bool> first{true}, block_failed{false};
+  Beehive a(open_candidate(long_lease));
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [&](const Context& ctx, ControllerClient<NodeStatus>& cc,
+          const Object<NodeSpec, NodeStatus>& obj) -> Result {
+        if (!first.exchange(false)) return {};
+        before_write.pass();
+        try {
+          cc.within(ctx, [&](const Context& tx) {
+            cc.update_status(tx, obj.id, obj.generation, NodeStatus{obj.spec.n, 0});  // fenced
+            held.pass();  // idle inside the transaction, as a leader cut off here would be
+          });
+        } catch (const Error& e) {
+          if (e.code() == errc::store) block_failed = true;
+          throw;
+        }
+        return {};
+      });
+  auto [stop_a, changes] = start_leading(a);
+  auto x = client_->create({}, {1, 0});
+  before_write.wait_entered();
+  silence_leader();  // a's last renewal stands: the lease expires 6 s after it
+  auto b = node(schema(), true);
+  ASSERT_EQ(b->read_line(), "standby");
+  // Half way to the expiry, before a steps down (2 s before it), a's transaction begins.
+  auto left = [&] {
+    return std::stod(
+        query_test_store(path_, "SELECT extract(epoch FROM expires_at - now()) FROM leadership")
+            .at(0)
+            .at(0));
+  };
+  auto until = std::chrono::steady_clock::now() + long_lease;
+  while (left() > 3.5 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(a.is_leader());
+  auto opened = std::chrono::steady_clock::now();
+  before_write.open();
+  // Without the standby ending it, the server would end a's transaction (and so let the
+  // takeover through) only once idle for a's lease: 6 s from here at the earliest.
+  ASSERT_TRUE(read_until(*b, "leader"));
+  EXPECT_LT(std::chrono::steady_clock::now() - opened, long_lease - 500ms)
+      << "the takeover waited for the server to end the expired leader's transaction";
+  ASSERT_TRUE(read_until(*b, "wrote " + std::to_string(x.id)));
+  held.open();
+  ASSERT_TRUE(eventually([&] { return block_failed.load(); }));  // its commit failed
+  EXPECT_NE(client_->get({}, x.id).status->pid, 0) << "the ended transaction committed";
+  b->write_line("quit");
+  EXPECT_EQ(b->wait(), 0);
+  stop_a({});
+}
+
 // A process killed inside a write transaction holds nobody up: the server ends its
 // session (and the transaction) as the connection closes, long before a lease, and
 // nothing of the transaction is stored.

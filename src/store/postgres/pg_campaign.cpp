@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include <libpq-fe.h>
+
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_queries.hpp"
 #include "store/postgres/pg_schema.hpp"
@@ -68,7 +70,17 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
         lease_ / 3);
   }
   // A stop does not wait for a server that stopped answering: the lease then expires.
-  c->set_keep_waiting([this, deadline] { return !stopping_.load() && Clock::now() < deadline; });
+  // A takeover that waits (for the lease row's lock) waits for an expired lease's holder:
+  // after a moment, its transactions left idle are ended rather than waited out.
+  c->set_keep_waiting([this, deadline, pid = PQbackendPID(c->raw()),
+                       look_at = Clock::now() + std::chrono::milliseconds(100)]() mutable {
+    if (stopping_.load() || Clock::now() >= deadline) return false;
+    if (Clock::now() >= look_at) {
+      look_at = Clock::time_point::max();  // once per attempt
+      end_blockers(pid, deadline);
+    }
+    return true;
+  });
   std::vector<Statement> s;
   if (faults::stall_campaign_of.load() == session_) {
     // A server that does not answer; its session ends once this one gives up on it,
@@ -104,6 +116,23 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   if (renewed.rows()) return renewed.i64(0, 0);
   const auto& taken = r[r.size() - 2];
   return taken.rows() ? taken.i64(0, 0) : 0;
+}
+
+void Campaign::end_blockers(int pid, Clock::time_point deadline) {
+  try {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= std::chrono::milliseconds(0)) return;
+    if (!helper_ || helper_->lost()) {
+      helper_.reset();
+      helper_ = std::make_unique<Connection>(conninfo_, schema_, std::min(left, connect_timeout_),
+                                             lease_ / 3);
+    }
+    helper_->set_keep_waiting(
+        [this, deadline] { return !stopping_.load() && Clock::now() < deadline; });
+    run(*helper_, Q::lease_blockers_end, Params().add(static_cast<std::int64_t>(pid)));
+  } catch (const std::exception&) {
+    helper_.reset();
+  }
 }
 
 void Campaign::loop() {

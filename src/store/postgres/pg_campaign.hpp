@@ -46,6 +46,10 @@ class Campaign {
   /// held after it, 0 for none.
   std::int64_t attempt(std::unique_ptr<Connection>& c, Clock::time_point deadline);
   void set_term(std::int64_t term);
+  /// Ends the idle transactions that hold up `pid`'s takeover (Q::lease_blockers_end),
+  /// on a connection of its own, by `deadline`; a failure is ignored (the server ends them
+  /// itself once idle for a lease).
+  void end_blockers(int pid, Clock::time_point deadline);
 
   std::string conninfo_, schema_;
   std::chrono::milliseconds connect_timeout_, lease_;
@@ -55,9 +59,10 @@ class Campaign {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::atomic<bool> stopping_{false};  // stop_, for an attempt in flight to give up at once
-  std::unique_ptr<Connection> first_;  // the constructor's connection, handed to the loop
-  Clock::time_point first_attempt_;    // when the constructor's attempt began
+  std::atomic<bool> stopping_{false};   // stop_, for an attempt in flight to give up at once
+  std::unique_ptr<Connection> first_;   // the constructor's connection, handed to the loop
+  std::unique_ptr<Connection> helper_;  // end_blockers' connection, made when first needed
+  Clock::time_point first_attempt_;     // when the constructor's attempt began
   // The lease row's version as last seen, and since when (attempt()): unchanged for a
   // lease, the lease is taken over whatever the server's clock says.
   std::string seen_version_;

@@ -356,6 +356,16 @@ std::string sql_for(Q q) {
     case Q::lease_release:
       return "UPDATE leadership SET expires_at = '-infinity' WHERE id = 1 AND holder = $1 "
              "AND term = $2";
+    case Q::lease_blockers_end:
+      // Ends the sessions of this control plane (the same application name) whose locks
+      // the campaign session $1 waits for and that sit idle inside a transaction: a
+      // takeover waits only for an expired lease's holder, so these are a deposed
+      // leader's fenced transactions, left open by a process cut off or paused. (Sessions
+      // of other roles show no state to an unprivileged one, and are never ended.)
+      return R"sql(SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE pid = ANY (pg_blocking_pids($1::int))
+               AND application_name = current_setting('application_name')
+               AND state IN ('idle in transaction', 'idle in transaction (aborted)'))sql";
     case Q::count_:
       break;
   }

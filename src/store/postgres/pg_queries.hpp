@@ -80,6 +80,7 @@ enum class Q : int {
   lease_look,
   lease_check,
   lease_release,
+  lease_blockers_end,
   count_,  // not a query
 };
 
