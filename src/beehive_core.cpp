@@ -98,6 +98,7 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
     if (r && r->first <= 0 && r->second.count() <= 0) r.reset();
     return r;
   };
+  services_.writer = [d = directory_] { return caf::actor_cast<caf::actor>(d->writer()); };
   auto cfg = std::make_shared<RootConfig>();
   cfg->services = services_;
   cfg->clock = clock_;

@@ -1166,6 +1166,21 @@ TEST_F(ActorTest, InspectShowsQueuesSessionsAndPendingChanges) {
   stop(ctx_);
 }
 
+// A requeue asked while the beehive stops (its controller draining the passes in flight)
+// would never run: it says `stopped`, as the blocking Client's does.
+TEST_F(ActorTest, ARequeueRequestWhileTheBeehiveStopsSaysStopped) {
+  std::promise<void> release;
+  auto [cc, stop, controller, holding] = start_with_the_worker_held(release.get_future().share());
+  ASSERT_TRUE(holding);
+  auto other = Widgets(*bh_, widget_kind).create(ctx_, {"other", 1});
+  auto stopping = std::async(std::launch::async, [&, &stop = stop] { stop(ctx_); });
+  ASSERT_TRUE(eventually(
+      [&] { return !ask<controller_state>(controller, inspect_atom::value).dispatching; }));
+  EXPECT_ERRC(ask<bool>(controller, requeue_request{other.id}), errc::stopped);
+  release.set_value();
+  stopping.get();
+}
+
 // Removing queued objects takes them out of the queue: its length counts the others at
 // once, the removed ones never reach a worker, and each other one does, once (a removal
 // of most of a long queue, as a cleanup deleting a whole collection does).

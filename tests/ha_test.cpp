@@ -16,6 +16,8 @@
 #include <set>
 #include <thread>
 
+#include <caf/scoped_actor.hpp>
+
 #include <beehive/actors.hpp>
 #include <beehive/postgres.hpp>
 #include <beehive/testing.hpp>
@@ -879,6 +881,22 @@ TEST_F(HaTest, ARequeueOnAStandbyIsReconciledByTheLeader) {
   client_->requeue({}, o.id, with_reset_backoff());
   EXPECT_EQ(latest_parts() & (reset_bit | requeue_bit), reset_bit | requeue_bit);
   ASSERT_TRUE(read_until(*a, "reconciling " + std::to_string(o.id)));
+  // An actor's requeue_request to the standby's controller does the same.
+  auto controller = actor_handles(*bh_).controller(widget_kind);
+  ASSERT_TRUE(controller);
+  auto ask = [&](ObjectID id) -> std::optional<errc> {
+    caf::scoped_actor self{actor_system_of(*bh_)};
+    std::optional<errc> failed;
+    self->request(*controller, 10s, requeue_request{id, true})
+        .receive([](bool queued) { EXPECT_TRUE(queued); },
+                 [&](caf::error& e) { failed = to_errc(e).value_or(errc::store); });
+    return failed;
+  };
+  EXPECT_EQ(ask(o.id), std::nullopt);
+  EXPECT_EQ(latest_parts() & (reset_bit | requeue_bit), reset_bit | requeue_bit);
+  ASSERT_TRUE(read_until(*a, "reconciling " + std::to_string(o.id)));
+  EXPECT_EQ(ask(o.id + 1000), std::optional<errc>(errc::not_found));
+  EXPECT_EQ(here.load(), 0);
   stop({});
   a->write_line("quit");
   EXPECT_EQ(a->wait(), 0);

@@ -506,13 +506,48 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   }
 }
 
+/// A requeue a standby's controller was asked for: the request goes through the change
+/// log to the leader's controller, in whichever process it runs (as Client::requeue's),
+/// and is answered once that commits (not_found for a missing id).
+template <class Claim, class Answer>
+void requeue_through_log(Self self, const requeue_request& r, Claim claim, Answer answer) {
+  auto writer = caf::actor_cast<store_writer_actor>(self->state.services.writer());
+  if (!writer) {
+    answer(make_error(errc::store, "the store writer is restarting; ask again"));
+    return;
+  }
+  if (!claim()) return;
+  auto done = [self, answer](caf::error err) mutable {
+    --self->state.pending_reads;
+    self->state.settling.check(idle(self));
+    answer(std::move(err));
+  };
+  ++self->state.pending_reads;
+  self->request(writer, caf::infinite,
+                log_requeue_request{self->state.kind->gk, r.id, r.reset_backoff})
+      .then([done](bool) mutable { done(caf::error{}); },
+            [done](caf::error& err) mutable { done(std::move(err)); });
+}
+
 /// A requeue by hand: checks on the reader that `r.id` is an object of this kind, then
 /// queues it (lifting a terminal mark) and dispatches, and only then answers: `answer`
 /// gets no error once the object is queued, not_found for a missing or another kind's
 /// id, or the read's error. `claim` is asked just before the object is queued: false
 /// (the caller gave up waiting) leaves the object alone, unanswered.
+/// `stopped` once the beehive stops; a standby hands it on (requeue_through_log).
 template <class Claim, class Answer>
 void requeue_checked(Self self, const requeue_request& r, Claim claim, Answer answer) {
+  // Queued now, it would never run (stop dispatches nothing more), nor on a standby.
+  auto refused = [self, r, claim, answer]() mutable {
+    if (self->state.draining) {
+      answer(make_error(errc::stopped, "the beehive is stopping"));
+      return true;
+    }
+    if (leads(self)) return false;
+    requeue_through_log(self, r, claim, answer);
+    return true;
+  };
+  if (refused()) return;
   auto gk = self->state.kind->gk;
   ReadJob job = [gk, id = r.id](store::Reader& reader) {
     auto row = reader.get(id);
@@ -521,7 +556,7 @@ void requeue_checked(Self self, const requeue_request& r, Claim claim, Answer an
   ++self->state.pending_reads;
   self->request(self->state.services.reader, caf::infinite, std::move(job))
       .then(
-          [self, r, claim, answer](bool exists) mutable {
+          [self, r, claim, answer, refused](bool exists) mutable {
             auto& st = self->state;
             --st.pending_reads;
             if (!exists) {
@@ -530,7 +565,7 @@ void requeue_checked(Self self, const requeue_request& r, Claim claim, Answer an
                                                      std::to_string(r.id)));
               return;
             }
-            if (!claim()) {
+            if (refused() || !claim()) {  // stopping, or deposed, while it read
               st.settling.check(idle(self));
               return;
             }

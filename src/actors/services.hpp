@@ -43,6 +43,9 @@ struct Services {
   std::shared_ptr<MetricsSink> metrics;
   /// Runs blocking reads off the actors' scheduler threads (see reader.hpp).
   caf::actor reader;
+  /// The store_writer as it is now (null while it restarts): for an actor that hands a
+  /// write on rather than holding the handle (a standby's controller, a requeue).
+  std::function<caf::actor()> writer;
   /// Runs one reconcile pass of an object of the kind, on the calling (worker) thread.
   std::function<Outcome(const KindEntry&, std::int64_t id)> reconcile;
   /// The event retention of a kind (its with_event_retention, else the Beehive's): runs

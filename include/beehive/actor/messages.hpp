@@ -115,7 +115,9 @@ struct watch_hub_state {
 // -- controller -----------------------------------------------------------------
 
 /// Requeues `id` now (kept backoff unless `reset_backoff`). Replies true once queued;
-/// not_found for a missing or another kind's id.
+/// not_found for a missing or another kind's id; `stopped` once the beehive is stopping.
+/// A standby's controller (PostgreSQL) hands the request to the leader's through the
+/// change log, as Client::requeue does, and replies true once that is committed.
 struct requeue_request {
   ObjectID id = 0;
   bool reset_backoff = false;
