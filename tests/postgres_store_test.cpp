@@ -1482,6 +1482,30 @@ TEST_F(PostgresStore, TakenSlugsInABatchedGroupAreAlreadyExistsForThatCreateAlon
   EXPECT_EQ(w.get_by_slug(ctx_, "taken").spec.size, 1);
 }
 
+// A role or connection string that turns synchronous_commit off would have the server
+// report commits it has not yet written to disk (lost in a crash, after beehive reported
+// them): every connection turns it back on, keeping a stronger level. And every
+// connection, a reader's included, fails a call whose data the network stopped
+// acknowledging within seconds (tcp_user_timeout), not the kernel's minutes.
+TEST_F(PostgresStore, ConnectionsCommitDurablyAndGiveUpOnASilentNetworkInSeconds) {
+  auto setting = [&](const std::string& extra, std::chrono::milliseconds stall_limit = {}) {
+    store::pg::Connection c(std::string(std::getenv("BEEHIVE_TEST_PG")) + " " + extra,
+                            test_schema_for(db_path()), std::chrono::seconds(5), stall_limit);
+    auto sync = c.pipeline({{"", "SHOW synchronous_commit", {}}}).at(0).str(0, 0);
+    std::string user_timeout;
+    auto* opts = PQconninfo(c.raw());
+    for (auto* o = opts; o && o->keyword; ++o)
+      if (std::string_view(o->keyword) == "tcp_user_timeout" && o->val) user_timeout = o->val;
+    PQconninfoFree(opts);
+    return std::pair(sync, user_timeout);
+  };
+  using Seen = std::pair<std::string, std::string>;
+  EXPECT_EQ(setting("options='-c synchronous_commit=off'"), Seen("on", "5000"));
+  EXPECT_EQ(setting("options='-c synchronous_commit=remote_apply'").first, "remote_apply");
+  EXPECT_EQ(setting("options='-c synchronous_commit=local'").first, "local");
+  EXPECT_EQ(setting("", std::chrono::seconds(3)).second, "3000");  // the writer's: its stall limit
+}
+
 // beehive-ctl's read session: the server refuses its writes, on the connection that
 // replaces a lost one too.
 TEST_F(PostgresStore, AReadOnlyConnectionStaysReadOnlyWhenMadeAgain) {

@@ -197,14 +197,13 @@ void Connection::connect() {
   // notices in time. libpq lets later keywords override earlier ones: these defaults
   // come before `conninfo`, which may set its own. (Its connect_timeout has no effect:
   // Options::connect_timeout bounds the connection below.)
-  auto user_timeout = std::to_string(stall_limit_.count());
-  std::vector<const char*> keys{"application_name", "keepalives", "keepalives_idle",
-                                "keepalives_interval", "keepalives_count"};
-  std::vector<const char*> values{app.c_str(), "1", "5", "2", "3"};
-  if (stall_limit_.count() > 0) {
-    keys.push_back("tcp_user_timeout");
-    values.push_back(user_timeout.c_str());
-  }
+  // A connection without a stall limit (a reader's, the listener's) gets the connect
+  // timeout: a read sent as the network went silent fails in seconds, not in minutes.
+  auto user_timeout =
+      std::to_string((stall_limit_.count() > 0 ? stall_limit_ : connect_timeout_).count());
+  std::vector<const char*> keys{"application_name",    "keepalives",       "keepalives_idle",
+                                "keepalives_interval", "keepalives_count", "tcp_user_timeout"};
+  std::vector<const char*> values{app.c_str(), "1", "5", "2", "3", user_timeout.c_str()};
   keys.push_back("dbname");
   values.push_back(conninfo_.c_str());
   // After `conninfo`, so that it wins: text goes in and out as the UTF-8 beehive checked.
@@ -239,7 +238,10 @@ void Connection::connect() {
   // plan's cost guess can cross its threshold. READ COMMITTED whatever the database's or
   // role's default: a write that waited for the counters' lock must read them as the
   // other process committed them (a stricter level fails it instead), and a leader's
-  // lease check must see its campaign's latest renewal.
+  // lease check must see its campaign's latest renewal. Commits wait for the server's
+  // disk whatever the role's default: with synchronous_commit off, a write beehive
+  // reported (and watches saw) could vanish in a server crash. A stronger level (one
+  // that also waits for standbys) is kept.
   Params p;
   p.add(quote_identifier(schema_)).add(static_cast<std::int64_t>(stall_limit_.count()));
   auto vals = p.pointers();
@@ -249,7 +251,9 @@ void Connection::connect() {
       "SELECT set_config('search_path', $1, false), "
       "set_config('idle_in_transaction_session_timeout', $2, false), "
       "set_config('lock_timeout', $2, false), set_config('jit', 'off', false), "
-      "set_config('default_transaction_isolation', 'read committed', false)";
+      "set_config('default_transaction_isolation', 'read committed', false), "
+      "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
+      "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false)";
   if (read_only_) setup += ", set_config('default_transaction_read_only', 'on', false)";
   bool answered = PQsendQueryParams(conn_, setup.c_str(), 2, nullptr, vals.data(), lens.data(),
                                     nullptr, 0) == 1;
