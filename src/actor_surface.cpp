@@ -98,13 +98,14 @@ ActorHandles actor_handles(const Beehive& bh) {
   h.gc = caf::actor_cast<gc_actor>(rt.gc());
   h.event_log = caf::actor_cast<event_log_actor>(rt.event_log());
   h.scheduler = rt.scheduler();
-  h.beehive = &bh;
+  h.beehive = bh.core();
   return h;
 }
 
 std::optional<controller_actor> ActorHandles::controller(const GroupKind& gk) const {
-  if (!beehive) return std::nullopt;
-  auto c = beehive->core()->controller(gk);
+  auto core = beehive.lock();
+  if (!core) return std::nullopt;
+  auto c = core->controller(gk);
   if (!c) return std::nullopt;
   return caf::actor_cast<controller_actor>(c);
 }

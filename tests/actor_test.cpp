@@ -1877,6 +1877,21 @@ TEST_F(ActorTest, ActorHandlesNameEveryActor) {
   stop(ctx_);
 }
 
+// Handles an application keeps may outlive the beehive they came from (in the
+// application's actor system, messages to them then fail as stopped): asking them for a
+// controller after the stop, or once the Beehive is gone, says there is none.
+TEST_F(ActorTest, ActorHandlesKeptPastTheBeehiveNameNoController) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  auto stop = bh_->start(ctx_);
+  auto h = actor_handles(*bh_);
+  EXPECT_TRUE(h.controller(widget_kind).has_value());
+  stop(ctx_);
+  EXPECT_FALSE(h.controller(widget_kind).has_value());
+  bh_.reset();
+  EXPECT_FALSE(h.controller(widget_kind).has_value());
+}
+
 TEST(ActorErrorTest, ErrcRoundTripsThroughCafErrors) {
   auto err = make_error(errc::wrong_kind, "no such thing");
   EXPECT_EQ(to_errc(err), errc::wrong_kind);

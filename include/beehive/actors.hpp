@@ -164,10 +164,12 @@ struct ActorHandles {
   gc_actor gc;
   event_log_actor event_log;
   scheduler_actor scheduler;
-  /// The kind's controller; nullopt before start or for a kind without one.
+  /// The kind's controller; nullopt before start, after stop, once the beehive is gone
+  /// (the handles may outlive it), or for a kind without one.
   std::optional<controller_actor> controller(const GroupKind& gk) const;
 
-  const Beehive* beehive = nullptr;
+  /// The beehive the handles were taken from (held weakly: never keeps it).
+  std::weak_ptr<const detail::BeehiveCore> beehive;
 };
 
 /// The handles of `bh`'s actors as they are now (a restarted actor has a new handle:
