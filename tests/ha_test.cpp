@@ -22,9 +22,12 @@
 #include <beehive/postgres.hpp>
 #include <beehive/testing.hpp>
 
+#include "actors/atoms.hpp"
+#include "beehive_core.hpp"
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
 #include "ha/node_types.hpp"
+#include "held_reader.hpp"
 #include "pass_faults.hpp"
 #include "store/backend.hpp"
 #include "store/postgres/pg_faults.hpp"
@@ -131,6 +134,8 @@ class HaTest : public ::testing::Test {
   }
   void TearDown() override {
     store::pg::faults::stall_campaign_of = 0;
+    store::pg::faults::fail_change_log_reads = false;
+    store::pg::faults::hold_listener_notes = false;
     detail::faults::reconcile_pass = nullptr;
   }
   /// From now on, the renewals of the session that holds the lease get no answer (until
@@ -558,6 +563,60 @@ TEST_F(HaTest, APassThatBeginsAfterItsProcessWasDeposedWritesNothing) {
   stop_a({});
   EXPECT_EQ(began_deposed.load(), 0) << "a pass that began deposed ran its reconcile";
   EXPECT_EQ(wrote_deposed.load(), 0) << "a pass that began deposed wrote";
+}
+
+// A controller that starts over (taking over, or having missed other processes' changes)
+// lists the kind, and a change it hears later at or below the listing's version is taken
+// as listed. A pass it began meanwhile that fails terminally, having read an older spec
+// than the listing did, must not leave its mark on the newer spec: the object is
+// reconciled again with it.
+TEST_F(HaTest, APassEndingTerminallyDuringARelistDoesNotMarkTheSpecTheListingRead) {
+  Gate held;
+  std::atomic<int> terminal{0};
+  Beehive a(open_candidate());
+  register_controller<NodeSpec, NodeStatus>(
+      a, widget_kind,
+      [&](const Context& ctx, ControllerClient<NodeStatus>& cc,
+          const Object<NodeSpec, NodeStatus>& obj) -> Result {
+        if (obj.spec.n == 1) {
+          held.pass();
+          ++terminal;
+          throw TerminalError("spec 1 is never right");
+        }
+        cc.update_status(ctx, obj.id, obj.generation, NodeStatus{obj.spec.n, 1});
+        return {};
+      });
+  auto [stop_a, changes] = start_leading(a);
+  auto controller = a.core()->controller(widget_kind);
+  ASSERT_TRUE(controller);
+  std::optional<ObjectID> x;
+  {
+    HeldReader listing(*a.core(), 30s);  // the listing waits behind it
+    caf::anon_send(controller, detail::leadership_atom::value, true);  // starts over
+    x = client_->create({}, {1, 0}).id;
+    held.wait_entered();                              // a's pass reads spec 1
+    // a hears no more of the others: neither their notes nor its look at the change log.
+    store::pg::faults::hold_listener_notes = true;
+    store::pg::faults::fail_change_log_reads = true;
+    client_->update({}, *x, {2, 0});
+  }  // the listing reads spec 2, while the pass of spec 1 runs
+  {
+    // The reader runs its jobs in order: once one sent now is answered, the listing's
+    // answer is in the controller's mailbox, ahead of an inspection sent next.
+    caf::scoped_actor self{actor_system_of(a)};
+    self->request(a.core()->reader(), 10s,
+                  detail::ReadJob([](store::Reader&) { return caf::make_message(true); }))
+        .receive([](bool) {}, [](caf::error& e) { FAIL() << error_message(e); });
+    self->request(controller, 10s, inspect_atom::value)
+        .receive([](const controller_state&) {}, [](caf::error& e) { FAIL() << error_message(e); });
+  }
+  // a hears of spec 2 now, after the listing that read it.
+  store::pg::faults::hold_listener_notes = false;
+  store::pg::faults::fail_change_log_reads = false;
+  held.open();  // the pass of spec 1 fails terminally
+  ASSERT_TRUE(eventually([&] { return terminal.load() == 1; }));
+  EXPECT_TRUE(all_reconciled(*client_, {{*x, 2}}, 10s)) << "spec 2 was left unreconciled";
+  stop_a({});
 }
 
 // A leader whose write finds that another process took the lease says at once that it

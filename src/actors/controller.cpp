@@ -351,8 +351,11 @@ void start(Self self) {
       self, false,
       [self](const IdList& ids) {
         auto& st = self->state;
+        // Lifting: a pass begun since the start (restart cleared the marks) may have read
+        // an older spec than the listing, and fail terminally after it; the change to the
+        // spec the listing read is not heard again (at or below listed_rv).
         for (auto [id, rv] : ids) {
-          enqueue(self, id);
+          enqueue(self, id, true);
           st.listed_rv = std::max(st.listed_rv, rv);
         }
         if (st.draining) return;
