@@ -297,6 +297,26 @@ TEST_F(ReconcileApiTest, BackoffJitterStaysWithinItsFractionOfTheStep) {
   EXPECT_GT(seen.size(), 1u);  // twelve equal draws out of 4001 ms: not jitter
 }
 
+// At the ladder's cap, jitter only shortens a step: no retry waits longer than `max`.
+TEST_F(ReconcileApiTest, BackoffJitterNeverPassesTheCap) {
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("no"); });
+  register_widgets(with_backoff(10s, 10s, 0.2), with_resync_interval(0s));
+  start();
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
+  auto t0 = clock_->now();
+  std::set<Time> seen;
+  for (auto id : ids) {
+    ASSERT_TRUE(eventually([&] { return w.get_schedule(ctx_, id).next_requeue_at > t0; }));
+    auto at = w.get_schedule(ctx_, id).next_requeue_at;
+    EXPECT_GE(at, t0 + 8s);
+    EXPECT_LE(at, t0 + 10s);
+    seen.insert(at);
+  }
+  EXPECT_GT(seen.size(), 1u);  // still jittered below the cap
+}
+
 // Each worker is a thread: with_concurrency(INT_MAX) tried to spawn threads until the
 // system refused one.
 TEST_F(ReconcileApiTest, MoreWorkersThanMaxConcurrencyIsAnInvalidArgument) {

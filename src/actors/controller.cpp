@@ -444,6 +444,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
       delay = jittered >= static_cast<double>(ms::max().count())
                   ? ms::max()
                   : ms(std::llround(std::max(jittered, 0.0)));
+      delay = std::min(delay, cfg.max_retry);  // the cap holds, jitter or not
     }
     arm_timer(self, id, saturating_add(now(self), delay));
     return delay;
