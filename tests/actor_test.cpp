@@ -1864,6 +1864,30 @@ TEST_F(ActorTest, AnActorsSpecIsStoredAsTheFacadeWouldStoreIt) {
               errc::invalid_argument);
 }
 
+/// A spec whose own decoding refuses what its encoding can write (a negative count).
+struct Picky {
+  int count = 0;
+};
+void to_json(nlohmann::json& j, const Picky& p) { j = {{"count", p.count}}; }
+void from_json(const nlohmann::json& j, Picky& p) {
+  p.count = j.at("count").get<int>();
+  if (p.count < 0) throw std::invalid_argument("a negative count");
+}
+
+// The typed request helpers check what the blocking Client checks: a value its own type
+// cannot read back is refused in the sender (errc::decode), so no row is written that
+// every read and reconcile of the kind would then fail on.
+TEST_F(ActorTest, TypedRequestHelpersRefuseAValueTheirTypeCannotReadBack) {
+  EXPECT_ERRC(make_create(widget_kind, Picky{-1}), errc::decode);
+  EXPECT_ERRC(make_update(widget_kind, 1, Picky{-1}), errc::decode);
+  EXPECT_ERRC(make_create_or_update(widget_kind, "s", Picky{-1}), errc::decode);
+  EXPECT_ERRC(make_get_or_create(widget_kind, "s", Picky{-1}), errc::decode);
+  EXPECT_ERRC(make_update_status(widget_kind, 1, 1, Picky{-1}), errc::decode);
+  EXPECT_EQ(make_create(widget_kind, Picky{2}).spec, R"({"count":2})");
+  // As the blocking Client does.
+  EXPECT_ERRC((Client<Picky, Picky>(*bh_, widget_kind).create(ctx_, Picky{-1})), errc::decode);
+}
+
 TEST_F(ActorTest, ActorHandlesNameEveryActor) {
   auto stop = bh_->start(ctx_);
   auto h = actor_handles(*bh_);

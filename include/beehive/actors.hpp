@@ -221,39 +221,51 @@ Object<Spec, Status> decode_row(const ObjectRow& row, const Migrator* m = nullpt
 // -- typed requests: an application actor sends its own Spec and Status types ------------
 //
 // Each encodes the value as the blocking Client does (canonical JSON; a value that does
-// not store as itself throws Error(errc::invalid_argument) here, in the sender) and
-// leaves the schema version unset: the store_writer fills in the kind's.
+// not store as itself throws Error(errc::invalid_argument) here, in the sender, and one
+// whose text its own type does not decode back, Error(errc::decode): nothing is sent
+// that the application could not read) and leaves the schema version unset: the
+// store_writer fills in the kind's. A request built from raw JSON text is not checked
+// against any type.
+
+namespace detail {
+template <class T>
+std::string encode_checked(const T& value) {
+  auto text = encode(value);
+  (void)decode<T>(text);
+  return text;
+}
+}  // namespace detail
 
 template <class Spec>
 create_request make_create(const GroupKind& gk, const Spec& spec,
                            std::optional<std::string> slug = std::nullopt,
                            std::vector<std::string> finalizers = {},
                            std::optional<ObjectID> owner = std::nullopt) {
-  return {gk, detail::encode(spec), std::move(slug), std::move(finalizers), owner};
+  return {gk, detail::encode_checked(spec), std::move(slug), std::move(finalizers), owner};
 }
 
 template <class Spec>
 update_request make_update(const GroupKind& gk, ObjectID id, const Spec& spec) {
-  return {gk, id, detail::encode(spec)};
+  return {gk, id, detail::encode_checked(spec)};
 }
 
 template <class Spec>
 create_or_update_request make_create_or_update(const GroupKind& gk, std::string slug,
                                                const Spec& spec) {
-  return {gk, std::move(slug), detail::encode(spec)};
+  return {gk, std::move(slug), detail::encode_checked(spec)};
 }
 
 template <class Spec>
 get_or_create_request make_get_or_create(const GroupKind& gk, std::string slug, const Spec& spec,
                                          std::vector<std::string> finalizers = {},
                                          std::optional<ObjectID> owner = std::nullopt) {
-  return {gk, std::move(slug), detail::encode(spec), std::move(finalizers), owner};
+  return {gk, std::move(slug), detail::encode_checked(spec), std::move(finalizers), owner};
 }
 
 template <class Status>
 update_status_request make_update_status(const GroupKind& gk, ObjectID id,
                                          std::int64_t observed_generation, const Status& status) {
-  return {gk, id, observed_generation, detail::encode(status)};
+  return {gk, id, observed_generation, detail::encode_checked(status)};
 }
 
 }  // namespace beehive
