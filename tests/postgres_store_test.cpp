@@ -1416,6 +1416,28 @@ TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedIsNotTaken
   EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 6u);
 }
 
+// The same for a lone write (a within block's, a maintenance write), which has no group
+// to run again: the session the server ended is noticed before the write is sent, and
+// the write commits on a new connection.
+TEST_F(PostgresStore, ALoneWriteAfterTheServerEndedTheTransactionBegunAheadCommits) {
+  GroupEngine g(db_path());
+  const auto schema = test_schema_for(db_path());
+  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
+    ASSERT_TRUE(w.reply) << w.what;
+  g.engine->writer().begin_ahead();
+  auto first = g.commit({GroupEngine::create("a"), GroupEngine::create("b")});
+  for (auto& w : first) ASSERT_TRUE(w.reply) << w.what;
+  Probe probe;
+  const auto ahead = "FROM pg_stat_activity WHERE application_name = 'beehive " + schema +
+                     "' AND state = 'idle in transaction'";
+  ASSERT_TRUE(probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) " + ahead, "t"));
+  auto theirs = Widgets(bh(), widget_kind).create(ctx_, {"theirs", 1});
+  store::WriteReply reply;
+  ASSERT_NO_THROW(reply = g.engine->execute(GroupEngine::create("c"), {}));
+  EXPECT_GT(reply.row.meta.resource_version, theirs.resource_version);
+  EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 6u);
+}
+
 // The statements of a group travel with its COMMIT: when the connection is lost before
 // the COMMIT, nothing committed, and the group runs again on a new connection.
 TEST_F(PostgresStore, AGroupWhoseConnectionIsLostBeforeItsCommitRunsAgainAndLandsOnce) {

@@ -311,12 +311,9 @@ void Connection::drop() {
 }
 
 void Connection::ensure() {
-  if (!in_txn_ && !lost()) {
-    // Idle, nothing is due from the server: anything to read is its goodbye (a FATAL
-    // message, the end of the stream), so the connection is made anew.
-    pollfd p{PQsocket(conn_), POLLIN, 0};
-    if (::poll(&p, 1, 0) > 0) dropped_ = true;
-  }
+  // Idle, nothing is due from the server: anything to read is its goodbye (a FATAL
+  // message, the end of the stream), so the connection is made anew.
+  if (!in_txn_) hung_up();
   if (!lost()) return;
   if (in_txn_) {
     // Said once, to the transaction's next statement: whatever comes after it (a poll,
@@ -325,6 +322,13 @@ void Connection::ensure() {
     throw Error(errc::store, "postgres: connection lost inside a transaction (rolled back)");
   }
   connect();
+}
+
+bool Connection::hung_up() {
+  if (lost()) return true;
+  pollfd p{PQsocket(conn_), POLLIN, 0};
+  if (::poll(&p, 1, 0) > 0) dropped_ = true;
+  return lost();
 }
 
 void Connection::settle() {

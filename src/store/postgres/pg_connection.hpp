@@ -156,6 +156,10 @@ class Connection {
   bool transaction_failed() const;
   /// The server connection is gone (a statement failed for it).
   bool lost() const;
+  /// Whether the server ended the session, asked when nothing is due from it (every
+  /// result read): anything waiting on the socket then is its goodbye. Marks the
+  /// connection lost when so.
+  bool hung_up();
   /// Connects again now, dropping whatever state the old connection had.
   void reconnect();
   /// Cuts the connection to the server now, as a network failure would (tests).

@@ -67,14 +67,16 @@ void PgWriter::begin() {
     try {
       r = conn_.take_after(keep_waiting);
       // Usable when its lock was free (else another process asked first: it waits its
-      // turn below), and nothing run since (a read that failed) ended it.
+      // turn below), nothing run since (a read that failed) ended it, and the server
+      // has not ended its session meanwhile (an operator, its idle timeout).
       if (r.size() != 3 || r[1].rows() != 2 || !conn_.in_transaction() ||
-          conn_.transaction_failed())
+          conn_.transaction_failed() || conn_.hung_up())
         throw Error(errc::store, "postgres: the transaction begun ahead is not usable");
       prefetch.reset();  // read by the first write itself
     } catch (const Error&) {
       r.clear();
       rollback();
+      if (conn_.lost()) conn_.reconnect();  // nothing of this write was sent on it
     }
   }
   if (r.empty()) {
