@@ -129,6 +129,48 @@ TEST(StoreTest, NotADatabaseIsAStoreError) {
   EXPECT_ERRC(sqlite::open(path), errc::store);
 }
 
+// Another application's database, opened by mistake, is refused and left as it was: not
+// switched to WAL, no beehive table added.
+TEST(StoreTest, AnotherApplicationsDatabaseIsRefusedAndLeftAsItWas) {
+  TempDir dir;
+  auto path = dir.file("theirs.db");
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db.exec("CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('ada')");
+  }
+  EXPECT_ERRC_WITH(sqlite::open(path), errc::store, "not a beehive database");
+  SQLite::Database db(path.string());
+  EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "delete");
+  EXPECT_EQ(db.execAndGet("SELECT group_concat(name) FROM sqlite_master").getString(), "customers");
+  EXPECT_EQ(db.execAndGet("SELECT count(*) FROM customers").getInt(), 1);
+}
+
+// A path the process cannot even look at (here: a directory name longer than the
+// system allows) is a store error, as every other open failure is.
+TEST(StoreTest, AnUnusablePathIsAStoreError) {
+  TempDir dir;
+  EXPECT_ERRC(sqlite::open(dir.file(std::string(300, 'd')) / "b.db"), errc::store);
+}
+
+// Another process that removes the schema table makes the writes fail (errc::store)
+// without leaving a transaction open: once the table is back, writes work again.
+TEST(StoreTest, AWriteThatFindsTheSchemaTableGoneLeavesNoTransactionOpen) {
+  TempDir dir;
+  auto path = dir.file("s.db");
+  Context ctx;
+  auto store = sqlite::open(path);
+  Beehive bh(store);
+  Widgets w(bh, widget_kind);
+  w.create(ctx, {"a", 1});
+  SQLite::Database other(path.string(), SQLite::OPEN_READWRITE);
+  other.exec("ALTER TABLE beehive_schema RENAME TO kept_aside");
+  EXPECT_ERRC(w.create(ctx, {"b", 1}), errc::store);
+  EXPECT_ERRC(w.create(ctx, {"c", 1}), errc::store);
+  other.exec("ALTER TABLE kept_aside RENAME TO beehive_schema");
+  EXPECT_NO_THROW(w.create(ctx, {"d", 1}));
+  EXPECT_EQ(w.list(ctx).size(), 2u);
+}
+
 TEST(StoreTest, ObjectsSurviveARestart) {
   TempDir dir;
   auto path = dir.file("r.db");

@@ -30,7 +30,10 @@ void create_private(const std::filesystem::path& file) {
   // The missing directories, outermost first: mkdir's mode is cut by the umask, so each
   // is set to 0700 explicitly once it exists (only those created here).
   std::vector<std::filesystem::path> missing;
-  for (auto dir = file.parent_path(); !dir.empty() && !std::filesystem::exists(dir);
+  // Without throwing: a directory that cannot be searched reads as missing, and its
+  // mkdir below says why (errc::store).
+  std::error_code ec;
+  for (auto dir = file.parent_path(); !dir.empty() && !std::filesystem::exists(dir, ec);
        dir = dir.parent_path()) {
     missing.push_back(dir);
     if (dir == dir.parent_path()) break;

@@ -50,6 +50,17 @@ Connection::Connection(const std::filesystem::path& file, bool read_only,
           static_cast<int>(opts.busy_timeout.count())),
       session_(session) {
   if (!read_only) {
+    // Another application's database (tables, no beehive_schema): switching it to WAL
+    // and adding beehive's tables would change it for good. A beehive database gets its
+    // beehive_schema table in the transaction that creates the others.
+    bool foreign = db_.execAndGet(
+                          "SELECT EXISTS (SELECT 1 FROM sqlite_master) AND NOT EXISTS "
+                          "(SELECT 1 FROM sqlite_master WHERE name = 'beehive_schema')")
+                       .getInt() != 0;
+    if (foreign)
+      throw Error(errc::store, "sqlite: " + file.string() +
+                                   " is not a beehive database (it holds another "
+                                   "application's tables); it was left as it was");
     db_.exec("PRAGMA journal_mode = WAL");
     db_.exec(opts.synchronous == sqlite::Synchronous::full ? "PRAGMA synchronous = FULL"
                                                            : "PRAGMA synchronous = NORMAL");

@@ -31,8 +31,14 @@ void SqliteWriter::begin() {
   ids_checked_ = false;
   guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   // Only when another connection committed since: a process alone on its file pays
-  // nothing for it.
-  if (auto v = file_version(); !v || v != checked_version_) require_this_schema();
+  // nothing for it. A failed check leaves no transaction open (it would hold the file's
+  // write lock, and every later begin would fail).
+  try {
+    if (auto v = file_version(); !v || v != checked_version_) require_this_schema();
+  } catch (...) {
+    rollback();
+    throw;
+  }
 }
 
 std::optional<std::uint32_t> SqliteWriter::file_version() {
