@@ -177,7 +177,8 @@ ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
                                           const ReadSettings& read) const {
   store::ListQuery q;
   if (read.selector) q.selector = store::parse_selector(*read.selector);
-  const std::string_view selector = read.selector ? std::string_view(*read.selector) : "";
+  // The token names the selection, not its spelling: texts that parse alike share tokens.
+  const std::string selector = q.selector ? q.selector->to_string() : std::string();
   q.after = parse_continue_token(continue_token, gk_, selector);
   q.set_page(limit);
   rt_->ensure_running(ctx);

@@ -499,6 +499,9 @@ TEST(Paging, ATokenFromAnotherKindOrSelectorIsInvalidArgument) {
   // Its own list takes it.
   EXPECT_EQ(w.list_page({}, 2, token).items.size(), 2u);
   EXPECT_EQ(w.list_page({}, 2, gold, with_selector("tier=gold")).items.size(), 2u);
+  // The same selection spelled otherwise is the same list.
+  EXPECT_EQ(w.list_page({}, 2, gold, with_selector(" tier == gold ")).items.size(), 2u);
+  EXPECT_EQ(w.list_page({}, 2, token, with_selector("  ")).items.size(), 2u);
 }
 
 TEST(Paging, InsideWithinAPageSeesTheBlocksOwnWrites) {

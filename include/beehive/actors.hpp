@@ -151,8 +151,11 @@ using event_log_actor =
 /// Every timer: `wake_at_atom` + an actor + a time of the beehive's clock sends that
 /// actor `wake_atom` once the time comes (at once if it has passed). An actor has one
 /// wake pending at a time: a later `wake_at_atom` for it replaces the earlier; an actor
-/// that exits before its wake comes loses it. Name actors of your own (beehive's actors
-/// use the scheduler for their own timers).
+/// that exits before its wake comes loses it. A wake pending when the scheduler ends (the
+/// beehive stops, or the scheduler crashed and was restarted) is never sent: an actor
+/// that depends on one monitors the scheduler (its down message says so) and asks the
+/// new one (actor_handles). Name actors of your own (beehive's actors use the scheduler
+/// for their own timers).
 using scheduler_actor = caf::typed_actor<caf::reacts_to<wake_at_atom, caf::actor, Time>,
                                          caf::replies_to<inspect_atom>::with<scheduler_state>>;
 

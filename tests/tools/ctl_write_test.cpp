@@ -597,6 +597,9 @@ TEST_F(CtlWriteTest, PagesCoverEveryObjectOnce) {
   r = ctl({"get", "widgets", "--limit", "3", "-l", "!tier", "--continue", token});
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.err.find("another list"), std::string::npos) << r.err;
+  // The same selection spelled otherwise is the same listing (here: none, and blanks).
+  r = ctl({"get", "widgets", "--limit", "3", "-l", " ", "--continue", token});
+  EXPECT_OK(r);
 }
 
 TEST_F(CtlWriteTest, WatchResumesFromAVersion) {

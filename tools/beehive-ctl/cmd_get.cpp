@@ -38,7 +38,9 @@ store::LabelSelector parse_selector(const std::string& text) {
 /// The token's list is the kind, the selector and the owner: a token from another
 /// listing is refused rather than skipping ids of this one.
 std::string token_scope(const GetOptions& o) {
-  return o.selector + (o.owner ? "\x01owner=" + *o.owner : std::string());
+  // The selection, not its spelling (as the library's tokens).
+  auto selector = as_usage([&] { return store::LabelSelector::parse(o.selector); }).to_string();
+  return selector + (o.owner ? "\x01owner=" + *o.owner : std::string());
 }
 
 ObjectID parse_token(const GetOptions& o, const GroupKind& gk) {
