@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,6 +105,24 @@ TEST_F(ProcessClaimTest, TheLockFileIsPrivate) {
   auto perms = std::filesystem::status(lock).permissions();
   using P = std::filesystem::perms;
   EXPECT_EQ(perms & (P::group_all | P::others_all), P::none);
+  stop(ctx_);
+}
+
+// A beehive run as root (sudo, once) leaves the lock file to the database's owner, as
+// SQLite leaves its -wal and -shm files: the owner's own later runs can still claim it.
+TEST_F(ProcessClaimTest, ALockFileMadeByRootBelongsToTheDatabasesOwner) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: it hands the file to another user";
+  auto file = std::filesystem::canonical(db_path());
+  ASSERT_EQ(::chown(file.c_str(), 4242, 4343), 0);
+  auto lock = file;
+  lock += ".beehive-lock";
+  std::filesystem::remove(lock);
+  register_noop(bh());
+  auto stop = bh().start(ctx_);
+  struct stat st {};
+  ASSERT_EQ(::stat(lock.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 4242u);
+  EXPECT_EQ(st.st_gid, 4343u);
   stop(ctx_);
 }
 

@@ -344,7 +344,10 @@ std::vector<ObjectRow> Reads::list_where(const GroupKind& gk, const ListQuery& q
     p.add(*q.owner);
   }
   if (q.selector && !q.selector->empty()) {
-    auto filter = to_sql(*q.selector, "o.id");
+    // EXISTS / NOT EXISTS: PostgreSQL plans them as semi- and anti-joins (or index
+    // lookups per row under a LIMIT). A NOT IN subquery it never turns into an anti-join:
+    // once the ids it lists outgrow work_mem, each row re-scans them.
+    auto filter = to_correlated_sql(q.selector->requirements(), "o.id");
     where += " AND " + numbered(filter.where, static_cast<int>(p.size()) + 1);
     for (const auto& b : filter.binds) p.add(b);
   }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,9 +43,19 @@ std::unique_ptr<RunLock> RunLock::acquire(const std::filesystem::path& database,
                                           std::int64_t session) {
   auto path = lock_file(database);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Left by another user (a run as root): flock needs no write access, only the session
+  // line (for beehive-ctl) goes unwritten.
+  if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw Error(errc::store,
                 "cannot open the lock file " + path.string() + ": " + std::strerror(errno));
+  // Run as root, the file goes to the database's owner, as SQLite does with its -wal and
+  // -shm files: else the owner's own later runs could not use it.
+  struct stat db {};
+  if (::geteuid() == 0 && ::stat(database.c_str(), &db) == 0 &&
+      ::fchown(fd, db.st_uid, db.st_gid) != 0) {
+    // Not worth failing the start for: the read-only fallback above still locks.
+  }
   // A reader looking (running_session) holds it shared for an instant: a holder holds it
   // for good. 20 tries over 100 ms tell them apart.
   int err = try_flock(fd, LOCK_EX);
