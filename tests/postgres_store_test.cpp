@@ -1128,6 +1128,15 @@ struct GroupEngine {
     engine->commit_group(writes, {});
     return writes;
   }
+  /// Two groups, the second committed with the next transaction begun ahead (as the
+  /// writer begins it when callers write back to back); returns the second's writes.
+  std::vector<store::GroupedWrite> commit_beginning_ahead() {
+    for (auto& w : commit({create("warm-1"), create("warm-2")})) EXPECT_TRUE(w.reply) << w.what;
+    engine->writer().begin_ahead();
+    auto writes = commit({create("a"), create("b")});
+    for (auto& w : writes) EXPECT_TRUE(w.reply) << w.what;
+    return writes;
+  }
   /// Round trips of the engine's connection so far.
   std::uint64_t round_trips() {
     return dynamic_cast<store::pg::PgWriter&>(engine->writer()).round_trips();
@@ -1227,11 +1236,8 @@ std::string lock_waiters(const std::string& app) {
 // group costs one round trip, and its versions follow the last group's.
 TEST_F(PostgresStore, ATransactionBegunWithTheLastCommitCostsTheNextGroupOneRoundTrip) {
   GroupEngine g(db_path());
-  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
-    ASSERT_TRUE(w.reply) << w.what;
-  g.engine->writer().begin_ahead();
-  auto first = g.commit({GroupEngine::create("a"), GroupEngine::create("b")});
-  for (auto& w : first) ASSERT_TRUE(w.reply) << w.what;
+  auto first = g.commit_beginning_ahead();
+  ASSERT_TRUE(first[0].reply && first[1].reply);
   auto before = g.round_trips();
   auto second = g.commit({GroupEngine::create("c"), GroupEngine::create("d")});
   for (auto& w : second) ASSERT_TRUE(w.reply) << w.what;
@@ -1386,11 +1392,8 @@ TEST_F(PostgresStore, ATransactionBegunAheadWhoseConnectionWentCostsTheNextCalls
 TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedIsNotTakenUp) {
   GroupEngine g(db_path());
   const auto schema = test_schema_for(db_path());
-  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
-    ASSERT_TRUE(w.reply) << w.what;
-  g.engine->writer().begin_ahead();
-  auto first = g.commit({GroupEngine::create("a"), GroupEngine::create("b")});
-  for (auto& w : first) ASSERT_TRUE(w.reply) << w.what;
+  auto first = g.commit_beginning_ahead();
+  ASSERT_TRUE(first[0].reply && first[1].reply);
   store::ReadOp read;
   read.what = store::ReadOp::get;
   read.gk = widget_kind;
@@ -1422,11 +1425,8 @@ TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedIsNotTaken
 TEST_F(PostgresStore, ALoneWriteAfterTheServerEndedTheTransactionBegunAheadCommits) {
   GroupEngine g(db_path());
   const auto schema = test_schema_for(db_path());
-  for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
-    ASSERT_TRUE(w.reply) << w.what;
-  g.engine->writer().begin_ahead();
-  auto first = g.commit({GroupEngine::create("a"), GroupEngine::create("b")});
-  for (auto& w : first) ASSERT_TRUE(w.reply) << w.what;
+  auto first = g.commit_beginning_ahead();
+  ASSERT_TRUE(first[0].reply && first[1].reply);
   Probe probe;
   const auto ahead = "FROM pg_stat_activity WHERE application_name = 'beehive " + schema +
                      "' AND state = 'idle in transaction'";

@@ -26,6 +26,28 @@ std::vector<Event> events_of(Widgets& w, const Context& ctx, ObjectID id) {
 
 class ReconcileApiTest : public ControllerTest {
  protected:
+  /// Starts a beehive whose widgets always fail, with `backoff`, and checks that the
+  /// first retries of twelve widgets fall in [lo, hi] from now, and not all at one time.
+  void first_retries_jittered_within(Option backoff, std::chrono::milliseconds lo,
+                                     std::chrono::milliseconds hi) {
+    recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("no"); });
+    register_widgets(std::move(backoff), with_resync_interval(std::chrono::seconds(0)));
+    start();
+    auto w = widgets();
+    std::vector<ObjectID> ids;
+    for (int i = 0; i < 12; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
+    auto t0 = clock_->now();
+    std::set<Time> seen;
+    for (auto id : ids) {
+      // Queued, it reads as now: wait for the retry its first pass armed.
+      ASSERT_TRUE(eventually([&] { return w.get_schedule(ctx_, id).next_requeue_at > t0; }));
+      auto at = w.get_schedule(ctx_, id).next_requeue_at;
+      EXPECT_GE(at, t0 + lo);
+      EXPECT_LE(at, t0 + hi);
+      seen.insert(at);
+    }
+    EXPECT_GT(seen.size(), 1u);  // twelve equal draws: not jitter
+  }
   /// A started beehive whose widgets always fail terminally, and one widget that did
   /// once (its mark set, its event recorded, settled).
   ObjectID a_terminally_failed_widget() {
@@ -278,43 +300,12 @@ TEST_F(ReconcileApiTest, WithBackoffSetsTheLaddersBaseAndCap) {
 }
 
 TEST_F(ReconcileApiTest, BackoffJitterStaysWithinItsFractionOfTheStep) {
-  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("no"); });
-  register_widgets(with_backoff(10s, 30s, 0.2), with_resync_interval(0s));
-  start();
-  auto w = widgets();
-  std::vector<ObjectID> ids;
-  for (int i = 0; i < 12; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
-  auto t0 = clock_->now();
-  std::set<Time> seen;
-  for (auto id : ids) {
-    // Queued, it reads as now: wait for the retry its first pass armed.
-    ASSERT_TRUE(eventually([&] { return w.get_schedule(ctx_, id).next_requeue_at > t0; }));
-    auto at = w.get_schedule(ctx_, id).next_requeue_at;
-    EXPECT_GE(at, t0 + 8s);
-    EXPECT_LE(at, t0 + 12s);
-    seen.insert(at);
-  }
-  EXPECT_GT(seen.size(), 1u);  // twelve equal draws out of 4001 ms: not jitter
+  first_retries_jittered_within(with_backoff(10s, 30s, 0.2), 8s, 12s);
 }
 
 // At the ladder's cap, jitter only shortens a step: no retry waits longer than `max`.
 TEST_F(ReconcileApiTest, BackoffJitterNeverPassesTheCap) {
-  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw std::runtime_error("no"); });
-  register_widgets(with_backoff(10s, 10s, 0.2), with_resync_interval(0s));
-  start();
-  auto w = widgets();
-  std::vector<ObjectID> ids;
-  for (int i = 0; i < 12; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
-  auto t0 = clock_->now();
-  std::set<Time> seen;
-  for (auto id : ids) {
-    ASSERT_TRUE(eventually([&] { return w.get_schedule(ctx_, id).next_requeue_at > t0; }));
-    auto at = w.get_schedule(ctx_, id).next_requeue_at;
-    EXPECT_GE(at, t0 + 8s);
-    EXPECT_LE(at, t0 + 10s);
-    seen.insert(at);
-  }
-  EXPECT_GT(seen.size(), 1u);  // still jittered below the cap
+  first_retries_jittered_within(with_backoff(10s, 10s, 0.2), 8s, 10s);
 }
 
 // Each worker is a thread: with_concurrency(INT_MAX) tried to spawn threads until the
