@@ -30,6 +30,7 @@
 #include "held_reader.hpp"
 #include "pass_faults.hpp"
 #include "store/backend.hpp"
+#include "store/postgres/pg_connection.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "support/test_store.hpp"
 
@@ -594,7 +595,7 @@ TEST_F(HaTest, APassEndingTerminallyDuringARelistDoesNotMarkTheSpecTheListingRea
     HeldReader listing(*a.core(), 30s);  // the listing waits behind it
     caf::anon_send(controller, detail::leadership_atom::value, true);  // starts over
     x = client_->create({}, {1, 0}).id;
-    held.wait_entered();                              // a's pass reads spec 1
+    held.wait_entered();  // a's pass reads spec 1
     // a hears no more of the others: neither their notes nor its look at the change log.
     store::pg::faults::hold_listener_notes = true;
     store::pg::faults::fail_change_log_reads = true;
@@ -770,6 +771,32 @@ TEST_F(HaTest, ATakeoverEndsTheFencedTransactionAnExpiredLeaderLeftOpen) {
   EXPECT_NE(client_->get({}, x.id).status->pid, 0) << "the ended transaction committed";
   b->write_line("quit");
   EXPECT_EQ(b->wait(), 0);
+  stop_a({});
+}
+
+// A campaign ends only a deposed leader's fenced transactions: a session idle inside a
+// transaction that holds the lease table for another reason (here, as a newer build's
+// migration would, between its statements) is waited for, not ended.
+TEST_F(HaTest, ACampaignWaitingOnAMigrationsLockEndsNoSession) {
+  Beehive a(open_candidate());
+  auto [stop_a, changes] = start_leading(a);
+  store::pg::Connection migration(std::getenv("BEEHIVE_TEST_PG"), schema(), 5s);
+  migration.exec("BEGIN");
+  migration.exec("LOCK TABLE leadership IN ACCESS EXCLUSIVE MODE");
+  const auto waiting =
+      "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+      "AND application_name = 'beehive " +
+      schema() + "'";
+  auto waiters = [&] { return query_test_store(path_, waiting).at(0).at(0); };
+  // A renewal waits for it, then gives up (a third of the lease), having looked at its
+  // blockers after 100 ms.
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (waiters() == "0" && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(5ms);
+  ASSERT_NE(waiters(), "0") << "no renewal waited for the lock";
+  while (waiters() != "0" && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_NO_THROW(migration.exec("COMMIT")) << "the campaign ended the migration's session";
   stop_a({});
 }
 

@@ -126,6 +126,24 @@ TEST_F(ProcessClaimTest, ALockFileMadeByRootBelongsToTheDatabasesOwner) {
   stop(ctx_);
 }
 
+// The lock file is never opened through a symlink: a run as root would truncate (and
+// hand to the database's owner) whatever the link points at.
+TEST_F(ProcessClaimTest, ALockFileThatIsASymlinkIsRefusedAndItsTargetLeftAlone) {
+  auto file = std::filesystem::canonical(db_path());
+  auto lock = file;
+  lock += ".beehive-lock";
+  auto target = file.parent_path() / "precious";
+  std::ofstream(target) << "keep me\n";
+  std::filesystem::remove(lock);
+  std::filesystem::create_symlink(target, lock);
+  register_noop(bh());
+  EXPECT_ERRC(bh().start(ctx_), errc::store);
+  std::ifstream in(target);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "keep me");
+}
+
 // beehive-ctl learns which store session runs from the lock file, taking it shared for an
 // instant: a start at that instant waits it out rather than failing as if another
 // beehive ran.

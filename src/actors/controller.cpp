@@ -438,13 +438,17 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
     d = d.count() == 0 ? cfg.base_retry : d > cfg.max_retry / 2 ? cfg.max_retry : d * 2;
     d = std::min(d, cfg.max_retry);
     auto delay = d;
-    if (cfg.jitter > 0) {
-      std::uniform_real_distribution<double> fraction(-cfg.jitter, cfg.jitter);
-      double jittered = static_cast<double>(d.count()) * (1 + fraction(st.random));
+    if (cfg.jitter > 0 && d.count() > 0) {
+      // Near the cap, only as far up as the cap: the draws stay spread (retries of objects
+      // that failed together stay apart), none past it.
+      const auto step = static_cast<double>(d.count());
+      const double room = static_cast<double>(cfg.max_retry.count()) / step - 1;
+      std::uniform_real_distribution<double> fraction(-cfg.jitter, std::min(cfg.jitter, room));
+      double jittered = step * (1 + fraction(st.random));
       delay = jittered >= static_cast<double>(ms::max().count())
                   ? ms::max()
                   : ms(std::llround(std::max(jittered, 0.0)));
-      delay = std::min(delay, cfg.max_retry);  // the cap holds, jitter or not
+      delay = std::min(delay, cfg.max_retry);
     }
     arm_timer(self, id, saturating_add(now(self), delay));
     return delay;

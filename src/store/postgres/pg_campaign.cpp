@@ -72,12 +72,12 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   // A stop does not wait for a server that stopped answering: the lease then expires.
   // A takeover that waits (for the lease row's lock) waits for an expired lease's holder:
   // after a moment, its transactions left idle are ended rather than waited out.
-  c->set_keep_waiting([this, deadline, pid = PQbackendPID(c->raw()),
+  c->set_keep_waiting([this, deadline, conn = c.get(),
                        look_at = Clock::now() + std::chrono::milliseconds(100)]() mutable {
     if (stopping_.load() || Clock::now() >= deadline) return false;
     if (Clock::now() >= look_at) {
-      look_at = Clock::time_point::max();  // once per attempt
-      end_blockers(pid, deadline);
+      look_at = Clock::time_point::max();                 // once per attempt
+      end_blockers(PQbackendPID(conn->raw()), deadline);  // the session now waiting
     }
     return true;
   });
@@ -122,13 +122,13 @@ void Campaign::end_blockers(int pid, Clock::time_point deadline) {
   try {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left <= std::chrono::milliseconds(0)) return;
+    auto keep_waiting = [this, deadline] { return !stopping_.load() && Clock::now() < deadline; };
     if (!helper_ || helper_->lost()) {
       helper_.reset();
       helper_ = std::make_unique<Connection>(conninfo_, schema_, std::min(left, connect_timeout_),
-                                             lease_ / 3);
+                                             lease_ / 3, keep_waiting);
     }
-    helper_->set_keep_waiting(
-        [this, deadline] { return !stopping_.load() && Clock::now() < deadline; });
+    helper_->set_keep_waiting(keep_waiting);
     run(*helper_, Q::lease_blockers_end, Params().add(static_cast<std::int64_t>(pid)));
   } catch (const std::exception&) {
     helper_.reset();

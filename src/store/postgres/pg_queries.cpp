@@ -357,15 +357,21 @@ std::string sql_for(Q q) {
       return "UPDATE leadership SET expires_at = '-infinity' WHERE id = 1 AND holder = $1 "
              "AND term = $2";
     case Q::lease_blockers_end:
-      // Ends the sessions of this control plane (the same application name) whose locks
-      // the campaign session $1 waits for and that sit idle inside a transaction: a
-      // takeover waits only for an expired lease's holder, so these are a deposed
-      // leader's fenced transactions, left open by a process cut off or paused. (Sessions
+      // Ends the sessions whose locks the campaign session $1 waits for and that sit idle
+      // inside a fenced transaction: one that locked this schema's lease row (FOR KEY
+      // SHARE takes RowShareLock on the table; the fence is the only statement of
+      // beehive's that does) and holds no ACCESS EXCLUSIVE lock (a migration's, which
+      // is waited for). Only an expired lease's takeover waits for such a transaction,
+      // so it is a deposed leader's, left open by a process cut off or paused. (Sessions
       // of other roles show no state to an unprivileged one, and are never ended.)
-      return R"sql(SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-             WHERE pid = ANY (pg_blocking_pids($1::int))
-               AND application_name = current_setting('application_name')
-               AND state IN ('idle in transaction', 'idle in transaction (aborted)'))sql";
+      return R"sql(SELECT count(pg_terminate_backend(a.pid)) FROM pg_stat_activity a
+             WHERE a.pid = ANY (pg_blocking_pids($1::int))
+               AND a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+               AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
+                             AND l.relation = 'leadership'::regclass
+                             AND l.mode = 'RowShareLock')
+               AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid
+                                 AND l.mode = 'AccessExclusiveLock'))sql";
     case Q::count_:
       break;
   }

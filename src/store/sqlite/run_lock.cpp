@@ -42,19 +42,31 @@ int try_flock(int fd, int how) {
 std::unique_ptr<RunLock> RunLock::acquire(const std::filesystem::path& database,
                                           std::int64_t session) {
   auto path = lock_file(database);
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  // Left by another user (a run as root): flock needs no write access, only the session
-  // line (for beehive-ctl) goes unwritten.
-  if (fd < 0 && errno == EACCES) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw Error(errc::store,
-                "cannot open the lock file " + path.string() + ": " + std::strerror(errno));
-  // Run as root, the file goes to the database's owner, as SQLite does with its -wal and
-  // -shm files: else the owner's own later runs could not use it.
-  struct stat db {};
-  if (::geteuid() == 0 && ::stat(database.c_str(), &db) == 0 &&
-      ::fchown(fd, db.st_uid, db.st_gid) != 0) {
-    // Not worth failing the start for: the read-only fallback above still locks.
+  // Never through a symlink: a run as root would truncate (and hand over) its target.
+  // Made here, run as root, the file goes to the database's owner, as SQLite does with
+  // its -wal and -shm files: else the owner's own later runs could not open it.
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 3; ++tries) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      struct stat db {};
+      if (::geteuid() == 0 && ::stat(database.c_str(), &db) == 0 &&
+          ::fchown(fd, db.st_uid, db.st_gid) != 0) {
+        // The owner's later runs cannot open it (and say so); this run can.
+      }
+      break;
+    }
+    if (errno != EEXIST) break;
+    fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno != ENOENT) break;  // removed in between: made again
+  }
+  if (fd < 0) {
+    int err = errno;
+    throw Error(errc::store, "cannot open the lock file " + path.string() + ": " +
+                                 std::strerror(err) +
+                                 (err == EACCES ? " (made by another user, a run as root? remove "
+                                                  "it while no beehive runs on the database)"
+                                                : ""));
   }
   // A reader looking (running_session) holds it shared for an instant: a holder holds it
   // for good. 20 tries over 100 ms tell them apart.
