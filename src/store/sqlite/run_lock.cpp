@@ -49,9 +49,8 @@ std::unique_ptr<RunLock> RunLock::acquire(const std::filesystem::path& database,
   for (int tries = 0; fd < 0 && tries < 3; ++tries) {
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
-      struct stat db {};
-      if (::geteuid() == 0 && ::stat(database.c_str(), &db) == 0 &&
-          ::fchown(fd, db.st_uid, db.st_gid) != 0) {
+      if (auto owner = owner_for(::geteuid(), database);
+          owner && ::fchown(fd, owner->first, owner->second) != 0) {
         // The owner's later runs cannot open it (and say so); this run can.
       }
       break;
@@ -90,6 +89,13 @@ std::unique_ptr<RunLock> RunLock::acquire(const std::filesystem::path& database,
     // Not worth failing the start for: readers then fall back to the latest session.
   }
   return std::unique_ptr<RunLock>(new RunLock(fd));
+}
+
+std::optional<std::pair<uid_t, gid_t>> RunLock::owner_for(uid_t euid,
+                                                          const std::filesystem::path& database) {
+  struct stat db {};
+  if (euid != 0 || ::stat(database.c_str(), &db) != 0) return std::nullopt;
+  return std::pair(db.st_uid, db.st_gid);
 }
 
 std::optional<std::int64_t> RunLock::running_session(const std::filesystem::path& database) {

@@ -17,6 +17,9 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <utility>
+
+#include <sys/types.h>
 
 namespace beehive::store {
 
@@ -33,6 +36,11 @@ class RunLock {
   /// left). Looks without holding on: the lock is taken shared for
   /// an instant, which acquire waits out.
   static std::optional<std::int64_t> running_session(const std::filesystem::path& database);
+  /// Whom a lock file made by a process of effective user `euid` is handed to: run as
+  /// root, the database's owner (as SQLite hands over its -wal and -shm files, so that
+  /// the owner's own later runs can open it); otherwise nobody (it stays the maker's).
+  static std::optional<std::pair<uid_t, gid_t>> owner_for(uid_t euid,
+                                                          const std::filesystem::path& database);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
