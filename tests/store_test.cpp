@@ -8,6 +8,7 @@
 #include "beehive_core.hpp"
 #include "fixture.hpp"
 #include "schema_downgrade.hpp"
+#include "store/sqlite/sqlite_connection.hpp"
 
 namespace beehive::test {
 namespace {
@@ -169,6 +170,29 @@ TEST(StoreTest, AWriteThatFindsTheSchemaTableGoneLeavesNoTransactionOpen) {
   other.exec("ALTER TABLE kept_aside RENAME TO beehive_schema");
   EXPECT_NO_THROW(w.create(ctx, {"d", 1}));
   EXPECT_EQ(w.list(ctx).size(), 2u);
+}
+
+// A transaction far larger than the WAL's steady size leaves no file of its size
+// behind: once the log starts over, the writer cuts the file back to the limit.
+TEST(StoreTest, TheWalFileShrinksBackAfterALargeTransaction) {
+  TempDir dir;
+  auto path = dir.file("s.db");
+  Context ctx;
+  Beehive bh(sqlite::open(path));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh, widget_kind);
+  const std::string mib(1024 * 1024, 'x');
+  cc.within(ctx, [&](const Context& tx) {
+    for (int i = 0; i < 24; ++i) w.create(tx, {mib, i});
+  });
+  auto wal = dir.file("s.db-wal");
+  ASSERT_GT(std::filesystem::file_size(wal), 24u * 1024 * 1024);
+  // The commit checkpointed the log (nothing read meanwhile); the next write starts it
+  // over and, at its commit, cuts the file.
+  w.create(ctx, {"small", 1});
+  EXPECT_LE(std::filesystem::file_size(wal), static_cast<std::uintmax_t>(store::wal_size_limit));
+  EXPECT_EQ(w.list(ctx).size(), 25u);
 }
 
 TEST(StoreTest, ObjectsSurviveARestart) {

@@ -65,6 +65,12 @@ Connection::Connection(const std::filesystem::path& file, bool read_only,
     db_.exec(opts.synchronous == sqlite::Synchronous::full ? "PRAGMA synchronous = FULL"
                                                            : "PRAGMA synchronous = NORMAL");
     db_.exec("PRAGMA foreign_keys = ON");
+    // Without a limit the WAL keeps the size of the largest transaction it ever held
+    // (a `within` block of a gigabyte leaves a gigabyte file) until the store closes.
+    // With one, the writer cuts the file back when it starts the log over. Above the
+    // steady size (about 4 MiB: SQLite checkpoints every 1000 pages), so that an
+    // ordinary run never pays for the cut.
+    db_.exec("PRAGMA journal_size_limit = " + std::to_string(wal_size_limit));
   }
 }
 

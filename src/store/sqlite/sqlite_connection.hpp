@@ -11,6 +11,7 @@
 // the store's writer. guarded() and rethrow_sqlite() are safe on any thread.
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -27,6 +28,10 @@
 #include "store/statement_count.hpp"
 
 namespace beehive::store {
+
+/// The size the writer cuts its WAL file back to when it starts the log over
+/// (`PRAGMA journal_size_limit`), in bytes.
+inline constexpr std::int64_t wal_size_limit = 16 * 1024 * 1024;
 
 /// `file` as a URI opening it read-only and immutable (file:///...?mode=ro&immutable=1).
 std::string immutable_uri(const std::filesystem::path& file);
