@@ -12,6 +12,7 @@
 #include "actors/atoms.hpp"
 #include "controller_fixture.hpp"
 #include "held_reader.hpp"
+#include "pass_faults.hpp"
 
 namespace beehive::test {
 namespace {
@@ -621,6 +622,79 @@ TEST_F(ReconcileTest, ARequeueWhoseContextEndsFirstLeavesTheObjectAsItWas) {
   settle();
   EXPECT_EQ(w.get_schedule(ctx_, o.id).next_requeue_at, retry);
   EXPECT_EQ(recorder_->count(o.id), 1);
+}
+
+/// Arms detail::faults::listing_read (and, if given, reconcile_pass) for a test's
+/// scope: cleared before the beehive goes, however the test ends.
+struct ListingFault {
+  explicit ListingFault(std::function<void(std::vector<std::pair<ObjectID, std::int64_t>>&)> f,
+                        std::function<void(bool)> pass = {}) {
+    detail::faults::listing_read = std::move(f);
+    detail::faults::reconcile_pass = std::move(pass);
+  }
+  ~ListingFault() {
+    detail::faults::listing_read = nullptr;
+    detail::faults::reconcile_pass = nullptr;
+  }
+};
+
+// Other processes' changes lost unheard (the change log trimmed past what this process
+// had read) while the first listing is out: that listing may have been read before
+// them, and an object they created is then in neither. The controller lists again once
+// that listing ends. Here the listing reads as if before `late` existed, and the loss
+// reaches the controller before the listing does.
+TEST_F(ReconcileTest, ChangesLostWhileTheFirstListingIsOutAreListedAgain) {
+  register_widgets(with_resync_interval(0ms));  // no resync would find it
+  auto w = widgets();
+  auto early = w.create(ctx_, {"early", 1});
+  auto late = w.create(ctx_, {"late", 2});
+  std::atomic<int> listings{0};
+  ListingFault fault([&](auto& ids) {
+    if (listings++ > 0) return;
+    std::erase_if(ids, [&](const auto& e) { return e.first == late.id; });
+    commit_record lost;
+    lost.lost_through = late.resource_version;
+    caf::anon_send(caf::actor_cast<caf::actor>(*bh_->controller(widget_kind)), lost);
+  });
+  auto stop_first = stop_before_locals();  // before the fault is disarmed
+  start();
+  settle();
+  EXPECT_EQ(recorder_->count(late.id), 1);
+  EXPECT_EQ(recorder_->count(early.id), 2);  // listed again, it starts over as a takeover does
+  EXPECT_EQ(listings.load(), 2);
+}
+
+// A listing read before an object's removal does not queue it again once the removal
+// was heard: no pass runs for an object that is gone. Here the removal (a deletion
+// request the GC completes at once) happens while the first listing, which read the
+// object, waits to reach the controller.
+TEST_F(ReconcileTest, AListingReadBeforeARemovalDoesNotQueueTheRemovedObject) {
+  register_widgets(with_resync_interval(0ms));
+  auto w = widgets();
+  auto kept = w.create(ctx_, {"kept", 1});
+  auto removed = w.create(ctx_, {"removed", 2});
+  std::atomic<int> listings{0}, passes{0};
+  ListingFault fault(
+      [&](auto& ids) {
+        if (listings++ > 0) return;
+        ASSERT_EQ(ids.size(), 2u);
+        w.remove(ctx_, removed.id);
+        ASSERT_TRUE(eventually([&] {
+          try {
+            w.get(ctx_, removed.id);
+            return false;
+          } catch (const Error& e) {
+            return e.code() == errc::not_found;
+          }
+        }));
+      },
+      [&](bool begins) { passes += begins; });
+  auto stop_first = stop_before_locals();  // before the fault is disarmed
+  start();
+  settle();
+  EXPECT_EQ(recorder_->count(kept.id), 1);
+  EXPECT_EQ(passes.load(), 1);  // kept's alone
+  EXPECT_EQ(w.get_schedule(ctx_, removed.id), Schedule{});
 }
 
 // The finalizer pattern, with a pass that also asks to be reconciled again in a day: the

@@ -10,6 +10,7 @@
 #include "actors/reader.hpp"
 #include "actors/thread_name.hpp"
 #include "options_internal.hpp"
+#include "pass_faults.hpp"
 
 namespace beehive::detail {
 
@@ -75,19 +76,33 @@ template <class Fn, class Failed>
 void list_kind(Self self, bool with_deletions, Fn then, Failed failed) {
   auto gk = self->state.kind->gk;
   ReadJob job = [gk, with_deletions](store::Reader& r) {
-    return caf::make_message(r.list_ids(gk, with_deletions));
+    auto ids = r.list_ids(gk, with_deletions);
+    if (faults::listing_read) faults::listing_read(ids);
+    return caf::make_message(std::move(ids));
   };
   ++self->state.pending_reads;
+  ++self->state.listings;
+  // Removals heard while a listing is out may be of ids it read before they went: not
+  // queued again from it (ids are never reused).
+  auto ended = [self] {
+    auto& st = self->state;
+    --st.pending_reads;
+    if (--st.listings == 0) st.removed_while_listing.clear();
+  };
   self->request(self->state.services.reader, caf::infinite, std::move(job))
       .then(
-          [self, then](IdList& ids) mutable {
-            --self->state.pending_reads;
-            then(ids);
-            self->state.settling.check(idle(self));
-          },
-          [self, failed](caf::error& err) mutable {
+          [self, then, ended](IdList& ids) mutable {
             auto& st = self->state;
-            --st.pending_reads;
+            if (!st.removed_while_listing.empty())
+              std::erase_if(ids,
+                            [&](const auto& e) { return st.removed_while_listing.count(e.first); });
+            ended();
+            then(ids);
+            st.settling.check(idle(self));
+          },
+          [self, failed, ended](caf::error& err) mutable {
+            auto& st = self->state;
+            ended();
             st.services.log(LogLevel::error, "listing a kind failed",
                             {{"kind", to_string(st.kind->gk)}, {"reason", error_message(err)}});
             failed();
@@ -314,6 +329,7 @@ void forget(Self self, ObjectID id) {
   if (st.queued.erase(id) && st.queue.size() > 2 * st.queued.size() + 64)
     std::erase_if(st.queue, [&](ObjectID q) { return !st.queued.count(q); });
   if (st.in_flight.count(id)) st.collected.insert(id);
+  if (st.listings > 0) st.removed_while_listing.insert(id);
   st.kind->schedules->clear(id);
 }
 
@@ -343,14 +359,18 @@ void resync(Self self) {
       ended);  // a failed listing: the next resync lists again
 }
 
+void restart(Self self);
+
 /// Lists the kind and queues every object (at start, and when this process takes over
 /// as the leader), then dispatches.
 void start(Self self) {
   if (self->state.kind->metrics) count_objects(self);
+  self->state.start_listing = true;
   list_kind(
       self, false,
       [self](const IdList& ids) {
         auto& st = self->state;
+        st.start_listing = false;
         // Lifting: a pass begun since the start (restart cleared the marks) may have read
         // an older spec than the listing, and fail terminally after it; the change to the
         // spec the listing read is not heard again (at or below listed_rv).
@@ -362,6 +382,9 @@ void start(Self self) {
         st.dispatching = true;
         if (st.kind->settings.resync.count() > 0)
           st.next_resync = saturating_add(now(self), st.kind->settings.resync);
+        // Other processes' changes were lost while it was out: it may have been read
+        // before them, and what they created is then in neither.
+        if (std::exchange(st.lost_while_listing, false) && leads(self)) restart(self);
         dispatch(self);
         rearm(self);
       },
@@ -370,6 +393,8 @@ void start(Self self) {
         // (the first one's failure leaves the controller not dispatching at all): it is
         // tried again after the kind's first retry interval.
         auto& st = self->state;
+        st.start_listing = false;
+        st.lost_while_listing = false;  // the next one is read after those changes
         if (st.draining) return;
         st.relist_at = saturating_add(now(self), st.kind->settings.base_retry);
         rearm(self);
@@ -683,12 +708,15 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         // Other processes' changes this process will never hear of (the change log was
         // trimmed past what it had read): everything, as a takeover does.
         if (rec.lost_through > 0 && !st.draining) {
-          // Not restarting (a standby, or the start listing still out, which may have been
-          // read before those changes): the counts missed them all the same.
-          if (st.dispatching && leads(self))
+          // Not restarting a standby (it lists when it takes over), nor while the start
+          // listing is out: that one may have been read before those changes, and is
+          // followed by another once it ends. The counts missed them all the same.
+          if (st.dispatching && leads(self)) {
             restart(self);
-          else if (st.kind->metrics)
-            count_objects(self);
+          } else {
+            if (st.start_listing) st.lost_while_listing = true;
+            if (st.kind->metrics) count_objects(self);
+          }
         }
         for (auto& c : rec.changes) {
           // Rows at or below the start listing's versions were reconciled from it.

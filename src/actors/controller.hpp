@@ -145,6 +145,10 @@ struct ControllerState {
   std::minstd_rand random{std::random_device{}()};  // backoff jitter
   TimerSet timers;                                  // pending backoff / requeue_after
   std::int64_t listed_rv = 0;  // highest resource version the start listing saw
+  int listings = 0;            // start and resync listings out (on the reader)
+  std::unordered_set<ObjectID> removed_while_listing;  // while listings > 0
+  bool start_listing = false;                          // a start listing is out
+  bool lost_while_listing = false;  // others' changes were lost meanwhile: list again after it
   Time next_resync{Time::max()};
   bool resync_listing = false;        // a resync's listing is in flight
   bool resync_again = false;          // a resync tick came meanwhile: list once more after it
