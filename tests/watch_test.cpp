@@ -488,6 +488,33 @@ TEST_F(WatchTest, APositionStaysBelowTheFirstCommitOfAFoldedChange) {
   EXPECT_EQ(r.object.spec.size, 2);
 }
 
+// The same for a resumed watch's replay, which folds each object's changes since the
+// resume point: x created and updated, y updated between the two. Read up to y, the
+// position stays below x's creation, so that resuming from it replays x as Added.
+TEST_F(WatchTest, AReplayedFoldKeepsThePositionBelowItsFirstCommit) {
+  auto w = widgets();
+  auto y = w.create(ctx_, {"y", 1});
+  auto s = w.watch_list(ctx_);
+  ASSERT_EQ(next(s).object.id, y.id);
+  auto from = s.resource_version();
+  s.close();
+  auto x = w.create(ctx_, {"x", 1});
+  w.update(ctx_, y.id, {"y", 2});
+  w.update(ctx_, x.id, {"x", 2});
+  auto resumed = w.watch_list(ctx_, with_resume_from(from));
+  auto first = next(resumed);
+  ASSERT_EQ(first.object.id, y.id);  // placed first: y's last change came first
+  auto position = resumed.resource_version();
+  EXPECT_LT(position, x.resource_version) << "past x's creation, which is still pending";
+  resumed.close();
+  auto again = w.watch_list(ctx_, with_resume_from(position));
+  auto r = next(again);
+  if (r.object.id == y.id) r = next(again);  // y's update, above the position, again
+  EXPECT_EQ(r.object.id, x.id);
+  EXPECT_EQ(r.type, ChangeType::Added);
+  EXPECT_EQ(r.object.spec.size, 2);
+}
+
 // A watch hands its snapshot over at open: an object in it that is removed before the
 // reader reads anything arrives as Deleted, with its final body, rather than as nothing.
 // Nothing would leave a reader that waits for the removal of the object it watches

@@ -163,8 +163,12 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
       return caf::make_message(std::move(changes), log.head, true);
     for (auto& c : log.changes)
       // An object created and removed above the resume point: the reader never had it.
-      if (c.row && !(c.type == ChangeType::Deleted && (c.parts & object_change::created)))
+      if (c.row && !(c.type == ChangeType::Deleted && (c.parts & object_change::created))) {
         changes.push_back({c.type, std::move(*c.row), c.parts & store::kObjectParts});
+        // A fold's first commit: the stream's position stays below it while it is
+        // pending, as for a live change.
+        if (c.first_version < c.resource_version) changes.back().first_version = c.first_version;
+      }
     // Live changes at or below the head were replayed: the hub drops them.
     return caf::make_message(std::move(changes), log.head, false);
   };
