@@ -75,6 +75,14 @@ void require_storable(const nlohmann::json& j, std::string_view what) {
     if (v->is_number_float() && !std::isfinite(v->get<double>()))
       throw Error(errc::invalid_argument,
                   std::string(what) + " holds NaN or infinity, which JSON cannot store");
+    // A parse that failed without throwing (parse(text, nullptr, false)) gives a
+    // discarded value, which prints as no JSON at all; binary prints as another value.
+    if (v->is_discarded())
+      throw Error(errc::invalid_argument,
+                  std::string(what) + " holds a discarded value (a failed parse), not JSON");
+    if (v->is_binary())
+      throw Error(errc::invalid_argument,
+                  std::string(what) + " holds binary data, which JSON cannot store");
     if (!v->is_structured()) continue;
     if (depth == max_json_depth) throw Error(errc::invalid_argument, std::string(what) + too_deep);
     for (const auto& item : *v) todo.emplace_back(&item, depth + 1);

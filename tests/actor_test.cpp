@@ -1058,6 +1058,18 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   nan_detail.detail = {{"ms", std::numeric_limits<double>::quiet_NaN()}};
   EXPECT_ERRC(ask<Event>(w, record_event_request{widget_kind, o.meta.id, nan_detail}),
               errc::invalid_argument);
+  // A detail nested 1,000,000 levels deep is refused before anything copies it (a copy
+  // recurses once per level: it overflowed the writer's stack), alone and inside a
+  // transaction. (Sent to the event log: TheEventLogAggregatesRunsAndSweepsRetention.)
+  auto deep_detail = [&] {
+    EventSpec e{"", EventType::Normal, "Probe"};
+    e.detail = nested_json(1000000);
+    return record_event_request{widget_kind, o.meta.id, std::move(e)};
+  };
+  EXPECT_ERRC_WITH(ask<Event>(w, deep_detail()), errc::invalid_argument, "512");
+  transaction_request deep_tx;  // not from a list: that would copy the detail
+  deep_tx.writes.emplace_back(deep_detail());
+  EXPECT_ERRC_WITH(ask<transaction_reply>(w, std::move(deep_tx)), errc::invalid_argument, "512");
   // A transaction refuses as a whole, naming the write.
   EXPECT_ERRC_WITH(
       ask<transaction_reply>(w, transaction_request{{create_request{widget_kind, spec("t", 1), "t"},
@@ -1257,6 +1269,12 @@ TEST_F(ActorTest, TheEventLogAggregatesRunsAndSweepsRetention) {
   };
   EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 1);
   EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 2);  // the run extends
+  {  // passed on uncopied: the writer refuses it before anything recurses over it
+    EventSpec deep{"probe", EventType::Normal, "Up"};
+    deep.detail = nested_json(1000000);
+    EXPECT_ERRC_WITH(ask<Event>(log, record_event_request{widget_kind, o.meta.id, std::move(deep)}),
+                     errc::invalid_argument, "512");
+  }
   EXPECT_EQ(record("probe", EventType::Warning, "Down").count, 1);
   EXPECT_EQ(record("other", EventType::Normal, "Up").count, 1);          // its own timeline
   EXPECT_EQ(record("probe", EventType::Normal, "Up").count, 1);          // a new run after Down

@@ -40,14 +40,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Ratio, r)
 
 using Json = nlohmann::json;
 
-/// `levels` arrays, each inside the one before, built without recursion (destroying a
-/// json value does not recurse either).
-Json nested(int levels) {
-  Json out = Json::array();
-  Json* inner = &out;
-  for (int i = 1; i < levels; ++i) inner = &inner->emplace_back(Json::array());
-  return out;
-}
+Json nested(int levels) { return nested_json(levels); }
 
 std::string nested_text(int levels) {
   return std::string(static_cast<std::size_t>(levels), '[') +
@@ -239,6 +232,26 @@ TEST_F(CodecTest, NaNAndInfinityAreRefusedRatherThanStoredAsNull) {
   EXPECT_EQ(got.spec.r, 0.5);  // the prior spec stays
   EXPECT_EQ(got.generation, 1);
   EXPECT_EQ(typed.list(ctx_).size(), 1u);
+}
+
+// A value a parse that failed without throwing leaves (discarded), or binary data: JSON
+// text holds neither, and both are refused as the caller's mistake, storing nothing.
+TEST_F(CodecTest, DiscardedAndBinaryValuesAreRefused) {
+  Client<Json, Json> raw(bh(), widget_kind);
+  auto discarded = Json::parse("{not json", nullptr, false);
+  ASSERT_TRUE(discarded.is_discarded());
+  EXPECT_ERRC_WITH(raw.create(ctx_, discarded), errc::invalid_argument, "discarded");
+  EXPECT_ERRC(raw.create(ctx_, Json{{"a", discarded}}), errc::invalid_argument);
+  EXPECT_ERRC_WITH(raw.create(ctx_, Json{{"b", Json::binary({1, 2})}}), errc::invalid_argument,
+                   "binary");
+  EXPECT_TRUE(raw.list(ctx_).empty());
+  auto cc = register_controller<Json, Json>(bh(), widget_kind,
+                                            [](auto&, auto&, auto&) { return Result{}; });
+  auto o = raw.create(ctx_, Json::object());
+  EventSpec e{"", EventType::Normal, "Probe"};
+  e.detail = discarded;
+  EXPECT_ERRC(cc.record_event(ctx_, o.id, e), errc::invalid_argument);
+  EXPECT_TRUE(raw.list_events(ctx_, o.id).empty());
 }
 
 TEST_F(CodecTest, StatusAndEventDetailAreHeldToTheSameRules) {

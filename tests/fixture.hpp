@@ -66,6 +66,15 @@ inline void from_json(const nlohmann::json& j, PickySpec& p) {
   if (p.v < 0) throw std::runtime_error("negative values are not readable");
 }
 
+/// `levels` arrays, each inside the one before, built without recursion (destroying a
+/// json value does not recurse either; copying one does).
+inline nlohmann::json nested_json(int levels) {
+  nlohmann::json out = nlohmann::json::array();
+  nlohmann::json* inner = &out;
+  for (int i = 1; i < levels; ++i) inner = &inner->emplace_back(nlohmann::json::array());
+  return out;
+}
+
 /// Runs fn(0) .. fn(threads - 1), each on a thread of its own, released together once
 /// every thread has started; returns when all have returned.
 template <class Fn>

@@ -80,8 +80,10 @@ event_log_impl::behavior_type event_log(Self self, Periodic periodic, trim_event
         auto& c = self->state.counts;
         for (auto& run : rec.events) ++(run.event.count == 1 ? c.runs_started : c.runs_extended);
       },
-      [self](const record_event_request& r) {
-        return self->delegate(self->state.periodic.writer, r);
+      [self](record_event_request& r) {
+        // Moved on, not copied: copying a JSON detail recurses, and the writer checks its
+        // depth first.
+        return self->delegate(self->state.periodic.writer, std::move(r));
       },
       [self](const list_events_request& r) {
         return self->delegate(self->state.periodic.writer, r);

@@ -486,9 +486,11 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       typename beehive::detail::concat<write_request_types, maintenance_request_types>::type;
   return behavior(
       self, maintenance_and_writes{}, read_request_types{},
-      [self](const transaction_request& t) {
+      [self](transaction_request& t) {
+        // Moved, not copied: copying every write costs, and a copy recurses over each
+        // JSON detail before anything checked its depth.
         return answer<transaction_reply>(
-            self, [&st = self->state, t] { return execute_transaction(st, t); });
+            self, [&st = self->state, t = std::move(t)] { return execute_transaction(st, t); });
       },
       [self](inspect_atom) {
         auto& s = self->state;

@@ -94,9 +94,13 @@ void make_canonical_json(std::string& text, std::string_view what);
 /// and schema versions set (from `versions`, when given). Throws as check_request.
 /// An explicit version above the kind's (a versioned kind's) is `invalid_argument`: the
 /// row would be committed, and then refused by every read here as a downgrade.
+///
+/// Checked before it is copied: copying a JSON value recurses, and a detail nested
+/// too deep would overflow the stack before the check refused it.
 template <class Request>
-Request prepare_request(Request r, const SchemaVersionsOf& versions) {
-  check_request(r);
+Request prepare_request(const Request& in, const SchemaVersionsOf& versions) {
+  check_request(in);
+  Request r = in;
   if constexpr (requires { r.spec_version; }) {
     make_canonical_json(r.spec, "spec");
     int current = versions ? versions(r.gk).spec : 0;
