@@ -40,12 +40,14 @@ class Gate {
     released_.wait();
   }
   void wait_entered() { entered_.get_future().wait(); }
-  void open() { release_.set_value(); }
+  void open() {  // once, or again (a guard that opens it however a test ends)
+    if (!opened_.exchange(true)) release_.set_value();
+  }
 
  private:
   std::promise<void> entered_, release_;
   std::shared_future<void> released_ = release_.get_future().share();
-  std::atomic<bool> arrived_{false};
+  std::atomic<bool> arrived_{false}, opened_{false};
 };
 
 /// A logger that keeps every entry (its message and its fields), for checks of what was

@@ -697,6 +697,51 @@ TEST_F(ReconcileTest, AListingReadBeforeARemovalDoesNotQueueTheRemovedObject) {
   EXPECT_EQ(w.get_schedule(ctx_, removed.id), Schedule{});
 }
 
+// A pass that requeues another kind's object hands that kind's controller work without
+// a commit, possibly after it answered settle's round as idle: settle waits for the pass
+// the requeue caused all the same. Here the widget's pass waits until settle's round has
+// asked both controllers (its own holds the request), then requeues the gadget, whose
+// pass waits at a gate: settle must not return while it does.
+TEST_F(ReconcileTest, SettleWaitsForThePassARequeueFromAnotherPassCaused) {
+  Gate requeue_now, gadget_held;
+  auto stop_first = stop_before_locals();
+  struct Open {
+    Gate &a, &b;
+    ~Open() {
+      a.open();
+      b.open();
+    }
+  } open_gates{requeue_now, gadget_held};  // before the beehive stops, however it ends
+  std::atomic<int> gadget_passes{0};
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, gadget_kind, [&](auto&, auto&, auto&) {
+    if (++gadget_passes == 2) gadget_held.pass();
+    return Result{};
+  });
+  Widgets gadgets(*bh_, gadget_kind);
+  auto g = gadgets.create(ctx_, {"g", 1});
+  recorder_->set_body([&](auto& ctx, auto&, auto&) {
+    requeue_now.pass();
+    gadgets.requeue(ctx, g.id);
+    return Result{};
+  });
+  register_widgets();
+  start();
+  settle();
+  ASSERT_EQ(gadget_passes.load(), 1);
+  auto w = widgets().create(ctx_, {"w", 1});
+  requeue_now.wait_entered();
+  auto settled = std::async(std::launch::async, [&] { settle(); });
+  ASSERT_TRUE(eventually([&] { return widget_controller_state().settle_waiting; }));
+  requeue_now.open();
+  gadget_held.wait_entered();
+  EXPECT_EQ(settled.wait_for(300ms), std::future_status::timeout)
+      << "settle returned while the gadget's pass ran";
+  gadget_held.open();
+  settled.get();
+  EXPECT_EQ(gadget_passes.load(), 2);
+  EXPECT_EQ(recorder_->count(w.id), 1);
+}
+
 // The finalizer pattern, with a pass that also asks to be reconciled again in a day: the
 // GC collects the object once its last finalizer is gone, and nothing of it stays
 // scheduled (a missing id reads as the zero Schedule, and its watch hears so).

@@ -278,6 +278,7 @@ void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
   if (st.in_flight.count(id)) {
     // Counted as an add once, as client-go's queue counts an item re-added while processed.
     if (st.dirty.insert(id).second) {
+      ++*st.services.work_queued;
       // Queued behind its own pass: its schedule reads now, as a queued object's does.
       st.kind->schedules->set(id, st.services.timers->wall_now());
       if (m) {
@@ -288,6 +289,7 @@ void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
     return;
   }
   if (st.queued.insert(id).second) {
+    ++*st.services.work_queued;
     st.queue.push_back(id);
     st.kind->schedules->set(id, st.services.timers->wall_now());
     if (m && !readded) {
@@ -809,6 +811,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         out.restarts = st.kind->restarts;
         out.schedule_watches = st.kind->schedules->watch_count();
         out.resync_listings = st.resync_listings;
+        out.settle_waiting = st.settling.waiting();
         return out;
       },
       [](shutdown_atom) {},  // the writer's last word; stop ends us

@@ -493,20 +493,24 @@ void answer(const SettleReply& reply, const caf::error& err) {
 }
 
 /// One round: every actor that can have work answers once it is idle; then, if the
-/// writer committed nothing since `before`, everything is settled, else another round.
-/// An actor that ended while the round waited for it (a crash) may have a successor with
-/// work: another round asks it (`died_rounds` of them in a row, a few at most, should
-/// no successor come).
+/// writer committed nothing since `before` and no controller queued anything since the
+/// round began (work handed on without a commit: a pass's requeue of another kind's
+/// object, answered by a controller that had already answered idle), everything is
+/// settled, else another round. An actor that ended while the round waited for it (a
+/// crash) may have a successor with work: another round asks it (`died_rounds` of them
+/// in a row, a few at most, should no successor come).
 void settle_round(Self self, std::uint64_t before, const SettleReply& done, int died_rounds = 0) {
   auto& st = self->state;
   if (done->abandoned()) return;  // its caller's context ended: no more rounds for it
+  const auto queued = st.cfg->services.work_queued;
+  const auto queued_before = queued->load();
   std::vector<caf::actor> targets;
   for (auto& [gk, c] : st.controllers) targets.push_back(c);
   for (auto* a : {&st.gc, &st.event_log})
     if (*a) targets.push_back(*a);
   if (st.hub) targets.push_back(caf::actor_cast<caf::actor>(st.hub));
   auto died = std::make_shared<bool>(false);
-  auto next = [self, before, done, died, died_rounds]() mutable {
+  auto next = [self, before, done, died, died_rounds, queued, queued_before]() mutable {
     auto w = self->state.writer;
     if (!w) {
       answer(done, {});
@@ -514,10 +518,11 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
     }
     self->request(w, caf::infinite, inspect_atom::value)
         .then(
-            [self, before, done, died, died_rounds](const store_writer_state& s) mutable {
+            [self, before, done, died, died_rounds, queued,
+             queued_before](const store_writer_state& s) mutable {
               if (*died && died_rounds < 10)
                 settle_round(self, s.transactions, done, died_rounds + 1);
-              else if (s.transactions == before)
+              else if (s.transactions == before && queued->load() == queued_before)
                 answer(done, {});
               else
                 settle_round(self, s.transactions, done);

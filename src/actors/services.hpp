@@ -59,6 +59,12 @@ struct Services {
   void log(LogLevel level, std::string_view message, const LogFields& fields = {}) const {
     if (logger) logger(level, message, fields);
   }
+  /// Counts the ids the controllers queued (each controller, every queueing): work one
+  /// controller hands another without a commit (a pass's `requeue` of another kind's
+  /// object) moves it, which settle's rounds compare as they compare commits.
+  std::shared_ptr<std::atomic<std::uint64_t>> work_queued =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
+
   std::uint64_t next_subscription() const { return ++*subscription_ids; }
 };
 

@@ -43,6 +43,9 @@ class SettleWaiters {
     return rp;
   }
 
+  /// Whether a settle request waits for the actor to become idle.
+  bool waiting() const { return !waiting_.empty(); }
+
   /// Called after anything that may have made the actor idle.
   void check(bool idle) {
     if (!idle || waiting_.empty()) return;

@@ -199,7 +199,8 @@ BEEHIVE_INSPECT(requeue_request, x.id, x.reset_backoff)
 BEEHIVE_INSPECT(schedule_watch_request, x.id, x.subscriber)
 BEEHIVE_INSPECT(schedule_change, x.id, x.schedule)
 BEEHIVE_INSPECT(controller_state, x.gk, x.queue_length, x.in_flight, x.backoff, x.timers,
-                x.dispatching, x.workers, x.restarts, x.schedule_watches, x.resync_listings)
+                x.dispatching, x.workers, x.restarts, x.schedule_watches, x.resync_listings,
+                x.settle_waiting)
 BEEHIVE_INSPECT(gc_state, x.passes, x.running)
 BEEHIVE_INSPECT(event_log_state, x.runs_started, x.runs_extended, x.sweeps, x.trimmed, x.sweeping)
 BEEHIVE_INSPECT(scheduler_state, x.wakes, x.earliest)

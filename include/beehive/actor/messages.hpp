@@ -155,6 +155,9 @@ struct controller_state {
   /// Resync listings of the kind begun since the controller started. At most one runs at
   /// a time: resync ticks that come while one runs fold into one more, run after it.
   std::uint64_t resync_listings = 0;
+  /// Whether a settle request (beehive::testing::settle) waits for this controller to
+  /// become idle.
+  bool settle_waiting = false;
 };
 
 /// The gc actor's state, for `inspect_atom`.
