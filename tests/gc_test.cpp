@@ -485,6 +485,61 @@ TEST_F(GcTest, ADependentsDeletionRequestWakesATargetWaitingForItsLastClaim) {
   EXPECT_TRUE(users.get(ctx_, user.id).deletion_requested_at.has_value());
 }
 
+// A deleting dependent whose teardown waits for its target to go hears of the target's
+// removal (its claim dropped with it), not only of its deletion request, when the target
+// still existed: with no resync, nothing else would reconcile it.
+TEST_F(GcTest, ATargetsRemovalWakesTheDeletingDependentsWaitingForIt) {
+  auto w = widgets();
+  ObjectID target_id = 0;
+  recorder_->set_body([&](auto& ctx, auto& cc, auto& o) {
+    if (o.spec.color == "dependent" && o.deletion_requested_at) {
+      try {
+        w.get(ctx, target_id);
+        return Result{};  // detaches once the target is gone
+      } catch (const Error& e) {
+        if (e.code() != errc::not_found) throw;
+      }
+      cc.remove_finalizer(ctx, o.id, "detach");
+    }
+    return Result{};
+  });
+  auto stop_first = stop_before_locals();
+  auto cc = register_widgets(with_resync_interval(0ms));
+  auto target = w.create(ctx_, {"target", 1});
+  target_id = target.id;
+  auto dependent = w.create(ctx_, {"dependent", 1}, with_finalizers({"detach"}));
+  cc.add_dependency(ctx_, dependent.id, target.id);
+  start();
+  w.remove(ctx_, dependent.id);
+  settle();
+  ASSERT_FALSE(gone(w, ctx_, dependent.id));  // the target is there: it waits
+  w.remove(ctx_, target.id);
+  settle();  // the clock never moves: no resync
+  EXPECT_TRUE(gone(w, ctx_, target.id));
+  EXPECT_TRUE(gone(w, ctx_, dependent.id));
+}
+
+// An object being deleted takes no new dependent (a claim that would hold it while its
+// teardown may already have begun), as it takes no new finalizer; an edge it already had
+// is repeated as a no-op.
+TEST_F(GcTest, AnObjectBeingDeletedTakesNoNewDependent) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto target = w.create(ctx_, {"target", 1}, with_finalizers({"f"}));
+  auto old_user = w.create(ctx_, {"old", 1});
+  auto new_user = w.create(ctx_, {"new", 1});
+  cc.add_dependency(ctx_, old_user.id, target.id);
+  w.remove(ctx_, target.id);
+  EXPECT_NO_THROW(cc.add_dependency(ctx_, old_user.id, target.id));
+  EXPECT_ERRC_WITH(cc.add_dependency(ctx_, new_user.id, target.id), errc::invalid_argument,
+                   "being deleted");
+  EXPECT_ERRC(
+      cc.within(ctx_, [&](const Context& tx) { cc.add_dependency(tx, new_user.id, target.id); }),
+      errc::invalid_argument);
+  EXPECT_TRUE(w.list_dependencies(ctx_, new_user.id).empty());
+  EXPECT_EQ(w.list_dependents(ctx_, target.id).size(), 1u);
+}
+
 TEST_F(GcTest, DependencyWritesJoinWithinAndCheckTheirIds) {
   auto cc = register_widgets();
   auto w = widgets();

@@ -203,7 +203,8 @@ class Client {
   }
 
   /// Requests deletion (a soft delete: deletion_requested_at is set, the object stays
-  /// until its finalizers are removed). Repeating it is a no-op. Takes
+  /// until its finalizers are removed, then the collector removes it). Repeating it while
+  /// the object stays is a no-op; once it is removed, `not_found`. Takes
   /// with_resource_version as update does.
   template <class... Opts>
   void remove(const Context& ctx, ObjectID id, Opts&&... opts) const {

@@ -118,7 +118,8 @@ class ControllerClient {
 
   /// Adds a depends_on edge from this kind's `from` to any existing `to`: when `to`'s
   /// conditions change, `from` is reconciled. Repeating an existing edge writes
-  /// nothing. Commits alone, or joins `within`.
+  /// nothing. A `to` being deleted takes no new dependent (`invalid_argument`): its
+  /// teardown may have begun. Commits alone, or joins `within`.
   void add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
     core_.add_dependency(ctx, from, to);
   }

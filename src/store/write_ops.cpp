@@ -279,8 +279,17 @@ void WriteOps::wake_dependents(ObjectID id) {
 
 bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
   require_own(gk, from);
-  if (!w_.being_deleted(to))
-    throw Error(errc::not_found, "no object with id " + std::to_string(to));
+  auto deleting = w_.being_deleted(to);
+  if (!deleting) throw Error(errc::not_found, "no object with id " + std::to_string(to));
+  if (*deleting) {
+    // A new claim would hold a target whose teardown may already have begun (its
+    // controller found no claim and let it go): refused, as a new finalizer is. An
+    // existing edge stays a no-op, so that a pass that ensures its edges still runs.
+    for (const auto& ref : w_.related(from, LoadOption::dependencies))
+      if (ref.id == to) return false;
+    throw Error(errc::invalid_argument,
+                "object " + std::to_string(to) + " is being deleted: it takes no new dependent");
+  }
   return w_.add_ref(from, "depends_on", to);
 }
 
@@ -419,6 +428,9 @@ int WriteOps::collect_garbage(std::int64_t budget, bool cascade) {
       auto targets = w_.related(id, LoadOption::dependencies);
       auto owner = owner_of(id);
       if (owner) targets.push_back(*owner);
+      // Its deleting dependents (no live one holds it) may wait for it to go: woken as
+      // the targets are (released wakes only deletion-pending rows).
+      for (auto& d : w_.related(id, LoadOption::dependents)) targets.push_back(std::move(d));
       w_.drop_pending_dependencies(id);  // RESTRICT would refuse the DELETE otherwise
       w_.delete_object(id);
       released(targets);
