@@ -1079,13 +1079,17 @@ TEST_F(CtlTest, StaleLivenessConditionsReadAsUnknown) {
   auto j = Json::parse(ctl({"get", "Widget.acme.com", "db", "-o", "json"}).out);
   EXPECT_EQ(j["conditions"][0]["status"], "Unknown");
   EXPECT_EQ(j["conditions"][0]["stored_status"], "True");
-  // Started again, in a new session: what the earlier one wrote stays unconfirmed.
+  // Started again, in a new session: what the earlier one wrote stays unconfirmed, in
+  // every command (the table counts it among the conditions that are not True).
   start();
   EXPECT_NE(ctl({"describe", "Widget.acme.com", "db"})
                 .out.find(std::string("Reachable=Unknown (liveness, written True by ") +
                           (test_backend_is_postgres() ? "a process that does not lead now"
                                                       : "an earlier session")),
             std::string::npos);
+  auto table = ctl({"get", "Widget.acme.com", "db"});
+  EXPECT_NE(table.out.find(" 0/1 "), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find(" 1/1 "), std::string::npos) << table.out;
 }
 
 // The running application's liveness conditions hold for the tool whatever else opened

@@ -1,6 +1,8 @@
 // A Database on a schema of a PostgreSQL database: a connection of the store layer's
 // own whose transactions are read-only.
 
+#include <limits>
+
 #include <beehive/errors.hpp>
 
 #include "database.hpp"
@@ -15,12 +17,14 @@ namespace {
 namespace pg = store::pg;
 
 /// The store layer's reader, with its connection in reach for the tool's own queries.
-/// Session 0: no store session is the tool's, so a liveness condition reads as written
-/// only when the process that wrote it leads, as in every process but that one.
+/// A session no process has, nor the two the reads report (row_json.hpp: the leader's
+/// and "another process's", 0): a liveness condition reads as written only when the
+/// process that wrote it leads, as in every process but that one.
 class SchemaReader : public pg::PgReader {
  public:
   explicit SchemaReader(const Location& where)
-      : Reading(where.conninfo, where.schema, where.timeout, /*session=*/0) {}
+      : Reading(where.conninfo, where.schema, where.timeout,
+                /*session=*/std::numeric_limits<std::int64_t>::min()) {}
   pg::Connection& connection() { return conn_; }
 };
 
