@@ -499,6 +499,11 @@ TEST_F(CtlWriteTest, LabelSetsAndRemoves) {
   EXPECT_EQ(ctl({"label", "Widget", "a", "justakey"}).status, 2);
   EXPECT_EQ(ctl({"label", "Widget", "a", "bad key=v"}).status, 2);
   EXPECT_EQ(ctl({"label", "Widget", "a"}).status, 2);
+  for (auto pair : {std::pair{"x=1", "x-"}, {"x-", "x=z"}, {"x=1", "x=2"}}) {
+    auto twice = ctl({"label", "Widget", "a", pair.first, pair.second});
+    EXPECT_EQ(twice.status, 2) << pair.first << " " << pair.second;
+    EXPECT_NE(twice.err.find("changed twice"), std::string::npos) << twice.err;
+  }
 }
 
 TEST_F(CtlWriteTest, LabelWithAStaleResourceVersionIsAConflict) {
@@ -555,6 +560,18 @@ TEST_F(CtlWriteTest, GetSelectsByOwner) {
   EXPECT_EQ(ids(r.out).size(), 1u) << r.out;
   EXPECT_EQ(ctl({"get", "Widget", "--owner", "Gadget/nope"}).status, 1);
   EXPECT_EQ(ctl({"get", "Widget", "--owner", "parent"}).status, 2);
+
+  // A page's token is for the owner, however it is named; another owner's is refused.
+  r = ctl({"get", "Widget", "--owner", "gadgets/parent", "--limit", "1"});
+  ASSERT_EQ(r.err.rfind("continue: ", 0), 0u) << r.err;
+  auto token = r.err.substr(10, r.err.find('\n') - 10);
+  r = ctl({"get", "Widget", "--owner", "Gadget/" + std::to_string(parent.id), "--limit", "1",
+           "--continue", token});
+  EXPECT_OK(r);
+  EXPECT_EQ(ids(r.out), std::vector<std::string>{std::to_string(c.id)});
+  r = ctl({"get", "Widget", "--owner", "gadgets/other", "--limit", "1", "--continue", token});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("not a token of this listing"), std::string::npos) << r.err;
 }
 
 TEST_F(CtlWriteTest, PagesCoverEveryObjectOnce) {
@@ -596,7 +613,7 @@ TEST_F(CtlWriteTest, PagesCoverEveryObjectOnce) {
   // A token is for the listing that gave it: with another selector it is a usage error.
   r = ctl({"get", "widgets", "--limit", "3", "-l", "!tier", "--continue", token});
   EXPECT_EQ(r.status, 2) << r.out;
-  EXPECT_NE(r.err.find("another list"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a token of this listing"), std::string::npos) << r.err;
   // The same selection spelled otherwise is the same listing (here: none, and blanks).
   r = ctl({"get", "widgets", "--limit", "3", "-l", " ", "--continue", token});
   EXPECT_OK(r);

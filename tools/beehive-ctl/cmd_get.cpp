@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <iostream>
+#include <optional>
 
 #include <beehive/errors.hpp>
 #include <beehive/options.hpp>
@@ -36,16 +37,22 @@ store::LabelSelector parse_selector(const std::string& text) {
 }
 
 /// The token's list is the kind, the selector and the owner: a token from another
-/// listing is refused rather than skipping ids of this one.
-std::string token_scope(const GetOptions& o) {
-  // The selection, not its spelling (as the library's tokens).
-  auto selector = as_usage([&] { return store::LabelSelector::parse(o.selector); }).to_string();
-  return selector + (o.owner ? "\x01owner=" + *o.owner : std::string());
+/// listing is refused rather than skipping ids of this one. The selection and the owner
+/// resolved, not their spelling (as the library's tokens): `cluster/prod` and
+/// `clusters/2` name one list.
+std::string token_scope(const store::LabelSelector& selector, std::optional<ObjectID> owner) {
+  return selector.to_string() + (owner ? "\x01owner=" + std::to_string(*owner) : std::string());
 }
 
-ObjectID parse_token(const GetOptions& o, const GroupKind& gk) {
-  return as_usage(
-      [&] { return detail::parse_continue_token(o.continue_token, gk, token_scope(o)); });
+ObjectID parse_token(const GetOptions& o, const GroupKind& gk, const std::string& scope) {
+  try {
+    return detail::parse_continue_token(o.continue_token, gk, scope);
+  } catch (const Error&) {
+    throw UsageError("--continue: \"" + o.continue_token.substr(0, 40) +
+                     (o.continue_token.size() > 40 ? "..." : "") +
+                     "\" is not a token of this listing: pass it with the kind, --selector and "
+                     "--owner of the command that printed it");
+  }
 }
 
 /// KIND[.GROUP]/SLUG|ID, split at the first '/' (the usual kind has none).
@@ -101,13 +108,14 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
   } else {
     store::ListQuery q;
     q.selector = std::make_shared<store::LabelSelector>(parse_selector(o.selector));
-    q.after = parse_token(o, gk);
-    q.set_page(o.limit);
     if (o.owner) q.owner = resolve_owner(db, *o.owner);
+    auto scope = token_scope(*q.selector, q.owner);
+    q.after = parse_token(o, gk, scope);
+    q.set_page(o.limit);
     rows = db.reader().list_where(gk, q, loads);
     if (o.limit != 0 && rows.size() > o.limit) {
       rows.resize(o.limit);
-      next_token = detail::make_continue_token(rows.back().meta.id, gk, token_scope(o));
+      next_token = detail::make_continue_token(rows.back().meta.id, gk, scope);
     }
   }
 

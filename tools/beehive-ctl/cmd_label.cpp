@@ -2,6 +2,8 @@
 // keeping the others (kubectl label; values are overwritten without --overwrite, since
 // beehive has no annotation-like second map to protect).
 
+#include <set>
+
 #include <beehive/errors.hpp>
 
 #include "commands.hpp"
@@ -45,7 +47,12 @@ LabelChange parse_change(const std::string& text) {
 
 void check_label_usage(const LabelOptions& o) {
   check_kind_text(o.target.kind);
-  for (auto& text : o.changes) parse_change(text);
+  // Two changes of one key contradict each other, or one is redundant: which one was
+  // meant is the user's to say (kubectl refuses them too).
+  std::set<std::string> keys;
+  for (auto& text : o.changes)
+    if (auto c = parse_change(text); !keys.insert(c.key).second)
+      throw UsageError("label \"" + c.key + "\" is changed twice in one command");
 }
 
 int run_label(WriteSession& ws, const LabelOptions& o, std::ostream& out) {
