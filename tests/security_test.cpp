@@ -153,6 +153,26 @@ TEST_F(SizeLimitTest, LabelsConditionsAndReasonsOverTheirBoundsAreRefused) {
   EXPECT_EQ(w.get(ctx_, o.id).conditions.at(0).reason.size(), 1024u);
 }
 
+// An object's finalizers, read with every row, hold at most 64 KiB of names together:
+// given at create, or added one by one.
+TEST_F(SizeLimitTest, FinalizersOverTheirBoundAreRefused) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  auto name = [](int i) { return std::to_string(i) + std::string(508, 'f'); };  // 509-511
+  std::vector<std::string> too_many;
+  std::size_t bytes = 0;
+  for (int i = 0; bytes <= 64 * 1024; ++i) bytes += (too_many.emplace_back(name(i))).size();
+  EXPECT_ERRC_WITH(w.create(ctx_, {"a", 1}, with_finalizers(too_many)), errc::invalid_argument,
+                   "finalizers");
+  EXPECT_TRUE(w.list(ctx_).empty());
+  auto o = w.create(ctx_, {"a", 1});
+  for (std::size_t i = 0; i + 1 < too_many.size(); ++i) cc.add_finalizer(ctx_, o.id, too_many[i]);
+  EXPECT_ERRC_WITH(cc.add_finalizer(ctx_, o.id, too_many.back()), errc::invalid_argument,
+                   "finalizers");
+  EXPECT_EQ(w.get(ctx_, o.id).finalizers.size(), too_many.size() - 1);
+}
+
 // An enum value outside its enumerators would be stored as one of them yet never compare
 // equal to it (every record a new run, every identical condition a write): refused.
 TEST_F(SizeLimitTest, AnEventTypeOrConditionStatusOutsideItsEnumIsRefused) {

@@ -100,7 +100,8 @@ class ControllerClient {
 
   /// Adds one finalizer, so that the object is not removed until a controller removes
   /// it again; present already is a no-op. An object whose deletion was requested takes
-  /// no new finalizer (`invalid_argument`): its teardown must be able to finish.
+  /// no new finalizer (`invalid_argument`): its teardown must be able to finish. An
+  /// object's finalizers hold at most 64 KiB of names together (`invalid_argument`).
   void add_finalizer(const Context& ctx, ObjectID id, std::string_view finalizer) const {
     core_.add_finalizer(ctx, id, finalizer);
   }

@@ -65,7 +65,8 @@ class Option {
 
 /// Create: a human-readable key, unique per kind; never generated for you.
 Option with_slug(std::string slug);
-/// Create: finalizers the object carries from the start.
+/// Create: finalizers the object carries from the start (at most 64 KiB of names
+/// together, as `add_finalizer` keeps them: `invalid_argument` beyond).
 Option with_finalizers(std::vector<std::string> finalizers);
 /// Create: the owner; deleting it deletes this object too.
 Option with_owner(ObjectID owner);

@@ -13,5 +13,8 @@ inline constexpr std::size_t default_max_object_bytes = 8 * 1024 * 1024;
 inline constexpr std::size_t max_event_message_bytes = 64 * 1024;
 inline constexpr std::size_t max_event_detail_bytes = 1024 * 1024;
 inline constexpr std::size_t max_reason_bytes = 1024;
+/// An object's finalizers together (each a name of at most 512 bytes): stored as one
+/// value and read with every row, they are bounded as the object is.
+inline constexpr std::size_t max_finalizers_bytes = 64 * 1024;
 
 }  // namespace beehive::store

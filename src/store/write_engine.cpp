@@ -362,6 +362,11 @@ void WriteEngine::check_size(const WriteOp& op) const {
         // By field, so that a new request carrying a spec, status or event is bounded too.
         if constexpr (requires { r.spec; }) require(r.spec.size(), limit, "a spec");
         if constexpr (requires { r.status; }) require(r.status.size(), limit, "a status");
+        if constexpr (requires { r.finalizers; }) {
+          std::size_t bytes = 0;
+          for (const auto& f : r.finalizers) bytes += f.size();
+          require(bytes, max_finalizers_bytes, "finalizers");
+        }
         if constexpr (requires { r.labels; }) {
           std::size_t bytes = 0;
           for (const auto& [key, value] : r.labels) bytes += key.size() + value.size();

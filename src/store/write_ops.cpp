@@ -2,6 +2,7 @@
 
 #include "store/age_cutoff.hpp"
 #include "store/label_selector.hpp"
+#include "store/object_limits.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -269,6 +270,13 @@ ObjectRow WriteOps::add_finalizer(const GroupKind& gk, ObjectID id, const std::s
     throw Error(errc::invalid_argument,
                 "object " + std::to_string(id) + " is being deleted: it takes no new finalizer");
   finalizers.push_back(finalizer);
+  std::size_t bytes = 0;
+  for (const auto& f : finalizers) bytes += f.size();
+  if (bytes > max_finalizers_bytes)
+    throw Error(errc::invalid_argument, "object " + std::to_string(id) +
+                                            "'s finalizers would hold " + std::to_string(bytes) +
+                                            " bytes, over the limit of " +
+                                            std::to_string(max_finalizers_bytes));
   w_.set_finalizers(id, finalizers, w_.next_resource_version(), now_);
   return changed(id, object_change::finalizers);
 }
