@@ -15,7 +15,7 @@
 #include <beehive/testing.hpp>
 
 #include "beehive_core.hpp"
-#include "fixture.hpp"
+#include "controller_fixture.hpp"
 #include "schema_downgrade.hpp"
 #include "store/write_engine.hpp"
 #include "store/write_ops.hpp"
@@ -834,6 +834,30 @@ TEST(ChangeLog, AQuietWatchsPositionFollowsTheStoresCommits) {
   EXPECT_FALSE(resumed.done());
   w.update({}, quiet.id, {"q", 2});
   EXPECT_EQ(next(resumed).object.spec.size, 2);
+}
+
+// The same for commits that only write the log (a requeue through it: here from another
+// beehive on the file, which has not started, and from this one before it starts): they
+// change nothing the watch shows, and its position moves past them all the same.
+TEST(ChangeLog, AQuietWatchsPositionFollowsCommitsThatOnlyWriteTheLog) {
+  auto noop = [](auto&, auto&, auto&) { return Result{}; };
+  TestBeehive t;
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind, noop);
+  Widgets w(t.beehive(), widget_kind);
+  auto quiet = w.create({}, {"q", 1});
+  auto other = w.create({}, {"o", 1});
+  auto watch = w.watch({}, quiet.id);
+  next(watch);
+  w.requeue({}, other.id);  // not started: through the log
+  t.settle();
+  auto own = watch.resource_version();
+  EXPECT_GT(own, other.resource_version);
+  t.start();
+  Beehive client_only(sqlite::open(t.path()));
+  register_controller<WidgetSpec, WidgetStatus>(client_only, widget_kind, noop);
+  Widgets(client_only, widget_kind).requeue({}, other.id);  // another process's, say
+  EXPECT_TRUE(eventually([&] { return watch.resource_version() > own; }));
+  EXPECT_FALSE(watch.next_for(0ms));
 }
 
 /// Lowers the entries one change-log trim removes per transaction, for a test's length.

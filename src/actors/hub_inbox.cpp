@@ -40,11 +40,17 @@ void HubInbox::attach(caf::actor_addr hub) {
 }
 
 void HubInbox::post(const commit_record& rec) {
-  if (rec.changes.empty() && rec.events.empty() && rec.lost_through == 0) return;
+  // A commit that only wrote the change log (a requeue through it, a release) changes
+  // nothing a watch shows, but the watches' positions move past it: a quiet watch's
+  // position then follows the log's, and stays resumable once the log is trimmed.
+  std::int64_t logged = 0;
+  for (auto rv : rec.logged_versions) logged = std::max(logged, rv);
+  if (rec.changes.empty() && rec.events.empty() && rec.lost_through == 0 && logged == 0) return;
   caf::actor wake;
   {
     std::lock_guard lk(mu_);
     batch_.lost_through = std::max(batch_.lost_through, rec.lost_through);
+    batch_.through = std::max(batch_.through, logged);
     for (const auto& c : rec.changes)
       batch_.through = std::max(batch_.through, c.row.meta.resource_version);
     for (const auto& r : rec.events) batch_.through = std::max(batch_.through, r.resource_version);

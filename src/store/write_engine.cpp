@@ -205,7 +205,10 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
       rec.wakes.push_back(c.ref);
       rec.edges_removed = true;
     }
-    if (!c.row) continue;
+    if (!c.row) {
+      rec.logged_versions.push_back(c.resource_version);  // watches' positions pass it
+      continue;
+    }
     object_change change{c.type, std::move(*c.row), c.parts & kObjectParts};
     if (c.first_version < c.resource_version) change.first_version = c.first_version;
     // Controllers that own the row's kind wake on it (with_owns), as on this process's.
