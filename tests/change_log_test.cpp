@@ -853,7 +853,7 @@ TEST(ChangeLog, AQuietWatchsPositionFollowsCommitsThatOnlyWriteTheLog) {
   auto own = watch.resource_version();
   EXPECT_GT(own, other.resource_version);
   t.start();
-  Beehive client_only(sqlite::open(t.path()));
+  Beehive client_only(open_test_store(t.path()));
   register_controller<WidgetSpec, WidgetStatus>(client_only, widget_kind, noop);
   Widgets(client_only, widget_kind).requeue({}, other.id);  // another process's, say
   EXPECT_TRUE(eventually([&] { return watch.resource_version() > own; }));

@@ -68,7 +68,9 @@ struct commit_record {
   bool edges_removed = false;
   /// The resource versions of what this commit wrote to the change log without changing
   /// an object (a requeue, a dependency released from a deletion-pending object), for
-  /// the writer's own bookkeeping: nothing for a subscriber to act on.
+  /// the writer's bookkeeping and the watches' positions (which move past them):
+  /// nothing for a subscriber to act on. Another process's commit may name only the
+  /// highest.
   std::vector<std::int64_t> logged_versions{};
   /// When above 0: changes made by other processes at or below this resource version
   /// may be missing from the records published so far, and will never come. The change

@@ -308,6 +308,9 @@ void WriteEngine::publish_note(const std::string& text) {
     // skip in the log.
     c.seen_rv = c.known_rv = c.runs_seen = note.through;
     c.own_rvs.clear();
+    // The commit's versions end at `through`, whatever it changed (a requeue alone):
+    // watches' positions move past it.
+    note.record->logged_versions.push_back(note.through);
     publish(*note.record, false);
     return;
   }
