@@ -735,6 +735,23 @@ TEST_F(CtlTest, WatchSeesChangesMadeWhileItRuns) {
       << r.out;
 }
 
+// A watch follows which application runs: one that starts after the watch began has its
+// liveness conditions read as written, as a `get` run then would, not as Unknown.
+TEST_F(CtlTest, WatchReadsLivenessAsTheApplicationRunningNow) {
+  Process watch(args({"watch", "Widget.acme.com", "--interval", "20ms", "--max-changes", "1"}));
+  ASSERT_TRUE(watch.read_line().has_value());  // begun with no application running
+  start();
+  widgets_cc_->set_condition(ctx_, db_, {"Ready", ConditionStatus::True, "Probed", "", true});
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto out = lines(r.out);
+  ASSERT_FALSE(out.empty()) << r.out;
+  auto change = fields(out.back());
+  ASSERT_GE(change.size(), 6u) << r.out;
+  EXPECT_EQ(change.at(1), std::to_string(db_)) << r.out;
+  EXPECT_EQ(change.at(5), "True") << r.out;  // READY
+}
+
 TEST_F(CtlTest, WatchAKindBeforeItsFirstObject) {
   // With its group named, a kind without objects yet can be watched for its first one.
   Process watch(args({"watch", "Gadget.acme.com", "--interval", "20ms", "--max-changes", "1"}));

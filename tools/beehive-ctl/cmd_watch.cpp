@@ -138,6 +138,7 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
     try {
       // One cheap query when nothing was committed anywhere.
       if (!first && db.resource_version() == version) continue;
+      db.refresh_liveness();  // the application may have started or stopped meanwhile
       log = read_log(db, gk, version);
     } catch (const Error& e) {
       // The database failed (a PostgreSQL connection lost to a restart or a network

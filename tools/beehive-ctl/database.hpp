@@ -91,6 +91,9 @@ class Database {
   /// Who wrote a liveness condition that reads as Unknown, for messages: SQLite trusts
   /// the running beehive's store session, PostgreSQL the leading process's.
   virtual const char* stale_liveness_writer() const = 0;
+  /// Looks again at whose liveness conditions hold, for a command that runs on while an
+  /// application starts or stops (watch). PostgreSQL's reads ask at every read already.
+  virtual void refresh_liveness() {}
 
   /// Holds one read transaction, so that the several reads of a command see one
   /// snapshot. The library's reads join it instead of opening their own.

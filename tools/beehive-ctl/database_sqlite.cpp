@@ -24,11 +24,21 @@ namespace {
 /// No store session: every liveness condition reads as Unknown.
 constexpr std::int64_t kNoSession = std::numeric_limits<std::int64_t>::min();
 
+/// The store session whose liveness conditions hold: the running application's (what it
+/// sees too), none when no application runs on `file`. When the tool cannot tell (the
+/// lock file is another user's), the latest session: the application's, unless a process
+/// that did not start opened the file since.
+std::int64_t liveness_session(const std::filesystem::path& file, SQLite::Database& db) {
+  std::error_code ec;
+  auto canonical = std::filesystem::canonical(file, ec);  // as sqlite::open names its lock
+  if (auto running = store::RunLock::running_session(ec ? file : canonical))
+    return *running ? *running : kNoSession;
+  SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
+  return s.executeStep() ? s.getColumn(0).getInt64() : 0;
+}
+
 /// Checks that `file` is a beehive database this build reads, and returns the store
-/// session whose liveness conditions hold: the running application's (what it sees too),
-/// none when no application runs on the file. When the tool cannot tell (the lock file is
-/// another user's), the latest session: the application's, unless a process that did not
-/// start opened the file since.
+/// session whose liveness conditions hold (liveness_session).
 std::int64_t check_and_read_session(const std::filesystem::path& file,
                                     std::chrono::milliseconds busy_timeout, bool immutable) {
   SQLite::Database db(immutable ? store::immutable_uri(file) : file.string(),
@@ -39,12 +49,7 @@ std::int64_t check_and_read_session(const std::filesystem::path& file,
   SQLite::Statement v(db, "SELECT version FROM beehive_schema");
   int version = v.executeStep() ? v.getColumn(0).getInt() : 0;
   require_schema_version(file.string(), version, store::sqlite_schema::latest_version());
-  std::error_code ec;
-  auto canonical = std::filesystem::canonical(file, ec);  // as sqlite::open names its lock
-  if (auto running = store::RunLock::running_session(ec ? file : canonical))
-    return *running ? *running : kNoSession;
-  SQLite::Statement s(db, "SELECT value FROM beehive_meta WHERE key = 'session'");
-  return s.executeStep() ? s.getColumn(0).getInt64() : 0;
+  return liveness_session(file, db);
 }
 
 struct Opened {
@@ -160,6 +165,11 @@ class SqliteDatabase final : public Database {
     return session_ == kNoSession ? "a beehive that is not running" : "an earlier session";
   }
 
+  void refresh_liveness() override {
+    session_ = store::guarded([&] { return liveness_session(file_, db()); });
+    conn().set_session(session_);
+  }
+
  protected:
   void begin_snapshot() override {
     store::guarded([&] { db().exec("BEGIN"); });
@@ -169,13 +179,15 @@ class SqliteDatabase final : public Database {
  private:
   SqliteDatabase(const Location& where, Opened opened)
       : Database(where),
+        file_(where.file),
         session_(opened.session),
         reader_(where.file, options(where.timeout), opened.session, opened.immutable) {}
 
   store::Connection& conn() { return reader_.connection(); }
   SQLite::Database& db() { return conn().db(); }
 
-  std::int64_t session_;  // whose liveness conditions hold (check_and_read_session)
+  std::filesystem::path file_;
+  std::int64_t session_;  // whose liveness conditions hold (liveness_session)
   FileReader reader_;
 };
 

@@ -102,6 +102,9 @@ class Connection {
   std::optional<Event> current_run(ObjectID id, const std::string& category);
   std::vector<event_run> event_runs_between(std::int64_t after, std::int64_t through);
   std::int64_t session() const { return session_; }
+  /// Whose liveness conditions the reads trust from now on (beehive-ctl's watch, which
+  /// outlives the application's runs).
+  void set_session(std::int64_t session) { session_ = session; }
 
   SQLite::Database& db() { return db_; }
 
