@@ -214,8 +214,10 @@ class ReadOption {
 /// list, list_page, watch_list: only the objects whose labels match `selector`, in
 /// Kubernetes' syntax: `a=b` (or `a==b`), `a!=b`, `a in (x,y)`, `a notin (x)`, `a` (has
 /// the key), `!a` (has not), requirements joined by commas (AND); `!=` and `notin`
-/// match objects without the key. Empty selects everything. A malformed selector is
-/// `invalid_argument`, and so is one of more than 256 requirements or 4 096 values in
+/// match objects without the key; `a=` and `a!=` compare with the empty value. Empty
+/// selects everything. A malformed selector is `invalid_argument`, a set with an empty
+/// slot included (`a in ()`, `a in (x,)`: Kubernetes reads the slot as the empty value;
+/// here only `a=` names it), and so is one of more than 256 requirements or 4 096 values in
 /// all (the bounds within which every backend runs it). A watch delivers an object that
 /// starts matching as `Added` and one that stops matching as `Deleted`.
 ReadOption with_selector(std::string_view selector);
