@@ -855,8 +855,13 @@ TEST(ChangeLog, AQuietWatchsPositionFollowsCommitsThatOnlyWriteTheLog) {
   t.start();
   Beehive client_only(open_test_store(t.path()));
   register_controller<WidgetSpec, WidgetStatus>(client_only, widget_kind, noop);
-  Widgets(client_only, widget_kind).requeue({}, other.id);  // another process's, say
-  EXPECT_TRUE(eventually([&] { return watch.resource_version() > own; }));
+  // Another process's, say: a label change and a requeue of one object, which a read of
+  // the log folds into one entry (at the requeue's version, with the labelled row).
+  Widgets theirs(client_only, widget_kind);
+  auto labeled = theirs.set_labels({}, other.id, {{"tier", "web"}});
+  theirs.requeue({}, other.id);
+  EXPECT_GT(labeled.resource_version, own);
+  EXPECT_TRUE(eventually([&] { return watch.resource_version() > labeled.resource_version; }));
   EXPECT_FALSE(watch.next_for(0ms));
 }
 

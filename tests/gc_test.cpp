@@ -487,7 +487,8 @@ TEST_F(GcTest, ADependentsDeletionRequestWakesATargetWaitingForItsLastClaim) {
 
 // A deleting dependent whose teardown waits for its target to go hears of the target's
 // removal (its claim dropped with it), not only of its deletion request, when the target
-// still existed: with no resync, nothing else would reconcile it.
+// still existed: with no resync, nothing else would reconcile it. (The target's own
+// finalizer keeps it until the dependent has looked and waits.)
 TEST_F(GcTest, ATargetsRemovalWakesTheDeletingDependentsWaitingForIt) {
   auto w = widgets();
   ObjectID target_id = 0;
@@ -505,15 +506,16 @@ TEST_F(GcTest, ATargetsRemovalWakesTheDeletingDependentsWaitingForIt) {
   });
   auto stop_first = stop_before_locals();
   auto cc = register_widgets(with_resync_interval(0ms));
-  auto target = w.create(ctx_, {"target", 1});
+  auto target = w.create(ctx_, {"target", 1}, with_finalizers({"hold"}));
   target_id = target.id;
   auto dependent = w.create(ctx_, {"dependent", 1}, with_finalizers({"detach"}));
   cc.add_dependency(ctx_, dependent.id, target.id);
   start();
   w.remove(ctx_, dependent.id);
+  w.remove(ctx_, target.id);  // wakes the dependent, which finds it there
   settle();
   ASSERT_FALSE(gone(w, ctx_, dependent.id));  // the target is there: it waits
-  w.remove(ctx_, target.id);
+  cc.remove_finalizer(ctx_, target.id, "hold");
   settle();  // the clock never moves: no resync
   EXPECT_TRUE(gone(w, ctx_, target.id));
   EXPECT_TRUE(gone(w, ctx_, dependent.id));

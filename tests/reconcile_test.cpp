@@ -687,6 +687,9 @@ TEST_F(ReconcileTest, AListingReadBeforeARemovalDoesNotQueueTheRemovedObject) {
             return e.code() == errc::not_found;
           }
         }));
+        // The writer sends a commit's record on before it takes the next write: once
+        // this one is done, the removal's record is ahead of the listing's reply.
+        Widgets(*bh_, gadget_kind).create(ctx_, {"fence", 1});
       },
       [&](bool begins) { passes += begins; });
   auto stop_first = stop_before_locals();  // before the fault is disarmed

@@ -198,6 +198,9 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   commit_record rec;
   rec.events = std::move(runs);
   if (log.horizon > from) rec.lost_through = log.horizon;
+  // Everything up to the head is in this record: watches' positions move to it, past
+  // commits that only wrote the log too (folded into an object's entry, or alone).
+  if (log.head > from) rec.logged_versions.push_back(log.head);
   for (auto& c : log.changes) {
     if (c.parts & kLoggedRequeue) rec.requeues.push_back(c.ref);
     if (c.parts & kLoggedBackoffReset) rec.backoff_resets.push_back(c.ref);
@@ -205,10 +208,7 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
       rec.wakes.push_back(c.ref);
       rec.edges_removed = true;
     }
-    if (!c.row) {
-      rec.logged_versions.push_back(c.resource_version);  // watches' positions pass it
-      continue;
-    }
+    if (!c.row) continue;
     object_change change{c.type, std::move(*c.row), c.parts & kObjectParts};
     if (c.first_version < c.resource_version) change.first_version = c.first_version;
     // Controllers that own the row's kind wake on it (with_owns), as on this process's.
