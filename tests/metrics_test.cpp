@@ -533,6 +533,49 @@ TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
   EXPECT_TRUE(log.contains("the controller of Widget.acme.com failed"));
 }
 
+/// A controller that replaced one whose pass is stuck is refused its object (busy) until
+/// that pass ends, then reconciles it: one add and one queue wait, as for any object
+/// queued once (the refused pass ran nothing).
+TEST_F(MetricsTest, AnObjectRefusedAsBusyIsCountedAsOneAdd) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  LogCapture log;  // the supervisor logs the restart
+  open(with_metrics(prom), with_logger(log.logger()));
+  Gate gate;
+  auto stop_first = stop_before_locals();
+  struct Open {
+    Gate& g;
+    ~Open() { g.open(); }  // before the beehive stops, however the test ends
+  } open_gate{gate};
+  recorder_->hold(gate, "stuck");
+  register_widgets(with_resync_interval(0ms));
+  auto stuck = widgets().create(ctx_, {"stuck", 0});
+  start();
+  gate.wait_entered();
+  prom->text();
+  auto adds = prom->value(metric::workqueue_adds_total, widget_queue);
+  auto waits = prom->histogram(metric::workqueue_queue_duration, widget_queue).count;
+  ASSERT_TRUE(crash_controller(*bh_, widget_kind));
+  // The successor listed the object and was refused it: nothing queued or in flight.
+  auto successor = *bh_->controller(widget_kind);
+  ASSERT_TRUE(eventually([&] {
+    caf::scoped_actor self{successor->home_system()};
+    bool refused = false;
+    self->request(successor, std::chrono::seconds(10), inspect_atom::value)
+        .receive(
+            [&](const controller_state& s) {
+              refused = s.dispatching && s.in_flight.empty() && s.queue_length == 0;
+            },
+            [](caf::error&) {});
+    return refused;
+  }));
+  gate.open();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(stuck.id) == 2; }));
+  settle();
+  prom->text();
+  EXPECT_EQ(prom->value(metric::workqueue_adds_total, widget_queue) - adds, 1);
+  EXPECT_EQ(prom->histogram(metric::workqueue_queue_duration, widget_queue).count - waits, 1u);
+}
+
 /// Queue wait is on the Beehive's clock: an id that waits while the test moves time
 /// 3 s waited exactly 3 s. While a pass runs, the in-flight gauges grow at every scrape.
 TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {

@@ -264,7 +264,8 @@ void dispatch(Self self) {
 /// Queues `id`. An id marked by a TerminalError is left alone unless `lift` (a spec
 /// change, a deletion request, a requeue by hand), which clears the mark. `readded`: an
 /// id marked dirty while its pass ran, queued now that the pass ended (its add was
-/// counted, and its wait timed, when it was marked).
+/// counted, and its wait timed, when it was marked), or one refused as busy, queued again
+/// once released (its add and wait were counted before the refused pass): not counted.
 void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
   auto& st = self->state;
   if (!leads(self)) return;  // the leader's controller reconciles it
@@ -281,7 +282,7 @@ void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
       ++*st.services.work_queued;
       // Queued behind its own pass: its schedule reads now, as a queued object's does.
       st.kind->schedules->set(id, st.services.timers->wall_now());
-      if (m) {
+      if (m && !readded) {
         st.enqueued_at[id] = now(self);
         m->added();
       }
@@ -780,8 +781,11 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       [self](released_atom, ObjectID id) {
         auto& st = self->state;
         // In flight: its busy answer is on the way, and runs it again (dirty). Otherwise
-        // only an id this controller was refused: one forgotten meanwhile stays so.
-        if (st.in_flight.count(id) || st.awaiting_release.erase(id)) enqueue(self, id);
+        // only an id this controller was refused: one forgotten meanwhile stays so. Not a
+        // new add (metrics): the refused pass ran nothing, and the add that led to it
+        // was counted.
+        if (st.in_flight.count(id) || st.awaiting_release.erase(id))
+          enqueue(self, id, false, /*readded=*/true);
         dispatch(self);
         rearm(self);
         st.settling.check(idle(self));
