@@ -19,6 +19,16 @@ namespace beehive::test {
 
 using namespace std::chrono_literals;
 
+/// Whether object `id` is gone from the store (removed, not only deletion-pending).
+inline bool gone(const Widgets& w, const Context& ctx, ObjectID id) {
+  try {
+    w.get(ctx, id);
+    return false;
+  } catch (const Error& e) {
+    return e.code() == errc::not_found;
+  }
+}
+
 /// Polls `pred` until it holds or `limit` passes; returns whether it held.
 inline bool eventually(const std::function<bool()>& pred,
                        std::chrono::milliseconds limit = std::chrono::seconds(10)) {

@@ -15,16 +15,6 @@ namespace {
 using GcTest = ControllerTest;
 using WidgetChange = Change<WidgetSpec, WidgetStatus>;
 
-/// Whether object `id` is gone from the store (removed, not only deletion-pending).
-bool gone(Widgets& w, const Context& ctx, ObjectID id) {
-  try {
-    w.get(ctx, id);
-    return false;
-  } catch (const Error& e) {
-    return e.code() == errc::not_found;
-  }
-}
-
 /// Reads changes until `pred` holds for one; returns the changes read.
 std::vector<WidgetChange> read_until(Stream<WidgetChange>& s,
                                      const std::function<bool(const WidgetChange&)>& pred) {

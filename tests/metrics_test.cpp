@@ -105,6 +105,24 @@ class MetricsTest : public ControllerTest {
   /// The flaky widget's expected failure is not worth a line on stderr.
   static Option quiet() { return with_logger(stderr_logger(LogLevel::error)); }
 
+  /// Opens the beehive with `prom` and `log`, and starts it with one widget, "stuck",
+  /// whose pass holds at stuck_gate_; returns once that pass began (its id).
+  ObjectID start_with_a_stuck_pass(std::shared_ptr<PrometheusMetrics> prom, LogCapture& log) {
+    open(with_metrics(std::move(prom)), with_logger(log.logger()));
+    recorder_->hold(stuck_gate_, "stuck");
+    register_widgets(with_resync_interval(0ms));
+    auto stuck = widgets().create(ctx_, {"stuck", 0});
+    start();
+    stuck_gate_.wait_entered();
+    return stuck.id;
+  }
+  /// Opened before the beehive stops, however a test ends.
+  Gate stuck_gate_;
+  void TearDown() override {
+    stuck_gate_.open();
+    ControllerTest::TearDown();
+  }
+
   /// Registers the widgets with one worker; a "blocker" widget's pass holds it until
   /// `gate` is set. `entered` is set once that pass began.
   struct Blocker {
@@ -506,26 +524,15 @@ TEST_F(MetricsTest, ObjectCountsFollowARelisting) {
 TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
   auto prom = std::make_shared<PrometheusMetrics>();
   LogCapture log;  // the supervisor logs the restart
-  open(with_metrics(prom), with_logger(log.logger()));
-  Gate gate;
-  auto stop_first = stop_before_locals();
-  struct Open {
-    Gate& g;
-    ~Open() { g.open(); }  // before the beehive stops, however the test ends
-  } open_gate{gate};
-  recorder_->hold(gate, "stuck");
-  register_widgets(with_resync_interval(0ms));
+  auto stuck = start_with_a_stuck_pass(prom, log);
   auto w = widgets();
-  auto stuck = w.create(ctx_, {"stuck", 0});
-  start();
-  gate.wait_entered();
   auto longest = [&] {
     prom->text();
     return prom->value(metric::workqueue_longest_running_processor, widget_queue);
   };
   EXPECT_TRUE(eventually([&] { return longest() > 0; }));
   // Gone meanwhile, so that the new controller has nothing of it to reconcile.
-  w.remove(ctx_, stuck.id);
+  w.remove(ctx_, stuck);
   ASSERT_TRUE(crash_controller(*bh_, widget_kind));
   EXPECT_TRUE(eventually([&] {
     return longest() == 0 && prom->value(metric::workqueue_unfinished_work, widget_queue) == 0;
@@ -539,18 +546,7 @@ TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
 TEST_F(MetricsTest, AnObjectRefusedAsBusyIsCountedAsOneAdd) {
   auto prom = std::make_shared<PrometheusMetrics>();
   LogCapture log;  // the supervisor logs the restart
-  open(with_metrics(prom), with_logger(log.logger()));
-  Gate gate;
-  auto stop_first = stop_before_locals();
-  struct Open {
-    Gate& g;
-    ~Open() { g.open(); }  // before the beehive stops, however the test ends
-  } open_gate{gate};
-  recorder_->hold(gate, "stuck");
-  register_widgets(with_resync_interval(0ms));
-  auto stuck = widgets().create(ctx_, {"stuck", 0});
-  start();
-  gate.wait_entered();
+  auto stuck = start_with_a_stuck_pass(prom, log);
   prom->text();
   auto adds = prom->value(metric::workqueue_adds_total, widget_queue);
   auto waits = prom->histogram(metric::workqueue_queue_duration, widget_queue).count;
@@ -568,8 +564,8 @@ TEST_F(MetricsTest, AnObjectRefusedAsBusyIsCountedAsOneAdd) {
             [](caf::error&) {});
     return refused;
   }));
-  gate.open();
-  ASSERT_TRUE(eventually([&] { return recorder_->count(stuck.id) == 2; }));
+  stuck_gate_.open();
+  ASSERT_TRUE(eventually([&] { return recorder_->count(stuck) == 2; }));
   settle();
   prom->text();
   EXPECT_EQ(prom->value(metric::workqueue_adds_total, widget_queue) - adds, 1);

@@ -679,14 +679,7 @@ TEST_F(ReconcileTest, AListingReadBeforeARemovalDoesNotQueueTheRemovedObject) {
         if (listings++ > 0) return;
         ASSERT_EQ(ids.size(), 2u);
         w.remove(ctx_, removed.id);
-        ASSERT_TRUE(eventually([&] {
-          try {
-            w.get(ctx_, removed.id);
-            return false;
-          } catch (const Error& e) {
-            return e.code() == errc::not_found;
-          }
-        }));
+        ASSERT_TRUE(eventually([&] { return gone(w, ctx_, removed.id); }));
         // The writer sends a commit's record on before it takes the next write: once
         // this one is done, the removal's record is ahead of the listing's reply.
         Widgets(*bh_, gadget_kind).create(ctx_, {"fence", 1});
