@@ -515,6 +515,30 @@ TEST_F(WatchTest, AReplayedFoldKeepsThePositionBelowItsFirstCommit) {
   EXPECT_EQ(r.object.spec.size, 2);
 }
 
+// A fold whose first commit is in a selector watch's snapshot (the object did not match
+// then) and whose last is not: the object arrives as Added, and while it waits for the
+// reader the stream's position stays at the snapshot, not at 0 (which reads as "the
+// snapshot is not all delivered yet", though it was empty).
+TEST_F(WatchTest, AFoldStraddlingASelectorSnapshotKeepsThePositionAtTheSnapshot) {
+  auto w = widgets();
+  auto earlier = w.watch_list(ctx_);  // a watch is open: the writer posts to the hub
+  LaggingHub lag(*bh_);               // the hub takes the inbox only when told below
+  auto o = w.create(ctx_, {"o", 1}, with_labels({{"tier", "lead"}}));
+  auto s = w.watch_list(ctx_, with_selector("tier=gold"));  // nothing matches yet
+  auto opened_at = s.resource_version();
+  ASSERT_GE(opened_at, o.resource_version);
+  w.set_labels(ctx_, o.id, {{"tier", "gold"}});
+  EXPECT_EQ(lag.inbox().size(), 1u);  // the creation and the relabelling, folded
+  lag.wake();
+  settle();  // handed to s, not read
+  lag.release();
+  EXPECT_GE(s.resource_version(), opened_at);
+  auto c = next(s);
+  EXPECT_EQ(c.type, ChangeType::Added);
+  EXPECT_EQ(c.object.id, o.id);
+  EXPECT_GT(s.resource_version(), o.resource_version);
+}
+
 // A watch hands its snapshot over at open: an object in it that is removed before the
 // reader reads anything arrives as Deleted, with its final body, rather than as nothing.
 // Nothing would leave a reader that waits for the removal of the object it watches

@@ -383,9 +383,14 @@ object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q) {
   object_change c = q.change;
   // Folded from several commits: the reader's position must stay below the first (a
   // watch resumed from between them would miss the earlier ones).
+  // The subscriber's snapshot (or replay) covers everything up to its floor, so the
+  // position never has to stay below it: a first commit at or below the floor counts as
+  // just above it (else the position would read 0, "snapshot not all delivered").
   if (q.first_version > 0 && q.first_version < c.row.meta.resource_version)
     c.first_version =
         std::min(c.first_version > 0 ? c.first_version : q.first_version, q.first_version);
+  if (c.first_version > 0 && c.first_version <= s.floor)
+    c.first_version = s.floor + 1 < c.row.meta.resource_version ? s.floor + 1 : 0;
   if (c.type == ChangeType::Added && q.first_version <= s.floor) {
     c.type = ChangeType::Modified;
     c.parts &= ~static_cast<unsigned>(object_change::created);
