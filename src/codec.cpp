@@ -79,7 +79,8 @@ void require_storable(const nlohmann::json& j, std::string_view what) {
     // discarded value, which prints as no JSON at all; binary prints as another value.
     if (v->is_discarded())
       throw Error(errc::invalid_argument,
-                  std::string(what) + " holds a discarded value (a failed parse), not JSON");
+                  std::string(what) +
+                      " holds a discarded value (text that did not parse as JSON), not JSON");
     if (v->is_binary())
       throw Error(errc::invalid_argument,
                   std::string(what) + " holds binary data, which JSON cannot store");
@@ -128,6 +129,23 @@ std::string dump_json(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(errc::invalid_argument, std::string("cannot encode value: ") + e.what());
   }
+}
+
+std::string json_wire_text(const nlohmann::json& j) {
+  if (j.is_null()) return {};
+  if (j.is_discarded()) return "<not JSON: a discarded value>";
+  if (!json_within_depth(j)) return "<not JSON: nested too deep>";
+  try {
+    return j.dump();
+  } catch (const nlohmann::json::exception&) {
+    return "<not JSON: a string that is not UTF-8>";
+  }
+}
+
+nlohmann::json json_from_wire_text(const std::string& text) {
+  if (text.empty()) return nullptr;
+  if (!within_depth(text)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(text, nullptr, false);
 }
 
 nlohmann::json parse_json(std::string_view text) {

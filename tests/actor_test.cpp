@@ -1702,9 +1702,11 @@ TEST_F(ActorTest, AStalledWatcherNeitherBlocksWritersNorGrowsWithWrites) {
   stop(ctx_);
 }
 
-/// An event detail from another node nested 100,000 levels deep arrives as null instead
-/// of overflowing the stack in the parser; a local one that deep is sent as null.
-TEST_F(ActorTest, ADetailNestedTooDeepCrossesTheWireAsNull) {
+/// An event detail with no JSON text crosses the wire as a discarded value, which the
+/// store refuses as it refuses the value itself: from another node, text nested 100,000
+/// levels deep (not parsed: that would overflow the stack); from this one, a value nested
+/// too deep or holding a string that is not UTF-8 (whose serialization would throw).
+TEST_F(ActorTest, ADetailWithNoJsonTextCrossesTheWireToBeRefused) {
   std::string deep(100000, '[');
   deep += std::string(100000, ']');
   std::vector<char> buf;
@@ -1716,13 +1718,32 @@ TEST_F(ActorTest, ADetailNestedTooDeepCrossesTheWireAsNull) {
   caf::binary_deserializer source{sys_, buf};
   ASSERT_FALSE(source(back));
   EXPECT_EQ(back.reason, "R");
-  EXPECT_TRUE(back.detail.is_null());
+  EXPECT_TRUE(back.detail.is_discarded());
 
   nlohmann::json nested = nlohmann::json::array();
   for (int i = 0; i < 600; ++i) nested = nlohmann::json::array({std::move(nested)});
   EventSpec back2;
   through_the_wire(EventSpec{"c", EventType::Normal, "R", "m", std::move(nested)}, back2);
-  EXPECT_TRUE(back2.detail.is_null());
+  EXPECT_TRUE(back2.detail.is_discarded());
+  EventSpec back3;
+  through_the_wire(EventSpec{"c", EventType::Normal, "R", "m", {{"text", "bad\xff"}}}, back3);
+  EXPECT_TRUE(back3.detail.is_discarded());
+  EXPECT_NE(caf::deep_to_string(EventSpec{"c", EventType::Normal, "R", "m", {{"t", "\xff"}}})
+                .find("not UTF-8"),
+            std::string::npos);  // printed, not thrown
+
+  auto w = bh_->store_writer();
+  auto o = ask<ObjectRow>(w, create_request{widget_kind, spec("a", 1), "a"});
+  for (auto* e : {&back, &back2, &back3})
+    EXPECT_ERRC_WITH(ask<Event>(w, record_event_request{widget_kind, o.meta.id, *e}),
+                     errc::invalid_argument, "discarded");
+  EventSpec fine;
+  through_the_wire(EventSpec{"c", EventType::Normal, "R", "m", {{"keep", 1}}}, fine);
+  EXPECT_EQ(ask<Event>(w, record_event_request{widget_kind, o.meta.id, fine}).detail,
+            (nlohmann::json{{"keep", 1}}));
+  EventSpec none;
+  through_the_wire(EventSpec{"c", EventType::Normal, "R", "m"}, none);
+  EXPECT_TRUE(none.detail.is_null());
 }
 
 TEST_F(ActorTest, MessagesSerializeAndPrint) {

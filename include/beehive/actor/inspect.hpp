@@ -68,23 +68,23 @@ OptRef<T> opt(std::optional<T>& x) {
   return {x};
 }
 
-/// A JSON value as its text ("" for null). A value nested deeper than beehive stores
-/// (max_json_depth) travels as null: printing or parsing it recurses once per level and
-/// would overflow the stack at depths a hostile peer can send.
+/// A JSON value as its text (\"\" for null; see json_wire_text). A value with no JSON
+/// text (nested deeper than beehive stores, a string that is not UTF-8) arrives as a
+/// discarded value, which the store refuses: printing or parsing such a value would
+/// recurse once per level or throw, at depths a hostile peer can send.
 struct JsonRef {
   nlohmann::json& ref;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, JsonRef x) {
-  std::string text = x.ref.is_null() || !json_within_depth(x.ref) ? std::string() : x.ref.dump();
   if constexpr (saving<Inspector>) {
+    std::string text = json_wire_text(x.ref);
     return f(caf::meta::type_name("json"), text);
   } else {
+    std::string text;
     auto result = f(caf::meta::type_name("json"), text);
-    x.ref = text.empty() || !json_text_within_depth(text)
-                ? nlohmann::json()
-                : nlohmann::json::parse(text, nullptr, false);
+    x.ref = json_from_wire_text(text);
     return result;
   }
 }

@@ -63,6 +63,15 @@ bool json_text_within_depth(std::string_view text) noexcept;
 /// max_json_depth deep, with no integer beyond 64 bits (which would be read as a double,
 /// losing digits): JSON text a caller hands over as is, e.g. an actor's spec.
 void require_json_text(std::string_view text, std::string_view what);
+/// A JSON value as actors' messages carry it: its text, "" for null. A value that has
+/// no JSON text (nested beyond max_json_depth, a string that is not UTF-8, a discarded
+/// value) travels as a marker that does not parse, so that it arrives as a discarded
+/// value, which the store refuses (invalid_argument) as it would have refused the value.
+/// Never throws a JSON error (the serializer and printer call it).
+std::string json_wire_text(const nlohmann::json& j);
+/// The value `json_wire_text` sent: null for "", a discarded value for text that is not
+/// JSON or nests beyond max_json_depth (checked before anything recurses).
+nlohmann::json json_from_wire_text(const std::string& text);
 /// Throws Error(errc::invalid_argument) naming `what` unless `text` is valid UTF-8
 /// without a NUL character (PostgreSQL's text cannot hold one, so neither backend takes it).
 void require_text(std::string_view text, std::string_view what);
