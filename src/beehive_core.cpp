@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "context_internal.hpp"
 #include "metrics/store_metrics.hpp"
@@ -176,9 +178,14 @@ void BeehiveCore::shutdown_system() {
   }
   end_own_system();
   // A controller that captured a Client holds this runtime: drop the controllers so the
-  // cycle breaks and the store closes.
-  std::lock_guard k(kinds_mu_);
-  for (auto& [gk, entry] : kinds_) entry->reconcile = nullptr;
+  // cycle breaks and the store closes. Dropped outside the lock: a controller's end may
+  // still call a Client, which reads the kinds (and is told `stopped`).
+  std::vector<ReconcileFn> controllers;
+  {
+    std::lock_guard k(kinds_mu_);
+    for (auto& [gk, entry] : kinds_)
+      controllers.push_back(std::exchange(entry->reconcile, nullptr));
+  }
 }
 
 void BeehiveCore::ensure_running(const Context& ctx) const {

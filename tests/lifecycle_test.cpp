@@ -1,8 +1,8 @@
 // Registration and lifecycle: start, stop, drain, store_in_use.
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <atomic>
 #include <future>
 #include <optional>
 #include <set>
@@ -789,6 +789,40 @@ TEST(LifecycleCycleTest, AControllerHoldingAClientDoesNotKeepTheStoreOpen) {
   if (!test_backend_is_postgres()) {
     EXPECT_FALSE(std::filesystem::exists(dir.file("c.db-wal")));
   }
+}
+
+// A controller is dropped when its beehive ends; its destructor may still use a Client
+// (here: a write, told `stopped`), which must not find the beehive's registry locked.
+TEST(LifecycleCycleTest, AControllerWhoseEndUsesAClientDoesNotHangTheBeehivesEnd) {
+  TempDir dir;
+  auto told = std::make_shared<std::atomic<int>>(0);  // 1: stopped, 2: another error
+  struct WritesOnItsEnd {
+    Widgets w;
+    std::shared_ptr<std::atomic<int>> told;
+    ~WritesOnItsEnd() {
+      try {
+        w.create(Context{}, {"late", 1});
+      } catch (const Error& e) {
+        *told = e.code() == errc::stopped ? 1 : 2;
+      }
+    }
+  };
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  std::thread([store = open_test_store(dir.file("c.db")), told, ended]() mutable {
+    {
+      Beehive bh(store);
+      auto end = std::make_shared<WritesOnItsEnd>(WritesOnItsEnd{Widgets(bh, widget_kind), told});
+      register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind, [end](auto&, auto&, auto&) {
+        (void)end;
+        return Result{};
+      });
+      end = nullptr;
+      bh.start(Context{})(Context{});
+    }
+    *ended = true;
+  }).detach();
+  ASSERT_TRUE(eventually([&] { return ended->load(); }, 10s)) << "the beehive's end hangs";
+  EXPECT_EQ(told->load(), 1);
 }
 
 }  // namespace
