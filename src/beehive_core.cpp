@@ -199,7 +199,7 @@ void BeehiveCore::ensure_running(const Context& ctx) const {
   // until stop's deadline, then rolls it back), and while draining, reconciles finish
   // their work (unless stop cancelled their context).
   if (ContextAccess::transaction(ctx)) return;
-  if (s == State::draining && ContextAccess::is_reconcile(ctx)) return;
+  if (s == State::draining && ContextAccess::is_reconcile(ctx, this)) return;
   throw Error(errc::stopped, "beehive stopped");
 }
 
@@ -343,7 +343,7 @@ trim_events_request BeehiveCore::retention_policy() const {
 
 void BeehiveCore::settle(const Context& ctx) {
   // A settle waits until no reconcile runs: from inside one it would wait for itself.
-  if (in_reconcile > 0 || ContextAccess::is_reconcile(ctx))
+  if (reconcile_on_this_thread(this) || ContextAccess::is_reconcile(ctx, this))
     throw Error(errc::invalid_argument,
                 "settle called from inside a reconcile would wait for that reconcile forever");
   ctx.throw_if_done();
@@ -376,9 +376,10 @@ StopReport BeehiveCore::stop_actors(const Context& ctx) {
 }
 
 void BeehiveCore::stop(const Context& ctx) {
+  if (state_.load(std::memory_order_acquire) == State::stopped) return;  // a no-op, from anywhere
   // Stop waits for every reconcile and every within block: from inside one it would
   // wait for itself.
-  if (in_reconcile > 0)
+  if (reconcile_on_this_thread(this))
     throw Error(errc::invalid_argument,
                 "stop called from inside a reconcile would wait for that reconcile forever");
   // Any runtime's block, not only this one's: this runtime's reconciles may be waiting to

@@ -56,10 +56,14 @@ WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
   w->op = std::move(op);
   w->check = std::move(check);
   w->cpu = sched_getcpu();  // see reply_group
-  w->for_leader = in_reconcile > 0 || ContextAccess::is_reconcile(ctx);
-  if (w->for_leader)
-    w->term =
-        ContextAccess::is_reconcile(ctx) ? ContextAccess::reconcile_term(ctx) : reconcile_term;
+  // A reconcile's writes to its own runtime are fenced by the term its pass began in.
+  if (ContextAccess::is_reconcile(ctx, this)) {
+    w->for_leader = true;
+    w->term = ContextAccess::reconcile_term(ctx);
+  } else if (auto* pass = reconcile_on_this_thread(this)) {
+    w->for_leader = true;
+    w->term = pass->term;
+  }
   auto reply = w->reply;
   queue_->push(std::move(w));
   return reply->take(ctx, queue_->replies_come_quickly());

@@ -113,9 +113,9 @@ Context ContextAccess::with_transaction(const Context& ctx, std::shared_ptr<Tran
   return Context(std::move(n));
 }
 
-Context ContextAccess::for_reconcile(const Context& ctx, std::int64_t term) {
+Context ContextAccess::for_reconcile(const Context& ctx, const void* runtime, std::int64_t term) {
   auto n = std::const_pointer_cast<ContextNode>(child(ctx.node_));
-  n->reconcile = true;
+  n->reconcile = runtime;
   n->term = term;
   return Context(std::move(n));
 }
@@ -126,9 +126,9 @@ std::int64_t ContextAccess::reconcile_term(const Context& ctx) {
   return 0;
 }
 
-bool ContextAccess::is_reconcile(const Context& ctx) {
+bool ContextAccess::is_reconcile(const Context& ctx, const void* runtime) {
   for (auto n = ctx.node_.get(); n; n = n->parent.get())
-    if (n->reconcile) return true;
+    if (n->reconcile) return n->reconcile == runtime;
   return false;
 }
 

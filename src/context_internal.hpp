@@ -48,10 +48,10 @@ struct ContextNode {
   std::optional<Context::Deadline> deadline;  // effective: min along the chain
   std::shared_ptr<CancelState> cancelled;     // this node's own, if any
   std::shared_ptr<Transaction> txn;           // set on a within block's context
-  bool outside = false;    // calls made with it belong to no within block (its parents' either)
-  bool reconcile = false;  // a reconcile's context
-  std::int64_t term = 0;   // a reconcile's: the leadership term its pass began in
-  std::int64_t pass_object = 0;  // a pass's context: its object's id
+  bool outside = false;  // calls made with it belong to no within block (its parents' either)
+  const void* reconcile = nullptr;  // a reconcile's context: the runtime it belongs to
+  std::int64_t term = 0;            // a reconcile's: the leadership term its pass began in
+  std::int64_t pass_object = 0;     // a pass's context: its object's id
 };
 
 struct ContextAccess {
@@ -62,12 +62,13 @@ struct ContextAccess {
   static Context outside_transactions(const Context& ctx);
   /// A child of `ctx` that carries `txn`.
   static Context with_transaction(const Context& ctx, std::shared_ptr<Transaction> txn);
-  /// A child of `ctx` marked as a reconcile's context: calls made with it are served
-  /// while the beehive drains.
-  /// A reconcile's context, for a pass that began in leadership term `term` (0: a store
-  /// without terms): its writes are fenced against that term.
-  static Context for_reconcile(const Context& ctx, std::int64_t term = 0);
-  static bool is_reconcile(const Context& ctx);
+  /// A child of `ctx` marked as the context of a reconcile of `runtime`, for a pass that
+  /// began in leadership term `term` (0: a store without terms). Calls made with it to
+  /// that runtime are served while it drains, and its writes are fenced against `term`;
+  /// to another runtime it is an ordinary context.
+  static Context for_reconcile(const Context& ctx, const void* runtime, std::int64_t term = 0);
+  /// Whether `ctx` is the context of a reconcile of `runtime`.
+  static bool is_reconcile(const Context& ctx, const void* runtime);
   /// The term of the reconcile `ctx` belongs to (0: none, or no terms).
   static std::int64_t reconcile_term(const Context& ctx);
   /// A child of `ctx` for the pass of object `id` (ControllerClient::log names it).

@@ -10,8 +10,13 @@
 
 namespace beehive::detail {
 
-thread_local int in_reconcile = 0;
-thread_local std::int64_t reconcile_term = 0;
+thread_local std::vector<RunningReconcile> running_reconciles;
+
+const RunningReconcile* reconcile_on_this_thread(const void* runtime) {
+  for (auto it = running_reconciles.rbegin(); it != running_reconciles.rend(); ++it)
+    if (it->runtime == runtime) return &*it;
+  return nullptr;
+}
 
 Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
   Outcome out;
@@ -19,16 +24,13 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
   // The term this pass began in: its writes are refused once that term has ended, even
   // should this process lead again by then (what it read may be another leader's past).
   const auto term = backend_->term();
-  ++in_reconcile;
-  const auto outer_term = std::exchange(reconcile_term, term);
+  running_reconciles.push_back({this, term});
   struct Leave {
-    std::int64_t outer;
     ~Leave() {
-      --in_reconcile;
-      reconcile_term = outer;
+      running_reconciles.pop_back();
       if (faults::reconcile_pass) faults::reconcile_pass(false);
     }
-  } leave{outer_term};
+  } leave;
   auto exists = [&] {
     auto row = backend_->reader()->get(id);
     return row && row->meta.group == kind.gk.group && row->meta.kind == kind.gk.kind;
@@ -45,7 +47,7 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
       out.kind = Outcome::gone;
     } else {
       ControllerClientCore core(shared_from_this(), kind.gk);
-      out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_, term), core, *row);
+      out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_, this, term), core, *row);
       // Stop cancelled the pass: not a failure (a TerminalError included). Or this process
       // was deposed (its writes failed the fence): the new leader's pass, not a failure of
       // this one. Or the object went meanwhile (the GC collected it once the pass removed

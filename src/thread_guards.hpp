@@ -12,9 +12,17 @@ namespace beehive::detail {
 /// The runtime of each within block open on this thread, outermost first
 /// (blocking_write.cpp). Only a write to the same runtime waits for its block.
 extern thread_local std::vector<const void*> open_sessions;
-/// Reconciles running on this thread (reconcile_pass.cpp).
-extern thread_local int in_reconcile;
-/// The leadership term the reconcile running on this thread began in (Backend::term).
-extern thread_local std::int64_t reconcile_term;
+/// A reconcile running on this thread: the runtime it belongs to and the leadership term
+/// its pass began in (Backend::term).
+struct RunningReconcile {
+  const void* runtime;
+  std::int64_t term;
+};
+/// The reconciles running on this thread, innermost last (reconcile_pass.cpp). Keyed by
+/// runtime: a reconcile of one beehive that calls another's Client is an ordinary caller
+/// there (not fenced by its term, free to stop or settle it).
+extern thread_local std::vector<RunningReconcile> running_reconciles;
+/// The innermost reconcile of `runtime` running on this thread, or null.
+const RunningReconcile* reconcile_on_this_thread(const void* runtime);
 
 }  // namespace beehive::detail

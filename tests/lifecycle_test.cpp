@@ -384,6 +384,35 @@ TEST_F(LifecycleTest, StopFromInsideAReconcileIsRefusedInsteadOfDeadlocking) {
   EXPECT_NO_THROW(stop_(Context{}.with_timeout(10s)));
 }
 
+// The refusal is this beehive's own: a reconcile of one beehive may settle and stop
+// another (an application that runs a control plane per tenant), and stopping one that
+// already stopped is the no-op it is anywhere else.
+TEST_F(LifecycleTest, AReconcileMayStopAnotherBeehive) {
+  Beehive tenant(open_test_store(dir_.file("tenant.db")));
+  Widgets(tenant, gadget_kind).create(ctx_, {"t", 1});
+  auto stop_tenant = tenant.start(ctx_);
+  std::promise<std::string> outcome;
+  std::atomic<bool> once{false};
+  recorder_->set_body([&](auto& rctx, auto&, auto&) {
+    if (!once.exchange(true)) try {
+        beehive::testing::settle(tenant, rctx);
+        stop_tenant(rctx);
+        stop_tenant(rctx);  // stopped already: a no-op
+        EXPECT_ERRC(Widgets(tenant, gadget_kind).list(Context{}), errc::stopped);
+        outcome.set_value("stopped");
+      } catch (const Error& e) {
+        outcome.set_value(e.what());
+      }
+    return Result{};
+  });
+  register_widgets();
+  widgets().create(ctx_, {"a", 1});
+  start();
+  auto f = outcome.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get(), "stopped");
+}
+
 TEST_F(LifecycleTest, StopInsideAWithinBlockIsRefused) {
   auto cc = register_widgets();
   start();

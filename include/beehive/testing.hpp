@@ -26,8 +26,8 @@
 /// (`Time` as RFC 3339 with milliseconds, durations with their unit, objects, conditions,
 /// changes, events, schedules, group-kinds).
 ///
-/// Thread-safety: `settle` may be called from any thread but a reconcile's; a
-/// TestBeehive is used from the test's thread.
+/// Thread-safety: `settle` may be called from any thread but one running a reconcile of
+/// the same beehive; a TestBeehive is used from the test's thread.
 
 #include <chrono>
 #include <filesystem>
@@ -47,7 +47,8 @@ namespace beehive::testing {
 /// Returns when nothing is left to do at the clock's current time (see above). Throws
 /// Error(errc::deadline_exceeded) when `ctx` ends first, Error(errc::stopped) when the
 /// beehive stopped (also when a stop overlapped the settle), and
-/// Error(errc::invalid_argument) when called from a reconcile, which it would wait for.
+/// Error(errc::invalid_argument) when called from one of the beehive's own reconciles,
+/// which it would wait for (another beehive's reconcile may settle it).
 void settle(Beehive& bh, const Context& ctx);
 
 /// A Beehive on a fresh temporary database, with a ManualClock. The database and its
