@@ -191,8 +191,10 @@ TEST_F(ReconcileTest, AnUncappedLadderNeverOverflows) {
   for (int failures = 1; failures <= 80; ++failures) {
     SCOPED_TRACE(failures);
     ASSERT_EQ(recorder_->count(o.id), failures);
+    // Once the ladder reaches past the end of time the retry is never: nothing is
+    // scheduled (the zero time).
     auto next = w.get_schedule(ctx_, o.id).next_requeue_at;
-    EXPECT_GT(next, clock_->now());
+    EXPECT_TRUE(next > clock_->now() || next == Time{}) << to_millis(next);
     w.requeue(ctx_, o.id);
     ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == failures + 1; }));
     settle();
@@ -374,6 +376,28 @@ TEST_F(ReconcileTest, RequeueAfterReconcilesAgainAndTheNewestScheduleWins) {
   settle();
   EXPECT_EQ(recorder_->count(o.id), 3);
   EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+}
+
+// A requeue_after so long it would come after the end of time is never: nothing is
+// scheduled (the schedule reads as the zero time, not as a date in 2262), and it replaces
+// a schedule the object had.
+TEST_F(ReconcileTest, ARequeueAfterBeyondTheEndOfTimeSchedulesNothing) {
+  std::atomic<bool> never{false};
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto&) {
+    return never ? Result{std::chrono::milliseconds::max()} : Result{10s};
+  });
+  register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(scheduled_at(o.id, clock_->now() + 10s));
+  never = true;
+  w.update(ctx_, o.id, {"a", 2});
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 2);
+  EXPECT_EQ(w.get_schedule(ctx_, o.id), Schedule{});
+  EXPECT_TRUE(widget_controller_state().timers.empty());
 }
 
 /// A pass that starts while an earlier pass's timer is pending replaces that timer, even
@@ -664,6 +688,32 @@ TEST_F(ReconcileTest, ChangesLostWhileTheFirstListingIsOutAreListedAgain) {
   EXPECT_EQ(listings.load(), 2);
 }
 
+// Taking over as the leader while the start listing is out: what was created while this
+// process did not lead was not queued (a standby queues nothing), and the listing may
+// have been read before it; it lists again once the listing ends. Here the listing
+// leaves `late` out, as one read before its creation, and the process stops and starts
+// leading while it is out.
+TEST_F(ReconcileTest, ATakeoverWhileTheFirstListingIsOutListsAgain) {
+  register_widgets(with_resync_interval(0ms));  // no resync would find it
+  auto w = widgets();
+  auto early = w.create(ctx_, {"early", 1});
+  auto late = w.create(ctx_, {"late", 2});
+  std::atomic<int> listings{0};
+  ListingFault fault([&](auto& ids) {
+    if (listings++ > 0) return;
+    std::erase_if(ids, [&](const auto& e) { return e.first == late.id; });
+    auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
+    caf::anon_send(controller, detail::leadership_atom::value, false);
+    caf::anon_send(controller, detail::leadership_atom::value, true);
+  });
+  auto stop_first = stop_before_locals();  // before the fault is disarmed
+  start();
+  settle();
+  EXPECT_EQ(recorder_->count(late.id), 1);
+  EXPECT_GE(recorder_->count(early.id), 1);
+  EXPECT_EQ(listings.load(), 2);
+}
+
 // A listing read before an object's removal does not queue it again once the removal
 // was heard: no pass runs for an object that is gone. Here the removal (a deletion
 // request the GC completes at once) happens while the first listing, which read the
@@ -858,6 +908,38 @@ TEST_F(ReconcileTest, ResyncListingsDoNotPileUpBehindASlowListing) {
   settle();
   EXPECT_EQ(listings() - before, 2u);
   EXPECT_GT(recorder_->count(o.id), passes);  // and the listings did queue it
+}
+
+// A process that does not lead lists nothing at its resync ticks: it would queue none of
+// what it read (a standby stays idle, rather than reading every kind each interval).
+TEST_F(ReconcileTest, AProcessThatDoesNotLeadListsNothingAtItsResyncTicks) {
+  register_widgets(with_resync_interval(1s));
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});  // never settles: every resync queues it
+  start();
+  settle();
+  auto controller = *bh_->controller(widget_kind);
+  caf::scoped_actor self{controller->home_system()};
+  auto listings = [&] {
+    std::uint64_t n = 0;
+    self->request(controller, 10s, inspect_atom::value)
+        .receive([&](const controller_state& s) { n = s.resync_listings; },
+                 [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+    return n;
+  };
+  self->send(caf::actor_cast<caf::actor>(controller), detail::leadership_atom::value, false);
+  const auto before = listings();  // after the step down (the same sender: in order)
+  const auto passes = recorder_->count(o.id);
+  clock_->advance(5s);
+  settle();
+  EXPECT_EQ(listings(), before);
+  EXPECT_EQ(recorder_->count(o.id), passes);
+  self->send(caf::actor_cast<caf::actor>(controller), detail::leadership_atom::value, true);
+  settle();
+  clock_->advance(1s);
+  settle();
+  EXPECT_GT(listings(), before);  // leading again: its ticks list
+  EXPECT_GT(recorder_->count(o.id), passes);
 }
 
 /// The finalizer pattern: a pass removes its finalizer from an object being deleted, and

@@ -312,6 +312,12 @@ void rearm(Self self) {
 }
 
 void arm_timer(Self self, ObjectID id, Time due) {
+  // The end of time (where a saturated sum lands) is never: nothing is scheduled.
+  if (due == Time::max()) {
+    self->state.timers.erase(id);
+    self->state.kind->schedules->clear(id);
+    return;
+  }
   self->state.timers.set(id, due);
   self->state.kind->schedules->set(id, self->state.services.timers->to_wall(due));
 }
@@ -433,7 +439,7 @@ void on_wake(Self self) {
   }
   if (fallen_due(st.next_resync, t)) {
     st.next_resync = saturating_add(t, st.kind->settings.resync);
-    resync(self);
+    if (leads(self)) resync(self);  // a standby would queue nothing of what it lists
   }
   dispatch(self);
   rearm(self);
@@ -692,7 +698,13 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
         // scheduled any more (the new leader's schedules are its own process's).
         auto& st = self->state;
         st.deposed = !leads;
-        if (leads && st.dispatching && !st.draining) restart(self);
+        if (leads && st.dispatching && !st.draining)
+          restart(self);
+        else if (leads && st.start_listing)
+          // Taking over while the start listing is out: it may have been read before
+          // what was created while this process did not lead (and so was not queued); it
+          // lists again once that listing ends.
+          st.lost_while_listing = true;
         if (!leads) {
           st.queue.clear();
           st.queued.clear();
