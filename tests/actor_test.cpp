@@ -509,6 +509,28 @@ TEST_F(ActorTest, TheSchedulerWakesAnApplicationActorAtATimeOfTheBeehivesClock) 
   stop(ctx_);
 }
 
+// A wake is never early: a time finer than a millisecond (here 1.5 ms ahead) is rounded
+// up, not cut down to 1 ms (an actor woken before its time, asking again for the same
+// time, would be answered at once, again and again).
+TEST_F(ActorTest, TheSchedulerNeverWakesAnActorBeforeItsTime) {
+  auto stop = bh_->start(ctx_);
+  caf::scoped_actor app{sys_};
+  auto scheduler = bh_->scheduler();
+  const auto due = clock_->now() + std::chrono::microseconds(1500);
+  app->send(scheduler, wake_at_atom::value, caf::actor_cast<caf::actor>(app), due);
+  Time earliest{};
+  app->request(scheduler, std::chrono::seconds(5), inspect_atom::value)
+      .receive([&](scheduler_state& s) { earliest = s.earliest; },
+               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  EXPECT_GE(earliest, due);
+  EXPECT_LE(earliest, due + 1ms);
+  clock_->advance(2ms);
+  bool woken = false;
+  app->receive([&](wake_atom) { woken = true; }, caf::after(std::chrono::seconds(5)) >> [] {});
+  EXPECT_TRUE(woken);
+  stop(ctx_);
+}
+
 // An application actor that asked for a wake and exited before it came is let go: the
 // scheduler holds nothing for it any more, whether the wake was far off or never, and
 // whether the actor exited after asking or before its request arrived. Actors that come

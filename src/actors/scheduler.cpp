@@ -1,6 +1,7 @@
 #include "actors/scheduler.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <caf/system_messages.hpp>
 
@@ -61,7 +62,18 @@ scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<const TimerCl
       [wake_at](timer_at_atom, const caf::actor& target, Time due) { wake_at(target, due); },
       [self, wake_at](wake_at_atom, const caf::actor& target, Time due) {
         auto& clock = *self->state.clock;
-        std::chrono::milliseconds left(to_millis(due) - to_millis(clock.wall_now()));
+        // In whole milliseconds (which cannot overflow for any two Times), rounded up:
+        // a wake is never early.
+        using std::chrono::floor;
+        using std::chrono::milliseconds;
+        auto below_ms = [](Time::duration d) {
+          auto r = d % milliseconds(1);
+          return r < r.zero() ? r + milliseconds(1) : r;
+        };
+        auto wall = clock.wall_now().time_since_epoch();
+        auto at = due.time_since_epoch();
+        milliseconds left = floor<milliseconds>(at) - floor<milliseconds>(wall);
+        if (below_ms(at) > below_ms(wall)) left += milliseconds(1);
         wake_at(target, saturating_add(clock.now(), left));
       },
       [self](tick_atom) {
