@@ -316,6 +316,29 @@ TEST_F(HaTest, AStopKeepsItsDeadlineWhileTheCampaignWaitsOnAServerThatStoppedAns
   EXPECT_EQ(a->wait(), 0);
 }
 
+// A leader stopped while its renewal waits on a server that does not answer (the stop
+// cuts that attempt's connection) still hands the lease over, on a connection of its
+// own: a standby need not wait for the lease to expire.
+TEST_F(HaTest, ALeaderStoppedDuringAStuckRenewalStillHandsTheLeaseOver) {
+  namespace faults = store::pg::faults;
+  Beehive a(open_candidate(9s));  // renewed every 3 s, each attempt given up after 3 s
+  auto stop_a = a.start({});
+  ASSERT_TRUE(a.is_leader());
+  silence_leader();
+  ASSERT_TRUE(eventually([&] {
+    return query_test_store(path_,
+                            "SELECT count(*) FROM pg_stat_activity WHERE query = "
+                            "'SELECT pg_sleep(60)' AND state = 'active'")
+               .at(0)
+               .at(0) != "0";
+  })) << "no renewal of a's got stuck";
+  faults::stall_campaign_of = 0;  // the release is not stalled (the attempt stays stuck)
+  EXPECT_NO_THROW(stop_a(Context{}.with_timeout(5s)));
+  auto expired = query_test_store(path_, "SELECT expires_at < now() FROM leadership");
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0][0], "t") << "the lease was left to expire";
+}
+
 TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) {
   namespace faults = store::pg::faults;
   Beehive a(open_candidate());

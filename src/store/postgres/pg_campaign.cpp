@@ -178,17 +178,23 @@ void Campaign::loop() {
       if (shared_->term.load() != 0 && Clock::now() >= step_down_at) set_term(0);
     }
   }
-  // Leaving: hand the lease over at once rather than letting it expire.
+  // Leaving: hand the lease over at once rather than letting it expire, on a connection
+  // of its own when the stop cut the attempt in flight (or the last one failed).
   auto term = shared_->term.load();
   if (term != 0) {
     try {
-      if (c && !c->lost()) {
-        // Bounded for the stop waiting on it (a healthy server answers in milliseconds).
-        auto deadline = Clock::now() +
-                        std::min<std::chrono::milliseconds>(renew_every, std::chrono::seconds(1));
-        c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
-        run(*c, Q::lease_release, Params().add(session_).add(term));
+      // Bounded for the stop waiting on it (a healthy server answers in milliseconds).
+      auto deadline =
+          Clock::now() + std::min<std::chrono::milliseconds>(renew_every, std::chrono::seconds(1));
+      if (!c || c->lost()) {
+        c.reset();
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        c = std::make_unique<Connection>(
+            conninfo_, schema_, std::clamp(left, std::chrono::milliseconds(1), connect_timeout_),
+            lease_ / 3);
       }
+      c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
+      run(*c, Q::lease_release, Params().add(session_).add(term));
     } catch (const std::exception&) {
     }
     set_term(0);
