@@ -989,6 +989,50 @@ TEST_F(PostgresStore, AProcessPausedInsideAWriteTransactionHoldsTheOthersUpForAL
   EXPECT_EQ(wa.create(ctx_, {"a", 3}, with_slug("later")).spec.size, 3);  // a writes again
 }
 
+// A reconcile of one beehive that writes through another beehive's Client is an ordinary
+// caller there, with a fresh context or with the pass's own: its writes are not fenced by
+// its own leadership term (here 1), which the other's leader (here in term 2) would take
+// for an ended one of its own.
+TEST_F(PostgresStore, AReconcileWritesToAnotherBeehiveAsAnyCallerDoes) {
+  postgres::Options other_schema{.schema = test_schema_for(dir_.file("other-plane.db"))};
+  {
+    Beehive first(postgres::open(std::getenv("BEEHIVE_TEST_PG"), other_schema));
+    first.start(ctx_)(ctx_);  // term 1, handed over at its stop
+  }
+  Beehive other(postgres::open(std::getenv("BEEHIVE_TEST_PG"), other_schema));
+  auto stop_other = other.start(ctx_);
+  ASSERT_TRUE(eventually([&] { return other.is_leader(); }));  // term 2
+  Widgets there(other, gadget_kind);
+
+  std::atomic<int> written{0};
+  std::string refused;
+  std::mutex mu;
+  register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind,
+      [&](const Context& rctx, ControllerClient<WidgetStatus>&,
+          const Object<WidgetSpec, WidgetStatus>& o) {
+        for (const Context* c : {&rctx, static_cast<const Context*>(&ctx_)}) try {
+            there.create(*c, {o.spec.color, o.spec.size});
+            ++written;
+          } catch (const Error& e) {
+            std::lock_guard lk(mu);
+            refused += std::string(e.what()) + "\n";
+          }
+        return Result{};
+      });
+  Widgets(bh(), widget_kind).create(ctx_, {"mirrored", 1});
+  auto stop_this = bh().start(ctx_);
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lk(mu);
+    return written == 2 || !refused.empty();
+  }));
+  EXPECT_EQ(written.load(), 2);
+  EXPECT_EQ(refused, "");
+  EXPECT_EQ(there.list(ctx_).size(), 2u);
+  stop_this(ctx_);
+  stop_other(ctx_);
+}
+
 TEST_F(PostgresStore, AReadBehindAnotherSessionsLockGivesUpAtItsCallersDeadline) {
   Widgets w(bh(), widget_kind);
   auto o = w.create(ctx_, {"a", 1});
@@ -1163,6 +1207,29 @@ TEST_F(PostgresStore, AStatementJoinsOnlyTheStatementItsWriteQueued) {
   for (auto& w : writes) EXPECT_TRUE(w.reply) << w.what;
   // BEGIN, then the writes with the COMMIT: no attempt refused and run again.
   EXPECT_EQ(g.round_trips() - before, 2u);
+}
+
+// A write the database refuses inside its own work (here a status CHECK constraint,
+// found when the write reads its row back) is rolled back to its savepoint, alone, on a
+// connection that has not prepared that savepoint's release yet: the transaction is
+// aborted then, and a release parsed before the rollback ran would be refused too,
+// failing the whole group.
+TEST_F(PostgresStore, AWriteRefusedInsideItsOwnWorkFailsAloneOnAFreshConnection) {
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"o", 1});
+  run_sql(test_schema_for(db_path()),
+          "ALTER TABLE objects ADD CONSTRAINT no_poison CHECK (status NOT LIKE '%poison%')");
+  GroupEngine g(db_path());  // its connection has prepared nothing
+  auto writes =
+      g.commit({store::WriteOp{update_status_request{widget_kind, o.id, 1, R"({"poison":true})"}},
+                GroupEngine::create("after")});
+  ASSERT_EQ(writes.size(), 2u);
+  EXPECT_FALSE(writes[0].reply);
+  EXPECT_EQ(writes[0].code, errc::store);
+  EXPECT_NE(writes[0].what.find("no_poison"), std::string::npos) << writes[0].what;
+  EXPECT_TRUE(writes[1].reply) << writes[1].what;
+  EXPECT_EQ(w.get_by_slug(ctx_, "after").spec.color, "after");
+  EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
 }
 
 // What a write costs in round trips, once its statements are prepared: a group of
