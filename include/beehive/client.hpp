@@ -167,8 +167,8 @@ class Client {
   /// `continue_token` ends (empty: the first page), by id, filtered by with_selector.
   /// Objects created between pages appear on a later page if their id is higher; none
   /// is returned twice. A token is for the list that returned it: a malformed one, or
-  /// one from another kind's list or given with another selector text, is
-  /// `invalid_argument`. Loads as for list.
+  /// one from another kind's list or given with another selector (texts that parse to
+  /// the same selector share tokens), is `invalid_argument`. Loads as for list.
   template <class... Opts>
   Page<Spec, Status> list_page(const Context& ctx, std::size_t limit,
                                std::string_view continue_token, const Opts&... opts) const {

@@ -28,8 +28,8 @@
 ///       passes.
 ///   workqueue_queue_duration_seconds{name}  histogram: from an id's enqueue (for one
 ///       changed while its pass ran, from that change) to a worker taking it, on the
-///       Beehive's clock (`with_clock`): under a ManualClock it moves
-///       only when the test moves time.
+///       timers' clock: a ManualClock given to `with_clock` (it moves only when the
+///       test moves time), else the steady clock.
 ///   workqueue_work_duration_seconds{name}   histogram: from a worker taking an id to the
 ///       controller hearing the pass ended (steady clock).
 ///   workqueue_unfinished_work_seconds{name} gauge: seconds of work in flight, summed

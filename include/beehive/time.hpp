@@ -1,8 +1,9 @@
 #pragma once
 
 /// Time as beehive sees it: `Time` is a wall-clock instant stored at millisecond
-/// precision; `Clock` is where beehive reads the time and arms its timers (backoff,
-/// requeue_after, resync, GC cadence) and every stored timestamp.
+/// precision; `Clock` is where beehive reads the time for every stored timestamp. Its
+/// timers (backoff, requeue_after, resync, GC cadence) run on a `ManualClock` when that
+/// is the clock, and on the steady clock for any other.
 ///
 /// `ManualClock` is for tests: its time moves only when told, and every timer that
 /// falls due by the new time fires on `advance` / `set`. Both clocks are thread-safe.
