@@ -70,6 +70,7 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
     : store_(std::move(store)), settings_(OptionSet::from(opts)) {
   if (!store_) throw Error(errc::invalid_argument, "no store");
   std::tie(stop_ctx_, cancel_reconciles_) = Context{}.with_cancel();
+  std::tie(term_ctx_, cancel_term_) = stop_ctx_.with_cancel();
   backend_ = &store::backend_of(*store_);
   served_ = backend_->serve();
   clock_ = settings_.clock ? settings_.clock : std::make_shared<SystemClock>();

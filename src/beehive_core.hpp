@@ -174,6 +174,8 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   /// deadline_exceeded when `ctx` ends first (the stream is closed, so unsubscribed).
   template <class Watch, class Core>
   void open_watch(const Context& ctx, std::shared_ptr<Watch> w, const std::shared_ptr<Core>& core);
+  /// stop without its refusals (from inside a reconcile or a within block).
+  void stop_now(const Context& ctx);
   /// Runs the root's stop protocol (see root.hpp) and waits for its report.
   StopReport stop_actors(const Context& ctx);
   /// The retention policy the event_log applies, from the Beehive's and kinds' options.
@@ -201,6 +203,13 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   /// flight see their context end at once.
   Context stop_ctx_;
   std::function<void()> cancel_reconciles_;
+  /// The parent of the contexts of the passes begun while leadership stays as it is (a
+  /// child of stop_ctx_): a change of leadership cancels it, so that the passes of a
+  /// term this process no longer leads end (their writes would fail the fence), and
+  /// begins another.
+  mutable std::mutex term_ctx_mu_;
+  Context term_ctx_;
+  std::function<void()> cancel_term_;
 
   LifecycleMutex mu_;  // held while start or stop runs (stop drains with it), never by calls
   std::atomic<State> state_{State::created};

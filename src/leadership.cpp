@@ -5,6 +5,8 @@
 // leadership_changed runs on the store's thread; the rest on callers' threads. The
 // streams are guarded by leadership_mu_.
 
+#include <tuple>
+
 #include <beehive/errors.hpp>
 
 #include "beehive_core.hpp"
@@ -33,6 +35,12 @@ Stream<bool> BeehiveCore::watch_leadership(const Context& ctx) {
 }
 
 void BeehiveCore::leadership_changed(bool leads) {
+  {
+    // The passes in flight began under the leadership that ends here.
+    std::lock_guard g(term_ctx_mu_);
+    cancel_term_();
+    std::tie(term_ctx_, cancel_term_) = stop_ctx_.with_cancel();
+  }
   log(leads ? LogLevel::info : LogLevel::warning,
       leads ? "this process now leads the store's processes"
             : "this process no longer leads the store's processes",

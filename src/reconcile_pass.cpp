@@ -21,6 +21,12 @@ const RunningReconcile* reconcile_on_this_thread(const void* runtime) {
 Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
   Outcome out;
   if (faults::reconcile_pass) faults::reconcile_pass(true);
+  // Taken before the term is read: a change of leadership after this cancels it.
+  Context parent;
+  {
+    std::lock_guard g(term_ctx_mu_);
+    parent = term_ctx_;
+  }
   // The term this pass began in: its writes are refused once that term has ended, even
   // should this process lead again by then (what it read may be another leader's past).
   const auto term = backend_->term();
@@ -47,13 +53,14 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
       out.kind = Outcome::gone;
     } else {
       ControllerClientCore core(shared_from_this(), kind.gk);
-      out = kind.reconcile(ContextAccess::for_reconcile(stop_ctx_, this, term), core, *row);
-      // Stop cancelled the pass: not a failure (a TerminalError included). Or this process
-      // was deposed (its writes failed the fence): the new leader's pass, not a failure of
-      // this one. Or the object went meanwhile (the GC collected it once the pass removed
-      // the last finalizer): nothing left to do.
+      out = kind.reconcile(ContextAccess::for_reconcile(parent, this, term), core, *row);
+      // Stop (or the end of the leadership it began under) cancelled the pass: not a
+      // failure (a TerminalError included). Or this process was deposed (its writes
+      // failed the fence): the new leader's pass, not a failure of this one. Or the object went
+      // meanwhile (the GC collected it once the pass removed the last finalizer): nothing left to
+      // do.
       bool failed = out.kind == Outcome::error || out.kind == Outcome::terminal_error;
-      if (failed && (stop_ctx_.done() || !backend_->leads()))
+      if (failed && (parent.done() || !backend_->leads()))
         out = {Outcome::cancelled, {}, out.message};
       else if (out.kind == Outcome::error && !exists())
         out = {Outcome::gone, {}, out.message};

@@ -147,6 +147,14 @@ class HaTest : public ::testing::Test {
     store::pg::faults::stall_campaign_of = holder;
     return holder;
   }
+  /// Whether a campaign attempt stalled by stall_campaign_of is waiting on the server.
+  bool an_attempt_is_stuck() const {
+    return query_test_store(path_,
+                            "SELECT count(*) FROM pg_stat_activity WHERE query = "
+                            "'SELECT pg_sleep(60)' AND state = 'active'")
+               .at(0)
+               .at(0) != "0";
+  }
   /// The leader `a` kept leading (its stream `changes` heard of no change), and the
   /// standby `b`, told to quit, quits without having led; then `a` stops.
   static void expect_leader_stayed(Beehive& a, Stream<bool>& changes, ChildProcess& b,
@@ -301,13 +309,7 @@ TEST_F(HaTest, AStopKeepsItsDeadlineWhileTheCampaignWaitsOnAServerThatStoppedAns
   auto stop_b = b.start({});
   ASSERT_FALSE(b.is_leader());
   faults::stall_campaign_of = session_b;
-  ASSERT_TRUE(eventually([&] {
-    return query_test_store(path_,
-                            "SELECT count(*) FROM pg_stat_activity WHERE query = "
-                            "'SELECT pg_sleep(60)' AND state = 'active'")
-               .at(0)
-               .at(0) != "0";
-  })) << "no attempt of b's got stuck";
+  ASSERT_TRUE(eventually([&] { return an_attempt_is_stuck(); })) << "no attempt of b's got stuck";
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_NO_THROW(stop_b(Context{}.with_timeout(200ms)));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
@@ -325,13 +327,7 @@ TEST_F(HaTest, ALeaderStoppedDuringAStuckRenewalStillHandsTheLeaseOver) {
   auto stop_a = a.start({});
   ASSERT_TRUE(a.is_leader());
   silence_leader();
-  ASSERT_TRUE(eventually([&] {
-    return query_test_store(path_,
-                            "SELECT count(*) FROM pg_stat_activity WHERE query = "
-                            "'SELECT pg_sleep(60)' AND state = 'active'")
-               .at(0)
-               .at(0) != "0";
-  })) << "no renewal of a's got stuck";
+  ASSERT_TRUE(eventually([&] { return an_attempt_is_stuck(); })) << "no renewal of a's got stuck";
   faults::stall_campaign_of = 0;  // the release is not stalled (the attempt stays stuck)
   EXPECT_NO_THROW(stop_a(Context{}.with_timeout(5s)));
   auto expired = query_test_store(path_, "SELECT expires_at < now() FROM leadership");
@@ -368,6 +364,37 @@ TEST_F(HaTest, ALeaderWhoseRenewalsGetNoAnswerStepsDownBeforeAStandbyTakesOver) 
   b->write_line("quit");
   EXPECT_EQ(b->wait(), 0);
   stop_a({});
+}
+
+// A leader that steps down cancels the context of the passes it has in flight: a pass
+// waiting on something outside (here it watches its context) stops driving it while the
+// new leader reconciles the same object, rather than only finding its writes refused.
+TEST_F(HaTest, ALeaderThatStepsDownCancelsThePassesInFlight) {
+  namespace faults = store::pg::faults;
+  Beehive a(open_candidate());
+  std::promise<void> entered;
+  std::atomic<bool> once{false}, saw_cancel{false};
+  register_controller<WidgetSpec, WidgetStatus>(
+      a, widget_kind,
+      [&](const Context& rctx, ControllerClient<WidgetStatus>&,
+          const Object<WidgetSpec, WidgetStatus>&) {
+        if (once.exchange(true)) return Result{};
+        entered.set_value();
+        // Work outside that looks at its context now and then, for half a minute at most.
+        for (int i = 0; i < 6000 && !rctx.done(); ++i) std::this_thread::sleep_for(5ms);
+        saw_cancel = rctx.done();
+        return Result{};
+      });
+  Widgets(a, widget_kind).create({}, {"a", 1});
+  auto stop_a = a.start({});
+  ASSERT_TRUE(a.is_leader());
+  ASSERT_EQ(entered.get_future().wait_for(10s), std::future_status::ready);
+  silence_leader();
+  ASSERT_TRUE(eventually([&] { return !a.is_leader(); }, 10s)) << "it never stepped down";
+  EXPECT_TRUE(eventually([&] { return saw_cancel.load(); }, 5s)) << "the pass ran on";
+  faults::stall_campaign_of = 0;
+  stop_a({});
+  EXPECT_TRUE(saw_cancel.load());
 }
 
 // The lease's expiry is written on the server's clock. Here the leader's last renewal

@@ -694,8 +694,9 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
       [self](leadership_atom, bool leads) {
         // Taking over: everything, as a restart would (the old leader's queue and
         // timers died with its leadership). Stepping down: the passes in flight end
-        // (their writes fail the fence), nothing more is dispatched, and nothing is
-        // scheduled any more (the new leader's schedules are its own process's).
+        // (their contexts are cancelled, their writes fail the fence), nothing more is
+        // dispatched, and nothing is scheduled any more (the new leader's schedules are
+        // its own process's).
         auto& st = self->state;
         st.deposed = !leads;
         if (leads && st.dispatching && !st.draining)
