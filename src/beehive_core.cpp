@@ -157,8 +157,21 @@ void BeehiveCore::end_own_system() {
 }
 
 void BeehiveCore::shutdown_system() {
+  // Destroyed inside one of its own reconciles, it would wait for that reconcile: its end
+  // goes on on another thread, once the reconcile returns. (Never so in ~BeehiveCore:
+  // a pass holds its runtime.)
+  if (reconcile_on_this_thread(this)) {
+    log(LogLevel::error,
+        "a beehive destroyed inside one of its own reconciles: it stops on another thread "
+        "once that reconcile returns",
+        {});
+    std::thread([core = shared_from_this()] { core->shutdown_system(); }).detach();
+    return;
+  }
   try {
-    stop(Context{});
+    // Inside a within block too (another beehive's, which stop refuses): a destructor
+    // has no one to refuse, and this beehive's passes are cancelled.
+    stop_now(Context{});
   } catch (...) {
   }
   if (root_) {
@@ -388,6 +401,10 @@ void BeehiveCore::stop(const Context& ctx) {
   if (!open_sessions.empty())
     throw Error(errc::invalid_argument,
                 "stop called inside a within block would wait for that block forever");
+  stop_now(ctx);
+}
+
+void BeehiveCore::stop_now(const Context& ctx) {
   auto lk = lock_lifecycle(mu_, ctx);
   ForgetSystem forget(own_sys_ != nullptr);
   if (state_ == State::stopped) return;

@@ -854,5 +854,55 @@ TEST(LifecycleCycleTest, AControllerWhoseEndUsesAClientDoesNotHangTheBeehivesEnd
   EXPECT_EQ(told->load(), 1);
 }
 
+/// Whether a beehive may start on the database at `file` (no other one runs on it).
+bool startable(const std::filesystem::path& file) {
+  try {
+    Beehive again(open_test_store(file));
+    again.start(Context{})(Context{});
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// A beehive destroyed inside a within block of another beehive stops (stop itself is
+// refused there, but a destructor has no one to refuse) and lets its database go.
+TEST(LifecycleCycleTest, ABeehiveDestroyedInsideAnotherBeehivesWithinBlockStops) {
+  TempDir dir;
+  Beehive outer(open_test_store(dir.file("outer.db")));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      outer, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  std::thread([&cc, &dir, ended] {
+    cc.within(Context{}, [&](const Context&) {
+      auto inner = std::make_unique<Beehive>(open_test_store(dir.file("inner.db")));
+      Widgets(*inner, widget_kind).create(Context{}, {"i", 1});
+      auto stop = inner->start(Context{});
+      inner.reset();
+    });
+    *ended = true;
+  }).detach();
+  ASSERT_TRUE(eventually([&] { return ended->load(); }, 10s)) << "the destructor hangs";
+  EXPECT_TRUE(startable(dir.file("inner.db")));
+}
+
+// A beehive destroyed inside one of its own reconciles cannot wait for that reconcile
+// there: it stops on another thread once the reconcile returns, and lets its database go.
+TEST(LifecycleCycleTest, ABeehiveDestroyedInsideItsOwnReconcileStopsOnceItReturns) {
+  TempDir dir;
+  auto owner = std::make_shared<std::unique_ptr<Beehive>>(
+      std::make_unique<Beehive>(open_test_store(dir.file("self.db"))));
+  auto destroyed = std::make_shared<std::atomic<bool>>(false);
+  register_controller<WidgetSpec, WidgetStatus>(**owner, widget_kind,
+                                                [owner, destroyed](auto&, auto&, auto&) {
+                                                  if (!destroyed->exchange(true)) owner->reset();
+                                                  return Result{};
+                                                });
+  Widgets(**owner, widget_kind).create(Context{}, {"a", 1});
+  (*owner)->start(Context{});
+  ASSERT_TRUE(eventually([&] { return destroyed->load(); }, 10s));
+  EXPECT_TRUE(eventually([&] { return startable(dir.file("self.db")); }, 10s));
+}
+
 }  // namespace
 }  // namespace beehive::test
