@@ -4,6 +4,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <future>
 #include <iostream>
 #include <optional>
@@ -157,13 +158,14 @@ void BeehiveCore::end_own_system() {
 }
 
 void BeehiveCore::shutdown_system() {
-  // Destroyed inside one of its own reconciles, it would wait for that reconcile: its end
-  // goes on on another thread, once the reconcile returns. (Never so in ~BeehiveCore:
-  // a pass holds its runtime.)
-  if (reconcile_on_this_thread(this)) {
+  // Destroyed inside one of its own reconciles or within blocks, it would wait for that
+  // reconcile or block: its end goes on on another thread, once that returns. (Never so
+  // in ~BeehiveCore: a pass and a block hold their runtime.)
+  if (reconcile_on_this_thread(this) ||
+      std::find(open_sessions.begin(), open_sessions.end(), this) != open_sessions.end()) {
     log(LogLevel::error,
-        "a beehive destroyed inside one of its own reconciles: it stops on another thread "
-        "once that reconcile returns",
+        "a beehive destroyed inside one of its own reconciles or within blocks: it stops on "
+        "another thread once that returns",
         {});
     std::thread([core = shared_from_this()] { core->shutdown_system(); }).detach();
     return;

@@ -886,12 +886,15 @@ TEST(LifecycleCycleTest, ABeehiveDestroyedInsideAnotherBeehivesWithinBlockStops)
   EXPECT_TRUE(startable(dir.file("inner.db")));
 }
 
-// A beehive destroyed inside one of its own reconciles cannot wait for that reconcile
-// there: it stops on another thread once the reconcile returns, and lets its database go.
+// A beehive destroyed inside one of its own reconciles or within blocks cannot wait for
+// it there: it stops on another thread once that returns, lets its database go, and
+// ends (its store is closed).
 TEST(LifecycleCycleTest, ABeehiveDestroyedInsideItsOwnReconcileStopsOnceItReturns) {
   TempDir dir;
-  auto owner = std::make_shared<std::unique_ptr<Beehive>>(
-      std::make_unique<Beehive>(open_test_store(dir.file("self.db"))));
+  auto store = open_test_store(dir.file("self.db"));
+  std::weak_ptr<Store> weak = store;
+  auto owner = std::make_shared<std::unique_ptr<Beehive>>(std::make_unique<Beehive>(store));
+  store.reset();
   auto destroyed = std::make_shared<std::atomic<bool>>(false);
   register_controller<WidgetSpec, WidgetStatus>(**owner, widget_kind,
                                                 [owner, destroyed](auto&, auto&, auto&) {
@@ -901,7 +904,34 @@ TEST(LifecycleCycleTest, ABeehiveDestroyedInsideItsOwnReconcileStopsOnceItReturn
   Widgets(**owner, widget_kind).create(Context{}, {"a", 1});
   (*owner)->start(Context{});
   ASSERT_TRUE(eventually([&] { return destroyed->load(); }, 10s));
-  EXPECT_TRUE(eventually([&] { return startable(dir.file("self.db")); }, 10s));
+  EXPECT_TRUE(eventually([&] { return weak.expired(); }, 10s)) << "it never ended";
+  EXPECT_TRUE(startable(dir.file("self.db")));
+}
+
+TEST(LifecycleCycleTest, ABeehiveDestroyedInsideItsOwnWithinBlockStopsOnceTheBlockEnds) {
+  TempDir dir;
+  auto store = open_test_store(dir.file("self.db"));
+  std::weak_ptr<Store> weak = store;
+  auto bh = std::make_unique<Beehive>(store);
+  store.reset();
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(*bh, widget_kind);
+  bh->start(Context{});
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  // The clients go with the thread (they hold the beehive's runtime).
+  std::thread([&bh, cc = std::move(cc), w = std::move(w), ended]() mutable {
+    cc.within(Context{}, [&](const Context& tx) {
+      w.create(tx, {"before", 1});
+      bh.reset();
+      w.create(tx, {"after", 2});  // the block goes on to its end, and commits
+    });
+    *ended = true;
+  }).detach();
+  ASSERT_TRUE(eventually([&] { return ended->load(); }, 10s)) << "the destructor hangs";
+  EXPECT_TRUE(eventually([&] { return weak.expired(); }, 10s)) << "it never ended";
+  Beehive again(open_test_store(dir.file("self.db")));
+  EXPECT_EQ(Widgets(again, widget_kind).list(Context{}).size(), 2u);
 }
 
 }  // namespace

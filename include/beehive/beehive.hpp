@@ -86,7 +86,10 @@ class Beehive {
       Beehive(caf::actor_system& sys, std::shared_ptr<Store> store, Opts&&... opts)
       : Beehive(&sys, std::move(store), {Option(std::forward<Opts>(opts))...}) {}
 
-  /// Stops, draining in-flight reconciles without a deadline.
+  /// Stops, draining in-flight reconciles without a deadline. Destroyed inside one of
+  /// its own reconciles or `within` blocks (which it would wait for), it logs an error
+  /// and stops on another thread once that returns: until then its clients still work,
+  /// and an application's actor system must outlive that stop.
   ~Beehive();
 
   /// Launches the controllers, timers and GC; every object of a registered kind is

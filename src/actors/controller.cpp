@@ -312,14 +312,16 @@ void rearm(Self self) {
 }
 
 void arm_timer(Self self, ObjectID id, Time due) {
-  // The end of time (where a saturated sum lands) is never: nothing is scheduled.
-  if (due == Time::max()) {
+  // The end of time (where a saturated sum lands, on the timers' time line or on the
+  // wall clock's) is never: nothing is scheduled.
+  auto wall = self->state.services.timers->to_wall(due);
+  if (due == Time::max() || wall == Time::max()) {
     self->state.timers.erase(id);
     self->state.kind->schedules->clear(id);
     return;
   }
   self->state.timers.set(id, due);
-  self->state.kind->schedules->set(id, self->state.services.timers->to_wall(due));
+  self->state.kind->schedules->set(id, wall);
 }
 
 /// The object was removed (ids are never reused): nothing of it stays queued, timed or

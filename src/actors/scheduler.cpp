@@ -62,6 +62,7 @@ scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<const TimerCl
       [wake_at](timer_at_atom, const caf::actor& target, Time due) { wake_at(target, due); },
       [self, wake_at](wake_at_atom, const caf::actor& target, Time due) {
         auto& clock = *self->state.clock;
+        if (clock.manual()) return wake_at(target, due);  // the timers' own time line
         // In whole milliseconds (which cannot overflow for any two Times), rounded up:
         // a wake is never early.
         using std::chrono::floor;
