@@ -882,13 +882,7 @@ TEST_F(ReconcileTest, ResyncListingsDoNotPileUpBehindASlowListing) {
   auto controller = *bh_->controller(widget_kind);
   auto scheduler = bh_->scheduler();
   caf::scoped_actor self{controller->home_system()};
-  auto listings = [&] {
-    std::uint64_t n = 0;
-    self->request(controller, 10s, inspect_atom::value)
-        .receive([&](const controller_state& s) { n = s.resync_listings; },
-                 [](caf::error& e) { ADD_FAILURE() << error_message(e); });
-    return n;
-  };
+  auto listings = [&] { return widget_controller_state().resync_listings; };
   auto next_wake = [&] {
     Time t{};
     self->request(scheduler, 10s, inspect_atom::value)
@@ -920,23 +914,16 @@ TEST_F(ReconcileTest, AProcessThatDoesNotLeadListsNothingAtItsResyncTicks) {
   auto o = w.create(ctx_, {"a", 1});  // never settles: every resync queues it
   start();
   settle();
-  auto controller = *bh_->controller(widget_kind);
-  caf::scoped_actor self{controller->home_system()};
-  auto listings = [&] {
-    std::uint64_t n = 0;
-    self->request(controller, 10s, inspect_atom::value)
-        .receive([&](const controller_state& s) { n = s.resync_listings; },
-                 [](caf::error& e) { ADD_FAILURE() << error_message(e); });
-    return n;
-  };
-  self->send(caf::actor_cast<caf::actor>(controller), detail::leadership_atom::value, false);
-  const auto before = listings();  // after the step down (the same sender: in order)
+  auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
+  auto listings = [&] { return widget_controller_state().resync_listings; };
+  caf::anon_send(controller, detail::leadership_atom::value, false);
+  const auto before = listings();  // asked after the step down (queued after it)
   const auto passes = recorder_->count(o.id);
   clock_->advance(5s);
   settle();
   EXPECT_EQ(listings(), before);
   EXPECT_EQ(recorder_->count(o.id), passes);
-  self->send(caf::actor_cast<caf::actor>(controller), detail::leadership_atom::value, true);
+  caf::anon_send(controller, detail::leadership_atom::value, true);
   settle();
   clock_->advance(1s);
   settle();
