@@ -37,6 +37,15 @@ class ReconcileTest : public ControllerTest {
   int start_with_a_listing_that_misses_late(
       const std::function<void(const caf::actor&, const Object<WidgetSpec, WidgetStatus>&)>&
           meanwhile);
+  /// Widgets resynced every second and one widget that never settles (every resync
+  /// queues it), started and settled; returns that widget.
+  Object<WidgetSpec, WidgetStatus> start_with_an_unsettled_widget() {
+    register_widgets(with_resync_interval(std::chrono::seconds(1)));
+    auto o = widgets().create(ctx_, {"a", 1});
+    start();
+    settle();
+    return o;
+  }
   /// The widgets' controller's state (inspect_atom).
   controller_state widget_controller_state() {
     auto controller = *bh_->controller(widget_kind);
@@ -874,11 +883,7 @@ TEST_F(ReconcileTest, ALeaderThatStepsDownReportsNothingScheduled) {
 // outlasts the interval (a slow store) the ticks do not pile listings up: one runs, and
 // the ticks that came meanwhile fold into one more, however many intervals passed.
 TEST_F(ReconcileTest, ResyncListingsDoNotPileUpBehindASlowListing) {
-  register_widgets(with_resync_interval(1s));
-  auto w = widgets();
-  auto o = w.create(ctx_, {"a", 1});  // never settles: every resync queues it
-  start();
-  settle();
+  auto o = start_with_an_unsettled_widget();
   auto controller = *bh_->controller(widget_kind);
   auto scheduler = bh_->scheduler();
   caf::scoped_actor self{controller->home_system()};
@@ -909,11 +914,7 @@ TEST_F(ReconcileTest, ResyncListingsDoNotPileUpBehindASlowListing) {
 // A process that does not lead lists nothing at its resync ticks: it would queue none of
 // what it read (a standby stays idle, rather than reading every kind each interval).
 TEST_F(ReconcileTest, AProcessThatDoesNotLeadListsNothingAtItsResyncTicks) {
-  register_widgets(with_resync_interval(1s));
-  auto w = widgets();
-  auto o = w.create(ctx_, {"a", 1});  // never settles: every resync queues it
-  start();
-  settle();
+  auto o = start_with_an_unsettled_widget();
   auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
   auto listings = [&] { return widget_controller_state().resync_listings; };
   caf::anon_send(controller, detail::leadership_atom::value, false);
