@@ -1060,6 +1060,36 @@ TEST_F(PostgresStore, AReadBehindAnotherSessionsLockGivesUpAtItsCallersDeadline)
   EXPECT_EQ(w.list(ctx_).size(), 1u);
 }
 
+// PostgreSQL aborts a transaction whose statement fails. A read or a write that fails
+// inside a within block (here behind another session's lock, past lock_timeout: the
+// lease), on a connection that has not prepared its statements yet, fails alone, as on
+// SQLite: the block goes on, and what it wrote before and writes after commits.
+TEST_F(PostgresStore, AReadThatFailsInsideAWithinBlockFailsAlone) {
+  const auto schema = test_schema_for(dir_.file("read_fails.db"));
+  Beehive bh(postgres::open(std::getenv("BEEHIVE_TEST_PG"), {.schema = schema, .lease = 500ms}));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh, widget_kind,
+      [](const Context&, ControllerClient<WidgetStatus>&, const Object<WidgetSpec, WidgetStatus>&) {
+        return Result{};
+      });
+  Widgets w(bh, widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  std::optional<OpenTransaction> other;
+  cc.within(ctx_, [&](const Context& tx) {
+    auto before = w.create(tx, {"before", 2}, with_slug("before"));
+    // The references' table: the block's own create holds a lock on the objects'.
+    other.emplace(schema, "LOCK TABLE refs IN ACCESS EXCLUSIVE MODE");
+    EXPECT_ERRC(cc.add_dependency(tx, o.id, before.id), errc::store);
+    EXPECT_ERRC(w.list_dependencies(tx, o.id), errc::store);
+    other->commit();
+    EXPECT_EQ(w.list_dependencies(tx, o.id).size(), 0u);
+    cc.add_dependency(tx, o.id, before.id);
+    w.create(tx, {"after", 3}, with_slug("after"));
+  });
+  EXPECT_EQ(w.list(ctx_).size(), 3u);
+  EXPECT_EQ(w.list_dependencies(ctx_, o.id).size(), 1u);
+}
+
 // The same for the reads a call makes before it writes (is the write converged?) and
 // for the relation lookups: each gives up at its caller's deadline, not at the lock's end.
 TEST_F(PostgresStore, LookupsAndTheReadsBeforeAWriteGiveUpAtTheirCallersDeadline) {

@@ -678,6 +678,12 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
 WriteReply WriteEngine::read(const ReadOp& r) {
   auto& w = *cfg_.writer;
   if (session_ && !broken_.empty()) throw broken_session();
+  // Where a failed statement aborts the whole transaction (PostgreSQL), a session's read
+  // runs in a savepoint, as its writes do, so that it fails alone (as on SQLite). The
+  // savepoint goes with the read's round trip, its release with the next one.
+  bool guarded = session_ && w.failed_statements_abort();
+  int sp = depth_ + 1;
+  if (guarded) w.savepoint(sp);
   WriteReply reply;
   try {
     switch (r.what) {
@@ -710,8 +716,12 @@ WriteReply WriteEngine::read(const ReadOp& r) {
           reply.events.push_back(*run);
         break;
     }
+    if (guarded) w.release_later(sp);
   } catch (const std::exception& e) {
-    note_session_failure(message_of(e));  // a failed read can take the transaction along
+    if (guarded)
+      undo_savepoint(sp, message_of(e));
+    else
+      note_session_failure(message_of(e));  // a failed read can take the transaction along
     throw;
   }
   return reply;

@@ -505,16 +505,23 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   std::vector<Result> results;
   bool sent = true;
   // Statements not yet prepared on this connection are prepared in the same round trip,
-  // first (preparing waits for the tables' locks as running does).
+  // each just before it first runs: preparing waits for the tables' locks as running
+  // does, and can fail as running can, so it must come after the statements before it
+  // (a savepoint's included). `prepares[i]`: statement i is prepared first.
+  std::vector<char> prepares(statements.size(), 0);
   std::vector<const std::string*> preparing;
-  for (auto& s : statements) {
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    auto& s = statements[i];
     if (s.name.empty() || prepared_.contains(s.name) ||
         std::any_of(preparing.begin(), preparing.end(), [&](auto* n) { return *n == s.name; }))
       continue;
     preparing.push_back(&s.name);
-    if (!PQsendPrepare(conn_, s.name.c_str(), s.sql.c_str(), 0, nullptr)) sent = false;
+    prepares[i] = 1;
   }
-  for (auto& s : statements) {
+  for (std::size_t i = 0; i < statements.size(); ++i) {
+    auto& s = statements[i];
+    if (prepares[i] && !PQsendPrepare(conn_, s.name.c_str(), s.sql.c_str(), 0, nullptr))
+      sent = false;
     if (!sent) break;
     auto vals = s.params.pointers();
     auto lens = s.params.lengths();
@@ -560,13 +567,13 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   const auto& wait = cut ? keep_waiting_ : keep_waiting;
   PipelineReads rd{*this, wait, cut};
   rd.sent = sent;
-  for (auto* name : preparing) {
-    if (PGresult* r = rd.next()) {
-      if (ok(r)) prepared_.insert(*name);
-      PQclear(r);
-    }
-  }
   for (std::size_t i = 0; rd.sent && i < statements.size(); ++i) {
+    if (prepares[i]) {
+      if (PGresult* r = rd.next()) {
+        if (ok(r)) prepared_.insert(statements[i].name);
+        PQclear(r);
+      }
+    }
     PGresult* r = rd.next();
     if (!r) continue;  // the first failure (kept), or the connection went
     if (i >= skip)
