@@ -21,8 +21,18 @@ void BeehiveCore::open_watch(const Context& ctx, std::shared_ptr<Watch> w,
     if (auto rt = weak.lock())
       if (auto h = rt->watch_hub()) caf::anon_send(h, unsubscribe_atom::value, sub);
   });
+  // No hub: the beehive stopped (a within block that outlived stop gets here), or the
+  // hub is being replaced. A message to no one is dropped unsent, `w` with it untouched:
+  // its caller would wait for a snapshot that never comes.
+  auto hub = watch_hub();
+  if (!hub) {
+    core->close();
+    if (auto s = state_.load(std::memory_order_acquire); s == State::created || s == State::running)
+      throw Error(errc::store, "the watch hub restarted while the watch opened; open it again");
+    throw Error(errc::stopped, "beehive stopped");
+  }
   auto ready = w->ready;
-  caf::anon_send(watch_hub(), std::move(w));
+  caf::anon_send(hub, std::move(w));
   try {
     ready->take(ctx);
   } catch (const Error& e) {
@@ -53,6 +63,9 @@ std::shared_ptr<StreamCore<Schedule>> BeehiveCore::watch_schedule(const Context&
                                                                   ObjectID id) {
   ensure_running(ctx);
   ctx.throw_if_done();
+  // A within block that outlived stop passes ensure_running; a watch is no part of it.
+  if (state_.load(std::memory_order_acquire) == State::stopped)
+    throw Error(errc::stopped, "beehive stopped");
   auto entry = kind(gk);
   if (!entry) throw Error(errc::no_controller, to_string(gk) + " has no controller");
   auto core = std::make_shared<StreamCore<Schedule>>(ctx);

@@ -3,7 +3,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -706,6 +708,40 @@ TEST_F(LifecycleTest, AStopWithACancelledContextRollsBackAnOpenWithinBlock) {
   close();
   open();
   EXPECT_TRUE(widgets().list(ctx_).empty());  // nothing of the block
+}
+
+// A within block can outlive stop (stop gave up on it and rolled it back): a watch it
+// opens afterwards throws stopped, as any watch opened after stop does. One hung until
+// its context ended: the watch was handed to the watch hub that had gone.
+TEST_F(LifecycleTest, AWatchOpenedInABlockThatOutlivedStopIsStopped) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  start();
+  std::map<std::string, std::error_code> got;
+  OpenBlock block(
+      cc, ctx_, [](const Context&) {},
+      [&](const Context& tx) {
+        auto bounded = tx.with_timeout(10s);  // the test ends, the bug or not
+        auto opening = [&](const std::string& name, const std::function<void()>& open) {
+          try {
+            open();
+            got[name] = {};
+          } catch (const Error& e) {
+            got[name] = e.code();
+          }
+        };
+        opening("watch", [&] { w.watch(bounded, o.id); });
+        opening("watch_list", [&] { w.watch_list(bounded); });
+        opening("watch_events", [&] { w.watch_events(bounded, o.id); });
+        opening("watch_schedule", [&] { w.watch_schedule(bounded, o.id); });
+      });
+  EXPECT_ERRC(stop_(Context{}.with_timeout(200ms)), errc::deadline_exceeded);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_ERRC(block.get(), errc::stopped);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "a watch waited for its deadline";
+  ASSERT_EQ(got.size(), 4u);
+  for (auto& [name, code] : got) EXPECT_EQ(code, make_error_code(errc::stopped)) << name;
 }
 
 // A stop that gives up at once (its context already ended) while no within block is
