@@ -31,10 +31,27 @@ StreamCoreBase::~StreamCoreBase() {
 }
 
 void StreamCoreBase::wake() {
-  // Taken once: a consumer between its look at the context and its wait holds the lock,
-  // so it is either before the look (and sees the cancellation) or waiting (notified).
-  { std::lock_guard lk(mu_); }
+  // A consumer between its look at the context and its wait holds the lock, so it is
+  // either before the look (and sees the cancellation) or waiting (notified). What is
+  // pending goes now, whether or not anyone reads again; the producer lets the stream
+  // go at its next push (see refuses_locked). The end callback is left to that: this
+  // runs on the cancelling thread, which may hold locks of the beehive's own.
+  {
+    std::lock_guard lk(mu_);
+    if (!ended_ && ctx_.done()) {
+      ended_ = true;
+      abandon_pending_locked();
+    }
+  }
   cv_.notify_all();
+}
+
+bool StreamCoreBase::refuses_locked() {
+  if (ended_ || finishing_) return true;
+  if (!ctx_.done()) return false;
+  ended_ = true;  // as wait_pending does: the consumer's own context, no error
+  abandon_pending_locked();
+  return true;
 }
 
 void StreamCoreBase::close() {

@@ -660,6 +660,29 @@ TEST_F(WatchTest, AWatchGivenUpBeforeItsSnapshotWasReadReadsNothing) {
   EXPECT_EQ(feed.snapshot_reads.load(), before + 1);
 }
 
+// A stream whose context is cancelled is over though nobody reads it again: the hub lets
+// it go at the next commit it would have carried. Before, it stayed subscribed, keeping a
+// copy of every change, until its reader called next or dropped it.
+TEST_F(WatchTest, AStreamWhoseContextIsCancelledIsLetGoUnread) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  std::vector<decltype(w.watch_list(ctx_))> streams;
+  std::vector<std::function<void()>> cancels;
+  for (int i = 0; i < 20; ++i) {
+    auto [c, cancel] = ctx_.with_cancel();
+    streams.push_back(i % 2 ? w.watch_list(c) : w.watch(c, o.id));
+    cancels.push_back(cancel);
+  }
+  settle();
+  EXPECT_EQ(inspect_hub(*bh_).object_watches, 20u);
+  for (auto& cancel : cancels) cancel();
+  w.update(ctx_, o.id, {"b", 2});
+  settle();
+  EXPECT_EQ(inspect_hub(*bh_).object_watches, 0u);
+  EXPECT_EQ(bh_->core()->hub_feed().watches.load(), 0u);
+  for (auto& s : streams) EXPECT_FALSE(s.next().has_value());  // over, nothing left
+}
+
 // Opening a watch waits for its snapshot within the caller's context: behind a snapshot
 // that is slow to come, the call ends at the deadline or on cancel, as other blocking
 // calls do, and the watch it began is unsubscribed.

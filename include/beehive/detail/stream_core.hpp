@@ -77,6 +77,9 @@ class StreamCoreBase {
   /// Consumer side, with the lock: drops what is pending undelivered, and keeps the
   /// position where it was, below what was dropped.
   void abandon_pending_locked();
+  /// Producer side, with the lock: the stream takes nothing more (it ended, the producer
+  /// finished it, or the consumer's context ended: the stream ends then, read or not).
+  bool refuses_locked();
   std::int64_t position_locked() const;
 
   virtual bool has_pending_locked() const = 0;
@@ -126,7 +129,7 @@ class StreamCore : public StreamCoreBase {
   bool push(std::int64_t key, T value) {
     {
       std::lock_guard lk(mu_);
-      if (ended_ || finishing_) return false;
+      if (refuses_locked()) return false;
       put_locked(key, std::move(value));
     }
     cv_.notify_one();
@@ -142,7 +145,7 @@ class StreamCore : public StreamCoreBase {
     bool any = false;
     {
       std::lock_guard lk(mu_);
-      if (ended_ || finishing_) return false;
+      if (refuses_locked()) return false;
       auto put = [&](std::int64_t key, T value) {
         put_locked(key, std::move(value));
         any = true;
