@@ -3,6 +3,8 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
+
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <beehive/actors.hpp>
@@ -171,6 +173,36 @@ TEST_F(SizeLimitTest, FinalizersOverTheirBoundAreRefused) {
   EXPECT_ERRC_WITH(cc.add_finalizer(ctx_, o.id, too_many.back()), errc::invalid_argument,
                    "finalizers");
   EXPECT_EQ(w.get(ctx_, o.id).finalizers.size(), too_many.size() - 1);
+}
+
+// An object's conditions, read with every row as one value, hold at most 1 MiB of types,
+// reasons and messages together, however many there are: one condition more is refused,
+// a condition that replaces one of the same type is measured without the one it
+// replaces, and the object stays readable and writable. Before, any number of 64 KiB
+// messages were taken, until the object (and its kind's lists) could not be read.
+TEST_F(SizeLimitTest, AnObjectsConditionsTogetherOverTheirBoundAreRefused) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  const std::string message(64 * 1024 - 4, 'm');  // with its 4-byte type, 64 KiB
+  auto condition = [&](int i) {
+    char type[5];
+    std::snprintf(type, sizeof type, "T%03d", i);
+    return Condition{type, ConditionStatus::True, "", message};
+  };
+  for (int i = 0; i < 16; ++i) cc.set_condition(ctx_, o.id, condition(i));  // 1 MiB
+  EXPECT_ERRC_WITH(cc.set_condition(ctx_, o.id, condition(16)), errc::invalid_argument,
+                   "conditions");
+  auto replacing = condition(3);
+  replacing.status = ConditionStatus::False;
+  cc.set_condition(ctx_, o.id, replacing);  // the same bytes in place of the old
+  auto row = w.get(ctx_, o.id);
+  EXPECT_EQ(row.conditions.size(), 16u);
+  cc.remove_condition(ctx_, o.id, "T000");
+  cc.set_condition(ctx_, o.id, condition(16));
+  EXPECT_EQ(w.get(ctx_, o.id).conditions.size(), 16u);
+  EXPECT_EQ(w.list(ctx_).size(), 1u);
 }
 
 // An enum value outside its enumerators would be stored as one of them yet never compare

@@ -154,8 +154,8 @@ Option with_metrics(std::shared_ptr<MetricsSink> sink);
 /// JSON text, and the most its labels may hold (bytes of keys and values); default 8 MiB
 /// (8 * 1024 * 1024) each. A larger one is `invalid_argument` and nothing is written, on
 /// the blocking and the actor surface alike. Whatever this says, event and condition
-/// messages are bounded at 64 KiB, their reasons at 1 KiB, and event details at 1 MiB of
-/// JSON text.
+/// messages are bounded at 64 KiB, their reasons at 1 KiB, event details at 1 MiB of
+/// JSON text, and an object's conditions together (types, reasons, messages) at 1 MiB.
 Option with_max_object_bytes(std::size_t bytes);
 
 /// Which relations a read attaches to the objects it returns.

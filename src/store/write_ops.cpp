@@ -235,8 +235,20 @@ ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
 
 ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condition& c) {
   auto row = require_own(gk, id);
-  for (const auto& existing : row.meta.conditions)
+  auto bytes = [](const Condition& x) {
+    return x.type.size() + x.reason.size() + x.message.size();
+  };
+  std::size_t total = bytes(c);
+  for (const auto& existing : row.meta.conditions) {
     if (same_observation(existing, c)) return row;  // identical and current: nothing to write
+    if (existing.type != c.type) total += bytes(existing);
+  }
+  if (total > max_conditions_bytes)
+    throw Error(errc::invalid_argument,
+                "the object's conditions would hold " + std::to_string(total) +
+                    " bytes (types, reasons and messages), over the limit of " +
+                    std::to_string(max_conditions_bytes) +
+                    ": remove conditions no longer needed, or shorten their messages");
   w_.upsert_condition(id, c, now_);
   w_.conditions_changed(id, w_.next_resource_version(), now_);
   wake_dependents(id);
