@@ -205,6 +205,42 @@ TEST_F(SizeLimitTest, AnObjectsConditionsTogetherOverTheirBoundAreRefused) {
   EXPECT_EQ(w.list(ctx_).size(), 1u);
 }
 
+// An event detail holds at most 1 MiB of JSON text. One far over it (a large array, say)
+// is refused on the caller's side, before it is copied into a request or printed; one
+// that only prints over it (escapes) is measured by the store writer. Either way nothing
+// is recorded, on the blocking and the actor surface alike.
+TEST_F(SizeLimitTest, AnEventDetailOverItsBoundIsRefusedAndAFarLargerOneUnprinted) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(bh(), widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  auto event = [](nlohmann::json detail) {
+    return EventSpec{"", EventType::Normal, "R", "m", std::move(detail)};
+  };
+  const std::size_t mib = 1024 * 1024;
+  cc.record_event(ctx_, o.id, event(std::string(mib - 2, 'd')));  // "ddd…": exactly 1 MiB
+  EXPECT_ERRC_WITH(cc.record_event(ctx_, o.id, event(std::string(mib - 1, 'd'))),
+                   errc::invalid_argument, "event detail");
+  EXPECT_ERRC_WITH(
+      cc.record_event(ctx_, o.id, event(std::string(mib / 4, '\x01'))),  // 6 bytes each
+      errc::invalid_argument, "event detail");
+  nlohmann::json far_over = nlohmann::json::array();
+  for (int i = 0; i < 4096; ++i) far_over.push_back(std::string(1024, 'x'));
+  EXPECT_ERRC_WITH(cc.record_event(ctx_, o.id, event(far_over)), errc::invalid_argument,
+                   "more than");
+  auto writer = bh().store_writer();
+  caf::scoped_actor self{writer->home_system()};
+  std::optional<caf::error> refused;
+  self->request(writer, std::chrono::seconds(10),
+                record_event_request{widget_kind, o.id, event(far_over)})
+      .receive([](const Event&) {}, [&](caf::error& e) { refused = e; });
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->code(), static_cast<std::uint8_t>(errc::invalid_argument));
+  auto events = w.list_events(ctx_, o.id);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].count, 1);
+}
+
 // An enum value outside its enumerators would be stored as one of them yet never compare
 // equal to it (every record a new run, every identical condition a write): refused.
 TEST_F(SizeLimitTest, AnEventTypeOrConditionStatusOutsideItsEnumIsRefused) {

@@ -5,12 +5,14 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <beehive/detail/codec.hpp>
 #include <beehive/errors.hpp>
 #include <beehive/options.hpp>
 
 #include "names.hpp"
+#include "store/object_limits.hpp"
 
 namespace beehive::store {
 
@@ -60,6 +62,33 @@ void check_observed_generation(std::int64_t generation) {
 }
 
 namespace {
+/// Whether `j`'s JSON text is surely longer than `bytes`: counts the fewest bytes each
+/// value prints as (a string its bytes and quotes, a number one digit, a separator one),
+/// and stops once past `bytes`. What it lets through prints in at most a few times
+/// `bytes`: the store writer measures that exactly (WriteEngine::check_size), while a
+/// detail of hundreds of megabytes is refused here, on the caller's side, unprinted.
+bool json_text_surely_over(const nlohmann::json& j, std::size_t bytes) {
+  std::size_t least = 0;
+  std::vector<const nlohmann::json*> todo{&j};
+  while (!todo.empty()) {
+    const auto* v = todo.back();
+    todo.pop_back();
+    if (v->is_string()) {
+      least += v->get_ref<const std::string&>().size() + 2;
+    } else if (v->is_structured()) {
+      least += 2 + (v->empty() ? 0 : v->size() - 1);  // brackets, separators
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        if (v->is_object()) least += it.key().size() + 3;  // quotes, colon
+        todo.push_back(&it.value());
+      }
+    } else {
+      least += 1;
+    }
+    if (least > bytes) return true;
+  }
+  return false;
+}
+
 void check_event_type(EventType t) {
   if (t != EventType::Normal && t != EventType::Warning)
     throw Error(errc::invalid_argument, "event type " + std::to_string(static_cast<int>(t)) +
@@ -73,6 +102,10 @@ void check_event(const EventSpec& e) {
   // An out-of-range type would be stored as Normal yet start a new run at every record.
   check_event_type(e.type);
   require_storable(e.detail, "event detail");
+  if (json_text_surely_over(e.detail, max_event_detail_bytes))
+    throw Error(errc::invalid_argument, "an event detail of more than " +
+                                            std::to_string(max_event_detail_bytes) +
+                                            " bytes of JSON text is over its limit");
 }
 
 void check_filter(const EventFilter& f) {
