@@ -595,6 +595,10 @@ TEST(TestingKit, ValuesPrintReadably) {
   EXPECT_EQ(PrintToString(Result::requeue_now()), "Result::requeue_now()");
   EXPECT_EQ(PrintToString(EventSpec{"conn", EventType::Warning, "ProbeFailed", "timed out"}),
             "Warning category=conn reason=ProbeFailed message=\"timed out\"");
+  EXPECT_EQ(PrintToString(EventSpec{"", EventType::Normal, "R", "m", {{"n", 1}}}),
+            "Normal reason=R message=\"m\" detail={\"n\":1}");
+  EXPECT_EQ(PrintToString(EventSpec{"", EventType::Normal, "R", "m", "\xff"}),
+            "Normal reason=R message=\"m\" detail=<not JSON: a string that is not UTF-8>");
   EXPECT_EQ(PrintToString(EventFilter{}), "events (all)");
   EventFilter f;
   f.reason = "Up";

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include <beehive/detail/codec.hpp>
 #include <beehive/detail/saturate.hpp>
 
 #include "beehive_core.hpp"
@@ -278,7 +279,9 @@ void PrintTo(const EventSpec& e, std::ostream* os) {
   *os << to_string(e.type);
   if (!e.category.empty()) *os << " category=" << e.category;
   *os << " reason=" << e.reason << " message=\"" << e.message << "\"";
-  if (!e.detail.is_null()) *os << " detail=" << e.detail.dump();
+  // Printed as actors' messages carry it: a detail with no JSON text (a string that is
+  // not UTF-8, nested too deep) prints as a marker rather than throw from the printer.
+  if (!e.detail.is_null()) *os << " detail=" << detail::json_wire_text(e.detail);
 }
 
 void PrintTo(const EventFilter& f, std::ostream* os) {
