@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include <SQLiteCpp/SQLiteCpp.h>
+
 #include "controller_fixture.hpp"
 #include "store/statement_count.hpp"
 
@@ -67,6 +69,36 @@ TEST_F(GcTest, AnObjectWithoutFinalizersIsCollectedAndReleasesItsSlug) {
   EXPECT_ERRC(w.get(ctx_, o.id), errc::not_found);
   auto again = w.create(ctx_, {"b", 1}, with_slug("s"));
   EXPECT_GT(again.id, o.id);  // ids are never reused
+}
+
+// A pass that fails (here a trigger planted in the file refuses the removal) is tried
+// again a second later, then backing off, rather than only at the cadence (minutes) or at
+// the next trigger: once the cause clears, the object goes though nothing else happens.
+TEST_F(GcTest, AFailedPassIsTriedAgainSoonerThanTheCadence) {
+  REQUIRE_SQLITE("plants a failing trigger in the SQLite file");
+  LogCapture log;
+  open(with_logger(log.logger()));
+  register_widgets();
+  start();
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  SQLite::Database db(dir_.file("beehive.db").string(), SQLite::OPEN_READWRITE);
+  db.exec(
+      "CREATE TRIGGER refuse_removal BEFORE DELETE ON objects "
+      "BEGIN SELECT RAISE(ABORT, 'refused for the test'); END");
+  w.remove(ctx_, o.id);
+  settle();
+  EXPECT_TRUE(log.contains("garbage collection failed"));
+  EXPECT_TRUE(w.get(ctx_, o.id).deletion_requested_at.has_value());
+  clock_->advance(1s);  // the first retry fails too
+  settle();
+  db.exec("DROP TRIGGER refuse_removal");
+  clock_->advance(1s);  // not yet: the second waits 2 s
+  settle();
+  EXPECT_NO_THROW(w.get(ctx_, o.id));
+  clock_->advance(1s);
+  settle();
+  EXPECT_ERRC(w.get(ctx_, o.id), errc::not_found);
 }
 
 TEST_F(GcTest, FinalizersHoldTheObjectUntilTheControllerRemovesThem) {

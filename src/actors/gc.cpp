@@ -8,6 +8,9 @@ namespace {
 
 using Self = gc_impl::stateful_pointer<GcState>;
 
+/// The first wait before a failed pass is tried again.
+constexpr std::chrono::milliseconds first_retry{1000};
+
 bool idle(const GcState& st) {
   return !st.running && !st.again && !st.trimming && !st.periodic.due(st.next_wake);
 }
@@ -44,19 +47,27 @@ void pass(Self self) {
           [self](int) {
             auto& st = self->state;
             st.running = false;
+            st.retry = {};
             ++st.passes;
             // Deposed meanwhile: the next pass would be fenced, logged as a failure.
             if (std::exchange(st.again, false) && st.periodic.leads()) pass(self);
             st.settling.check(idle(st));
           },
           [self](caf::error& err) {
-            // The next trigger or the cadence retries; one that came during this pass
-            // retries now (it may have unblocked what this pass could not reach).
+            // A trigger that came during this pass retries now (it may have unblocked
+            // what this pass could not reach); otherwise a wake in a while does, sooner
+            // than the cadence: nothing else may come to trigger one.
             auto& st = self->state;
             st.running = false;
             st.cascade = true;  // what this pass was to cascade to is still owed
             st.periodic.log_failure("garbage collection failed", err);
-            if (std::exchange(st.again, false) && st.periodic.leads()) pass(self);
+            if (std::exchange(st.again, false) && st.periodic.leads()) {
+              pass(self);
+            } else if (st.periodic.leads()) {
+              st.retry =
+                  std::min(st.retry.count() > 0 ? st.retry * 2 : first_retry, st.periodic.cadence);
+              if (st.retry < st.periodic.cadence) st.next_wake = st.periodic.arm(self, st.retry);
+            }
             st.settling.check(idle(st));
           });
 }

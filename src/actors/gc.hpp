@@ -7,7 +7,9 @@
 //
 // It runs at start, on the resync cadence, and promptly after commits that may unblock
 // a collection: a deletion request, a finalizer removal, a physical removal, a removed
-// edge. Triggers that arrive while a pass runs fold into one more pass. A pass looks
+// edge. Triggers that arrive while a pass runs fold into one more pass; a pass that
+// fails (the store busy or out of reach) is tried again after a second, backing off
+// to the cadence, so that what it was to collect goes once the cause clears. A pass looks
 // for children to cascade to only when a deletion was requested since the last one that
 // did (or at start, on the cadence, on taking the lead): releasing a finalizer costs a
 // pass that reads the collectible rows alone, however many owners wait. At start and on
@@ -49,6 +51,9 @@ struct GcState {
   bool cascade = true;
   trim_change_log_request log_retention;
   bool trimming = false;  // a change-log trim is in flight
+  /// After a failed pass, the wait before the next try (doubling up to the cadence);
+  /// zero once a pass succeeds.
+  std::chrono::milliseconds retry{0};
   std::uint64_t passes = 0;
   static inline const char* name = "beehive.gc";
 };

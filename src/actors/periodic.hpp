@@ -35,8 +35,14 @@ struct Periodic {
   /// the timers' now.
   template <class Self>
   Time arm(Self* self) const {
-    if (cadence.count() <= 0) return Time::max();
-    auto due = saturating_add(clock->now(), cadence);
+    return arm(self, cadence);
+  }
+  /// The same `delay` from now: a retry sooner than the cadence. The scheduler keeps one
+  /// wake per actor, so this one replaces the cadence's; the wake re-arms the cadence.
+  template <class Self>
+  Time arm(Self* self, std::chrono::milliseconds delay) const {
+    if (delay.count() <= 0) return Time::max();
+    auto due = saturating_add(clock->now(), delay);
     if (due == Time::max()) return due;  // never
     self->send(scheduler, timer_at_atom::value, caf::actor_cast<caf::actor>(self), due);
     return due;
