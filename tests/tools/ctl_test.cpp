@@ -1002,6 +1002,12 @@ TEST_F(CtlTest, ReadsAStoppedDatabaseInADirectoryItCannotWrite) {
   EXPECT_OK(r);
   EXPECT_FALSE(row(r.out, std::to_string(prod_)).empty()) << r.out;
   EXPECT_OK(as_reader({"kinds"}));
+  // A watch would follow the file as it was: an application that starts later writes
+  // commits that an immutable read never sees. Refused, saying why.
+  r = as_reader({"watch", "cluster", "--for", "1s"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot watch"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not writable by this user"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(wal));
   EXPECT_FALSE(fs::exists(shm));
 

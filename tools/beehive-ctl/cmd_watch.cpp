@@ -16,6 +16,7 @@
 
 #include <iostream>
 #include <map>
+#include <stdexcept>
 
 #include <beehive/errors.hpp>
 
@@ -97,6 +98,7 @@ StreamTable watch_table() {
 int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
   // Before anything is printed: a test (or a person) that saw output may signal.
   install_stop_handlers();
+  if (auto why = db.cannot_follow(); !why.empty()) throw std::runtime_error(why);
   auto gk = resolve_kind(db, o.kind, /*allow_absent=*/true);
   auto started = std::chrono::steady_clock::now();
   auto table = watch_table();

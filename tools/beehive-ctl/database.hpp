@@ -94,6 +94,10 @@ class Database {
   /// Looks again at whose liveness conditions hold, for a command that runs on while an
   /// application starts or stops (watch). PostgreSQL's reads ask at every read already.
   virtual void refresh_liveness() {}
+  /// Why this database cannot be followed as it changes (watch), empty when it can: a
+  /// SQLite file in a directory this user may not write is read as the stopped
+  /// application left it, and SQLite would see nothing committed after.
+  virtual std::string cannot_follow() const { return {}; }
 
   /// Holds one read transaction, so that the several reads of a command see one
   /// snapshot. The library's reads join it instead of opening their own.

@@ -104,6 +104,14 @@ class SqliteDatabase final : public Database {
 
   store::Reader& reader() override { return reader_; }
 
+  std::string cannot_follow() const override {
+    if (!immutable_) return {};
+    return "cannot watch " + file_.string() +
+           ": its directory is not writable by this user, so the file is read as the "
+           "stopped application left it, and commits made after (once it starts) would not "
+           "be seen; run as a user who may write the directory";
+  }
+
   std::vector<KindSummary> kinds() override {
     return store::guarded([&] {
       SQLite::Statement s(db(), R"sql(
@@ -181,6 +189,7 @@ class SqliteDatabase final : public Database {
       : Database(where),
         file_(where.file),
         session_(opened.session),
+        immutable_(opened.immutable),
         reader_(where.file, options(where.timeout), opened.session, opened.immutable) {}
 
   store::Connection& conn() { return reader_.connection(); }
@@ -188,6 +197,7 @@ class SqliteDatabase final : public Database {
 
   std::filesystem::path file_;
   std::int64_t session_;  // whose liveness conditions hold (liveness_session)
+  bool immutable_;        // read as immutable (open_checked)
   FileReader reader_;
 };
 
