@@ -183,6 +183,26 @@ TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("invalid argument"), std::string::npos) << r.err;
 
+  // Labels over the object's limit together (8 MiB of keys and values), each one valid:
+  // refused before the first document is written, as the library would refuse them.
+  nlohmann::json many = nlohmann::json::object();
+  const std::string prefix =
+      std::string(60, 'a') + "." + std::string(60, 'b') + "." + std::string(60, 'c') + ".io/n";
+  for (int i = 0; i < 33000; ++i) many[prefix + std::to_string(i)] = std::string(63, 'v');
+  nlohmann::json docs = nlohmann::json::array({{{"group", "acme.com"},
+                                                {"kind", "Widget"},
+                                                {"slug", "x"},
+                                                {"spec", nlohmann::json::object()}},
+                                               {{"group", "acme.com"},
+                                                {"kind", "Widget"},
+                                                {"slug", "y"},
+                                                {"spec", nlohmann::json::object()},
+                                                {"labels", many}}});
+  r = run_with_input(args({"apply", "-f", "-"}), docs.dump());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("[1]: labels of"), std::string::npos) << r.err;
+  EXPECT_TRUE(widgets().list(ctx_).empty());
+
   // Numbers the spec cannot hold as written: one beyond a double's range, and an integer
   // beyond 64 bits (it would be stored rounded, as 1.2345678901234568e+29).
   r = run_with_input(

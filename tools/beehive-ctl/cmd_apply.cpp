@@ -96,18 +96,26 @@ std::string required_string(const nlohmann::json& d, const char* key, const std:
 }
 
 /// What the library would refuse only once writing (a name too long or not UTF-8, a
-/// label Kubernetes' rules refuse, a spec over the size limit), refused here before any
-/// document is written.
+/// label Kubernetes' rules refuse, a spec or labels over the size limit), refused here
+/// before any document is written.
 void check_document(const Document& doc, const std::string& where) {
   try {
     require_name(doc.gk.group, "group");
     require_name(doc.gk.kind, "kind");
     require_name(doc.slug, "slug");
-    if (doc.labels) store::validate_labels(*doc.labels);
-    if (auto size = doc.spec.dump().size(); size > store::default_max_object_bytes)
-      throw Error(errc::invalid_argument, "a spec of " + std::to_string(size) +
-                                              " bytes is over the limit of " +
-                                              std::to_string(store::default_max_object_bytes));
+    auto require_within = [](std::size_t size, const char* what) {
+      if (size > store::default_max_object_bytes)
+        throw Error(errc::invalid_argument, std::string(what) + " of " + std::to_string(size) +
+                                                " bytes is over the limit of " +
+                                                std::to_string(store::default_max_object_bytes));
+    };
+    if (doc.labels) {
+      store::validate_labels(*doc.labels);
+      std::size_t bytes = 0;
+      for (const auto& [key, value] : *doc.labels) bytes += key.size() + value.size();
+      require_within(bytes, "labels");
+    }
+    require_within(doc.spec.dump().size(), "a spec");
   } catch (const Error& e) {
     throw Error(e.value(), where + ": " + (e.message().empty() ? e.what() : e.message()));
   }
