@@ -19,6 +19,7 @@
 
 #include <beehive/actors.hpp>
 #include <beehive/beehive.hpp>
+#include <beehive/postgres.hpp>
 
 #include "controller_fixture.hpp"
 #include "schema_downgrade.hpp"
@@ -728,6 +729,28 @@ TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplic
   ::close(running);  // the application stopped: the write migrates the file
   EXPECT_OK(ctl({"requeue", "widget", "a"}));
   EXPECT_EQ(schema_version(), latest);
+}
+
+// The same whatever the schema is named (the server keeps printable ASCII alone of a
+// session's name) and whatever the tool's connection string calls the tool's own session.
+TEST_F(CtlWriteTest, PgAWriteCommandFindsTheRunningApplicationOfASchemaNamedInAnyLanguage) {
+  REQUIRE_POSTGRES();
+  const std::string schema = test_schema_for(db_path()) + "_\u0437\u0430\u043a\u0430\u0437\u044b";
+  const std::string pg = std::getenv("BEEHIVE_TEST_PG");
+  auto in_schema = [&](const std::string& sql) {
+    write_test_store(db_path(), std::string(sql).replace(sql.find("$s"), 2, "\"" + schema + "\""));
+  };
+  {
+    Beehive app(postgres::open(pg, {.schema = schema}));
+    Widgets(app, widget_kind).create(ctx_, {"red", 1}, with_slug("a"));
+    in_schema("UPDATE $s.beehive_schema SET version = version - 1");
+    auto r = run({BEEHIVE_CTL, "--pg", pg + " application_name=ops", "--schema", schema, "requeue",
+                  "widget", "a"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("a process runs on it"), std::string::npos) << r.err;
+    in_schema("UPDATE $s.beehive_schema SET version = version + 1");
+  }
+  in_schema("SET client_min_messages TO warning; DROP SCHEMA $s CASCADE");
 }
 
 // An apply whose input cannot be read or does not parse changes nothing, not even an

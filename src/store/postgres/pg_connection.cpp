@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -131,6 +133,20 @@ void check_schema_name(const std::string& schema) {
   beehive::detail::require_text(schema, "postgres: the schema name");
 }
 
+std::string session_name(const std::string& schema) {
+  // The server replaces what is not printable ASCII in an application_name ('?' up to
+  // version 15, \xNN from 16) and cuts it at 63 bytes: spelt so here, the name is kept
+  // as given, and the tool can look for it.
+  std::string out = "beehive ";
+  for (unsigned char c : schema) {
+    char piece[5] = {static_cast<char>(c), '\0'};
+    if (c < 0x20 || c > 0x7e) std::snprintf(piece, sizeof piece, "\\x%02x", c);
+    if (out.size() + std::strlen(piece) > 63) break;
+    out += piece;
+  }
+  return out;
+}
+
 void check_conninfo(const std::string& conninfo) {
   // libpq's own test for a connection string, as opposed to a database name.
   if (conninfo.find('=') == std::string::npos && conninfo.rfind("postgresql://", 0) != 0 &&
@@ -191,7 +207,7 @@ void Connection::connect() {
   }
   // Named after the schema, so that an operator can tell the control planes' sessions
   // apart in pg_stat_activity.
-  auto app = ("beehive " + schema_).substr(0, 63);
+  auto app = session_name(schema_);
   // Over TCP, a server that went silent (a partition dropping packets) fails the call
   // within the stall limit instead of the kernel's minutes: a cut-off leader then
   // notices in time. libpq lets later keywords override earlier ones: these defaults

@@ -92,6 +92,11 @@ void check_conninfo(const std::string& conninfo);
 /// over 63 bytes (it would truncate it: two names would share one store), `pg_*` (its
 /// own), `$user` (the role's schema in a search path), a NUL byte, or not UTF-8 text.
 void check_schema_name(const std::string& schema);
+/// What a store's sessions call themselves (application_name), for operators reading
+/// pg_stat_activity and for beehive-ctl's "does an application run on it?" probe:
+/// "beehive " and the schema, spelt as the server keeps it, which is printable ASCII
+/// (other bytes as \xNN) of at most 63 bytes.
+std::string session_name(const std::string& schema);
 
 class Connection {
  public:
