@@ -76,7 +76,9 @@ struct watch_request {
 // `caf::infinite`, or, after a timed-out pull, subscribe again with `resume_from` the
 // last version taken. Ends with `errc::stopped` when the beehive stops,
 // `errc::not_found` for an unknown or ended subscription (a pull waiting when it ends
-// included).
+// included). At stop, what is pending and not pulled is pushed to the subscriber as
+// `object_change` messages ahead of `watch_ended`: a pulled subscriber handles
+// `object_change` too, or loses what was committed before the stop.
 
 /// Subscribes `subscriber` to the event runs of object `id` that pass the filters: a
 /// snapshot of the newest `limit` runs (all without a limit), oldest first, then every
