@@ -31,18 +31,13 @@ StreamCoreBase::~StreamCoreBase() {
 }
 
 void StreamCoreBase::wake() {
-  // A consumer between its look at the context and its wait holds the lock, so it is
-  // either before the look (and sees the cancellation) or waiting (notified). What is
-  // pending goes now, whether or not anyone reads again; the producer lets the stream
-  // go at its next push (see refuses_locked). The end callback is left to that: this
-  // runs on the cancelling thread, which may hold locks of the beehive's own.
-  {
-    std::lock_guard lk(mu_);
-    if (!ended_ && ctx_.done()) {
-      ended_ = true;
-      abandon_pending_locked();
-    }
-  }
+  // Taken once: a consumer between its look at the context and its wait holds the lock,
+  // so it is either before the look (and sees the cancellation) or waiting (notified).
+  // Nothing else: this runs on the cancelling thread, possibly while the stream is being
+  // built or destroyed (no virtual call is safe), and possibly holding locks of the
+  // beehive's own. What is pending goes at the producer's next push (refuses_locked)
+  // or the consumer's next look.
+  { std::lock_guard lk(mu_); }
   cv_.notify_all();
 }
 
