@@ -66,7 +66,10 @@ void pass(Self self) {
             } else if (st.periodic.leads()) {
               st.retry =
                   std::min(st.retry.count() > 0 ? st.retry * 2 : first_retry, st.periodic.cadence);
-              if (st.retry < st.periodic.cadence) st.next_wake = st.periodic.arm(self, st.retry);
+              // Only ever sooner: the scheduler keeps one wake per actor, and the
+              // cadence's may be due before the retry.
+              if (saturating_add(st.periodic.clock->now(), st.retry) < st.next_wake)
+                st.next_wake = st.periodic.arm(self, st.retry);
             }
             st.settling.check(idle(st));
           });
@@ -109,6 +112,7 @@ gc_impl::behavior_type gc(Self self, Periodic periodic, trim_change_log_request 
       [self](start_atom) { on_wake(self); },
       [self](wake_atom) { on_wake(self); },
       [self](leadership_atom, bool leads) {
+        self->state.retry = {};  // a new term starts its retries afresh
         if (leads) {
           self->state.cascade = true;
           pass(self);
