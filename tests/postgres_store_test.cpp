@@ -30,6 +30,7 @@
 #include "controller_fixture.hpp"
 #include "store/backend.hpp"
 #include "store/commit_note.hpp"
+#include "store/postgres/pg_connection.hpp"
 #include "store/postgres/pg_faults.hpp"
 #include "store/postgres/pg_listener.hpp"
 #include "store/postgres/pg_schema.hpp"
@@ -1739,6 +1740,21 @@ TEST_F(PostgresStore, ASchemaNamedInAnyLanguageServesWritesAndOtherProcessesWatc
     EXPECT_TRUE(seen) << "the other process never saw the write";
   }
   run_sql(schema, "DROP SCHEMA \"" + schema + "\" CASCADE");
+}
+
+// A store's sessions are named after its schema as the server keeps the name (printable
+// ASCII of 63 bytes at most), so that beehive-ctl finds them: other bytes and a backslash
+// are spelt \xNN (no schema reads as another's escape), and the cut at 63 bytes never
+// splits an escape.
+TEST(PgSessionName, SpellsTheSchemaAsTheServerKeepsIt) {
+  namespace pg = store::pg;
+  EXPECT_EQ(pg::session_name("orders"), "beehive orders");
+  EXPECT_EQ(pg::session_name("\xc3\xa9t\xc3\xa9"), "beehive \\xc3\\xa9t\\xc3\\xa9");
+  EXPECT_EQ(pg::session_name("a\\xc3"), "beehive a\\x5cxc3");
+  EXPECT_NE(pg::session_name("a\\xc3"), pg::session_name("a\xc3"));
+  auto cut = pg::session_name(std::string(52, 'x') + "\xc3\xa9");
+  EXPECT_EQ(cut, "beehive " + std::string(52, 'x'));  // no room for a whole \xc3
+  EXPECT_EQ(pg::session_name(std::string(80, 'y')).size(), 63u);
 }
 
 /// Runs one statement on the test database outside any transaction (CREATE DATABASE).

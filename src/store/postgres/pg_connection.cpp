@@ -140,7 +140,8 @@ std::string session_name(const std::string& schema) {
   std::string out = "beehive ";
   for (unsigned char c : schema) {
     char piece[5] = {static_cast<char>(c), '\0'};
-    if (c < 0x20 || c > 0x7e) std::snprintf(piece, sizeof piece, "\\x%02x", c);
+    // A backslash too, so that no schema's name reads as another's escaped byte.
+    if (c < 0x20 || c > 0x7e || c == '\\') std::snprintf(piece, sizeof piece, "\\x%02x", c);
     if (out.size() + std::strlen(piece) > 63) break;
     out += piece;
   }

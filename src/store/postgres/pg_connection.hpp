@@ -95,7 +95,7 @@ void check_schema_name(const std::string& schema);
 /// What a store's sessions call themselves (application_name), for operators reading
 /// pg_stat_activity and for beehive-ctl's "does an application run on it?" probe:
 /// "beehive " and the schema, spelt as the server keeps it, which is printable ASCII
-/// (other bytes as \xNN) of at most 63 bytes.
+/// (other bytes, and a backslash, as \xNN) of at most 63 bytes.
 std::string session_name(const std::string& schema);
 
 class Connection {

@@ -337,9 +337,9 @@ void PgWriter::rollback_to(int depth) {
   if (conn_.discard_from("bh_savepoint" + d)) return;
   conn_.discard();
   // Unnamed: the transaction is aborted until the rollback runs, and the server refuses
-  // to prepare anything but a rollback then. A pipeline prepares its named statements
-  // first, so a release not yet prepared on this connection would be refused (and the
-  // transaction stay aborted); unnamed statements are parsed in turn, as they run.
+  // to prepare anything but a rollback then; a release not yet prepared on this
+  // connection would be refused (and the transaction stay aborted). Unnamed statements
+  // are parsed as they run, after the rollback.
   std::vector<Statement> s;
   s.push_back({"", "ROLLBACK TO SAVEPOINT s" + d, {}});
   s.push_back({"", "RELEASE SAVEPOINT s" + d, {}});
