@@ -185,7 +185,8 @@ TEST_F(SizeLimitTest, AnObjectsConditionsTogetherOverTheirBoundAreRefused) {
       bh(), widget_kind, [](auto&, auto&, auto&) { return Result{}; });
   Widgets w(bh(), widget_kind);
   auto o = w.create(ctx_, {"a", 1});
-  const std::string message(64 * 1024 - 4, 'm');  // with its 4-byte type, 64 KiB
+  // With its 4-byte type and the 64 bytes counted for its other fields: 64 KiB.
+  const std::string message(64 * 1024 - 4 - 64, 'm');
   auto condition = [&](int i) {
     char type[5];
     std::snprintf(type, sizeof type, "T%03d", i);
@@ -203,6 +204,27 @@ TEST_F(SizeLimitTest, AnObjectsConditionsTogetherOverTheirBoundAreRefused) {
   cc.set_condition(ctx_, o.id, condition(16));
   EXPECT_EQ(w.get(ctx_, o.id).conditions.size(), 16u);
   EXPECT_EQ(w.list(ctx_).size(), 1u);
+  // Counted as stored: a control character is six bytes of JSON text; and however short,
+  // each condition counts for its other fields, which bounds their number.
+  auto other = w.create(ctx_, {"b", 1});
+  auto escaped = Condition{"E", ConditionStatus::True, "", std::string(60 * 1024, '\x01')};
+  for (int i = 0; i < 2; ++i) {
+    escaped.type = "E" + std::to_string(i);
+    cc.set_condition(ctx_, other.id, escaped);  // 360 KiB each as stored
+  }
+  escaped.type = "E2";
+  EXPECT_ERRC_WITH(cc.set_condition(ctx_, other.id, escaped), errc::invalid_argument, "conditions");
+  // One byte more in each message: the sixteenth no longer fits, for the bytes counted
+  // for each condition's other fields (without them it would).
+  auto third = w.create(ctx_, {"c", 1});
+  auto longer = [&](int i) {
+    auto c = condition(i);
+    c.message += 'm';
+    return c;
+  };
+  for (int i = 0; i < 15; ++i) cc.set_condition(ctx_, third.id, longer(i));
+  EXPECT_ERRC_WITH(cc.set_condition(ctx_, third.id, longer(15)), errc::invalid_argument,
+                   "conditions");
 }
 
 // An event detail holds at most 1 MiB of JSON text. One far over it (a large array, say)

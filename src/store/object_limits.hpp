@@ -16,8 +16,10 @@ inline constexpr std::size_t max_reason_bytes = 1024;
 /// An object's finalizers together (each a name of at most 512 bytes): stored as one
 /// value and read with every row, they are bounded as the object is.
 inline constexpr std::size_t max_finalizers_bytes = 64 * 1024;
-/// An object's conditions together (their types, reasons and messages): read with every
-/// row as one value, they are bounded as the object is, whatever their number.
+/// An object's conditions together, as stored (their types, reasons and messages as JSON
+/// text, and condition_overhead_bytes each for the rest): read with every row as one
+/// value, they are bounded as the object is, whatever their number.
 inline constexpr std::size_t max_conditions_bytes = 1024 * 1024;
+inline constexpr std::size_t condition_overhead_bytes = 64;
 
 }  // namespace beehive::store

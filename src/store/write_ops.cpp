@@ -235,8 +235,16 @@ ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
 
 ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condition& c) {
   auto row = require_own(gk, id);
+  // As stored: a JSON text's escapes (six bytes for a control character) and each
+  // condition's other fields, so that the bound holds whatever their number.
   auto bytes = [](const Condition& x) {
-    return x.type.size() + x.reason.size() + x.message.size();
+    std::size_t n = condition_overhead_bytes;
+    for (const auto* text : {&x.type, &x.reason, &x.message}) {
+      n += text->size();
+      for (unsigned char c : *text)
+        if (c < 0x20) n += 5;
+    }
+    return n;
   };
   std::size_t total = bytes(c);
   for (const auto& existing : row.meta.conditions) {
@@ -246,8 +254,7 @@ ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condit
   if (total > max_conditions_bytes)
     throw Error(errc::invalid_argument,
                 "the object's conditions would hold " + std::to_string(total) +
-                    " bytes (types, reasons and messages), over the limit of " +
-                    std::to_string(max_conditions_bytes) +
+                    " bytes as stored, over the limit of " + std::to_string(max_conditions_bytes) +
                     ": remove conditions no longer needed, or shorten their messages");
   w_.upsert_condition(id, c, now_);
   w_.conditions_changed(id, w_.next_resource_version(), now_);
@@ -320,18 +327,26 @@ bool WriteOps::remove_dependency(const GroupKind& gk, ObjectID from, ObjectID to
   return removed;
 }
 
-void WriteOps::released(const std::vector<Ref>& targets) {
+void WriteOps::released(const std::vector<Ref>& targets, bool all_deleting) {
   rec_.edges_removed = true;
   // A deletion-pending target may be waiting for its last claim to go (a finalizer
   // gated on has_incoming_refs): reconcile it now rather than at the next resync.
   // A cascade releases its owner once per child: one wake is enough.
   for (auto& t : targets) {
     if (!woken_.insert(t.id).second) continue;
-    if (auto row = w_.get(t.id); row && row->meta.deletion_requested_at) {
-      rec_.wakes.push_back({row->meta.id, row->meta.group, row->meta.kind});
-      // Other processes' controllers and collectors learn of it from the log.
-      log_without_change(row->meta, kLoggedRelease);
+    ObjectMeta meta;
+    if (all_deleting) {
+      meta.id = t.id;
+      meta.group = t.group;
+      meta.kind = t.kind;
+    } else if (auto row = w_.get(t.id); row && row->meta.deletion_requested_at) {
+      meta = std::move(row->meta);
+    } else {
+      continue;
     }
+    rec_.wakes.push_back({meta.id, meta.group, meta.kind});
+    // Other processes' controllers and collectors learn of it from the log.
+    log_without_change(meta, kLoggedRelease);
   }
 }
 
@@ -448,12 +463,14 @@ int WriteOps::collect_garbage(std::int64_t budget, bool cascade) {
       auto targets = w_.related(id, LoadOption::dependencies);
       auto owner = owner_of(id);
       if (owner) targets.push_back(*owner);
-      // Its deleting dependents (no live one holds it) may wait for it to go: woken as
-      // the targets are (released wakes only deletion-pending rows).
-      for (auto& d : w_.related(id, LoadOption::dependents)) targets.push_back(std::move(d));
+      // Its dependents may wait for it to go: all of them are being deleted (no live one
+      // holds a collectible object), so they are woken unread.
+      auto dependents = w_.related(id, LoadOption::dependents);
+      std::erase_if(dependents, [id](const Ref& d) { return d.id == id; });  // a self-edge
       w_.drop_pending_dependencies(id);  // RESTRICT would refuse the DELETE otherwise
       w_.delete_object(id);
       released(targets);
+      released(dependents, true);
       // The removal is a change of its own: it gets a resource version, so that a
       // watch whose snapshot holds the last body still sees it.
       final_body.meta.resource_version = w_.next_resource_version();
