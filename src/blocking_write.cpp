@@ -16,6 +16,14 @@ namespace beehive::detail {
 
 thread_local std::vector<const void*> open_sessions;
 
+void refuse_write_beside_open_block(const void* runtime, bool in_block) {
+  if (!in_block &&
+      std::find(open_sessions.begin(), open_sessions.end(), runtime) != open_sessions.end())
+    throw Error(errc::invalid_argument,
+                "a write outside the within block open on this thread would wait for it "
+                "forever; use the context within passes to its function");
+}
+
 namespace {
 
 /// Counts a within block of `core` as open on this thread while it lives.
@@ -49,10 +57,9 @@ WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
                   "a within block's context was used on another thread than the block's; "
                   "make the block's calls from the thread running it");
     w->session = txn->session();
-  } else if (std::find(open_sessions.begin(), open_sessions.end(), this) != open_sessions.end())
-    throw Error(errc::invalid_argument,
-                "a write outside the within block open on this thread would wait for it "
-                "forever; use the context within passes to its function");
+  } else {
+    refuse_write_beside_open_block(this, false);
+  }
   w->op = std::move(op);
   w->check = std::move(check);
   w->cpu = sched_getcpu();  // see reply_group

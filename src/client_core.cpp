@@ -12,6 +12,7 @@
 #include "options_internal.hpp"
 #include "store/label_selector.hpp"
 #include "store/request_checks.hpp"
+#include "thread_guards.hpp"
 
 namespace beehive::detail {
 
@@ -97,6 +98,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
+    refuse_write_beside_open_block(rt_.get(), false);
     auto row = rt_->read(ctx, [&](store::Reader& r) { return r.get_by_slug(gk_, slug, 0); });
     if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
       if (check) check(*row);
@@ -146,6 +148,7 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec, 
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
   if (!ContextAccess::transaction(ctx)) {
+    refuse_write_beside_open_block(rt_.get(), false);
     auto row = rt_->read_committed(ctx, id);
     // A converged write with a stale version is still a conflict: the writer says so.
     bool version_ok =

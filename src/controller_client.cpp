@@ -10,6 +10,7 @@
 #include "options_internal.hpp"
 #include "storable_text.hpp"
 #include "store/request_checks.hpp"
+#include "thread_guards.hpp"
 
 namespace beehive::detail {
 
@@ -44,6 +45,7 @@ namespace {
 std::optional<ObjectRow> read_committed(BeehiveCore& rt, const Context& ctx, const GroupKind& gk,
                                         ObjectID id) {
   if (ContextAccess::transaction(ctx)) return std::nullopt;  // within sees its own writes
+  refuse_write_beside_open_block(&rt, false);
   rt.ensure_running(ctx);
   ctx.throw_if_done();
   auto row = rt.read_committed(ctx, id);

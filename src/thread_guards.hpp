@@ -12,6 +12,11 @@ namespace beehive::detail {
 /// The runtime of each within block open on this thread, outermost first
 /// (blocking_write.cpp). Only a write to the same runtime waits for its block.
 extern thread_local std::vector<const void*> open_sessions;
+/// Throws invalid_argument when a within block of `runtime` is open on this thread and a
+/// write names another context (`in_block`: it names the block's): it would wait for the
+/// block forever. Checked before a converged write is skipped too, so that the misuse
+/// is refused whatever the stored data.
+void refuse_write_beside_open_block(const void* runtime, bool in_block);
 /// A reconcile running on this thread: the runtime it belongs to and the leadership term
 /// its pass began in (Backend::term).
 struct RunningReconcile {

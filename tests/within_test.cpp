@@ -431,6 +431,26 @@ TEST_F(WithinTest, AWriteOutsideTheBlockFromItsOwnThreadIsRefused) {
   });
 }
 
+// The same for a write that would change nothing (the stored row already says so), which
+// skips the writer: refused all the same, rather than pass or fail by the stored data.
+// Before, it returned, and the block's own write of another value then committed.
+TEST_F(WithinTest, AConvergedWriteOutsideTheBlockFromItsOwnThreadIsRefusedToo) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1}, with_slug("a"), with_finalizers({"f"}));
+  cc_->set_condition(ctx_, o.id, {"Ready", ConditionStatus::True});
+  cc_->update_status(ctx_, o.id, 1, WidgetStatus{true});
+  cc_->add_dependency(ctx_, o.id, o.id);
+  cc_->within(ctx_, [&](const Context&) {
+    EXPECT_ERRC(w.update(ctx_, o.id, {"a", 1}), errc::invalid_argument);
+    EXPECT_ERRC(w.create_or_update(ctx_, "a", {"a", 1}), errc::invalid_argument);
+    EXPECT_ERRC(cc_->set_condition(ctx_, o.id, {"Ready", ConditionStatus::True}),
+                errc::invalid_argument);
+    EXPECT_ERRC(cc_->update_status(ctx_, o.id, 1, WidgetStatus{true}), errc::invalid_argument);
+    EXPECT_ERRC(cc_->add_finalizer(ctx_, o.id, "f"), errc::invalid_argument);
+    EXPECT_ERRC(cc_->add_dependency(ctx_, o.id, o.id), errc::invalid_argument);
+  });
+}
+
 TEST_F(WithinTest, ABlockOnOneBeehiveNeitherHoldsUpNorJoinsAnother) {
   Beehive other(open_test_store(dir_.file("other.db")));
   auto their_cc = register_controller<WidgetSpec, WidgetStatus>(
