@@ -155,7 +155,8 @@ Option with_metrics(std::shared_ptr<MetricsSink> sink);
 /// (8 * 1024 * 1024) each. A larger one is `invalid_argument` and nothing is written, on
 /// the blocking and the actor surface alike. Whatever this says, event and condition
 /// messages are bounded at 64 KiB, their reasons at 1 KiB, event details at 1 MiB of
-/// JSON text, and an object's conditions together (types, reasons, messages) at 1 MiB.
+/// JSON text, and an object's conditions together at 1 MiB as stored (their text as
+/// JSON, and 64 bytes each for their other fields).
 Option with_max_object_bytes(std::size_t bytes);
 
 /// Which relations a read attaches to the objects it returns.
