@@ -235,6 +235,16 @@ TEST_F(CtlWriteTest, ApplyTakesTheEmptySlugAndRefusesAnEmptyKind) {
                               "spec": {"color": "red", "size": 1}})");
   EXPECT_OK(r);
   EXPECT_EQ(widgets().get_by_slug(ctx_, "").spec, (WidgetSpec{"red", 1}));
+  // Listed as "" (a blank cell would shift the columns after it).
+  auto id = std::to_string(widgets().get_by_slug(ctx_, "").id);
+  r = ctl({"get", "Widget"});
+  EXPECT_OK(r);
+  std::vector<std::string> listed;
+  for (auto& line : lines(r.out))
+    if (auto f = fields(line); !f.empty() && f[0] == id) listed = f;
+  ASSERT_GE(listed.size(), 3u) << r.out;
+  EXPECT_EQ(listed[1], "\"\"");
+  EXPECT_EQ(listed[2], "1");  // the generation, in its column
   r = run_with_input(args({"apply", "-f", "-"}),
                      R"({"group": "acme.com", "kind": "", "slug": "x", "spec": {}})");
   EXPECT_EQ(r.status, 1);

@@ -42,8 +42,8 @@ struct Seen {
 };
 
 Seen seen(const ObjectMeta& m) {
-  return {m.resource_version, m.slug ? *m.slug : "<none>", m.generation, m.observed_generation,
-          ready_status(m),    m.deletion_requested_at};
+  return {m.resource_version,    slug_cell(m.slug), m.generation,
+          m.observed_generation, ready_status(m),   m.deletion_requested_at};
 }
 
 std::map<ObjectID, Seen> index(const std::vector<ObjectRow>& rows) {

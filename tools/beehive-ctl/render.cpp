@@ -150,6 +150,11 @@ Json event_json(const Event& e) {
   return j;
 }
 
+std::string slug_cell(const std::optional<std::string>& slug) {
+  if (!slug) return "<none>";
+  return slug->empty() ? "\"\"" : *slug;
+}
+
 std::string ref_name(const Ref& r, const std::optional<std::string>& slug) {
   auto name = kind_name(GroupKind{r.group, r.kind}) + "/" + std::to_string(r.id);
   if (slug) name += " (" + *slug + ")";
@@ -187,7 +192,7 @@ void add_object_row(Table& t, const ObjectRow& row, Time now) {
   auto conditions = m.conditions.empty()
                         ? std::string("-")
                         : std::to_string(true_count) + "/" + std::to_string(m.conditions.size());
-  t.add({std::to_string(m.id), m.slug ? *m.slug : "<none>", std::to_string(m.generation),
+  t.add({std::to_string(m.id), slug_cell(m.slug), std::to_string(m.generation),
          m.observed_generation ? std::to_string(*m.observed_generation) : "-", ready, conditions,
          age(m.created_at, now), m.deletion_requested_at ? age(*m.deletion_requested_at, now) : "-",
          labels_text(m.labels)});

@@ -35,6 +35,10 @@ std::string clock_time(Time t, Time now);
 Json object_json(const ObjectRow& row, const std::vector<ConditionRow>& conditions);
 Json event_json(const Event& e);
 
+/// A slug as a table cell: "<none>" without one, `""` for the empty slug (a blank cell
+/// would read as the next column's value).
+std::string slug_cell(const std::optional<std::string>& slug);
+
 /// "Kind.group/ID", plus " (slug)" when `slug` is given.
 std::string ref_name(const Ref& r, const std::optional<std::string>& slug = std::nullopt);
 
