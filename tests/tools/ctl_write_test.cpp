@@ -245,6 +245,11 @@ TEST_F(CtlWriteTest, ApplyTakesTheEmptySlugAndRefusesAnEmptyKind) {
   ASSERT_GE(listed.size(), 3u) << r.out;
   EXPECT_EQ(listed[1], "\"\"");
   EXPECT_EQ(listed[2], "1");  // the generation, in its column
+  // It names an owner too, as "KIND/".
+  auto child = widgets().create(ctx_, {"red", 2}, with_slug("child"), with_owner(std::stoll(id)));
+  r = ctl({"get", "Widget", "--owner", "Widget/"});
+  EXPECT_OK(r);
+  EXPECT_EQ(ids(r.out), (std::vector<std::string>{std::to_string(child.id)}));
   r = run_with_input(args({"apply", "-f", "-"}),
                      R"({"group": "acme.com", "kind": "", "slug": "x", "spec": {}})");
   EXPECT_EQ(r.status, 1);

@@ -55,10 +55,11 @@ ObjectID parse_token(const GetOptions& o, const GroupKind& gk, const std::string
   }
 }
 
-/// KIND[.GROUP]/SLUG|ID, split at the first '/' (the usual kind has none).
+/// KIND[.GROUP]/SLUG|ID, split at the first '/' (the usual kind has none). "KIND/" names
+/// the empty slug, which is a slug like any other.
 std::pair<std::string, std::string> split_owner(const std::string& text) {
   auto slash = text.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size())
+  if (slash == std::string::npos || slash == 0)
     throw UsageError("--owner takes KIND/NAME, not \"" + text + "\"");
   return {text.substr(0, slash), text.substr(slash + 1)};
 }
@@ -69,7 +70,7 @@ std::pair<std::string, std::string> split_owner(const std::string& text) {
 ObjectID resolve_owner(Database& db, const std::string& text) {
   auto slash = split_owner(text).first.size();
   std::exception_ptr first;
-  for (; slash != std::string::npos && slash + 1 < text.size(); slash = text.find('/', slash + 1)) {
+  for (; slash != std::string::npos; slash = text.find('/', slash + 1)) {
     try {
       return find_object(db, resolve_kind(db, text.substr(0, slash)), text.substr(slash + 1))
           .meta.id;
