@@ -350,6 +350,20 @@ TEST_F(CtlWriteTest, ApplyToAKindWithVersionedSpecsWritesAtTheVersionItIsTold) {
   EXPECT_NE(r.err.find("schema version 2 cannot be overwritten at version 1"), std::string::npos)
       << r.err;
   EXPECT_EQ(widgets().get(ctx_, a.id).spec.color, "green");
+  // Refused before the first write, as a document written at an older version than an
+  // earlier document of the input wrote.
+  for (auto docs : {"[" + widget("e", "blue", R"(, "spec_version": 2)") + ", " +
+                        widget("a", "white", R"(, "spec_version": 1)") + "]",
+                    "[" + widget("e", "blue", R"(, "spec_version": 2)") + ", " +
+                        widget("e", "white", R"(, "spec_version": 1)") + "]"}) {
+    r = apply(docs);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("<stdin> [1]: Widget.acme.com/"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("schema version 2 cannot be overwritten at version 1"), std::string::npos)
+        << r.err;
+    EXPECT_THROW(widgets().get_by_slug(ctx_, "e"), Error) << docs;
+  }
+  EXPECT_EQ(widgets().get(ctx_, a.id).spec.color, "green");
   // Not a version.
   for (auto bad : {"-1", "1.5", "\"2\"", "2147483648"}) {
     r = apply(widget("d", "blue", std::string(R"(, "spec_version": )") + bad));

@@ -182,16 +182,32 @@ std::vector<Document> parse_documents(const std::string& text, const std::string
 /// when the kind has versioned specs stored, or another document of the input versions
 /// the kind. (A kind none of whose stored specs is versioned cannot be told from an
 /// unversioned one.)
+///
+/// A spec older than the one stored for its object (or written by an earlier document of
+/// the input) would be refused as a downgrade while writing, after the documents before
+/// it were applied: refused here too, before any write.
 void check_versions(Database& db, const std::vector<Document>& docs, const std::string& file) {
   std::set<GroupKind> stated;
   for (auto& doc : docs)
     if (doc.spec_version) stated.insert(doc.gk);
   std::map<GroupKind, int> newest;
+  std::map<std::pair<GroupKind, std::string>, int> written;  // by earlier documents
   for (std::size_t i = 0; i < docs.size(); ++i) {
     auto& doc = docs[i];
-    if (doc.spec_version) continue;
     auto where = (file == "-" ? std::string("<stdin>") : file) +
                  (docs.size() > 1 ? " [" + std::to_string(i) + "]" : std::string());
+    if (doc.spec_version) {
+      auto [at, first] = written.try_emplace({doc.gk, doc.slug}, 0);
+      if (first)
+        if (auto row = db.reader().get_by_slug(doc.gk, doc.slug)) at->second = row->spec_version;
+      if (at->second > *doc.spec_version)
+        throw std::runtime_error(where + ": " + printable(kind_name(doc.gk) + '/' + doc.slug) +
+                                 ": spec stored at schema version " + std::to_string(at->second) +
+                                 " cannot be overwritten at version " +
+                                 std::to_string(*doc.spec_version));
+      at->second = *doc.spec_version;
+      continue;
+    }
     auto say = std::string(": say which version this spec is written in (\"spec_version\")");
     auto [it, fresh] = newest.try_emplace(doc.gk, 0);
     if (fresh) it->second = db.newest_spec_version(doc.gk);
