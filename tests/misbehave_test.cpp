@@ -173,6 +173,39 @@ TEST_F(MisbehaveTest, StopRollsBackAWithinBlockOpenInAReconcileWithoutHanging) {
   EXPECT_FALSE(widgets().get(ctx_, a.id).status.has_value());  // rolled back
 }
 
+// A controller that ends while stop waits for its passes (killed by the application,
+// or an exception of ours) has nothing left to drain: a stop without a deadline goes on
+// instead of waiting for its answer forever.
+TEST_F(MisbehaveTest, AControllerThatEndsDuringStopsDrainDoesNotHangTheStop) {
+  std::atomic<bool> entered{false}, release{false};
+  auto stop_first = stop_before_locals();
+  recorder_->set_body([&](auto&, auto&, auto&) -> Result {
+    entered = true;
+    eventually([&] { return release.load(); });
+    return {};
+  });
+  register_widgets();
+  widgets().create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return entered.load(); }));
+  auto controller = *bh_->controller(widget_kind);
+  auto stopping = std::async(std::launch::async, [&] { stop_(Context{}); });
+  ASSERT_TRUE(eventually([&] {  // draining once calls are refused
+    try {
+      widgets().list(ctx_);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == make_error_code(errc::stopped);
+    }
+  }));
+  caf::anon_send_exit(controller, caf::exit_reason::kill);
+  release = true;
+  ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready)
+      << "stop waited for a dead controller";
+  stopping.get();
+  stop_ = nullptr;
+}
+
 /// A logger and a metrics sink that throw on every call: beehive goes on working, and
 /// the supervisor goes on restarting crashed actors.
 class ThrowingSink : public MetricsSink {
@@ -230,14 +263,13 @@ TEST_F(MisbehaveTest, AThrowingOnCreateCallbackDoesNotFailTheStoredCreate) {
     if (l == LogLevel::error) ++errors;
   }));
   auto w = widgets();
-  auto o = w.create(ctx_, {"a", 1}, with_on_create([](const Context&) {
-                      throw std::runtime_error("callback failed");
-                    }));
+  auto o =
+      w.create(ctx_, {"a", 1},
+               with_on_create([](const Context&) { throw std::runtime_error("callback failed"); }));
   EXPECT_EQ(w.get(ctx_, o.id).spec.color, "a");
   EXPECT_EQ(errors.load(), 1);  // reported to the operator instead
-  auto [g, created] = w.get_or_create(ctx_, "slugged", {"b", 1}, with_on_create([](const Context&) {
-                                        throw 42;
-                                      }));
+  auto [g, created] =
+      w.get_or_create(ctx_, "slugged", {"b", 1}, with_on_create([](const Context&) { throw 42; }));
   EXPECT_TRUE(created);
   EXPECT_EQ(w.get(ctx_, g.id).spec.color, "b");
 }

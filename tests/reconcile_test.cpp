@@ -71,8 +71,9 @@ TEST_F(ReconcileTest, StartReconcilesEveryObjectOnce) {
   for (auto id : ids) EXPECT_EQ(recorder_->count(id), 1);
 }
 
-// The listing that starts a controller fails (the store unreadable for a moment): it is
-// tried again after the first retry interval, and every object is reconciled then.
+// The listing that starts a controller fails (the store unreadable for a while): it is
+// tried again on the kind's backoff ladder (1 s, then 2 s, ...), and every object is
+// reconciled once one succeeds.
 TEST_F(ReconcileTest, AStartListingThatFailsIsTriedAgain) {
   register_widgets();
   auto w = widgets();
@@ -83,8 +84,11 @@ TEST_F(ReconcileTest, AStartListingThatFailsIsTriedAgain) {
   start();
   settle();  // idle: the listing failed, and waits for its retry
   EXPECT_EQ(recorder_->total(), 0);
+  clock_->advance(1s);  // tried again: fails again, and waits twice as long
+  settle();
   write_test_store(file, "ALTER TABLE objects_away RENAME TO objects");
   auto c = w.create(ctx_, {"c", 1});  // queued meanwhile: still idle until the retry
+  clock_->advance(1s);
   settle();
   EXPECT_EQ(recorder_->total(), 0);
   clock_->advance(1s);
@@ -615,6 +619,74 @@ TEST_F(ReconcileTest, RequeueReturnsOnceTheObjectIsQueued) {
   settle();
   EXPECT_EQ(w.get_schedule(ctx_, failing.id), Schedule{});
   EXPECT_EQ(recorder_->count(failing.id), 2);
+}
+
+// Stop waits for the passes in flight; meanwhile the controller queues nothing more: a
+// retry or a resync that falls due neither queues objects nor lists the kind.
+TEST_F(ReconcileTest, ADrainingControllerQueuesNothingMore) {
+  Gate gate;
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->set_body([&](auto&, auto&, auto& o) -> Result {
+    if (o.spec.color == "holds") gate.pass();
+    if (o.spec.color == "fails") throw std::runtime_error("boom");
+    return {};
+  });
+  register_widgets(with_concurrency(1), with_resync_interval(1s));
+  auto w = widgets();
+  auto failing = w.create(ctx_, {"fails", 1});
+  start();
+  settle();
+  ASSERT_EQ(w.get_schedule(ctx_, failing.id).next_requeue_at, clock_->now() + 1s);
+  w.create(ctx_, {"holds", 1});
+  gate.wait_entered();
+  auto before = widget_controller_state();
+  auto stopping = std::async(std::launch::async, [&] { stop_(Context{}); });
+  ASSERT_TRUE(eventually([&] {  // draining once calls are refused
+    try {
+      w.list(ctx_);
+      return false;
+    } catch (const Error& e) {
+      return e.code() == make_error_code(errc::stopped);
+    }
+  }));
+  clock_->advance(1s);  // the retry and the resync fall due
+  ASSERT_TRUE(eventually([&] { return widget_controller_state().timers.empty(); }));
+  auto during = widget_controller_state();
+  EXPECT_EQ(during.queue_length, 0u);
+  EXPECT_EQ(during.resync_listings, before.resync_listings);
+  gate.open();
+  ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
+  stopping.get();
+  stop_ = nullptr;
+}
+
+// Two deleting widgets, one depending on the other, collected in one GC pass: the
+// collection wakes the dependent, which goes in the same commit. It is not queued again
+// (a pass for nothing, and its schedule reading "now" while the worker is busy).
+TEST_F(ReconcileTest, AnObjectRemovedInTheCommitThatWakesItIsNotQueuedAgain) {
+  Gate gate;
+  auto stop_first = stop_before_locals();  // the locals above outlive reconciles
+  recorder_->hold(gate, "holds");
+  auto cc = register_widgets(with_concurrency(1));
+  auto w = widgets();
+  auto target = w.create(ctx_, {"target", 1});
+  auto dependent = w.create(ctx_, {"dependent", 1});
+  cc.add_dependency(ctx_, dependent.id, target.id);
+  start();
+  settle();
+  w.create(ctx_, {"holds", 1});  // takes the only worker: the removals stay queued
+  gate.wait_entered();
+  cc.within(ctx_, [&](const Context& tx) {  // one commit: the GC finds both at once
+    w.remove(tx, dependent.id);
+    w.remove(tx, target.id);
+  });
+  ASSERT_TRUE(eventually([&] { return gone(w, ctx_, dependent.id) && gone(w, ctx_, target.id); }));
+  EXPECT_TRUE(eventually([&] {
+    return w.get_schedule(ctx_, dependent.id) == Schedule{} &&
+           w.get_schedule(ctx_, target.id) == Schedule{};
+  }));
+  gate.open();
+  settle();
 }
 
 // An object requeued (or changed) while its own pass runs is queued behind that pass: its

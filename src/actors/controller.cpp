@@ -20,6 +20,9 @@ namespace beehive::detail {
 /// workqueue_longest_running_processor_seconds would grow forever.
 ControllerState::~ControllerState() {
   for (auto& [n, rp] : requeues) rp.deliver(make_error(errc::stopped, "the controller ended"));
+  // Ended during stop's drain: its passes are abandoned, nothing is left to wait for
+  // (the root's stop would otherwise wait for this answer forever).
+  if (drained) drained->deliver(true);
   if (auto* m = kind ? kind->metrics.get() : nullptr) {
     try {
       for (auto& [id, began] : started_at) m->work_abandoned(id);
@@ -39,6 +42,13 @@ using IdList = std::vector<std::pair<ObjectID, std::int64_t>>;
 
 bool of_kind(const ObjectMeta& m, const GroupKind& gk) {
   return m.group == gk.group && m.kind == gk.kind;
+}
+
+/// The step of the backoff ladder after `d` (0: none yet), doubled without overflowing: a
+/// maximum of milliseconds::max() means "never cap".
+std::chrono::milliseconds next_step(std::chrono::milliseconds d, const KindSettings& cfg) {
+  d = d.count() == 0 ? cfg.base_retry : d > cfg.max_retry / 2 ? cfg.max_retry : d * 2;
+  return std::min(d, cfg.max_retry);
 }
 
 /// Whether this process leads the ones running on its store: a standby's controller
@@ -198,6 +208,7 @@ void count_objects(Self self) {
             auto& st = self->state;
             --st.pending_reads;
             st.tally.listed(ticket, all, unsettled);
+            st.recount_step = {};
             if (auto* m = st.kind->metrics.get()) report_objects(st, *m);
             st.settling.check(idle(self));
           },
@@ -207,10 +218,11 @@ void count_objects(Self self) {
             st.tally.listing_failed(ticket);
             st.services.log(LogLevel::warning, "counting a kind's objects failed",
                             {{"kind", to_string(st.kind->gk)}, {"reason", error_message(err)}});
-            // Counted again after the kind's first retry interval: the commits alone
-            // would keep what the failed listing was to correct.
+            // Counted again after the next step of the kind's backoff ladder: the
+            // commits alone would keep what the failed listing was to correct.
             if (!st.draining) {
-              st.recount_at = saturating_add(now(self), st.kind->settings.base_retry);
+              st.recount_step = next_step(st.recount_step, st.kind->settings);
+              st.recount_at = saturating_add(now(self), st.recount_step);
               rearm(self);
             }
             st.settling.check(idle(self));
@@ -268,7 +280,8 @@ void dispatch(Self self) {
 /// once released (its add and wait were counted before the refused pass): not counted.
 void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
   auto& st = self->state;
-  if (!leads(self)) return;  // the leader's controller reconciles it
+  // The leader's controller reconciles it; a draining one (stop) queues nothing more.
+  if (!leads(self) || st.draining) return;
   auto* m = st.kind->metrics.get();
   if (lift) {
     st.terminal.erase(id);
@@ -382,6 +395,7 @@ void start(Self self) {
       [self](const IdList& ids) {
         auto& st = self->state;
         st.start_listing = false;
+        st.relist_step = {};
         // Lifting: a pass begun since the start (restart cleared the marks) may have read
         // an older spec than the listing, and fail terminally after it; the change to the
         // spec the listing read is not heard again (at or below listed_rv).
@@ -402,12 +416,13 @@ void start(Self self) {
       [self] {
         // Until a listing succeeds, nothing would reconcile the objects it was to queue
         // (the first one's failure leaves the controller not dispatching at all): it is
-        // tried again after the kind's first retry interval.
+        // tried again after the next step of the kind's backoff ladder.
         auto& st = self->state;
         st.start_listing = false;
         st.lost_while_listing = false;  // the next one is read after those changes
         if (st.draining) return;
-        st.relist_at = saturating_add(now(self), st.kind->settings.base_retry);
+        st.relist_step = next_step(st.relist_step, st.kind->settings);
+        st.relist_at = saturating_add(now(self), st.relist_step);
         rearm(self);
       });
 }
@@ -440,8 +455,9 @@ void on_wake(Self self) {
     if (!st.draining && st.kind->metrics) count_objects(self);
   }
   if (fallen_due(st.next_resync, t)) {
-    st.next_resync = saturating_add(t, st.kind->settings.resync);
-    if (leads(self)) resync(self);  // a standby would queue nothing of what it lists
+    // A standby, or a draining controller, would queue nothing of what it lists.
+    st.next_resync = st.draining ? Time::max() : saturating_add(t, st.kind->settings.resync);
+    if (leads(self) && !st.draining) resync(self);
   }
   dispatch(self);
   rearm(self);
@@ -470,9 +486,7 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   auto step_ladder = [&] {
     using ms = std::chrono::milliseconds;
     auto& d = st.backoff[id];
-    // Doubled without overflowing: a maximum of milliseconds::max() means "never cap".
-    d = d.count() == 0 ? cfg.base_retry : d > cfg.max_retry / 2 ? cfg.max_retry : d * 2;
-    d = std::min(d, cfg.max_retry);
+    d = next_step(d, cfg);
     auto delay = d;
     if (cfg.jitter > 0 && d.count() > 0) {
       // Near the cap, only as far up as the cap: the draws stay spread (retries of objects
@@ -740,8 +754,6 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
           // Rows at or below the start listing's versions were reconciled from it.
           if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
             enqueue(self, c.row.meta.id, true);  // a new spec, or a deletion: lifts a terminal mark
-          if ((c.parts & object_change::removed) && of_kind(c.row.meta, gk))
-            forget(self, c.row.meta.id);
           if (wakes_owner(gk, cfg, c)) enqueue(self, c.owner->id);
           for (auto& [other, map] : cfg.watches)
             if (of_kind(c.row.meta, other))
@@ -756,6 +768,11 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
             st.timers.erase(ref.id);
             enqueue(self, ref.id, true);  // lifts a terminal mark
           }
+        // Last: a removed object the same commit also woke (a dependency's wake, its
+        // child's removal in the same cascade, a requeue) is not queued again.
+        for (auto& c : rec.changes)
+          if ((c.parts & object_change::removed) && of_kind(c.row.meta, gk))
+            forget(self, c.row.meta.id);
         if (auto* m = st.kind->metrics.get()) {
           for (auto& c : rec.changes)
             if (c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)

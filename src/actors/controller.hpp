@@ -155,6 +155,9 @@ struct ControllerState {
   std::uint64_t resync_listings = 0;  // begun (inspect)
   Time relist_at{Time::max()};        // a start listing that failed is tried again then
   Time recount_at{Time::max()};       // a count listing that failed is tried again then
+  // Each listing that fails again waits a step longer (the kind's backoff ladder): a
+  // store down for an hour is not listed every base_retry; 0 once one succeeds.
+  std::chrono::milliseconds relist_step{0}, recount_step{0};
   Time requested_wake{Time::max()};
   // Metrics only (empty without a sink): when each queued id was queued, when each pass
   // in flight began (steady clock), the kind's object counts, and the gauge values last
