@@ -1136,6 +1136,15 @@ TEST_F(ActorTest, ActorRequestsAreCheckedAsTheBlockingCallsAre) {
   auto hub = bh_->watch_hub();
   EXPECT_ERRC(ask<std::uint64_t>(hub, watch_request{bad_kind, std::nullopt, sys_.spawn([] {})}),
               errc::invalid_argument);
+  // As the Client's: a kind over the names' bound, and a negative resume point (it read
+  // as one below the log's horizon: accepted, then ended as watch_too_old).
+  EXPECT_ERRC(
+      ask<std::uint64_t>(
+          hub, watch_request{{"acme.com", std::string(513, 'k')}, std::nullopt, sys_.spawn([] {})}),
+      errc::invalid_argument);
+  EXPECT_ERRC(ask<std::uint64_t>(
+                  hub, watch_request{widget_kind, std::nullopt, sys_.spawn([] {}), false, "", -1}),
+              errc::invalid_argument);
   event_watch_request bad_reason{o.meta.id};
   bad_reason.filter.reason = bad;
   bad_reason.subscriber = sys_.spawn([] {});

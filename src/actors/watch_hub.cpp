@@ -607,8 +607,10 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         WatchHubState::Sub sub{r.gk, r.id, nullptr, r.subscriber, 0};
         if (auto err = refusal([&] {
               if (!r.subscriber) throw Error(errc::invalid_argument, "a watch needs a subscriber");
-              require_text(r.gk.group, "group");
-              require_text(r.gk.kind, "kind");
+              store::check_kind(r.gk);
+              if (r.resume_from && *r.resume_from < 0)
+                throw Error(errc::invalid_argument, "resume_from takes a resource version, not " +
+                                                        std::to_string(*r.resume_from));
               sub.selector = store::parse_selector(r.selector);
             }))
           return *err;
