@@ -397,6 +397,41 @@ TEST_F(HaTest, ALeaderThatStepsDownCancelsThePassesInFlight) {
   EXPECT_TRUE(saw_cancel.load());
 }
 
+// The server's clock steps forward past the leader's lease: its next renewal finds the
+// lease expired and takes the next term. The term its passes began in has ended (their
+// writes would fail the fence): it is a step-down and a takeover, said as such, and the
+// pass in flight is cancelled rather than failing as an error.
+TEST_F(HaTest, ALeaderWhoseOwnLeaseLapsedAndWhoTakesTheNextTermStepsDownAndUpAgain) {
+  Beehive a(open_candidate());
+  std::promise<void> entered;
+  std::atomic<bool> once{false}, saw_cancel{false};
+  register_controller<WidgetSpec, WidgetStatus>(
+      a, widget_kind,
+      [&](const Context& rctx, ControllerClient<WidgetStatus>&,
+          const Object<WidgetSpec, WidgetStatus>&) {
+        if (once.exchange(true)) return Result{};
+        entered.set_value();
+        for (int i = 0; i < 6000 && !rctx.done(); ++i) std::this_thread::sleep_for(5ms);
+        saw_cancel = rctx.done();
+        return Result{};
+      });
+  Widgets(a, widget_kind).create({}, {"a", 1});
+  auto [stop_a, leadership] = start_leading(a);
+  ASSERT_EQ(entered.get_future().wait_for(10s), std::future_status::ready);
+  auto term = query_test_store(path_, "SELECT term FROM leadership").at(0).at(0);
+  write_test_store(path_, "UPDATE leadership SET expires_at = now() - interval '1 second'");
+  // The stream sees the latest value: false then true at once may read as true alone,
+  // but something is said.
+  auto said = leadership.next_for(5s);
+  if (said == std::optional<bool>(false)) said = leadership.next_for(5s);
+  EXPECT_EQ(said, std::optional<bool>(true));
+  EXPECT_TRUE(eventually([&] { return saw_cancel.load(); }, 5s)) << "the pass ran on";
+  EXPECT_EQ(query_test_store(path_, "SELECT term FROM leadership").at(0).at(0),
+            std::to_string(std::stoll(term) + 1));
+  EXPECT_TRUE(a.is_leader());
+  stop_a({});
+}
+
 // The lease's expiry is written on the server's clock. Here the leader's last renewal
 // reads as if the server's clock had stood an hour ahead when it ran (and was stepped
 // back since), and then the leader goes silent: a standby that has seen the lease row

@@ -55,7 +55,16 @@ Campaign::~Campaign() {
 
 void Campaign::set_term(std::int64_t term) {
   auto before = shared_->term.exchange(term, std::memory_order_acq_rel);
-  if ((before != 0) != (term != 0) && changed_) changed_(term != 0);
+  if (!changed_) return;
+  if (before != 0 && term != 0 && before != term) {
+    // Its own lease lapsed on the server's clock (a clock stepped forward) and it took
+    // the next term: as a step-down and a takeover, so that the passes of the term that
+    // ended are cancelled and what it knew as its leader is forgotten.
+    changed_(false);
+    changed_(true);
+  } else if ((before != 0) != (term != 0)) {
+    changed_(term != 0);
+  }
 }
 
 std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point deadline) {
