@@ -280,8 +280,11 @@ class Client {
   /// unless with_reset_backoff() is given. not_found for a missing or another kind's id;
   /// no_controller for a kind without a controller; cancelled or deadline_exceeded when
   /// `ctx` ends before the object is queued (it is then left as it was). On a standby
-  /// (another process leads, see Beehive::is_leader) the requeue is recorded in the
-  /// store and the leader's controller reconciles the object (its backoff unchanged).
+  /// (another process leads, see Beehive::is_leader) or a beehive not started, the
+  /// requeue is recorded in the store and the controller of whichever process leads
+  /// reconciles the object (resetting its backoff only with with_reset_backoff()); the
+  /// call returns once that is committed. Inside a `within` block it is sent after the
+  /// block's outermost commit (never after a rollback).
   template <class... Opts>
   void requeue(const Context& ctx, ObjectID id, const Opts&... opts) const {
     detail::RequeueSettings s;
