@@ -1254,6 +1254,32 @@ TEST_F(ActorTest, ARequeueRequestWhileTheBeehiveStopsSaysStopped) {
   stopping.get();
 }
 
+// Once stop began, the application's actor requests are refused as its Client calls
+// are (the passes in flight finish their work; nothing new is taken on).
+TEST_F(ActorTest, ActorRequestsWhileTheBeehiveStopsSayStopped) {
+  std::promise<void> release;
+  auto [cc, stop, controller, holding] = start_with_the_worker_held(release.get_future().share());
+  ASSERT_TRUE(holding);
+  auto other = Widgets(*bh_, widget_kind).create(ctx_, {"other", 1});
+  auto writer = bh_->store_writer();
+  auto hub = bh_->watch_hub();
+  auto stopping = std::async(std::launch::async, [&, &stop = stop] { stop(ctx_); });
+  // The writer and the hub are told before the controllers (their mailboxes keep order).
+  ASSERT_TRUE(eventually(
+      [&] { return !ask<controller_state>(controller, inspect_atom::value).dispatching; }));
+  EXPECT_ERRC(ask<ObjectRow>(writer, create_request{widget_kind, spec("late", 1)}), errc::stopped);
+  EXPECT_ERRC(ask<ObjectRow>(writer, get_request{widget_kind, other.id}), errc::stopped);
+  EXPECT_ERRC(ask<transaction_reply>(
+                  writer, transaction_request{{create_request{widget_kind, spec("late", 2)}}}),
+              errc::stopped);
+  EXPECT_ERRC(ask<std::uint64_t>(hub, watch_request{widget_kind, std::nullopt, sys_.spawn([] {})}),
+              errc::stopped);
+  release.set_value();
+  stopping.get();
+  Beehive after(sys_, store_);  // nothing late was written
+  EXPECT_EQ(Widgets(after, widget_kind).list(ctx_).size(), 2u);
+}
+
 // Removing queued objects takes them out of the queue: its length counts the others at
 // once, the removed ones never reach a worker, and each other one does, once (a removal
 // of most of a long queue, as a cleanup deleting a whole collection does).

@@ -648,6 +648,9 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
         st.stopping = self->make_response_promise<StopReport>();
         auto rp = *st.stopping;
         if (st.deadline || st.stop_ended) self->send(self, stop_deadline_atom::value);
+        // The application's actor requests are refused from here, as its Client calls are.
+        if (st.writer) self->send(st.writer, drain_atom::value);
+        if (st.hub) self->send(st.hub, drain_atom::value);
         drain_controllers(self);
         return rp;
       },

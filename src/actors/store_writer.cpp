@@ -312,6 +312,9 @@ template <class Request>
 constexpr bool is_sweep = std::is_same_v<Request, trim_events_request> ||
                           std::is_same_v<Request, trim_change_log_request>;
 
+/// What the application's requests get once stop began (see StoreWriterState::draining).
+caf::error stopping() { return make_error(errc::stopped, "beehive stopped"); }
+
 /// One handler per write request: checked and completed (canonical JSON, the kind's
 /// schema versions) before it reaches the engine, outside any transaction.
 template <class Request>
@@ -329,6 +332,11 @@ struct WriteHandler {
         return rp;
       }
     } else {
+      if (st.draining && !std::is_same_v<Request, collect_request>) {
+        auto rp = self->template make_response_promise<Reply>();
+        rp.deliver(stopping());
+        return rp;
+      }
       std::optional<Request> ready;
       std::optional<Error> refused;
       try {
@@ -395,6 +403,7 @@ struct ReadHandler {
   Self self;
   caf::result<typename Request::reply_type> operator()(const Request& r) const {
     auto& st = self->state;
+    if (st.draining) return stopping();
     if (!st.engine->in_session()) return self->delegate(st.reader, r);
     auto rp = self->template make_response_promise<typename Request::reply_type>();
     // Handed on, so that the reader answers even if this actor ends first.
@@ -486,7 +495,8 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       typename beehive::detail::concat<write_request_types, maintenance_request_types>::type;
   return behavior(
       self, maintenance_and_writes{}, read_request_types{},
-      [self](transaction_request& t) {
+      [self](transaction_request& t) -> caf::result<transaction_reply> {
+        if (self->state.draining) return stopping();
         // Moved, not copied: copying every write costs, and a copy recurses over each
         // JSON detail before anything checked its depth.
         return answer<transaction_reply>(
@@ -520,7 +530,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       },
       [&st](retire_atom, const caf::actor& a) { forget_subscriber(st, a.address()); },
       [&st](hub_atom, const caf::actor& hub) { st.hub = hub; },
-      [self](serve_queue_atom) { serve_queue(self); },
+      [&st](drain_atom) { st.draining = true; }, [self](serve_queue_atom) { serve_queue(self); },
       [self](sweep_page_atom) { sweep_page(self); },
       [self](foreign_commit_atom) {
         try {

@@ -109,7 +109,8 @@ using store_writer_impl = store_writer_actor::extend<
     caf::replies_to<abort_session_atom>::with<bool>, caf::reacts_to<poll_foreign_atom>,
     caf::reacts_to<foreign_commit_atom>, caf::reacts_to<hub_atom, caf::actor>,
     caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>,
-    caf::reacts_to<retire_atom, caf::actor>, caf::reacts_to<sweep_page_atom>>;
+    caf::reacts_to<retire_atom, caf::actor>, caf::reacts_to<sweep_page_atom>,
+    caf::reacts_to<drain_atom>>;
 
 /// The application's commit-record subscribers (`subscribe_atom` + an actor), kept
 /// across writer restarts: a restarted writer serves them from its first commit.
@@ -193,7 +194,11 @@ struct StoreWriterState {
     int removed = 0;
   };
   std::deque<Sweep> sweeps;
-  bool closed = false;        // shut down: whatever is still deferred is refused
+  bool closed = false;  // shut down: whatever is still deferred is refused
+  /// Stop began (the root's drain_atom): the application's requests are refused with
+  /// errc::stopped, as the Client's calls are; beehive's own maintenance and the blocking
+  /// queue (the passes still in flight write through it) are served to the end.
+  bool draining = false;
   bool stop_gave_up = false;  // stop's deadline passed: no within block begins any more
 
   static inline const char* name = "beehive.store_writer";

@@ -604,6 +604,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
   // meanwhile is found then (messages to it are dropped) and removed by its down message.
   return {
       [self](const watch_request& r) -> caf::result<std::uint64_t> {
+        if (self->state.draining) return make_error(errc::stopped, "beehive stopped");
         WatchHubState::Sub sub{r.gk, r.id, nullptr, r.subscriber, 0};
         if (auto err = refusal([&] {
               if (!r.subscriber) throw Error(errc::invalid_argument, "a watch needs a subscriber");
@@ -645,6 +646,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         });
       },
       [self](const event_watch_request& r) -> caf::result<std::uint64_t> {
+        if (self->state.draining) return make_error(errc::stopped, "beehive stopped");
         if (auto err = refusal([&] {
               if (!r.subscriber)
                 throw Error(errc::invalid_argument, "an event watch needs a subscriber");
@@ -708,6 +710,7 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         return st.settling.ask(self, st.opening.empty() && st.opening_events.empty());
       },
       [self](hub_wake_atom) { fan_out(self->state, self->state.feed->inbox.take()); },
+      [self](drain_atom) { self->state.draining = true; },
       [self](shutdown_atom) {
         auto& st = self->state;
         // The writer posted its last commit before it sent this.

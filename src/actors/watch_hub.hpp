@@ -85,7 +85,8 @@ using EventStreamWatchPtr = std::shared_ptr<EventStreamWatch>;
 
 using watch_hub_impl =
     watch_hub_actor::extend<caf::reacts_to<hub_wake_atom>, caf::reacts_to<shutdown_atom>,
-                            caf::reacts_to<StreamWatchPtr>, caf::reacts_to<EventStreamWatchPtr>,
+                            caf::reacts_to<drain_atom>, caf::reacts_to<StreamWatchPtr>,
+                            caf::reacts_to<EventStreamWatchPtr>,
                             caf::replies_to<settle_atom>::with<bool>>;
 
 struct WatchHubState {
@@ -187,6 +188,7 @@ struct WatchHubState {
   bool shutdown_pending = false;
   SettleWaiters settling;
   bool stopped = false;
+  bool draining = false;  // stop began: new watches are refused (errc::stopped)
   static inline const char* name = "beehive.watch_hub";
 };
 
