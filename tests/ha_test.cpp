@@ -923,6 +923,54 @@ TEST_F(HaTest, AStoppingLeaderHandsOverToAStandbyAtOnce) {
   EXPECT_EQ(b->wait(), 0);
 }
 
+// A standby's takeover waits for the lease row's lock (an expired leader's transaction
+// still running), and the standby stops meanwhile: the server gives its waiting take up
+// with it, rather than taking the lease for a process that no longer runs once the lock
+// is free (no takeover would then be possible for a lease).
+TEST_F(HaTest, AStandbyStoppedWhileItsTakeoverWaitsForALockTakesNothingAfterwards) {
+  constexpr auto long_lease = 30s;  // its attempts wait for the lock up to a third of it
+  constexpr const char* nobody = "987654321";
+  write_test_store(path_, std::string("UPDATE leadership SET holder = ") + nobody +
+                              ", expires_at = now() + interval '1 hour' WHERE id = 1");
+  Beehive b(open_candidate(long_lease));
+  auto stop_b = b.start({});
+  ASSERT_FALSE(b.is_leader());
+  // A leader's fenced transaction, busy (not idle: a takeover does not end it).
+  auto holding = std::async(std::launch::async, [&] {
+    try {
+      query_test_store(path_,
+                       "SET application_name = 'held lease row'; BEGIN; SELECT 1 FROM "
+                       "leadership WHERE id = 1 FOR KEY SHARE; SELECT pg_sleep(60); COMMIT");
+    } catch (const std::exception&) {  // ended below
+    }
+  });
+  auto sessions_waiting = [&] {
+    return query_test_store(path_,
+                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                            "'beehive " +
+                                schema() + "' AND wait_event_type = 'Lock'")
+        .at(0)
+        .at(0);
+  };
+  ASSERT_TRUE(eventually([&] {
+    return query_test_store(path_,
+                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                            "'held lease row' AND wait_event = 'PgSleep'")
+               .at(0)
+               .at(0) == "1";
+  }));
+  write_test_store(path_, "UPDATE leadership SET expires_at = now() - interval '1 second'");
+  ASSERT_TRUE(eventually([&] { return sessions_waiting() != "0"; }));  // its take waits
+  stop_b({});
+  EXPECT_TRUE(eventually([&] { return sessions_waiting() == "0"; }, 5s))
+      << "a stopped process's take still waits for the lock";
+  write_test_store(path_,
+                   "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                   "application_name = 'held lease row'");
+  holding.get();
+  EXPECT_EQ(lease_holder(), std::stoll(nobody)) << "the stopped process took the lease";
+}
+
 TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndStepsDown) {
   auto a = node(schema(), true);
   ASSERT_EQ(a->read_line(), "leader");
