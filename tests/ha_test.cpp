@@ -16,6 +16,8 @@
 #include <set>
 #include <thread>
 
+#include <libpq-fe.h>
+
 #include <caf/scoped_actor.hpp>
 
 #include <beehive/actors.hpp>
@@ -969,6 +971,35 @@ TEST_F(HaTest, AStandbyStoppedWhileItsTakeoverWaitsForALockTakesNothingAfterward
                    "application_name = 'held lease row'");
   holding.get();
   EXPECT_EQ(lease_holder(), std::stoll(nobody)) << "the stopped process took the lease";
+}
+
+// An expired leader's fenced transaction whose session is stuck sending a result its
+// process does not read (paused, or cut off, in the middle of a large read): a takeover
+// ends it as it ends an idle one, rather than waiting for the server's TCP to give up.
+TEST_F(HaTest, ATakeoverEndsAFencedTransactionStuckSendingAResult) {
+  write_test_store(path_,
+                   "UPDATE leadership SET holder = 987654321, "
+                   "expires_at = now() - interval '1 second' WHERE id = 1");
+  PGconn* stuck = PQconnectdb(std::getenv("BEEHIVE_TEST_PG"));
+  ASSERT_EQ(PQstatus(stuck), CONNECTION_OK) << PQerrorMessage(stuck);
+  auto begin = "SET application_name = 'stuck reader'; SET search_path TO \"" + schema() +
+               "\"; BEGIN; SELECT 1 FROM leadership WHERE id = 1 FOR KEY SHARE";
+  PQclear(PQexec(stuck, begin.c_str()));
+  ASSERT_EQ(PQtransactionStatus(stuck), PQTRANS_INTRANS);
+  // Far more than the socket holds, never read.
+  ASSERT_EQ(PQsendQuery(stuck, "SELECT repeat('x', 1000000) FROM generate_series(1, 1000)"), 1);
+  ASSERT_TRUE(eventually([&] {
+    return query_test_store(path_,
+                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                            "'stuck reader' AND wait_event = 'ClientWrite'")
+               .at(0)
+               .at(0) == "1";
+  }));
+  Beehive b(open_candidate());
+  auto stop_b = b.start({});
+  EXPECT_TRUE(eventually([&] { return b.is_leader(); }, 5s)) << "the takeover waited";
+  stop_b({});
+  PQfinish(stuck);
 }
 
 TEST_F(HaTest, ALeaderPausedPastItsLeaseWritesNothingAsLeaderWhenResumedAndStepsDown) {

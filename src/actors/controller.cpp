@@ -20,9 +20,9 @@ namespace beehive::detail {
 /// workqueue_longest_running_processor_seconds would grow forever.
 ControllerState::~ControllerState() {
   for (auto& [n, rp] : requeues) rp.deliver(make_error(errc::stopped, "the controller ended"));
-  // Ended during stop's drain: its passes are abandoned, nothing is left to wait for
-  // (the root's stop would otherwise wait for this answer forever).
-  if (drained) drained->deliver(true);
+  // Ended during stop's drain (the root's stop would otherwise wait for this answer
+  // forever): the root then waits for its workers, whose passes run on, as orphans.
+  if (drained) drained->deliver(make_error(errc::stopped, "the controller ended"));
   if (auto* m = kind ? kind->metrics.get() : nullptr) {
     try {
       for (auto& [id, began] : started_at) m->work_abandoned(id);

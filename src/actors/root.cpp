@@ -474,9 +474,16 @@ void drain_controllers(Self self) {
   for (auto& [gk, c] : st.controllers)
     self->request(c, time_left(st), drain_atom::value)
         .then([one_done](bool) { one_done(); },
-              [self, one_done](caf::error& err) {
-                // A controller that died meanwhile has nothing left to drain.
-                if (err == caf::sec::request_timeout) self->state.report.drained = false;
+              [self, one_done, gk = gk](caf::error& err) {
+                auto& st = self->state;
+                if (err == caf::sec::request_timeout) {
+                  st.report.drained = false;
+                } else {
+                  // It ended (killed, or an error of ours): no longer current, so that
+                  // its workers' passes, which run on, are waited for as orphans.
+                  st.controllers.erase(gk);
+                  st.cfg->directory->set_controller(gk, nullptr);
+                }
                 one_done();
               });
 }

@@ -362,11 +362,14 @@ std::string sql_for(Q q) {
       // SHARE takes RowShareLock on the table; the fence is the only statement of
       // beehive's that does) and holds no ACCESS EXCLUSIVE lock (a migration's, which
       // is waited for). Only an expired lease's takeover waits for such a transaction,
-      // so it is a deposed leader's, left open by a process cut off or paused. (Sessions
-      // of other roles show no state to an unprivileged one, and are never ended.)
+      // so it is a deposed leader's, left open by a process cut off or paused. Stuck
+      // sending a result its process does not read (paused or cut off mid-read) is as
+      // idle: the session is active, but waits for that process alone. (Sessions of
+      // other roles show no state to an unprivileged one, and are never ended.)
       return R"sql(SELECT count(pg_terminate_backend(a.pid)) FROM pg_stat_activity a
              WHERE a.pid = ANY (pg_blocking_pids($1::int))
-               AND a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+               AND (a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+                    OR (a.state = 'active' AND a.wait_event = 'ClientWrite'))
                AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
                              AND l.relation = 'leadership'::regclass
                              AND l.mode = 'RowShareLock')
