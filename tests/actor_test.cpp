@@ -1711,42 +1711,6 @@ TEST_F(ActorTest, ActorRequestsWaitingBehindABlockWhenTheStoreWriterCrashedFailA
   ::testing::internal::GetCapturedStderr();
 }
 
-// An actor request waiting behind an open block when stop begins is refused once the
-// block ends, as one arriving then would be; beehive's own (the final GC pass) is served.
-TEST_F(ActorTest, ActorRequestsWaitingBehindABlockWhenStopBeginsAreRefused) {
-  auto cc = register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
-  Widgets w(*bh_, widget_kind);
-  auto stop = bh_->start(ctx_);
-  testing::settle(*bh_, ctx_);
-  OpenBlock block(cc, ctx_, [&](const Context& tx) { w.create(tx, {"block", 1}); });
-  auto writer = bh_->store_writer();
-  auto before = ask<store_writer_state>(writer, inspect_atom::value).deferred;
-  caf::scoped_actor self{sys_};
-  auto write =
-      self->request(writer, 20s, create_request{widget_kind, spec("from-actor", 1), "actor"});
-  bool deferred = eventually(
-      [&] { return ask<store_writer_state>(writer, inspect_atom::value).deferred >= before + 1; });
-  if (!deferred) block.release();
-  ASSERT_TRUE(deferred);
-  auto stopping = std::async(std::launch::async, [&] { stop(ctx_.with_timeout(20s)); });
-  // The GC's final pass waits behind the block too: the writer was told of the stop
-  // first (the root tells it before it asks the GC).
-  bool gc_waits = eventually(
-      [&] { return ask<store_writer_state>(writer, inspect_atom::value).deferred >= before + 2; });
-  block.release();
-  ASSERT_TRUE(gc_waits);
-  std::optional<errc> wrote;
-  std::move(write).receive([](ObjectRow&) {}, [&](caf::error& e) { wrote = to_errc(e); });
-  EXPECT_EQ(wrote, errc::stopped);
-  block.get();  // the block itself commits
-  stopping.get();
-  Beehive after(sys_, store_);
-  Widgets later(after, widget_kind);
-  EXPECT_ERRC(later.get_by_slug(ctx_, "actor"), errc::not_found);
-  EXPECT_EQ(later.list(ctx_).size(), 1u);
-}
-
 // A sweep_atom caller whose event log crashes while the sweep waits behind a within
 // block is answered stopped, not left waiting for its own timeout.
 TEST_F(ActorTest, ASweepCallerWhoseEventLogCrashesMidSweepIsAnsweredStopped) {

@@ -77,7 +77,7 @@ void run_deferred(StoreWriterState& st) {
   while (!st.engine->in_session() && !st.deferred.empty()) {
     auto job = std::move(st.deferred.front());
     st.deferred.pop_front();
-    if (st.closed || (st.draining && job.application))
+    if (st.closed)
       job.refuse();
     else
       job.run();
@@ -273,10 +273,9 @@ void serve_queue(Self self) {
 // -- the actor surface ----------------------------------------------------------------------
 
 /// Answers an actor's request with `work`'s result or error: now, or after the open
-/// session ends (then refused if stop began meanwhile and the request is the
-/// `application`'s).
+/// session ends.
 template <class Reply, class Work>
-caf::typed_response_promise<Reply> answer(Self self, Work work, bool application = true) {
+caf::typed_response_promise<Reply> answer(Self self, Work work) {
   auto& st = self->state;
   auto rp = self->template make_response_promise<Reply>();
   auto job = [work = std::move(work), rp]() mutable {
@@ -289,12 +288,9 @@ caf::typed_response_promise<Reply> answer(Self self, Work work, bool application
     }
   };
   if (st.engine->in_session())
-    st.deferred.push_back(
-        {std::move(job),
-         [rp]() mutable { rp.deliver(make_error(errc::stopped, "beehive stopped")); },
-         {},
-         {},
-         application});
+    st.deferred.push_back({std::move(job), [rp]() mutable {
+                             rp.deliver(make_error(errc::stopped, "beehive stopped"));
+                           }});
   else
     job();
   return rp;
@@ -350,13 +346,10 @@ struct WriteHandler {
       } catch (const std::exception& e) {
         refused = Error(errc::store, e.what());
       }
-      return answer<Reply>(
-          self,
-          [&st, ready = std::move(ready), refused]() -> Reply {
-            if (refused) throw *refused;
-            return store::take_reply<Reply>(st.engine->execute(WriteOp{*ready}, {}));
-          },
-          !std::is_same_v<Request, collect_request>);
+      return answer<Reply>(self, [&st, ready = std::move(ready), refused]() -> Reply {
+        if (refused) throw *refused;
+        return store::take_reply<Reply>(st.engine->execute(WriteOp{*ready}, {}));
+      });
     }
   }
 };
@@ -416,10 +409,7 @@ struct ReadHandler {
     // Handed on, so that the reader answers even if this actor ends first.
     st.deferred.push_back(
         {[self = self, rp, r]() mutable { rp.delegate(self->state.reader, r); },
-         [rp]() mutable { rp.deliver(make_error(errc::stopped, "beehive stopped")); },
-         {},
-         {},
-         true});
+         [rp]() mutable { rp.deliver(make_error(errc::stopped, "beehive stopped")); }});
     return rp;
   }
 };

@@ -180,7 +180,6 @@ struct StoreWriterState {
     /// with it, rather than held until the block ends.
     std::function<bool()> abandoned{};
     BlockingWritePtr write{};  // a blocking caller's, which a crash hands on
-    bool application = false;  // an actor request of the application's (see draining)
   };
   std::deque<Deferred> deferred;
   bool running_deferred = false;
