@@ -200,6 +200,24 @@ class HaTest : public ::testing::Test {
                                 "; UPDATE beehive_meta SET value = " + cut +
                                 " WHERE key = 'change_log_horizon'");
   }
+  /// Registers widgets on `a` and creates one, whose first pass sets `entered` and then
+  /// does work outside that looks at its context now and then (half a minute at most),
+  /// setting `saw_cancel` if it ended.
+  static void with_a_pass_that_watches_its_context(Beehive& a, std::promise<void>& entered,
+                                                   std::atomic<bool>& saw_cancel) {
+    register_controller<WidgetSpec, WidgetStatus>(
+        a, widget_kind,
+        [&, once = std::make_shared<std::atomic<bool>>(false)](
+            const Context& rctx, ControllerClient<WidgetStatus>&,
+            const Object<WidgetSpec, WidgetStatus>&) {
+          if (once->exchange(true)) return Result{};
+          entered.set_value();
+          for (int i = 0; i < 6000 && !rctx.done(); ++i) std::this_thread::sleep_for(5ms);
+          saw_cancel = rctx.done();
+          return Result{};
+        });
+    Widgets(a, widget_kind).create({}, {"a", 1});
+  }
   /// The session that holds the lease (the leadership campaign's `holder`); 0: none.
   std::int64_t lease_holder() const {
     auto rows = query_test_store(path_, "SELECT holder FROM leadership");
@@ -375,19 +393,8 @@ TEST_F(HaTest, ALeaderThatStepsDownCancelsThePassesInFlight) {
   namespace faults = store::pg::faults;
   Beehive a(open_candidate());
   std::promise<void> entered;
-  std::atomic<bool> once{false}, saw_cancel{false};
-  register_controller<WidgetSpec, WidgetStatus>(
-      a, widget_kind,
-      [&](const Context& rctx, ControllerClient<WidgetStatus>&,
-          const Object<WidgetSpec, WidgetStatus>&) {
-        if (once.exchange(true)) return Result{};
-        entered.set_value();
-        // Work outside that looks at its context now and then, for half a minute at most.
-        for (int i = 0; i < 6000 && !rctx.done(); ++i) std::this_thread::sleep_for(5ms);
-        saw_cancel = rctx.done();
-        return Result{};
-      });
-  Widgets(a, widget_kind).create({}, {"a", 1});
+  std::atomic<bool> saw_cancel{false};
+  with_a_pass_that_watches_its_context(a, entered, saw_cancel);
   auto stop_a = a.start({});
   ASSERT_TRUE(a.is_leader());
   ASSERT_EQ(entered.get_future().wait_for(10s), std::future_status::ready);
@@ -406,18 +413,8 @@ TEST_F(HaTest, ALeaderThatStepsDownCancelsThePassesInFlight) {
 TEST_F(HaTest, ALeaderWhoseOwnLeaseLapsedAndWhoTakesTheNextTermStepsDownAndUpAgain) {
   Beehive a(open_candidate());
   std::promise<void> entered;
-  std::atomic<bool> once{false}, saw_cancel{false};
-  register_controller<WidgetSpec, WidgetStatus>(
-      a, widget_kind,
-      [&](const Context& rctx, ControllerClient<WidgetStatus>&,
-          const Object<WidgetSpec, WidgetStatus>&) {
-        if (once.exchange(true)) return Result{};
-        entered.set_value();
-        for (int i = 0; i < 6000 && !rctx.done(); ++i) std::this_thread::sleep_for(5ms);
-        saw_cancel = rctx.done();
-        return Result{};
-      });
-  Widgets(a, widget_kind).create({}, {"a", 1});
+  std::atomic<bool> saw_cancel{false};
+  with_a_pass_that_watches_its_context(a, entered, saw_cancel);
   auto [stop_a, leadership] = start_leading(a);
   ASSERT_EQ(entered.get_future().wait_for(10s), std::future_status::ready);
   auto term = query_test_store(path_, "SELECT term FROM leadership").at(0).at(0);
