@@ -218,6 +218,16 @@ class HaTest : public ::testing::Test {
         });
     Widgets(a, widget_kind).create({}, {"a", 1});
   }
+  /// How many of the server's sessions named `application` meet `condition` (SQL on
+  /// pg_stat_activity).
+  std::string sessions(const std::string& application, const std::string& condition) const {
+    return query_test_store(path_,
+                            "SELECT count(*) FROM pg_stat_activity WHERE "
+                            "application_name = '" +
+                                application + "' AND " + condition)
+        .at(0)
+        .at(0);
+  }
   /// The session that holds the lease (the leadership campaign's `holder`); 0: none.
   std::int64_t lease_holder() const {
     auto rows = query_test_store(path_, "SELECT holder FROM leadership");
@@ -944,20 +954,10 @@ TEST_F(HaTest, AStandbyStoppedWhileItsTakeoverWaitsForALockTakesNothingAfterward
     }
   });
   auto sessions_waiting = [&] {
-    return query_test_store(path_,
-                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                            "'beehive " +
-                                schema() + "' AND wait_event_type = 'Lock'")
-        .at(0)
-        .at(0);
+    return sessions("beehive " + schema(), "wait_event_type = 'Lock'");
   };
-  ASSERT_TRUE(eventually([&] {
-    return query_test_store(path_,
-                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                            "'held lease row' AND wait_event = 'PgSleep'")
-               .at(0)
-               .at(0) == "1";
-  }));
+  ASSERT_TRUE(
+      eventually([&] { return sessions("held lease row", "wait_event = 'PgSleep'") == "1"; }));
   write_test_store(path_, "UPDATE leadership SET expires_at = now() - interval '1 second'");
   ASSERT_TRUE(eventually([&] { return sessions_waiting() != "0"; }));  // its take waits
   stop_b({});
@@ -985,13 +985,8 @@ TEST_F(HaTest, ATakeoverEndsAFencedTransactionStuckSendingAResult) {
   ASSERT_EQ(PQtransactionStatus(stuck), PQTRANS_INTRANS);
   // Far more than the socket holds, never read.
   ASSERT_EQ(PQsendQuery(stuck, "SELECT repeat('x', 1000000) FROM generate_series(1, 1000)"), 1);
-  ASSERT_TRUE(eventually([&] {
-    return query_test_store(path_,
-                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                            "'stuck reader' AND wait_event = 'ClientWrite'")
-               .at(0)
-               .at(0) == "1";
-  }));
+  ASSERT_TRUE(
+      eventually([&] { return sessions("stuck reader", "wait_event = 'ClientWrite'") == "1"; }));
   Beehive b(open_candidate());
   auto stop_b = b.start({});
   EXPECT_TRUE(eventually([&] { return b.is_leader(); }, 5s)) << "the takeover waited";
