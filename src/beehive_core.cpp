@@ -231,6 +231,7 @@ std::optional<Time> BeehiveCore::next_timer() const {
   auto s = scheduler();
   if (!s) return std::nullopt;
   std::optional<Time> out;
+  ForgetSystem forget(own_sys_ != nullptr);
   caf::scoped_actor self{*sys_, true};
   self->request(s, caf::infinite, inspect_atom::value)
       .receive(

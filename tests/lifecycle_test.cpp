@@ -14,7 +14,9 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 
+#include "actors/root.hpp"          // private: restart_retry
 #include "actors/spawn_faults.hpp"  // private: the thread a start cannot get
+#include "beehive_core.hpp"         // private: next_timer
 #include "controller_fixture.hpp"
 #include "open_block.hpp"
 #include "systems_left_running.hpp"  // private: the destructor that gave up
@@ -178,6 +180,38 @@ TEST_F(LifecycleTest, ABeehiveThatCannotSpawnItsActorsThrowsAndLeavesNothingRunn
   Beehive other(store_);
   Widgets w(other, widget_kind);
   EXPECT_EQ(w.update(ctx_, o.id, {"b", 2}).spec.color, "b");
+}
+
+// A restart that cannot get its threads (a process at its thread limit) leaves the
+// supervisor up: it tries again every restart_retry, and meanwhile restarts the rest.
+TEST_F(LifecycleTest, ARestartThatCannotSpawnAWorkerIsTriedAgainLater) {
+  LogCapture log;
+  open(with_logger(log.logger()));
+  register_widgets(with_concurrency(2));
+  auto w = widgets();
+  start();
+  // Fails at once, or after the first of its two workers; the next restart succeeds.
+  auto restart_failing_after = [&](int spawns, const caf::actor& victim, const char* what) {
+    SCOPED_TRACE(what);
+    auto o = w.create(ctx_, {what, 1});
+    ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+    detail::faults::worker_spawns_before_failure = spawns;
+    caf::anon_send_exit(victim, caf::exit_reason::kill);
+    ASSERT_TRUE(eventually([&] { return detail::faults::worker_spawns_before_failure == -1; }));
+    ASSERT_TRUE(eventually([&] { return log.contains("cannot be restarted"); }));
+    // Still supervising: a crash elsewhere is restarted.
+    auto old_gc = bh_->gc();
+    caf::anon_send_exit(old_gc, caf::exit_reason::kill);
+    ASSERT_TRUE(eventually([&] { return bh_->gc() && bh_->gc() != old_gc; }));
+    w.update(ctx_, o.id, {what, 2});
+    settle();
+    EXPECT_EQ(recorder_->count(o.id), 1);  // no controller until the retry
+    clock_->advance(detail::restart_retry);
+    EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 2; }));
+  };
+  restart_failing_after(0, caf::actor_cast<caf::actor>(*bh_->controller(widget_kind)),
+                        "controller");
+  restart_failing_after(1, caf::actor_cast<caf::actor>(bh_->scheduler()), "scheduler");
 }
 
 TEST_F(LifecycleTest, AStartThatCannotSpawnAWorkerFailsAndLeavesNothingRunning) {
@@ -816,6 +850,42 @@ TEST_F(LifecycleTest, ABeehiveMayBeDestroyedOnAnotherThread) {
     *done = true;
   }).detach();
   EXPECT_TRUE(eventually([&] { return done->load(); }, 10s));
+}
+
+// The test kit's advance reads the timers from the test's thread; a thread that did so
+// and lives on must not keep a Beehive that owns its actor system from ending it.
+TEST_F(LifecycleTest, ABeehiveWhoseTimersWereReadOnAThreadThatLivesOnEndsItsSystem) {
+  register_widgets();
+  start();
+  std::promise<void> read, release;
+  std::thread reading([&, done = release.get_future()] {
+    bh_->core()->next_timer();
+    read.set_value();
+    done.wait();
+  });
+  read.get_future().wait();
+  close();
+  EXPECT_EQ(detail::systems_left_running.exchange(0), 0);
+  release.set_value();
+  reading.join();
+}
+
+// Deadline::max() as a stop's deadline means "no deadline" in practice: the stop waits
+// for the running pass (it gave up at once: the deadline overflowed in the actors' clock).
+TEST_F(LifecycleTest, AStopWithTheLatestDeadlineWaitsForThePass) {
+  Gate gate;
+  recorder_->hold(gate, "held");
+  register_widgets();
+  auto o = widgets().create(ctx_, {"held", 1});
+  start();
+  gate.wait_entered();
+  auto stopping = std::async(std::launch::async, [&] {
+    std::exchange(stop_, nullptr)(Context{}.with_deadline(Context::Deadline::max()));
+  });
+  EXPECT_EQ(stopping.wait_for(200ms), std::future_status::timeout) << "stop gave up at once";
+  gate.open();
+  stopping.get();  // no deadline_exceeded
+  EXPECT_EQ(recorder_->count(o.id), 1);
 }
 
 TEST_F(LifecycleTest, ControllerAcceptsASharedPtrToAController) {

@@ -48,12 +48,15 @@ RecordFilter controller_filter(const RootState& st, const GroupKind& gk) {
   return [gk, counts](const commit_record& rec) { return controller_wants(gk, {}, rec, counts); };
 }
 
-/// What is left of the stop deadline (which is set).
+/// What is left of the stop deadline (which is set), at most a century: CAF adds it to
+/// its clock's now, which a deadline at the clock's end (Deadline::max()) would overflow
+/// into the past, giving up at once.
 std::chrono::milliseconds ms_left(const RootState& st) {
   // Rounded up: giving up a little late is fine, early is not.
   auto left =
       std::chrono::ceil<std::chrono::milliseconds>(*st.deadline - std::chrono::steady_clock::now());
-  return std::max(left, std::chrono::milliseconds(0));
+  return std::clamp(left, std::chrono::milliseconds(0),
+                    std::chrono::milliseconds(std::chrono::hours(24 * 36525)));
 }
 
 /// What is left of the stop deadline, as a request timeout.
@@ -125,12 +128,15 @@ void spawn_reader(Self self) {
   self->state.cfg->directory->set_reader(r);
 }
 
+void arm_retry(Self self);
+
 void spawn_scheduler(Self self) {
   auto& st = self->state;
   auto s = self->spawn(detail::scheduler, st.cfg->services.timers);
   self->monitor(s);
   st.scheduler = s;
   st.cfg->directory->set_scheduler(s);
+  if (!st.retries.empty()) arm_retry(self);  // the wake asked of its predecessor is lost
   if (auto* manual = dynamic_cast<ManualClock*>(st.cfg->clock.get())) {
     if (st.clock_token) manual->unsubscribe(st.clock_token);
     auto addr = caf::actor_cast<caf::actor_addr>(s);
@@ -244,6 +250,7 @@ void retire_scheduler(Self self) {
 void spawn_scheduler_group(Self self) {
   auto& st = self->state;
   spawn_scheduler(self);
+  retire_controllers(self);  // those a failed attempt spawned
   std::vector<caf::actor> started;
   for (auto& entry : st.kinds) started.push_back(spawn_controller(self, entry));
   for (auto& a : respawn_periodic(self)) started.push_back(a);
@@ -289,6 +296,50 @@ void end_opened(Self self) {
   st.cfg->directory->set_hub(watch_hub_impl{});
 }
 
+/// Retires the controllers and starts one for each kind afresh.
+void respawn_controllers(Self self) {
+  auto& st = self->state;
+  retire_controllers(self);
+  std::vector<caf::actor> started;
+  for (auto& entry : st.kinds) started.push_back(spawn_controller(self, entry));
+  start_once_subscribed(self, std::move(started));
+}
+
+/// Asks for a wake when the failed restarts are due again: from the scheduler, on the
+/// timers' time line (a ManualClock moves it), or before start from the steady clock.
+void arm_retry(Self self) {
+  auto& st = self->state;
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (st.scheduler)
+    self->send(st.scheduler, timer_at_atom::value, me,
+               st.cfg->services.timers->now() + restart_retry);
+  else
+    self->delayed_send(self, restart_retry, wake_atom::value);
+}
+
+/// Runs one restart. Should it throw (a thread the system refused: the reader and each
+/// reconcile worker is one), the root stays up: it logs the failure and tries again
+/// after `restart_retry`, for as long as it runs.
+void attempt(Self self, const std::string& what, std::function<void()> redo) {
+  try {
+    redo();
+  } catch (const std::exception& e) {
+    auto& st = self->state;
+    st.cfg->services.log(LogLevel::error, what + " cannot be restarted; tried again later",
+                         {{"reason", e.what()}});
+    bool armed = !st.retries.empty();
+    st.retries.push_back({what, std::move(redo)});
+    if (!armed) arm_retry(self);
+  }
+}
+
+void retry_restarts(Self self) {
+  auto& st = self->state;
+  auto due = std::exchange(st.retries, {});
+  if (st.phase == Phase::stopping || st.phase == Phase::stopped) return;
+  for (auto& r : due) attempt(self, r.what, std::move(r.redo));
+}
+
 void restart(Self self, const caf::down_msg& m) {
   auto& st = self->state;
   if (st.writer && m.source == st.writer.address()) {
@@ -315,37 +366,48 @@ void restart(Self self, const caf::down_msg& m) {
     return;
   }
   if (st.cfg->services.reader && m.source == st.cfg->services.reader.address()) {
-    // Actors spawned from now on get the new reader; those holding the old one are
-    // respawned with it.
     log_restart(self, "the reader", m.reason);
-    spawn_reader(self);
-    // The hub holds the old reader too. Left running, it would keep its watches open
-    // with nothing reaching them (the new hub takes the inbox): they end with
-    // errc::store instead, and resume on the new one.
-    if (st.hub) self->send_exit(st.hub, caf::exit_reason::user_shutdown);
-    spawn_hub(self);
-    if (st.phase == Phase::running) {
-      retire_controllers(self);
-      std::vector<caf::actor> started;
-      for (auto& entry : st.kinds) started.push_back(spawn_controller(self, entry));
-      start_once_subscribed(self, std::move(started));
-    }
+    attempt(self, "the reader", [self] {
+      // Actors spawned from now on get the new reader; those holding the old one are
+      // respawned with it.
+      spawn_reader(self);
+      auto& st = self->state;
+      // The hub holds the old reader too. Left running, it would keep its watches open
+      // with nothing reaching them (the new hub takes the inbox): they end with
+      // errc::store instead, and resume on the new one.
+      if (st.hub) self->send_exit(st.hub, caf::exit_reason::user_shutdown);
+      spawn_hub(self);
+      if (st.phase == Phase::running)
+        attempt(self, "the controllers", [self] { respawn_controllers(self); });
+    });
     return;
   }
   if (st.phase != Phase::running) return;
   if (st.scheduler && m.source == st.scheduler.address()) {
     log_restart(self, "the scheduler", m.reason);
     st.scheduler = scheduler_impl{};
-    retire_controllers(self);
-    spawn_scheduler_group(self);
+    attempt(self, "the scheduler", [self] {
+      retire_scheduler(self);  // one a failed attempt spawned
+      spawn_scheduler_group(self);
+    });
     return;
   }
   for (auto& entry : st.kinds) {
     auto it = st.controllers.find(entry->gk);
     if (it != st.controllers.end() && it->second.address() == m.source) {
-      log_restart(self, "the controller of " + to_string(entry->gk), m.reason);
+      auto what = "the controller of " + to_string(entry->gk);
+      log_restart(self, what, m.reason);
       ++entry->restarts;
-      start_once_subscribed(self, {spawn_controller(self, entry)});
+      // No longer current: should its successor not spawn, its workers' passes are
+      // waited for at stop as orphans', and the kind has no controller meanwhile.
+      st.controllers.erase(it);
+      st.cfg->directory->set_controller(entry->gk, nullptr);
+      attempt(self, what, [self, entry] {
+        auto& st = self->state;
+        // A scheduler group restarted meanwhile spawned one already.
+        if (st.controllers.count(entry->gk)) return;
+        start_once_subscribed(self, {spawn_controller(self, entry)});
+      });
       return;
     }
   }
@@ -678,6 +740,7 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
                            stop_deadline_atom::value);
       },
       [self](const SettleRequest& req) { settle(self, req.reply); },
+      [self](wake_atom) { retry_restarts(self); },
       [self](await_workers_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.workers.empty()) return true;

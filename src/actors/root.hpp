@@ -9,6 +9,9 @@
 //                   hub are handed to the new writer as they are);
 //   scheduler    -> the scheduler, every controller, the gc and the event_log;
 //   a controller, the gc, the event_log, the watch hub or the reader -> itself alone.
+// A restart that throws (a thread the system refused: the reader and each reconcile
+// worker is one) is logged and tried again every `restart_retry` on the timers' time
+// line; meanwhile that actor is missing (a kind without its controller queues nothing).
 // A restarted controller lists its kind again and reconciles it; the gc runs a pass; a
 // restarted hub serves new watches (those it served end with errc::store). Nothing
 // committed is lost: what matters lives in the store and the rest is rebuilt from it.
@@ -34,6 +37,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -51,6 +55,9 @@
 #include "rendezvous.hpp"
 
 namespace beehive::detail {
+
+/// How long a restart that failed waits before it is tried again.
+inline constexpr std::chrono::seconds restart_retry{1};
 
 /// What the root is given once, when the beehive is built.
 struct RootConfig {
@@ -126,6 +133,12 @@ struct RootState {
   /// Every worker still alive, and the controller it works for.
   std::map<caf::actor_addr, caf::actor> workers;
   int clock_token = 0;  // the ManualClock subscription that ticks the scheduler
+  /// Restarts that failed, tried again at the next wake (`restart_retry`).
+  struct Retry {
+    std::string what;
+    std::function<void()> redo;
+  };
+  std::vector<Retry> retries;
 
   // The stop in progress.
   std::optional<caf::typed_response_promise<StopReport>> stopping;
@@ -148,7 +161,8 @@ using root_actor =
     caf::typed_actor<caf::replies_to<open_atom>::with<bool>, caf::replies_to<StartPlan>::with<bool>,
                      caf::replies_to<StopRequest>::with<StopReport>,
                      caf::replies_to<await_workers_atom>::with<bool>, caf::reacts_to<SettleRequest>,
-                     caf::reacts_to<stop_deadline_atom>, caf::reacts_to<leadership_atom, bool>>;
+                     caf::reacts_to<stop_deadline_atom>, caf::reacts_to<leadership_atom, bool>,
+                     caf::reacts_to<wake_atom>>;
 
 /// Spawns nothing until `open`; the controllers, scheduler, gc and event_log on start.
 root_actor::behavior_type root(root_actor::stateful_pointer<RootState> self,
