@@ -674,6 +674,32 @@ TEST_F(EventsTest, RetentionKeepsTheCurrentRunWhenTheClockSteppedBack) {
   EXPECT_EQ(w.get_latest_event(ctx_, id, "conn")->reason, "Connected");
 }
 
+// The age bound after a clock step back: the current run (started last, ended earlier)
+// stays while the run before it is young. It went, and the stale run became current,
+// so that the next record_event extended it.
+TEST_F(EventsTest, TheAgeBoundKeepsTheCurrentRunWhenTheClockSteppedBack) {
+  auto clock = open_stepped(0, 30min);
+  auto w = widgets();
+  auto id = failed_then_connected_an_hour_earlier(*clock);
+  clock->step(31min);  // Connected is 31 minutes old; ProbeFailed is 29 minutes ahead
+  start();             // retention runs at start
+  auto sweep = [&] {
+    auto log = actor_handles(*bh_).event_log;
+    caf::scoped_actor self{log->home_system()};
+    int removed = -1;
+    self->request(log, caf::infinite, sweep_atom::value)
+        .receive([&](int n) { removed = n; }, [](caf::error& e) { ADD_FAILURE() << to_string(e); });
+    return removed;
+  };
+  EXPECT_EQ(sweep(), 0);
+  EXPECT_EQ(w.get_latest_event(ctx_, id, "conn")->reason, "Connected");
+  EXPECT_EQ(w.list_events(ctx_, id, with_event_category("conn")).size(), 2u);
+  // Once every run of the pair is old, every one goes.
+  clock->step(1h);
+  EXPECT_EQ(sweep(), 2);
+  EXPECT_FALSE(w.get_latest_event(ctx_, id, "conn").has_value());
+}
+
 // An unread event watch keeps what the store keeps: after a clock step back, the run
 // that started last (the current one), not the one that ended last.
 TEST_F(EventsTest, AnUnreadEventWatchKeepsTheCurrentRunWhenTheClockSteppedBack) {

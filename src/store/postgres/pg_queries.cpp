@@ -280,10 +280,17 @@ std::string sql_for(Q q) {
                AND o."group" = $1 AND o.kind = $2
              ORDER BY e.last_at LIMIT 1 OFFSET $5::bigint - 1)sql";
     case Q::trim_old_events:
+      // The pair's current run stays while another of its runs is young (see SQLite's).
       return R"sql(DELETE FROM events WHERE id IN (
                SELECT e.id FROM events AS e JOIN objects AS o ON o.id = e.object_id
                WHERE e.last_at > $3::bigint AND e.last_at <= $4::bigint
-                 AND e.last_at < $5::bigint AND o."group" = $1 AND o.kind = $2))sql";
+                 AND e.last_at < $5::bigint AND o."group" = $1 AND o.kind = $2
+                 AND NOT (e.id = (SELECT max(c.id) FROM events AS c
+                                  WHERE c.object_id = e.object_id AND c.category = e.category)
+                          AND EXISTS (SELECT 1 FROM events AS y
+                                      WHERE y.object_id = e.object_id
+                                        AND y.category = e.category
+                                        AND y.last_at >= $5::bigint))))sql";
     case Q::set_labels:
       return "UPDATE objects SET labels = $2, resource_version = $3, updated_at = $4 WHERE id = $1";
     case Q::delete_labels:
