@@ -114,7 +114,9 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
   // Aliases the store: the writer's reader may outlive this BeehiveCore by a read.
   cfg->backend = std::shared_ptr<store::Backend>(store_, backend_);
   cfg->schema_versions = [this](const GroupKind& gk) {
-    return SchemaVersions{writing_spec_version(gk), status_version(gk)};
+    auto spec = writing_spec_version(gk);
+    spec.keep();  // the writer's request may commit whatever its outcome (not tracked)
+    return SchemaVersions{spec.version(), status_version(gk)};
   };
   cfg->max_object_bytes = settings_.max_object_bytes.value_or(default_max_object_bytes);
   // Housekeeping keeps a cadence when resync is off: retention must hold all the same.

@@ -29,6 +29,7 @@
 #include "actors/watch_hub.hpp"
 #include "lifecycle_mutex.hpp"
 #include "options_internal.hpp"
+#include "spec_version_claim.hpp"
 #include "store/backend.hpp"
 
 namespace beehive::detail {
@@ -129,9 +130,8 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   const Migrator* migrator(const GroupKind& gk) const;
   int spec_version(const GroupKind& gk) const;
   int status_version(const GroupKind& gk) const;
-  /// spec_version for a write of the kind. One before the kind is registered is noted:
-  /// a migrator registered after it would take those rows for its version 0.
-  int writing_spec_version(const GroupKind& gk);
+  /// spec_version for a write of the kind (see SpecVersionClaim).
+  SpecVersionClaim writing_spec_version(const GroupKind& gk);
   /// Queues `id` in its kind's controller and returns once it is queued, bounded by
   /// `ctx` (a caller whose context ends first leaves it unqueued); no_controller for a
   /// client-only kind, not_found when the controller finds no such object of the kind.
@@ -215,9 +215,10 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   std::atomic<State> state_{State::created};
   mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
-  std::set<GroupKind> written_unregistered_;  // see writing_spec_version
-  std::string claimed_;                       // the database this running beehive claimed
-  std::shared_ptr<void> run_claim_;           // its claim across processes (see Backend::claim)
+  std::set<GroupKind> written_unregistered_;       // see writing_spec_version
+  std::map<GroupKind, int> writing_unregistered_;  // such writes in flight
+  std::string claimed_;                            // the database this running beehive claimed
+  std::shared_ptr<void> run_claim_;  // its claim across processes (see Backend::claim)
 
   /// Called by the store (on its thread) when this process's leadership changes.
   void leadership_changed(bool leads);

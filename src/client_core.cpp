@@ -71,10 +71,12 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec,
                              const std::vector<Option>& opts) const {
   auto s = OptionSet::from(opts);
   check_text(s);
+  auto version = rt_->writing_spec_version(gk_);
   auto r = rt_->write(ctx,
                       create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner,
-                                     rt_->writing_spec_version(gk_), std::move(s.labels)},
+                                     version.version(), std::move(s.labels)},
                       {});
+  version.keep();
   run_on_create(*rt_, s, ctx);
   return std::move(r.row);
 }
@@ -109,11 +111,16 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   req.gk = gk_;
   req.slug = std::string(slug);
   req.spec = std::move(spec);
-  req.spec_version = rt_->writing_spec_version(gk_);
+  auto version = rt_->writing_spec_version(gk_);
+  req.spec_version = version.version();
   req.finalizers = s.finalizers;
   req.owner = s.owner;
   req.labels = s.labels;
-  if (s.on_create.empty()) return rt_->write(ctx, std::move(req), std::move(check)).row;
+  if (s.on_create.empty()) {
+    auto row = rt_->write(ctx, std::move(req), std::move(check)).row;
+    version.keep();
+    return row;
+  }
   // with_on_create runs only when this call creates: whether the slug was free is read
   // in the same transaction as the write.
   ObjectRow out;
@@ -123,6 +130,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
     out = rt_->write(inner, std::move(req), std::move(check)).row;
     if (!existed) run_on_create(*rt_, s, inner);
   });
+  version.keep();
   return out;
 }
 
@@ -134,10 +142,12 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
   if (s.slug) throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
   check_text(s);
   require_name(slug, "slug");
+  auto version = rt_->writing_spec_version(gk_);
   auto r = rt_->write(ctx,
                       get_or_create_request{gk_, std::string(slug), std::move(spec), s.finalizers,
-                                            s.owner, rt_->writing_spec_version(gk_), s.labels},
+                                            s.owner, version.version(), s.labels},
                       std::move(check));
+  if (r.flag) version.keep();  // one it only read was written by someone else
   if (r.flag) run_on_create(*rt_, s, ctx);
   return {std::move(r.row), r.flag};
 }
@@ -158,12 +168,14 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec, 
       return std::move(*row);
     }
   }
-  return rt_
-      ->write(ctx,
-              update_request{gk_, id, std::move(spec), rt_->writing_spec_version(gk_),
-                             s.resource_version},
-              std::move(check))
-      .row;
+  auto version = rt_->writing_spec_version(gk_);
+  auto row =
+      rt_->write(ctx,
+                 update_request{gk_, id, std::move(spec), version.version(), s.resource_version},
+                 std::move(check))
+          .row;
+  version.keep();
+  return row;
 }
 
 ObjectRow ClientCore::set_labels(const Context& ctx, ObjectID id, Labels labels, RowCheck check,

@@ -51,7 +51,7 @@ void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
   s.apply(kind_opts, true);
   std::lock_guard k(kinds_mu_);
   if (entry->migrator && entry->migrator->schema_version_spec() > 0 &&
-      written_unregistered_.count(gk))
+      (written_unregistered_.count(gk) || writing_unregistered_.count(gk)))
     throw Error(errc::invalid_argument,
                 to_string(gk) + " was written before its controller was registered, at spec " +
                     "version 0, which its migrator would read as its version 0: register " +
@@ -72,14 +72,19 @@ int BeehiveCore::spec_version(const GroupKind& gk) const {
   return m ? m->schema_version_spec() : 0;
 }
 
-int BeehiveCore::writing_spec_version(const GroupKind& gk) {
+SpecVersionClaim BeehiveCore::writing_spec_version(const GroupKind& gk) {
   std::lock_guard k(kinds_mu_);
   if (auto it = kinds_.find(gk); it != kinds_.end()) {
     auto* m = it->second->migrator.get();
-    return m ? m->schema_version_spec() : 0;
+    return SpecVersionClaim(m ? m->schema_version_spec() : 0);
   }
-  if (state_ == State::created) written_unregistered_.insert(gk);  // registration is still open
-  return 0;
+  if (state_ != State::created) return SpecVersionClaim(0);  // registration is closed
+  ++writing_unregistered_[gk];
+  return SpecVersionClaim(0, [this, gk](bool kept) {
+    std::lock_guard k(kinds_mu_);
+    if (kept) written_unregistered_.insert(gk);
+    if (--writing_unregistered_[gk] == 0) writing_unregistered_.erase(gk);
+  });
 }
 
 int BeehiveCore::status_version(const GroupKind& gk) const {

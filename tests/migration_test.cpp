@@ -510,6 +510,36 @@ TEST_F(MigrationTest, AMigratorRegisteredAfterTheKindWasWrittenIsRefused) {
   EXPECT_EQ(versions(c.create(ctx_, {"Ada", "Lovelace"}).id), std::make_pair(0, 0));
 }
 
+// Only a write that stores a row leaves that mark: one that failed before registration
+// (no such object, no such owner, a slug taken, a context that ended) wrote nothing a
+// migrator could misread, and does not refuse it.
+TEST_F(MigrationTest, AWriteThatFailedBeforeRegistrationDoesNotRefuseAMigrator) {
+  store_ = open_test_store(dir_.file("m.db"));
+  {
+    Beehive earlier(store_, with_clock(clock_));
+    register_controller<SpecV2, StatusV>(
+        earlier, person_kind, [](auto&, auto&, auto&) { return Result{}; },
+        with_migrator(std::make_shared<MigratorV2>()));
+    Client<SpecV2, StatusV>(earlier, person_kind)
+        .create(ctx_, {"Grace", "Hopper"}, with_slug("grace"));
+  }
+  bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+  Client<SpecV2, StatusV> c(*bh_, person_kind);
+  EXPECT_ERRC(c.update(ctx_, 12345, {"Ada", "Lovelace"}), errc::not_found);
+  EXPECT_ERRC(c.create(ctx_, {"Ada", "Lovelace"}, with_owner(12345)), errc::not_found);
+  EXPECT_ERRC(c.create(ctx_, {"Ada", "Lovelace"}, with_slug("grace")), errc::already_exists);
+  auto [grace, created] = c.get_or_create(ctx_, "grace", {"Ada", "Lovelace"});
+  EXPECT_FALSE(created);  // read, not written
+  auto [done, cancel] = ctx_.with_cancel();
+  cancel();
+  EXPECT_ERRC(c.create(done, {"Ada", "Lovelace"}), errc::cancelled);
+  register_controller<SpecV2, StatusV>(
+      *bh_, person_kind, [](auto&, auto&, auto&) { return Result{}; },
+      with_migrator(std::make_shared<MigratorV2>()));
+  auto stop = bh_->start(ctx_);
+  EXPECT_EQ(c.get(ctx_, grace.id).spec.last, "Hopper");
+}
+
 TEST_F(MigrationTest, AMigratorGivenToTheBeehiveIsIgnored) {
   // with_migrator is for registered kinds only: the kind stays unversioned.
   store_ = open_test_store(dir_.file("m.db"));
