@@ -333,14 +333,15 @@ std::function<void(const Context&)> BeehiveCore::start(const Context& ctx) {
                  });
   }
   state_ = State::running;
-  if (ctx.done() || failed) {  // a start cancelled or failed half-way leaves nothing running
+  // Started, it stays so: a context that ended meanwhile (the start is short) would
+  // leave a beehive stopped for good, which no later start could run.
+  if (failed) {  // a start that failed half-way leaves nothing running
     lk.unlock();
     try {
       stop(Context{});
     } catch (...) {
     }
-    if (failed) throw Error(errc::stopped, "the beehive could not start: " + *failed);
-    ctx.throw_if_done();
+    throw Error(errc::stopped, "the beehive could not start: " + *failed);
   }
   return [weak](const Context& stop_ctx) {
     if (auto rt = weak.lock()) rt->stop(stop_ctx);

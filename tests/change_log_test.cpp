@@ -360,17 +360,23 @@ TEST(ChangeLog, TheGcTrimsToTheRetentionAndOlderPositionsAreTooOld) {
 
 // An age bound of centuries (milliseconds::max(), the usual "for ever") with no count
 // bound keeps the whole log: `now - max_age` overflowed into an arbitrary time.
-TEST(ChangeLog, AnAgeBoundOfCenturiesKeepsEveryEntry) {
-  TestBeehive t(with_change_log_retention(0, std::chrono::milliseconds::max()),
-                with_resync_interval(10s));
-  Widgets w(t.beehive(), widget_kind);
-  t.start();
-  auto a = w.create({}, {"a", 0});
-  for (int i = 1; i <= 6; ++i) w.update({}, a.id, {"a", i});
-  t.settle();
-  t.advance(24h * 365 * 10);
-  t.advance(10s);
-  EXPECT_EQ(log_size(t.path()), 7u);
+// Neither bound (0, 0) keeps the whole log too, as event retention's (0, 0) keeps every
+// run: it emptied the log at every trim, so that no watch could resume.
+TEST(ChangeLog, AnAgeBoundOfCenturiesOrNoBoundAtAllKeepsEveryEntry) {
+  for (auto max_age : {std::chrono::milliseconds::max(), 0ms}) {
+    SCOPED_TRACE(max_age.count());
+    TestBeehive t(with_change_log_retention(0, max_age), with_resync_interval(10s));
+    Widgets w(t.beehive(), widget_kind);
+    t.start();
+    auto a = w.create({}, {"a", 0});
+    for (int i = 1; i <= 6; ++i) w.update({}, a.id, {"a", i});
+    t.settle();
+    t.advance(24h * 365 * 10);
+    t.advance(10s);
+    EXPECT_EQ(log_size(t.path()), 7u);
+    auto resumed = w.watch_list({}, with_resume_from(a.resource_version));
+    EXPECT_EQ(next(resumed).object.spec.size, 6);  // not too old (conflated)
+  }
 }
 
 TEST(ChangeLog, ASelectorWatchResumedSeesWhatStoppedMatching) {
@@ -587,7 +593,7 @@ TEST(ChangeLog, AnotherProcesssCreationFoldedWithALaterChangeIsNotAddedTwice) {
 // the process has not published yet stays until it has, and reaches the watches; they
 // do not end for it.
 TEST(ChangeLog, TheGcNeverTrimsAnotherWritersChangeBeforeTheWatchesHaveIt) {
-  TestBeehive t(with_change_log_retention(0, 0ms), with_resync_interval(10s));
+  TestBeehive t(with_change_log_retention(0, 1ms), with_resync_interval(10s));
   Widgets w(t.beehive(), widget_kind);
   t.start();
   auto a = w.create({}, {"a", 1});
@@ -683,7 +689,7 @@ TEST(ChangeLog, AnActorResumesAndIsToldWhenItsPositionIsGone) {
 // The store's version is kept in the log's newest entry as much as in its counter: a
 // trim that empties the log must not move it back, nor must events (not logged).
 TEST(ChangeLog, VersionsNeverGoBackWhateverTheLogHolds) {
-  TestBeehive t(with_change_log_retention(0, 0ms), with_resync_interval(10s));
+  TestBeehive t(with_change_log_retention(0, 1ms), with_resync_interval(10s));
   Widgets w(t.beehive(), widget_kind);
   register_controller<WidgetSpec, WidgetStatus>(
       t.beehive(), widget_kind,

@@ -150,6 +150,25 @@ TEST_F(LifecycleTest, CancelledStartContextAbortsStart) {
   EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
 }
 
+// Once begun, a start completes whatever its context does meanwhile: it ended stopped
+// for good, which no later start could run. (Here the context is cancelled by the
+// warning start logs for a database file others can read, a SQLite store's.)
+TEST_F(LifecycleTest, AStartWhoseContextEndsWhileItRunsCompletes) {
+  REQUIRE_SQLITE("the warning logged during start is about the SQLite file");
+  auto [cctx, cancel] = ctx_.with_cancel();
+  open(with_logger([cancel = cancel](LogLevel, std::string_view message, const LogFields&) {
+    if (message.find("readable by") != std::string_view::npos) cancel();
+  }));
+  std::filesystem::permissions(dir_.file("beehive.db"), std::filesystem::perms::others_read,
+                               std::filesystem::perm_options::add);
+  register_widgets();
+  auto o = widgets().create(ctx_, {"a", 1});
+  stop_ = bh_->start(cctx);
+  EXPECT_TRUE(cctx.done());
+  EXPECT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  EXPECT_ERRC(bh_->start(ctx_), errc::already_started);
+}
+
 std::size_t threads_of_this_process() {
   std::size_t n = 0;
   for ([[maybe_unused]] auto& t : std::filesystem::directory_iterator("/proc/self/task")) ++n;

@@ -95,7 +95,9 @@ class Beehive {
   /// Launches the controllers, timers and GC; every object of a registered kind is
   /// reconciled once. Throws already_started when running, stopped after a stop,
   /// store_in_use when another running beehive in this process uses the same database,
-  /// and cancelled / deadline_exceeded when `ctx` ends first (nothing is left running).
+  /// and cancelled / deadline_exceeded when `ctx` has ended before the start begins
+  /// (while it waits for a stop in progress, say): nothing is started, and a later start
+  /// may. Once begun, a start completes whatever `ctx` does meanwhile.
   /// Should the system refuse a thread it needs (each reconcile worker is one), it
   /// throws stopped, saying why: nothing is left running, and the beehive is stopped.
   Stop start(const Context& ctx);

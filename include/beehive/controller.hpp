@@ -187,7 +187,10 @@ requires(std::convertible_to<Opts, Option>&&...) ControllerClient<Status> regist
     Beehive& bh, const GroupKind& gk, C controller, Opts&&... opts) {
   static_assert(detail::Storable<Spec> && detail::Storable<Status>,
                 "Spec and Status must convert to and from nlohmann::json, or be empty structs");
-  if constexpr (std::is_constructible_v<bool, const C&>)
+  // Empty: a null pointer or std::function, an empty shared_ptr. A lambda converts to
+  // bool too (through its function pointer), never false: not asked (GCC warns).
+  if constexpr (std::is_constructible_v<bool, const C&> &&
+                (std::is_pointer_v<C> || !std::is_convertible_v<const C&, bool>))
     if (!static_cast<bool>(controller))
       throw Error(errc::invalid_argument,
                   "register_controller needs a controller, not an empty one");

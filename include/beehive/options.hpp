@@ -84,7 +84,9 @@ Option with_resource_version(std::int64_t rv);
 /// Beehive: the change log (what watches resume from, and how other processes learn of
 /// commits) keeps at least its newest `entries` entries and every entry younger than
 /// `max_age`; the garbage collector trims the rest at its cadence. `entries` <= 0: no
-/// count bound (age alone); `max_age` <= 0: no age bound (count alone). Default: 100 000
+/// count bound (age alone); `max_age` <= 0: no age bound (count alone); both: never
+/// trimmed (the log grows with every commit, as event retention's (0, 0) keeps every
+/// run). Default: 100 000
 /// entries, five minutes (a quiet store keeps its last 100 000 changes however old).
 /// Entries a step back of the wall clock left ahead of it count as logged at the step (or,
 /// when another process's clock put them there, at the trim that finds them).
@@ -109,7 +111,9 @@ Option with_max_retry_interval(std::chrono::milliseconds d);
 /// within +-10% of its step), so that many objects failing together do not retry in
 /// lockstep. Defaults: 1 s, 30 s, no jitter (1 s, 2 s, 4 s ... 30 s exactly). Throws
 /// invalid_argument unless 0 < base <= max and 0 <= jitter < 1. A later
-/// with_max_retry_interval at the same level replaces `max`.
+/// with_max_retry_interval at the same level replaces `max`. Given to
+/// register_controller it sets the kind's whole ladder: arguments left out take the
+/// defaults above, not the Beehive's.
 Option with_backoff(std::chrono::milliseconds base = std::chrono::seconds(1),
                     std::chrono::milliseconds max = std::chrono::seconds(30), double jitter = 0);
 /// Beehive (default for every kind) or register_controller: at most `per_second` passes

@@ -18,7 +18,9 @@ bool idle(const GcState& st) {
 /// One change-log trim (a write only when something is old enough to go).
 void trim(Self self) {
   auto& st = self->state;
-  if (st.trimming) return;
+  // No bound at all keeps every entry (the request itself would read it as "trim all").
+  const auto& keep = st.log_retention;
+  if (st.trimming || (keep.entries <= 0 && keep.max_age.count() <= 0)) return;
   st.trimming = true;
   self->request(st.periodic.writer, caf::infinite, st.log_retention)
       .then(
