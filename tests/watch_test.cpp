@@ -489,8 +489,9 @@ TEST_F(WatchTest, APositionStaysBelowTheFirstCommitOfAFoldedChange) {
 }
 
 // The same for a resumed watch's replay, which folds each object's changes since the
-// resume point: x created and updated, y updated between the two. Read up to y, the
-// position stays below x's creation, so that resuming from it replays x as Added.
+// resume point: x created and updated, y updated between the two. The folds come in
+// the order of their first commits (x's, then y's); read up to x, the position stays
+// below y's update, so that resuming from it replays y's update.
 TEST_F(WatchTest, AReplayedFoldKeepsThePositionBelowItsFirstCommit) {
   auto w = widgets();
   auto y = w.create(ctx_, {"y", 1});
@@ -499,19 +500,22 @@ TEST_F(WatchTest, AReplayedFoldKeepsThePositionBelowItsFirstCommit) {
   auto from = s.resource_version();
   s.close();
   auto x = w.create(ctx_, {"x", 1});
-  w.update(ctx_, y.id, {"y", 2});
+  auto y2 = w.update(ctx_, y.id, {"y", 2});
   w.update(ctx_, x.id, {"x", 2});
   auto resumed = w.watch_list(ctx_, with_resume_from(from));
   auto first = next(resumed);
-  ASSERT_EQ(first.object.id, y.id);  // placed first: y's last change came first
+  ASSERT_EQ(first.object.id, x.id);  // placed first: x's first change came first
+  EXPECT_EQ(first.type, ChangeType::Added);
+  EXPECT_EQ(first.object.spec.size, 2);
   auto position = resumed.resource_version();
-  EXPECT_LT(position, x.resource_version) << "past x's creation, which is still pending";
+  EXPECT_GE(position, x.resource_version);
+  EXPECT_LT(position, y2.resource_version) << "past y's update, which is still pending";
   resumed.close();
   auto again = w.watch_list(ctx_, with_resume_from(position));
   auto r = next(again);
-  if (r.object.id == y.id) r = next(again);  // y's update, above the position, again
-  EXPECT_EQ(r.object.id, x.id);
-  EXPECT_EQ(r.type, ChangeType::Added);
+  if (r.object.id == x.id) r = next(again);  // x's update, above the position, again
+  EXPECT_EQ(r.object.id, y.id);
+  EXPECT_EQ(r.type, ChangeType::Modified);
   EXPECT_EQ(r.object.spec.size, 2);
 }
 

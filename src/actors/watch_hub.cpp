@@ -10,6 +10,7 @@
 #include "actors/reader.hpp"
 #include "metrics/store_metrics.hpp"
 #include "options_internal.hpp"
+#include "store/change_order.hpp"
 #include "store/label_selector.hpp"
 #include "store/request_checks.hpp"
 
@@ -169,6 +170,7 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
         // pending, as for a live change.
         if (c.first_version < c.resource_version) changes.back().first_version = c.first_version;
       }
+    store::order_for_watches(changes);
     // Live changes at or below the head were replayed: the hub drops them.
     return caf::make_message(std::move(changes), log.head, false);
   };

@@ -17,6 +17,7 @@
 
 #include "metrics/store_metrics.hpp"
 #include "store/age_cutoff.hpp"
+#include "store/change_order.hpp"
 #include "store/commit_note.hpp"
 #include "store/write_ops.hpp"
 
@@ -237,17 +238,15 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
   cursor_->known_rv = std::max(cursor_->known_rv, cursor_->seen_rv);
   cursor_->unpublished_commit = false;
   if (own) {
-    // One record with this engine's commit, in version order: a watcher's position
-    // never passes a change of either still to be delivered (the log's entries are
-    // folded per object, some may be newer than the commit).
+    // One record with this engine's commit: a watcher's position never passes a change
+    // of either still to be delivered (the log's entries are folded per object, some may
+    // be newer than the commit).
     rec.append(commit_record(*own));
-    std::stable_sort(rec.changes.begin(), rec.changes.end(), [](auto& a, auto& b) {
-      return a.row.meta.resource_version < b.row.meta.resource_version;
-    });
     std::stable_sort(rec.events.begin(), rec.events.end(),
                      [](auto& a, auto& b) { return a.resource_version < b.resource_version; });
     *own_published = true;
   }
+  order_for_watches(rec.changes);  // the log reads them in latest-version order
   cursor_->runs_seen = log.head;
   publish(rec, false);
 }
