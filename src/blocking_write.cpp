@@ -92,6 +92,7 @@ void BeehiveCore::after_commit(const Context& ctx, std::function<void()> fn) {
 }
 
 void BeehiveCore::within(const Context& ctx, const std::function<void(const Context&)>& fn) {
+  if (!fn) throw Error(errc::invalid_argument, "within needs a block, not an empty one");
   // Session steps never give up half-way: they wait without the caller's deadline.
   auto step = [this](const std::shared_ptr<Transaction>& txn, SessionCmd::Kind k) {
     return write(ContextAccess::with_transaction(Context{}, txn), SessionCmd{k}, {});

@@ -32,6 +32,7 @@ Option with_change_log_retention(std::int64_t entries, std::chrono::milliseconds
   return Option([=](OptionSet& s) { s.change_log_retention = {entries, max_age}; });
 }
 Option with_on_create(std::function<void(const Context&)> fn) {
+  if (!fn) throw Error(errc::invalid_argument, "with_on_create needs a callback, not an empty one");
   return Option([fn = std::move(fn)](OptionSet& s) { s.on_create.push_back(fn); });
 }
 Option with_resync_interval(std::chrono::milliseconds d) {

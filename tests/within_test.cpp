@@ -39,6 +39,17 @@ TEST_F(WithinTest, CommitsEverythingTogether) {
 // its calls would interleave with the block's own: a nested block's release could end
 // the other thread's savepoint, and a rollback then undo writes already reported done.
 // Another thread's call is refused, and writes nothing; the block goes on.
+// An empty function is bad input, as register_controller says of an empty controller:
+// within threw std::bad_function_call after opening its block, and an empty on-create
+// callback was accepted, then logged as a callback that threw.
+TEST_F(WithinTest, AnEmptyBlockOrOnCreateCallbackIsInvalid) {
+  EXPECT_ERRC_WITH(cc_->within(ctx_, {}), errc::invalid_argument, "empty");
+  EXPECT_ERRC_WITH(with_on_create(std::function<void(const Context&)>{}), errc::invalid_argument,
+                   "empty");
+  auto w = widgets();  // the writer is free: no block was left open
+  EXPECT_EQ(w.create(ctx_, {"a", 1}).spec.color, "a");
+}
+
 TEST_F(WithinTest, ABlocksContextIsRefusedOnAnotherThread) {
   auto w = widgets();
   cc_->within(ctx_, [&](const Context& tx) {
