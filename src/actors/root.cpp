@@ -250,10 +250,12 @@ void retire_scheduler(Self self) {
 void spawn_scheduler_group(Self self) {
   auto& st = self->state;
   spawn_scheduler(self);
+  // First (they need no thread): should a worker's spawn fail below, the gc and the
+  // event log still run on the new scheduler meanwhile.
+  start_once_subscribed(self, respawn_periodic(self));
   retire_controllers(self);  // those a failed attempt spawned
   std::vector<caf::actor> started;
   for (auto& entry : st.kinds) started.push_back(spawn_controller(self, entry));
-  for (auto& a : respawn_periodic(self)) started.push_back(a);
   start_once_subscribed(self, std::move(started));
 }
 

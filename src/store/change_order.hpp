@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <beehive/commit_record.hpp>
@@ -22,11 +24,21 @@ inline std::int64_t first_version_of(const object_change& c) {
   return c.first_version > 0 ? c.first_version : c.row.meta.resource_version;
 }
 
-/// Puts `changes` in first-version order (stable: equal ones keep theirs).
+/// Puts `changes` in first-version order. An object may come twice (another process's
+/// fold read from the log, and this process's own commit): its entries stay in version
+/// order, together at the place of its earliest (a later one merged over an earlier one
+/// keeps the newest row).
 inline void order_for_watches(std::vector<object_change>& changes) {
-  std::stable_sort(changes.begin(), changes.end(), [](const auto& a, const auto& b) {
-    return first_version_of(a) < first_version_of(b);
-  });
+  std::unordered_map<ObjectID, std::int64_t> earliest;
+  for (const auto& c : changes) {
+    auto [it, fresh] = earliest.try_emplace(c.row.meta.id, first_version_of(c));
+    if (!fresh) it->second = std::min(it->second, first_version_of(c));
+  }
+  auto key = [&](const object_change& c) {
+    return std::pair{earliest.at(c.row.meta.id), c.row.meta.resource_version};
+  };
+  std::stable_sort(changes.begin(), changes.end(),
+                   [&](const auto& a, const auto& b) { return key(a) < key(b); });
 }
 
 }  // namespace beehive::store
