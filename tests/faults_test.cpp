@@ -22,6 +22,7 @@
 
 #include <beehive/actors.hpp>
 
+#include "actors/root.hpp"  // private: restart_retry
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
 #include "support/fault_vfs.hpp"
@@ -434,14 +435,18 @@ TEST_F(FaultTest, AFullDiskFailsWritesCleanlyAndRecoversOnceSpaceReturns) {
 
 // --- the writer ------------------------------------------------------------------------
 
-// A writer that died and cannot be opened again serves no one: a write, queued before
-// or after, fails with errc::store and says why, instead of waiting for ever (a caller
-// without a deadline) or until its deadline. The beehive still stops and closes.
-TEST_F(FaultTest, AWriterThatCannotBeRestartedFailsWritesInsteadOfHangingThem) {
+// A writer that died and cannot be opened again serves no one meanwhile: a write, queued
+// before or after, fails with errc::store and says why, instead of waiting for ever (a
+// caller without a deadline) or until its deadline. The restart is tried again every
+// restart_retry, and once the file opens the writes succeed again.
+TEST_F(FaultTest, AWriterThatCannotBeRestartedFailsWritesUntilARetryRestartsIt) {
   LogCapture log;
   ControllerTest::open(with_logger(log.logger()));
+  register_widgets();
+  start();
   auto w = widgets();
   auto x = w.create(ctx_, {"x", 1});
+  ASSERT_TRUE(eventually([&] { return recorder_->count(x.id) == 1; }));
   vfs_.arm({.op = fault::Op::open, .files = fault::files::main_db, .count = -1});
   auto old = bh_->store_writer();
   caf::anon_send_exit(old, caf::exit_reason::kill);
@@ -456,11 +461,24 @@ TEST_F(FaultTest, AWriterThatCannotBeRestartedFailsWritesInsteadOfHangingThem) {
     }
   }
   ASSERT_TRUE(eventually([&] { return log.contains("the store writer cannot be restarted"); }));
-  vfs_.clear();                           // the file opens again, but no writer is left to open it
-  auto in_time = ctx_.with_timeout(10s);  // without the fix, each write waits it out
+  vfs_.clear();                           // the file opens again; no writer until the retry
+  auto in_time = ctx_.with_timeout(10s);  // without the refusal, each write waits it out
   EXPECT_ERRC_WITH(w.create(in_time, {"y", 1}), errc::store, "cannot be restarted");
   EXPECT_ERRC_WITH(w.update(in_time, x.id, {"x", 2}), errc::store, "cannot be restarted");
   EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");  // reads go on
+
+  // The retry's wake may be asked for after the log line: the clock moves until it came.
+  ASSERT_TRUE(eventually([&] {
+    if (bh_->store_writer()) return true;
+    clock_->advance(detail::restart_retry);
+    return false;
+  }));
+  w.update(in_time, x.id, {"x", 3});
+  EXPECT_EQ(w.get(ctx_, x.id).spec.color, "x");
+  EXPECT_EQ(w.get(ctx_, x.id).spec.size, 3);
+  auto y = w.create(ctx_, {"y", 1});
+  // The controller hears of the new writer's commits.
+  EXPECT_TRUE(eventually([&] { return recorder_->count(y.id) == 1; }));
 }
 
 // --- read connections --------------------------------------------------------------------

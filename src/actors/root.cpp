@@ -342,24 +342,31 @@ void retry_restarts(Self self) {
   for (auto& r : due) attempt(self, r.what, std::move(r.redo));
 }
 
+/// Spawns a writer in place of one that died. Should its connection not open, writes
+/// fail at once with errc::store, not wait for one, until a retry spawns it.
+void restart_writer(Self self) {
+  auto& st = self->state;
+  try {
+    auto connection = st.cfg->open_writer();
+    st.cfg->queue->reopen();  // before the writer is published: a write that finds it queues
+    spawn_writer(self, std::move(connection));
+  } catch (const std::exception& e) {
+    st.writer = store_writer_impl{};
+    st.cfg->directory->set_writer(store_writer_impl{});
+    refuse_queued_writes(st, errc::store,
+                         std::string("the store writer cannot be restarted: ") + e.what());
+    throw;
+  }
+  if (st.phase == Phase::running) start_once_subscribed(self, respawn_periodic(self));
+}
+
 void restart(Self self, const caf::down_msg& m) {
   auto& st = self->state;
   if (st.writer && m.source == st.writer.address()) {
     // Its transaction, if any, died with its connection (SQLite rolls it back); what
     // callers queued is served by the new writer.
     log_restart(self, "the store writer", m.reason);
-    try {
-      spawn_writer(self, st.cfg->open_writer());
-    } catch (const std::exception& e) {
-      st.writer = store_writer_impl{};
-      st.cfg->directory->set_writer(store_writer_impl{});
-      st.cfg->services.log(LogLevel::error, "the store writer cannot be restarted",
-                           {{"reason", e.what()}});
-      refuse_queued_writes(st, errc::store,
-                           std::string("the store writer cannot be restarted: ") + e.what());
-      return;
-    }
-    if (st.phase == Phase::running) start_once_subscribed(self, respawn_periodic(self));
+    attempt(self, "the store writer", [self] { restart_writer(self); });
     return;
   }
   if (st.hub && m.source == st.hub.address()) {

@@ -62,6 +62,12 @@ std::vector<BlockingWritePtr> WriteQueue::close(errc code, std::string why) {
   return out;
 }
 
+void WriteQueue::reopen() {
+  std::lock_guard lk(mu_);
+  closed_ = false;
+  closed_why_.clear();
+}
+
 bool WriteQueue::wait_for_next_write(std::chrono::microseconds idle_wait) {
   if (idle_wait_score_ == 0 && ++idle_wait_skips_ % 16 != 0) return false;
   auto until = std::chrono::steady_clock::now() + idle_wait;

@@ -10,7 +10,7 @@
 // The two waits of the writer adapt: each keeps a score of how often it caught a
 // caller, waits only while that pays, and retries now and then after a run of misses.
 //
-// Thread-safety: push, close and the size reads are safe from any thread; the
+// Thread-safety: push, close, reopen and the size reads are safe from any thread; the
 // writer-side functions (take*, wait_for_next_write, take_latecomers,
 // group_committed) are called by the store_writer's thread only.
 
@@ -59,6 +59,8 @@ class WriteQueue {
   /// Refuses further pushes with `code` and `why`, and returns what is left.
   std::vector<BlockingWritePtr> close(errc code = errc::stopped,
                                       std::string why = "beehive stopped");
+  /// Takes pushes again after close(): a writer that could not be restarted has been.
+  void reopen();
 
   // -- the writer's waits (store_writer thread only) ----------------------------------
 
