@@ -13,6 +13,7 @@
 #include <beehive/testing.hpp>
 
 #include "actors/schedule_table.hpp"
+#include "actors/scheduler.hpp"
 #include "controller_fixture.hpp"
 #include "crash_controller.hpp"
 #include "held_reader.hpp"
@@ -549,6 +550,39 @@ TEST_F(ActorTest, TheSchedulerWakesAnActorNoEarlierThanItsTime) {
   }
   EXPECT_EQ(early, 0);
   stop(ctx_);
+}
+
+// On the system clock the scheduler ticks itself with delayed messages. A tick that an
+// earlier wake overtook stays the only one for its time: each arriving tick used to be
+// taken for the last in flight and re-armed the next wake again, so that overtaken
+// ticks piled up without end under a steady stream of short wakes (requeue_after,
+// backoff) beside long ones (resync, the cadences).
+TEST_F(ActorTest, TheSchedulerSendsOneTickPerWakeOnTheSystemClock) {
+  auto timers = std::make_shared<const detail::TimerClock>(std::make_shared<SystemClock>());
+  auto scheduler = sys_.spawn(detail::scheduler, timers);
+  auto woken = std::make_shared<std::atomic<int>>(0);
+  auto target = [&] {
+    return sys_.spawn([woken](caf::event_based_actor*) -> caf::behavior {
+      return {[woken](wake_atom) { ++*woken; }};
+    });
+  };
+  caf::scoped_actor app{sys_};
+  std::vector<caf::actor> targets{target()};
+  app->send(scheduler, detail::timer_at_atom::value, targets.back(), timers->now() + 1h);
+  // Each due before the last: each overtakes every tick in flight.
+  for (int i = 0; i < 20; ++i) {
+    targets.push_back(target());
+    app->send(scheduler, detail::timer_at_atom::value, targets.back(),
+              timers->now() + std::chrono::milliseconds(40 - 2 * i));
+  }
+  ASSERT_TRUE(eventually([&] { return *woken == 20; }));
+  std::size_t sent = 0;
+  app->request(scheduler, 5s, inspect_atom::value, detail::tick_atom::value)
+      .receive([&](std::size_t n) { sent = n; },
+               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  EXPECT_LE(sent, 21u);  // at most one per wake, the hour's included
+  for (auto& t : targets) app->send_exit(t, caf::exit_reason::user_shutdown);
+  app->send_exit(scheduler, caf::exit_reason::user_shutdown);
 }
 
 // An application actor that asked for a wake and exited before it came is let go: the

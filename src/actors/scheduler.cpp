@@ -27,10 +27,12 @@ void fire_and_rearm(Self self) {
     }
   }
   if (st.clock->manual() || earliest == Time::max()) return;
-  if (earliest < st.armed) {
-    st.armed = earliest;
-    auto delay = std::chrono::duration_cast<std::chrono::microseconds>(earliest - now);
-    self->delayed_send(self, delay, tick_atom::value);
+  if (st.ticks.empty() || earliest < *st.ticks.begin()) {
+    st.ticks.insert(earliest);
+    ++st.ticks_sent;
+    // Rounded up: a tick that came early would find nothing due and arm another.
+    auto delay = std::chrono::ceil<std::chrono::microseconds>(earliest - now);
+    self->delayed_send(self, delay, tick_atom::value, earliest);
   }
 }
 
@@ -77,10 +79,13 @@ scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<const TimerCl
         if (below_ms(at) > below_ms(wall)) left += milliseconds(1);
         wake_at(target, saturating_add(clock.now(), left));
       },
-      [self](tick_atom) {
-        self->state.armed = Time::max();
+      [self](tick_atom) { fire_and_rearm(self); },  // a ManualClock moved
+      [self](tick_atom, Time armed_for) {
+        auto& ticks = self->state.ticks;
+        if (auto it = ticks.find(armed_for); it != ticks.end()) ticks.erase(it);
         fire_and_rearm(self);
       },
+      [self](inspect_atom, tick_atom) { return self->state.ticks_sent; },
       [self](inspect_atom) {
         scheduler_state out;
         out.wakes = self->state.wakes.size();

@@ -9,6 +9,7 @@
 // goes with it (an application actor that asked for a wake far off, or never, and quit).
 
 #include <memory>
+#include <set>
 #include <unordered_set>
 #include <vector>
 
@@ -22,15 +23,24 @@
 
 namespace beehive::detail {
 
-using scheduler_impl = scheduler_actor::extend<caf::reacts_to<tick_atom>,
-                                               caf::reacts_to<timer_at_atom, caf::actor, Time>>;
+/// Beyond the public interface: a ManualClock's `tick_atom`; the delayed tick for the
+/// timers' time it was armed for; `timer_at_atom` (a due time on the timers' time line);
+/// and, for tests, how many delayed ticks it has sent.
+using scheduler_impl =
+    scheduler_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<tick_atom, Time>,
+                            caf::reacts_to<timer_at_atom, caf::actor, Time>,
+                            caf::replies_to<inspect_atom, tick_atom>::with<std::size_t>>;
 
 struct SchedulerState {
   std::shared_ptr<const TimerClock> clock;
   std::vector<std::pair<caf::actor, Time>> wakes;  // one per target, few targets
   /// Targets monitored (once each): a target's wake goes when it exits.
   std::unordered_set<caf::actor_addr> monitored;
-  Time armed{Time::max()};  // earliest delayed tick in flight (system clock)
+  /// The due times of the delayed ticks in flight (steady clock). A tick is sent only
+  /// for a wake earlier than all of them, and each one that arrives leaves the set: a
+  /// tick that an earlier one overtook does not come back as another.
+  std::multiset<Time> ticks;
+  std::size_t ticks_sent = 0;
   static inline const char* name = "beehive.scheduler";
 };
 
