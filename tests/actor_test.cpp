@@ -1710,6 +1710,42 @@ TEST_F(ActorTest, WritesWaitingBehindABlockWhenTheStoreWriterCrashedAreServedByI
   ::testing::internal::GetCapturedStderr();
 }
 
+// A writer that crashed while its shutdown waited behind a block is restarted like any
+// other: its state's destructor used to run the shutdown, which closed the queue for
+// good (every later write failed as stopped while the beehive ran) and deferred the
+// writes it took again into the list it was walking.
+TEST_F(ActorTest, AWriterThatCrashedWhileItsShutdownWaitedBehindABlockIsRestarted) {
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(*bh_, widget_kind);
+  ::testing::internal::CaptureStderr();
+  auto stop = bh_->start(ctx_);
+  testing::settle(*bh_, ctx_);
+  OpenBlock block(cc, ctx_, [&](const Context& tx) { w.create(tx, {"block", 1}); });
+  auto old = bh_->store_writer();
+  auto before = ask<store_writer_state>(old, inspect_atom::value).deferred;
+  auto waiting = std::async(std::launch::async, [&] {
+    return w.create(ctx_.with_timeout(20s), {"waiting", 1}, with_slug("waiting"));
+  });
+  bool deferred = eventually(
+      [&] { return ask<store_writer_state>(old, inspect_atom::value).deferred >= before + 1; });
+  // The shutdown the root sends at stop, here while the beehive runs on.
+  caf::anon_send(caf::actor_cast<caf::actor>(old), detail::shutdown_atom::value);
+  deferred = deferred && eventually([&] {
+               return ask<store_writer_state>(old, inspect_atom::value).deferred >= before + 2;
+             });
+  if (!deferred) block.release();
+  ASSERT_TRUE(deferred);
+  caf::anon_send_exit(old, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return bh_->store_writer() != old; }));
+  EXPECT_NO_THROW(waiting.get());
+  EXPECT_THROW(block.get(), Error);  // its session went with the writer
+  EXPECT_NO_THROW(w.create(ctx_, {"after", 1}));
+  EXPECT_NO_THROW(w.get_by_slug(ctx_, "waiting"));
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+}
+
 // Actors' requests that waited behind the open block when the writer crashed are answered,
 // as a request to the old handle is (stopped), rather than never (CAF 0.17 answers no
 // promise an actor dies holding).

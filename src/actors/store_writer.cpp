@@ -28,8 +28,12 @@ StoreWriterState::~StoreWriterState() {
   // A crash. CAF 0.17 answers no promise an actor dies holding, so each is answered here,
   // as a request to the old handle is: stopped. Blocking writes are queued again instead.
   if (engine && engine->in_session()) cfg->crashed_session->store(engine->session());
-  for (auto& d : deferred) {
+  // Walked from a list of its own: what a job does cannot reach the one being walked.
+  auto jobs = std::move(deferred);
+  deferred.clear();
+  for (auto& d : jobs) {
     try {
+      if (d.shutdown) continue;  // not run from a dying actor: the root restarts it
       if (!d.write) {
         if (d.refuse) d.refuse();
       } else if (!d.write->reply->abandoned()) {
@@ -578,7 +582,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           self->quit();
         };
         if (self->state.engine->in_session())
-          self->state.deferred.push_back({quit, quit});
+          self->state.deferred.push_back({quit, quit, {}, {}, true});
         else
           quit();
       });

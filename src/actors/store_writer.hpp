@@ -180,6 +180,7 @@ struct StoreWriterState {
     /// with it, rather than held until the block ends.
     std::function<bool()> abandoned{};
     BlockingWritePtr write{};  // a blocking caller's, which a crash hands on
+    bool shutdown = false;     // the root's: a crash drops it (the root restarts the writer)
   };
   std::deque<Deferred> deferred;
   bool running_deferred = false;
