@@ -450,6 +450,41 @@ TEST_F(GcTest, AConditionChangeWakesDependentsOfAnyKind) {
   EXPECT_EQ(recorder_->count(a.id), 2);
 }
 
+// A dependent that read its target before it added the edge runs once more when the
+// edge is new: the target may have changed in between, when no edge woke anyone, and the
+// resync does not run a settled dependent.
+TEST_F(GcTest, ADependentThatAddsANewEdgeReadsItsTargetAgain) {
+  Widgets gadgets(*bh_, gadget_kind);
+  auto gadget_cc = register_controller<WidgetSpec, WidgetStatus>(
+      *bh_, gadget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto target = gadgets.create(ctx_, {"target", 1});
+  Gate gate;
+  std::atomic<bool> saw_ready{false};
+  recorder_->set_body([&](auto& ctx, auto& cc, auto& o) {
+    bool ready = !gadgets.get(ctx, target.id).conditions.empty();
+    gate.pass();  // the target changes here, before the edge exists
+    cc.add_dependency(ctx, o.id, target.id);
+    cc.update_status(ctx, o.id, o.generation, WidgetStatus{ready});
+    saw_ready = ready;
+    return Result{};
+  });
+  auto cc = register_widgets();
+  auto stop_first = stop_before_locals();
+  auto dependent = widgets().create(ctx_, {"dependent", 1});
+  start();
+  gate.wait_entered();
+  gadget_cc.set_condition(ctx_, target.id, {"Ready", ConditionStatus::True});
+  gate.open();
+  settle();
+  EXPECT_EQ(recorder_->count(dependent.id), 2);
+  EXPECT_TRUE(saw_ready);
+  EXPECT_TRUE(widgets().get(ctx_, dependent.id).status->ready);
+  // An edge that exists already wakes no one: no pass for ever.
+  cc.add_dependency(ctx_, dependent.id, target.id);
+  settle();
+  EXPECT_EQ(recorder_->count(dependent.id), 2);
+}
+
 // A target's deletion request wakes its dependents, as a condition change does, from
 // this process or another: a settled dependent is skipped by the resync, and its edge
 // would hold the target for ever.

@@ -317,7 +317,12 @@ bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
     throw Error(errc::invalid_argument,
                 "object " + std::to_string(to) + " is being deleted: it takes no new dependent");
   }
-  return w_.add_ref(from, "depends_on", to);
+  if (!w_.add_ref(from, "depends_on", to)) return false;
+  // The pass adding the edge may have read the target before a change that, with no edge
+  // yet, woke nobody; settled, the dependent would not be run again (the resync skips
+  // it). It runs once more and reads the target afresh.
+  rec_.wakes.push_back({from, gk.group, gk.kind});
+  return true;
 }
 
 bool WriteOps::remove_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
