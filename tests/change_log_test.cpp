@@ -21,6 +21,7 @@
 #include "store/write_ops.hpp"
 #include "support/stepped_clock.hpp"
 #include "support/test_store.hpp"
+#include "writer_state.hpp"
 
 namespace beehive::test {
 namespace {
@@ -755,14 +756,6 @@ TEST(ChangeLog, VersionsNeverGoBackWhateverTheLogHolds) {
   ASSERT_FALSE(resumed.done()) << resumed.error().message();
   auto c = next(resumed);
   EXPECT_EQ(c.object.id, b.id);
-}
-
-std::uint64_t writer_transactions(Beehive& bh) {
-  caf::scoped_actor self{actor_system_of(bh)};
-  std::uint64_t n = 0;
-  self->request(bh.store_writer(), 10s, inspect_atom::value)
-      .receive([&](const store_writer_state& st) { n = st.transactions; }, [](caf::error&) {});
-  return n;
 }
 
 /// Trims the change log through the store_writer, as the gc does; the entries removed.

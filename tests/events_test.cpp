@@ -11,6 +11,7 @@
 #include "controller_fixture.hpp"
 #include "store/event_sweep.hpp"  // private: the sweep's page size
 #include "support/stepped_clock.hpp"
+#include "writer_state.hpp"
 
 namespace beehive::test {
 namespace {
@@ -795,19 +796,6 @@ class SweepPage {
  private:
   int was_;
 };
-
-/// What the store writer reports of itself.
-store_writer_state writer_state(Beehive& bh) {
-  auto writer = bh.store_writer();
-  caf::scoped_actor self{writer->home_system()};
-  store_writer_state out;
-  self->request(writer, caf::infinite, inspect_atom::value)
-      .receive([&](const store_writer_state& st) { out = st; }, [](caf::error&) { ADD_FAILURE(); });
-  return out;
-}
-
-/// Transactions the store writer has committed.
-std::uint64_t writer_transactions(Beehive& bh) { return writer_state(bh).transactions; }
 
 /// A sweep through the store writer under `policy`; returns the runs it removed.
 int sweep_with(Beehive& bh, const trim_events_request& policy) {

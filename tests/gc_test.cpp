@@ -10,6 +10,8 @@
 
 #include "controller_fixture.hpp"
 #include "store/statement_count.hpp"
+#include "store/write_ops.hpp"  // private: gc_pass_bytes
+#include "writer_state.hpp"
 
 namespace beehive::test {
 namespace {
@@ -834,6 +836,30 @@ TEST_F(GcTest, AnOwnerRemovedBesideAFullPassOfCollectibleObjectsIsStillCascaded)
   for (auto id : children) EXPECT_TRUE(gone(w, ctx_, id)) << id;
   EXPECT_TRUE(gone(w, ctx_, owner));
   EXPECT_TRUE(w.list(ctx_).empty());
+}
+
+/// A pass stops at a byte budget as well as a row count: the children of an owner, each
+/// large, are marked and collected over several transactions (other writes between
+/// them), not in one that holds every child whole in memory and the others waiting.
+TEST_F(GcTest, ACascadeOfLargeChildrenSpansPassesOfBoundedBytes) {
+  struct PassBytes {
+    std::int64_t was = store::gc_pass_bytes.exchange(1000);
+    ~PassBytes() { store::gc_pass_bytes = was; }
+  } small;
+  register_widgets();
+  auto w = widgets();
+  auto owner = w.create(ctx_, {"owner", 0});
+  const std::string large(600, 'x');
+  for (int i = 0; i < 10; ++i) w.create(ctx_, {large, i}, with_owner(owner.id));
+  start();
+  settle();
+  const auto before = writer_transactions(*bh_);
+  w.remove(ctx_, owner.id);
+  settle();
+  EXPECT_TRUE(w.list(ctx_).empty());
+  // Two children a pass (the second takes the budget past 1 000 bytes): five passes mark
+  // them, five collect them, one the owner; and the removal's own commit.
+  EXPECT_GE(writer_transactions(*bh_) - before, 11u);
 }
 
 }  // namespace

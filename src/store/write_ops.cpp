@@ -461,10 +461,17 @@ int WriteOps::collect_garbage(std::int64_t budget, bool cascade) {
   // O(n), not O(n^2 / budget)). A cascading pass keeps one of its budget for the
   // cascade: a child it marks is a deletion request, which has the gc ask for the next
   // cascading pass (the removals alone would not).
-  for (bool progress = true; progress && budget > 0;) {
+  std::int64_t bytes = gc_pass_bytes.load();
+  auto spend = [&](const ObjectRow& row) {
+    bytes -= static_cast<std::int64_t>(row.spec.size() + (row.status ? row.status->size() : 0));
+    --budget;
+  };
+  for (bool progress = true; progress && budget > 0 && bytes > 0;) {
     progress = false;
     for (auto id : w_.collectible(cascade ? budget - 1 : budget)) {
+      if (bytes <= 0) break;
       auto final_body = reread(id);
+      spend(final_body);
       auto targets = w_.related(id, LoadOption::dependencies);
       auto owner = owner_of(id);
       if (owner) targets.push_back(*owner);
@@ -481,14 +488,15 @@ int WriteOps::collect_garbage(std::int64_t budget, bool cascade) {
       final_body.meta.resource_version = w_.next_resource_version();
       record({ChangeType::Deleted, std::move(final_body), object_change::removed}, owner);
       ++removed;
-      --budget;
       progress = true;
     }
     if (!cascade) continue;
     for (auto id : w_.cascade_candidates(budget)) {
-      mark_deleted(reread(id));
-      --budget;
+      spend(mark_deleted(reread(id)));
       progress = true;
+      // One at least, as the budget's last row: the mark has the gc ask for the next
+      // cascading pass.
+      if (bytes <= 0) break;
     }
   }
   return removed;

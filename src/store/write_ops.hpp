@@ -31,6 +31,12 @@ namespace beehive::store {
 /// pass's commit and runs the next).
 inline constexpr std::int64_t gc_pass_budget = 1000;
 
+/// The bytes (specs and statuses) of the rows one pass marks or removes, about: each
+/// such row goes into the pass's commit record and change log whole, so a thousand rows
+/// of megabytes would hold every other write and gigabytes of memory for one pass. A
+/// pass takes at least one row. Tests lower it to see a cascade span passes.
+inline std::atomic<std::int64_t> gc_pass_bytes{16 << 20};
+
 /// The most change-log entries one trim removes (one transaction): a trim that removed
 /// that many may have more to go, in the next. Tests lower it to see a trim span pages.
 inline std::atomic<std::int64_t> change_log_trim_page{10000};
@@ -149,7 +155,8 @@ class WriteOps {
 
   /// Garbage collection: soft-deletes the live children of deletion-pending owners (when
   /// `cascade`) and removes collectible rows, repeating while that unblocks more, until
-  /// `budget` rows were marked or removed. Returns the number of rows removed.
+  /// `budget` rows, or gc_pass_bytes of them, were marked or removed. Returns the number
+  /// of rows removed.
   int collect_garbage(std::int64_t budget, bool cascade);
 
  private:
