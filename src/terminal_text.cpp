@@ -25,7 +25,7 @@ std::string printable(std::string_view text, bool keep_newlines) {
       else if (c == '\r')
         out += "\\r";
       else if (c == '\t')
-        out += "\\t";
+        out += keep_newlines ? "\t" : "\\t";
       else
         out += hex_escape("\\x%02x", c);
       continue;

@@ -16,7 +16,8 @@ namespace beehive {
 /// other C0 controls and DEL, \u00NN for the C1 controls (U+0080-U+009F), and \uNNNN
 /// for the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
 /// U+2066-U+2069). Everything else, backslashes included, is kept. With
-/// `keep_newlines`, a newline stays one (a database's multi-line error message).
+/// `keep_newlines`, a newline and a tab stay as they are (the layout of a database's
+/// multi-line error message).
 std::string printable(std::string_view text, bool keep_newlines = false);
 
 }  // namespace beehive

@@ -337,6 +337,11 @@ TEST_F(CtlTest, UsageErrorsExitWithTwo) {
     EXPECT_EQ(r.status, 2) << typo;
     EXPECT_NE(r.err.find("--pg: malformed connection string"), std::string::npos) << r.err;
   }
+  // libpq's multi-line explanations keep their layout: a tab, not an escape of one.
+  auto unreachable = run({BEEHIVE_CTL, "--pg", "host=/nonexistent port=1", "kinds"});
+  EXPECT_NE(unreachable.status, 0);
+  EXPECT_NE(unreachable.err.find("\n\tIs the server running"), std::string::npos)
+      << unreachable.err;
   EXPECT_EQ(ctl({"frobnicate"}).status, 2);
   EXPECT_EQ(ctl({"get"}).status, 2);
   EXPECT_EQ(ctl({"get", "Cluster", "-o", "yaml"}).status, 2);
@@ -487,6 +492,12 @@ TEST_F(CtlTest, EventsNamesTheObjectByKindAndSlugOrId) {
   EXPECT_EQ(missing.status, 1);
   EXPECT_NE(missing.err.find("\"nope\" not found"), std::string::npos) << missing.err;
   EXPECT_EQ(ctl({"events", "cluster", std::to_string(web_)}).status, 1);  // another kind's id
+  // A lone id is an id: --by slug cannot read it as a slug without its kind.
+  auto lone_id = ctl({"events", std::to_string(prod_), "--by", "slug"});
+  EXPECT_EQ(lone_id.status, 2);
+  EXPECT_NE(lone_id.err.find("with --by slug, give KIND SLUG"), std::string::npos)
+      << lone_id.err;
+  EXPECT_OK(ctl({"events", std::to_string(prod_), "--by", "id"}));
   // A lone slug names no object: a usage error, with what to write instead.
   auto lone = ctl({"events", "prod"});
   EXPECT_EQ(lone.status, 2);
@@ -958,6 +969,34 @@ TEST_F(CtlTest, AnExplicitDatabaseWinsOverTheOtherBackendsVariable) {
     ScopedEnv db("BEEHIVE_DB", db_path().string());
     EXPECT_OK(run({BEEHIVE_CTL, "get", "cluster", "prod"}));
   }
+}
+
+// A flag given empty (a script's unset variable) is refused, not filled in from the
+// environment, which could name another database, even of the other backend. And a
+// schema typed beside a SQLite file is refused with $BEEHIVE_PG_SCHEMA exported too (the
+// variable alone is the environment's, for PostgreSQL only).
+TEST_F(CtlTest, AnEmptyDatabaseFlagIsRefusedAndATypedSchemaBesideAFileToo) {
+  ScopedEnv db_env("BEEHIVE_DB", dir_.file("other.db").string());
+  ScopedEnv pg_env("BEEHIVE_PG", "host=/nonexistent dbname=other");
+  for (const char* flag : {"--db", "--pg"}) {
+    auto r = run({BEEHIVE_CTL, flag, "", "kinds"});
+    EXPECT_EQ(r.status, 2) << flag;
+    EXPECT_NE(r.err.find(std::string(flag) + ": the"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is empty"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("other.db")));
+  if (test_backend_is_postgres()) return;
+  ScopedEnv schema("BEEHIVE_PG_SCHEMA", "orders");
+  for (std::vector<std::string> typed :
+       {std::vector<std::string>{"--schema", "prod"}, std::vector<std::string>{"--schema=prod"}}) {
+    std::vector<std::string> cmd{BEEHIVE_CTL, "--db", db_path().string()};
+    cmd.insert(cmd.end(), typed.begin(), typed.end());
+    cmd.push_back("kinds");
+    auto r = run(cmd);
+    EXPECT_EQ(r.status, 2) << typed[0];
+    EXPECT_NE(r.err.find("--schema names a PostgreSQL schema"), std::string::npos) << r.err;
+  }
+  EXPECT_OK(run({BEEHIVE_CTL, "--db", db_path().string(), "kinds"}));
 }
 
 // A stopped application's WAL database in a directory the reader may not write (an

@@ -14,6 +14,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -112,13 +113,32 @@ std::string error_text(const beehive::Error& e) {
 
 /// $BEEHIVE_DB and $BEEHIVE_PG stand in for --db and --pg when neither is given: an
 /// explicit flag wins over the other backend's variable, so that an exported default does
-/// not turn every explicit choice of the other backend into an error. Returns whether the
-/// database came from the environment.
-bool database_from_env(std::string& db_file, std::string& conninfo) {
-  if (!db_file.empty() || !conninfo.empty()) return false;
+/// not turn every explicit choice of the other backend into an error. A flag given empty
+/// (a script's unset variable) is refused: the environment would otherwise pick a
+/// database, maybe of the other backend. Returns whether the database came from the
+/// environment.
+bool database_from_env(const CLI::App& app, std::string& db_file, std::string& conninfo) {
+  bool db_given = app.get_option("--db")->count() > 0;
+  bool pg_given = app.get_option("--pg")->count() > 0;
+  if (db_given && db_file.empty()) throw ctl::UsageError("--db: the file name is empty");
+  if (pg_given && conninfo.empty()) throw ctl::UsageError("--pg: the connection string is empty");
+  if (db_given || pg_given) return false;
   if (const char* v = std::getenv("BEEHIVE_DB")) db_file = v;
   if (const char* v = std::getenv("BEEHIVE_PG")) conninfo = v;
   return true;
+}
+
+/// Whether `flag` is on the command line itself (as `--flag VALUE` or `--flag=VALUE`),
+/// not filled in from its environment variable.
+bool typed(int argc, char** argv, std::string_view flag) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == flag ||
+        (a.size() > flag.size() && a.substr(0, flag.size()) == flag && a[flag.size()] == '='))
+      return true;
+  }
+  return false;
 }
 
 /// A command's status, unless what it printed could not be written (a full disk, a
@@ -266,7 +286,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    bool from_env = database_from_env(db_file, where.conninfo);
+    bool from_env = database_from_env(app, db_file, where.conninfo);
     where.timeout = ctl::parse_duration(busy_timeout);
     // SQLite's busy timeout and libpq's waits are ints of milliseconds; a connection
     // attempt needs at least one.
@@ -283,8 +303,7 @@ int main(int argc, char** argv) {
                                 : "--db and --pg name two databases: give one");
     // A schema typed beside a SQLite file was meant for something: say it is not used
     // (one from $BEEHIVE_PG_SCHEMA is the environment's, for PostgreSQL only).
-    if (!db_file.empty() && app.get_option("--schema")->count() > 0 &&
-        !std::getenv("BEEHIVE_PG_SCHEMA"))
+    if (!db_file.empty() && typed(argc, argv, "--schema"))
       throw ctl::UsageError(
           "--schema names a PostgreSQL schema; a SQLite database (--db) has none");
     where.file = db_file;
@@ -309,7 +328,13 @@ int main(int argc, char** argv) {
       return finish(ctl::run_label(ws, label, std::cout));
     }
     if (*describe_cmd) ctl::check_kind_text(describe.kind);
-    if (*events_cmd) ctl::check_events_usage(events);
+    if (*events_cmd) {
+      ctl::check_events_usage(events);
+      // `events ID` reads an id, whatever --by says: a slug needs its kind.
+      if (!events.object && where.naming == ctl::Naming::slug)
+        throw ctl::UsageError("events " + events.kind +
+                              " reads an object id; with --by slug, give KIND SLUG");
+    }
     if (*watch_cmd) ctl::check_kind_text(watch.kind);
     auto db = ctl::Database::open(where);
     if (*kinds) return finish(ctl::run_kinds(*db, kinds_output, std::cout));
