@@ -1191,5 +1191,26 @@ TEST_F(WatchTest, TheWritersUnsubscribeLeavesBeehivesOwnSubscribersAlone) {
   stop(ctx_);
 }
 
+// The watch count the writer reads (it skips the hub while 0) is the current hub's: a
+// hub that a successor replaced (restarted with the reader), still ending, publishes no
+// count over the successor's.
+TEST_F(WatchTest, AHubThatWasReplacedPublishesNoWatchCount) {
+  auto w = widgets();
+  auto& feed = bh_->core()->hub_feed();
+  auto first = w.watch_list(ctx_);
+  ASSERT_TRUE(eventually([&] { return feed.watches.load() == 1; }));
+  // A successor takes over (here a stand-in address): the hub's later counts are ignored.
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto successor = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
+  feed.start_publisher(successor.address());
+  EXPECT_EQ(feed.watches.load(), 0u);
+  auto second = w.watch_list(ctx_);
+  EXPECT_EQ(inspect_hub(*bh_).object_watches, 2u);    // the hub has both
+  EXPECT_EQ(feed.watches.load(), 0u);                 // but publishes neither
+  feed.start_publisher(bh_->watch_hub()->address());  // back, for the stop
+  caf::anon_send_exit(successor, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace beehive::test

@@ -110,8 +110,8 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
 
 void spawn_hub(Self self) {
   auto& st = self->state;
-  st.cfg->hub_feed->watches = 0;  // a new hub starts without watches
   auto h = self->spawn(detail::watch_hub, st.cfg->services, st.cfg->hub_feed);
+  st.cfg->hub_feed->start_publisher(h.address());  // a new hub starts without watches
   self->monitor(h);
   st.hub = h;
   self->send(st.writer, hub_atom::value, caf::actor_cast<caf::actor>(h));

@@ -92,6 +92,24 @@ struct WatchHubFeed {
   std::atomic<std::uint64_t> snapshot_reads{0};
   /// Where the writer posts its commit records for the hub (never to its mailbox).
   HubInbox inbox;
+
+  /// Makes `hub` the one whose watch count stands, from 0; a hub it replaced (on its way
+  /// out, restarted with the reader) then publishes nothing.
+  void start_publisher(const caf::actor_addr& hub) {
+    std::lock_guard lk(publisher_mu_);
+    publisher_ = hub;
+    watches = 0;
+  }
+  /// Runs `publish` (which sets `watches`, the gauge) unless another hub replaced `hub`.
+  template <class F>
+  void if_publisher(const caf::actor_addr& hub, F publish) {
+    std::lock_guard lk(publisher_mu_);
+    if (publisher_ == hub) publish();
+  }
+
+ private:
+  std::mutex publisher_mu_;
+  caf::actor_addr publisher_;
 };
 
 /// Which commit records a subscriber needs; empty: all of them. Beehive's own actors

@@ -41,8 +41,10 @@ void release_subscriber(WatchHubState& st, const caf::actor& a) {
 void publish_watch_count(WatchHubState& st) {
   auto watches =
       st.subs.size() + st.event_subs.size() + st.opening.size() + st.opening_events.size();
-  st.feed->watches.store(watches);
-  if (auto* m = st.services.metrics.get()) report_watch_subscribers(*m, watches);
+  st.feed->if_publisher(st.address, [&] {
+    st.feed->watches.store(watches);
+    if (auto* m = st.services.metrics.get()) report_watch_subscribers(*m, watches);
+  });
 }
 
 bool matches(const WatchHubState::Sub& s, const ObjectRow& row) {
@@ -577,15 +579,17 @@ WatchHubState::~WatchHubState() {
   for (auto& [id, s] : subs) end(id, s, errc::store);
   for (auto& [id, s] : event_subs) end_events(id, s, errc::store);
   // Ended, every one: a hub that crashed (or was restarted with the reader) must not
-  // leave its count behind for a gauge nothing else would set.
-  if (auto* m = services.metrics.get()) report_watch_subscribers(*m, 0);
+  // leave its count behind for a gauge nothing else would set (unless its successor has).
+  if (auto* m = services.metrics.get())
+    feed->if_publisher(address, [m] { report_watch_subscribers(*m, 0); });
 }
 
 watch_hub_impl::behavior_type watch_hub(Self self, Services services,
                                         std::shared_ptr<WatchHubFeed> feed) {
   self->state.services = std::move(services);
   self->state.feed = std::move(feed);
-  self->state.feed->inbox.attach(self->address());
+  self->state.address = self->address();
+  self->state.feed->inbox.attach(self->state.address);
   self->state.self = self;
   self->set_down_handler([self](caf::down_msg& m) {
     self->state.monitored.erase(m.source);

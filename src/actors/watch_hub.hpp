@@ -183,6 +183,7 @@ struct WatchHubState {
   std::unordered_map<caf::actor_addr, std::size_t> monitored;
   /// The hub itself (for demonitor, from functions given the state only).
   caf::local_actor* self = nullptr;
+  caf::actor_addr address;  // self's, which the feed's inbox is attached to
   /// The writer's shutdown arrived while snapshots were being read: the hub ends its
   /// watches once they are delivered.
   bool shutdown_pending = false;
