@@ -37,9 +37,15 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
       if (faults::reconcile_pass) faults::reconcile_pass(false);
     }
   } leave;
+  // Whether the object is still there after its pass failed; a read that fails too says
+  // so (the pass's own error stays the one reported, not the read's).
   auto exists = [&] {
-    auto row = backend_->reader()->get(id);
-    return row && row->meta.group == kind.gk.group && row->meta.kind == kind.gk.kind;
+    try {
+      auto row = backend_->reader()->get(id);
+      return row && row->meta.group == kind.gk.group && row->meta.kind == kind.gk.kind;
+    } catch (const std::exception&) {
+      return true;
+    }
   };
   // Stop cancels the passes in flight before the controllers hear that it stopped
   // dispatching: one handed out in between never reaches the reconcile.

@@ -1572,6 +1572,38 @@ TEST_F(ActorTest, ACrashedWatchHubEndsItsStreamsAndANewWatchStartsOver) {
   EXPECT_NE(err.find("the watch hub failed"), std::string::npos) << err;
 }
 
+// Beehive's own actors that crash and are restarted leave no subscription behind: the
+// writer drops a dead one's, as it does an application subscriber's, instead of testing
+// every commit against its filter and sending it to the dead actor for ever.
+TEST_F(ActorTest, RestartedControllersAndCollectorsLeaveNoSubscriptionBehind) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  ::testing::internal::CaptureStderr();  // the supervisor logs the restarts
+  auto stop = bh_->start(ctx_);
+  testing::settle(*bh_, ctx_);
+  auto subscribers = [&] {
+    return ask<store_writer_state>(bh_->store_writer(), inspect_atom::value).subscribers;
+  };
+  const auto before = subscribers();
+  for (int i = 0; i < 3; ++i) {
+    for (caf::actor victim :
+         {caf::actor_cast<caf::actor>(bh_->gc()), caf::actor_cast<caf::actor>(bh_->event_log()),
+          caf::actor_cast<caf::actor>(*bh_->controller(widget_kind))}) {
+      caf::anon_send_exit(victim, caf::exit_reason::kill);
+      ASSERT_TRUE(eventually([&] {
+        return bh_->gc() && bh_->event_log() && bh_->controller(widget_kind) &&
+               caf::actor_cast<caf::actor>(bh_->gc()) != victim &&
+               caf::actor_cast<caf::actor>(bh_->event_log()) != victim &&
+               caf::actor_cast<caf::actor>(*bh_->controller(widget_kind)) != victim;
+      }));
+    }
+  }
+  EXPECT_TRUE(eventually([&] { return subscribers() == before; }))
+      << subscribers() << " subscribers, " << before << " before the crashes";
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+}
+
 TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
   register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind, [](const Context& ctx, auto& client, const auto& o) {

@@ -481,6 +481,30 @@ TEST_F(FaultTest, AWriterThatCannotBeRestartedFailsWritesUntilARetryRestartsIt) 
   EXPECT_TRUE(eventually([&] { return recorder_->count(y.id) == 1; }));
 }
 
+// A pass that fails is checked for its object still being there; a read failing then
+// leaves the pass's own error the one reported (it was replaced by the read's).
+TEST_F(FaultTest, APassWhoseFollowUpReadFailsReportsItsOwnError) {
+  LogCapture log;
+  ControllerTest::open(with_logger(log.logger()));
+  std::atomic<bool> once{false};
+  recorder_->set_body([&](auto& ctx, auto& cc, auto& o) -> Result {
+    if (once.exchange(true)) return Result{};
+    cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});  // the next read rereads
+    vfs_.arm({.op = fault::Op::read,
+              .files = fault::files::main_db | fault::files::wal,
+              .threads = fault::Threads::this_one,
+              .count = -1});
+    throw std::runtime_error("backend 503");
+  });
+  register_widgets();
+  auto o = widgets().create(ctx_, {"a", 1});
+  start();
+  ASSERT_TRUE(eventually([&] { return log.contains("reconcile failed"); }));
+  vfs_.clear();
+  EXPECT_TRUE(log.contains("backend 503"));
+  EXPECT_TRUE(widgets().get(ctx_, o.id).status->ready);
+}
+
 // --- read connections --------------------------------------------------------------------
 
 // The count of a kind's objects (beehive_objects) that cannot be read at start (the

@@ -231,6 +231,27 @@ TEST_F(ReconcileApiTest, AnotherProcesssConditionChangeWakesTheDependents) {
   EXPECT_EQ(recorder_->count(target.id), 1);  // its own conditions do not wake it
 }
 
+// An edge another process adds wakes its dependent here, where its controller runs (the
+// pass that added it may have read the target before a change no edge carried).
+TEST_F(ReconcileApiTest, AnotherProcesssNewDependencyWakesTheDependent) {
+  register_widgets(with_resync_interval(0s));
+  start();
+  auto w = widgets();
+  auto target = w.create(ctx_, {"target", 1});
+  auto dependent = w.create(ctx_, {"dependent", 1});
+  settle();
+  const int before = recorder_->count(dependent.id);
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  auto theirs = register_controller<WidgetSpec, WidgetStatus>(
+      other, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  theirs.add_dependency(ctx_, dependent.id, target.id);
+  EXPECT_TRUE(eventually([&] { return recorder_->count(dependent.id) == before + 1; }));
+  theirs.add_dependency(ctx_, dependent.id, target.id);  // exists: wakes no one
+  settle();
+  EXPECT_EQ(recorder_->count(dependent.id), before + 1);
+  EXPECT_EQ(recorder_->count(target.id), 1);
+}
+
 TEST_F(ReconcileApiTest, ATerminalErrorIsNotLiftedByADependencyWake) {
   recorder_->set_body([](auto& ctx, auto& cc, auto& o) -> Result {
     if (o.spec.color == "target") {

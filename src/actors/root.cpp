@@ -279,6 +279,13 @@ void refuse_queued_writes(RootState& st, errc code, const std::string& why) {
   for (auto& w : st.cfg->queue->close(code, why)) w->reply->fail(code, why);
 }
 
+/// Tells the application's commit subscribers that nothing more will come, as a writer
+/// that quits does (one that died at stop cannot).
+void end_app_subscriptions(RootState& st) {
+  std::lock_guard lk(st.cfg->app_subscribers->mu);
+  for (auto& a : st.cfg->app_subscribers->actors) caf::anon_send(a, watch_ended{0});
+}
+
 void end_opened(Self self) {
   auto& st = self->state;
   refuse_queued_writes(st, errc::stopped, "beehive stopped");
@@ -319,6 +326,17 @@ void arm_retry(Self self) {
     self->delayed_send(self, restart_retry, wake_atom::value);
 }
 
+/// Logs a restart that failed and has `redo` run again after `restart_retry`.
+void retry_later(Self self, const std::string& what, std::function<void()> redo,
+                 const std::string& reason) {
+  auto& st = self->state;
+  st.cfg->services.log(LogLevel::error, what + " cannot be restarted; tried again later",
+                       {{"reason", reason}});
+  bool armed = !st.retries.empty();
+  st.retries.push_back({what, std::move(redo)});
+  if (!armed) arm_retry(self);
+}
+
 /// Runs one restart. Should it throw (a thread the system refused: the reader and each
 /// reconcile worker is one), the root stays up: it logs the failure and tries again
 /// after `restart_retry`, for as long as it runs.
@@ -326,12 +344,7 @@ void attempt(Self self, const std::string& what, std::function<void()> redo) {
   try {
     redo();
   } catch (const std::exception& e) {
-    auto& st = self->state;
-    st.cfg->services.log(LogLevel::error, what + " cannot be restarted; tried again later",
-                         {{"reason", e.what()}});
-    bool armed = !st.retries.empty();
-    st.retries.push_back({what, std::move(redo)});
-    if (!armed) arm_retry(self);
+    retry_later(self, what, std::move(redo), e.what());
   }
 }
 
@@ -342,20 +355,42 @@ void retry_restarts(Self self) {
   for (auto& r : due) attempt(self, r.what, std::move(r.redo));
 }
 
-/// Spawns a writer in place of one that died. Should its connection not open, writes
-/// fail at once with errc::store, not wait for one, until a retry spawns it.
+/// Opens a connection for a writer in place of one that died, on a thread of its own:
+/// the root stays responsive however long the store takes to answer. Meanwhile writes
+/// queue; the answer (WriterOpened) spawns the writer, or refuses them until a retry.
 void restart_writer(Self self) {
   auto& st = self->state;
+  if (st.opening_writer) return;
+  auto root = caf::actor_cast<root_actor>(self);
+  self->spawn<caf::detached>([open = st.cfg->open_writer, root] {
+    WriterOpened out;
+    try {
+      out.connection = std::make_shared<std::unique_ptr<store::Writer>>(open());
+    } catch (const std::exception& e) {
+      out.error = e.what();
+    }
+    caf::anon_send(root, std::move(out));
+  });
+  st.opening_writer = true;
+}
+
+/// The answer of restart_writer: the writer spawned on the new connection, or, failing
+/// that, the writes waiting refused (errc::store, at once rather than at their deadlines)
+/// and another connection opened after `restart_retry`.
+void writer_opened(Self self, WriterOpened& opened) {
+  auto& st = self->state;
+  st.opening_writer = false;
+  if (st.phase == Phase::stopping || st.phase == Phase::stopped) return;  // stop refused them
   try {
-    auto connection = st.cfg->open_writer();
+    if (!opened.connection) throw std::runtime_error(opened.error);
     st.cfg->queue->reopen();  // before the writer is published: a write that finds it queues
-    spawn_writer(self, std::move(connection));
+    spawn_writer(self, std::move(*opened.connection));
   } catch (const std::exception& e) {
-    st.writer = store_writer_impl{};
-    st.cfg->directory->set_writer(store_writer_impl{});
+    retry_later(
+        self, "the store writer", [self] { restart_writer(self); }, e.what());
     refuse_queued_writes(st, errc::store,
                          std::string("the store writer cannot be restarted: ") + e.what());
-    throw;
+    return;
   }
   if (st.phase == Phase::running) start_once_subscribed(self, respawn_periodic(self));
 }
@@ -366,6 +401,9 @@ void restart(Self self, const caf::down_msg& m) {
     // Its transaction, if any, died with its connection (SQLite rolls it back); what
     // callers queued is served by the new writer.
     log_restart(self, "the store writer", m.reason);
+    // Gone from view until its successor opens: a stop meanwhile has no writer to close.
+    st.writer = store_writer_impl{};
+    st.cfg->directory->set_writer(store_writer_impl{});
     attempt(self, "the store writer", [self] { restart_writer(self); });
     return;
   }
@@ -451,7 +489,8 @@ void finish_stop(Self self) {
 /// after its last commit record.
 void close_writer(Self self) {
   auto& st = self->state;
-  if (!st.writer) {
+  if (!st.writer) {  // none restarted yet: nothing else refuses what waits for it
+    refuse_queued_writes(st, errc::stopped, "beehive stopped");
     if (st.hub) self->send_exit(st.hub, caf::exit_reason::user_shutdown);
     finish_stop(self);
     return;
@@ -649,8 +688,10 @@ void on_down(Self self, const caf::down_msg& m) {
     if (st.writer && m.source == st.writer.address()) {
       st.writer = store_writer_impl{};
       st.cfg->directory->set_writer(store_writer_impl{});
-      // A writer that died instead of quitting did not close the queue.
+      // A writer that died instead of quitting did not close the queue, nor tell the
+      // application's subscribers that nothing more will come.
       refuse_queued_writes(st, errc::stopped, "beehive stopped");
+      if (m.reason != caf::exit_reason::normal) end_app_subscriptions(st);
       if (st.hub && m.reason != caf::exit_reason::normal)  // it could not hand over
         self->send_exit(st.hub, caf::exit_reason::user_shutdown);
     } else if (st.hub && m.source == st.hub.address()) {
@@ -750,6 +791,7 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
       },
       [self](const SettleRequest& req) { settle(self, req.reply); },
       [self](wake_atom) { retry_restarts(self); },
+      [self](WriterOpened& opened) { writer_opened(self, opened); },
       [self](await_workers_atom) -> caf::result<bool> {
         auto& st = self->state;
         if (st.workers.empty()) return true;

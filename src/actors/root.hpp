@@ -139,6 +139,7 @@ struct RootState {
     std::function<void()> redo;
   };
   std::vector<Retry> retries;
+  bool opening_writer = false;  // a restarted writer's connection is being opened
 
   // The stop in progress.
   std::optional<caf::typed_response_promise<StopReport>> stopping;
@@ -157,12 +158,19 @@ struct RootState {
   static inline const char* name = "beehive.root";
 };
 
+/// A restarted writer's connection, opened off the root's thread (a PostgreSQL connect
+/// can wait out its timeout): the connection, or why it did not open.
+struct WriterOpened {
+  std::shared_ptr<std::unique_ptr<store::Writer>> connection;
+  std::string error;
+};
+
 using root_actor =
     caf::typed_actor<caf::replies_to<open_atom>::with<bool>, caf::replies_to<StartPlan>::with<bool>,
                      caf::replies_to<StopRequest>::with<StopReport>,
                      caf::replies_to<await_workers_atom>::with<bool>, caf::reacts_to<SettleRequest>,
                      caf::reacts_to<stop_deadline_atom>, caf::reacts_to<leadership_atom, bool>,
-                     caf::reacts_to<wake_atom>>;
+                     caf::reacts_to<wake_atom>, caf::reacts_to<WriterOpened>>;
 
 /// Spawns nothing until `open`; the controllers, scheduler, gc and event_log on start.
 root_actor::behavior_type root(root_actor::stateful_pointer<RootState> self,
@@ -171,6 +179,7 @@ root_actor::behavior_type root(root_actor::stateful_pointer<RootState> self,
 }  // namespace beehive::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StartPlan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::WriterOpened)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StopRequest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::StopReport)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(beehive::detail::SettleRequest)

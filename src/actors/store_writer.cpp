@@ -460,6 +460,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
   st.subscribers = std::move(cfg->subscribers);
   st.hub = std::move(cfg->hub);
   st.cfg = std::move(cfg);
+  for (auto& s : st.subscribers) self->monitor(s.actor);
   {  // the application's subscribers, from a writer this one replaces
     std::lock_guard lk(st.cfg->app_subscribers->mu);
     for (auto& a : st.cfg->app_subscribers->actors) {
@@ -467,7 +468,8 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       self->monitor(a);
     }
   }
-  // A subscriber that terminates is dropped (it would be sent every commit for ever).
+  // A subscriber that terminates is dropped (it would be sent every commit for ever),
+  // beehive's own included: a crashed controller, gc or event log is not retired.
   self->set_down_handler([self](caf::down_msg& m) { forget_subscriber(self->state, m.source); });
   store::WriteEngineConfig ecfg;
   ecfg.writer = std::move(st.cfg->writer);
@@ -523,8 +525,9 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         st.subscribers.push_back({a, {}, true});
         self->monitor(a);
       },
-      [&st](subscribe_atom, const caf::actor& a, const RecordFilter& wants) {
-        st.subscribers.push_back({a, wants});
+      [self](subscribe_atom, const caf::actor& a, const RecordFilter& wants) {
+        self->state.subscribers.push_back({a, wants});
+        self->monitor(a);  // a crashed one's successor subscribes anew
       },
       // An application ends its own subscription only: a controller's handle sent here
       // by mistake must not stop that controller's wakes.

@@ -49,10 +49,9 @@ std::vector<BlockingWritePtr> WriteQueue::take_or_idle() {
 
 std::vector<BlockingWritePtr> WriteQueue::close(errc code, std::string why) {
   std::lock_guard lk(mu_);
-  if (!closed_) {  // the first reason stays
-    closed_code_ = code;
-    closed_why_ = std::move(why);
-  }
+  // The latest reason: a stop after a writer that could not be restarted says stopped.
+  closed_code_ = code;
+  closed_why_ = std::move(why);
   closed_ = true;
   wake_ = nullptr;
   std::vector<BlockingWritePtr> out(std::make_move_iterator(items_.begin()),

@@ -56,6 +56,9 @@ constexpr unsigned kLoggedBackoffReset = 1u << 17;
 /// controller reconciles it (a finalizer may wait for its last dependent), and the
 /// collector looks again.
 constexpr unsigned kLoggedRelease = 1u << 18;
+/// A depends_on edge from the object was added: its kind's controller, in whichever
+/// process runs it, reconciles it once more (see WriteOps::add_dependency).
+constexpr unsigned kLoggedWake = 1u << 19;
 /// The bits of a logged entry that say what changed in the object itself.
 constexpr unsigned kObjectParts = kLoggedRequeue - 1;
 

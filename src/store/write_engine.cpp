@@ -209,6 +209,7 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
       rec.wakes.push_back(c.ref);
       rec.edges_removed = true;
     }
+    if (c.parts & kLoggedWake) rec.wakes.push_back(c.ref);
     if (!c.row) continue;
     object_change change{c.type, std::move(*c.row), c.parts & kObjectParts};
     if (c.first_version < c.resource_version) change.first_version = c.first_version;

@@ -305,7 +305,7 @@ void WriteOps::wake_dependents(ObjectID id) {
 }
 
 bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
-  require_own(gk, from);
+  auto dependent = require_own(gk, from);
   auto deleting = w_.being_deleted(to);
   if (!deleting) throw Error(errc::not_found, "no object with id " + std::to_string(to));
   if (*deleting) {
@@ -320,8 +320,10 @@ bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {
   if (!w_.add_ref(from, "depends_on", to)) return false;
   // The pass adding the edge may have read the target before a change that, with no edge
   // yet, woke nobody; settled, the dependent would not be run again (the resync skips
-  // it). It runs once more and reads the target afresh.
+  // it). It runs once more and reads the target afresh, in whichever process runs its
+  // controller (the log tells the others).
   rec_.wakes.push_back({from, gk.group, gk.kind});
+  log_without_change(dependent.meta, kLoggedWake);
   return true;
 }
 
