@@ -61,6 +61,17 @@ class ActorTest : public ::testing::Test {
     return std::move(*out);
   }
 
+  /// Registers an idle widget controller, starts and settles; the supervisor's logs are
+  /// captured (the tests that use it crash actors). The stop is the test's to call.
+  std::pair<ControllerClient<WidgetStatus>, Stop> start_idle_widgets() {
+    auto cc = register_controller<WidgetSpec, WidgetStatus>(
+        *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+    ::testing::internal::CaptureStderr();
+    auto stop = bh_->start(ctx_);
+    testing::settle(*bh_, ctx_);
+    return {cc, stop};
+  }
+
   /// What start_with_the_worker_held returns.
   struct HeldWorker {
     ControllerClient<WidgetStatus> cc;
@@ -1576,11 +1587,7 @@ TEST_F(ActorTest, ACrashedWatchHubEndsItsStreamsAndANewWatchStartsOver) {
 // writer drops a dead one's, as it does an application subscriber's, instead of testing
 // every commit against its filter and sending it to the dead actor for ever.
 TEST_F(ActorTest, RestartedControllersAndCollectorsLeaveNoSubscriptionBehind) {
-  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
-                                                [](auto&, auto&, auto&) { return Result{}; });
-  ::testing::internal::CaptureStderr();  // the supervisor logs the restarts
-  auto stop = bh_->start(ctx_);
-  testing::settle(*bh_, ctx_);
+  auto stop = start_idle_widgets().second;
   auto subscribers = [&] {
     return ask<store_writer_state>(bh_->store_writer(), inspect_atom::value).subscribers;
   };
@@ -1702,12 +1709,8 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
 // Writes waiting behind a block when the store_writer crashed are the restarted writer's
 // to serve: the beehive runs on, and so do they.
 TEST_F(ActorTest, WritesWaitingBehindABlockWhenTheStoreWriterCrashedAreServedByItsSuccessor) {
-  auto cc = register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto [cc, stop] = start_idle_widgets();
   Widgets w(*bh_, widget_kind);
-  ::testing::internal::CaptureStderr();
-  auto stop = bh_->start(ctx_);
-  testing::settle(*bh_, ctx_);
   OpenBlock block(
       cc, ctx_,
       [&](const Context& tx) {
@@ -1747,12 +1750,8 @@ TEST_F(ActorTest, WritesWaitingBehindABlockWhenTheStoreWriterCrashedAreServedByI
 // good (every later write failed as stopped while the beehive ran) and deferred the
 // writes it took again into the list it was walking.
 TEST_F(ActorTest, AWriterThatCrashedWhileItsShutdownWaitedBehindABlockIsRestarted) {
-  auto cc = register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto [cc, stop] = start_idle_widgets();
   Widgets w(*bh_, widget_kind);
-  ::testing::internal::CaptureStderr();
-  auto stop = bh_->start(ctx_);
-  testing::settle(*bh_, ctx_);
   OpenBlock block(cc, ctx_, [&](const Context& tx) { w.create(tx, {"block", 1}); });
   auto old = bh_->store_writer();
   auto before = ask<store_writer_state>(old, inspect_atom::value).deferred;
@@ -1816,12 +1815,8 @@ TEST_F(ActorTest, ActorRequestsWaitingBehindABlockWhenTheStoreWriterCrashedFailA
 // A sweep_atom caller whose event log crashes while the sweep waits behind a within
 // block is answered stopped, not left waiting for its own timeout.
 TEST_F(ActorTest, ASweepCallerWhoseEventLogCrashesMidSweepIsAnsweredStopped) {
-  auto cc = register_controller<WidgetSpec, WidgetStatus>(
-      *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
+  auto [cc, stop] = start_idle_widgets();
   Widgets w(*bh_, widget_kind);
-  ::testing::internal::CaptureStderr();  // the supervisor logs the restart
-  auto stop = bh_->start(ctx_);
-  testing::settle(*bh_, ctx_);
   OpenBlock block(cc, ctx_, [&](const Context& tx) { w.create(tx, {"block", 1}); });
   auto log = bh_->event_log();
   caf::scoped_actor self{sys_};
