@@ -233,6 +233,37 @@ TEST_F(LifecycleTest, ARestartThatCannotSpawnAWorkerIsTriedAgainLater) {
   restart_failing_after(1, caf::actor_cast<caf::actor>(bh_->scheduler()), "scheduler");
 }
 
+// A settle while the store writer is being restarted (its connection opening) waits for
+// its successor and for the work that needed it: it used to count no writer as quiet and
+// return while a pass waited to write.
+TEST_F(LifecycleTest, SettleWaitsForAStoreWriterBeingRestarted) {
+  LogCapture log;  // the supervisor logs the restart
+  open(with_logger(log.logger()));
+  Gate gate;
+  recorder_->set_body([&](auto& ctx, auto& cc, auto& o) {
+    gate.pass();
+    cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});
+    return Result{};
+  });
+  register_widgets();
+  auto o = widgets().create(ctx_, {"o", 1});
+  start();
+  gate.wait_entered();
+  struct Release {
+    ~Release() { detail::faults::hold_writer_reopen = false; }
+  } release;
+  detail::faults::hold_writer_reopen = true;
+  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));  // opening its successor
+  gate.open();  // the pass's status write waits for the writer
+  auto settled = std::async(std::launch::async, [&] { settle(); });
+  // Not quiet while the writer is missing (a timed wait that only a wrong answer ends).
+  EXPECT_EQ(settled.wait_for(100ms), std::future_status::timeout);
+  detail::faults::hold_writer_reopen = false;
+  settled.get();
+  EXPECT_TRUE(widgets().get(ctx_, o.id).status->ready);
+}
+
 TEST_F(LifecycleTest, AStartThatCannotSpawnAWorkerFailsAndLeavesNothingRunning) {
   register_widgets(with_concurrency(4));
   auto o = widgets().create(ctx_, {"a", 1});

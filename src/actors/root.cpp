@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include <caf/actor_cast.hpp>
@@ -362,17 +363,31 @@ void restart_writer(Self self) {
   auto& st = self->state;
   if (st.opening_writer) return;
   auto root = caf::actor_cast<root_actor>(self);
-  self->spawn<caf::detached>([open = st.cfg->open_writer, root] {
-    WriterOpened out;
-    try {
-      out.connection = std::make_shared<std::unique_ptr<store::Writer>>(open());
-    } catch (const std::exception& e) {
-      out.error = e.what();
-    }
-    caf::anon_send(root, std::move(out));
-  });
+  // Should the system refuse the thread, the writes waiting fail at once (as when the
+  // connection does not open) rather than at their deadlines; the restart is retried.
+  try {
+    self->spawn<caf::detached>([open = st.cfg->open_writer, root] {
+      WriterOpened out;
+      while (faults::hold_writer_reopen.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      try {
+        out.connection = std::make_shared<std::unique_ptr<store::Writer>>(open());
+      } catch (const std::exception& e) {
+        out.error = e.what();
+      } catch (...) {  // the root must hear back whatever happened
+        out.error = "opening the connection threw a non-standard exception";
+      }
+      caf::anon_send(root, std::move(out));
+    });
+  } catch (const std::exception& e) {
+    refuse_queued_writes(st, errc::store,
+                         std::string("the store writer cannot be restarted: ") + e.what());
+    throw;
+  }
   st.opening_writer = true;
 }
+
+void settle(Self self, const std::shared_ptr<Rendezvous<bool>>& done);
 
 /// The answer of restart_writer: the writer spawned on the new connection, or, failing
 /// that, the writes waiting refused (errc::store, at once rather than at their deadlines)
@@ -380,6 +395,10 @@ void restart_writer(Self self) {
 void writer_opened(Self self, WriterOpened& opened) {
   auto& st = self->state;
   st.opening_writer = false;
+  // Asked again once this answer is handled: of the new writer, or settled (a retry is
+  // a timer) if there is none.
+  for (auto& done : std::exchange(st.settles_waiting_for_writer, {}))
+    self->send(self, SettleRequest{done});
   if (st.phase == Phase::stopping || st.phase == Phase::stopped) return;  // stop refused them
   try {
     if (!opened.connection) throw std::runtime_error(opened.error);
@@ -630,7 +649,7 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
   auto next = [self, before, done, died, died_rounds, queued, queued_before]() mutable {
     auto w = self->state.writer;
     if (!w) {
-      answer(done, {});
+      settle(self, done);  // waits for a writer being restarted, or is settled
       return;
     }
     self->request(w, caf::infinite, inspect_atom::value)
@@ -644,7 +663,11 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
               else
                 settle_round(self, s.transactions, done);
             },
-            [done](caf::error& err) mutable { answer(done, err); });
+            [self, done](caf::error&) mutable {
+              // The writer died: asked again once the root has heard (behind its down
+              // message), of its successor or of none.
+              self->send(self, SettleRequest{done});
+            });
   };
   if (targets.empty()) {
     next();
@@ -663,15 +686,24 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
               });
 }
 
+/// Settles once the writer is idle. A writer being restarted (its connection opening)
+/// is waited for: writes queue for it meanwhile. With none and no restart under way (a
+/// restart that failed is retried at a timer), it is settled.
 void settle(Self self, const SettleReply& done) {
-  auto w = self->state.writer;
+  auto& st = self->state;
+  auto w = st.writer;
   if (!w) {
-    answer(done, {});
+    if (st.opening_writer)
+      st.settles_waiting_for_writer.push_back(done);
+    else
+      answer(done, {});
     return;
   }
   self->request(w, caf::infinite, inspect_atom::value)
       .then([self, done](const store_writer_state& s) { settle_round(self, s.transactions, done); },
-            [done](caf::error& err) mutable { answer(done, err); });
+            [self, done](caf::error&) mutable {
+              self->send(self, SettleRequest{done});  // died: as above
+            });
 }
 
 void on_down(Self self, const caf::down_msg& m) {

@@ -140,6 +140,8 @@ struct RootState {
   };
   std::vector<Retry> retries;
   bool opening_writer = false;  // a restarted writer's connection is being opened
+  /// Settles asked for meanwhile: quiet only once the writer is back (or failed again).
+  std::vector<std::shared_ptr<Rendezvous<bool>>> settles_waiting_for_writer;
 
   // The stop in progress.
   std::optional<caf::typed_response_promise<StopReport>> stopping;

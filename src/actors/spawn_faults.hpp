@@ -18,4 +18,8 @@ inline std::atomic<int> worker_spawns_before_failure{-1};
 /// back to -1, off).
 inline std::atomic<int> open_spawns_before_failure{-1};
 
+/// While true, a restarted store writer's connection waits before it opens: the window
+/// a slow server leaves, for the tests of what happens meanwhile.
+inline std::atomic<bool> hold_writer_reopen{false};
+
 }  // namespace beehive::detail::faults
