@@ -85,7 +85,9 @@ class TestBeehive {
   /// to each timer's due time in turn, settling at each, so timers fire in due order, at
   /// their own time (a pass sees that time as now), and what they arm within `d` fires
   /// too (`advance(10s)` runs a `requeue_after(1s)` object ten times). Then it sets the
-  /// clock to the end and settles. Negative `d` only settles. Throws
+  /// clock to the end and settles. Wakes the application's own actors asked of the
+  /// scheduler (`wake_at_atom`) are stepped to as well, but what those actors do then is
+  /// not waited for: settle knows beehive's own work only. Negative `d` only settles. Throws
   /// Error(errc::deadline_exceeded) when all that takes over 10 s (a timer re-arming
   /// many times within `d`); `clock().advance(d)` then `settle()` jumps instead, firing
   /// each due timer once, at the end.
