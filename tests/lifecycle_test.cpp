@@ -264,6 +264,28 @@ TEST_F(LifecycleTest, SettleWaitsForAStoreWriterBeingRestarted) {
   EXPECT_TRUE(widgets().get(ctx_, o.id).status->ready);
 }
 
+// A settle waiting for a writer being restarted is answered when the beehive stops
+// meanwhile: the successor it waited for will not come.
+TEST_F(LifecycleTest, ASettleWaitingForARestartingWriterEndsWithTheStop) {
+  LogCapture log;  // the supervisor logs the restart
+  open(with_logger(log.logger()));
+  register_widgets();
+  start();
+  settle();
+  struct Release {
+    ~Release() { detail::faults::hold_writer_reopen = false; }
+  } release;
+  detail::faults::hold_writer_reopen = true;
+  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));
+  auto settled = std::async(std::launch::async, [&] { settle(); });
+  EXPECT_EQ(settled.wait_for(100ms), std::future_status::timeout);
+  stop_(ctx_.with_timeout(5s));
+  stop_ = nullptr;
+  ASSERT_EQ(settled.wait_for(10s), std::future_status::ready);
+  EXPECT_ERRC(settled.get(), errc::stopped);
+}
+
 TEST_F(LifecycleTest, AStartThatCannotSpawnAWorkerFailsAndLeavesNothingRunning) {
   register_widgets(with_concurrency(4));
   auto o = widgets().create(ctx_, {"a", 1});

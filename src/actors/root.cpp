@@ -387,7 +387,10 @@ void restart_writer(Self self) {
   st.opening_writer = true;
 }
 
-void settle(Self self, const std::shared_ptr<Rendezvous<bool>>& done);
+void settle(Self self, const std::shared_ptr<Rendezvous<bool>>& done, int retries = 0);
+void settle_again(Self self, const std::shared_ptr<Rendezvous<bool>>& done, int retries,
+                  const caf::error& err);
+void answer(const std::shared_ptr<Rendezvous<bool>>& reply, const caf::error& err);
 
 /// The answer of restart_writer: the writer spawned on the new connection, or, failing
 /// that, the writes waiting refused (errc::store, at once rather than at their deadlines)
@@ -494,6 +497,8 @@ void finish_stop(Self self) {
   auto& st = self->state;
   if (st.writer || st.hub || !st.stopping) return;
   st.phase = Phase::stopped;
+  // Settles that waited for a writer being restarted: none will come.
+  for (auto& done : std::exchange(st.settles_waiting_for_writer, {})) answer(done, {});
   st.give_up = nullptr;
   st.stop_ended = nullptr;
   // Handles dropped too: a detached actor's thread lasts as long as its last handle.
@@ -664,9 +669,9 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
                 settle_round(self, s.transactions, done);
             },
             [self, done](caf::error&) mutable {
-              // The writer died: asked again once the root has heard (behind its down
-              // message), of its successor or of none.
-              self->send(self, SettleRequest{done});
+              // The writer died: asked again once the root has heard, of its successor
+              // or of none.
+              settle_again(self, done, 0, caf::error{});
             });
   };
   if (targets.empty()) {
@@ -686,14 +691,26 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
               });
 }
 
+/// The writer asked had died: settles again a moment later, once the root has heard of
+/// it (of its successor or of none); a writer that stays a dead handle (ended by the
+/// application, not restarted) fails the settle after a second.
+void settle_again(Self self, const SettleReply& done, int retries, const caf::error& err) {
+  if (retries >= 1000) {
+    answer(done, err ? err : make_error(errc::store, "the store writer ended"));
+    return;
+  }
+  self->delayed_send(self, std::chrono::milliseconds(1), SettleRequest{done, retries + 1});
+}
+
 /// Settles once the writer is idle. A writer being restarted (its connection opening)
 /// is waited for: writes queue for it meanwhile. With none and no restart under way (a
 /// restart that failed is retried at a timer), it is settled.
-void settle(Self self, const SettleReply& done) {
+void settle(Self self, const SettleReply& done, int retries) {
   auto& st = self->state;
+  if (done->abandoned()) return;
   auto w = st.writer;
   if (!w) {
-    if (st.opening_writer)
+    if (st.opening_writer && st.phase != Phase::stopping && st.phase != Phase::stopped)
       st.settles_waiting_for_writer.push_back(done);
     else
       answer(done, {});
@@ -701,8 +718,8 @@ void settle(Self self, const SettleReply& done) {
   }
   self->request(w, caf::infinite, inspect_atom::value)
       .then([self, done](const store_writer_state& s) { settle_round(self, s.transactions, done); },
-            [self, done](caf::error&) mutable {
-              self->send(self, SettleRequest{done});  // died: as above
+            [self, done, retries](caf::error& err) mutable {
+              settle_again(self, done, retries, err);
             });
 }
 
@@ -821,7 +838,7 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
         self->delayed_send(self, std::max(next, std::chrono::milliseconds(1)),
                            stop_deadline_atom::value);
       },
-      [self](const SettleRequest& req) { settle(self, req.reply); },
+      [self](const SettleRequest& req) { settle(self, req.reply, req.retries); },
       [self](wake_atom) { retry_restarts(self); },
       [self](WriterOpened& opened) { writer_opened(self, opened); },
       [self](await_workers_atom) -> caf::result<bool> {

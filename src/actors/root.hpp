@@ -109,6 +109,8 @@ struct StopRequest {
 /// the caller stops waiting on when its context ends.
 struct SettleRequest {
   std::shared_ptr<Rendezvous<bool>> reply = std::make_shared<Rendezvous<bool>>();
+  /// Asked again after the writer it asked had died (its down message not yet heard).
+  int retries = 0;
 };
 
 struct StopReport {
