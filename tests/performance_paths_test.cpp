@@ -6,6 +6,8 @@
 #include <beehive/actors.hpp>
 
 #include "controller_fixture.hpp"
+#include "group_engine.hpp"
+#include "support/test_store.hpp"
 
 namespace beehive::test {
 namespace {
@@ -119,6 +121,40 @@ TEST_F(FastPathTest, GroupedWritesThatDoNotDecodeFailAloneAndLeaveNothing) {
     EXPECT_GT(late.id, *ids.rbegin());
     EXPECT_EQ(c.get(ctx_, late.id).spec.v, 1);
   }
+}
+
+// An owner-less create runs in a group without a savepoint of its own; one that fails
+// after its INSERT (here a trigger refuses its label) must not leave its row behind, in
+// a commit that tells its caller it failed: the others land, its slug stays free.
+TEST_F(FastPathTest, AGroupedCreateRefusedAfterItsInsertLeavesNothing) {
+  auto db = dir_.file("beehive.db");
+  if (test_backend_is_postgres())
+    write_test_store(db, R"sql(
+      CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN RAISE EXCEPTION 'boom refused'; END $$;
+      CREATE TRIGGER refuse_boom BEFORE INSERT ON labels FOR EACH ROW
+        WHEN (NEW.value = 'boom') EXECUTE FUNCTION refuse_boom())sql");
+  else
+    write_test_store(db, R"sql(
+      CREATE TRIGGER refuse_boom BEFORE INSERT ON labels WHEN NEW.value = 'boom'
+      BEGIN SELECT RAISE(ABORT, 'boom refused'); END)sql");
+  GroupEngine g(db);
+  auto writes =
+      g.commit({GroupEngine::create("before"), GroupEngine::create("refused", {{"tier", "boom"}}),
+                GroupEngine::create("after", {{"tier", "ok"}})});
+  ASSERT_EQ(writes.size(), 3u);
+  EXPECT_TRUE(writes[0].reply) << writes[0].what;
+  EXPECT_FALSE(writes[1].reply);
+  EXPECT_EQ(writes[1].code, errc::store);
+  EXPECT_NE(writes[1].what.find("boom refused"), std::string::npos) << writes[1].what;
+  EXPECT_TRUE(writes[2].reply) << writes[2].what;
+  auto w = widgets();
+  EXPECT_ERRC(w.get_by_slug(ctx_, "refused"), errc::not_found);
+  EXPECT_EQ(w.get_by_slug(ctx_, "after").labels.at("tier"), "ok");
+  EXPECT_EQ(w.list(ctx_).size(), 2u);
+  EXPECT_EQ(query_test_store(db, "SELECT count(*) FROM change_log")[0][0], "2");
+  ASSERT_EQ(g.records.size(), 1u);
+  EXPECT_EQ(g.records[0].changes.size(), 2u);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include <beehive/postgres.hpp>
 
 #include "controller_fixture.hpp"
+#include "group_engine.hpp"
 #include "store/backend.hpp"
 #include "store/commit_note.hpp"
 #include "store/postgres/pg_connection.hpp"
@@ -1185,44 +1186,10 @@ TEST_F(PostgresStore, AWriteTheDatabaseRefusesInAGroupFailsAloneAndTheOthersLand
   EXPECT_EQ(all.size(), static_cast<std::size_t>(1 + threads * each - refused));
 }
 
-/// A write engine of its own on the test's schema (a second open of the store): group
-/// commits handed to it as the store_writer hands them over, without callers.
-struct GroupEngine {
-  explicit GroupEngine(const std::filesystem::path& db) : store(open_test_store(db)) {
-    store::WriteEngineConfig cfg;
-    cfg.writer = store::backend_of(*store).open_writer();
-    cfg.clock = std::make_shared<SystemClock>();
-    cfg.watch_foreign_commits = false;
-    cfg.publish = [this](const commit_record& r) { records.push_back(r); };
-    engine = std::make_unique<store::WriteEngine>(std::move(cfg));
-  }
-  /// Commits `ops` as one group; returns each write's outcome.
-  std::vector<store::GroupedWrite> commit(const std::vector<store::WriteOp>& ops) {
-    std::vector<store::GroupedWrite> writes;
-    for (auto& op : ops) writes.push_back({&op});
-    engine->commit_group(writes, {});
-    return writes;
-  }
-  /// Two groups, the second committed with the next transaction begun ahead (as the
-  /// writer begins it when callers write back to back); returns the second's writes.
-  std::vector<store::GroupedWrite> commit_beginning_ahead() {
-    for (auto& w : commit({create("warm-1"), create("warm-2")})) EXPECT_TRUE(w.reply) << w.what;
-    engine->writer().begin_ahead();
-    auto writes = commit({create("a"), create("b")});
-    for (auto& w : writes) EXPECT_TRUE(w.reply) << w.what;
-    return writes;
-  }
-  /// Round trips of the engine's connection so far.
-  std::uint64_t round_trips() {
-    return dynamic_cast<store::pg::PgWriter&>(engine->writer()).round_trips();
-  }
-  static store::WriteOp create(const std::string& slug) {
-    return create_request{widget_kind, R"({"color":")" + slug + R"(","size":1})", slug};
-  }
-  std::shared_ptr<Store> store;
-  std::vector<commit_record> records;
-  std::unique_ptr<store::WriteEngine> engine;
-};
+/// Round trips of the group engine's connection so far.
+std::uint64_t round_trips(GroupEngine& g) {
+  return dynamic_cast<store::pg::PgWriter&>(g.engine->writer()).round_trips();
+}
 
 // A write's statement joins the one the write before it queued (one statement instead
 // of two) only when that is still the last one queued: never a savepoint queued since,
@@ -1232,12 +1199,12 @@ TEST_F(PostgresStore, AStatementJoinsOnlyTheStatementItsWriteQueued) {
   auto warm = g.commit({GroupEngine::create("warm")});
   ASSERT_TRUE(warm[0].reply) << warm[0].what;
   auto id = warm[0].reply->row.meta.id;
-  auto before = g.round_trips();
+  auto before = round_trips(g);
   auto writes =
       g.commit({store::WriteOp{log_requeue_request{widget_kind, id}}, GroupEngine::create("b")});
   for (auto& w : writes) EXPECT_TRUE(w.reply) << w.what;
   // BEGIN, then the writes with the COMMIT: no attempt refused and run again.
-  EXPECT_EQ(g.round_trips() - before, 2u);
+  EXPECT_EQ(round_trips(g) - before, 2u);
 }
 
 // A write the database refuses inside its own work (here a status CHECK constraint,
@@ -1270,11 +1237,11 @@ TEST_F(PostgresStore, AGroupCommitAndAnUpdateCostTwoRoundTripsEach) {
   GroupEngine g(db_path());
   for (auto& w : g.commit({GroupEngine::create("warm-1"), GroupEngine::create("warm-2")}))
     ASSERT_TRUE(w.reply) << w.what;
-  auto before = g.round_trips();
+  auto before = round_trips(g);
   auto writes = g.commit({GroupEngine::create("a"), GroupEngine::create("b"),
                           GroupEngine::create("c"), GroupEngine::create("d")});
   for (auto& w : writes) ASSERT_TRUE(w.reply) << w.what;
-  EXPECT_EQ(g.round_trips() - before, 2u);
+  EXPECT_EQ(round_trips(g) - before, 2u);
 
   auto id = writes[0].reply->row.meta.id;
   auto update = [&](int size) {
@@ -1282,9 +1249,9 @@ TEST_F(PostgresStore, AGroupCommitAndAnUpdateCostTwoRoundTripsEach) {
         update_request{widget_kind, id, R"({"color":"a","size":)" + std::to_string(size) + "}"}};
   };
   g.engine->execute(update(2), {});  // its statements prepared
-  before = g.round_trips();
+  before = round_trips(g);
   auto row = g.engine->execute(update(3), {}).row;
-  EXPECT_EQ(g.round_trips() - before, 2u);
+  EXPECT_EQ(round_trips(g) - before, 2u);
   EXPECT_EQ(row.meta.generation, 3);
   Widgets w(bh(), widget_kind);
   EXPECT_EQ(w.get(ctx_, id).spec.size, 3);
@@ -1336,10 +1303,10 @@ TEST_F(PostgresStore, ATransactionBegunWithTheLastCommitCostsTheNextGroupOneRoun
   GroupEngine g(db_path());
   auto first = g.commit_beginning_ahead();
   ASSERT_TRUE(first[0].reply && first[1].reply);
-  auto before = g.round_trips();
+  auto before = round_trips(g);
   auto second = g.commit({GroupEngine::create("c"), GroupEngine::create("d")});
   for (auto& w : second) ASSERT_TRUE(w.reply) << w.what;
-  EXPECT_EQ(g.round_trips() - before, 1u) << "the next transaction was not begun ahead";
+  EXPECT_EQ(round_trips(g) - before, 1u) << "the next transaction was not begun ahead";
   EXPECT_EQ(second[0].reply->row.meta.resource_version,
             first[1].reply->row.meta.resource_version + 1);
   Widgets w(bh(), widget_kind);
@@ -1508,11 +1475,11 @@ TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedIsNotTaken
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), make_error_code(errc::store)) << e.what();
   }
-  auto before = g.round_trips();
+  auto before = round_trips(g);
   auto next = g.commit({GroupEngine::create("c")});
   ASSERT_TRUE(next[0].reply) << next[0].what;
   // Its own BEGIN, then the COMMIT: no attempt on what the old session had begun.
-  EXPECT_EQ(g.round_trips() - before, 2u);
+  EXPECT_EQ(round_trips(g) - before, 2u);
   EXPECT_GT(next[0].reply->row.meta.resource_version, theirs.resource_version);
   EXPECT_EQ(Widgets(bh(), widget_kind).list(ctx_).size(), 6u);
 }

@@ -63,11 +63,13 @@ class LockWait {
   Writer& w_;
 };
 
-/// A create without an owner is one INSERT (its slug is looked up before, or left to the
-/// unique constraint in a batched group; its spec was decoded by its caller): SQLite
-/// undoes a failing statement by itself, so in a group it needs no savepoint of its own,
-/// whose copies of the pages it touches are a sizeable part of its cost.
-bool is_single_statement(const WriteOp& op) {
+/// A create without an owner fails, when it does, at its INSERT (its slug is looked up
+/// before, or left to the unique constraint in a batched group; its spec was decoded by
+/// its caller), and SQLite undoes a failing statement by itself: in a group it first runs
+/// without a savepoint of its own, whose copies of the pages it touches are a sizeable
+/// part of its cost. Its labels and change-log entry are statements of their own, so a
+/// store failure runs the group again with savepoints (see run_group).
+bool mostly_one_statement(const WriteOp& op) {
   auto* c = std::get_if<create_request>(&op);
   return c && !c->owner;
 }
@@ -731,7 +733,9 @@ void WriteEngine::commit_group(std::vector<GroupedWrite>& writes, const MoreWrit
   // A backend that batches (PostgreSQL) sends the group's statements with its commit, one
   // round trip for all; should the database refuse one of them there, nobody can tell
   // whose it was, so the group runs again with each write's outcome learnt before the
-  // next one runs (a round trip each).
+  // next one runs (a round trip each). A write run without a savepoint that fails after
+  // its first statement (a full disk, a trigger) may have left part of itself behind:
+  // the group runs again too, every write in a savepoint.
   if (!run_group(writes, more, true)) run_group(writes, more, false);
 }
 
@@ -739,6 +743,7 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
   auto& w = *cfg_.writer;
   commit_record rec;
   auto since = began();
+  const bool first = batch;
   batch = batch && w.defers_statements();
   batching_ = batch;
   struct Batching {
@@ -786,10 +791,12 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
       }
       static const RowCheck no_check;
       commit_record one;
-      // A single statement that fails undoes itself, unless the database aborts the
-      // whole transaction on any failed statement (PostgreSQL): then only a batched
-      // attempt may leave it out, since a refusal there runs the group again anyway.
-      bool savepoint = !is_single_statement(*item.op) || (w.failed_statements_abort() && !batch);
+      // A write whose first statement fails undoes itself, unless the database aborts
+      // the whole transaction on any failed statement (PostgreSQL): then only a batched
+      // attempt may leave it out, since a refusal there runs the group again anyway. A
+      // failure after its first statement runs the group again as well (below).
+      bool savepoint =
+          !first || !mostly_one_statement(*item.op) || (w.failed_statements_abort() && !batch);
       if (savepoint) w.savepoint(1);
       auto undo = [&](errc code, std::string what) {
         item.reply.reset();
@@ -803,6 +810,9 @@ bool WriteEngine::run_group(std::vector<GroupedWrite>& writes, const MoreWrites&
         }
         // A refused statement may be an earlier write's, sent in the same round trip.
         if (pending && w.transaction_failed()) throw Redo{};
+        // Without a savepoint, what the write did before it failed is unknown: a store
+        // failure may have come after its row was inserted (its labels, its log entry).
+        if (!savepoint && code == errc::store) throw Redo{};
         if (savepoint) w.rollback_to(1);
         item.code = code;
         item.what = std::move(what);
