@@ -1655,7 +1655,8 @@ TEST_F(ActorTest, ACrashedStoreWriterIsRestartedAndNothingCommittedIsLost) {
 }
 
 // A within block open when the store_writer crashed is over: its later writes fail with
-// errc::store, and they never join a block another caller opens on the restarted writer.
+// errc::store, and they never join a block another caller opens on the restarted writer,
+// even when that writer crashes too (with the later block open).
 TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
   auto cc = register_controller<WidgetSpec, WidgetStatus>(
       *bh_, widget_kind, [](auto&, auto&, auto&) { return Result{}; });
@@ -1693,6 +1694,9 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
                  std::runtime_error);
   });
   in2.get_future().wait();
+  auto restarted = bh_->store_writer();
+  caf::anon_send_exit(restarted, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return bh_->store_writer() != restarted; }));
   go1.set_value();
   first.join();
   go2.set_value();

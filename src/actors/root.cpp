@@ -90,7 +90,7 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
   wc->hub = caf::actor_cast<caf::actor>(st.hub);
   wc->hub_feed = cfg.hub_feed;
   wc->foreign_cursor = cfg.foreign_cursor;
-  wc->crashed_session = cfg.crashed_session;
+  wc->crashed_sessions = cfg.crashed_sessions;
   wc->app_subscribers = cfg.app_subscribers;
   wc->writer = std::move(connection);
   wc->backend = cfg.backend;

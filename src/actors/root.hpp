@@ -75,9 +75,8 @@ struct RootConfig {
   std::function<std::unique_ptr<store::Writer>()> open_writer;
   /// Where the writers stand in other processes' commits (each writer goes on from it).
   std::shared_ptr<store::ForeignCursor> foreign_cursor = std::make_shared<store::ForeignCursor>();
-  /// The within session a crashed writer left open (shared by the writers it restarts).
-  std::shared_ptr<std::atomic<std::uint64_t>> crashed_session =
-      std::make_shared<std::atomic<std::uint64_t>>(0);
+  /// The within sessions crashed writers left open (shared by the writers it restarts).
+  std::shared_ptr<CrashedSessions> crashed_sessions = std::make_shared<CrashedSessions>();
   /// The store, for the writer's reader (the actor surface's reads).
   std::shared_ptr<store::Backend> backend;
   /// A registered kind's schema versions (see StoreWriterConfig::schema_versions).

@@ -27,7 +27,7 @@ StoreWriterState::~StoreWriterState() {
   if (closed || !cfg) return;
   // A crash. CAF 0.17 answers no promise an actor dies holding, so each is answered here,
   // as a request to the old handle is: stopped. Blocking writes are queued again instead.
-  if (engine && engine->in_session()) cfg->crashed_session->store(engine->session());
+  if (engine && engine->in_session()) cfg->crashed_sessions->add(engine->session());
   // Walked from a list of its own: what a job does cannot reach the one being walked.
   auto jobs = std::move(deferred);
   deferred.clear();
@@ -111,7 +111,7 @@ void serve_blocking(StoreWriterState& st, const BlockingWritePtr& w) {
   if (w->session != eng.session()) {
     if (w->session == eng.aborted_session())
       reply.fail(errc::stopped, "beehive stopped; the within block was rolled back");
-    else if (w->session == st.cfg->crashed_session->load())
+    else if (st.cfg->crashed_sessions->contains(w->session))
       reply.fail(errc::store, "the store writer failed; the within block was rolled back");
     else
       reply.fail(errc::invalid_argument, "the within block this context belongs to has ended");

@@ -17,6 +17,7 @@
 // Thread-safety: spawned detached; only its own thread runs its handlers and the
 // engine. Other threads touch only the WriteQueue and their own reply slots.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -139,6 +140,28 @@ struct AppSubscribers {
   std::vector<caf::actor> actors;
 };
 
+/// The within sessions crashed writers left open, the latest `kept` of them: their
+/// blocks' later steps hear that the writer failed (errc::store), not that they misused
+/// a context. Added to by a dying writer, read by its successors (the mutex keeps that
+/// visible across their threads).
+class CrashedSessions {
+ public:
+  static constexpr std::size_t kept = 64;
+  void add(std::uint64_t session) {
+    std::lock_guard lk(mu_);
+    if (sessions_.size() == kept) sessions_.pop_front();
+    sessions_.push_back(session);
+  }
+  bool contains(std::uint64_t session) const {
+    std::lock_guard lk(mu_);
+    return std::find(sessions_.begin(), sessions_.end(), session) != sessions_.end();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<std::uint64_t> sessions_;
+};
+
 struct StoreWriterConfig {
   std::unique_ptr<store::Writer> writer;
   /// The read connections the actor surface's reads go to.
@@ -161,10 +184,7 @@ struct StoreWriterConfig {
   /// Where the writers stand in other processes' commits: a restarted writer goes on
   /// from where the last one was.
   std::shared_ptr<store::ForeignCursor> foreign_cursor = std::make_shared<store::ForeignCursor>();
-  /// The within session the last crashed writer left open: its block's later steps hear
-  /// that the writer failed (errc::store), not that they misused a context.
-  std::shared_ptr<std::atomic<std::uint64_t>> crashed_session =
-      std::make_shared<std::atomic<std::uint64_t>>(0);
+  std::shared_ptr<CrashedSessions> crashed_sessions = std::make_shared<CrashedSessions>();
   /// The largest spec, and status, a write may store (with_max_object_bytes).
   std::size_t max_object_bytes = default_max_object_bytes;
   /// How long the writer keeps polling its queue after a drain before it sleeps.
