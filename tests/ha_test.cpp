@@ -233,6 +233,45 @@ class HaTest : public ::testing::Test {
     auto rows = query_test_store(path_, "SELECT holder FROM leadership");
     return rows.size() == 1 ? std::stoll(rows[0][0]) : 0;
   }
+  /// A standby's takeover waits for the lease row's lock (an expired leader's transaction
+  /// still running), and the standby stops meanwhile: the server must give its waiting
+  /// take up with it, rather than take the lease for a process that no longer runs once
+  /// the lock is free (no takeover would then be possible for a lease). `first` runs once
+  /// the standby has started, before the lease row is locked.
+  void stop_a_standby_whose_take_waits(const std::function<void()>& first) const {
+    constexpr auto long_lease = 30s;  // its attempts wait for the lock up to a third of it
+    constexpr const char* nobody = "987654321";
+    write_test_store(path_, std::string("UPDATE leadership SET holder = ") + nobody +
+                                ", expires_at = now() + interval '1 hour' WHERE id = 1");
+    Beehive b(open_candidate(long_lease));
+    auto stop_b = b.start({});
+    ASSERT_FALSE(b.is_leader());
+    if (first) first();
+    // A leader's fenced transaction, busy (not idle: a takeover does not end it).
+    auto holding = std::async(std::launch::async, [&] {
+      try {
+        query_test_store(path_,
+                         "SET application_name = 'held lease row'; BEGIN; SELECT 1 FROM "
+                         "leadership WHERE id = 1 FOR KEY SHARE; SELECT pg_sleep(60); COMMIT");
+      } catch (const std::exception&) {  // ended below
+      }
+    });
+    auto sessions_waiting = [&] {
+      return sessions("beehive " + schema(), "wait_event_type = 'Lock'");
+    };
+    ASSERT_TRUE(
+        eventually([&] { return sessions("held lease row", "wait_event = 'PgSleep'") == "1"; }));
+    write_test_store(path_, "UPDATE leadership SET expires_at = now() - interval '1 second'");
+    ASSERT_TRUE(eventually([&] { return sessions_waiting() != "0"; }));  // its take waits
+    stop_b({});
+    EXPECT_TRUE(eventually([&] { return sessions_waiting() == "0"; }, 5s))
+        << "a stopped process's take still waits for the lock";
+    write_test_store(path_,
+                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                     "application_name = 'held lease row'");
+    holding.get();
+    EXPECT_EQ(lease_holder(), std::stoll(nobody)) << "the stopped process took the lease";
+  }
 
   TempDir dir_;
   std::filesystem::path path_ = dir_.file("ha.db");
@@ -932,42 +971,20 @@ TEST_F(HaTest, AStoppingLeaderHandsOverToAStandbyAtOnce) {
   EXPECT_EQ(b->wait(), 0);
 }
 
-// A standby's takeover waits for the lease row's lock (an expired leader's transaction
-// still running), and the standby stops meanwhile: the server gives its waiting take up
-// with it, rather than taking the lease for a process that no longer runs once the lock
-// is free (no takeover would then be possible for a lease).
 TEST_F(HaTest, AStandbyStoppedWhileItsTakeoverWaitsForALockTakesNothingAfterwards) {
-  constexpr auto long_lease = 30s;  // its attempts wait for the lock up to a third of it
-  constexpr const char* nobody = "987654321";
-  write_test_store(path_, std::string("UPDATE leadership SET holder = ") + nobody +
-                              ", expires_at = now() + interval '1 hour' WHERE id = 1");
-  Beehive b(open_candidate(long_lease));
-  auto stop_b = b.start({});
-  ASSERT_FALSE(b.is_leader());
-  // A leader's fenced transaction, busy (not idle: a takeover does not end it).
-  auto holding = std::async(std::launch::async, [&] {
-    try {
-      query_test_store(path_,
-                       "SET application_name = 'held lease row'; BEGIN; SELECT 1 FROM "
-                       "leadership WHERE id = 1 FOR KEY SHARE; SELECT pg_sleep(60); COMMIT");
-    } catch (const std::exception&) {  // ended below
-    }
+  stop_a_standby_whose_take_waits({});
+}
+
+// The same after the server ended the standby's sessions while they sat idle (a server
+// restart, a failover, an idle timeout): its campaign reconnects as it next looks, and
+// the new session is given up with the process just the same.
+TEST_F(HaTest, AStandbyWhoseSessionsTheServerEndedTakesNothingOnceStopped) {
+  stop_a_standby_whose_take_waits([&] {
+    const auto of_the_schema = "FROM pg_stat_activity WHERE application_name = 'beehive " +
+                               schema() + "' AND state = 'idle'";
+    // Its campaign finds its session gone as it next looks, and connects again.
+    write_test_store(path_, "SELECT pg_terminate_backend(pid) " + std::string(of_the_schema));
   });
-  auto sessions_waiting = [&] {
-    return sessions("beehive " + schema(), "wait_event_type = 'Lock'");
-  };
-  ASSERT_TRUE(
-      eventually([&] { return sessions("held lease row", "wait_event = 'PgSleep'") == "1"; }));
-  write_test_store(path_, "UPDATE leadership SET expires_at = now() - interval '1 second'");
-  ASSERT_TRUE(eventually([&] { return sessions_waiting() != "0"; }));  // its take waits
-  stop_b({});
-  EXPECT_TRUE(eventually([&] { return sessions_waiting() == "0"; }, 5s))
-      << "a stopped process's take still waits for the lock";
-  write_test_store(path_,
-                   "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                   "application_name = 'held lease row'");
-  holding.get();
-  EXPECT_EQ(lease_holder(), std::stoll(nobody)) << "the stopped process took the lease";
 }
 
 // An expired leader's fenced transaction whose session is stuck sending a result its

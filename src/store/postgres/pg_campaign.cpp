@@ -72,13 +72,11 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   // up at `deadline`, so that a leader steps down in time: its connection is cut rather
   // than the statement cancelled, since a cancel needs the server to answer.
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  bool fresh = false;
   if (!c || c->lost()) {
     c.reset();
     c = std::make_unique<Connection>(
         conninfo_, schema_, std::clamp(left, std::chrono::milliseconds(1), connect_timeout_),
         lease_ / 3);
-    fresh = true;
   }
   // A stop does not wait for a server that stopped answering: the lease then expires.
   // A takeover that waits (for the lease row's lock) waits for an expired lease's holder:
@@ -86,13 +84,21 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   c->set_keep_waiting([this, deadline, conn = c.get(),
                        look_at = Clock::now() + std::chrono::milliseconds(100)]() mutable {
     if (stopping_.load() || Clock::now() >= deadline) return false;
+    // Looked at again and again while it waits: the first look can come before the take
+    // waits (a slow round trip, a connection being made again: no session yet).
     if (Clock::now() >= look_at) {
-      look_at = Clock::time_point::max();                 // once per attempt
-      end_blockers(PQbackendPID(conn->raw()), deadline);  // the session now waiting
+      look_at = Clock::now() + std::chrono::milliseconds(100);
+      if (int pid = PQbackendPID(conn->raw())) end_blockers(pid, deadline);
     }
     return true;
   });
-  if (fresh) abandon_when_gone(*c);  // bounded by the deadline, as what follows
+  // An attempt cut while its take waits for the lease row's lock (a stop, its deadline)
+  // leaves its statement waiting on the server, which would take the lease for a process
+  // that no longer runs once the lock is free (and hold it for a lease: no takeover
+  // meanwhile). The server gives it up once the client is gone; a server that does not
+  // support the check lets the lease expire as it would. Kept by the connections that
+  // replace this one (the server may end an idle session: a restart, a failover).
+  c->check_client_while_waiting();
   std::vector<Statement> s;
   if (faults::stall_campaign_of.load() == session_) {
     // A server that does not answer; its session ends once this one gives up on it,
@@ -128,21 +134,6 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   if (renewed.rows()) return renewed.i64(0, 0);
   const auto& taken = r[r.size() - 2];
   return taken.rows() ? taken.i64(0, 0) : 0;
-}
-
-void Campaign::abandon_when_gone(Connection& c) {
-  // An attempt cut while its take waits for the lease row's lock (a stop, its deadline)
-  // leaves its statement waiting on the server, which would take the lease for a process
-  // that no longer runs once the lock is free (and hold it for a lease: no takeover
-  // meanwhile). The server checks that the client is still there while it waits
-  // (PostgreSQL 14 and later, on the kernels that support it; elsewhere the setting is
-  // refused, and the lease then expires as it would).
-  if (PQserverVersion(c.raw()) < 140000) return;
-  try {
-    c.exec("SET client_connection_check_interval = 100");
-  } catch (const std::exception&) {
-    if (c.lost()) throw;  // the attempt fails as it would have
-  }
 }
 
 void Campaign::end_blockers(int pid, Clock::time_point deadline) {

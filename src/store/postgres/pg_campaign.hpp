@@ -50,8 +50,6 @@ class Campaign {
   /// on a connection of its own, by `deadline`; a failure is ignored (the server ends them
   /// itself once idle for a lease).
   void end_blockers(int pid, Clock::time_point deadline);
-  /// Has the server give up `c`'s statements once the client is gone (see the .cpp).
-  static void abandon_when_gone(Connection& c);
 
   std::string conninfo_, schema_;
   std::chrono::milliseconds connect_timeout_, lease_;

@@ -272,14 +272,9 @@ void Connection::connect() {
       "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
       "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false)";
   if (read_only_) setup += ", set_config('default_transaction_read_only', 'on', false)";
-  bool answered = PQsendQueryParams(conn_, setup.c_str(), 2, nullptr, vals.data(), lens.data(),
-                                    nullptr, 0) == 1;
-  while (answered && PQisBusy(conn_))
-    answered = wait_for_socket(POLLIN, deadline) && PQconsumeInput(conn_);
-  if (!answered && PQstatus(conn_) == CONNECTION_OK) timed_out();
-  PGresult* r = PQgetResult(conn_);
-  if (r)
-    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+  PGresult* r = setup_result(PQsendQueryParams(conn_, setup.c_str(), 2, nullptr, vals.data(),
+                                               lens.data(), nullptr, 0) == 1,
+                             deadline);
   if (!ok(r)) {
     try {
       fail(r, "search_path");
@@ -290,6 +285,33 @@ void Connection::connect() {
     }
   }
   PQclear(r);
+  if (check_client_) set_client_check(deadline);
+}
+
+PGresult* Connection::setup_result(bool sent, std::chrono::steady_clock::time_point deadline) {
+  while (sent && PQisBusy(conn_)) sent = wait_for_socket(POLLIN, deadline) && PQconsumeInput(conn_);
+  if (!sent && PQstatus(conn_) == CONNECTION_OK) timed_out();
+  PGresult* r = PQgetResult(conn_);
+  if (r)
+    while (PGresult* extra = PQgetResult(conn_)) PQclear(extra);
+  return r;
+}
+
+void Connection::set_client_check(std::chrono::steady_clock::time_point deadline) {
+  if (PQserverVersion(conn_) < 140000) return;
+  PQclear(setup_result(PQsendQuery(conn_, "SET client_connection_check_interval = 100") == 1,
+                       deadline));
+  if (PQstatus(conn_) == CONNECTION_OK) return;  // set, or refused: the server cannot check
+  std::string why = PQerrorMessage(conn_);
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  PQfinish(conn_);
+  conn_ = nullptr;
+  throw Error(errc::store, "postgres: cannot connect: " + why);
+}
+
+void Connection::check_client_while_waiting() {
+  if (std::exchange(check_client_, true)) return;
+  set_client_check(std::chrono::steady_clock::now() + connect_timeout_);
 }
 
 void Connection::timed_out() {

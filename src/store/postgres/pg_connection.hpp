@@ -181,6 +181,12 @@ class Connection {
   /// From now on every transaction of this connection, and of the ones that replace it,
   /// is read-only: the server refuses writes (beehive-ctl's read commands).
   void set_read_only();
+  /// From now on the server checks, while a statement of this connection (and of the ones
+  /// that replace it) runs, that the client is still there, and gives the statement up
+  /// when it is not: a statement left waiting for a lock by a client that went would
+  /// otherwise run, and commit, once the lock is free. PostgreSQL 14 and later, on the
+  /// platforms that support it; elsewhere nothing changes.
+  void check_client_while_waiting();
   /// Round trips to the server so far: statements run one by one, pipelines, and
   /// statements prepared on first use.
   std::uint64_t round_trips() const { return round_trips_; }
@@ -193,6 +199,12 @@ class Connection {
   void connect();
   /// Ends a connection attempt that took longer than the connect timeout.
   [[noreturn]] void timed_out();
+  /// The answer to a statement connect() sent (`sent`: whether it went), read by
+  /// `deadline`; its first result (null when none).
+  PGresult* setup_result(bool sent, std::chrono::steady_clock::time_point deadline);
+  /// Sets client_connection_check_interval (see check_client_while_waiting) by
+  /// `deadline`; a server that refuses it is left as it is.
+  void set_client_check(std::chrono::steady_clock::time_point deadline);
   /// Reconnects when lost outside a transaction; throws errc::store when lost inside one.
   /// Outside a transaction it first looks whether the server closed the connection
   /// meanwhile (a restart, an idle timeout, pg_terminate_backend): a call on such a
@@ -232,6 +244,7 @@ class Connection {
   std::chrono::milliseconds connect_timeout_, stall_limit_;
   PGconn* conn_ = nullptr;
   bool dropped_ = false;
+  bool check_client_ = false;           // see check_client_while_waiting
   std::function<bool()> keep_waiting_;  // see set_keep_waiting
   bool caller_gave_up_ = false;         // the last connect ended for keep_waiting_
   bool read_only_ = false;              // see set_read_only
