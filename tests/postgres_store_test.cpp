@@ -1870,6 +1870,14 @@ TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
   EXPECT_ERRC_WITH(open_test_store(db_path()), errc::store, "newer");
 }
 
+// A server older than PostgreSQL 13 lacks what the schema needs (gen_random_uuid): the
+// open says so rather than failing on a missing function.
+TEST_F(PostgresStore, AServerOlderThanThirteenIsRefusedSayingWhy) {
+  EXPECT_ERRC_WITH(store::pg_schema::require_server_version(120022), errc::store,
+                   "PostgreSQL 12; beehive needs PostgreSQL 13 or later");
+  EXPECT_NO_THROW(store::pg_schema::require_server_version(130000));
+}
+
 // Schema 2 (the first with events_by_version) gains event retention's age index, the
 // collector's index of collectible rows (schema 4) and the lease holder's lease (5).
 TEST_F(PostgresStore, AnOlderSchemaIsMigratedForward) {
@@ -1888,6 +1896,43 @@ TEST_F(PostgresStore, AnOlderSchemaIsMigratedForward) {
          OR (SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
              AND table_name = 'leadership' AND column_name = 'lease_ms') <> 1
       THEN RAISE EXCEPTION 'not migrated'; END IF; END $$)sql");
+}
+
+// A process paused (or cut off) while it opens the store, inside the transaction that
+// creates or migrates the schema and holds the lock every open takes, holds the other
+// processes' opens up for its lease, not for ever: the server ends its idle transaction,
+// and its own open then fails with errc::store.
+Gate* paused_open = nullptr;
+void pause_the_first_open() {
+  static std::atomic<bool> once{false};
+  if (!once.exchange(true)) paused_open->pass();
+}
+
+TEST_F(PostgresStore, AnOpenPausedInsideItsSchemaTransactionHoldsOthersUpForItsLeaseAtMost) {
+  const char* db = std::getenv("BEEHIVE_TEST_PG");
+  auto schema = test_schema_for(dir_.file("paused.db"));
+  Gate gate;
+  paused_open = &gate;
+  store::pg::faults::inside_open_migration = pause_the_first_open;
+  struct Disarm {
+    Gate& gate;
+    ~Disarm() {
+      store::pg::faults::inside_open_migration = nullptr;
+      gate.open();
+    }
+  } disarm{gate};
+  auto paused = std::async(std::launch::async,
+                           [&] { postgres::open(db, {.schema = schema, .lease = 1000ms}); });
+  gate.wait_entered();
+  auto other =
+      std::async(std::launch::async, [&] { return postgres::open(db, {.schema = schema}); });
+  ASSERT_EQ(other.wait_for(30s), std::future_status::ready)
+      << "an open waited for a paused one's transaction";
+  Beehive bh(other.get());
+  auto o = Widgets(bh, widget_kind).create(ctx_, {"a", 1});
+  EXPECT_EQ(Widgets(bh, widget_kind).get(ctx_, o.id).spec.size, 1);
+  gate.open();
+  EXPECT_ERRC(paused.get(), errc::store);
 }
 
 TEST_F(PostgresStore, AMalformedConnectionStringIsAnInvalidArgument) {

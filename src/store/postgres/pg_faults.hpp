@@ -58,6 +58,10 @@ inline std::atomic<int> cancels_delivered{0};
 inline std::atomic<bool> fail_change_log_reads{false};
 inline std::atomic<int> change_log_reads_failed{0};
 
+/// When set, called by an open inside the transaction that creates or migrates the
+/// schema, its lock held: a test holds it there, as a process paused mid-open.
+inline std::atomic<void (*)()> inside_open_migration{nullptr};
+
 /// Consumes one armed fault.
 inline bool take(std::atomic<int>& fault) {
   int n = fault.load();

@@ -15,6 +15,8 @@
 
 #include <beehive/errors.hpp>
 
+#include "store/postgres/pg_faults.hpp"
+
 namespace beehive::store::pg_schema {
 
 namespace {
@@ -165,7 +167,14 @@ std::string notify_channel(const std::string& schema) {
 
 int latest_version() { return static_cast<int>(migrations().size()); }
 
-Opened migrate_and_open_session(pg::Connection& c) {
+void require_server_version(int server_version) {
+  if (server_version >= 130000) return;
+  throw Error(errc::store, "postgres: the server runs PostgreSQL " +
+                               std::to_string(server_version / 10000) +
+                               "; beehive needs PostgreSQL 13 or later");
+}
+
+Opened migrate_and_open_session(pg::Connection& c, std::chrono::milliseconds idle_limit) {
   static const std::string lock_sql = "SELECT pg_advisory_xact_lock(hashtext($1))";
   static const std::string exists_sql = "SELECT to_regclass('beehive_schema') IS NOT NULL";
   static const std::string version_sql = "SELECT coalesce(max(version), 0) FROM beehive_schema";
@@ -173,8 +182,12 @@ Opened migrate_and_open_session(pg::Connection& c) {
       "UPDATE beehive_meta SET value = value + 1 WHERE key = 'session' RETURNING value";
   c.exec("BEGIN");
   try {
+    // A paused opener's transaction holds the lock below and, while it migrates, the
+    // counters' rows every write takes: the server ends it once idle for that long.
+    c.exec("SET LOCAL idle_in_transaction_session_timeout = " + std::to_string(idle_limit.count()));
     // Processes opening one new schema at once: the first creates it, the others wait.
     c.run("", lock_sql, pg::Params().add("beehive:" + c.schema()));
+    if (auto hook = pg::faults::inside_open_migration.load()) hook();
     // Created only when missing: a role given a prepared schema needs no CREATE on
     // the database.
     if (c.run("", "SELECT 1 FROM pg_namespace WHERE nspname = $1", pg::Params().add(c.schema()))

@@ -4,6 +4,7 @@
 //
 // Runs on the thread opening the store, on the connection it passes.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -13,6 +14,10 @@ namespace beehive::store::pg_schema {
 
 /// The schema version this build writes.
 int latest_version();
+
+/// The oldest server the schema runs on (PQserverVersion's numbering): 13, the first
+/// with gen_random_uuid built in. Throws errc::store, saying so, for an older one.
+void require_server_version(int server_version);
 
 /// What opening the schema gives a store.
 struct Opened {
@@ -26,8 +31,10 @@ struct Opened {
 /// Creates the schema (the PostgreSQL schema named by the connection included) or
 /// migrates it to latest_version() in one transaction, serialised with every other
 /// process opening it; starts the store's new session. Throws errc::store for a schema
-/// newer than this build's.
-Opened migrate_and_open_session(pg::Connection& c);
+/// newer than this build's. The server ends the transaction once it sits idle for
+/// `idle_limit` (a process paused or cut off mid-open holds every other process's
+/// opens and writes up that long at most).
+Opened migrate_and_open_session(pg::Connection& c, std::chrono::milliseconds idle_limit);
 
 /// The channel commits are notified on: "beehive_" and the schema name, clipped to the
 /// 63 bytes PostgreSQL keeps of a name, at a character boundary (a name cut inside a
