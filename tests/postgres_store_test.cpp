@@ -1903,9 +1903,9 @@ TEST_F(PostgresStore, AnOlderSchemaIsMigratedForward) {
 // processes' opens up for its lease, not for ever: the server ends its idle transaction,
 // and its own open then fails with errc::store.
 Gate* paused_open = nullptr;
+std::atomic<bool> pause_armed{false};
 void pause_the_first_open() {
-  static std::atomic<bool> once{false};
-  if (!once.exchange(true)) paused_open->pass();
+  if (pause_armed.exchange(false)) paused_open->pass();
 }
 
 TEST_F(PostgresStore, AnOpenPausedInsideItsSchemaTransactionHoldsOthersUpForItsLeaseAtMost) {
@@ -1913,6 +1913,7 @@ TEST_F(PostgresStore, AnOpenPausedInsideItsSchemaTransactionHoldsOthersUpForItsL
   auto schema = test_schema_for(dir_.file("paused.db"));
   Gate gate;
   paused_open = &gate;
+  pause_armed = true;
   store::pg::faults::inside_open_migration = pause_the_first_open;
   struct Disarm {
     Gate& gate;
