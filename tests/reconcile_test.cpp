@@ -102,6 +102,24 @@ TEST_F(ReconcileTest, AStartListingThatFailsIsTriedAgain) {
   EXPECT_EQ(recorder_->count(a.id), 2);
 }
 
+// A process that takes over as the leader while its start listing waits for a retry
+// (the store was unreadable for a while) lists at once: a takeover reconciles what is
+// unsettled then, not once the listing's backoff step ends.
+TEST_F(ReconcileTest, ATakeoverWhileTheStartListingWaitsForItsRetryListsAtOnce) {
+  register_widgets();
+  auto a = widgets().create(ctx_, {"a", 1});
+  auto file = dir_.file("beehive.db");
+  write_test_store(file, "ALTER TABLE objects RENAME TO objects_away");
+  start();
+  settle();  // the listing failed, and waits for its retry (1 s)
+  write_test_store(file, "ALTER TABLE objects_away RENAME TO objects");
+  auto controller = caf::actor_cast<caf::actor>(*bh_->controller(widget_kind));
+  caf::anon_send(controller, detail::leadership_atom::value, false);
+  caf::anon_send(controller, detail::leadership_atom::value, true);
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 1);
+}
+
 TEST_F(ReconcileTest, CreateSpecChangeAndDeletionRequestWake) {
   register_widgets();
   start();

@@ -722,6 +722,12 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
           // what was created while this process did not lead (and so was not queued); it
           // lists again once that listing ends.
           st.lost_while_listing = true;
+        else if (leads && !st.dispatching && !st.draining && st.relist_at != Time::max()) {
+          // Taking over while the start listing waits for its retry: now, as a restart.
+          st.relist_at = Time::max();
+          st.relist_step = {};
+          restart(self);
+        }
         if (!leads) {
           st.queue.clear();
           st.queued.clear();
