@@ -118,7 +118,7 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
     spec.keep();  // the writer's request may commit whatever its outcome (not tracked)
     return SchemaVersions{spec.version(), status_version(gk)};
   };
-  cfg->max_object_bytes = settings_.max_object_bytes.value_or(default_max_object_bytes);
+  cfg->max_object_bytes = max_object_bytes();
   // Housekeeping keeps a cadence when resync is off: retention must hold all the same.
   cfg->cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
   if (cfg->cadence.count() <= 0) cfg->cadence = KindSettings{}.resync;

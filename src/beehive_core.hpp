@@ -31,6 +31,7 @@
 #include "options_internal.hpp"
 #include "spec_version_claim.hpp"
 #include "store/backend.hpp"
+#include "store/object_limits.hpp"
 
 namespace beehive::detail {
 
@@ -130,6 +131,10 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   const Migrator* migrator(const GroupKind& gk) const;
   int spec_version(const GroupKind& gk) const;
   int status_version(const GroupKind& gk) const;
+  /// The largest spec, status or set of labels a write may store (with_max_object_bytes).
+  std::size_t max_object_bytes() const {
+    return settings_.max_object_bytes.value_or(store::default_max_object_bytes);
+  }
   /// spec_version for a write of the kind (see SpecVersionClaim).
   SpecVersionClaim writing_spec_version(const GroupKind& gk);
   /// Queues `id` in its kind's controller and returns once it is queued, bounded by

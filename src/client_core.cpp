@@ -56,12 +56,16 @@ ClientCore::ClientCore(const Beehive& bh, GroupKind gk) : rt_(bh.core()), gk_(st
 }
 
 namespace {
-/// The options' text, checked whether the call creates or not: bad input is refused
-/// whatever the store holds.
-void check_text(const OptionSet& s) {
+/// The options' text and sizes, checked whether the call creates or not: bad input is
+/// refused whatever the store holds (a converged create_or_update takes no write).
+void check_options(const OptionSet& s, const BeehiveCore& rt) {
   if (s.slug) require_name(*s.slug, "slug");
   for (auto& f : s.finalizers) require_new_finalizer(f);
-  if (!s.labels.empty()) store::validate_labels(s.labels);
+  store::check_finalizers_bytes(s.finalizers);
+  if (!s.labels.empty()) {
+    store::validate_labels(s.labels);
+    store::check_labels_bytes(s.labels, rt.max_object_bytes());
+  }
 }
 }  // namespace
 
@@ -70,7 +74,7 @@ const Migrator* ClientCore::migrator() const { return rt_->migrator(gk_); }
 ObjectRow ClientCore::create(const Context& ctx, std::string spec,
                              const std::vector<Option>& opts) const {
   auto s = OptionSet::from(opts);
-  check_text(s);
+  check_options(s, *rt_);
   auto version = rt_->writing_spec_version(gk_);
   auto r = rt_->write(ctx,
                       create_request{gk_, std::move(spec), s.slug, s.finalizers, s.owner,
@@ -95,7 +99,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   auto s = OptionSet::from(opts);
   if (s.slug)
     throw Error(errc::conflicting_option, "create_or_update takes its slug as an argument");
-  check_text(s);
+  check_options(s, *rt_);
   require_name(slug, "slug");
   rt_->ensure_running(ctx);
   ctx.throw_if_done();
@@ -140,7 +144,7 @@ std::pair<ObjectRow, bool> ClientCore::get_or_create(const Context& ctx, std::st
                                                      RowCheck check) const {
   auto s = OptionSet::from(opts);
   if (s.slug) throw Error(errc::conflicting_option, "get_or_create takes its slug as an argument");
-  check_text(s);
+  check_options(s, *rt_);
   require_name(slug, "slug");
   auto version = rt_->writing_spec_version(gk_);
   auto r = rt_->write(ctx,

@@ -136,6 +136,15 @@ TEST_F(SizeLimitTest, LabelsConditionsAndReasonsOverTheirBoundsAreRefused) {
   auto o = w.create(ctx_, {"a", 1}, with_labels({{"k", std::string(63, 'v')}}));
   EXPECT_ERRC(w.set_labels(ctx_, o.id, many), errc::invalid_argument);
   EXPECT_EQ(w.get(ctx_, o.id).labels.at("k").size(), 63u);
+  // Refused whatever the store holds: an unchanged spec (no write), or a slug taken
+  // (nothing created), alike.
+  w.create(ctx_, {"b", 1}, with_slug("b"));
+  EXPECT_ERRC_WITH(w.create_or_update(ctx_, "b", {"b", 1}, with_labels(many)),
+                   errc::invalid_argument, "labels");
+  EXPECT_ERRC_WITH(w.create_or_update(ctx_, "b", {"b", 2}, with_labels(many)),
+                   errc::invalid_argument, "labels");
+  EXPECT_ERRC_WITH(w.get_or_create(ctx_, "b", {"b", 1}, with_labels(many)),
+                   errc::invalid_argument, "labels");
 
   EXPECT_ERRC_WITH(
       cc.set_condition(ctx_, o.id, {"Ready", ConditionStatus::True, std::string(1025, 'r'), "m"}),
@@ -168,6 +177,14 @@ TEST_F(SizeLimitTest, FinalizersOverTheirBoundAreRefused) {
   EXPECT_ERRC_WITH(w.create(ctx_, {"a", 1}, with_finalizers(too_many)), errc::invalid_argument,
                    "finalizers");
   EXPECT_TRUE(w.list(ctx_).empty());
+  // The same whatever the store holds: the slug's spec unchanged (no write) or changed.
+  auto b = w.create(ctx_, {"b", 1}, with_slug("b"));
+  EXPECT_ERRC_WITH(w.create_or_update(ctx_, "b", {"b", 1}, with_finalizers(too_many)),
+                   errc::invalid_argument, "finalizers");
+  EXPECT_ERRC_WITH(w.create_or_update(ctx_, "b", {"b", 2}, with_finalizers(too_many)),
+                   errc::invalid_argument, "finalizers");
+  EXPECT_EQ(w.get(ctx_, b.id).generation, 1);
+  w.remove(ctx_, b.id);
   auto o = w.create(ctx_, {"a", 1});
   for (std::size_t i = 0; i + 1 < too_many.size(); ++i) cc.add_finalizer(ctx_, o.id, too_many[i]);
   EXPECT_ERRC_WITH(cc.add_finalizer(ctx_, o.id, too_many.back()), errc::invalid_argument,

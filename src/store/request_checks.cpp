@@ -62,6 +62,26 @@ void check_observed_generation(std::int64_t generation) {
 }
 
 namespace {
+void require_at_most(std::size_t size, std::size_t max, const char* what) {
+  if (size > max)
+    throw Error(errc::invalid_argument, std::string(what) + " of " + std::to_string(size) +
+                                            " bytes is over the limit of " + std::to_string(max));
+}
+}  // namespace
+
+void check_finalizers_bytes(const std::vector<std::string>& finalizers) {
+  std::size_t bytes = 0;
+  for (const auto& f : finalizers) bytes += f.size();
+  require_at_most(bytes, max_finalizers_bytes, "finalizers");
+}
+
+void check_labels_bytes(const Labels& labels, std::size_t limit) {
+  std::size_t bytes = 0;
+  for (const auto& [key, value] : labels) bytes += key.size() + value.size();
+  require_at_most(bytes, limit, "labels");
+}
+
+namespace {
 /// Whether `j`'s JSON text is surely longer than `bytes`: counts the fewest bytes each
 /// value prints as (a string its bytes and quotes, a number one digit, a separator one),
 /// and stops once past `bytes`. What it lets through prints in at most a few times

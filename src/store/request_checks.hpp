@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <beehive/actor/requests.hpp>
 #include <beehive/condition.hpp>
@@ -33,6 +34,10 @@ void check_name(const std::string& name, std::string_view what);
 void check_name(const std::optional<std::string>& name, std::string_view what);
 /// A finalizer being added: text, not empty (a removal only needs text).
 void check_new_finalizer(const std::string& finalizer);
+/// An object's finalizers together: at most max_finalizers_bytes.
+void check_finalizers_bytes(const std::vector<std::string>& finalizers);
+/// An object's labels together (keys and values): at most `limit` (with_max_object_bytes).
+void check_labels_bytes(const Labels& labels, std::size_t limit);
 void check_condition(const Condition& c);
 /// An observed generation (of a status or a condition): 0 (none) or above.
 void check_observed_generation(std::int64_t generation);

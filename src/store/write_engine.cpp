@@ -19,6 +19,7 @@
 #include "store/age_cutoff.hpp"
 #include "store/change_order.hpp"
 #include "store/commit_note.hpp"
+#include "store/request_checks.hpp"
 #include "store/write_ops.hpp"
 
 namespace beehive::store {
@@ -370,16 +371,8 @@ void WriteEngine::check_size(const WriteOp& op) const {
         // By field, so that a new request carrying a spec, status or event is bounded too.
         if constexpr (requires { r.spec; }) require(r.spec.size(), limit, "a spec");
         if constexpr (requires { r.status; }) require(r.status.size(), limit, "a status");
-        if constexpr (requires { r.finalizers; }) {
-          std::size_t bytes = 0;
-          for (const auto& f : r.finalizers) bytes += f.size();
-          require(bytes, max_finalizers_bytes, "finalizers");
-        }
-        if constexpr (requires { r.labels; }) {
-          std::size_t bytes = 0;
-          for (const auto& [key, value] : r.labels) bytes += key.size() + value.size();
-          require(bytes, limit, "labels");
-        }
+        if constexpr (requires { r.finalizers; }) check_finalizers_bytes(r.finalizers);
+        if constexpr (requires { r.labels; }) check_labels_bytes(r.labels, limit);
         if constexpr (requires { r.condition; }) {
           require(r.condition.reason.size(), max_reason_bytes, "a condition reason");
           require(r.condition.message.size(), max_event_message_bytes, "a condition message");
