@@ -43,6 +43,17 @@ TEST_F(ClientTest, CreateWithSlugAndFinalizers) {
   EXPECT_EQ(got.finalizers, o.finalizers);
 }
 
+// A read of one object, or of an owner's objects, takes load options only: a selector
+// or a resume position there would be ignored, so it does not compile.
+template <class Opt>
+concept GetTakes = requires(const Widgets& w, const Context& ctx, const Opt& o) {
+  w.get(ctx, ObjectID{1}, o);
+  w.get_by_slug(ctx, "s", o);
+  w.list_owned_objects(ctx, ObjectID{1}, o);
+};
+static_assert(GetTakes<LoadOption>);
+static_assert(!GetTakes<ReadOption>);
+
 // create builds the object it returns rather than reading it back: it must be what the
 // store holds, field by field.
 TEST_F(ClientTest, CreateReturnsWhatTheStoreHolds) {

@@ -17,6 +17,7 @@
 /// Spec and Status are any types nlohmann/json converts both ways; an empty struct is
 /// stored as `{}` without a converter.
 
+#include <concepts>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,14 +138,21 @@ class Client {
     return detail::decode_object<Spec, Status>(std::move(row), core_.migrator());
   }
 
+  /// `loads`: LoadOptions only (a selector or a resume position does not apply to one
+  /// object, and is refused at compile time rather than ignored); so for get_by_slug and
+  /// list_owned_objects.
   template <class... Loads>
-  ObjectType get(const Context& ctx, ObjectID id, const Loads&... loads) const {
+  requires(std::same_as<Loads, LoadOption>&&...) ObjectType
+      get(const Context& ctx, ObjectID id, const Loads&... loads)
+  const {
     return detail::decode_object<Spec, Status>(core_.get(ctx, id, detail::load_bits(loads...)),
                                                core_.migrator());
   }
 
   template <class... Loads>
-  ObjectType get_by_slug(const Context& ctx, std::string_view slug, const Loads&... loads) const {
+  requires(std::same_as<Loads, LoadOption>&&...) ObjectType
+      get_by_slug(const Context& ctx, std::string_view slug, const Loads&... loads)
+  const {
     return detail::decode_object<Spec, Status>(
         core_.get_by_slug(ctx, slug, detail::load_bits(loads...)), core_.migrator());
   }
@@ -180,10 +188,9 @@ class Client {
   /// This kind's objects owned by `owner`, decoded, by id (deletion-pending ones
   /// included), in one query; loads as for list.
   template <class... Loads>
-  std::vector<ObjectType> list_owned_objects(const Context& ctx, ObjectID owner,
-                                             const Loads&... loads) const {
-    return decode_all(core_.list_owned_objects(ctx, owner, detail::load_bits(loads...)));
-  }
+  requires(std::same_as<Loads, LoadOption>&&...) std::vector<ObjectType> list_owned_objects(
+      const Context& ctx, ObjectID owner, const Loads&... loads)
+  const { return decode_all(core_.list_owned_objects(ctx, owner, detail::load_bits(loads...))); }
 
   // Lazy relation lookups: not kind-scoped (any object's edges), a missing id reads
   // empty. Meant for ids the caller owns.
