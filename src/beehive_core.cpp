@@ -110,9 +110,10 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
   cfg->hub_feed = hub_feed_;
   cfg->directory = directory_;
   cfg->first_writer = backend_->open_writer();
-  cfg->open_writer = [b = backend_] { return b->open_writer(); };
-  // Aliases the store: the writer's reader may outlive this BeehiveCore by a read.
+  // Aliases the store: the writer's reader may outlive this BeehiveCore by a read, and a
+  // restarted writer's connection may be opened after it (see root.cpp, restart_writer).
   cfg->backend = std::shared_ptr<store::Backend>(store_, backend_);
+  cfg->open_writer = [b = cfg->backend] { return b->open_writer(); };
   cfg->schema_versions = [this](const GroupKind& gk) {
     auto spec = writing_spec_version(gk);
     spec.keep();  // the writer's request may commit whatever its outcome (not tracked)

@@ -14,6 +14,7 @@
 
 #include "actors/schedule_table.hpp"
 #include "actors/scheduler.hpp"
+#include "actors/spawn_faults.hpp"
 #include "controller_fixture.hpp"
 #include "crash_controller.hpp"
 #include "held_reader.hpp"
@@ -1708,6 +1709,26 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
     EXPECT_ERRC(w.get_by_slug(ctx_, slug), errc::not_found);
   stop(ctx_);
   ::testing::internal::GetCapturedStderr();
+}
+
+// A store writer restarted as the beehive stops has its connection opened after the
+// stop, and here after the application dropped the beehive and the store (its actor
+// system runs on): the opening must not use a store that is gone.
+TEST_F(ActorTest, AWriterConnectionOpenedAfterTheBeehiveWentOutlivesNothing) {
+  auto [cc, stop] = start_idle_widgets();
+  struct Release {
+    ~Release() { detail::faults::hold_writer_reopen = false; }
+  } release;
+  detail::faults::hold_writer_reopen = true;
+  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));
+  stop(ctx_);
+  bh_.reset();
+  store_.reset();
+  detail::faults::hold_writer_reopen = false;
+  sys_.await_all_actors_done();  // the opener has opened, and its answer was dropped
+  ::testing::internal::GetCapturedStderr();
+  (void)cc;
 }
 
 // Writes waiting behind a block when the store_writer crashed are the restarted writer's

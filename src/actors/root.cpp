@@ -366,8 +366,9 @@ void restart_writer(Self self) {
   // Should the system refuse the thread, the writes waiting fail at once (as when the
   // connection does not open) rather than at their deadlines; the restart is retried.
   try {
-    self->spawn<caf::detached>([open = st.cfg->open_writer, root] {
+    self->spawn<caf::detached>([open = st.cfg->open_writer, backend = st.cfg->backend, root] {
       WriterOpened out;
+      out.backend = backend;
       while (faults::hold_writer_reopen.load())
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       try {

@@ -164,6 +164,8 @@ struct RootState {
 /// A restarted writer's connection, opened off the root's thread (a PostgreSQL connect
 /// can wait out its timeout): the connection, or why it did not open.
 struct WriterOpened {
+  /// The store, kept until the connection is gone (the message may outlive the beehive).
+  std::shared_ptr<store::Backend> backend;
   std::shared_ptr<std::unique_ptr<store::Writer>> connection;
   std::string error;
 };
