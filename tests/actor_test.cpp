@@ -499,6 +499,71 @@ TEST_F(ActorTest, ACommitSubscriptionOutlivesAWriterCrashAndEndsWithTheStop) {
   ::testing::internal::GetCapturedStderr();
 }
 
+// A watch that ends as it opens (here a resume above the head) answers its request with
+// the id before it says that the watch ended: an actor learns which of its watches ended.
+TEST_F(ActorTest, AWatchThatEndsAsItOpensRepliesItsIdBeforeItsEnd) {
+  auto stop = bh_->start(ctx_);
+  auto hub = bh_->watch_hub();
+  std::promise<std::vector<std::string>> order;
+  sys_.spawn([&order, hub](caf::event_based_actor* self) -> caf::behavior {
+    auto seen = std::make_shared<std::vector<std::string>>();
+    auto note = [self, seen, &order](std::string what) {
+      seen->push_back(std::move(what));
+      if (seen->size() == 2) {
+        order.set_value(*seen);
+        self->quit();
+      }
+    };
+    watch_request r{widget_kind, std::nullopt, caf::actor_cast<caf::actor>(self)};
+    r.resume_from = 1000000;
+    self->request(hub, caf::infinite, r).then([note](std::uint64_t id) {
+      note("reply " + std::to_string(id));
+    });
+    return {[note](const watch_ended& e) {
+      note("ended " + std::to_string(e.subscription) + " " + std::string(to_string(e.reason)));
+    }};
+  });
+  auto f = order.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  auto seen = f.get();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].rfind("reply ", 0), 0u) << seen[0];
+  EXPECT_EQ(seen[1], "ended " + seen[0].substr(6) + " watch_too_new");
+  stop(ctx_);
+}
+
+// A stop while the store writer is being restarted (its connection not open yet) ends
+// what the writer's shutdown would: the application's commit subscription hears
+// watch_ended, and its watches end as stopped (not as a failed hub, which a subscriber
+// would take as a cue to subscribe again).
+TEST_F(ActorTest, AStopWhileTheStoreWriterIsRestartedEndsEverySubscriptionAsStopped) {
+  auto [cc, stop] = start_idle_widgets();
+  caf::scoped_actor app{sys_};
+  app->send(bh_->store_writer(), subscribe_atom::value, caf::actor_cast<caf::actor>(app));
+  auto id = ask<std::uint64_t>(bh_->watch_hub(), watch_request{widget_kind, std::nullopt, app});
+  auto subscribers = ask<store_writer_state>(bh_->store_writer(), inspect_atom::value).subscribers;
+  ASSERT_GT(subscribers, 0u);
+  struct Release {
+    ~Release() { detail::faults::hold_writer_reopen = false; }
+  } release;
+  detail::faults::hold_writer_reopen = true;
+  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));
+  stop(ctx_);
+  std::map<std::uint64_t, errc> ended;
+  bool more = true;
+  while (more && ended.size() < 2)
+    app->receive([](const commit_record&) {}, [](const object_change&) {},
+                 [&](const watch_ended& e) { ended[e.subscription] = e.reason; },
+                 caf::after(std::chrono::seconds(5)) >> [&] { more = false; });
+  EXPECT_EQ(ended.count(0), 1u) << "the commit subscription did not hear its end";
+  ASSERT_EQ(ended.count(id), 1u) << "the watch did not end";
+  EXPECT_EQ(ended[id], errc::stopped);
+  detail::faults::hold_writer_reopen = false;
+  ::testing::internal::GetCapturedStderr();
+  (void)cc;
+}
+
 TEST_F(ActorTest, TheSchedulerWakesAnApplicationActorAtATimeOfTheBeehivesClock) {
   auto stop = bh_->start(ctx_);
   caf::scoped_actor app{sys_};

@@ -783,6 +783,24 @@ struct SteppedBeehive {
   Stop stop;
 };
 
+// A trim request with neither bound (the default one, or an application's retention of
+// (0, 0) sent as is) keeps the whole log, as with_change_log_retention(0, 0) does: it
+// emptied the log, ending every later resume with watch_too_old.
+TEST(ChangeLog, ATrimRequestWithNeitherBoundRemovesNothing) {
+  TempDir dir;
+  SteppedBeehive s(dir.file("beehive.db"));
+  Widgets w(s.bh, widget_kind);
+  auto a = w.create({}, {"a", 0});
+  for (int i = 1; i < 4; ++i) w.update({}, a.id, {"a", i});
+  s.clock->step(1h);
+  EXPECT_EQ(trim(s.bh, {}), 0);
+  EXPECT_EQ(trim(s.bh, {0, -1ms}), 0);
+  EXPECT_EQ(log_size(dir.file("beehive.db")), 4u);
+  auto resumed = w.watch_list({}, with_resume_from(a.resource_version));
+  EXPECT_EQ(next(resumed).object.spec.size, 3);  // the updates since, folded
+  EXPECT_EQ(trim(s.bh, {2, 0ms}), 2);            // one bound: the count alone
+}
+
 // A clock stepped back by more than the age bound: the entries it left in the future
 // do not hold the ones logged after them once those are old (the log is cut as a
 // prefix, so one young entry would keep everything behind it until the clock caught up).

@@ -18,7 +18,7 @@ bool idle(const GcState& st) {
 /// One change-log trim (a write only when something is old enough to go).
 void trim(Self self) {
   auto& st = self->state;
-  // No bound at all keeps every entry (the request itself would read it as "trim all").
+  // No bound at all keeps every entry: nothing to ask the writer.
   const auto& keep = st.log_retention;
   if (st.trimming || (keep.entries <= 0 && keep.max_age.count() <= 0)) return;
   st.trimming = true;

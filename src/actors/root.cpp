@@ -287,6 +287,17 @@ void end_app_subscriptions(RootState& st) {
   for (auto& a : st.cfg->app_subscribers->actors) caf::anon_send(a, watch_ended{0});
 }
 
+/// A stop with no writer to quit (it died, or its successor was not open yet) does what
+/// the writer's shutdown would: refuses the writes waiting, tells the application's
+/// commit subscribers that nothing more will come, and has the hub deliver what it was
+/// handed and end every watch as stopped.
+void end_without_writer(Self self) {
+  auto& st = self->state;
+  refuse_queued_writes(st, errc::stopped, "beehive stopped");
+  end_app_subscriptions(st);
+  if (st.hub) self->send(st.hub, shutdown_atom::value);
+}
+
 void end_opened(Self self) {
   auto& st = self->state;
   refuse_queued_writes(st, errc::stopped, "beehive stopped");
@@ -514,9 +525,8 @@ void finish_stop(Self self) {
 /// after its last commit record.
 void close_writer(Self self) {
   auto& st = self->state;
-  if (!st.writer) {  // none restarted yet: nothing else refuses what waits for it
-    refuse_queued_writes(st, errc::stopped, "beehive stopped");
-    if (st.hub) self->send_exit(st.hub, caf::exit_reason::user_shutdown);
+  if (!st.writer) {  // none restarted yet: nothing else ends what waits for it
+    end_without_writer(self);
     finish_stop(self);
     return;
   }
@@ -738,12 +748,12 @@ void on_down(Self self, const caf::down_msg& m) {
     if (st.writer && m.source == st.writer.address()) {
       st.writer = store_writer_impl{};
       st.cfg->directory->set_writer(store_writer_impl{});
-      // A writer that died instead of quitting did not close the queue, nor tell the
-      // application's subscribers that nothing more will come.
-      refuse_queued_writes(st, errc::stopped, "beehive stopped");
-      if (m.reason != caf::exit_reason::normal) end_app_subscriptions(st);
-      if (st.hub && m.reason != caf::exit_reason::normal)  // it could not hand over
-        self->send_exit(st.hub, caf::exit_reason::user_shutdown);
+      // A writer that died instead of quitting did not close the queue, nor hand its
+      // shutdown on.
+      if (m.reason != caf::exit_reason::normal)
+        end_without_writer(self);
+      else
+        refuse_queued_writes(st, errc::stopped, "beehive stopped");
     } else if (st.hub && m.source == st.hub.address()) {
       st.hub = watch_hub_impl{};
       st.cfg->directory->set_hub(watch_hub_impl{});

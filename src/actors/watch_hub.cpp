@@ -103,6 +103,22 @@ object_change as_seen(const WatchHubState::Sub& s, const QueuedChange& q);
 std::int64_t handled_through(const WatchHubState::Sub& s, const std::vector<QueuedChange>& changes);
 std::optional<object_change> view(WatchHubState::Sub& s, object_change c);
 
+/// Answers the opener of a watch that ends before it opened (`finish` ends it). An
+/// actor hears its request's reply, the id, before watch_ended (both sent from here, in
+/// that order), so that it knows which watch ended; a blocking stream is ended before
+/// its caller is released, which then finds it ended.
+template <class Sub, class Finish>
+void end_unopened(std::uint64_t id, const Sub& sub, const WatchHubState::Ready& ready,
+                  Finish&& finish) {
+  if (sub.core) {
+    finish();
+    ready(id);
+  } else {
+    ready(id);
+    finish();
+  }
+}
+
 /// After a snapshot arrived (or failed): the hub's shutdown waited for the last one.
 void after_opening(Self self) {
   auto& st = self->state;
@@ -119,8 +135,8 @@ void snapshot_failed(Self self, Openings& opening, std::uint64_t id, const caf::
   auto it = opening.find(id);
   if (it == opening.end()) return;  // unsubscribed meanwhile
   self->state.services.log(LogLevel::error, what, {{"reason", error_message(err)}});
-  end_watch(id, it->second.sub);
-  it->second.ready(id);
+  auto& o = it->second;
+  end_unopened(id, o.sub, o.ready, [&] { end_watch(id, o.sub); });
   opening.erase(it);
   after_opening(self);
 }
@@ -130,8 +146,7 @@ void snapshot_failed(Self self, Openings& opening, std::uint64_t id, const caf::
 void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Ready ready) {
   auto& st = self->state;
   if (st.stopped) {
-    end(id, sub, errc::stopped);
-    ready(id);
+    end_unopened(id, sub, ready, [&] { end(id, sub, errc::stopped); });
     return;
   }
   // A snapshot (its rows as Added), or the change log above the resume point; with the
@@ -188,9 +203,11 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
             st.opening.erase(it);
             auto& sub = o.sub;
             if (outside || floor < o.lost_through) {
-              end(id, sub,
-                  outside && floor < *sub.resume_from ? errc::watch_too_new : errc::watch_too_old);
-              o.ready(id);
+              end_unopened(id, sub, o.ready, [&] {
+                end(id, sub,
+                    outside && floor < *sub.resume_from ? errc::watch_too_new
+                                                        : errc::watch_too_old);
+              });
               after_opening(self);
               return;
             }
@@ -313,8 +330,7 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
                 WatchHubState::Ready ready) {
   auto& st = self->state;
   if (st.stopped) {
-    end_events(id, sub, errc::stopped);
-    ready(id);
+    end_unopened(id, sub, ready, [&] { end_events(id, sub, errc::stopped); });
     return;
   }
   WatchHubState::OpeningEventSub opening{std::move(sub), {}, {}, std::move(ready)};
@@ -568,14 +584,10 @@ void finish_shutdown(Self self) {
 }  // namespace
 
 WatchHubState::~WatchHubState() {
-  for (auto& [id, o] : opening) {
-    end(id, o.sub, errc::store);
-    o.ready(id);
-  }
-  for (auto& [id, o] : opening_events) {
-    end_events(id, o.sub, errc::store);
-    o.ready(id);
-  }
+  for (auto& [id, o] : opening)
+    end_unopened(id, o.sub, o.ready, [&, id = id] { end(id, o.sub, errc::store); });
+  for (auto& [id, o] : opening_events)
+    end_unopened(id, o.sub, o.ready, [&, id = id] { end_events(id, o.sub, errc::store); });
   for (auto& [id, s] : subs) end(id, s, errc::store);
   for (auto& [id, s] : event_subs) end_events(id, s, errc::store);
   // Ended, every one: a hub that crashed (or was restarted with the reader) must not

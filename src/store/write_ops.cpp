@@ -191,6 +191,7 @@ bool WriteOps::log_requeue(const GroupKind& gk, ObjectID id, bool reset_backoff)
 }
 
 int WriteOps::trim_change_log(const trim_change_log_request& r) {
+  if (r.entries <= 0 && r.max_age.count() <= 0) return 0;  // no bound: the whole log kept
   if (clock_steps_)
     for (auto& s : *clock_steps_) w_.lower_change_log_times(s.up_to, s.to);
   auto cut = w_.change_log_cut(r.entries, age_cutoff(now_, r.max_age), trim_at_most_);

@@ -252,7 +252,9 @@ struct trim_events_request {
 };
 
 /// One change-log trim: removes the entries beyond the newest `entries` (no count bound
-/// when <= 0) that are older than `max_age`. Replies the number removed.
+/// when <= 0) that are older than `max_age` (no age bound when <= 0). Neither bound (the
+/// default) removes nothing, as with_change_log_retention(0, 0) keeps the whole log.
+/// Replies the number removed.
 struct trim_change_log_request {
   using reply_type = int;
   static constexpr const char* type_name = "beehive::trim_change_log_request";
