@@ -19,6 +19,7 @@
 #include "crash_controller.hpp"
 #include "held_reader.hpp"
 #include "open_block.hpp"
+#include "support/stepped_clock.hpp"
 
 namespace beehive::test {
 namespace {
@@ -626,6 +627,35 @@ TEST_F(ActorTest, TheSchedulerWakesAnActorNoEarlierThanItsTime) {
     if (SystemClock().now() < at) ++early;
   }
   EXPECT_EQ(early, 0);
+  stop(ctx_);
+}
+
+// A wake asked at a time of the beehive's clock waits for that clock to reach it, even
+// when the clock is stepped back meanwhile (here one that stands still until stepped,
+// with timers on real time, as on the system clock): it used to come once the time left
+// at the ask had passed on the steady clock, an hour early here.
+TEST_F(ActorTest, AWakeWaitsForTheBeehivesClockWhenTheClockIsSteppedBack) {
+  auto clock = std::make_shared<SteppedClock>();
+  bh_.reset();
+  store_.reset();
+  store_ = open_test_store(dir_.file("stepped.db"));
+  bh_ = std::make_unique<Beehive>(sys_, store_, with_clock(clock));
+  auto stop = bh_->start(ctx_);
+  caf::scoped_actor app{sys_};
+  auto due = clock->now() + std::chrono::milliseconds(200);
+  app->send(bh_->scheduler(), wake_at_atom::value, caf::actor_cast<caf::actor>(app), due);
+  // Handled (in order) before the step.
+  app->request(bh_->scheduler(), std::chrono::seconds(5), inspect_atom::value)
+      .receive([](scheduler_state& s) { EXPECT_GE(s.wakes, 1u); },
+               [](caf::error& e) { ADD_FAILURE() << error_message(e); });
+  clock->step(-std::chrono::hours(1));
+  bool woken = false;
+  app->receive([&](wake_atom) { woken = true; },
+               caf::after(std::chrono::milliseconds(700)) >> [] {});
+  EXPECT_FALSE(woken) << "woken before the beehive's clock reached its time";
+  clock->step(std::chrono::hours(1) + std::chrono::milliseconds(200));
+  app->receive([&](wake_atom) { woken = true; }, caf::after(std::chrono::seconds(5)) >> [] {});
+  EXPECT_TRUE(woken);
   stop(ctx_);
 }
 

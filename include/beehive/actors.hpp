@@ -149,7 +149,9 @@ using event_log_actor =
                      caf::replies_to<inspect_atom>::with<event_log_state>>;
 
 /// Every timer: `wake_at_atom` + an actor + a time of the beehive's clock sends that
-/// actor `wake_atom` once the time comes (at once if it has passed). An actor has one
+/// actor `wake_atom` once that clock reaches the time (at once if it has passed), never
+/// before, however the clock is stepped meanwhile; after a step forward it comes within
+/// about a second of the clock passing the time. An actor has one
 /// wake pending at a time: a later `wake_at_atom` for it replaces the earlier; an actor
 /// that exits before its wake comes loses it. A wake pending when the scheduler ends (the
 /// beehive stops, or the scheduler crashed and was restarted) is never sent: an actor

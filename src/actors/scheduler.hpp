@@ -9,6 +9,7 @@
 // goes with it (an application actor that asked for a wake far off, or never, and quit).
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_set>
 #include <vector>
@@ -33,7 +34,15 @@ using scheduler_impl =
 
 struct SchedulerState {
   std::shared_ptr<const TimerClock> clock;
-  std::vector<std::pair<caf::actor, Time>> wakes;  // one per target, few targets
+  struct Wake {
+    caf::actor target;
+    Time due;  ///< on the timers' clock
+    /// For a wake asked at a time of the beehive's own clock (wake_at_atom, system
+    /// clock): that time. A wake that falls due before it (the clock was stepped back)
+    /// waits on; see wall_recheck.
+    std::optional<Time> wall_due;
+  };
+  std::vector<Wake> wakes;  // one per target, few targets
   /// Targets monitored (once each): a target's wake goes when it exits.
   std::unordered_set<caf::actor_addr> monitored;
   /// The due times of the delayed ticks in flight (steady clock). A tick is sent only
