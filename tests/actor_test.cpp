@@ -565,6 +565,39 @@ TEST_F(ActorTest, AStopWhileTheStoreWriterIsRestartedEndsEverySubscriptionAsStop
   (void)cc;
 }
 
+// A writer that dies while a stop waits for a pass to end: the application's commit
+// subscription hears its end once (the writer's death and the stop's last step each
+// told it).
+TEST_F(ActorTest, AWriterThatDiesWhileAStopDrainsEndsSubscriptionsOnce) {
+  std::promise<void> release;
+  ::testing::internal::CaptureStderr();
+  auto held = start_with_the_worker_held(release.get_future().share());
+  ASSERT_TRUE(held.holding);
+  caf::scoped_actor app{sys_};
+  auto writer = bh_->store_writer();
+  app->send(writer, subscribe_atom::value, caf::actor_cast<caf::actor>(app));
+  auto stopped = std::async(std::launch::async, [&] { held.stop(ctx_); });
+  // The stop has begun once the writer refuses an application's actor request.
+  ASSERT_TRUE(eventually([&] {
+    try {
+      ask<ObjectRow>(writer, create_request{widget_kind, spec("probe", 1)});
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::stopped;
+    }
+  }));
+  caf::anon_send_exit(writer, caf::exit_reason::kill);
+  release.set_value();
+  ASSERT_EQ(stopped.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  int ends = 0;
+  bool more = true;
+  while (more)
+    app->receive([](const commit_record&) {}, [&](const watch_ended&) { ++ends; },
+                 caf::after(std::chrono::milliseconds(300)) >> [&] { more = false; });
+  EXPECT_EQ(ends, 1);
+  ::testing::internal::GetCapturedStderr();
+}
+
 TEST_F(ActorTest, TheSchedulerWakesAnApplicationActorAtATimeOfTheBeehivesClock) {
   auto stop = bh_->start(ctx_);
   caf::scoped_actor app{sys_};

@@ -256,6 +256,18 @@ class HaTest : public ::testing::Test {
       } catch (const std::exception&) {  // ended below
       }
     });
+    // Ended however the test ends (it sleeps for a minute otherwise).
+    struct EndHolder {
+      const std::filesystem::path& path;
+      ~EndHolder() {
+        try {
+          write_test_store(path,
+                           "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                           "application_name = 'held lease row'");
+        } catch (...) {
+        }
+      }
+    } end_holder{path_};
     auto sessions_waiting = [&] {
       return sessions("beehive " + schema(), "wait_event_type = 'Lock'");
     };

@@ -1873,9 +1873,9 @@ TEST_F(PostgresStore, ASchemaFromANewerBuildIsRefused) {
 // A server older than PostgreSQL 13 lacks what the schema needs (gen_random_uuid): the
 // open says so rather than failing on a missing function.
 TEST_F(PostgresStore, AServerOlderThanThirteenIsRefusedSayingWhy) {
-  EXPECT_ERRC_WITH(store::pg_schema::require_server_version(120022), errc::store,
+  EXPECT_ERRC_WITH(store::pg::require_server_version(120022), errc::store,
                    "PostgreSQL 12; beehive needs PostgreSQL 13 or later");
-  EXPECT_NO_THROW(store::pg_schema::require_server_version(130000));
+  EXPECT_NO_THROW(store::pg::require_server_version(130000));
 }
 
 // Schema 2 (the first with events_by_version) gains event retention's age index, the

@@ -294,6 +294,7 @@ void end_app_subscriptions(RootState& st) {
 void end_without_writer(Self self) {
   auto& st = self->state;
   refuse_queued_writes(st, errc::stopped, "beehive stopped");
+  if (std::exchange(st.ended_without_writer, true)) return;
   end_app_subscriptions(st);
   if (st.hub) self->send(st.hub, shutdown_atom::value);
 }
@@ -507,7 +508,7 @@ void restart(Self self, const caf::down_msg& m) {
 
 void finish_stop(Self self) {
   auto& st = self->state;
-  if (st.writer || st.hub || !st.stopping) return;
+  if (st.writer || st.hub || !st.stopping || !st.closing_writer) return;
   st.phase = Phase::stopped;
   // Settles that waited for a writer being restarted: none will come.
   for (auto& done : std::exchange(st.settles_waiting_for_writer, {})) answer(done, {});
@@ -525,6 +526,7 @@ void finish_stop(Self self) {
 /// after its last commit record.
 void close_writer(Self self) {
   auto& st = self->state;
+  st.closing_writer = true;
   if (!st.writer) {  // none restarted yet: nothing else ends what waits for it
     end_without_writer(self);
     finish_stop(self);

@@ -141,6 +141,11 @@ struct RootState {
   };
   std::vector<Retry> retries;
   bool opening_writer = false;  // a restarted writer's connection is being opened
+  /// The stop reached its last step (close_writer): it may finish once the writer and
+  /// the hub are gone, not before (a writer that dies while controllers drain).
+  bool closing_writer = false;
+  /// The stop ended what the writer's shutdown would have (end_without_writer): once.
+  bool ended_without_writer = false;
   /// Settles asked for meanwhile: quiet only once the writer is back (or failed again).
   std::vector<std::shared_ptr<Rendezvous<bool>>> settles_waiting_for_writer;
 

@@ -34,8 +34,10 @@ std::chrono::milliseconds wall_left(Time due, Time wall) {
   return left;
 }
 
-/// When a wake of the beehive's clock is next looked at: its time, or sooner.
+/// When a wake of the beehive's clock is next looked at: its time, or sooner; never for
+/// the end of time (a wake asked "never").
 Time wall_wake_due(const TimerClock& clock, Time wall_due) {
+  if (wall_due == Time::max()) return Time::max();
   auto left =
       std::min<std::chrono::milliseconds>(wall_left(wall_due, clock.wall_now()), wall_recheck);
   return saturating_add(clock.now(), left);

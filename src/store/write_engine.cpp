@@ -497,6 +497,7 @@ bool WriteEngine::nothing_to_do(const WriteOp& op) {
     return !latest || w.kinds_with_runs_before(*latest).empty();
   }
   if (auto* t = std::get_if<trim_change_log_request>(&op)) {
+    if (t->entries <= 0 && t->max_age.count() <= 0) return true;  // no bound: all is kept
     // What other processes committed and this one has not read yet must not go: read it
     // first, then trim no further than that.
     if (cfg_.watch_foreign_commits) {

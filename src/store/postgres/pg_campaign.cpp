@@ -137,6 +137,10 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
 }
 
 void Campaign::end_blockers(int pid, Clock::time_point deadline) {
+  // After a failure, not again for a while: the looks come every 100 ms, and connections
+  // that keep failing (a server at max_connections) would be tried as often, each one
+  // holding up the wait they are made from.
+  if (!helper_ && Clock::now() < helper_retry_at_) return;
   try {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left <= std::chrono::milliseconds(0)) return;
@@ -150,6 +154,7 @@ void Campaign::end_blockers(int pid, Clock::time_point deadline) {
     run(*helper_, Q::lease_blockers_end, Params().add(static_cast<std::int64_t>(pid)));
   } catch (const std::exception&) {
     helper_.reset();
+    helper_retry_at_ = Clock::now() + std::chrono::seconds(1);
   }
 }
 

@@ -59,10 +59,11 @@ class Campaign {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::atomic<bool> stopping_{false};   // stop_, for an attempt in flight to give up at once
-  std::unique_ptr<Connection> first_;   // the constructor's connection, handed to the loop
-  std::unique_ptr<Connection> helper_;  // end_blockers' connection, made when first needed
-  Clock::time_point first_attempt_;     // when the constructor's attempt began
+  std::atomic<bool> stopping_{false};    // stop_, for an attempt in flight to give up at once
+  std::unique_ptr<Connection> first_;    // the constructor's connection, handed to the loop
+  std::unique_ptr<Connection> helper_;   // end_blockers' connection, made when first needed
+  Clock::time_point helper_retry_at_{};  // after a failed look, the next one no sooner
+  Clock::time_point first_attempt_;      // when the constructor's attempt began
   // The lease row's version as last seen, and since when (attempt()): unchanged for a
   // lease, the lease is taken over whatever the server's clock says.
   std::string seen_version_;

@@ -165,6 +165,13 @@ void check_conninfo(const std::string& conninfo) {
   throw Error(errc::invalid_argument, "postgres: malformed connection string: " + why);
 }
 
+void require_server_version(int server_version) {
+  if (server_version >= 130000) return;
+  throw Error(errc::store, "postgres: the server runs PostgreSQL " +
+                               std::to_string(server_version / 10000) +
+                               "; beehive needs PostgreSQL 13 or later");
+}
+
 Connection::Connection(std::string conninfo, std::string schema,
                        std::chrono::milliseconds connect_timeout,
                        std::chrono::milliseconds stall_limit, std::function<bool()> keep_waiting)
@@ -247,6 +254,13 @@ void Connection::connect() {
     PQfinish(conn_);  // a constructor that throws runs no destructor
     conn_ = nullptr;
     throw Error(errc::store, "postgres: cannot connect: " + why);
+  }
+  try {
+    require_server_version(PQserverVersion(conn_));
+  } catch (...) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw;
   }
   PQsetNoticeProcessor(conn_, ignore_notice, nullptr);
   // The schema's tables are named unqualified in every statement. pg_catalog stays

@@ -98,6 +98,11 @@ void check_schema_name(const std::string& schema);
 /// (other bytes, and a backslash, as \xNN) of at most 63 bytes.
 std::string session_name(const std::string& schema);
 
+/// The oldest server beehive runs on (PQserverVersion's numbering): 13, the first with
+/// gen_random_uuid built in (older ones also lack settings every connection makes).
+/// Throws errc::store, saying so, for an older one.
+void require_server_version(int server_version);
+
 class Connection {
  public:
   /// Connects and sets the search path to `schema` (which need not exist yet). With a

@@ -167,13 +167,6 @@ std::string notify_channel(const std::string& schema) {
 
 int latest_version() { return static_cast<int>(migrations().size()); }
 
-void require_server_version(int server_version) {
-  if (server_version >= 130000) return;
-  throw Error(errc::store, "postgres: the server runs PostgreSQL " +
-                               std::to_string(server_version / 10000) +
-                               "; beehive needs PostgreSQL 13 or later");
-}
-
 Opened migrate_and_open_session(pg::Connection& c, std::chrono::milliseconds idle_limit) {
   static const std::string lock_sql = "SELECT pg_advisory_xact_lock(hashtext($1))";
   static const std::string exists_sql = "SELECT to_regclass('beehive_schema') IS NOT NULL";

@@ -15,10 +15,6 @@ namespace beehive::store::pg_schema {
 /// The schema version this build writes.
 int latest_version();
 
-/// The oldest server the schema runs on (PQserverVersion's numbering): 13, the first
-/// with gen_random_uuid built in. Throws errc::store, saying so, for an older one.
-void require_server_version(int server_version);
-
 /// What opening the schema gives a store.
 struct Opened {
   std::int64_t session = 0;

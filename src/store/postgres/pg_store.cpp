@@ -68,7 +68,6 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
     check(opts_);
     if (opts_.connections < 1) opts_.connections = 1;
     Connection anchor(conninfo_, opts_.schema, opts_.connect_timeout);
-    pg_schema::require_server_version(PQserverVersion(anchor.raw()));
     require_utf8_database(anchor);
     auto opened = pg_schema::migrate_and_open_session(anchor, opts_.lease);
     session_ = opened.session;
