@@ -20,6 +20,7 @@
 #include "held_reader.hpp"
 #include "open_block.hpp"
 #include "support/stepped_clock.hpp"
+#include "writer_reopen_held.hpp"
 
 namespace beehive::test {
 namespace {
@@ -544,12 +545,8 @@ TEST_F(ActorTest, AStopWhileTheStoreWriterIsRestartedEndsEverySubscriptionAsStop
   auto id = ask<std::uint64_t>(bh_->watch_hub(), watch_request{widget_kind, std::nullopt, app});
   auto subscribers = ask<store_writer_state>(bh_->store_writer(), inspect_atom::value).subscribers;
   ASSERT_GT(subscribers, 0u);
-  struct Release {
-    ~Release() { detail::faults::hold_writer_reopen = false; }
-  } release;
-  detail::faults::hold_writer_reopen = true;
-  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
-  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));
+  WriterReopenHeld held(*bh_);
+  ASSERT_TRUE(held.writer_gone());
   stop(ctx_);
   std::map<std::uint64_t, errc> ended;
   bool more = true;
@@ -560,7 +557,7 @@ TEST_F(ActorTest, AStopWhileTheStoreWriterIsRestartedEndsEverySubscriptionAsStop
   EXPECT_EQ(ended.count(0), 1u) << "the commit subscription did not hear its end";
   ASSERT_EQ(ended.count(id), 1u) << "the watch did not end";
   EXPECT_EQ(ended[id], errc::stopped);
-  detail::faults::hold_writer_reopen = false;
+  held.release();
   ::testing::internal::GetCapturedStderr();
   (void)cc;
 }
@@ -1844,16 +1841,12 @@ TEST_F(ActorTest, ABlockOpenWhenTheStoreWriterCrashedNeverJoinsALaterBlock) {
 // system runs on): the opening must not use a store that is gone.
 TEST_F(ActorTest, AWriterConnectionOpenedAfterTheBeehiveWentOutlivesNothing) {
   auto [cc, stop] = start_idle_widgets();
-  struct Release {
-    ~Release() { detail::faults::hold_writer_reopen = false; }
-  } release;
-  detail::faults::hold_writer_reopen = true;
-  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
-  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));
+  WriterReopenHeld held(*bh_);
+  ASSERT_TRUE(held.writer_gone());
   stop(ctx_);
   bh_.reset();
   store_.reset();
-  detail::faults::hold_writer_reopen = false;
+  held.release();
   sys_.await_all_actors_done();  // the opener has opened, and its answer was dropped
   ::testing::internal::GetCapturedStderr();
   (void)cc;

@@ -20,6 +20,7 @@
 #include "controller_fixture.hpp"
 #include "open_block.hpp"
 #include "systems_left_running.hpp"  // private: the destructor that gave up
+#include "writer_reopen_held.hpp"
 
 namespace beehive::test {
 namespace {
@@ -249,17 +250,13 @@ TEST_F(LifecycleTest, SettleWaitsForAStoreWriterBeingRestarted) {
   auto o = widgets().create(ctx_, {"o", 1});
   start();
   gate.wait_entered();
-  struct Release {
-    ~Release() { detail::faults::hold_writer_reopen = false; }
-  } release;
-  detail::faults::hold_writer_reopen = true;
-  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
-  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));  // opening its successor
-  gate.open();  // the pass's status write waits for the writer
+  WriterReopenHeld held(*bh_);
+  ASSERT_TRUE(held.writer_gone());  // opening its successor
+  gate.open();                      // the pass's status write waits for the writer
   auto settled = std::async(std::launch::async, [&] { settle(); });
   // Not quiet while the writer is missing (a timed wait that only a wrong answer ends).
   EXPECT_EQ(settled.wait_for(100ms), std::future_status::timeout);
-  detail::faults::hold_writer_reopen = false;
+  held.release();
   settled.get();
   EXPECT_TRUE(widgets().get(ctx_, o.id).status->ready);
 }
@@ -272,12 +269,8 @@ TEST_F(LifecycleTest, ASettleWaitingForARestartingWriterEndsWithTheStop) {
   register_widgets();
   start();
   settle();
-  struct Release {
-    ~Release() { detail::faults::hold_writer_reopen = false; }
-  } release;
-  detail::faults::hold_writer_reopen = true;
-  caf::anon_send_exit(bh_->store_writer(), caf::exit_reason::kill);
-  ASSERT_TRUE(eventually([&] { return !bh_->store_writer(); }));
+  WriterReopenHeld held(*bh_);
+  ASSERT_TRUE(held.writer_gone());
   auto settled = std::async(std::launch::async, [&] { settle(); });
   EXPECT_EQ(settled.wait_for(100ms), std::future_status::timeout);
   stop_(ctx_.with_timeout(5s));
