@@ -18,7 +18,7 @@
 
 #include <beehive/beehive.hpp>
 
-#include "fixture.hpp"
+#include "controller_fixture.hpp"
 #include "tools/ctl_location.hpp"
 #include "tools/process.hpp"
 #include "tools/text.hpp"
@@ -495,8 +495,7 @@ TEST_F(CtlTest, EventsNamesTheObjectByKindAndSlugOrId) {
   // A lone id is an id: --by slug cannot read it as a slug without its kind.
   auto lone_id = ctl({"events", std::to_string(prod_), "--by", "slug"});
   EXPECT_EQ(lone_id.status, 2);
-  EXPECT_NE(lone_id.err.find("with --by slug, give KIND SLUG"), std::string::npos)
-      << lone_id.err;
+  EXPECT_NE(lone_id.err.find("with --by slug, give KIND SLUG"), std::string::npos) << lone_id.err;
   EXPECT_OK(ctl({"events", std::to_string(prod_), "--by", "id"}));
   // A lone slug names no object: a usage error, with what to write instead.
   auto lone = ctl({"events", "prod"});
@@ -667,6 +666,7 @@ TEST_F(CtlTest, ExitStatusOnEveryPath) {
                                        {"watch", "cluster", "--interval", "0ms"},
                                        {"watch", "cluster", "--interval", "5"},
                                        {"watch", "cluster", "--for", "soon"},
+                                       {"watch", "cluster", "--for", ""},  // not "forever"
                                        {"--busy-timeout", "5", "kinds"},
                                        {"--busy-timeout", "2147483648ms", "kinds"},
                                        {"get", "cluster", "--limit", "0"},
@@ -856,6 +856,51 @@ INSTANTIATE_TEST_SUITE_P(Signals, CtlSignalTest, ::testing::Values(SIGINT, SIGTE
                            return info.param == SIGINT ? "SIGINT" : "SIGTERM";
                          });
 
+// A stop signal while the watch's output is blocked (a paused pager, a pipe nobody reads
+// yet) lets the blocked write finish: the watch ends after whole rows, with status 0.
+TEST_F(CtlTest, AWatchStoppedWhileItsOutputIsBlockedEndsCleanly) {
+  Widgets gadgets(*bh_, gadget_kind);
+  const std::string pad(200, 'x');
+  const int n = 400;  // rows of over 200 bytes: more than a pipe holds (64 KiB)
+  for (int i = 0; i < n; ++i) gadgets.create(ctx_, {"tiny", 1}, with_slug(pad + std::to_string(i)));
+  Process watch(args({"watch", "Gadget.acme.com", "--interval", "10s"}));
+  ASSERT_TRUE(eventually([&] { return watch.blocked_in_write(); }));
+  watch.signal(SIGINT);
+  // Handled before the pipe is read: the write is interrupted, not just completed.
+  ASSERT_TRUE(eventually([&] { return !watch.signal_pending(SIGINT); }));
+  auto r = watch.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n');
+  auto out = lines(r.out);
+  EXPECT_EQ(std::count_if(out.begin(), out.end(),
+                          [&](const std::string& l) {
+                            return l.rfind("EXISTING", 0) == 0 && l.find(pad) != std::string::npos;
+                          }),
+            n);
+}
+
+// A read blocked on its output (a pager that stopped reading) holds no snapshot of the
+// database: the application's log can be checkpointed meanwhile.
+TEST_F(CtlTest, AReadBlockedOnItsOutputHoldsNoSnapshot) {
+  Widgets gadgets(*bh_, gadget_kind);
+  const std::string pad(200, 'x');
+  const int n = 400;  // over 64 KiB of output, more than a pipe holds
+  for (int i = 0; i < n; ++i) gadgets.create(ctx_, {"tiny", 1}, with_slug(pad + std::to_string(i)));
+  Process get(args({"get", "Gadget.acme.com", "-o", "json"}));
+  ASSERT_TRUE(eventually([&] { return get.blocked_in_write(); }));
+  gadgets.create(ctx_, {"tiny", 1}, with_slug("later"));  // written after the tool's read
+  if (!test_backend_is_postgres()) {
+    SQLite::Database db(db_path().string(), SQLite::OPEN_READWRITE);
+    SQLite::Statement checkpoint(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    ASSERT_TRUE(checkpoint.executeStep());
+    EXPECT_EQ(checkpoint.getColumn(0).getInt(), 0) << "a reader held the checkpoint back";
+  }
+  auto r = get.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out).size(), static_cast<std::size_t>(n));
+}
+
 TEST_F(CtlTest, WatchForADuration) {
   auto started = std::chrono::steady_clock::now();
   auto r = ctl({"watch", "cluster", "--interval", "50ms", "--for", "300ms"});
@@ -895,6 +940,26 @@ TEST_F(CtlTest, WorksBesideARunningBeehive) {
       std::regex_search(r.out, std::regex("\\nMODIFIED +" + std::to_string(db_) + " +db +[0-9]+ ")))
       << r.out;
   EXPECT_EQ(widgets.get(ctx_, db_).spec.size, 29);
+}
+
+// An object created and removed above the version a watch reads from was never shown:
+// no DELETED row for it, as the library's watches print none.
+TEST_F(CtlTest, WatchLeavesOutAnObjectCreatedAndRemovedSinceItsVersion) {
+  start();
+  Widgets widgets(*bh_, widget_kind);
+  auto from = widgets.create(ctx_, {"grey", 1}, with_slug("from")).resource_version;
+  auto tmp = widgets.create(ctx_, {"grey", 1}, with_slug("tmp"));
+  widgets.remove(ctx_, tmp.id);
+  ASSERT_TRUE(eventually([&] { return gone(widgets, ctx_, tmp.id); }));
+  auto after = widgets.create(ctx_, {"grey", 1}, with_slug("after"));
+  auto r = ctl({"watch", "Widget.acme.com", "--resume-from", std::to_string(from), "--for", "200ms",
+                "--interval", "20ms"});
+  EXPECT_OK(r);
+  EXPECT_EQ(r.out.find("DELETED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(" tmp "), std::string::npos) << r.out;
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex("\\nADDED +" + std::to_string(after.id) + " +after ")))
+      << r.out;
 }
 
 TEST_F(CtlTest, NeverWritesTheDatabase) {

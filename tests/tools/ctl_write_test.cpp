@@ -779,6 +779,19 @@ TEST_F(CtlWriteTest, PgAWriteCommandFindsTheRunningApplicationOfASchemaNamedInAn
     EXPECT_NE(r.err.find("a process runs on it"), std::string::npos) << r.err;
     in_schema("UPDATE $s.beehive_schema SET version = version + 1");
   }
+  {
+    // An application whose connection string names its sessions otherwise is found by
+    // the leadership lease it holds.
+    Beehive app(postgres::open(pg + " application_name=orders-api", {.schema = schema}));
+    auto stop = app.start(ctx_);
+    ASSERT_TRUE(eventually([&] { return app.is_leader(); }));
+    in_schema("UPDATE $s.beehive_schema SET version = version - 1");
+    auto r = run({BEEHIVE_CTL, "--pg", pg, "--schema", schema, "requeue", "widget", "a"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("a process runs on it"), std::string::npos) << r.err;
+    in_schema("UPDATE $s.beehive_schema SET version = version + 1");
+    stop(ctx_);
+  }
   in_schema("SET client_min_messages TO warning; DROP SCHEMA $s CASCADE");
 }
 

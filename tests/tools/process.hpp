@@ -9,11 +9,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -109,6 +112,28 @@ class Process {
   }
 
   void signal(int sig) { ::kill(pid_, sig); }
+
+  /// Whether `sig`, sent to the child, still waits to be delivered to it.
+  bool signal_pending(int sig) const {
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    const unsigned long long bit = 1ull << (sig - 1);
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigPnd:", 0) == 0 || line.rfind("ShdPnd:", 0) == 0)
+        if (std::stoull(line.substr(7), nullptr, 16) & bit) return true;
+    return false;
+  }
+
+  /// Whether the child waits in a write, its stdout pipe full (nobody reading it).
+  bool blocked_in_write() const {
+    int unread = 0;
+    if (out_fd_ < 0 || ::ioctl(out_fd_, FIONREAD, &unread) != 0 || unread < 32768) return false;
+    const auto proc = "/proc/" + std::to_string(pid_);
+    std::ifstream syscall(proc + "/syscall"), stat(proc + "/stat");
+    std::string number, pid, name;
+    char state = 0;  // after "PID (NAME)"; the tool's name has no blank
+    return syscall >> number && number == std::to_string(SYS_write) &&
+           stat >> pid >> name >> state && state == 'S';
+  }
 
   /// Writes all of `text` to the child's stdin (a pipe_stdin process only).
   void write_stdin(const std::string& text) {

@@ -154,6 +154,9 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
     first = false;
     for (auto& c : log.changes) {
       if (!c.row) continue;  // only a requeue was logged: the object did not change
+      // Created and removed above the version read from: never shown, so no DELETED row
+      // for it either (as the library's watches).
+      if (c.type == ChangeType::Deleted && (c.parts & object_change::created)) continue;
       table.print_row(out, cells(event_name(c.type), c.ref.id, seen(c.row->meta),
                                  std::chrono::system_clock::now()));
       if (!out) return 0;

@@ -161,12 +161,14 @@ void require_postgres_store_to_write(const Location& where) {
   if (version >= latest) return;
   // Every process of the store names its sessions after the schema (pg::session_name;
   // earlier builds gave the schema as it is, $2), unless its connection string names
-  // them otherwise, as this one's may.
+  // them otherwise, as this one's may. A started application holds the leadership lease
+  // (its leader does) whatever its sessions are called.
   bool others = c.run("ctl_others_connected", R"sql(
       SELECT EXISTS (SELECT 1 FROM pg_stat_activity
                      WHERE pid <> pg_backend_pid() AND datname = current_database()
                        AND application_name IN (current_setting('application_name'), $1,
-                                                left('beehive ' || $2::text, 63))))sql",
+                                                left('beehive ' || $2::text, 63)))
+          OR EXISTS (SELECT 1 FROM leadership WHERE expires_at > now()))sql",
                       pg::Params().add(pg::session_name(where.schema)).add(where.schema))
                     .boolean(0, 0);
   if (others) throw std::runtime_error(migration_refusal(where.name(), version, latest));

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -311,7 +312,9 @@ int main(int argc, char** argv) {
     if (*watch_cmd) {
       watch.interval = ctl::parse_duration(interval);
       if (watch.interval.count() == 0) throw ctl::UsageError("--interval must be positive");
-      if (!for_duration.empty()) watch.for_ = ctl::parse_duration(for_duration);
+      // Given empty (a script's unset variable) it is refused, not read as "forever".
+      if (watch_cmd->get_option("--for")->count() > 0)
+        watch.for_ = ctl::parse_duration(for_duration);
     }
     // Usage errors before the file is opened: status 2 whatever the file.
     if (*get_cmd) ctl::check_get_usage(get);
@@ -337,10 +340,20 @@ int main(int argc, char** argv) {
     }
     if (*watch_cmd) ctl::check_kind_text(watch.kind);
     auto db = ctl::Database::open(where);
-    if (*kinds) return finish(ctl::run_kinds(*db, kinds_output, std::cout));
-    if (*get_cmd) return finish(ctl::run_get(*db, get, std::cout));
-    if (*describe_cmd) return finish(ctl::run_describe(*db, describe, std::cout));
-    if (*events_cmd) return finish(ctl::run_events(*db, events, std::cout));
+    // A read's output is written once its snapshot has ended: a pager that stops reading
+    // must not hold the application's database (a SQLite log that cannot be checkpointed,
+    // a PostgreSQL transaction holding back vacuum).
+    auto printed = [](auto run) {
+      std::ostringstream text;
+      int status = run(text);
+      std::cout << text.str();
+      return finish(status);
+    };
+    if (*kinds) return printed([&](auto& out) { return ctl::run_kinds(*db, kinds_output, out); });
+    if (*get_cmd) return printed([&](auto& out) { return ctl::run_get(*db, get, out); });
+    if (*describe_cmd)
+      return printed([&](auto& out) { return ctl::run_describe(*db, describe, out); });
+    if (*events_cmd) return printed([&](auto& out) { return ctl::run_events(*db, events, out); });
     if (*watch_cmd) return finish(ctl::run_watch(*db, watch, std::cout));
     return 2;
   } catch (const ctl::UsageError& e) {

@@ -31,6 +31,10 @@ void install_stop_handlers() {
     wake_pipe[0] = wake_pipe[1] = -1;  // the flag alone still works, with a delay
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
+  // A write blocked on a full pipe (a paused pager) resumes after the signal, so the row
+  // it was printing ends whole and the watch stops cleanly after it; poll is never
+  // restarted, so a sleeping watch still wakes at once.
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
