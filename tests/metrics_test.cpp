@@ -20,6 +20,7 @@
 #include <beehive/actors.hpp>
 
 #include "actors/atoms.hpp"  // private: a step-down sent by hand
+#include "beehive_core.hpp"
 #include "controller_fixture.hpp"
 #include "crash_controller.hpp"
 #include "metrics/object_tally.hpp"
@@ -697,6 +698,29 @@ TEST_F(MetricsTest, WatchSubscribersAreCounted) {
   ASSERT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 2; }));
   caf::anon_send_exit(bh_->watch_hub(), caf::exit_reason::kill);
   EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 0; }));
+  // A reader restart replaces the hub while the old one still runs: its watches end, and
+  // the gauge is the new hub's.
+  // (A watch opened while a restarted hub starts is refused, to be opened again.)
+  auto opened = [&](auto open) {
+    std::optional<decltype(open())> s;
+    EXPECT_TRUE(eventually([&] {
+      try {
+        s.emplace(open());
+        return true;
+      } catch (const Error& e) {
+        if (e.code() != errc::store) throw;
+        return false;
+      }
+    }));
+    return s;
+  };
+  auto list = opened([&] { return w.watch_list(ctx_); });
+  auto one = opened([&] { return w.watch(ctx_, o.id); });
+  ASSERT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 2; }));
+  caf::anon_send_exit(bh_->core()->reader(), caf::exit_reason::kill);
+  EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 0; }));
+  auto again = opened([&] { return w.watch(ctx_, o.id); });
+  EXPECT_TRUE(eventually([&] { return prom->value(metric::watch_subscribers, {}) == 1; }));
 }
 
 TEST_F(MetricsTest, ExpositionFormatOfARealRun) {

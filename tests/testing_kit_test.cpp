@@ -3,6 +3,7 @@
 // every check runs right after settle() returned.
 
 #include <beehive/actors.hpp>
+#include <beehive/sqlite.hpp>
 #include <beehive/testing.hpp>
 
 #include <gtest/gtest-spi.h>
@@ -226,6 +227,26 @@ TEST(TestingKit, SettleHandsEveryCommittedChangeToWatches) {
     ASSERT_TRUE(c.has_value());
     EXPECT_EQ(c->object.id, id);
   }
+}
+
+// Another writer's commits (a tool, a second beehive on the file) are work a settle
+// waits for: the passes they wake have run, and watches have them, once it returns.
+TEST(TestingKit, SettleWaitsForWhatAnotherWriterOfTheStoreCommitted) {
+  TestBeehive t;
+  Counting c;
+  c.register_on(t.beehive());
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto stream = w.watch_list({});
+  t.settle();
+  Beehive tool(sqlite::open(t.path().string()));
+  auto id = Widgets(tool, widget_kind).create({}, {"blue", 1}).id;
+  t.settle();
+  EXPECT_EQ(c.of(id), 1);
+  EXPECT_THAT(w.get({}, id), IsSettled());
+  auto change = stream.next_for(0ms);
+  ASSERT_TRUE(change.has_value());
+  EXPECT_EQ(change->object.id, id);
 }
 
 // settle ends with its context, at its deadline or when it is cancelled, while a

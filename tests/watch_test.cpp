@@ -1203,12 +1203,12 @@ TEST_F(WatchTest, AHubThatWasReplacedPublishesNoWatchCount) {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
   auto successor = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
-  feed.start_publisher(successor.address());
+  feed.start_publisher(successor.address(), [] {});
   EXPECT_EQ(feed.watches.load(), 0u);
   auto second = w.watch_list(ctx_);
-  EXPECT_EQ(inspect_hub(*bh_).object_watches, 2u);    // the hub has both
-  EXPECT_EQ(feed.watches.load(), 0u);                 // but publishes neither
-  feed.start_publisher(bh_->watch_hub()->address());  // back, for the stop
+  EXPECT_EQ(inspect_hub(*bh_).object_watches, 2u);           // the hub has both
+  EXPECT_EQ(feed.watches.load(), 0u);                        // but publishes neither
+  feed.start_publisher(bh_->watch_hub()->address(), [] {});  // back, for the stop
   caf::anon_send_exit(successor, caf::exit_reason::user_shutdown);
 }
 

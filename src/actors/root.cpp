@@ -16,6 +16,7 @@
 #include "actors/reader.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/spawn_faults.hpp"
+#include "metrics/store_metrics.hpp"
 
 namespace beehive::detail {
 
@@ -112,7 +113,11 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
 void spawn_hub(Self self) {
   auto& st = self->state;
   auto h = self->spawn(detail::watch_hub, st.cfg->services, st.cfg->hub_feed);
-  st.cfg->hub_feed->start_publisher(h.address());  // a new hub starts without watches
+  // A new hub starts without watches; the gauge says so at once (the hub it replaces,
+  // ending after this, publishes nothing).
+  st.cfg->hub_feed->start_publisher(h.address(), [m = st.cfg->services.metrics.get()] {
+    if (m) report_watch_subscribers(*m, 0);
+  });
   self->monitor(h);
   st.hub = h;
   self->send(st.writer, hub_atom::value, caf::actor_cast<caf::actor>(h));
@@ -670,16 +675,17 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
       settle(self, done);  // waits for a writer being restarted, or is settled
       return;
     }
-    self->request(w, caf::infinite, inspect_atom::value)
+    // The writer's count of the commits it published, its own and other processes'.
+    self->request(w, caf::infinite, settle_atom::value)
         .then(
             [self, before, done, died, died_rounds, queued,
-             queued_before](const store_writer_state& s) mutable {
+             queued_before](std::uint64_t published) mutable {
               if (*died && died_rounds < 10)
-                settle_round(self, s.transactions, done, died_rounds + 1);
-              else if (s.transactions == before && queued->load() == queued_before)
+                settle_round(self, published, done, died_rounds + 1);
+              else if (published == before && queued->load() == queued_before)
                 answer(done, {});
               else
-                settle_round(self, s.transactions, done);
+                settle_round(self, published, done);
             },
             [self, done](caf::error&) mutable {
               // The writer died: asked again once the root has heard, of its successor
@@ -729,8 +735,8 @@ void settle(Self self, const SettleReply& done, int retries) {
       answer(done, {});
     return;
   }
-  self->request(w, caf::infinite, inspect_atom::value)
-      .then([self, done](const store_writer_state& s) { settle_round(self, s.transactions, done); },
+  self->request(w, caf::infinite, settle_atom::value)
+      .then([self, done](std::uint64_t published) { settle_round(self, published, done); },
             [self, done, retries](caf::error& err) mutable {
               settle_again(self, done, retries, err);
             });

@@ -554,6 +554,19 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
         }
         self->delayed_send(self, st.cfg->foreign_poll, poll_foreign_atom::value);
       },
+      [self](settle_atom) {
+        auto& st = self->state;
+        // Other processes' commits (a tool, another beehive on the file) are looked for
+        // now, not at the next poll: what they wake is work a settle waits for.
+        if (st.cfg->foreign_poll.count() > 0) {
+          try {
+            st.engine->publish_noted_commits();
+            st.engine->publish_foreign_commits();
+          } catch (const std::exception&) {  // the next poll tries again
+          }
+        }
+        return st.engine->transactions() + st.engine->foreign_published();
+      },
       [self](abort_session_atom) -> caf::result<bool> {
         auto& st = self->state;
         st.stop_gave_up = true;

@@ -94,12 +94,14 @@ struct WatchHubFeed {
   /// Where the writer posts its commit records for the hub (never to its mailbox).
   HubInbox inbox;
 
-  /// Makes `hub` the one whose watch count stands, from 0; a hub it replaced (on its way
-  /// out, restarted with the reader) then publishes nothing.
-  void start_publisher(const caf::actor_addr& hub) {
+  /// Makes `hub` the one whose watch count stands, from 0 (`publish_zero` reports it); a
+  /// hub it replaced (on its way out, restarted with the reader) then publishes nothing.
+  template <class F>
+  void start_publisher(const caf::actor_addr& hub, F publish_zero) {
     std::lock_guard lk(publisher_mu_);
     publisher_ = hub;
     watches = 0;
+    publish_zero();
   }
   /// Runs `publish` (which sets `watches`, the gauge) unless another hub replaced `hub`.
   template <class F>
@@ -129,7 +131,7 @@ using store_writer_impl = store_writer_actor::extend<
     caf::reacts_to<foreign_commit_atom>, caf::reacts_to<hub_atom, caf::actor>,
     caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>,
     caf::reacts_to<retire_atom, caf::actor>, caf::reacts_to<sweep_page_atom>,
-    caf::reacts_to<drain_atom>>;
+    caf::reacts_to<drain_atom>, caf::replies_to<settle_atom>::with<std::uint64_t>>;
 
 /// The application's commit-record subscribers (`subscribe_atom` + an actor), kept
 /// across writer restarts: a restarted writer serves them from its first commit.

@@ -232,6 +232,8 @@ class WriteEngine {
   std::uint64_t aborted_session() const { return aborted_session_; }
   /// Transactions committed.
   std::uint64_t transactions() const { return transactions_; }
+  /// Records of other processes' commits published.
+  std::uint64_t foreign_published() const { return foreign_published_; }
   /// A sweep under `policy` has committed pages and has more to go: the next
   /// trim_events_request with this policy runs its next page.
   bool sweeping(const trim_events_request& policy) const {
@@ -293,6 +295,7 @@ class WriteEngine {
   commit_record session_rec_;  // what the session changed so far
   SteadyTime session_began_;   // metrics only
   std::uint64_t transactions_ = 0;
+  std::uint64_t foreign_published_ = 0;
   bool batching_ = false;  // in a batched group commit (run_group)
   std::chrono::steady_clock::duration last_commit_{};
   // Other processes' commits: the data_version last read (this connection's), and where
