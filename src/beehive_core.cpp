@@ -114,10 +114,8 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
   // restarted writer's connection may be opened after it (see root.cpp, restart_writer).
   cfg->backend = std::shared_ptr<store::Backend>(store_, backend_);
   cfg->open_writer = [b = cfg->backend] { return b->open_writer(); };
-  cfg->schema_versions = [this](const GroupKind& gk) {
-    auto spec = writing_spec_version(gk);
-    spec.keep();  // the writer's request may commit whatever its outcome (not tracked)
-    return SchemaVersions{spec.version(), status_version(gk)};
+  cfg->schema_versions = [this](const GroupKind& gk, unsigned defaults) {
+    return request_versions(gk, defaults);
   };
   cfg->max_object_bytes = max_object_bytes();
   // Housekeeping keeps a cadence when resync is off: retention must hold all the same.

@@ -137,6 +137,11 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   }
   /// spec_version for a write of the kind (see SpecVersionClaim).
   SpecVersionClaim writing_spec_version(const GroupKind& gk);
+  /// The versions an actor's write request of the kind is stored at where it leaves them
+  /// unset (`defaults`, store::VersionDefault bits). Before registration closes, a kind
+  /// with no controller yet notes those defaulted writes (at version 0) as the Client's
+  /// do, whatever their outcome (the writer does not report it).
+  SchemaVersions request_versions(const GroupKind& gk, unsigned defaults);
   /// Queues `id` in its kind's controller and returns once it is queued, bounded by
   /// `ctx` (a caller whose context ends first leaves it unqueued); no_controller for a
   /// client-only kind, not_found when the controller finds no such object of the kind.
@@ -220,9 +225,10 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   std::atomic<State> state_{State::created};
   mutable std::mutex kinds_mu_;  // the registry below; read by calls at any time
   std::map<GroupKind, std::shared_ptr<KindEntry>> kinds_;
-  std::set<GroupKind> written_unregistered_;       // see writing_spec_version
-  std::map<GroupKind, int> writing_unregistered_;  // such writes in flight
-  std::string claimed_;                            // the database this running beehive claimed
+  std::set<GroupKind> written_unregistered_;         // see writing_spec_version
+  std::map<GroupKind, int> writing_unregistered_;    // such writes in flight
+  std::set<GroupKind> status_written_unregistered_;  // statuses, see request_versions
+  std::string claimed_;                              // the database this running beehive claimed
   std::shared_ptr<void> run_claim_;  // its claim across processes (see Backend::claim)
 
   /// Called by the store (on its thread) when this process's leadership changes.

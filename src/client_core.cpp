@@ -99,6 +99,11 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   auto s = OptionSet::from(opts);
   if (s.slug)
     throw Error(errc::conflicting_option, "create_or_update takes its slug as an argument");
+  // It writes over whatever is stored: a precondition would be dropped in silence.
+  if (s.resource_version)
+    throw Error(errc::conflicting_option,
+                "create_or_update checks no resource version: get the object and update it "
+                "with with_resource_version");
   check_options(s, *rt_);
   require_name(slug, "slug");
   rt_->ensure_running(ctx);

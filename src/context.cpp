@@ -12,11 +12,24 @@ using detail::ContextNode;
 namespace {
 
 std::shared_ptr<const ContextNode> child(const std::shared_ptr<const ContextNode>& parent) {
-  auto n = std::make_shared<ContextNode>();
-  n->parent = parent;
-  if (parent) n->deadline = parent->deadline;
+  auto n = parent ? std::make_shared<ContextNode>(*parent) : std::make_shared<ContextNode>();
+  // A state nobody can cancel any more never ends the context: left out, so that the
+  // list stays as short as the cancel functions held.
+  std::erase_if(n->cancels, [](const std::shared_ptr<detail::CancelState>& c) {
+    return !c->cancelled.load() && !c->cancellable.load();
+  });
   return n;
 }
+
+/// Held by every copy of a with_cancel's function: the last one gone, the state can no
+/// longer be cancelled.
+struct Canceller {
+  explicit Canceller(std::shared_ptr<detail::CancelState> s) : state(std::move(s)) {}
+  Canceller(const Canceller&) = delete;
+  Canceller& operator=(const Canceller&) = delete;
+  ~Canceller() { state->cancellable.store(false); }
+  std::shared_ptr<detail::CancelState> state;
+};
 
 }  // namespace
 
@@ -34,14 +47,16 @@ Context Context::with_deadline(Deadline t) const {
 std::pair<Context, std::function<void()>> Context::with_cancel() const {
   auto n = std::const_pointer_cast<ContextNode>(child(node_));
   auto state = std::make_shared<detail::CancelState>();
-  n->cancelled = state;
-  return {Context(std::move(n)), [state] { state->cancel(); }};
+  n->cancels.push_back(state);
+  auto canceller = std::make_shared<Canceller>(state);
+  return {Context(std::move(n)), [canceller] { canceller->state->cancel(); }};
 }
 
 std::error_code Context::error() const {
-  for (auto n = node_.get(); n; n = n->parent.get())
-    if (n->cancelled && n->cancelled->cancelled.load()) return errc::cancelled;
-  if (node_ && node_->deadline && std::chrono::steady_clock::now() >= *node_->deadline)
+  if (!node_) return {};
+  for (auto& c : node_->cancels)
+    if (c->cancelled.load()) return errc::cancelled;
+  if (node_->deadline && std::chrono::steady_clock::now() >= *node_->deadline)
     return errc::deadline_exceeded;
   return {};
 }
@@ -69,12 +84,13 @@ void CancelState::cancel() {
 }
 
 CancelListener::CancelListener(const Context& ctx, std::function<void()> fn) {
-  for (auto n = ContextAccess::node(ctx); n; n = n->parent.get()) {
-    if (!n->cancelled) continue;
-    std::lock_guard lk(n->cancelled->mu);
-    auto token = ++n->cancelled->next_token;
-    n->cancelled->listeners.emplace_back(token, fn);
-    registered_.emplace_back(n->cancelled, token);
+  auto n = ContextAccess::node(ctx);
+  if (!n) return;
+  for (auto& c : n->cancels) {
+    std::lock_guard lk(c->mu);
+    auto token = ++c->next_token;
+    c->listeners.emplace_back(token, fn);
+    registered_.emplace_back(c, token);
   }
 }
 
@@ -87,23 +103,17 @@ CancelListener::~CancelListener() {
 }
 
 bool ContextAccess::can_be_cancelled(const Context& ctx) {
-  for (auto n = ctx.node_.get(); n; n = n->parent.get())
-    if (n->cancelled) return true;
-  return false;
+  return ctx.node_ && !ctx.node_->cancels.empty();
 }
 
 std::shared_ptr<Transaction> ContextAccess::transaction(const Context& ctx) {
-  for (auto n = ctx.node_.get(); n; n = n->parent.get()) {
-    if (n->outside) return nullptr;
-    if (n->txn) return n->txn;
-  }
-  return nullptr;
+  return ctx.node_ ? ctx.node_->txn : nullptr;
 }
 
 Context ContextAccess::outside_transactions(const Context& ctx) {
   if (!transaction(ctx)) return ctx;
   auto n = std::const_pointer_cast<ContextNode>(child(ctx.node_));
-  n->outside = true;
+  n->txn = nullptr;
   return Context(std::move(n));
 }
 
@@ -121,15 +131,11 @@ Context ContextAccess::for_reconcile(const Context& ctx, const void* runtime, st
 }
 
 std::int64_t ContextAccess::reconcile_term(const Context& ctx) {
-  for (auto n = ctx.node_.get(); n; n = n->parent.get())
-    if (n->reconcile) return n->term;
-  return 0;
+  return ctx.node_ && ctx.node_->reconcile ? ctx.node_->term : 0;
 }
 
 bool ContextAccess::is_reconcile(const Context& ctx, const void* runtime) {
-  for (auto n = ctx.node_.get(); n; n = n->parent.get())
-    if (n->reconcile) return n->reconcile == runtime;
-  return false;
+  return ctx.node_ && ctx.node_->reconcile && ctx.node_->reconcile == runtime;
 }
 
 Context ContextAccess::for_pass(const Context& ctx, std::int64_t id) {
@@ -139,9 +145,7 @@ Context ContextAccess::for_pass(const Context& ctx, std::int64_t id) {
 }
 
 std::int64_t ContextAccess::pass_object(const Context& ctx) {
-  for (auto n = ctx.node_.get(); n; n = n->parent.get())
-    if (n->pass_object) return n->pass_object;
-  return 0;
+  return ctx.node_ ? ctx.node_->pass_object : 0;
 }
 
 }  // namespace detail

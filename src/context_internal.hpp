@@ -20,6 +20,9 @@ namespace beehive::detail {
 /// otherwise could only look at the flag now and then).
 struct CancelState {
   std::atomic<bool> cancelled{false};
+  /// Whether a cancel function of it is still held: one that nobody can call any more
+  /// will never be cancelled, and contexts derived later leave it out.
+  std::atomic<bool> cancellable{true};
   std::mutex mu;
   std::uint64_t next_token = 0;
   std::vector<std::pair<std::uint64_t, std::function<void()>>> listeners;
@@ -43,15 +46,18 @@ class CancelListener {
   std::vector<std::pair<std::weak_ptr<CancelState>, std::uint64_t>> registered_;
 };
 
+/// What a context is, every field already resolved along its chain: a child copies its
+/// parent's and changes its own. No link to the parent, so that a context derived from
+/// the last one in a loop, a million times, costs what one does to check and to free.
 struct ContextNode {
-  std::shared_ptr<const ContextNode> parent;
-  std::optional<Context::Deadline> deadline;  // effective: min along the chain
-  std::shared_ptr<CancelState> cancelled;     // this node's own, if any
-  std::shared_ptr<Transaction> txn;           // set on a within block's context
-  bool outside = false;  // calls made with it belong to no within block (its parents' either)
-  const void* reconcile = nullptr;  // a reconcile's context: the runtime it belongs to
-  std::int64_t term = 0;            // a reconcile's: the leadership term its pass began in
-  std::int64_t pass_object = 0;     // a pass's context: its object's id
+  std::optional<Context::Deadline> deadline;  // the earliest along the chain
+  /// The with_cancel states along the chain that can still end it: those cancelled, or
+  /// whose cancel function is still held.
+  std::vector<std::shared_ptr<CancelState>> cancels;
+  std::shared_ptr<Transaction> txn;  // the innermost within block it belongs to, or null
+  const void* reconcile = nullptr;   // a reconcile's context: the runtime it belongs to
+  std::int64_t term = 0;             // a reconcile's: the leadership term its pass began in
+  std::int64_t pass_object = 0;      // a pass's context: its object's id
 };
 
 struct ContextAccess {
@@ -79,7 +85,7 @@ struct ContextAccess {
   /// context must look at it now and then (a cancellation is a flag, not a signal). A
   /// deadline alone is waited for until it passes.
   static bool can_be_cancelled(const Context& ctx);
-  /// The innermost node of `ctx`'s chain (null for Context{}).
+  /// The node of `ctx` (null for Context{}).
   static const ContextNode* node(const Context& ctx) { return ctx.node_.get(); }
 };
 

@@ -50,12 +50,18 @@ void BeehiveCore::register_kind(const GroupKind& gk, ReconcileFn fn,
   s.apply(settings_, false);
   s.apply(kind_opts, true);
   std::lock_guard k(kinds_mu_);
+  auto written_before = [&](const char* what) {
+    return Error(errc::invalid_argument,
+                 to_string(gk) + " was written before its controller was registered, at " + what +
+                     " version 0, which its migrator would read as its version 0: register " +
+                     "the controller before the kind's first write");
+  };
   if (entry->migrator && entry->migrator->schema_version_spec() > 0 &&
       (written_unregistered_.count(gk) || writing_unregistered_.count(gk)))
-    throw Error(errc::invalid_argument,
-                to_string(gk) + " was written before its controller was registered, at spec " +
-                    "version 0, which its migrator would read as its version 0: register " +
-                    "the controller before the kind's first write");
+    throw written_before("spec");
+  if (entry->migrator && entry->migrator->schema_version_status() > 0 &&
+      status_written_unregistered_.count(gk))
+    throw written_before("status");
   // Declared only for a controller that is registered: a refused one shows no series.
   if (settings_.metrics)
     entry->metrics = std::make_shared<KindMetrics>(settings_.metrics, gk, s.concurrency);
@@ -85,6 +91,20 @@ SpecVersionClaim BeehiveCore::writing_spec_version(const GroupKind& gk) {
     if (kept) written_unregistered_.insert(gk);
     if (--writing_unregistered_[gk] == 0) writing_unregistered_.erase(gk);
   });
+}
+
+SchemaVersions BeehiveCore::request_versions(const GroupKind& gk, unsigned defaults) {
+  std::lock_guard k(kinds_mu_);
+  if (auto it = kinds_.find(gk); it != kinds_.end()) {
+    auto* m = it->second->migrator.get();
+    return m ? SchemaVersions{m->schema_version_spec(), m->schema_version_status()}
+             : SchemaVersions{};
+  }
+  if (state_ == State::created) {  // registration still open
+    if (defaults & store::kDefaultSpec) written_unregistered_.insert(gk);
+    if (defaults & store::kDefaultStatus) status_written_unregistered_.insert(gk);
+  }
+  return {};
 }
 
 int BeehiveCore::status_version(const GroupKind& gk) const {

@@ -227,6 +227,20 @@ TEST_F(ClientTest, GetOrCreateAppliesOptionsOnlyWhenCreating) {
   EXPECT_EQ(callbacks, 1);
 }
 
+// create_or_update writes over whatever is stored: a resource version precondition is
+// refused, not dropped in silence (which would overwrite another writer's change).
+TEST_F(ClientTest, CreateOrUpdateRefusesAResourceVersion) {
+  Widgets w(bh(), widget_kind);
+  auto a = w.create_or_update(ctx_, "s", {"red", 1});
+  w.update(ctx_, a.id, {"red", 2});  // another writer
+  EXPECT_ERRC(w.create_or_update(ctx_, "s", {"red", 3}, with_resource_version(a.resource_version)),
+              errc::conflicting_option);
+  EXPECT_EQ(w.get(ctx_, a.id).spec.size, 2);
+  EXPECT_ERRC(w.create_or_update(ctx_, "new", {"red", 1}, with_resource_version(1)),
+              errc::conflicting_option);
+  EXPECT_EQ(w.list(ctx_).size(), 1u);
+}
+
 TEST_F(ClientTest, GetOrCreateRejectsWithSlug) {
   Widgets w(bh(), widget_kind);
   EXPECT_ERRC(w.get_or_create(ctx_, "x", {"red", 1}, with_slug("y")), errc::conflicting_option);

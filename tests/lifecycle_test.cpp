@@ -859,6 +859,26 @@ TEST_F(LifecycleTest, AStopThatGivesUpWithNoBlockOpenDoesNotClaimARollback) {
   stop_ = nullptr;
 }
 
+// A stop given a context that has already ended gives up at once, but with nothing in
+// flight it drained all the same: it returns, not "reconciles still running".
+TEST_F(LifecycleTest, AStopGivenAnEndedContextWithNothingInFlightReturns) {
+  register_widgets();
+  widgets().create(ctx_, {"a", 1});
+  start();
+  settle();
+  EXPECT_NO_THROW(stop_(Context{}.with_timeout(-1ms)));
+  stop_ = nullptr;
+  close();
+  open();
+  register_widgets();
+  start();
+  settle();
+  auto [c, cancel] = Context{}.with_cancel();
+  cancel();
+  EXPECT_NO_THROW(stop_(c));
+  stop_ = nullptr;
+}
+
 TEST_F(LifecycleTest, DestructorStopsARunningBeehive) {
   register_widgets(with_concurrency(2));
   for (int i = 0; i < 10; ++i) widgets().create(ctx_, {"a", i});

@@ -520,9 +520,9 @@ TEST_F(MetricsTest, ObjectCountsFollowARelisting) {
 }
 
 /// A controller that ends while a pass runs (here killed; a restart group retires it
-/// too) never hears that pass end: its successor lets it go, and the in-flight gauges a
-/// scrape computes do not count it forever.
-TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
+/// too) never hears that pass end, but the pass runs on: it counts in flight, stuck and
+/// growing, until it ends, whatever its successor does with its object.
+TEST_F(MetricsTest, APassOfAControllerThatEndedCountsInFlightUntilItEnds) {
   auto prom = std::make_shared<PrometheusMetrics>();
   LogCapture log;  // the supervisor logs the restart
   auto stuck = start_with_a_stuck_pass(prom, log);
@@ -532,13 +532,20 @@ TEST_F(MetricsTest, APassOfAControllerThatEndedIsNotInFlightForever) {
     return prom->value(metric::workqueue_longest_running_processor, widget_queue);
   };
   EXPECT_TRUE(eventually([&] { return longest() > 0; }));
-  // Gone meanwhile, so that the new controller has nothing of it to reconcile.
-  w.remove(ctx_, stuck);
   ASSERT_TRUE(crash_controller(*bh_, widget_kind));
-  EXPECT_TRUE(eventually([&] {
-    return longest() == 0 && prom->value(metric::workqueue_unfinished_work, widget_queue) == 0;
-  }));
   EXPECT_TRUE(log.contains("the controller of Widget.acme.com failed"));
+  // The successor is refused the object (busy): the stuck pass still shows, and grows.
+  auto before = longest();
+  EXPECT_GT(before, 0);
+  EXPECT_TRUE(eventually([&] { return longest() > before; }));
+  EXPECT_EQ(prom->value(metric::active_workers, widget_controller), 1);
+  stuck_gate_.open();
+  EXPECT_TRUE(eventually([&] {
+    return longest() == 0 && prom->value(metric::workqueue_unfinished_work, widget_queue) == 0 &&
+           prom->value(metric::active_workers, widget_controller) == 0;
+  }));
+  settle();  // the successor reconciles the object once the pass let it go
+  EXPECT_EQ(recorder_->count(stuck), 2);
 }
 
 /// A controller that replaced one whose pass is stuck is refused its object (busy) until

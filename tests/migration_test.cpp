@@ -510,6 +510,38 @@ TEST_F(MigrationTest, AMigratorRegisteredAfterTheKindWasWrittenIsRefused) {
   EXPECT_EQ(versions(c.create(ctx_, {"Ada", "Lovelace"}).id), std::make_pair(0, 0));
 }
 
+// Through the actor surface likewise, for the version a request leaves unset: a status
+// stored at status version 0 refuses a migrator that versions statuses; a spec given its
+// version, and writes that store no versioned blob (labels), refuse nothing.
+TEST_F(MigrationTest, AnActorsWriteBeforeRegistrationRefusesAMigratorOnlyForTheVersionItLeftUnset) {
+  store_ = open_test_store(dir_.file("m.db"));
+  bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+  auto writer = bh_->store_writer();
+  caf::scoped_actor self{writer->home_system()};
+  auto write = [&](auto request) {
+    ObjectRow out;
+    self->request(writer, caf::infinite, std::move(request))
+        .receive([&](const ObjectRow& row) { out = row; },
+                 [](caf::error& e) { ADD_FAILURE() << to_string(e); });
+    return out;
+  };
+  const GroupKind statuses{"acme.com", "Statuses"}, labelled{"acme.com", "Labelled"};
+  auto s = write(create_request{statuses, nlohmann::json(SpecV2{"S", "1"}).dump(), {}, {}, {}, 1});
+  write(update_status_request{statuses, s.meta.id, 1, nlohmann::json(StatusV{3}).dump()});
+  auto l = write(create_request{labelled, nlohmann::json(SpecV2{"L", "1"}).dump(), {}, {}, {}, 1});
+  write(set_labels_request{labelled, l.meta.id, {{"tier", "web"}}});
+  auto reconcile = [](auto&, auto&, auto&) { return Result{}; };
+  EXPECT_ERRC_WITH(
+      (register_controller<SpecV2, StatusV>(*bh_, statuses, reconcile,
+                                            with_migrator(std::make_shared<Identity<1, 1>>()))),
+      errc::invalid_argument, "at status version 0");
+  // Its specs were given their version: a migrator of specs alone is taken.
+  register_controller<SpecV2, StatusV>(*bh_, statuses, reconcile,
+                                       with_migrator(std::make_shared<Identity<1, 0>>()));
+  register_controller<SpecV2, StatusV>(*bh_, labelled, reconcile,
+                                       with_migrator(std::make_shared<Identity<1, 1>>()));
+}
+
 // Only a write that stores a row leaves that mark: one that failed before registration
 // (no such object, no such owner, a slug taken, a context that ended) wrote nothing a
 // migrator could misread, and does not refuse it.

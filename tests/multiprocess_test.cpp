@@ -278,5 +278,31 @@ TEST_F(ForeignCommitTest, AnotherWritersCommitsWakeControllersAndReachWatches) {
   EXPECT_EQ(c->object.spec.color, "b2");  // not a second copy of "ours"
 }
 
+// Blocks run back to back (each thread's next one deferred behind the other's) leave
+// the writer no moment without a session open: another writer's commit is published as
+// a block ends, not held back for as long as blocks keep coming.
+TEST_F(ForeignCommitTest, AnotherWritersCommitReachesWatchesWhileBlocksRunBackToBack) {
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  start();
+  auto watch = w.watch_list(ctx_);
+  ASSERT_TRUE(watch.next_for(5s).has_value());  // the snapshot
+  std::atomic<bool> done{false};
+  std::vector<std::thread> blocks;
+  for (int i = 0; i < 2; ++i)
+    blocks.emplace_back([&] {
+      while (!done) cc.within(ctx_, [&](const Context& tx) { w.get(tx, a.id); });
+    });
+  auto other_store = sqlite::open(dir_.file("beehive.db"));
+  Beehive other(other_store);
+  auto b = Widgets(other, widget_kind).create(ctx_, {"b", 1});
+  auto c = watch.next_for(5s);
+  done = true;
+  for (auto& t : blocks) t.join();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->object.id, b.id);
+}
+
 }  // namespace
 }  // namespace beehive::test

@@ -68,6 +68,13 @@ TEST_F(StatusTest, FutureGenerationIsRejectedAndOlderLeavesTheObjectUnsettled) {
   auto o = w.create(ctx_, {"a", 1});
   EXPECT_ERRC(cc_->update_status(ctx_, o.id, 2, {true}), errc::observed_generation_future);
   EXPECT_FALSE(w.get(ctx_, o.id).status.has_value());
+  // A condition observed at a generation the object never had, likewise.
+  Condition ahead{"Ready", ConditionStatus::True, "Up", ""};
+  ahead.observed_generation = 2;
+  EXPECT_ERRC(cc_->set_condition(ctx_, o.id, ahead), errc::observed_generation_future);
+  EXPECT_TRUE(w.get(ctx_, o.id).conditions.empty());
+  ahead.observed_generation = 1;
+  cc_->set_condition(ctx_, o.id, ahead);
   w.update(ctx_, o.id, {"a", 2});
   cc_->update_status(ctx_, o.id, 1, {true});  // a pass that saw the old spec
   auto got = w.get(ctx_, o.id);

@@ -77,7 +77,8 @@ class ControllerClient {
   }
 
   /// Sets the condition of `c.type`; an identical, current condition writes nothing.
-  /// Text must be valid UTF-8 (`invalid_argument`).
+  /// Text must be valid UTF-8 (`invalid_argument`); a `c.observed_generation` above the
+  /// object's generation is `observed_generation_future`, as in update_status.
   void set_condition(const Context& ctx, ObjectID id, const Condition& c) const {
     core_.set_condition(ctx, id, c);
   }

@@ -31,14 +31,15 @@
 ///       timers' clock: a ManualClock given to `with_clock` (it moves only when the
 ///       test moves time), else the steady clock.
 ///   workqueue_work_duration_seconds{name}   histogram: from a worker taking an id to the
-///       controller hearing the pass ended (steady clock).
+///       pass's end (steady clock).
 ///   workqueue_unfinished_work_seconds{name} gauge: seconds of work in flight, summed
 ///       over the passes in flight (steady clock).
 ///   workqueue_longest_running_processor_seconds{name} gauge: how long the oldest pass in
 ///       flight has been running (steady clock). These two are reported whenever a pass
 ///       starts or ends; a sink that wants them current at any moment (a stuck pass
 ///       growing) computes them from `work_started` / `work_finished`, as
-///       PrometheusMetrics does at every scrape.
+///       PrometheusMetrics does at every scrape. A pass counts until it ends, also when
+///       its controller was replaced meanwhile or a stop's deadline left it running.
 ///   beehive_objects{kind}                   gauge: the kind's stored objects (deletion-
 ///       pending ones included).
 ///   beehive_unsettled_objects{kind}         gauge: those whose observed generation lags

@@ -90,7 +90,10 @@ class TestBeehive {
   /// not waited for: settle knows beehive's own work only. Negative `d` only settles. Throws
   /// Error(errc::deadline_exceeded) when all that takes over 10 s (a timer re-arming
   /// many times within `d`); `clock().advance(d)` then `settle()` jumps instead, firing
-  /// each due timer once, at the end.
+  /// each due timer once, at the end. Beehive's own resync and housekeeping wake every
+  /// resync interval (30 s by default) and are stepped to as well: an advance of days
+  /// (about a second per simulated day) wants a TestBeehive with a longer
+  /// `with_resync_interval`.
   void advance(std::chrono::milliseconds d);
 
  private:

@@ -15,20 +15,13 @@
 namespace beehive::detail {
 
 /// CAF destroys the state when the actor ends, however it ends (retired with its kind's
-/// restart group, killed, or taken down by a worker): the passes it handed out and never
-/// heard end would otherwise stay in a sink's in-flight set, and
-/// workqueue_longest_running_processor_seconds would grow forever.
+/// restart group, killed, or taken down by a worker). The passes it handed out run on,
+/// and are reported in flight until they end (PassRegistry).
 ControllerState::~ControllerState() {
   for (auto& [n, rp] : requeues) rp.deliver(make_error(errc::stopped, "the controller ended"));
   // Ended during stop's drain (the root's stop would otherwise wait for this answer
   // forever): the root then waits for its workers, whose passes run on, as orphans.
   if (drained) drained->deliver(make_error(errc::stopped, "the controller ended"));
-  if (auto* m = kind ? kind->metrics.get() : nullptr) {
-    try {
-      for (auto& [id, began] : started_at) m->work_abandoned(id);
-    } catch (...) {  // an application's sink that throws must not end the process here
-    }
-  }
 }
 
 namespace {
@@ -120,9 +113,8 @@ void list_kind(Self self, bool with_deletions, Fn then, Failed failed) {
           });
 }
 
-/// Every change of the queue or of the ids in flight ends in dispatch, which reports them.
-/// The in-flight gauges are reported here, when a pass starts or ends; a sink that wants
-/// them current between those moments computes them from work_started / work_finished.
+/// Every change of the queue ends in dispatch, which reports its depth. (The passes in
+/// flight are reported by the workers, as they start and end: see PassRegistry.)
 void report_gauges(ControllerState& st, const KindMetrics& m) {
   // Once stop drains the controller, no id waits for a worker any more: none will get one.
   auto depth = st.draining ? 0 : st.queued.size();
@@ -130,18 +122,6 @@ void report_gauges(ControllerState& st, const KindMetrics& m) {
     st.reported_depth = depth;
     m.queue_depth(depth);
   }
-  if (st.in_flight.size() != st.reported_active) {
-    st.reported_active = st.in_flight.size();
-    m.active_workers(st.reported_active);
-  }
-  auto now = std::chrono::steady_clock::now();
-  double unfinished = 0, longest = 0;
-  for (auto& [id, began] : st.started_at) {
-    double s = std::chrono::duration<double>(now - began).count();
-    unfinished += s;
-    longest = std::max(longest, s);
-  }
-  m.in_flight(unfinished, longest);
 }
 
 /// beehive_objects and beehive_unsettled_objects, when they moved.
@@ -251,9 +231,6 @@ void dispatch(Self self) {
         m->dequeued(now(self) - it->second);
         st.enqueued_at.erase(it);
       }
-      auto began = std::chrono::steady_clock::now();
-      st.started_at[id] = began;
-      m->work_started(id, began);
     }
     jobs.emplace_back(st.idle.back(), id);
     st.idle.pop_back();
@@ -467,15 +444,6 @@ void on_done(Self self, ObjectID id, const Outcome& o, const caf::actor& w) {
   auto& st = self->state;
   st.in_flight.erase(id);
   st.idle.push_back(w);
-  if (auto* m = st.kind->metrics.get()) {
-    if (auto it = st.started_at.find(id); it != st.started_at.end()) {
-      if (o.kind == Outcome::busy)
-        m->work_abandoned(id);  // no pass ran
-      else
-        m->work_finished(id, std::chrono::steady_clock::now() - it->second);
-      st.started_at.erase(it);
-    }
-  }
   st.timers.erase(id);
   const auto& cfg = st.kind->settings;
   bool lifted = st.lifted.erase(id) > 0;
@@ -673,7 +641,7 @@ caf::behavior worker(caf::event_based_actor*, std::shared_ptr<KindEntry> kind, S
   name_this_thread("bh.reconcile");
   return {
       [kind, services](reconcile_atom, ObjectID id) {
-        PassRegistry::Hold hold(*kind->passes, id);
+        PassRegistry::Hold hold(*kind->passes, id, kind->metrics.get());
         if (!hold.held()) return Outcome{Outcome::busy, {}, "a pass before this one still runs"};
         if (auto* m = kind->metrics.get()) {
           auto began = std::chrono::steady_clock::now();  // real time, not the Beehive's clock

@@ -159,14 +159,12 @@ struct ControllerState {
   // store down for an hour is not listed every base_retry; 0 once one succeeds.
   std::chrono::milliseconds relist_step{0}, recount_step{0};
   Time requested_wake{Time::max()};
-  // Metrics only (empty without a sink): when each queued id was queued, when each pass
-  // in flight began (steady clock), the kind's object counts, and the gauge values last
-  // reported, so that an unchanged gauge is not reported again.
+  // Metrics only (empty without a sink): when each queued id was queued, the kind's
+  // object counts, and the gauge values last reported, so that an unchanged gauge is not
+  // reported again.
   std::unordered_map<ObjectID, Time> enqueued_at;
-  std::unordered_map<ObjectID, std::chrono::steady_clock::time_point> started_at;
   ObjectTally tally;
   std::size_t reported_depth = SIZE_MAX;
-  std::size_t reported_active = SIZE_MAX;
   std::pair<std::size_t, std::size_t> reported_objects{SIZE_MAX, SIZE_MAX};
   /// Told that this process no longer leads (leadership_atom), until told it leads
   /// again: it queues, times and schedules nothing meanwhile, whatever the store says.

@@ -9,24 +9,34 @@
 // does not run (Outcome::busy); when the holder ends, the controller current then is told
 // (on_release) and queues the id again.
 //
+// The passes in flight are reported from here (work_started / work_finished, the
+// active-workers and in-flight gauges), as they start and end: a pass its controller no
+// longer hears of (replaced, or left running by a stop's deadline) counts until it ends.
+//
 // Thread-safe: workers enter and leave on their own threads.
 
+#include <chrono>
 #include <functional>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <beehive/group_kind.hpp>
 
 namespace beehive::detail {
 
+class KindMetrics;
+
 class PassRegistry {
  public:
-  /// Holds `id` for one pass: `held()` is false when another pass holds it already.
+  /// Holds `id` for one pass: `held()` is false when another pass holds it already. A
+  /// held pass is reported to `metrics` (when not null) as it starts and ends.
   class Hold {
    public:
-    Hold(PassRegistry& r, ObjectID id) : r_(r), id_(id), held_(r.enter(id)) {}
+    Hold(PassRegistry& r, ObjectID id, const KindMetrics* metrics)
+        : r_(r), id_(id), metrics_(metrics), held_(r.enter(id, metrics)) {}
     ~Hold() {
-      if (held_) r_.leave(id_);
+      if (held_) r_.leave(id_, metrics_);
     }
     Hold(const Hold&) = delete;
     Hold& operator=(const Hold&) = delete;
@@ -35,6 +45,7 @@ class PassRegistry {
    private:
     PassRegistry& r_;
     ObjectID id_;
+    const KindMetrics* metrics_;
     bool held_;
   };
 
@@ -42,13 +53,19 @@ class PassRegistry {
   /// while it held it. Replaces the previous one (each controller sets its own).
   void on_release(std::function<void(ObjectID)> released);
 
- private:
-  bool enter(ObjectID id);
-  void leave(ObjectID id);
+  /// Whether a pass holds an id now.
+  bool running() const;
 
-  std::mutex mu_;
-  std::unordered_set<ObjectID> running_;
-  std::unordered_set<ObjectID> refused_;  // held ids a pass found held
+ private:
+  using Steady = std::chrono::steady_clock;
+  bool enter(ObjectID id, const KindMetrics* m);
+  void leave(ObjectID id, const KindMetrics* m);
+  /// The gauges of the passes in flight; under mu_, so that reports land in order.
+  void report(const KindMetrics& m, Steady::time_point now) const;
+
+  mutable std::mutex mu_;
+  std::unordered_map<ObjectID, Steady::time_point> running_;  // since when
+  std::unordered_set<ObjectID> refused_;                      // held ids a pass found held
   std::function<void(ObjectID)> released_;
 };
 

@@ -579,6 +579,15 @@ void let_gc_finish(Self self) {
       .then([next](int) { next(); }, [next](caf::error&) { next(); });
 }
 
+/// Whether a reconcile runs now, any kind's, whichever controller handed it out. A stop
+/// that gives up reports itself undrained only then: one given an ended context gives
+/// up before idle controllers have answered.
+bool passes_running(const RootState& st) {
+  for (auto& k : st.kinds)
+    if (k->passes->running()) return true;
+  return false;
+}
+
 /// Whether a worker of a controller that is no longer current (crashed, or retired with
 /// its restart group) is still alive: nothing interrupts a pass, so its pass runs on (a
 /// worker ends with its controller once its pass has).
@@ -600,7 +609,7 @@ void await_orphans(Self self) {
   auto next = once([self] { let_gc_finish(self); });
   st.orphans_gone = next;
   st.give_up = [self, next] {
-    self->state.report.drained = false;
+    if (passes_running(self->state)) self->state.report.drained = false;
     self->state.orphans_gone = nullptr;
     next();
   };
@@ -616,7 +625,7 @@ void drain_controllers(Self self) {
   }
   auto next = once([self] { await_orphans(self); });
   st.give_up = [self, next] {
-    self->state.report.drained = false;
+    if (passes_running(self->state)) self->state.report.drained = false;
     next();
   };
   auto pending = std::make_shared<std::size_t>(st.controllers.size());
@@ -629,7 +638,7 @@ void drain_controllers(Self self) {
               [self, one_done, gk = gk](caf::error& err) {
                 auto& st = self->state;
                 if (err == caf::sec::request_timeout) {
-                  st.report.drained = false;
+                  if (passes_running(st)) st.report.drained = false;
                 } else {
                   // It ended (killed, or an error of ours): no longer current, so that
                   // its workers' passes, which run on, are waited for as orphans.

@@ -80,7 +80,7 @@ struct RootConfig {
   /// The store, for the writer's reader (the actor surface's reads).
   std::shared_ptr<store::Backend> backend;
   /// A registered kind's schema versions (see StoreWriterConfig::schema_versions).
-  std::function<SchemaVersions(const GroupKind&)> schema_versions;
+  std::function<SchemaVersions(const GroupKind&, unsigned defaults)> schema_versions;
   std::size_t max_object_bytes = default_max_object_bytes;
   /// The gc's and the event_log's cadence (the resync interval).
   std::chrono::milliseconds cadence{30000};

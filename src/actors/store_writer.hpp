@@ -174,7 +174,7 @@ struct StoreWriterConfig {
   std::shared_ptr<MetricsSink> metrics;
   /// The schema versions of a registered kind (from the runtime's kind registry): an
   /// actor's write without a version is written at these.
-  std::function<SchemaVersions(const GroupKind&)> schema_versions;
+  std::function<SchemaVersions(const GroupKind&, unsigned defaults)> schema_versions;
   /// Subscribed before the writer serves anything: a restarted writer must not commit
   /// a write its predecessor's subscribers would miss.
   std::vector<Subscriber> subscribers;

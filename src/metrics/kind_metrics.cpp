@@ -91,8 +91,6 @@ void KindMetrics::work_finished(ObjectID id, Steady::duration took) const {
   sink_->histogram_observe(metric::workqueue_work_duration, queue_, seconds(took));
 }
 
-void KindMetrics::work_abandoned(ObjectID id) const { sink_->work_finished(queue_, id); }
-
 void KindMetrics::in_flight(double unfinished_seconds, double longest_seconds) const {
   sink_->gauge_set(metric::workqueue_unfinished_work, queue_, unfinished_seconds);
   sink_->gauge_set(metric::workqueue_longest_running_processor, queue_, longest_seconds);

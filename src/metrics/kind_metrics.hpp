@@ -30,12 +30,9 @@ class KindMetrics {
   void added() const;
   /// An id taken by a worker after waiting `waited` (the Beehive's clock) in the queue.
   void dequeued(Time::duration waited) const;
-  /// A pass handed to a worker at `at`, and its end `took` later (the controller's view).
+  /// A pass that began on its worker at `at`, and its end `took` later.
   void work_started(ObjectID id, Steady::time_point at) const;
   void work_finished(ObjectID id, Steady::duration took) const;
-  /// A pass whose end the controller will never hear (it ended first): out of the sink's
-  /// in-flight set, and not observed as a duration.
-  void work_abandoned(ObjectID id) const;
   /// The in-flight gauges: the summed and the longest running time of the passes in flight.
   void in_flight(double unfinished_seconds, double longest_seconds) const;
   /// A failed pass armed a backoff retry.

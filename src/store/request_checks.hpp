@@ -84,8 +84,9 @@ void check_request(const Request& r) {
   if constexpr (requires { r.status_version; }) check_schema_version(r.status_version, "status");
 }
 
-/// The kind's schema versions, for a request that leaves them unset.
-using SchemaVersionsOf = std::function<SchemaVersions(const GroupKind&)>;
+/// The kind's schema versions, for a request that leaves them unset; `defaults` (VersionDefault
+/// bits) says which of them the request is about to store.
+using SchemaVersionsOf = std::function<SchemaVersions(const GroupKind&, unsigned defaults)>;
 
 /// Refuses `version` when the kind is versioned (`current` > 0) and it is above `current`.
 void check_version_readable(const std::optional<int>& version, int current, std::string_view what);
@@ -106,17 +107,28 @@ template <class Request>
 Request prepare_request(const Request& in, const SchemaVersionsOf& versions) {
   check_request(in);
   Request r = in;
-  if constexpr (requires { r.spec_version; }) {
-    make_canonical_json(r.spec, "spec");
-    int current = versions ? versions(r.gk).spec : 0;
-    check_version_readable(r.spec_version, current, "spec");
-    if (!r.spec_version) r.spec_version = current;
-  }
-  if constexpr (requires { r.status_version; }) {
-    make_canonical_json(r.status, "status");
-    int current = versions ? versions(r.gk).status : 0;
-    check_version_readable(r.status_version, current, "status");
-    if (!r.status_version) r.status_version = current;
+  constexpr bool has_spec = requires { r.spec_version; };
+  constexpr bool has_status = requires { r.status_version; };
+  if constexpr (has_spec || has_status) {
+    unsigned defaults = 0;
+    if constexpr (has_spec) {
+      make_canonical_json(r.spec, "spec");
+      if (!r.spec_version) defaults |= kDefaultSpec;
+    }
+    if constexpr (has_status) {
+      make_canonical_json(r.status, "status");
+      if (!r.status_version) defaults |= kDefaultStatus;
+    }
+    // Looked up once the texts are good: `defaults` notes what a write will store.
+    auto current = versions ? versions(r.gk, defaults) : SchemaVersions{};
+    if constexpr (has_spec) {
+      check_version_readable(r.spec_version, current.spec, "spec");
+      if (!r.spec_version) r.spec_version = current.spec;
+    }
+    if constexpr (has_status) {
+      check_version_readable(r.status_version, current.status, "status");
+      if (!r.status_version) r.status_version = current.status;
+    }
   }
   return r;
 }

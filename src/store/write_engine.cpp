@@ -167,7 +167,10 @@ std::int64_t WriteEngine::trim_limit() const {
 
 void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_published) {
   auto& w = *cfg_.writer;
-  if (session_) return;  // its transaction would hide them: next time
+  if (session_) {  // its transaction would hide them: once it ends (catch_up_after_session)
+    foreign_pending_ = true;
+    return;
+  }
   std::int64_t own_max = 0;
   for (auto rv : cursor_->own_rvs) own_max = std::max(own_max, rv);
   auto dv = w.data_version();
@@ -444,7 +447,7 @@ WriteReply WriteEngine::apply(const WriteOp& op, const RowCheck& check, commit_r
              (std::holds_alternative<update_request>(op) ||
               std::holds_alternative<create_or_update_request>(op) ||
               std::holds_alternative<set_labels_request>(op))) {
-    auto current = cfg_.schema_versions(reply.row.meta.group_kind());
+    auto current = cfg_.schema_versions(reply.row.meta.group_kind(), 0);
     detail::require_readable_version(reply.row.spec_version, current.spec, true);
     if (reply.row.status)
       detail::require_readable_version(reply.row.status_version, current.status, false);
@@ -601,6 +604,18 @@ void WriteEngine::abort_session(bool stopped) {
   if (stopped) aborted_session_ = session_;
   cfg_.writer->rollback();
   end_session();
+  catch_up_after_session();
+}
+
+void WriteEngine::catch_up_after_session() {
+  // Blocks run back to back (the next one deferred behind this) would otherwise hide
+  // other processes' commits from every look for as long as they keep coming.
+  if (!std::exchange(foreign_pending_, false)) return;
+  try {
+    publish_noted_commits();
+    publish_foreign_commits();
+  } catch (const std::exception&) {  // a failed read: the next poll tries again
+  }
 }
 
 WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller* caller) {
@@ -662,11 +677,13 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       // read now, see publish.)
       end_session();
       publish(changes);
+      catch_up_after_session();
       break;
     }
     case SessionCmd::rollback:
       w.rollback();
       end_session();
+      catch_up_after_session();
       break;
   }
   return {};

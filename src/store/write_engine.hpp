@@ -135,6 +135,9 @@ struct SchemaVersions {
   int status = 0;
 };
 
+/// Which schema versions a request leaves unset, to be stored at the kind's (bits).
+enum VersionDefault : unsigned { kDefaultSpec = 1, kDefaultStatus = 2 };
+
 /// Where an engine stands in other processes' commits (see publish_foreign_commits). It
 /// outlives the engine: after a writer crashed, the next one goes on from here, so that
 /// what other processes committed meanwhile is published, not skipped.
@@ -170,7 +173,7 @@ struct WriteEngineConfig {
   /// a stored row that a caller decodes back (update, create_or_update, set_labels) is
   /// refused, as the facade's decode refuses it, when the row holds a newer blob, even
   /// without the caller's check (a request from an actor brings no types to decode with).
-  std::function<SchemaVersions(const GroupKind&)> schema_versions;
+  std::function<SchemaVersions(const GroupKind&, unsigned defaults)> schema_versions;
 };
 
 class WriteEngine {
@@ -276,6 +279,8 @@ class WriteEngine {
   void publish(const commit_record& rec, bool own = true);
   /// One of publish_noted_commits' notes.
   void publish_note(const std::string& text);
+  /// The look at other processes' commits a session held back, now that it ended.
+  void catch_up_after_session();
   /// The change log no longer reaches back past `horizon`: chains the others' notes
   /// (all of them sent so far, waited for) from seen_rv, stepping over own versions,
   /// and returns the version reached, or seen_rv when a note is missing before the
@@ -296,6 +301,8 @@ class WriteEngine {
   SteadyTime session_began_;   // metrics only
   std::uint64_t transactions_ = 0;
   std::uint64_t foreign_published_ = 0;
+  /// A look at other processes' commits came while a session was open: done when it ends.
+  bool foreign_pending_ = false;
   bool batching_ = false;  // in a batched group commit (run_group)
   std::chrono::steady_clock::duration last_commit_{};
   // Other processes' commits: the data_version last read (this connection's), and where

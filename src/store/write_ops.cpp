@@ -236,6 +236,11 @@ ObjectRow WriteOps::update_status(const GroupKind& gk, ObjectID id,
 
 ObjectRow WriteOps::set_condition(const GroupKind& gk, ObjectID id, const Condition& c) {
   auto row = require_own(gk, id);
+  if (c.observed_generation > row.meta.generation)
+    throw Error(errc::observed_generation_future, "condition " + c.type + " observed generation " +
+                                                      std::to_string(c.observed_generation) +
+                                                      ", ahead of the object's " +
+                                                      std::to_string(row.meta.generation));
   // As stored: a JSON text's escapes (six bytes for a control character) and each
   // condition's other fields, so that the bound holds whatever their number.
   auto bytes = [](const Condition& x) {

@@ -102,8 +102,10 @@ void TestBeehive::advance(std::chrono::milliseconds d) {
     throw Error(errc::deadline_exceeded,
                 "advance: not done after " + std::to_string(advance_budget.count()) +
                     " s, having stepped through " + std::to_string(steps) +
-                    " timers' due times (a timer re-arming often within the advance, or work "
-                    "that never settles); the clock is at " +
+                    " timers' due times (a timer re-arming often within the advance, work that "
+                    "never settles, or beehive's own resync and housekeeping, which wake every "
+                    "resync interval, 30 s by default: an advance of days needs a longer "
+                    "with_resync_interval); the clock is at " +
                     format_time(clock_->now()));
   }
 }
