@@ -579,6 +579,7 @@ TEST_F(ReconcileApiTest, ConditionsCarryTheirObservedGenerationAndTransitionTime
   EXPECT_EQ(w.get(ctx_, o.id).resource_version, read.resource_version);
   // A new reason or generation is written; the transition time stays until the status moves.
   clock_->advance(5s);
+  w.update(ctx_, o.id, {"a", 2});  // a condition observes a generation the object has had
   ready.reason = "StillStarting";
   ready.observed_generation = 2;
   cc.set_condition(ctx_, o.id, ready);
