@@ -15,8 +15,10 @@ std::shared_ptr<const ContextNode> child(const std::shared_ptr<const ContextNode
   auto n = parent ? std::make_shared<ContextNode>(*parent) : std::make_shared<ContextNode>();
   // A state nobody can cancel any more never ends the context: left out, so that the
   // list stays as short as the cancel functions held.
+  // `cancellable` first: once it reads false, a cancel made before the last function
+  // went is visible in `cancelled` (a state cancelled meanwhile is kept).
   std::erase_if(n->cancels, [](const std::shared_ptr<detail::CancelState>& c) {
-    return !c->cancelled.load() && !c->cancellable.load();
+    return !c->cancellable.load() && !c->cancelled.load();
   });
   return n;
 }

@@ -290,6 +290,14 @@ TEST_F(ForeignCommitTest, AnotherWritersCommitReachesWatchesWhileBlocksRunBackTo
   ASSERT_TRUE(watch.next_for(5s).has_value());  // the snapshot
   std::atomic<bool> done{false};
   std::vector<std::thread> blocks;
+  struct Joined {  // however the test ends
+    std::atomic<bool>& done;
+    std::vector<std::thread>& threads;
+    ~Joined() {
+      done = true;
+      for (auto& t : threads) t.join();
+    }
+  } joined{done, blocks};
   for (int i = 0; i < 2; ++i)
     blocks.emplace_back([&] {
       while (!done) cc.within(ctx_, [&](const Context& tx) { w.get(tx, a.id); });
@@ -298,8 +306,6 @@ TEST_F(ForeignCommitTest, AnotherWritersCommitReachesWatchesWhileBlocksRunBackTo
   Beehive other(other_store);
   auto b = Widgets(other, widget_kind).create(ctx_, {"b", 1});
   auto c = watch.next_for(5s);
-  done = true;
-  for (auto& t : blocks) t.join();
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->object.id, b.id);
 }

@@ -87,12 +87,20 @@ struct OneWidget {
   ObjectID id = 0;
 };
 
-TEST(TestingKit, SettleReturnsOnceEveryPassACreateCausedHasRun) {
+/// A started TestBeehive whose widgets' passes `c` counts.
+struct Counted {
+  Counted() {
+    c.register_on(t.beehive());
+    t.start();
+  }
   TestBeehive t;
   Counting c;
-  c.register_on(t.beehive());
-  Widgets w(t.beehive(), widget_kind);
-  t.start();
+  Widgets w{t.beehive(), widget_kind};
+};
+
+TEST(TestingKit, SettleReturnsOnceEveryPassACreateCausedHasRun) {
+  Counted k;
+  auto& [t, c, w] = k;
   std::vector<ObjectID> ids;
   for (int i = 0; i < 20; ++i) ids.push_back(w.create({}, {"red", i}).id);
   t.settle();
@@ -232,11 +240,8 @@ TEST(TestingKit, SettleHandsEveryCommittedChangeToWatches) {
 // Another writer's commits (a tool, a second beehive on the file) are work a settle
 // waits for: the passes they wake have run, and watches have them, once it returns.
 TEST(TestingKit, SettleWaitsForWhatAnotherWriterOfTheStoreCommitted) {
-  TestBeehive t;
-  Counting c;
-  c.register_on(t.beehive());
-  Widgets w(t.beehive(), widget_kind);
-  t.start();
+  Counted k;
+  auto& [t, c, w] = k;
   auto stream = w.watch_list({});
   t.settle();
   Beehive tool(sqlite::open(t.path().string()));

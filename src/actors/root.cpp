@@ -684,17 +684,16 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
       settle(self, done);  // waits for a writer being restarted, or is settled
       return;
     }
-    // The writer's count of the commits it published, its own and other processes'.
-    self->request(w, caf::infinite, settle_atom::value)
+    self->request(w, caf::infinite, inspect_atom::value)
         .then(
             [self, before, done, died, died_rounds, queued,
-             queued_before](std::uint64_t published) mutable {
+             queued_before](const store_writer_state& s) mutable {
               if (*died && died_rounds < 10)
-                settle_round(self, published, done, died_rounds + 1);
-              else if (published == before && queued->load() == queued_before)
+                settle_round(self, s.transactions, done, died_rounds + 1);
+              else if (s.transactions == before && queued->load() == queued_before)
                 answer(done, {});
               else
-                settle_round(self, published, done);
+                settle_round(self, s.transactions, done);
             },
             [self, done](caf::error&) mutable {
               // The writer died: asked again once the root has heard, of its successor
@@ -744,8 +743,11 @@ void settle(Self self, const SettleReply& done, int retries) {
       answer(done, {});
     return;
   }
+  // The writer first publishes what other processes committed up to now (their wakes
+  // reach the controllers before its answer, so the rounds wait for them); what they
+  // commit later is not waited for, or a busy neighbour would keep a settle going.
   self->request(w, caf::infinite, settle_atom::value)
-      .then([self, done](std::uint64_t published) { settle_round(self, published, done); },
+      .then([self, done](std::uint64_t transactions) { settle_round(self, transactions, done); },
             [self, done, retries](caf::error& err) mutable {
               settle_again(self, done, retries, err);
             });

@@ -565,7 +565,7 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
           } catch (const std::exception&) {  // the next poll tries again
           }
         }
-        return st.engine->transactions() + st.engine->foreign_published();
+        return st.engine->transactions();
       },
       [self](abort_session_atom) -> caf::result<bool> {
         auto& st = self->state;

@@ -120,7 +120,6 @@ void WriteEngine::committed(SteadyTime since, std::size_t requests) {
 void WriteEngine::publish(const commit_record& rec, bool own) {
   if (own) ++transactions_;
   if (rec.empty()) return;
-  if (!own) ++foreign_published_;
   if (own && cfg_.watch_foreign_commits) {
     auto lowest = std::numeric_limits<std::int64_t>::max(), highest = std::int64_t{0};
     auto note = [&](std::int64_t rv) {

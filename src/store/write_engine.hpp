@@ -235,8 +235,6 @@ class WriteEngine {
   std::uint64_t aborted_session() const { return aborted_session_; }
   /// Transactions committed.
   std::uint64_t transactions() const { return transactions_; }
-  /// Records of other processes' commits published.
-  std::uint64_t foreign_published() const { return foreign_published_; }
   /// A sweep under `policy` has committed pages and has more to go: the next
   /// trim_events_request with this policy runs its next page.
   bool sweeping(const trim_events_request& policy) const {
@@ -300,7 +298,6 @@ class WriteEngine {
   commit_record session_rec_;  // what the session changed so far
   SteadyTime session_began_;   // metrics only
   std::uint64_t transactions_ = 0;
-  std::uint64_t foreign_published_ = 0;
   /// A look at other processes' commits came while a session was open: done when it ends.
   bool foreign_pending_ = false;
   bool batching_ = false;  // in a batched group commit (run_group)

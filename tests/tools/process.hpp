@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,16 +122,17 @@ class Process {
     return false;
   }
 
-  /// Whether the child waits in a write, its stdout pipe full (nobody reading it).
-  bool blocked_in_write() const {
+  /// Whether the child waits in a write of its lines (each under a page): its stdout pipe
+  /// has no page left, nobody reading it, and the child sleeps.
+  bool blocked_on_full_stdout() const {
     int unread = 0;
-    if (out_fd_ < 0 || ::ioctl(out_fd_, FIONREAD, &unread) != 0 || unread < 32768) return false;
-    const auto proc = "/proc/" + std::to_string(pid_);
-    std::ifstream syscall(proc + "/syscall"), stat(proc + "/stat");
-    std::string number, pid, name;
+    int capacity = out_fd_ < 0 ? -1 : ::fcntl(out_fd_, F_GETPIPE_SZ);
+    if (capacity < 0 || ::ioctl(out_fd_, FIONREAD, &unread) != 0 || unread <= capacity - 4096)
+      return false;
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string pid, name;
     char state = 0;  // after "PID (NAME)"; the tool's name has no blank
-    return syscall >> number && number == std::to_string(SYS_write) &&
-           stat >> pid >> name >> state && state == 'S';
+    return stat >> pid >> name >> state && state == 'S';
   }
 
   /// Writes all of `text` to the child's stdin (a pipe_stdin process only).

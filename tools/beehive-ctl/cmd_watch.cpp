@@ -116,7 +116,10 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
     auto now = std::chrono::system_clock::now();
     for (auto& [id, s] : existing) table.fit(cells("EXISTING", id, s, now));
     table.print_header(out);
-    for (auto& [id, s] : existing) table.print_row(out, cells("EXISTING", id, s, now));
+    for (auto& [id, s] : existing) {
+      table.print_row(out, cells("EXISTING", id, s, now));
+      if (stop_requested()) return 0;  // after the row in progress
+    }
   }
 
   int changes = 0;
@@ -159,7 +162,7 @@ int run_watch(Database& db, const WatchOptions& o, std::ostream& out) {
       if (c.type == ChangeType::Deleted && (c.parts & object_change::created)) continue;
       table.print_row(out, cells(event_name(c.type), c.ref.id, seen(c.row->meta),
                                  std::chrono::system_clock::now()));
-      if (!out) return 0;
+      if (!out || stop_requested()) return 0;
       if (o.max_changes && ++changes >= *o.max_changes) return 0;
     }
     version = std::max(version, log.head);

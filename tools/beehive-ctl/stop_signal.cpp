@@ -33,8 +33,9 @@ void install_stop_handlers() {
   sa.sa_handler = on_stop_signal;
   // A write blocked on a full pipe (a paused pager) resumes after the signal, so the row
   // it was printing ends whole and the watch stops cleanly after it; poll is never
-  // restarted, so a sleeping watch still wakes at once.
-  sa.sa_flags = SA_RESTART;
+  // restarted, so a sleeping watch still wakes at once. A second signal ends the process
+  // as the default action does (a reader that never reads again cannot hold it).
+  sa.sa_flags = SA_RESTART | SA_RESETHAND;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
