@@ -52,6 +52,8 @@ bool StreamCoreBase::refuses_locked() {
 void StreamCoreBase::close() {
   {
     std::lock_guard lk(mu_);
+    // Ended by the caller before the producer's end was read through: no error.
+    if (!ended_) error_ = {};
     ended_ = true;
     abandon_pending_locked();
   }
@@ -102,6 +104,7 @@ bool StreamCoreBase::wait_pending(std::unique_lock<std::mutex>& lk, std::optiona
     if (ended_) return false;
     if (ctx_.done()) {
       ended_ = true;  // the consumer's own context: no error, drop the rest
+      error_ = {};
       abandon_pending_locked();
       return false;
     }

@@ -155,6 +155,31 @@ TEST(StreamTest, FinishDeliversWhatIsPendingThenEndsWithTheError) {
   EXPECT_EQ(s.error(), errc::stopped);
 }
 
+// The caller ending a stream whose producer ended (values still pending) ends it: no
+// error, as a close or the caller's context says; read through, it keeps the producer's.
+TEST(StreamTest, AStreamTheCallerEndsBeforeReadingThroughHasNoError) {
+  auto closed = std::make_shared<Core>(Context{});
+  Stream<int> s(closed);
+  closed->push(1, 1);
+  closed->finish(errc::stopped);
+  s.close();
+  EXPECT_FALSE(s.error());
+  auto [ctx, cancel] = Context{}.with_cancel();
+  auto cancelled = std::make_shared<Core>(ctx);
+  Stream<int> t(cancelled);
+  cancelled->push(1, 1);
+  cancelled->finish(errc::stopped);
+  cancel();
+  EXPECT_FALSE(t.next().has_value());
+  EXPECT_FALSE(t.error());
+  auto read = std::make_shared<Core>(Context{});
+  Stream<int> u(read);
+  read->finish(errc::stopped);
+  EXPECT_FALSE(u.next().has_value());
+  u.close();
+  EXPECT_EQ(u.error(), errc::stopped);
+}
+
 TEST(StreamTest, CloseEndsWithoutErrorAndRunsTheEndCallbackOnce) {
   auto core = std::make_shared<Core>(Context{});
   int ended = 0;
