@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "controller_fixture.hpp"
+#include "writer_state.hpp"
 
 namespace beehive::test {
 namespace {
@@ -17,6 +18,34 @@ class WithinTest : public ControllerTest {
   }
   std::unique_ptr<ControllerClient<WidgetStatus>> cc_;
 };
+
+// Writes that waited behind a block are served as the queue serves writes: side by side,
+// they commit together once the block ends, not a transaction each.
+TEST_F(WithinTest, WritesThatWaitedBehindABlockCommitTogether) {
+  auto w = widgets();
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(w.create(ctx_, {"a", i}).id);
+  std::promise<void> entered, release;
+  std::thread block([&] {
+    cc_->within(ctx_, [&](const Context& tx) {
+      w.update(tx, ids[0], {"block", 0});
+      entered.set_value();
+      release.get_future().wait();
+    });
+  });
+  entered.get_future().wait();
+  std::vector<std::thread> writers;
+  for (int i = 1; i < 8; ++i)
+    writers.emplace_back([&, i] { w.update(ctx_, ids[i], {"after", i}); });
+  bool waiting = eventually([&] { return writer_state(*bh_).deferred == 7; });
+  auto before = writer_transactions(*bh_);
+  release.set_value();
+  block.join();
+  for (auto& t : writers) t.join();
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ(writer_transactions(*bh_) - before, 2u);  // the block's, then the seven's
+  for (int i = 1; i < 8; ++i) EXPECT_EQ(w.get(ctx_, ids[i]).spec.color, "after");
+}
 
 TEST_F(WithinTest, CommitsEverythingTogether) {
   auto w = widgets();

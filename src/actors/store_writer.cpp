@@ -74,11 +74,26 @@ bool forget_subscriber(StoreWriterState& st, const caf::actor_addr& a, bool app_
          0;
 }
 
-/// Runs what waited for a session to end, until another session begins.
+bool groupable(const StoreWriterState& st, const BlockingWrite& w);
+void serve_batch(StoreWriterState& st, std::vector<BlockingWritePtr> batch);
+
+/// Runs what waited for a session to end, until another session begins. Plain writes
+/// that waited side by side are served as the queue serves them (group commits), not a
+/// transaction each: a long block must not cost its waiters their grouping.
 void run_deferred(StoreWriterState& st) {
   if (st.running_deferred) return;  // the loop below is already at it
   st.running_deferred = true;
   while (!st.engine->in_session() && !st.deferred.empty()) {
+    std::vector<BlockingWritePtr> run;
+    while (!st.closed && !st.deferred.empty() && st.deferred.front().write &&
+           groupable(st, *st.deferred.front().write)) {
+      run.push_back(std::move(st.deferred.front().write));
+      st.deferred.pop_front();
+    }
+    if (!run.empty()) {
+      serve_batch(st, std::move(run));
+      continue;
+    }
     auto job = std::move(st.deferred.front());
     st.deferred.pop_front();
     if (st.closed)
