@@ -231,7 +231,9 @@ class Client {
   /// delete is `Modified`; the physical removal `Deleted`, with the final body.
   /// Conflated: a slow reader gets each object's latest state. The stream ends with its
   /// context, on close, or with `errc::stopped` when the beehive stops. With
-  /// with_resume_from(rv): no snapshot, the changes above `rv`, then live. A change whose
+  /// with_resume_from(rv): no snapshot, the changes above `rv`, then live (`rv` 0, the
+  /// position of a stream whose snapshot was not all delivered, is watch_too_old: list
+  /// afresh). A change whose
   /// row this build cannot decode (a newer schema version, say) is logged and skipped,
   /// and the stream's resource_version() stays below it, so that a resume (by a build
   /// that reads it) replays it; a removal is delivered all the same, its metadata alone

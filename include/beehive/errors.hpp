@@ -45,7 +45,7 @@ enum class errc : std::uint8_t {
   deadline_exceeded,           ///< the call's context passed its deadline
   store,                       ///< the database failed; the message carries SQLite's
   conflict,                    ///< with_resource_version named a version the object no longer has
-  watch_too_old,               ///< with_resume_from below what the change log still holds
+  watch_too_old,               ///< with_resume_from below what the change log still holds, or 0
   watch_too_new,               ///< with_resume_from above the store's resource version
 };
 

@@ -84,7 +84,7 @@ class Stream {
   /// with with_resume_from starts at its `rv`). So a quiet watch's position follows the
   /// store's, and stays within the change log's retention. Never past a change skipped
   /// because its row did not decode. 0 while the snapshot is being delivered, and for
-  /// other streams.
+  /// other streams: no position (a resume from 0 is watch_too_old).
   std::int64_t resource_version() const { return core_ ? core_->position() : 0; }
 
   /// Ends the stream now, dropping anything undelivered. Idempotent.

@@ -177,7 +177,10 @@ void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Rea
     }
     auto log = r.changes_since(*from, gk, oid);
     // (Above the head: the facade refused it at once; an actor's request ends here.)
-    if (*from < log.horizon || *from > log.head)
+    // 0 is no position: a stream reads it while its snapshot is delivered, and a reader
+    // that stopped part-way holds objects whose removal a replay from 0 would fold away
+    // (created and removed above it). Too old, then: the reader lists afresh.
+    if (*from == 0 || *from < log.horizon || *from > log.head)
       return caf::make_message(std::move(changes), log.head, true);
     for (auto& c : log.changes)
       // An object created and removed above the resume point: the reader never had it.
