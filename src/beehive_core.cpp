@@ -118,9 +118,12 @@ BeehiveCore::BeehiveCore(caf::actor_system* sys, std::shared_ptr<Store> store,
     return request_versions(gk, defaults);
   };
   cfg->max_object_bytes = max_object_bytes();
-  // Housekeeping keeps a cadence when resync is off: retention must hold all the same.
-  cfg->cadence = settings_.resync_interval.value_or(KindSettings{}.resync);
-  if (cfg->cadence.count() <= 0) cfg->cadence = KindSettings{}.resync;
+  // Housekeeping (gc, retention, the log's trim) runs at least at the default resync's
+  // cadence: a long resync, or none, must not let the change log and the event runs
+  // grow past their retention for as long.
+  const auto default_cadence = KindSettings{}.resync;
+  cfg->cadence = settings_.resync_interval.value_or(default_cadence);
+  if (cfg->cadence.count() <= 0 || cfg->cadence > default_cadence) cfg->cadence = default_cadence;
   if (auto& r = settings_.change_log_retention) cfg->change_log_retention = {r->first, r->second};
   ForgetSystem forget(own_sys_ != nullptr);
   root_ = sys_->spawn<caf::hidden>(detail::root, std::move(cfg));

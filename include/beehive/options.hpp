@@ -2,8 +2,8 @@
 
 /// Options, dispatched by the call that receives them: each call reads the options it
 /// understands and ignores the rest (so one list can be shared), except where an option
-/// contradicts a positional argument (`with_slug` given to `create_or_update` or
-/// `get_or_create` is `errc::conflicting_option`).
+/// contradicts the call (`with_slug` given to `create_or_update` or `get_or_create`, and
+/// `with_resource_version` given to `create_or_update`, are `errc::conflicting_option`).
 ///
 ///   Option      create, create_or_update, get_or_create, update, remove, set_labels,
 ///               update_status, Beehive, register_controller
@@ -99,8 +99,9 @@ Option with_on_create(std::function<void(const Context&)> fn);
 /// Beehive (default for every kind) or register_controller: resync period;
 /// zero or negative disables resync. Given to the Beehive it is also the cadence of
 /// garbage collection, event retention and the change log's trim (which also run at
-/// start, and the collection after the commits that unblock a deletion); with resync
-/// disabled they keep the default cadence, 30 s, so that retention still holds.
+/// start, and the collection after the commits that unblock a deletion) when shorter
+/// than 30 s; otherwise, and with resync disabled, they run every 30 s, so that
+/// retention holds whatever the resync.
 Option with_resync_interval(std::chrono::milliseconds d);
 /// Beehive or register_controller: cap on the retry backoff; zero or negative is ignored.
 Option with_max_retry_interval(std::chrono::milliseconds d);

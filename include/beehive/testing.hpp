@@ -90,10 +90,9 @@ class TestBeehive {
   /// not waited for: settle knows beehive's own work only. Negative `d` only settles. Throws
   /// Error(errc::deadline_exceeded) when all that takes over 10 s (a timer re-arming
   /// many times within `d`); `clock().advance(d)` then `settle()` jumps instead, firing
-  /// each due timer once, at the end. Beehive's own resync and housekeeping wake every
-  /// resync interval (30 s by default) and are stepped to as well: an advance of days
-  /// (about a second per simulated day) wants a TestBeehive with a longer
-  /// `with_resync_interval`.
+  /// each due timer once, at the end. Beehive's own housekeeping wakes every 30 s at
+  /// most (resync every resync interval) and is stepped to as well: an advance of days
+  /// takes about a second per simulated day; jump over days instead.
   void advance(std::chrono::milliseconds d);
 
  private:

@@ -82,7 +82,7 @@ struct RootConfig {
   /// A registered kind's schema versions (see StoreWriterConfig::schema_versions).
   std::function<SchemaVersions(const GroupKind&, unsigned defaults)> schema_versions;
   std::size_t max_object_bytes = default_max_object_bytes;
-  /// The gc's and the event_log's cadence (the resync interval).
+  /// The gc's and the event_log's cadence (the resync interval, at most 30 s).
   std::chrono::milliseconds cadence{30000};
   /// What the gc keeps of the change log (with_change_log_retention's defaults).
   trim_change_log_request change_log_retention{100000, std::chrono::minutes(5)};
