@@ -110,11 +110,12 @@ void require_json_text(std::string_view text, std::string_view what) {
   // a string's escapes, and PostgreSQL's text would cut it off.
   TextCheck check;
   if (text.find('\0') != std::string_view::npos || !nlohmann::json::sax_parse(text, &check)) {
+    // Its size, not its digits: the number may be a secret (a card number, say).
     if (!check.big.empty())
-      throw Error(errc::invalid_argument, std::string(what) + " holds an integer beyond 64 bits (" +
-                                              check.big.substr(0, 40) +
-                                              (check.big.size() > 40 ? "..." : "") +
-                                              "), which would lose digits: write it as a string");
+      throw Error(errc::invalid_argument,
+                  std::string(what) + " holds an integer of " +
+                      std::to_string(check.big.size() - (check.big[0] == '-')) +
+                      " digits, beyond 64 bits, which would lose digits: write it as a string");
     throw Error(errc::invalid_argument, std::string(what) + " is not JSON text");
   }
 }

@@ -281,6 +281,35 @@ TEST(ChangeLog, AReaderThatResumesFromItsPositionHoldsWhatTheStoreHolds) {
   EXPECT_EQ(held, stored);
 }
 
+// A stream reads 0 while its snapshot is delivered: a reader that stopped part-way
+// holds some of the snapshot's objects, and a replay from 0 would fold away the removal
+// of one of them (created and removed above 0). 0 is too old: the reader lists afresh.
+TEST(ChangeLog, AResumeFromAPositionReadMidSnapshotIsTooOld) {
+  TestBeehive t;
+  Widgets w(t.beehive(), widget_kind);
+  t.start();  // the gc removes what is deleted
+  for (int i = 0; i < 3; ++i) w.create({}, {"w" + std::to_string(i), 1});
+  auto first = w.watch_list({});
+  auto had = next(first).object.id;
+  auto position = first.resource_version();
+  first.close();
+  ASSERT_EQ(position, 0);  // the snapshot not all delivered
+  w.remove({}, had);
+  t.settle();
+  ASSERT_EQ(w.list({}).size(), 2u);
+  auto second = w.watch_list({}, with_resume_from(position));
+  EXPECT_FALSE(second.next_for(5s));
+  EXPECT_EQ(second.error(), make_error_code(errc::watch_too_old));
+  // So is 0 on a store never written to, whose snapshot was empty.
+  TestBeehive fresh;
+  Widgets none(fresh.beehive(), widget_kind);
+  auto empty = none.watch_list({});
+  EXPECT_EQ(empty.resource_version(), 0);
+  auto again = none.watch_list({}, with_resume_from(empty.resource_version()));
+  EXPECT_FALSE(again.next_for(5s));
+  EXPECT_EQ(again.error(), make_error_code(errc::watch_too_old));
+}
+
 TEST(ChangeLog, OneObjectsWatchResumesToo) {
   TestBeehive t;
   Widgets w(t.beehive(), widget_kind);
@@ -306,7 +335,9 @@ TEST(ChangeLog, APositionReadAfterTheStreamEndedKeepsWhatItDropped) {
     TestBeehive t;
     Widgets w(t.beehive(), widget_kind);
     auto [c, cancel] = Context{}.with_cancel();
-    auto s = w.watch_list(c);  // of no object yet: nothing to deliver
+    w.create({}, {"earlier", 1});  // a position of 0 would be too old
+    auto s = w.watch_list(c);
+    next(s);  // the snapshot: "earlier"
     auto a = w.create({}, {"a", 1});
     t.settle();  // a's creation is pending in s, undelivered
     auto before = s.resource_version();
@@ -396,6 +427,21 @@ TEST(ChangeLog, TheGcTrimsToTheRetentionAndOlderPositionsAreTooOld) {
   auto head = w.get({}, a.id).resource_version;
   auto ok = w.watch_list({}, with_resume_from(head - 1));
   EXPECT_EQ(next(ok).object.spec.size, 6);
+}
+
+// A long resync does not stretch housekeeping: the trim runs every 30 s at most, so
+// the log stays within its retention (with a daily resync it grew for a day).
+TEST(ChangeLog, ALongResyncStillTrimsTheLogEveryHalfMinute) {
+  TestBeehive t(with_change_log_retention(3, 1min), with_resync_interval(24h));
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  auto a = w.create({}, {"a", 0});
+  for (int i = 1; i <= 6; ++i) w.update({}, a.id, {"a", i});
+  t.settle();
+  t.advance(1min);  // the entries now old enough to go
+  EXPECT_EQ(log_size(t.path()), 7u);
+  t.advance(30s);  // the next housekeeping
+  EXPECT_EQ(log_size(t.path()), 3u);
 }
 
 // An age bound of centuries (milliseconds::max(), the usual "for ever") with no count

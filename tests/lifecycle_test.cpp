@@ -234,6 +234,29 @@ TEST_F(LifecycleTest, ARestartThatCannotSpawnAWorkerIsTriedAgainLater) {
   restart_failing_after(1, caf::actor_cast<caf::actor>(bh_->scheduler()), "scheduler");
 }
 
+// Near the clock's end the retry's due time saturates at it ("never", as every timer
+// there): it overflowed into the past, so that the retry came at once (undefined
+// behaviour, and no spacing between retries).
+TEST_F(LifecycleTest, ARestartRetryAtTheEndOfTimeWaitsForTheClock) {
+  LogCapture log;
+  open(with_logger(log.logger()));
+  register_widgets();
+  auto w = widgets();
+  start();
+  auto o = w.create(ctx_, {"o", 1});
+  ASSERT_TRUE(eventually([&] { return recorder_->count(o.id) == 1; }));
+  clock_->set(Time::max() - 500ms);
+  settle();
+  int before = recorder_->count(o.id);  // the resync that came due
+  detail::faults::worker_spawns_before_failure = 0;
+  caf::anon_send_exit(caf::actor_cast<caf::actor>(*bh_->controller(widget_kind)),
+                      caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] { return log.contains("cannot be restarted"); }));
+  w.update(ctx_, o.id, {"o", 2});
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), before);  // no controller: the retry is not due
+}
+
 // A settle while the store writer is being restarted (its connection opening) waits for
 // its successor and for the work that needed it: it used to count no writer as quiet and
 // return while a pass waited to write.

@@ -11,6 +11,8 @@
 #include <caf/exit_reason.hpp>
 #include <caf/sec.hpp>
 
+#include <beehive/detail/saturate.hpp>
+
 #include "actors/event_log.hpp"
 #include "actors/gc.hpp"
 #include "actors/reader.hpp"
@@ -339,7 +341,7 @@ void arm_retry(Self self) {
   auto me = caf::actor_cast<caf::actor>(self);
   if (st.scheduler)
     self->send(st.scheduler, timer_at_atom::value, me,
-               st.cfg->services.timers->now() + restart_retry);
+               saturating_add(st.cfg->services.timers->now(), restart_retry));
   else
     self->delayed_send(self, restart_retry, wake_atom::value);
 }

@@ -216,6 +216,7 @@ TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
       R"({"group": "acme.com", "kind": "Widget", "slug": "x", "spec": {"n": 123456789012345678901234567890}})");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("beyond 64 bits"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("1234567890"), std::string::npos) << r.err;  // not quoted: a secret?
   EXPECT_TRUE(widgets().list(ctx_).empty());
 
   r = ctl({"apply", "-f", dir_.file("missing.json").string()});
