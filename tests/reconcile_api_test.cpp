@@ -494,6 +494,34 @@ TEST_F(ReconcileApiTest, AWatchedKindsChangeReconcilesTheMappedIdsAndAThrowingMa
   EXPECT_EQ(recorder_->count(first.id), 2);
 }
 
+// A controller slower than the commits (here: a map it runs that blocks) takes what they
+// woke in one batch once it catches up, each object once, rather than a message per
+// commit: what waits for it is bounded by the objects written, not by the write rate.
+TEST_F(ReconcileApiTest, AControllerSlowerThanTheCommitsTakesThemFoldedPerObject) {
+  Gate gate;
+  std::atomic<int> maps{0};
+  auto stop_first = stop_before_locals();
+  register_widgets(with_resync_interval(0s),
+                   with_watches(gadget_kind, [&](const ObjectMeta&) -> std::vector<ObjectID> {
+                     if (++maps == 1) gate.pass();  // the first holds the controller
+                     return {ObjectID(1)};
+                   }));
+  start();
+  auto w = widgets().create(ctx_, {"watcher", 1});
+  ASSERT_EQ(w.id, 1);
+  ASSERT_TRUE(eventually([&] { return recorder_->count(w.id) == 1; }));
+  Gadgets g(*bh_, gadget_kind);
+  auto gadget = g.create(ctx_, {"x", 0});
+  gate.wait_entered();
+  for (int i = 1; i <= 300; ++i) g.update(ctx_, gadget.id, {"x", i});
+  gate.open();
+  settle();
+  // The held one, then the 300 updates folded into one change (a take racing the
+  // updates may split them once).
+  EXPECT_LE(maps.load(), 3);
+  EXPECT_GE(recorder_->count(w.id), 2);
+}
+
 // -- 5. now, log --------------------------------------------------------------------------
 
 TEST_F(ReconcileApiTest, APassReadsTheBeehivesClockAndLogsWithItsKindAndId) {

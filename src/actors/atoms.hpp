@@ -62,6 +62,11 @@ using released_atom = caf::atom_constant<caf::atom("released")>;
 /// the hub's mailbox holds at most one, whatever the write rate.
 using hub_wake_atom = caf::atom_constant<caf::atom("hubwake")>;
 
+// -- record_inbox -------------------------------------------------------------
+/// Tells a controller that its inbox holds something. Sent only when it was not woken
+/// already, so the controller's mailbox holds at most one, whatever the write rate.
+using records_atom = caf::atom_constant<caf::atom("records")>;
+
 // -- settle -------------------------------------------------------------------
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 

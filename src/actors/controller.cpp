@@ -654,11 +654,64 @@ caf::behavior worker(caf::event_based_actor*, std::shared_ptr<KindEntry> kind, S
   };
 }
 
+/// Queues what a commit record (or several, folded by the inbox) names for this kind:
+/// its own objects created, respecified or being deleted, the owners and watchers of
+/// the objects changed, dependents woken, requeues; forgets the objects removed.
+void on_records(Self self, const commit_record& rec) {
+  auto& st = self->state;
+  auto& gk = st.kind->gk;
+  const auto& cfg = st.kind->settings;
+  // Other processes' changes this process will never hear of (the change log was
+  // trimmed past what it had read): everything, as a takeover does.
+  if (rec.lost_through > 0 && !st.draining) {
+    // Not restarting a standby (it lists when it takes over), nor while the start
+    // listing is out: that one may have been read before those changes, and is
+    // followed by another once it ends. The counts missed them all the same.
+    if (st.dispatching && leads(self)) {
+      restart(self);
+    } else {
+      if (st.start_listing) st.lost_while_listing = true;
+      if (st.kind->metrics) count_objects(self);
+    }
+  }
+  for (auto& c : rec.changes) {
+    // Rows at or below the start listing's versions were reconciled from it.
+    if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
+      enqueue(self, c.row.meta.id, true);  // a new spec, or a deletion: lifts a terminal mark
+    if (wakes_owner(gk, cfg, c)) enqueue(self, c.owner->id);
+    for (auto& [other, map] : cfg.watches)
+      if (of_kind(c.row.meta, other))
+        for (auto id : map_watched(self, other, map, c.row.meta)) enqueue(self, id);
+  }
+  for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
+    if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
+  for (auto& ref : rec.backoff_resets)  // before their requeues below
+    if (ref.group == gk.group && ref.kind == gk.kind) st.backoff.erase(ref.id);
+  for (auto& ref : rec.requeues)  // by hand, through the change log
+    if (ref.group == gk.group && ref.kind == gk.kind) {
+      st.timers.erase(ref.id);
+      enqueue(self, ref.id, true);  // lifts a terminal mark
+    }
+  // Last: a removed object the same commit also woke (a dependency's wake, its
+  // child's removal in the same cascade, a requeue) is not queued again.
+  for (auto& c : rec.changes)
+    if ((c.parts & object_change::removed) && of_kind(c.row.meta, gk)) forget(self, c.row.meta.id);
+  if (auto* m = st.kind->metrics.get()) {
+    for (auto& c : rec.changes)
+      if (c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)
+        st.tally.changed(c.row.meta, c.parts & object_change::removed);
+    report_objects(st, *m);
+  }
+  dispatch(self);
+}
+
 controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> kind,
                                           Services services, scheduler_impl scheduler,
-                                          std::vector<caf::actor> workers) {
+                                          std::vector<caf::actor> workers, RecordInboxPtr inbox) {
   auto& st = self->state;
   st.kind = std::move(kind);
+  st.inbox = std::move(inbox);
+  st.inbox->attach(self->address());
   st.services = std::move(services);
   st.scheduler = std::move(scheduler);
   for (auto& w : workers) {
@@ -707,54 +760,8 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
           st.settling.check(idle(self));
         }
       },
-      [self](const commit_record& rec) {
-        auto& st = self->state;
-        auto& gk = st.kind->gk;
-        const auto& cfg = st.kind->settings;
-        // Other processes' changes this process will never hear of (the change log was
-        // trimmed past what it had read): everything, as a takeover does.
-        if (rec.lost_through > 0 && !st.draining) {
-          // Not restarting a standby (it lists when it takes over), nor while the start
-          // listing is out: that one may have been read before those changes, and is
-          // followed by another once it ends. The counts missed them all the same.
-          if (st.dispatching && leads(self)) {
-            restart(self);
-          } else {
-            if (st.start_listing) st.lost_while_listing = true;
-            if (st.kind->metrics) count_objects(self);
-          }
-        }
-        for (auto& c : rec.changes) {
-          // Rows at or below the start listing's versions were reconciled from it.
-          if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
-            enqueue(self, c.row.meta.id, true);  // a new spec, or a deletion: lifts a terminal mark
-          if (wakes_owner(gk, cfg, c)) enqueue(self, c.owner->id);
-          for (auto& [other, map] : cfg.watches)
-            if (of_kind(c.row.meta, other))
-              for (auto id : map_watched(self, other, map, c.row.meta)) enqueue(self, id);
-        }
-        for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
-          if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
-        for (auto& ref : rec.backoff_resets)  // before their requeues below
-          if (ref.group == gk.group && ref.kind == gk.kind) st.backoff.erase(ref.id);
-        for (auto& ref : rec.requeues)  // by hand, through the change log
-          if (ref.group == gk.group && ref.kind == gk.kind) {
-            st.timers.erase(ref.id);
-            enqueue(self, ref.id, true);  // lifts a terminal mark
-          }
-        // Last: a removed object the same commit also woke (a dependency's wake, its
-        // child's removal in the same cascade, a requeue) is not queued again.
-        for (auto& c : rec.changes)
-          if ((c.parts & object_change::removed) && of_kind(c.row.meta, gk))
-            forget(self, c.row.meta.id);
-        if (auto* m = st.kind->metrics.get()) {
-          for (auto& c : rec.changes)
-            if (c.row.meta.group == gk.group && c.row.meta.kind == gk.kind)
-              st.tally.changed(c.row.meta, c.parts & object_change::removed);
-          report_objects(st, *m);
-        }
-        dispatch(self);
-      },
+      [self](const commit_record& rec) { on_records(self, rec); },
+      [self](records_atom) { on_records(self, self->state.inbox->take()); },
       [self](wake_atom) { on_wake(self); },
       [self](const requeue_request& r) -> caf::result<bool> {
         auto rp = self->make_response_promise<bool>();

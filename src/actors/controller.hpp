@@ -97,13 +97,12 @@ using BlockingRequeuePtr = std::shared_ptr<BlockingRequeue>;
 
 /// The controller's full interface: the public one plus the root's, the scheduler's,
 /// the writer's and the facade's messages.
-using controller_impl =
-    controller_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<leadership_atom, bool>,
-                             caf::reacts_to<commit_record>, caf::reacts_to<wake_atom>,
-                             caf::replies_to<drain_atom>::with<bool>, caf::reacts_to<shutdown_atom>,
-                             caf::replies_to<settle_atom>::with<bool>,
-                             caf::reacts_to<BlockingRequeuePtr>,
-                             caf::reacts_to<released_atom, ObjectID>>;
+using controller_impl = controller_actor::extend<
+    caf::reacts_to<start_atom>, caf::reacts_to<leadership_atom, bool>,
+    caf::reacts_to<commit_record>, caf::reacts_to<records_atom>, caf::reacts_to<wake_atom>,
+    caf::replies_to<drain_atom>::with<bool>, caf::reacts_to<shutdown_atom>,
+    caf::replies_to<settle_atom>::with<bool>, caf::reacts_to<BlockingRequeuePtr>,
+    caf::reacts_to<released_atom, ObjectID>>;
 
 struct ControllerState {
   ControllerState() = default;
@@ -115,6 +114,8 @@ struct ControllerState {
   std::shared_ptr<KindEntry> kind;
   Services services;
   scheduler_impl scheduler;
+  /// The commit records it wants, folded by the writer (records_atom says when).
+  RecordInboxPtr inbox;
 
   /// The ids waiting for a worker, in order: those in `queued`. An id forgotten while
   /// queued stays here until dispatch reaches it and skips it (or a compaction drops
@@ -202,10 +203,11 @@ bool controller_wants(const GroupKind& gk, const KindSettings& s, const commit_r
                       bool counts_objects = false);
 
 /// `workers` are the kind's workers (see worker); the controller links itself to them.
+/// `inbox` is where the writer folds the commit records it wants (it attaches to it).
 controller_impl::behavior_type controller(controller_impl::stateful_pointer<ControllerState> self,
                                           std::shared_ptr<KindEntry> kind, Services services,
-                                          scheduler_impl scheduler,
-                                          std::vector<caf::actor> workers);
+                                          scheduler_impl scheduler, std::vector<caf::actor> workers,
+                                          RecordInboxPtr inbox);
 
 /// A worker of `kind`'s controller: answers `reconcile_atom, id` with the pass's Outcome.
 caf::behavior worker(caf::event_based_actor* self, std::shared_ptr<KindEntry> kind,

@@ -89,7 +89,8 @@ void spawn_writer(Self self, std::unique_ptr<store::Writer> connection) {
   auto wc = std::make_shared<StoreWriterConfig>();
   // The subscribers come with the writer, not in later messages: a caller's write can
   // reach a new writer before anything sent to it afterwards.
-  for (auto& [gk, c] : st.controllers) wc->subscribers.push_back({c, controller_filter(st, gk)});
+  for (auto& [gk, c] : st.controllers)
+    wc->subscribers.push_back({c.actor, controller_filter(st, gk), false, c.inbox});
   wc->hub = caf::actor_cast<caf::actor>(st.hub);
   wc->hub_feed = cfg.hub_feed;
   wc->foreign_cursor = cfg.foreign_cursor;
@@ -169,13 +170,14 @@ caf::actor spawn_controller(Self self, const std::shared_ptr<KindEntry>& entry) 
     self->monitor(w);
     workers.push_back(w);
   }
+  auto inbox = std::make_shared<RecordInbox>();
   auto c = caf::actor_cast<caf::actor>(
-      self->spawn(detail::controller, entry, st.cfg->services, st.scheduler, workers));
+      self->spawn(detail::controller, entry, st.cfg->services, st.scheduler, workers, inbox));
   for (auto& w : workers) st.workers[w.address()] = c;
   self->monitor(c);
-  st.controllers[entry->gk] = c;
+  st.controllers[entry->gk] = {c, inbox};
   st.cfg->directory->set_controller(entry->gk, c);
-  self->send(st.writer, subscribe_atom::value, c, controller_filter(st, entry->gk));
+  self->send(st.writer, subscribe_atom::value, c, controller_filter(st, entry->gk), inbox);
   return c;
 }
 
@@ -237,7 +239,7 @@ std::vector<caf::actor> respawn_periodic(Self self) {
 void retire_controllers(Self self) {
   auto& st = self->state;
   for (auto& [gk, c] : st.controllers) {
-    retire(self, c);
+    retire(self, c.actor);
     st.cfg->directory->set_controller(gk, nullptr);
   }
   st.controllers.clear();
@@ -483,7 +485,7 @@ void restart(Self self, const caf::down_msg& m) {
   }
   for (auto& entry : st.kinds) {
     auto it = st.controllers.find(entry->gk);
-    if (it != st.controllers.end() && it->second.address() == m.source) {
+    if (it != st.controllers.end() && it->second.actor.address() == m.source) {
       auto what = "the controller of " + to_string(entry->gk);
       log_restart(self, what, m.reason);
       ++entry->restarts;
@@ -596,7 +598,7 @@ bool passes_running(const RootState& st) {
 bool orphans_left(const RootState& st) {
   return std::any_of(st.workers.begin(), st.workers.end(), [&](const auto& w) {
     return std::none_of(st.controllers.begin(), st.controllers.end(),
-                        [&](const auto& c) { return c.second == w.second; });
+                        [&](const auto& c) { return c.second.actor == w.second; });
   });
 }
 
@@ -635,7 +637,7 @@ void drain_controllers(Self self) {
     if (--*pending == 0) next();
   };
   for (auto& [gk, c] : st.controllers)
-    self->request(c, time_left(st), drain_atom::value)
+    self->request(c.actor, time_left(st), drain_atom::value)
         .then([one_done](bool) { one_done(); },
               [self, one_done, gk = gk](caf::error& err) {
                 auto& st = self->state;
@@ -675,7 +677,7 @@ void settle_round(Self self, std::uint64_t before, const SettleReply& done, int 
   const auto queued = st.cfg->services.work_queued;
   const auto queued_before = queued->load();
   std::vector<caf::actor> targets;
-  for (auto& [gk, c] : st.controllers) targets.push_back(c);
+  for (auto& [gk, c] : st.controllers) targets.push_back(c.actor);
   for (auto* a : {&st.gc, &st.event_log})
     if (*a) targets.push_back(*a);
   if (st.hub) targets.push_back(caf::actor_cast<caf::actor>(st.hub));
@@ -800,7 +802,7 @@ root_actor::behavior_type root(Self self, std::shared_ptr<RootConfig> cfg) {
         // (controllers, the gc, the event log's sweeps) is taken up or left.
         auto& st = self->state;
         if (st.phase != RootState::Phase::running) return;
-        for (auto& [gk, c] : st.controllers) caf::anon_send(c, leadership_atom::value, leads);
+        for (auto& [gk, c] : st.controllers) caf::anon_send(c.actor, leadership_atom::value, leads);
         if (st.gc) caf::anon_send(st.gc, leadership_atom::value, leads);
         if (st.event_log) caf::anon_send(st.event_log, leadership_atom::value, leads);
       },

@@ -130,7 +130,12 @@ struct RootState {
   scheduler_impl scheduler;
   caf::actor gc;
   caf::actor event_log;
-  std::map<GroupKind, caf::actor> controllers;
+  /// Each kind's controller, and the inbox the writer folds its commit records into.
+  struct Controller {
+    caf::actor actor;
+    RecordInboxPtr inbox;
+  };
+  std::map<GroupKind, Controller> controllers;
   /// Every worker still alive, and the controller it works for.
   std::map<caf::actor_addr, caf::actor> workers;
   int clock_token = 0;  // the ManualClock subscription that ticks the scheduler

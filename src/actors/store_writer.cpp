@@ -53,7 +53,12 @@ using Self = store_writer_impl::stateful_pointer<StoreWriterState>;
 /// while the hub has watches.
 void publish(StoreWriterState& st, const commit_record& rec) {
   for (auto& s : st.subscribers)
-    if (!s.wants || s.wants(rec)) caf::anon_send(s.actor, rec);
+    if (!s.wants || s.wants(rec)) {
+      if (s.inbox)
+        s.inbox->post(rec);
+      else
+        caf::anon_send(s.actor, rec);
+    }
   if (st.hub) {
     // A read-modify-write: a full barrier between the commit and the read of the count
     // (a fence would do too, but ThreadSanitizer does not model fences). The inbox, not
@@ -543,6 +548,11 @@ store_writer_impl::behavior_type store_writer(Self self, std::shared_ptr<StoreWr
       [self](subscribe_atom, const caf::actor& a, const RecordFilter& wants) {
         self->state.subscribers.push_back({a, wants});
         self->monitor(a);  // a crashed one's successor subscribes anew
+      },
+      [self](subscribe_atom, const caf::actor& a, const RecordFilter& wants,
+             const RecordInboxPtr& inbox) {
+        self->state.subscribers.push_back({a, wants, false, inbox});
+        self->monitor(a);
       },
       // An application ends its own subscription only: a controller's handle sent here
       // by mistake must not stop that controller's wakes.

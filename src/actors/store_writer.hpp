@@ -40,6 +40,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/hub_inbox.hpp"
+#include "actors/record_inbox.hpp"
 #include "actors/store_reader.hpp"
 #include "actors/write_queue.hpp"
 #include "rendezvous.hpp"
@@ -123,6 +124,9 @@ struct Subscriber {
   caf::actor actor;
   RecordFilter wants;
   bool app = false;  // the application's (AppSubscribers), told `watch_ended` at stop
+  /// A controller's: the records it wants are folded in there (bounded by the objects
+  /// they name) rather than sent one message each.
+  RecordInboxPtr inbox{};
 };
 
 using store_writer_impl = store_writer_actor::extend<
@@ -130,6 +134,7 @@ using store_writer_impl = store_writer_actor::extend<
     caf::replies_to<abort_session_atom>::with<bool>, caf::reacts_to<poll_foreign_atom>,
     caf::reacts_to<foreign_commit_atom>, caf::reacts_to<hub_atom, caf::actor>,
     caf::reacts_to<subscribe_atom, caf::actor, RecordFilter>,
+    caf::reacts_to<subscribe_atom, caf::actor, RecordFilter, RecordInboxPtr>,
     caf::reacts_to<retire_atom, caf::actor>, caf::reacts_to<sweep_page_atom>,
     caf::reacts_to<drain_atom>, caf::replies_to<settle_atom>::with<std::uint64_t>>;
 
