@@ -1593,6 +1593,36 @@ TEST_F(PostgresStore, ConnectionsCommitDurablyAndGiveUpOnASilentNetworkInSeconds
   EXPECT_EQ(setting("", std::chrono::seconds(3)).second, "3000");  // the writer's: its stall limit
 }
 
+// A session the server ends while statements begun ahead run: what was begun fails as
+// lost, and the next statements run on a new session. (When libpq has read the FATAL
+// but not yet the end of the stream it cannot leave pipeline mode: the connection then
+// counts as lost too; that window is a race this test does not hit every time.)
+TEST_F(PostgresStore, ASessionEndedByTheServerMidPipelineIsMadeAgain) {
+  store::pg::Connection c(std::getenv("BEEHIVE_TEST_PG"), test_schema_for(db_path()),
+                          std::chrono::seconds(5));
+  auto pid = c.pipeline({{"", "SELECT pg_backend_pid()", {}}}).at(0).str(0, 0);
+  c.exec("BEGIN");
+  store::pg::Connection other(std::getenv("BEEHIVE_TEST_PG"), test_schema_for(db_path()),
+                              std::chrono::seconds(5));
+  auto killer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(100ms);  // a sleeping statement is a wait, not a settle
+    other.exec("SELECT pg_terminate_backend(" + pid + ")");
+  });
+  // Begun ahead, as the writer begins its next transaction with a commit: the session
+  // ends while they run, and they are read later.
+  c.send_after({{"", "SELECT pg_sleep(2)", {}}, {"", "SELECT 2", {}}});
+  c.pipeline({{"", "SELECT 1", {}}});
+  killer.get();
+  EXPECT_THROW(c.take_after(), Error);
+  EXPECT_TRUE(c.lost());
+  try {
+    c.exec("SELECT 1");  // the transaction's next statement hears that it is gone, once
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), make_error_code(errc::store)) << e.what();
+  }
+  EXPECT_EQ(c.pipeline({{"", "SELECT 3", {}}}).at(0).str(0, 0), "3");
+}
+
 // beehive-ctl's read session: the server refuses its writes, on the connection that
 // replaces a lost one too.
 TEST_F(PostgresStore, AReadOnlyConnectionStaysReadOnlyWhenMadeAgain) {

@@ -363,6 +363,14 @@ void Connection::drop() {
   dropped_ = true;
 }
 
+void Connection::exit_pipeline() {
+  // libpq refuses while it is still busy: the server ended the session in the middle of
+  // the pipeline (its FATAL read as a statement's result, the end of the stream not
+  // yet). Left so, the connection would stay "connected" in pipeline mode, and fail
+  // every statement after: it is lost.
+  if (!PQexitPipelineMode(conn_)) drop();
+}
+
 void Connection::ensure() {
   // Idle, nothing is due from the server: anything to read is its goodbye (a FATAL
   // message, the end of the stream), so the connection is made anew.
@@ -643,7 +651,7 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
   if (!sent) {
     // Whatever is left of the pipeline is unusable: drop the connection's state.
     after_sent_ = 0;
-    PQexitPipelineMode(conn_);
+    exit_pipeline();
     settle();
     if (first_error) fail(first_error, statements.front().name);
     fail(nullptr, statements.front().name);
@@ -654,7 +662,7 @@ std::vector<Result> Connection::pipeline(std::vector<Statement> statements,
     in_txn_ = true;  // what was sent after is still running: see read_after
     return results;
   }
-  PQexitPipelineMode(conn_);
+  exit_pipeline();
   settle();
   if (cancelled) {
     // The cancel request travels on a connection of its own: when the statement ended
@@ -690,7 +698,7 @@ void Connection::read_after(const std::function<bool()>& keep_waiting) {
   rd.end();
   const bool sent = rd.sent, cancelled = rd.cancelled;
   PGresult* first_error = rd.first_error;
-  PQexitPipelineMode(conn_);
+  exit_pipeline();
   settle();
   if (first_error) {
     after_error_ = PQresultErrorMessage(first_error);

@@ -217,6 +217,9 @@ class Connection {
   void ensure();
   /// Records whether the connection is inside a transaction after a statement.
   void settle();
+  /// Leaves pipeline mode; a connection that cannot (libpq still busy: the server ended
+  /// the session mid-pipeline) is lost.
+  void exit_pipeline();
   /// Reads a pipeline's results in order, up to its sync: waits as `wait` allows (see
   /// await_result), keeps the first failure (a statement aborted by an earlier failure
   /// is not one), and notes when the connection went.
