@@ -108,7 +108,9 @@ using store_writer_request_types =
 /// processes' changes were trimmed from the change log before this process read them.
 /// A subscription lasts until `unsubscribe_atom`, the subscriber's end, or the stop
 /// (the subscriber then receives `watch_ended`); it carries over to a store_writer
-/// restarted after a crash. Subscribing twice delivers once.
+/// restarted after a crash. Subscribing twice delivers once. Every commit is sent, one
+/// message each: a subscriber slower than the writer accumulates them in its mailbox
+/// (a watch with `watch_request::pull` is the bounded feed).
 ///
 /// A write from an actor gets the checks the blocking facade makes (UTF-8 text, JSON
 /// text nested at most max_json_depth deep, stored in canonical form, size bounds); an
