@@ -12,6 +12,7 @@
 #include <beehive/actors.hpp>
 #include <beehive/testing.hpp>
 
+#include "actors/record_inbox.hpp"
 #include "actors/schedule_table.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/spawn_faults.hpp"
@@ -1999,6 +2000,40 @@ TEST(ScheduleTable, AWatchOpenedAfterTheStreamsEndedEndsAtOnce) {
   table->watch(1, core);
   EXPECT_TRUE(core->done());
   EXPECT_EQ(core->error(), make_error_code(errc::stopped));
+}
+
+// A controller's inbox folds what waits per object, and wakes it once; a record posted
+// before the controller attached (it is spawned, the writer already posts) wakes it as
+// it attaches: the wake went to nobody and was never sent again.
+TEST_F(ActorTest, AControllersRecordInboxFoldsPerObjectAndWakesWhoAttachesLate) {
+  detail::RecordInbox inbox;
+  auto change = [](ObjectID id, unsigned parts, std::int64_t rv) {
+    object_change c;
+    c.type = ChangeType::Modified;
+    c.row.meta.id = id;
+    c.row.meta.resource_version = rv;
+    c.parts = parts;
+    return commit_record{{c}};
+  };
+  caf::scoped_actor self{sys_};
+  auto wakes = [&] {
+    int n = 0;
+    for (bool quiet = false; !quiet;)
+      self->receive([&](detail::records_atom) { ++n; },
+                    caf::after(std::chrono::milliseconds(200)) >> [&] { quiet = true; });
+    return n;
+  };
+  inbox.post(change(1, object_change::spec, 2));
+  inbox.attach(self->address());
+  EXPECT_EQ(wakes(), 1);  // at the attach
+  inbox.post(change(1, object_change::status, 3));
+  inbox.post(change(2, object_change::created, 4));
+  EXPECT_EQ(wakes(), 0);  // woken already, not taken since
+  auto batch = inbox.take();
+  ASSERT_EQ(batch.changes.size(), 2u);
+  EXPECT_EQ(batch.changes[0].row.meta.resource_version, 3);
+  EXPECT_EQ(batch.changes[0].parts, object_change::spec | object_change::status);
+  EXPECT_EQ(inbox.size(), 0u);
 }
 
 TEST_F(ActorTest, AStalledWatcherNeitherBlocksWritersNorGrowsWithWrites) {

@@ -23,9 +23,16 @@ void add_refs(std::vector<Ref>& to, std::unordered_set<ObjectID>& seen,
 }  // namespace
 
 void RecordInbox::attach(caf::actor_addr controller) {
-  std::lock_guard lk(mu_);
-  controller_ = std::move(controller);
-  woken_ = false;
+  caf::actor wake;
+  {
+    std::lock_guard lk(mu_);
+    controller_ = std::move(controller);
+    // What was posted before found nobody to wake.
+    woken_ = !batch_.changes.empty() || !batch_.wakes.empty() || !batch_.requeues.empty() ||
+             !batch_.backoff_resets.empty() || batch_.lost_through > 0;
+    if (woken_) wake = caf::actor_cast<caf::actor>(controller_);
+  }
+  if (wake) caf::anon_send(wake, records_atom::value);
 }
 
 void RecordInbox::post(const commit_record& rec) {

@@ -27,7 +27,8 @@ namespace beehive::detail {
 
 class RecordInbox {
  public:
-  /// `controller` receives the wakes (`records_atom`) from now on.
+  /// `controller` receives the wakes (`records_atom`) from now on; woken at once when
+  /// something waits.
   void attach(caf::actor_addr controller);
   /// Folds in what `rec` names; wakes the controller when it was not woken already.
   void post(const commit_record& rec);

@@ -173,6 +173,9 @@ caf::actor spawn_controller(Self self, const std::shared_ptr<KindEntry>& entry) 
   auto inbox = std::make_shared<RecordInbox>();
   auto c = caf::actor_cast<caf::actor>(
       self->spawn(detail::controller, entry, st.cfg->services, st.scheduler, workers, inbox));
+  // Now, not in the controller's init (its first activation, later): a commit the
+  // writer posts meanwhile must find someone to wake.
+  inbox->attach(c.address());
   for (auto& w : workers) st.workers[w.address()] = c;
   self->monitor(c);
   st.controllers[entry->gk] = {c, inbox};
