@@ -236,7 +236,9 @@ class Client {
   /// afresh). A change whose
   /// row this build cannot decode (a newer schema version, say) is logged and skipped,
   /// and the stream's resource_version() stays below it, so that a resume (by a build
-  /// that reads it) replays it; a removal is delivered all the same, its metadata alone
+  /// that reads it) replays it (held at 0, below the store's first row, the resume is
+  /// watch_too_old: the listing afresh has it); a removal is delivered all the same, its
+  /// metadata alone
   /// (default spec, no status).
   template <class... Opts>
   Stream<Change<Spec, Status>> watch(const Context& ctx, ObjectID id, const Opts&... opts) const {

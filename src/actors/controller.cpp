@@ -271,7 +271,7 @@ void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
     if (st.dirty.insert(id).second) {
       ++*st.services.work_queued;
       // Queued behind its own pass: its schedule reads now, as a queued object's does.
-      st.kind->schedules->set(id, st.services.timers->wall_now());
+      st.kind->schedules->set(id, st.services.timers->now());
       if (m && !readded) {
         st.enqueued_at[id] = now(self);
         m->added();
@@ -282,7 +282,7 @@ void enqueue(Self self, ObjectID id, bool lift = false, bool readded = false) {
   if (st.queued.insert(id).second) {
     ++*st.services.work_queued;
     st.queue.push_back(id);
-    st.kind->schedules->set(id, st.services.timers->wall_now());
+    st.kind->schedules->set(id, st.services.timers->now());
     if (m && !readded) {
       st.enqueued_at[id] = now(self);
       m->added();
@@ -311,7 +311,7 @@ void arm_timer(Self self, ObjectID id, Time due) {
     return;
   }
   self->state.timers.set(id, due);
-  self->state.kind->schedules->set(id, wall);
+  self->state.kind->schedules->set(id, due);
 }
 
 /// The object was removed (ids are never reused): nothing of it stays queued, timed or
@@ -710,10 +710,10 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
                                           std::vector<caf::actor> workers, RecordInboxPtr inbox) {
   auto& st = self->state;
   st.kind = std::move(kind);
-  st.inbox = std::move(inbox);
-  st.inbox->attach(self->address());
+  st.inbox = std::move(inbox);  // attached by the root, before it subscribes
   st.services = std::move(services);
   st.scheduler = std::move(scheduler);
+  st.kind->schedules->use(st.services.timers);
   for (auto& w : workers) {
     self->link_to(w);  // workers end with their controller, and it with any of them
     st.idle.push_back(w);

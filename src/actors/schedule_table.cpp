@@ -16,7 +16,18 @@ namespace beehive::detail {
 Schedule ScheduleTable::get(ObjectID id) const {
   std::lock_guard lk(mu_);
   auto it = next_.find(id);
-  return it == next_.end() ? Schedule{} : Schedule{it->second};
+  return it == next_.end() ? Schedule{} : shown(it->second);
+}
+
+void ScheduleTable::use(std::shared_ptr<const TimerClock> timers) {
+  std::lock_guard lk(mu_);
+  timers_ = std::move(timers);
+}
+
+Schedule ScheduleTable::shown(Time due) const {
+  // Converted as it is read: a wall clock stepped since the object was scheduled does
+  // not leave the time shown an hour off until the next reschedule.
+  return {timers_ ? timers_->to_wall(due) : due};
 }
 
 void ScheduleTable::set(ObjectID id, Time t) {
@@ -24,7 +35,7 @@ void ScheduleTable::set(ObjectID id, Time t) {
   auto& slot = next_[id];
   if (slot == t) return;
   slot = t;
-  publish_locked(id, {t});
+  publish_locked(id, shown(t));
 }
 
 void ScheduleTable::clear(ObjectID id) {
@@ -46,7 +57,7 @@ void ScheduleTable::watch_actor(ObjectID id, caf::actor subscriber) {
     std::lock_guard lk(mu_);
     auto it = next_.find(id);
     caf::anon_send(subscriber,
-                   schedule_change{id, it == next_.end() ? Schedule{} : Schedule{it->second}});
+                   schedule_change{id, it == next_.end() ? Schedule{} : shown(it->second)});
     auto [first, last] = actor_watches_.equal_range(id);
     if (std::none_of(first, last, [&](const auto& kv) { return kv.second.address() == addr; }))
       actor_watches_.emplace(id, subscriber);
@@ -104,7 +115,7 @@ void ScheduleTable::watch(ObjectID id, const std::shared_ptr<StreamCore<Schedule
     return;
   }
   auto it = next_.find(id);
-  core->push(id, it == next_.end() ? Schedule{} : Schedule{it->second});
+  core->push(id, it == next_.end() ? Schedule{} : shown(it->second));
   // An ended stream leaves its entry until its object's schedule changes, which for a
   // settled or missing object is never: swept once they could be half the table.
   if (watches_.size() >= 2 * swept_at_) {

@@ -20,14 +20,21 @@
 #include <beehive/schedule.hpp>
 #include <beehive/time.hpp>
 
+#include "actors/timer_clock.hpp"
+
 namespace beehive::detail {
 
 /// Per-object next-reconcile times, written by the kind's controller, readable from any
 /// thread without a message, and streamed to schedule watches on every change.
 class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
  public:
+  /// Converts the due times it holds (on the timers' time line) to the Beehive's clock
+  /// as they are read: the kind's controller gives its own at spawn.
+  void use(std::shared_ptr<const TimerClock> timers);
+  /// `id`'s next reconcile, on the Beehive's clock as it reads now.
   Schedule get(ObjectID id) const;
-  void set(ObjectID id, Time t);
+  /// `due` on the timers' time line (TimerClock::now()).
+  void set(ObjectID id, Time due);
   void clear(ObjectID id);
   /// Clears every object's entry (each watch hears the zero Schedule): nothing is
   /// scheduled any more, as on a controller that stopped leading.
@@ -50,11 +57,14 @@ class ScheduleTable : public std::enable_shared_from_this<ScheduleTable> {
 
  private:
   void publish_locked(ObjectID id, Schedule s);
+  /// `due` as shown: on the Beehive's clock (under mu_).
+  Schedule shown(Time due) const;
   /// Ends every watch of `subscriber` (it exited).
   void forget_actor(const caf::actor_addr& subscriber);
 
   mutable std::mutex mu_;
-  std::unordered_map<ObjectID, Time> next_;
+  std::shared_ptr<const TimerClock> timers_;
+  std::unordered_map<ObjectID, Time> next_;  // on the timers' time line
   std::unordered_multimap<ObjectID, std::weak_ptr<StreamCore<Schedule>>> watches_;
   std::unordered_multimap<ObjectID, caf::actor> actor_watches_;
   std::unordered_set<caf::actor_addr> attached_;  // subscribers told to forget us on exit

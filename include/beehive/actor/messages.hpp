@@ -93,7 +93,8 @@ struct event_watch_request {
 /// Sent to an actor subscriber when its subscription ends, with why:
 /// - `errc::stopped`: the beehive stopped;
 /// - `errc::watch_too_old` / `errc::watch_too_new`: its `resume_from` lies below what the
-///   change log still holds, or above its head (subscribe afresh, without it);
+///   change log still holds (or is 0, no position), or above its head (subscribe afresh,
+///   without it);
 /// - `errc::store`: the watch hub failed; its restart serves a new subscription.
 /// A pulled subscription that ended answers a later `pull_atom` with `not_found`.
 struct watch_ended {
