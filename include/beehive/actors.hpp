@@ -19,6 +19,11 @@
 /// as the facade checks its calls and writes it at the kind's schema version unless the
 /// request names one. `actor_handles(bh)` returns every actor's handle at once.
 ///
+/// The surface is privileged: a request may write what only a kind's controller writes
+/// through its ControllerClient (status, conditions, finalizers, events, dependency
+/// edges) for any kind, whether or not this beehive runs its controller. Hand the
+/// handles only to code you trust to act as that controller.
+///
 /// Writes and reads go to the store_writer (it hands reads to a reader on the read
 /// connections), watches to the watch_hub, requeue and schedules to the kind's controller,
 /// event writes, reads and retention sweeps to the event_log (or, for event writes
