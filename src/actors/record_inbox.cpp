@@ -8,6 +8,7 @@
 #include <caf/send.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/hub_inbox.hpp"
 
 namespace beehive::detail {
 
@@ -29,7 +30,7 @@ void RecordInbox::attach(caf::actor_addr controller) {
     controller_ = std::move(controller);
     // What was posted before found nobody to wake.
     woken_ = !batch_.changes.empty() || !batch_.wakes.empty() || !batch_.requeues.empty() ||
-             !batch_.backoff_resets.empty() || batch_.lost_through > 0;
+             !batch_.backoff_resets.empty() || batch_.edges_removed || batch_.lost_through > 0;
     if (woken_) wake = caf::actor_cast<caf::actor>(controller_);
   }
   if (wake) caf::anon_send(wake, records_atom::value);
@@ -45,14 +46,10 @@ void RecordInbox::post(const commit_record& rec) {
         batch_.changes.push_back(c);
         continue;
       }
+      // What the commits did together (as the hub folds them), and an owner once known
+      // (ids are never reused, nor owners changed).
       auto& pending = batch_.changes[at->second];
-      // What the commits did together: every part, the newest row (a removal's final
-      // body), an owner once known (ids are never reused, nor owners changed).
-      pending.type = pending.type == ChangeType::Added && c.type == ChangeType::Modified
-                         ? ChangeType::Added
-                         : c.type;
-      pending.parts |= c.parts;
-      pending.row = c.row;
+      merge_changes(pending, object_change(c));
       if (c.owner) pending.owner = c.owner;
     }
     add_refs(batch_.wakes, woken_ids_, rec.wakes);
