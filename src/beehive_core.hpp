@@ -115,8 +115,9 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   caf::actor gc() const;
   caf::actor event_log() const;
   scheduler_actor scheduler() const;
-  /// When the scheduler's first timer falls due, on the timers' time line; none when no
-  /// timer is armed or before start (the test kit steps a ManualClock through them).
+  /// When the scheduler's first timer falls due, on the timers' time line, housekeeping's
+  /// (the gc's and the event log's cadence) left out; none when no such timer is armed
+  /// or before start (the test kit steps a ManualClock through them).
   std::optional<Time> next_timer() const;
   /// The reader actor (reader.hpp), where the hub reads watch snapshots; for tests that
   /// hold it up.

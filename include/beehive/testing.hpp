@@ -90,9 +90,10 @@ class TestBeehive {
   /// not waited for: settle knows beehive's own work only. Negative `d` only settles. Throws
   /// Error(errc::deadline_exceeded) when all that takes over 10 s (a timer re-arming
   /// many times within `d`); `clock().advance(d)` then `settle()` jumps instead, firing
-  /// each due timer once, at the end. Beehive's own housekeeping wakes every 30 s at
-  /// most (resync every resync interval) and is stepped to as well: an advance of days
-  /// takes about a second per simulated day; jump over days instead.
+  /// each due timer once, at the end. Beehive's own housekeeping (its gc and event log
+  /// sweeps, every 30 s at most) is not stepped to: it runs at the times the other
+  /// timers and the end land on. Resync is a timer (every 30 s by default): an advance
+  /// of days with it takes about a second per simulated day.
   void advance(std::chrono::milliseconds d);
 
  private:

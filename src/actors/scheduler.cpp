@@ -111,6 +111,16 @@ scheduler_impl::behavior_type scheduler(Self self, std::shared_ptr<const TimerCl
         fire_and_rearm(self);
       },
       [self](inspect_atom, tick_atom) { return self->state.ticks_sent; },
+      // The earliest wake but those of `skipped`, on the Beehive's clock; Time::max()
+      // when none (the testing kit steps past housekeeping: see TestBeehive::advance).
+      [self](inspect_atom, const std::vector<caf::actor>& skipped) {
+        Time earliest = Time::max();
+        for (auto& w : self->state.wakes)
+          if (std::find(skipped.begin(), skipped.end(), w.target) == skipped.end())
+            earliest =
+                std::min(earliest, w.wall_due ? *w.wall_due : self->state.clock->to_wall(w.due));
+        return earliest;
+      },
       [self](inspect_atom) {
         scheduler_state out;
         out.wakes = self->state.wakes.size();

@@ -30,7 +30,8 @@ namespace beehive::detail {
 using scheduler_impl =
     scheduler_actor::extend<caf::reacts_to<tick_atom>, caf::reacts_to<tick_atom, Time>,
                             caf::reacts_to<timer_at_atom, caf::actor, Time>,
-                            caf::replies_to<inspect_atom, tick_atom>::with<std::size_t>>;
+                            caf::replies_to<inspect_atom, tick_atom>::with<std::size_t>,
+                            caf::replies_to<inspect_atom, std::vector<caf::actor>>::with<Time>>;
 
 struct SchedulerState {
   std::shared_ptr<const TimerClock> clock;

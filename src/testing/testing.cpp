@@ -103,9 +103,9 @@ void TestBeehive::advance(std::chrono::milliseconds d) {
                 "advance: not done after " + std::to_string(advance_budget.count()) +
                     " s, having stepped through " + std::to_string(steps) +
                     " timers' due times (a timer re-arming often within the advance, work that "
-                    "never settles, or beehive's own housekeeping, which wakes every 30 s at "
-                    "most: jump over days with clock().advance(d) then settle()); the clock "
-                    "is at " +
+                    "never settles, or resync, every resync interval, 30 s by default: an "
+                    "advance of days needs a longer with_resync_interval, or a jump with "
+                    "clock().advance(d) then settle()); the clock is at " +
                     format_time(clock_->now()));
   }
 }
