@@ -106,6 +106,12 @@ void BeehiveCore::within(const Context& ctx, const std::function<void(const Cont
     }
   };
   if (auto txn = ContextAccess::transaction(ctx)) {
+    // Each level costs a few KB of the caller's stack: a runaway recursion gets an error,
+    // not a crash (about 2 250 levels overflowed a default 8 MiB stack).
+    constexpr std::size_t max_nesting = 1000;
+    if (txn->depth() + 1 >= max_nesting)
+      throw Error(errc::invalid_argument,
+                  "within blocks nest at most " + std::to_string(max_nesting) + " deep");
     step(txn, SessionCmd::savepoint);
     txn->mark();
     try {

@@ -41,6 +41,9 @@ class Transaction {
 
   std::vector<std::function<void()>> take_post_commit() { return std::move(post_commit_); }
 
+  /// Nested blocks open now (0 in the outermost block alone).
+  std::size_t depth() const { return marks_.size(); }
+
  private:
   const void* owner_;
   std::uint64_t session_;

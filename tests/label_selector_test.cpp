@@ -12,6 +12,7 @@
 
 #include <beehive/errors.hpp>
 
+#include "storable_text.hpp"
 #include "store/label_selector.hpp"
 
 namespace beehive::store {
@@ -187,6 +188,20 @@ TEST(LabelSelector, ParseErrorsNameTheBadPart) {
   EXPECT_NE(bad_key.find("\"-bad\""), std::string::npos) << bad_key;
   const auto dangling = message_of([] { LabelSelector::parse("a=1,"); });
   EXPECT_NE(dangling.find("the end"), std::string::npos) << dangling;
+}
+
+// A selector is quoted in its error cut to 80 bytes: at a character's end, so that the
+// message stays UTF-8 (it may go on into JSON or an event); the cut split a character.
+TEST(LabelSelector, AnErrorQuotesALongSelectorAsUtf8) {
+  for (std::size_t pad = 76; pad <= 80; ++pad) {
+    const auto text = std::string(pad, 'x') + "\u00e9\u00e9 > 3";  // é, two bytes each
+    const auto msg = message_of([&] { LabelSelector::parse(text); });
+    for (std::size_t i = 0; i < msg.size();) {
+      auto n = beehive::detail::utf8_char_at(msg, i);
+      ASSERT_GT(n, 0u) << "not UTF-8 at byte " << i << " of: " << msg;
+      i += n;
+    }
+  }
 }
 
 TEST(LabelSelector, LabelKeyNameRules) {

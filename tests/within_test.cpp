@@ -64,6 +64,27 @@ TEST_F(WithinTest, CommitsEverythingTogether) {
   EXPECT_EQ(w.get_by_slug(ctx_, "child").id, child);
 }
 
+// Blocks nest at most 1000 deep: a runaway recursion overflowed the stack (a crash at
+// about 2 250 levels). The block beyond the bound is refused; those around it go on.
+TEST_F(WithinTest, BlocksNestAtMostAThousandDeep) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  int deepest = 0;
+  std::function<void(const Context&, int)> nest = [&](const Context& tx, int level) {
+    deepest = level;
+    if (level == 1000) {
+      EXPECT_ERRC_WITH(cc_->within(tx, [](const Context&) {}), errc::invalid_argument,
+                       "at most 1000");
+      w.update(tx, o.id, {"a", 2});  // the block itself goes on
+      return;
+    }
+    cc_->within(tx, [&](const Context& inner) { nest(inner, level + 1); });
+  };
+  cc_->within(ctx_, [&](const Context& tx) { nest(tx, 1); });
+  EXPECT_EQ(deepest, 1000);
+  EXPECT_EQ(w.get(ctx_, o.id).spec.size, 2);
+}
+
 // A block's context belongs to the thread running the block. Used from another thread,
 // its calls would interleave with the block's own: a nested block's release could end
 // the other thread's savepoint, and a rollback then undo writes already reported done.
