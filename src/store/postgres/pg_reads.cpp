@@ -366,7 +366,9 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
                                    std::optional<ObjectID> id,
                                    const std::vector<std::int64_t>& skip) {
   // One statement, hence one snapshot and one round trip: the store's version and the
-  // horizon, each log entry above `rv` (but those in `skip`), and with each object's
+  // horizon, each log entry above `rv` (but those in `skip`: an anti-join, linear in
+  // both, where `<> ALL` compared every entry with every skipped version, 9 s for a block
+  // of 40 000 writes), and with each object's
   // latest entry the object as it stands now and its owner (the commit record wants
   // it). Only the latest: an object written a thousand times since `rv` comes once, not
   // a thousand times, in the result held in memory. The object and the owner are looked
@@ -383,7 +385,9 @@ ChangeLogRead Reads::changes_since(std::int64_t rv, const std::optional<GroupKin
            LEFT JOIN (SELECT c.*, c.resource_version = max(c.resource_version)
                                 OVER (PARTITION BY c.object_id) AS latest
                         FROM change_log AS c
-                       WHERE c.resource_version > $1 AND c.resource_version <> ALL ($2::bigint[])
+                       WHERE c.resource_version > $1
+                         AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[]) AS own(v)
+                                          WHERE own.v = c.resource_version)
                          AND ($3::text IS NULL OR (c."group" = $3 AND c.kind = $4::text))
                          AND ($5::bigint IS NULL OR c.object_id = $5))
              AS l ON true
