@@ -187,6 +187,7 @@ void BeehiveCore::shutdown_system() {
       caf::scoped_actor self{*sys_, true};
       self->request(root_, caf::infinite, await_workers_atom::value)
           .receive([](bool) {}, [](caf::error&) {});
+      release_claims();  // kept by a stop that left a pass running
       // The root is hidden: the actor system's end does not wait for it. Its state holds
       // the handles of detached actors, and CAF 0.17 keeps a detached actor's thread (and
       // the system's end with it) until its last handle goes: wait until the root is gone.
@@ -206,6 +207,15 @@ void BeehiveCore::shutdown_system() {
     for (auto& [gk, entry] : kinds_)
       controllers.push_back(std::exchange(entry->reconcile, nullptr));
   }
+}
+
+void BeehiveCore::release_claims() {
+  {
+    std::lock_guard c(claims_mu);
+    if (!claimed_.empty()) claims.erase(claimed_);
+  }
+  claimed_.clear();
+  run_claim_.reset();
 }
 
 void BeehiveCore::ensure_running(const Context& ctx) const {
@@ -440,13 +450,11 @@ void BeehiveCore::stop_now(const Context& ctx) {
     end_leadership_streams();  // opened before a start that never came, or failed
     return;
   }
-  {
-    std::lock_guard c(claims_mu);
-    claims.erase(claimed_);
-  }
-  claimed_.clear();
+  // A pass that outlived the deadline still runs: the database stays claimed until it
+  // ends (the destructor waits for it), or a beehive started on it meanwhile would
+  // reconcile the object that pass holds, at the same time.
+  if (report.drained) release_claims();
   unfollow_leadership();
-  run_claim_.reset();
   // Given up at the deadline, or when the context was cancelled: the caller learns which.
   auto code = ctx.error() ? static_cast<errc>(ctx.error().value()) : errc::deadline_exceeded;
   auto when =

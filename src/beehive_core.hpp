@@ -229,7 +229,9 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
   std::set<GroupKind> written_unregistered_;         // see writing_spec_version
   std::map<GroupKind, int> writing_unregistered_;    // such writes in flight
   std::set<GroupKind> status_written_unregistered_;  // statuses, see request_versions
-  std::string claimed_;                              // the database this running beehive claimed
+  /// Gives up the database's claims (in this process and across processes).
+  void release_claims();
+  std::string claimed_;              // the database this running beehive claimed
   std::shared_ptr<void> run_claim_;  // its claim across processes (see Backend::claim)
 
   /// Called by the store (on its thread) when this process's leadership changes.

@@ -399,6 +399,30 @@ TEST_F(LifecycleTest, SecondRunningBeehiveOnTheSameFileIsStoreInUse) {
   other_stop(ctx_);
 }
 
+// A stop that gave up on a reconcile still running keeps the database claimed until
+// that pass ends and the beehive goes: another beehive started on it meanwhile would
+// reconcile the object the pass holds, at the same time.
+TEST_F(LifecycleTest, AStopThatLeftAPassRunningKeepsTheDatabaseClaimed) {
+  REQUIRE_SQLITE("the file's process claim; on PostgreSQL a second beehive is a standby");
+  Gate gate;
+  recorder_->set_body([&](auto&, auto&, auto&) {
+    gate.pass();  // ignores its context
+    return Result{};
+  });
+  register_widgets();
+  widgets().create(ctx_, {"a", 1});
+  start();
+  gate.wait_entered();
+  EXPECT_ERRC(stop_(Context{}.with_timeout(100ms)), errc::deadline_exceeded);
+  auto other_store = sqlite::open(dir_.file("beehive.db"));
+  auto other = std::make_unique<Beehive>(other_store);
+  EXPECT_ERRC(other->start(ctx_), errc::store_in_use);
+  gate.open();
+  bh_.reset();  // waits for the pass, then lets the database go
+  auto other_stop = other->start(ctx_);
+  other_stop(ctx_);
+}
+
 TEST_F(LifecycleTest, StopWaitsForAnInFlightReconcile) {
   Gate gate;
   std::atomic<bool> finished{false};

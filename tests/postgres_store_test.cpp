@@ -1467,7 +1467,10 @@ TEST_F(PostgresStore, ATransactionBegunAheadWhoseSessionTheServerEndedIsNotTaken
   Probe probe;
   const auto ahead = "FROM pg_stat_activity WHERE application_name = 'beehive " + schema +
                      "' AND state = 'idle in transaction'";
-  ASSERT_TRUE(probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) " + ahead, "t"));
+  // Polled: the BEGIN sent with the COMMIT may not have reached the server yet.
+  ASSERT_TRUE(eventually([&] {
+    return probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) " + ahead, "t");
+  }));
   // Meanwhile another process commits: the counters move on.
   auto theirs = Widgets(bh(), widget_kind).create(ctx_, {"theirs", 1});
   try {
@@ -1495,7 +1498,10 @@ TEST_F(PostgresStore, ALoneWriteAfterTheServerEndedTheTransactionBegunAheadCommi
   Probe probe;
   const auto ahead = "FROM pg_stat_activity WHERE application_name = 'beehive " + schema +
                      "' AND state = 'idle in transaction'";
-  ASSERT_TRUE(probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) " + ahead, "t"));
+  // Polled: the BEGIN sent with the COMMIT may not have reached the server yet.
+  ASSERT_TRUE(eventually([&] {
+    return probe.returns("SELECT bool_and(pg_terminate_backend(pid, 10000)) " + ahead, "t");
+  }));
   auto theirs = Widgets(bh(), widget_kind).create(ctx_, {"theirs", 1});
   store::WriteReply reply;
   ASSERT_NO_THROW(reply = g.engine->execute(GroupEngine::create("c"), {}));
