@@ -452,8 +452,9 @@ void BeehiveCore::stop_now(const Context& ctx) {
   }
   // A pass that outlived the deadline still runs: the database stays claimed until it
   // ends (the destructor waits for it), or a beehive started on it meanwhile would
-  // reconcile the object that pass holds, at the same time.
-  if (report.drained) release_claims();
+  // reconcile the object that pass holds, at the same time. Unless the store fences a
+  // leader's writes by term: leadership then goes to a standby at once, as it must.
+  if (report.drained || backend_->fences_leaders()) release_claims();
   unfollow_leadership();
   // Given up at the deadline, or when the context was cancelled: the caller learns which.
   auto code = ctx.error() ? static_cast<errc>(ctx.error().value()) : errc::deadline_exceeded;

@@ -399,6 +399,28 @@ TEST_F(HaTest, AStopKeepsItsDeadlineWhileTheCampaignWaitsOnAServerThatStoppedAns
   EXPECT_EQ(a->wait(), 0);
 }
 
+// A leader whose stop gave up on a pass still running hands the leadership over all
+// the same: the pass's writes fail by term, and the standby must not wait until the
+// stopped beehive is destroyed (on SQLite the claim is kept instead, unfenced).
+TEST_F(HaTest, AStopThatLeftAPassRunningHandsTheLeadershipOver) {
+  Gate gate;  // first: it outlives the pass that waits on it
+  Beehive a(open_candidate(30s));
+  register_controller<WidgetSpec, WidgetStatus>(a, widget_kind,
+                                                [&](const Context&, auto&, const auto&) {
+                                                  gate.pass();  // ignores its context
+                                                  return Result{};
+                                                });
+  Widgets(a, widget_kind).create({}, {"n", 1});
+  auto [stop_a, changes] = start_leading(a);
+  gate.wait_entered();
+  EXPECT_ERRC(stop_a(Context{}.with_timeout(100ms)), errc::deadline_exceeded);
+  Beehive b(open_candidate(30s));
+  auto stop_b = b.start({});
+  EXPECT_TRUE(eventually([&] { return b.is_leader(); }, 5s));  // the lease is 30 s
+  gate.open();
+  stop_b({});
+}
+
 // A leader stopped while its renewal waits on a server that does not answer (the stop
 // cuts that attempt's connection) still hands the lease over, on a connection of its
 // own: a standby need not wait for the lease to expire.

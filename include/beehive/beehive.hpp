@@ -59,9 +59,10 @@ class BeehiveCore;
 
 /// Stops a started beehive: `stop(ctx)`. Drains in this order: refuses new calls
 /// (`errc::stopped`), stops dispatching, waits for in-flight reconciles (bounded by
-/// `ctx`; past it, throws `deadline_exceeded` and is stopped all the same, but keeps
-/// its database claimed, so that another beehive on it gets `store_in_use`, until those
-/// reconciles end and the Beehive is destroyed), lets the
+/// `ctx`; past it, throws `deadline_exceeded` and is stopped all the same, but on SQLite
+/// keeps its database claimed, so that another beehive on it gets `store_in_use`, until
+/// those reconciles end and the Beehive is destroyed; on PostgreSQL the leadership goes
+/// at once, the stuck passes' writes failing by term), lets the
 /// writer finish what is queued, then ends streams and closes the store. Stopping twice
 /// is a no-op. A stop called while another runs waits for it, bounded by its own `ctx`
 /// (past it, throws `deadline_exceeded`, or `cancelled`); the beehive stops all the same.

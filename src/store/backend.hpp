@@ -349,6 +349,11 @@ class Backend : public Store {
   /// A warning when others may read the database (logged at start); empty otherwise.
   virtual std::string exposure() const = 0;
 
+  /// Whether a process's writes as leader fail once it no longer leads (checked by term
+  /// in their transaction): a stop may then hand its claim (the leadership) over while
+  /// a pass it gave up on still runs. Without fencing (SQLite) the claim is kept until
+  /// the pass ends, else another beehive would reconcile what it holds.
+  virtual bool fences_leaders() const { return false; }
   /// Whether the process holding claim() leads the processes running on this store
   /// (runs controllers, the collector and sweeps). A store only one process can run on
   /// (SQLite) always leads.

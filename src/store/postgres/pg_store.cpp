@@ -125,6 +125,7 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
 
   // A fenced write that found the lease taken over says so at once, before the campaign
   // steps down.
+  bool fences_leaders() const override { return true; }
   bool leads() const override {
     return shared_->term.load(std::memory_order_acquire) != 0 &&
            !shared_->deposed.load(std::memory_order_acquire);
