@@ -25,7 +25,21 @@
 namespace beehive::test {
 namespace {
 
-using LifecycleTest = ControllerTest;
+class LifecycleTest : public ControllerTest {
+ protected:
+  /// Starts with one widget whose pass waits at `gate`, ignoring its context (and so a
+  /// stop's cancellation); returns once that pass has begun.
+  void start_with_a_pass_stuck_at(Gate& gate) {
+    recorder_->set_body([&gate](auto&, auto&, auto&) {
+      gate.pass();
+      return Result{};
+    });
+    register_widgets();
+    widgets().create(ctx_, {"a", 1});
+    start();
+    gate.wait_entered();
+  }
+};
 
 TEST_F(LifecycleTest, RegisterTwiceIsAlreadyRegistered) {
   register_widgets();
@@ -405,14 +419,7 @@ TEST_F(LifecycleTest, SecondRunningBeehiveOnTheSameFileIsStoreInUse) {
 TEST_F(LifecycleTest, AStopThatLeftAPassRunningKeepsTheDatabaseClaimed) {
   REQUIRE_SQLITE("the file's process claim; on PostgreSQL a second beehive is a standby");
   Gate gate;
-  recorder_->set_body([&](auto&, auto&, auto&) {
-    gate.pass();  // ignores its context
-    return Result{};
-  });
-  register_widgets();
-  widgets().create(ctx_, {"a", 1});
-  start();
-  gate.wait_entered();
+  start_with_a_pass_stuck_at(gate);
   EXPECT_ERRC(stop_(Context{}.with_timeout(100ms)), errc::deadline_exceeded);
   auto other_store = sqlite::open(dir_.file("beehive.db"));
   auto other = std::make_unique<Beehive>(other_store);
@@ -803,14 +810,7 @@ TEST_F(LifecycleTest, StuckReconcileMakesStopThrowDeadlineExceeded) {
 /// own cancellation: stop gives up when the cancel comes, as at a deadline, and says so.
 TEST_F(LifecycleTest, AStopCancelledWhileAReconcileIsStuckThrowsCancelledAndStops) {
   Gate gate;
-  recorder_->set_body([&](auto&, auto&, auto&) {
-    gate.pass();  // ignores the cancellation
-    return Result{};
-  });
-  register_widgets();
-  widgets().create(ctx_, {"a", 1});
-  start();
-  gate.wait_entered();
+  start_with_a_pass_stuck_at(gate);
   auto [c, cancel] = Context{}.with_cancel();
   auto stopping = std::async(std::launch::async, [&, c = c] { stop_(c); });
   ASSERT_TRUE(eventually([&] {  // draining once it refuses calls
