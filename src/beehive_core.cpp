@@ -23,9 +23,17 @@ namespace beehive::detail {
 
 namespace {
 
-// Databases claimed by a running beehive in this process.
-std::mutex claims_mu;
-std::set<std::string> claims;
+/// Databases claimed by a running beehive in this process. Never destroyed: a Beehive
+/// whose pass never ends is destroyed on a detached thread (the testing kit does so),
+/// which may release its claim while the process exits.
+struct Claims {
+  std::mutex mu;
+  std::set<std::string> ids;
+};
+Claims& claims() {
+  static auto* all = new Claims;
+  return *all;
+}
 
 /// Takes the lifecycle lock, or throws the context's error once it ends: a stop in
 /// progress holds the lock until its own deadline, not the caller's.
@@ -211,8 +219,8 @@ void BeehiveCore::shutdown_system() {
 
 void BeehiveCore::release_claims() {
   {
-    std::lock_guard c(claims_mu);
-    if (!claimed_.empty()) claims.erase(claimed_);
+    std::lock_guard c(claims().mu);
+    if (!claimed_.empty()) claims().ids.erase(claimed_);
   }
   claimed_.clear();
   run_claim_.reset();
@@ -315,16 +323,16 @@ std::function<void(const Context&)> BeehiveCore::start(const Context& ctx) {
   ctx.throw_if_done();
   auto id = backend_->identity();
   {
-    std::lock_guard c(claims_mu);
-    if (!claims.insert(id).second)
+    std::lock_guard c(claims().mu);
+    if (!claims().ids.insert(id).second)
       throw Error(errc::store_in_use, id + " is used by another running beehive");
   }
   try {
     run_claim_ = backend_->claim();  // and across processes
     follow_leadership();
   } catch (...) {
-    std::lock_guard c(claims_mu);
-    claims.erase(id);
+    std::lock_guard c(claims().mu);
+    claims().ids.erase(id);
     throw;
   }
   claimed_ = id;
