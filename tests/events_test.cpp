@@ -675,6 +675,29 @@ TEST_F(EventsTest, RetentionKeepsTheCurrentRunWhenTheClockSteppedBack) {
   EXPECT_EQ(w.get_latest_event(ctx_, id, "conn")->reason, "Connected");
 }
 
+// Newest first means the run begun or extended last, whatever the clock did: after a
+// step back the current run has the earlier last_at, and a limit of one still shows it.
+TEST_F(EventsTest, TheCurrentRunIsListedFirstWhenTheClockSteppedBack) {
+  auto clock = open_stepped(0, 0ms);
+  auto w = widgets();
+  auto id = failed_then_connected_an_hour_earlier(*clock);
+  emit(id, "other", EventType::Normal, "Later");  // another category, after both
+  auto reasons = [](const std::vector<Event>& runs) {
+    std::vector<std::string> out;
+    for (auto& e : runs) out.push_back(e.reason);
+    return out;
+  };
+  using Reasons = std::vector<std::string>;
+  EXPECT_EQ(reasons(w.list_events(ctx_, id)), (Reasons{"Later", "Connected", "ProbeFailed"}));
+  EXPECT_EQ(reasons(w.list_events(ctx_, id, with_event_category("conn"), with_event_limit(1))),
+            Reasons{"Connected"});
+  EXPECT_EQ(reasons(w.get(ctx_, id, load_events()).list_events()),
+            (Reasons{"Later", "Connected", "ProbeFailed"}));
+  // Extended, the current run of "conn" moves ahead of the run of "other".
+  emit(id, "conn", EventType::Normal, "Connected", "again");
+  EXPECT_EQ(reasons(w.list_events(ctx_, id)), (Reasons{"Connected", "Later", "ProbeFailed"}));
+}
+
 // The age bound after a clock step back: the current run (started last, ended earlier)
 // stays while the run before it is young. It went, and the stale run became current,
 // so that the next record_event extended it.

@@ -253,7 +253,8 @@ class Client {
     return typed(core_.watch(ctx, std::nullopt, detail::read_settings(opts...)));
   }
 
-  /// The object's event runs, newest first (by last_at), filtered by
+  /// The object's event runs, newest first (the run begun or extended last comes first,
+  /// whatever the clock did to last_at), filtered by
   /// with_event_category / _type / _reason / with_events_since and capped by
   /// with_event_limit. Not kind-scoped: any object's id; a missing one reads empty.
   template <class... Opts>

@@ -114,7 +114,7 @@ class Reader {
   /// The kind's objects owned by `owner`, by id.
   virtual std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
                                                     unsigned loads) = 0;
-  /// An object's event runs matching `q`, newest first (by last_at).
+  /// An object's event runs matching `q`, newest first (by resource version).
   virtual std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) = 0;
   /// The current run of an object's category (the one started last, whatever the
   /// clock did to the runs' times), if any.

@@ -148,8 +148,8 @@ std::string sql_for(Q q) {
       return std::string(R"sql(SELECT e.* FROM (SELECT DISTINCT object_id, category FROM events
              WHERE object_id = ANY($1::bigint[])) AS k CROSS JOIN LATERAL (SELECT )sql") +
              event_columns + R"sql( FROM events WHERE object_id = k.object_id AND
-             category = k.category ORDER BY last_at DESC, id DESC LIMIT $2) AS e
-             ORDER BY e.object_id, e.last_at DESC, e.id DESC)sql";
+             category = k.category ORDER BY id DESC LIMIT $2) AS e
+             ORDER BY e.object_id, e.resource_version DESC, e.id DESC)sql";
     case Q::list_ids:
       return R"(SELECT id, resource_version FROM objects WHERE "group" = $1 AND kind = $2)";
     case Q::list_unsettled_ids:
@@ -212,7 +212,7 @@ std::string sql_for(Q q) {
       return std::string("SELECT ") + event_columns + R"sql( FROM events WHERE object_id = $1
              AND ($2::text IS NULL OR category = $2) AND ($3::text IS NULL OR type = $3)
              AND ($4::text IS NULL OR reason = $4) AND ($5::bigint IS NULL OR last_at >= $5)
-             ORDER BY last_at DESC, id DESC LIMIT $6)sql";
+             ORDER BY resource_version DESC, id DESC LIMIT $6)sql";
     case Q::event_runs_between:
       return std::string("SELECT ") + event_columns +
              " FROM events WHERE resource_version > $1 AND resource_version <= $2"

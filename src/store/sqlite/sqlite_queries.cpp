@@ -92,16 +92,18 @@ std::string sql_for(Query q) {
              "' AND r.to_id IN (SELECT value FROM json_each(?1)) ORDER BY r.to_id, o.id";
     case Query::recent_events:
       // The newest runs per (object, category), as load_events() promises: a LIMIT per
-      // pair walks events_by_object backwards and stops, where a window function would
-      // read and rank every run of the objects.
+      // pair walks events_by_run backwards and stops, where a window function would
+      // read and rank every run of the objects. Newest by id within a pair (only its
+      // last run is extended) and by version across pairs: last_at follows the clock,
+      // which may have stepped back.
       return R"sql(SELECT e.id, e.object_id, e.category, e.type, e.reason, e.message, e.detail,
              e.count, e.first_at, e.last_at, e.resource_version
              FROM (SELECT DISTINCT object_id, category FROM events
                    WHERE object_id IN (SELECT value FROM json_each(?1))) AS k
              JOIN events AS e ON e.id IN (
                SELECT id FROM events WHERE object_id = k.object_id AND category = k.category
-               ORDER BY last_at DESC, id DESC LIMIT ?2)
-             ORDER BY e.object_id, e.last_at DESC, e.id DESC)sql";
+               ORDER BY id DESC LIMIT ?2)
+             ORDER BY e.object_id, e.resource_version DESC, e.id DESC)sql";
     case Query::list_ids:
       return R"(SELECT id, resource_version FROM objects WHERE "group" = ?1 AND kind = ?2)";
     case Query::data_version:
@@ -179,7 +181,7 @@ std::string sql_for(Query q) {
              first_at, last_at, resource_version FROM events WHERE object_id = ?1
              AND (?2 IS NULL OR category = ?2) AND (?3 IS NULL OR type = ?3)
              AND (?4 IS NULL OR reason = ?4) AND (?5 IS NULL OR last_at >= ?5)
-             ORDER BY last_at DESC, id DESC LIMIT ?6)sql";
+             ORDER BY resource_version DESC, id DESC LIMIT ?6)sql";
     case Query::event_runs_between:
       return R"sql(SELECT id, object_id, category, type, reason, message, detail, count,
              first_at, last_at, resource_version FROM events
