@@ -563,6 +563,43 @@ TEST_F(ActorTest, AStopWhileTheStoreWriterIsRestartedEndsEverySubscriptionAsStop
   (void)cc;
 }
 
+// The gc and the event log spawned again while the store writer restarts (no writer
+// yet) hand nothing to it: an application's request to them is refused with
+// errc::store, to be asked again, and is served once the writer is back (CAF 0.17
+// crashes the process delegating to no actor).
+TEST_F(ActorTest, TheGcAndEventLogRespawnedWhileTheWriterRestartsAnswerAskAgain) {
+  auto [cc, stop] = start_idle_widgets();
+  auto o = Widgets(*bh_, widget_kind).create(ctx_, {"a", 1});
+  WriterReopenHeld held(*bh_);
+  ASSERT_TRUE(held.writer_gone());
+  auto old_gc = bh_->gc();
+  auto old_log = bh_->event_log();
+  caf::anon_send_exit(old_gc, caf::exit_reason::kill);
+  caf::anon_send_exit(old_log, caf::exit_reason::kill);
+  ASSERT_TRUE(eventually([&] {
+    return bh_->gc() && bh_->gc() != old_gc && bh_->event_log() && bh_->event_log() != old_log;
+  }));
+  EXPECT_ERRC(ask<int>(bh_->gc(), collect_atom::value), errc::store);
+  EXPECT_ERRC(ask<std::vector<Event>>(bh_->event_log(), list_events_request{o.id}), errc::store);
+  EXPECT_ERRC(ask<Event>(bh_->event_log(),
+                         record_event_request{widget_kind, o.id, {"", EventType::Normal, "Up"}}),
+              errc::store);
+  held.release();
+  EXPECT_TRUE(eventually([&] {
+    try {
+      return ask<Event>(bh_->event_log(),
+                        record_event_request{widget_kind, o.id, {"", EventType::Normal, "Up"}})
+                 .count == 1;
+    } catch (const Error&) {
+      return false;
+    }
+  }));
+  EXPECT_EQ(ask<int>(bh_->gc(), collect_atom::value), 0);
+  stop(ctx_);
+  ::testing::internal::GetCapturedStderr();
+  (void)cc;
+}
+
 // A writer that dies while a stop waits for a pass to end: the application's commit
 // subscription hears its end once (the writer's death and the stop's last step each
 // told it).

@@ -45,7 +45,9 @@
 /// commit, for instance once a `within` block it waited behind ends; read back before
 /// writing again. An actor the supervisor restarts (after a crash, or the
 /// gc and event_log with a restarted store_writer) has a new handle: a request to the old
-/// one fails with `errc::stopped`, so take the handle from the Beehive again. A message
+/// one fails with `errc::stopped`, so take the handle from the Beehive again. While the
+/// store_writer restarts, its handle is null, and a gc or event_log spawned meanwhile
+/// refuses requests that need it with `errc::store` ("ask again"). A message
 /// sent to an actor that does not take it (the wrong handle) fails with
 /// `errc::invalid_argument`. Drop the handles before the Beehive: one that owns its actor
 /// system ends it in its destructor, and CAF 0.17 ends a system only once no handle to its

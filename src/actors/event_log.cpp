@@ -83,10 +83,10 @@ event_log_impl::behavior_type event_log(Self self, Periodic periodic, trim_event
       [self](record_event_request& r) {
         // Moved on, not copied: copying a JSON detail recurses, and the writer checks its
         // depth first.
-        return self->delegate(self->state.periodic.writer, std::move(r));
+        return self->state.periodic.delegate<Event>(self, std::move(r));
       },
       [self](const list_events_request& r) {
-        return self->delegate(self->state.periodic.writer, r);
+        return self->state.periodic.delegate<std::vector<Event>>(self, r);
       },
       [self](sweep_atom) {
         auto rp = self->make_response_promise<int>();

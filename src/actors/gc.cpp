@@ -127,9 +127,7 @@ gc_impl::behavior_type gc(Self self, Periodic periodic, trim_change_log_request 
         if (gc_wants(rec) && self->state.periodic.leads()) pass(self);
       },
       [](shutdown_atom) {},
-      [self](collect_atom) {
-        return self->delegate(self->state.periodic.writer, collect_request{});
-      },
+      [self](collect_atom) { return self->state.periodic.delegate<int>(self, collect_request{}); },
       [self](inspect_atom) {
         return gc_state{self->state.passes, self->state.running};
       },

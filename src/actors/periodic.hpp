@@ -48,6 +48,15 @@ struct Periodic {
     return due;
   }
 
+  /// Hands an application's request `r` on to the writer. While the writer restarts
+  /// (this actor was spawned in between: no writer yet) it is refused with errc::store,
+  /// to be asked again; CAF cannot delegate to no actor.
+  template <class Result, class Self, class Request>
+  caf::result<Result> delegate(Self* self, Request&& r) const {
+    if (!writer) return make_error(errc::store, "the store writer is restarting; ask again");
+    return self->delegate(writer, std::forward<Request>(r));
+  }
+
   /// Whether a wake armed for `due` has fallen due.
   bool due(Time next) const { return fallen_due(next, clock->now()); }
 
