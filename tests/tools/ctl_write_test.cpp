@@ -153,6 +153,26 @@ TEST_F(CtlWriteTest, ApplyAnArrayFromStdin) {
   EXPECT_EQ(widgets().get_by_slug(ctx_, "new").labels, (Labels{{"tier", "db"}}));
 }
 
+// A reader that goes early (`apply ... | head -1`) does not stop the writes halfway:
+// every document is applied, and the lost output is reported (status 1).
+TEST_F(CtlWriteTest, ApplyWhoseReaderWentAppliesEveryDocumentAndSaysTheOutputIsLost) {
+  auto docs = Json::array();
+  constexpr int n = 3000;  // ~90 KB of report: more than a pipe holds
+  for (int i = 0; i < n; ++i)
+    docs.push_back({{"group", "acme.com"},
+                    {"kind", "Widget"},
+                    {"slug", "w" + std::to_string(i)},
+                    {"spec", {{"color", "red"}, {"size", i}}}});
+  auto file = write_file("many.json", docs.dump());
+  Process p(args({"apply", "-f", file}));
+  ASSERT_TRUE(p.read_line().has_value());
+  p.close_stdout();
+  auto r = p.wait();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot write the output"), std::string::npos) << r.err;
+  EXPECT_EQ(widgets().list(ctx_).size(), static_cast<std::size_t>(n));
+}
+
 TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   auto r = run_with_input(args({"apply", "-f", "-"}), "{not json");
   EXPECT_EQ(r.status, 1);

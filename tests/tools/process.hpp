@@ -48,7 +48,17 @@ class Process {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    int rc = posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ);
+    // SIGPIPE as a shell leaves it (write_stdin has this process ignore it): a child
+    // writing to a reader that went must meet what it would in a pipeline.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+    int rc = posix_spawn(&pid_, argv[0], &fa, &attr, argv.data(), environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     ::close(out[1]);
     ::close(err[1]);
@@ -145,6 +155,12 @@ class Process {
       if (n <= 0) throw std::runtime_error("cannot write to the child's stdin");
       done += static_cast<std::size_t>(n);
     }
+  }
+  /// Stops reading the child's stdout, as a reader that went (`| head`): its next write
+  /// meets a closed pipe.
+  void close_stdout() {
+    if (out_fd_ >= 0) ::close(out_fd_);
+    out_fd_ = -1;
   }
   /// End of input for the child.
   void close_stdin() {

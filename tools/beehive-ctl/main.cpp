@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -323,6 +324,9 @@ int main(int argc, char** argv) {
     if (*label_cmd) ctl::check_label_usage(label);
     // The write commands open the file writable, through the library; the others never do.
     if (*apply_cmd || *delete_cmd || *requeue_cmd || *label_cmd) {
+      // A reader that went (`| head`) must not end the writes halfway: the report's lost
+      // lines are a failed write to std::cout, which finish() reports.
+      std::signal(SIGPIPE, SIG_IGN);
       if (*apply_cmd) ctl::read_apply_input(apply);  // before opening migrates anything
       ctl::WriteSession ws(where);
       if (*apply_cmd) return finish(ctl::run_apply(ws, apply, std::cout));
