@@ -75,6 +75,28 @@ TEST_F(ProcessClaimTest, AnotherProcessOpeningTheFileThroughASymlinkCannotStart)
   stop(ctx_);
 }
 
+// A symlink whose target does not exist yet: opening through it creates the target
+// (private, and its missing directories), and the claim is the target's, whichever
+// name another process opens it by.
+TEST_F(ProcessClaimTest, AStoreOpenedThroughADanglingSymlinkClaimsItsTarget) {
+  auto target = dir_.file("real") / "app.db";
+  auto alias = dir_.file("alias.db");
+  std::filesystem::create_symlink(target, alias);
+  Beehive bh(sqlite::open(alias, {.read_connections = 1}));
+  register_noop(bh);
+  auto stop = bh.start(ctx_);
+  ASSERT_TRUE(std::filesystem::is_regular_file(target));
+  using P = std::filesystem::perms;
+  EXPECT_EQ(std::filesystem::status(target).permissions() & (P::group_all | P::others_all),
+            P::none);
+  ChildProcess peer(BEEHIVE_PEER, {target.string()});
+  auto said = peer.read_line();
+  if (said == "started") peer.write_line("");  // should it start after all: let it stop
+  EXPECT_EQ(said, "store_in_use");
+  EXPECT_EQ(peer.wait(), 3);
+  stop(ctx_);
+}
+
 // A store opened by a relative path keeps naming the same file after the process
 // changes its working directory (a daemon does, at start).
 TEST_F(ProcessClaimTest, AStoreOpenedByARelativePathOutlivesAChangeOfDirectory) {
@@ -121,7 +143,9 @@ TEST_F(ProcessClaimTest, ALockFileMadeByRootBelongsToTheDatabasesOwner) {
   EXPECT_EQ(store::RunLock::owner_for(0, file.parent_path() / "missing.db"), std::nullopt);
   // As root, the database first goes to another user: the lock file must follow it.
   const bool root = ::geteuid() == 0;
-  if (root) ASSERT_EQ(::chown(file.c_str(), 4242, 4343), 0);
+  if (root) {
+    ASSERT_EQ(::chown(file.c_str(), 4242, 4343), 0);
+  }
   auto lock = file;
   lock += ".beehive-lock";
   std::filesystem::remove(lock);

@@ -26,7 +26,9 @@ namespace {
 
 }  // namespace
 
-void create_private(const std::filesystem::path& file) {
+namespace {
+
+void create_following(const std::filesystem::path& file, int links_followed) {
   // The missing directories, outermost first: mkdir's mode is cut by the umask, so each
   // is set to 0700 explicitly once it exists (only those created here).
   std::vector<std::filesystem::path> missing;
@@ -44,12 +46,29 @@ void create_private(const std::filesystem::path& file) {
   }
   int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (errno == EEXIST) return;  // an existing database keeps its permissions
-    fail("cannot create", file, errno);
+    int err = errno;
+    struct stat st {};
+    // A symlink to no file yet: O_EXCL refuses to follow it, and SQLite would create
+    // the target with the umask's mode. Its target is created here instead.
+    if (err == EEXIST && ::lstat(file.c_str(), &st) == 0 && S_ISLNK(st.st_mode) &&
+        ::stat(file.c_str(), &st) != 0 && errno == ENOENT) {
+      if (links_followed >= 40) fail("cannot create", file, ELOOP);
+      std::error_code link_ec;
+      auto target = std::filesystem::read_symlink(file, link_ec);
+      if (link_ec) fail("cannot read the symlink", file, link_ec.value());
+      return create_following(target.is_absolute() ? target : file.parent_path() / target,
+                              links_followed + 1);
+    }
+    if (err == EEXIST) return;  // an existing database keeps its permissions
+    fail("cannot create", file, err);
   }
   ::fchmod(fd, 0600);  // 0600 already unless the umask took bits the owner needs
   ::close(fd);
 }
+
+}  // namespace
+
+void create_private(const std::filesystem::path& file) { create_following(file, 0); }
 
 std::string exposure(const std::filesystem::path& file) {
   struct stat st {};

@@ -14,7 +14,8 @@
 namespace beehive::store {
 
 /// Creates `file`'s missing parent directories (0700 each) and, when `file` does not
-/// exist, an empty `file` (0600). Throws Error(errc::store) when it cannot.
+/// exist, an empty `file` (0600); through a symlink to no file yet, its target (and the
+/// target's missing directories). Throws Error(errc::store) when it cannot.
 void create_private(const std::filesystem::path& file);
 
 /// A warning for an operator when the group or others may read `file`; empty otherwise.

@@ -89,7 +89,8 @@ std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) 
   // symlink another process opens it.
   std::error_code ec;
   auto resolved = std::filesystem::canonical(file, ec);
-  if (ec) resolved = std::filesystem::absolute(file);
+  if (ec)  // another name would be claimed than the one another process resolves
+    throw Error(errc::store, "cannot resolve " + file.string() + ": " + ec.message());
   try {
     return std::make_shared<store::SqliteStore>(resolved, options);
   } catch (const SQLite::Exception& e) {
