@@ -8,6 +8,7 @@
 #include "beehive_core.hpp"
 #include "fixture.hpp"
 #include "schema_downgrade.hpp"
+#include "store/sqlite/run_lock.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
 
 namespace beehive::test {
@@ -28,6 +29,30 @@ TEST(StoreTest, OpenUsesWalAndRecordsTheSchemaVersion) {
   SQLite::Database db(path.string());
   EXPECT_EQ(db.execAndGet("PRAGMA journal_mode").getString(), "wal");
   EXPECT_EQ(db.execAndGet("SELECT version FROM beehive_schema").getInt(), 10);
+}
+
+// A newer build opened beside a running beehive of an older one (a rolling deploy)
+// does not migrate the file under it: the running one could write no more.
+TEST(StoreTest, AnOlderSchemaThatABeehiveRunsOnIsNotMigrated) {
+  TempDir dir;
+  auto path = dir.file("old.db");
+  { auto store = sqlite::open(path); }
+  {
+    SQLite::Database db(path.string(), SQLite::OPEN_READWRITE);
+    downgrade_schema(db, 9);
+  }
+  auto schema = [&] {
+    SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
+    return db.execAndGet("SELECT version FROM beehive_schema").getInt();
+  };
+  {
+    // The older build's run lock (taken here: flock conflicts within one process too).
+    auto running = store::RunLock::acquire(std::filesystem::canonical(path), 1);
+    EXPECT_ERRC_WITH(sqlite::open(path), errc::store_in_use, "older schema 9");
+    EXPECT_EQ(schema(), 9);
+  }
+  auto store = sqlite::open(path);  // nothing runs now
+  EXPECT_EQ(schema(), 10);
 }
 
 TEST(StoreTest, AnOlderSchemaIsMigratedForwardKeepingItsRows) {

@@ -5,8 +5,10 @@
 /// on their own threads, so reads never wait for the writer.
 ///
 /// `open` creates the file and its parent directory when missing and migrates an older
-/// schema forward; a file written by a newer schema is refused (`errc::store`).
-/// Failures throw `Error(errc::store)` with SQLite's message.
+/// schema forward; a file written by a newer schema is refused (`errc::store`), and so
+/// is an older one while a beehive (of the older build) runs on it (`errc::store_in_use`:
+/// migrating it would stop that one from writing). Through a symlink to no file yet, the
+/// link's target is created. Failures throw `Error(errc::store)` with SQLite's message.
 ///
 /// `open` may be called from any thread; the returned store is thread-safe.
 

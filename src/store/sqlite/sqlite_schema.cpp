@@ -176,12 +176,14 @@ int stored_version(SQLite::Database& db) {
 
 int latest_version() { return static_cast<int>(migrations().size()); }
 
-std::int64_t migrate_and_open_session(SQLite::Database& db) {
+std::int64_t migrate_and_open_session(SQLite::Database& db,
+                                      const std::function<void(int from)>& before_migrating) {
   SQLite::Transaction txn(db, SQLite::TransactionBehavior::IMMEDIATE);
   int version = stored_version(db);
   if (version > latest_version())
     throw Error(errc::store, "database schema version " + std::to_string(version) +
                                  " is newer than this build's " + std::to_string(latest_version()));
+  if (version >= 1 && version < latest_version() && before_migrating) before_migrating(version);
   if (version == 0) db.exec("CREATE TABLE beehive_schema (version INTEGER NOT NULL)");
   for (int v = version; v < latest_version(); ++v) db.exec(migrations()[v]);
   db.exec("DELETE FROM beehive_schema");

@@ -33,7 +33,18 @@ class SqliteStore : public Backend {
  public:
   SqliteStore(std::filesystem::path file, sqlite::Options opts)
       : file_(std::move(file)), opts_(opts), anchor_(file_, false, opts_, 0) {
-    session_ = guarded([&] { return sqlite_schema::migrate_and_open_session(anchor_.db()); });
+    session_ = guarded([&] {
+      return sqlite_schema::migrate_and_open_session(anchor_.db(), [&](int from) {
+        // A beehive of an older build running on the file could write no more once its
+        // schema changed under it: its users stop it first.
+        if (RunLock::running_session(file_) != std::int64_t{0})
+          throw Error(errc::store_in_use,
+                      file_.string() + " has the older schema " + std::to_string(from) +
+                          " (this build writes " + std::to_string(sqlite_schema::latest_version()) +
+                          ") and a beehive runs on it: migrating it would stop that one "
+                          "from writing; stop it first");
+      });
+    });
     if (opts_.read_connections < 1) opts_.read_connections = 1;
   }
 
