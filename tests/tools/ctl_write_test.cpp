@@ -161,7 +161,7 @@ TEST_F(CtlWriteTest, ApplyWhoseReaderWentAppliesEveryDocumentAndSaysTheOutputIsL
   for (int i = 0; i < n; ++i)
     docs.push_back({{"group", "acme.com"},
                     {"kind", "Widget"},
-                    {"slug", "w" + std::to_string(i)},
+                    {"slug", std::string("w").append(std::to_string(i))},
                     {"spec", {{"color", "red"}, {"size", i}}}});
   auto file = write_file("many.json", docs.dump());
   Process p(args({"apply", "-f", file}));
@@ -480,6 +480,27 @@ TEST_F(CtlWriteTest, DeleteRequestsDeletion) {
   EXPECT_EQ(no_store.status, 1);
   EXPECT_NE(no_store.err.find(no_store_message()), std::string::npos) << no_store.err;
   EXPECT_FALSE(store_exists(absent));
+}
+
+// A beehive database another connection holds locked is busy, not foreign: a write
+// command says so, and a file that is no database at all is the foreign one.
+TEST_F(CtlWriteTest, AWriteCommandSaysABusyDatabaseIsBusyNotForeign) {
+  auto file = dir_.file("busy.db");
+  { auto store = sqlite::open(file); }
+  SQLite::Database holder(file.string(), SQLite::OPEN_READWRITE);
+  holder.exec("PRAGMA locking_mode = EXCLUSIVE");
+  holder.exec("BEGIN EXCLUSIVE");
+  auto r =
+      run({BEEHIVE_CTL, "--db", file.string(), "--busy-timeout", "50ms", "delete", "widget", "a"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("database is locked"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("not a beehive database"), std::string::npos) << r.err;
+  holder.exec("ROLLBACK");
+  auto junk = dir_.file("junk.db");
+  std::ofstream(junk) << std::string(4096, 'x');
+  r = run({BEEHIVE_CTL, "--db", junk.string(), "delete", "widget", "a"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("is not a beehive database"), std::string::npos) << r.err;
 }
 
 // Another program's SQLite database given by mistake: every write command refuses it,

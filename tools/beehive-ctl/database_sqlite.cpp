@@ -219,7 +219,11 @@ void require_sqlite_store_to_write(const Location& where) {
                         static_cast<int>(where.timeout.count()));
     holds_store = db.tableExists("beehive_schema");
   } catch (const SQLite::Exception& e) {
-    throw NotFound(where.file.string() + " is not a beehive database (" + e.what() + ")");
+    // Only a file SQLite cannot read as a database is foreign: a busy or unreadable one
+    // is said as what it is.
+    if (e.getErrorCode() == SQLITE_NOTADB)
+      throw NotFound(where.file.string() + " is not a beehive database (" + e.what() + ")");
+    throw std::runtime_error("cannot read " + where.file.string() + ": " + e.what());
   }
   if (!holds_store) throw NotFound(where.file.string() + " is not a beehive database");
   int version = 0;
