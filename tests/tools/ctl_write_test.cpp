@@ -246,6 +246,10 @@ TEST_F(CtlWriteTest, ApplyRefusesMalformedInputAndWritesNothing) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find(": a directory"), std::string::npos) << r.err;
   EXPECT_EQ(ctl({"apply"}).status, 2);  // -f is required
+  // A mistyped -f that never ends (or a huge log) is refused at 64 MiB, not read whole.
+  r = ctl({"apply", "-f", "/dev/zero"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("more than 64 MiB of input"), std::string::npos) << r.err;
 }
 
 // The empty slug is a slug like any other, to apply as to the library; an empty kind

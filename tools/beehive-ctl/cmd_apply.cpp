@@ -43,19 +43,32 @@ struct Document {
   std::optional<Labels> labels;  ///< absent: an update leaves the labels as they are
 };
 
+/// The most input apply reads: far above any real batch of documents (a spec or a
+/// label set is at most 8 MiB), and a mistyped -f (/dev/zero, a log) ends here instead
+/// of exhausting the host's memory.
+constexpr std::size_t max_input = 64u << 20;
+
+std::string read_all(std::istream& in, const std::string& name) {
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_input)
+      throw std::runtime_error(name + ": more than 64 MiB of input; apply it in parts");
+  }
+  // A failed read (libstdc++'s filebuf throws, and read() turns it into badbit).
+  if (in.bad()) throw std::runtime_error("cannot read " + name + ": " + std::strerror(errno));
+  return text;
+}
+
 std::string read_input(const std::string& file) {
-  if (file == "-")
-    return {std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  if (file == "-") return read_all(std::cin, "standard input");
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec))
     throw NotFound("cannot read " + file + ": a directory");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw NotFound("cannot read " + file + ": " + std::strerror(errno));
-  try {
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  } catch (const std::exception&) {  // libstdc++'s filebuf throws on a failed read
-    throw std::runtime_error("cannot read " + file + ": " + std::strerror(errno));
-  }
+  return read_all(in, file);
 }
 
 /// Parses `text`, refusing an object with two members of one name: JSON leaves which
