@@ -4,8 +4,8 @@
 // and event messages, exception messages are any text a program wrote: printed raw, an
 // escape sequence in one could recolour, retitle or rewrite an operator's terminal, a
 // newline forge a table row or a log line, a bidirectional override reorder what is
-// read. beehive-ctl's human output and the default stderr logger pass such text through
-// here; JSON output is escaped by its encoder.
+// read. beehive-ctl's output (its JSON too, after the encoder escaped the C0 controls)
+// and the default stderr logger pass such text through here.
 
 #include <string>
 #include <string_view>

@@ -780,7 +780,7 @@ TEST_F(CtlTest, WatchAKindBeforeItsFirstObject) {
 // Stored text is any text a program wrote: printed raw, an escape sequence in a slug, a
 // condition or an event message would control the operator's terminal, and a newline
 // would forge a row. The human output escapes control characters (C0, DEL, C1) and
-// bidirectional overrides; JSON output escapes them as JSON does.
+// bidirectional overrides; JSON output escapes them with JSON's own escapes.
 TEST_F(CtlTest, StoredTextCannotControlTheTerminal) {
   const std::string esc = "\x1b[31mred\x1b]0;title\x07",
                     c1 = "\xc2\x9b"
@@ -814,6 +814,24 @@ TEST_F(CtlTest, StoredTextCannotControlTheTerminal) {
       EXPECT_NE(out.find("s\\x1b[31mred\\x1b]0;title\\x07\\nforged row\\t\\u009b2J\\u202etxt.exe"),
                 std::string::npos)
           << cmd[0] << ": " << out;
+    }
+  }
+  // JSON output: C0 controls as the encoder escapes them, and the C1 and bidirectional
+  // controls that JSON allows raw escaped too; the value read back is the stored one.
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"get", "Widget.acme.com", id},
+                                       {"events", "Widget.acme.com", id},
+                                       {"kinds"}}) {
+    cmd.insert(cmd.end(), {"-o", "json"});
+    auto r = ctl(cmd);
+    EXPECT_EQ(r.status, 0) << cmd[0] << ": " << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << cmd[0] << ": " << r.out;
+    EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << cmd[0] << ": " << r.out;
+    EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << cmd[0] << ": " << r.out;
+    auto j = Json::parse(r.out);
+    if (cmd[0] == "get") {
+      EXPECT_EQ(j["slug"], "s" + esc + "\nforged row\t" + c1 + rlo);
+    } else if (cmd[0] == "events") {
+      EXPECT_EQ(j[0]["message"], "m\n" + rlo);
     }
   }
   // An error message naming stored text is escaped too (the kind names listed here).

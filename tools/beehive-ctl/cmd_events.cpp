@@ -35,7 +35,7 @@ int run_events(Database& db, const EventsOptions& o, std::ostream& out) {
   if (o.output == Output::json) {
     Json j = Json::array();
     for (auto& e : runs) j.push_back(event_json(e));
-    out << j.dump(2) << '\n';
+    out << json_output(j) << '\n';
     return 0;
   }
   event_table(runs, std::chrono::system_clock::now()).print(out);

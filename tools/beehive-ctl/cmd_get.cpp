@@ -127,12 +127,11 @@ int run_get(Database& db, const GetOptions& o, std::ostream& out) {
     // One object asked for by name is printed bare, a listing as an array; a page as
     // {"items", "continue"} (continue null on the last page).
     if (paged)
-      out << Json{{"items", std::move(all)},
-                  {"continue", next_token.empty() ? Json() : Json(next_token)}}
-                 .dump(2)
+      out << json_output(Json{{"items", std::move(all)},
+                              {"continue", next_token.empty() ? Json() : Json(next_token)}})
           << '\n';
     else
-      out << (o.object ? all.front() : all).dump(2) << '\n';
+      out << json_output(o.object ? all.front() : all) << '\n';
     return 0;
   }
   auto now = std::chrono::system_clock::now();

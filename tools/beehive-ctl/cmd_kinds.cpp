@@ -16,7 +16,7 @@ int run_kinds(Database& db, Output output, std::ostream& out) {
                    {"objects", k.objects},
                    {"deleting", k.deleting},
                    {"unsettled", k.unsettled}});
-    out << j.dump(2) << '\n';
+    out << json_output(j) << '\n';
     return 0;
   }
   Table t({"KIND", "GROUP", "OBJECTS", "UNSETTLED", "DELETING"});

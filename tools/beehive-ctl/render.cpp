@@ -7,6 +7,7 @@
 #include <beehive/condition.hpp>
 
 #include "selector.hpp"
+#include "terminal_text.hpp"
 
 namespace beehive::ctl {
 
@@ -94,6 +95,11 @@ std::string clock_time(Time t, Time now) {
   char buf[64];
   std::strftime(buf, sizeof buf, today ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &a);
   return buf;
+}
+
+std::string json_output(const Json& j) {
+  // dump escapes the C0 controls; its only raw ones are the newlines it indents with.
+  return printable(j.dump(2), /*keep_newlines=*/true);
 }
 
 Json object_json(const ObjectRow& row, const std::vector<ConditionRow>& conditions) {

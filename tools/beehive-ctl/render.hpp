@@ -32,6 +32,10 @@ std::string clock_time(Time t, Time now);
 /// The whole object: meta, spec and status (parsed from the stored text, so values and
 /// key order are as written), conditions with their transition times, and the relations
 /// the row was read with.
+/// `j` as -o json prints it: indented, and with the C1 and bidirectional controls that
+/// JSON allows raw escaped as \uNNNN too (the same value), so that stored text cannot
+/// drive the terminal it is printed on.
+std::string json_output(const Json& j);
 Json object_json(const ObjectRow& row, const std::vector<ConditionRow>& conditions);
 Json event_json(const Event& e);
 
