@@ -270,6 +270,17 @@ TEST_F(CtlWriteTest, ApplyTakesTheEmptySlugAndRefusesAnEmptyKind) {
   ASSERT_GE(listed.size(), 3u) << r.out;
   EXPECT_EQ(listed[1], "\"\"");
   EXPECT_EQ(listed[2], "1");  // the generation, in its column
+  // Slugs spelled like the placeholders are quoted: each cell names one slug.
+  for (std::string slug : {"<none>", "\"\""}) widgets().create(ctx_, {"red", 3}, with_slug(slug));
+  widgets().create(ctx_, {"red", 3});  // no slug
+  r = ctl({"get", "Widget"});
+  EXPECT_OK(r);
+  std::multiset<std::string> cells;
+  for (auto& line : lines(r.out))
+    if (auto f = fields(line); f.size() > 2 && f[0] != "ID") cells.insert(f[1]);
+  EXPECT_EQ(cells.count("<none>"), 1u) << r.out;
+  EXPECT_EQ(cells.count("\"<none>\""), 1u) << r.out;
+  EXPECT_EQ(cells.count("\"\\\"\\\"\""), 1u) << r.out;  // "\"\""
   // It names an owner too, as "KIND/".
   auto child = widgets().create(ctx_, {"red", 2}, with_slug("child"), with_owner(std::stoll(id)));
   r = ctl({"get", "Widget", "--owner", "Widget/"});

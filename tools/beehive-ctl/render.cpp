@@ -158,7 +158,10 @@ Json event_json(const Event& e) {
 
 std::string slug_cell(const std::optional<std::string>& slug) {
   if (!slug) return "<none>";
-  return slug->empty() ? "\"\"" : *slug;
+  // Quoted where it would read as something else: a blank cell as the next column's
+  // value, "<none>" as no slug, a leading quote as a quoted slug.
+  if (slug->empty() || *slug == "<none>" || slug->front() == '"') return Json(*slug).dump();
+  return *slug;
 }
 
 std::string ref_name(const Ref& r, const std::optional<std::string>& slug) {

@@ -39,8 +39,9 @@ std::string json_output(const Json& j);
 Json object_json(const ObjectRow& row, const std::vector<ConditionRow>& conditions);
 Json event_json(const Event& e);
 
-/// A slug as a table cell: "<none>" without one, `""` for the empty slug (a blank cell
-/// would read as the next column's value).
+/// A slug as a table cell: "<none>" without one; as a JSON string (`""`, `"<none>"`)
+/// when it is empty (a blank cell would read as the next column's value), is spelled
+/// "<none>" or starts with a quote.
 std::string slug_cell(const std::optional<std::string>& slug);
 
 /// "Kind.group/ID", plus " (slug)" when `slug` is given.
