@@ -7,9 +7,43 @@ namespace beehive {
 namespace {
 
 std::string hex_escape(const char* format, unsigned value) {
-  char buf[8];
+  char buf[16];
   std::snprintf(buf, sizeof buf, format, value);
   return buf;
+}
+
+}  // namespace
+
+namespace {
+
+/// The length of the well-formed UTF-8 sequence at `text[i]` (2 to 4), 0 when there is
+/// none (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF, cut
+/// short); its code point in `cp`.
+std::size_t utf8_sequence(std::string_view text, std::size_t i, unsigned& cp) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  unsigned c = byte(0);
+  std::size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+                  : c >= 0xE0 && c <= 0xEF ? 3
+                  : c >= 0xF0 && c <= 0xF4 ? 4
+                                           : 0;
+  if (n == 0 || i + n > text.size()) return 0;
+  // The second byte's range depends on the first (RFC 3629's table).
+  unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+  unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+  if (byte(1) < lo || byte(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
+  cp = c & (0x7Fu >> n);
+  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (byte(k) & 0x3Fu);
+  return n;
+}
+
+/// Code points that steer how text is laid out rather than show: the C1 controls, the
+/// bidirectional marks, embeddings, overrides and isolates, and the line and paragraph
+/// separators (a log viewer may break a line there).
+bool steers_layout(unsigned cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
 }  // namespace
@@ -19,8 +53,10 @@ std::string printable(std::string_view text, bool keep_newlines) {
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7F) {
-      if (c == '\n')
+    if (c < 0x80) {
+      if (c >= 0x20 && c != 0x7F)
+        out += static_cast<char>(c);
+      else if (c == '\n')
         out += keep_newlines ? "\n" : "\\n";
       else if (c == '\r')
         out += "\\r";
@@ -30,26 +66,17 @@ std::string printable(std::string_view text, bool keep_newlines) {
         out += hex_escape("\\x%02x", c);
       continue;
     }
-    // C1 controls: U+0080-U+009F, encoded C2 80 - C2 9F.
-    if (c == 0xC2 && i + 1 < text.size()) {
-      auto next = static_cast<unsigned char>(text[i + 1]);
-      if (next >= 0x80 && next <= 0x9F) {
-        out += hex_escape("\\u%04x", next);
-        ++i;
-        continue;
-      }
+    unsigned cp = 0;
+    auto n = utf8_sequence(text, i, cp);
+    if (n == 0) {  // not UTF-8: a terminal may take a lone byte for a C1 control
+      out += hex_escape("\\x%02x", c);
+      continue;
     }
-    // Bidirectional controls: U+202A-U+202E (E2 80 AA-AE), U+2066-U+2069 (E2 81 A6-A9).
-    if (c == 0xE2 && i + 2 < text.size()) {
-      auto b1 = static_cast<unsigned char>(text[i + 1]);
-      auto b2 = static_cast<unsigned char>(text[i + 2]);
-      if ((b1 == 0x80 && b2 >= 0xAA && b2 <= 0xAE) || (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9)) {
-        out += hex_escape("\\u%04x", 0x2000u + ((b1 & 0x3Fu) << 6) + (b2 & 0x3Fu));
-        i += 2;
-        continue;
-      }
-    }
-    out += static_cast<char>(c);
+    if (steers_layout(cp))
+      out += hex_escape("\\u%04x", cp);
+    else
+      out.append(text.substr(i, n));
+    i += n - 1;
   }
   return out;
 }

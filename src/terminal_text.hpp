@@ -13,9 +13,11 @@
 namespace beehive {
 
 /// `text` with its control characters written as escapes: \n, \r and \t, \xNN for the
-/// other C0 controls and DEL, \u00NN for the C1 controls (U+0080-U+009F), and \uNNNN
-/// for the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
-/// U+2066-U+2069). Everything else, backslashes included, is kept. With
+/// other C0 controls, DEL and each byte that is not part of well-formed UTF-8, \u00NN for
+/// the C1 controls (U+0080-U+009F), and \uNNNN for the bidirectional marks, embeddings,
+/// overrides and isolates (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) and the
+/// line and paragraph separators (U+2028, U+2029). Everything else, backslashes
+/// included, is kept. With
 /// `keep_newlines`, a newline and a tab stay as they are (the layout of a database's
 /// multi-line error message).
 std::string printable(std::string_view text, bool keep_newlines = false);

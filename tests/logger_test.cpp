@@ -70,6 +70,24 @@ TEST_F(LoggerTest, SkippedRowsAndStderrDefault) {
   stderr_logger()(LogLevel::error, "x id=7", {{"k\nbeehive: forged", "v"}, {"a b=\"c", "d"}});
   EXPECT_EQ(::testing::internal::GetCapturedStderr(),
             "beehive: \"x id=7\" k_nbeehive:_forged=v a_b__c=d\n");
+  // Nor a line separator a viewer breaks at, a bidirectional mark, or a byte that is not
+  // UTF-8 (a lone 0x9b is the 8-bit CSI to a terminal); the rest of the text is kept.
+  ::testing::internal::CaptureStderr();
+  stderr_logger()(LogLevel::error, "m",
+                  {{"reason",
+                    "bad\xe2\x80\xa8"
+                    "beehive: forged"},
+                   {"rlm",
+                    "a\xe2\x80\x8f"
+                    "b"},
+                   {"byte",
+                    "x\x9b"
+                    "31m"},
+                   {"cut", "\xe2\x80"},
+                   {"kept", "caf\xc3\xa9\xf0\x9f\x90\x9d"}});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "beehive: m reason=\"bad\\u2028beehive: forged\" rlm=\"a\\u200fb\" "
+            "byte=\"x\\x9b31m\" cut=\"\\xe2\\x80\" kept=caf\xc3\xa9\xf0\x9f\x90\x9d\n");
 }
 
 // An empty Logger (a default-constructed std::function) keeps the default, stderr,
