@@ -6,10 +6,12 @@
 // streams are guarded by leadership_mu_.
 
 #include <tuple>
+#include <utility>
 
 #include <beehive/errors.hpp>
 
 #include "beehive_core.hpp"
+#include "metrics/store_metrics.hpp"
 
 namespace beehive::detail {
 
@@ -55,6 +57,7 @@ void BeehiveCore::report_leadership(bool leads) {
   if (leads == leads_reported_) return;
   leads_reported_ = leads;
   for (auto& s : leadership_streams_) s->push(0, leads);
+  if (services_.metrics) report_leader(*services_.metrics, leads);
 }
 
 void BeehiveCore::follow_leadership() {
@@ -71,6 +74,9 @@ void BeehiveCore::unfollow_leadership() {
 
 void BeehiveCore::end_leadership_streams() {
   std::lock_guard g(leadership_mu_);
+  // A stopped process leads nothing, whatever the store would say.
+  if (std::exchange(leads_reported_, false) && services_.metrics)
+    report_leader(*services_.metrics, false);
   leadership_streams_ended_ = true;
   for (auto& s : leadership_streams_) s->finish(make_error_code(errc::stopped));
   leadership_streams_.clear();

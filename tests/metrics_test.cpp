@@ -279,9 +279,10 @@ struct Expected {
 };
 std::vector<Expected> every_series() {
   std::vector<Expected> out;
-  for (auto r : {"success", "error", "requeue", "requeue_after", "terminal_error"})
+  for (auto r : {"success", "error", "requeue", "requeue_after"})
     out.push_back({metric::reconcile_total, MetricType::counter, result(r)});
   out.push_back({metric::reconcile_errors_total, MetricType::counter, widget_controller});
+  out.push_back({metric::terminal_reconcile_errors_total, MetricType::counter, widget_controller});
   out.push_back({metric::reconcile_time, MetricType::histogram, widget_controller});
   out.push_back({metric::max_concurrent_reconciles, MetricType::gauge, widget_controller});
   out.push_back({metric::active_workers, MetricType::gauge, widget_controller});
@@ -297,6 +298,7 @@ std::vector<Expected> every_series() {
   out.push_back({metric::commit_seconds, MetricType::histogram, {}});
   out.push_back({metric::group_commit_size, MetricType::histogram, {}});
   out.push_back({metric::watch_subscribers, MetricType::gauge, {}});
+  out.push_back({metric::leader, MetricType::gauge, {}});
   return out;
 }
 
@@ -369,8 +371,8 @@ TEST_F(MetricsTest, RecordingSinkSeesEveryReconcileRetryAndTransaction) {
   EXPECT_EQ(sink->counter(metric::reconcile_total, result("error")), 1);
   EXPECT_EQ(sink->counter(metric::reconcile_total, result("requeue_after")), 1);
   EXPECT_EQ(sink->counter(metric::reconcile_total, result("requeue")), 0);
-  EXPECT_EQ(sink->counter(metric::reconcile_total, result("terminal_error")), 0);
   EXPECT_EQ(sink->counter(metric::reconcile_errors_total, widget_controller), 1);
+  EXPECT_EQ(sink->counter(metric::terminal_reconcile_errors_total, widget_controller), 0);
   EXPECT_EQ(sink->counter(metric::workqueue_retries_total, widget_queue), 1);
   EXPECT_EQ(sink->counter(metric::workqueue_adds_total, widget_queue), 7);
   EXPECT_EQ(sink->of('h', metric::reconcile_time).size(), 7u);
@@ -610,8 +612,9 @@ TEST_F(MetricsTest, QueueWaitIsMeasuredOnTheBeehiveClock) {
   auto waits = prom->histogram(metric::workqueue_queue_duration, widget_queue);
   EXPECT_EQ(waits.count, 2u);
   EXPECT_EQ(waits.sum, 3.0);
-  // 0 s lands in the first bucket, 3 s in le="5" (the tenth bound), nothing above.
-  ASSERT_EQ(waits.buckets.size(), PrometheusMetrics::default_buckets().size());
+  // 0 s lands in the first bucket, 3 s in le="10" (the tenth bound), nothing above.
+  ASSERT_EQ(waits.buckets.size(),
+            PrometheusMetrics::buckets_for(metric::workqueue_queue_duration).size());
   EXPECT_EQ(waits.buckets[0], 1u);
   EXPECT_EQ(waits.buckets[9], 1u);
   EXPECT_TRUE(eventually([&] {
@@ -650,6 +653,62 @@ TEST_F(MetricsTest, AnObjectChangedDuringItsPassIsAddedOnce) {
   ASSERT_EQ(waits.size(), 2u);
   EXPECT_EQ(waits[0].value, 0);
   EXPECT_EQ(waits[1].value, 2);
+}
+
+// A terminal failure is an error to controller-runtime's dashboards (result="error",
+// reconcile_errors_total), and counted apart as terminal: a TerminalError, and a row
+// that does not decode (quarantined).
+TEST_F(MetricsTest, TerminalFailuresAreErrorsCountedApartAsTerminal) {
+  auto sink = std::make_shared<RecordingSink>();
+  open(with_metrics(sink), quiet());
+  recorder_->set_body([](auto&, auto&, auto&) -> Result { throw TerminalError("no such region"); });
+  register_widgets();
+  auto o = widgets().create(ctx_, {"a", 1});
+  Client<nlohmann::json, nlohmann::json>(*bh_, widget_kind)
+      .create(ctx_, nlohmann::json{{"not", "a widget"}});
+  start();
+  settle();
+  EXPECT_EQ(recorder_->count(o.id), 1);
+  EXPECT_EQ(sink->counter(metric::reconcile_total, result("error")), 2);
+  EXPECT_EQ(sink->counter(metric::reconcile_errors_total, widget_controller), 2);
+  EXPECT_EQ(sink->counter(metric::terminal_reconcile_errors_total, widget_controller), 2);
+  EXPECT_EQ(sink->counter(metric::workqueue_retries_total, widget_queue), 0);
+}
+
+// beehive_leader: 1 while the process runs and leads (SQLite: while it runs), 0 after.
+TEST_F(MetricsTest, TheLeaderGaugeFollowsTheRun) {
+  auto sink = std::make_shared<RecordingSink>();
+  open(with_metrics(sink), quiet());
+  register_widgets();
+  start();  // declared at 0 when the Beehive was made (EverySeriesExistsAtZero...)
+  EXPECT_TRUE(eventually([&] { return sink->gauge(metric::leader, {}) == 1; }));
+  close();
+  EXPECT_EQ(sink->gauge(metric::leader, {}), 0);
+}
+
+// Each histogram has bounds that fit what it measures: commits (tens of microseconds on
+// SQLite) spread over buckets finer than Prometheus' 5 ms defaults; one set given to
+// the constructor is every duration histogram's.
+TEST_F(MetricsTest, HistogramsHaveBoundsThatFitWhatTheyMeasure) {
+  auto prom = std::make_shared<PrometheusMetrics>();
+  prom->histogram_observe(metric::commit_seconds, {}, 0.00007);
+  prom->histogram_observe(metric::commit_seconds, {}, 0.0007);
+  auto commits = prom->histogram(metric::commit_seconds, {});
+  auto bounds = PrometheusMetrics::buckets_for(metric::commit_seconds);
+  ASSERT_EQ(commits.buckets.size(), bounds.size());
+  EXPECT_EQ(bounds.front(), 0.00005);
+  EXPECT_EQ(commits.buckets[1], 1u);  // le="0.0001"
+  EXPECT_EQ(commits.buckets[4], 1u);  // le="0.001"
+  EXPECT_EQ(PrometheusMetrics::buckets_for(metric::workqueue_work_duration).front(), 1e-8);
+  EXPECT_EQ(PrometheusMetrics::buckets_for(metric::reconcile_time).back(), 60);
+  EXPECT_EQ(PrometheusMetrics::buckets_for("my_seconds"), PrometheusMetrics::default_buckets());
+  PrometheusMetrics one_set({0.5, 1});
+  one_set.histogram_observe(metric::commit_seconds, {}, 0.7);
+  one_set.histogram_observe(metric::group_commit_size, {}, 3);
+  EXPECT_EQ(one_set.histogram(metric::commit_seconds, {}).buckets,
+            (std::vector<std::uint64_t>{0, 1}));
+  EXPECT_EQ(one_set.histogram(metric::group_commit_size, {}).buckets.size(),
+            PrometheusMetrics::size_buckets().size());
 }
 
 // A leader that steps down drops its queue (the new leader lists the kind again): the

@@ -10,13 +10,16 @@
 /// `to_string(GroupKind)`, "Kind.group":
 ///
 ///   controller_runtime_reconcile_total{controller,result}   counter: finished passes;
-///       result is "success", "error" (reconcile threw), "requeue" (it asked for another
-///       pass now), "requeue_after" (a positive `requeue_after`) or "terminal_error" (a
-///       failure that is not retried: a row that does not decode is quarantined). A pass that finds
-///       its object gone counts as "success"; a pass cancelled by stop, or one whose
-///       writes failed the fence because this process stopped leading, is not counted.
+///       result is "success", "error" (reconcile threw, or failed terminally), "requeue"
+///       (it asked for another pass now) or "requeue_after" (a positive `requeue_after`).
+///       A pass that finds its object gone counts as "success"; a pass cancelled by stop,
+///       or one whose writes failed the fence because this process stopped leading, is
+///       not counted.
 ///   controller_runtime_reconcile_errors_total{controller}   counter: passes that ended in
-///       "error" or "terminal_error".
+///       "error", terminal ones included.
+///   controller_runtime_terminal_reconcile_errors_total{controller} counter: of those, the
+///       failures that are not retried (a terminal error; a row that does not decode,
+///       quarantined).
 ///   controller_runtime_reconcile_time_seconds{controller}   histogram: one pass on the
 ///       worker, read included; real elapsed time (steady clock).
 ///   controller_runtime_max_concurrent_reconciles{controller} gauge: the kind's workers.
@@ -52,6 +55,9 @@
 ///       (a group commit's writes; a single write or a `within` block is 1).
 ///   beehive_watch_subscribers               gauge: object and event watches the watch hub
 ///       serves (blocking streams and actor subscribers).
+///   beehive_leader                          gauge: 1 while this process runs and leads the
+///       processes on its store (SQLite: while it runs), else 0. Of several processes on
+///       one PostgreSQL store, the kind gauges of the one at 1 are the ones to read.
 ///
 /// Every series exists from the moment it is known: the store's and the hub's when the
 /// Beehive is constructed, a kind's when it is registered (`declare`, then 0).
@@ -88,6 +94,8 @@ namespace metric {
 inline constexpr std::string_view reconcile_total = "controller_runtime_reconcile_total";
 inline constexpr std::string_view reconcile_errors_total =
     "controller_runtime_reconcile_errors_total";
+inline constexpr std::string_view terminal_reconcile_errors_total =
+    "controller_runtime_terminal_reconcile_errors_total";
 inline constexpr std::string_view reconcile_time = "controller_runtime_reconcile_time_seconds";
 inline constexpr std::string_view max_concurrent_reconciles =
     "controller_runtime_max_concurrent_reconciles";
@@ -105,6 +113,7 @@ inline constexpr std::string_view unsettled_objects = "beehive_unsettled_objects
 inline constexpr std::string_view commit_seconds = "beehive_commit_seconds";
 inline constexpr std::string_view group_commit_size = "beehive_group_commit_size";
 inline constexpr std::string_view watch_subscribers = "beehive_watch_subscribers";
+inline constexpr std::string_view leader = "beehive_leader";
 }  // namespace metric
 
 /// Where beehive reports. The three reporting methods are all a sink must implement; the
@@ -149,11 +158,19 @@ class PrometheusMetrics : public MetricsSink {
   static std::vector<double> default_buckets();
   /// The bounds of beehive_group_commit_size: 1, 2, 4, ... 1024 requests.
   static std::vector<double> size_buckets();
+  /// The bounds a histogram gets by default (+Inf is implicit): for
+  /// beehive_commit_seconds 50 us to 10 s; for workqueue_queue_duration_seconds and
+  /// workqueue_work_duration_seconds client-go's, 10 ns to 1000 s ten times apart; for
+  /// controller_runtime_reconcile_time_seconds controller-runtime's, 5 ms to 60 s; for
+  /// beehive_group_commit_size `size_buckets()`; for any other name `default_buckets()`.
+  static std::vector<double> buckets_for(std::string_view name);
 
+  /// Each histogram with its own bounds (`buckets_for`).
+  PrometheusMetrics();
   /// `buckets`: ascending upper bounds of every histogram in seconds (+Inf is implicit;
   /// duplicates and non-finite bounds are dropped). beehive_group_commit_size, which
-  /// counts requests, uses `size_buckets()`.
-  explicit PrometheusMetrics(std::vector<double> buckets = default_buckets());
+  /// counts requests, keeps `size_buckets()`.
+  explicit PrometheusMetrics(std::vector<double> buckets);
   /// Stops the endpoint, if serving.
   ~PrometheusMetrics() override;
   PrometheusMetrics(const PrometheusMetrics&) = delete;

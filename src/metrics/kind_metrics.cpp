@@ -22,14 +22,14 @@ KindMetrics::KindMetrics(std::shared_ptr<MetricsSink> sink, const GroupKind& gk,
   error_ = with_result("error");
   requeue_ = with_result("requeue");
   requeue_after_ = with_result("requeue_after");
-  terminal_error_ = with_result("terminal_error");
 
   // Every series exists from registration on, so that a dashboard shows 0 rather than
   // "no data", and an alert on a rate sees the first failure as a change from 0.
   auto& s = *sink_;
-  for (auto* l : {&success_, &error_, &requeue_, &requeue_after_, &terminal_error_})
+  for (auto* l : {&success_, &error_, &requeue_, &requeue_after_})
     s.declare(metric::reconcile_total, MetricType::counter, *l);
   s.declare(metric::reconcile_errors_total, MetricType::counter, controller_);
+  s.declare(metric::terminal_reconcile_errors_total, MetricType::counter, controller_);
   s.declare(metric::reconcile_time, MetricType::histogram, controller_);
   s.declare(metric::max_concurrent_reconciles, MetricType::gauge, controller_);
   s.declare(metric::active_workers, MetricType::gauge, controller_);
@@ -48,7 +48,7 @@ KindMetrics::KindMetrics(std::shared_ptr<MetricsSink> sink, const GroupKind& gk,
 
 void KindMetrics::reconciled(const Outcome& o, Steady::duration took) const {
   const MetricLabels* result = &success_;
-  bool failed = false;
+  bool failed = false, terminal = false;
   switch (o.kind) {
     case Outcome::cancelled:
       return;  // stop's doing, not the controller's
@@ -60,8 +60,9 @@ void KindMetrics::reconciled(const Outcome& o, Steady::duration took) const {
       break;
     case Outcome::quarantined:  // not retried: a terminal error
     case Outcome::terminal_error:
-      result = &terminal_error_;
-      failed = true;
+      // An error to controller-runtime's dashboards too, counted apart as terminal.
+      result = &error_;
+      failed = terminal = true;
       break;
     case Outcome::success:
       if (o.requeue_after.count() > 0) result = &requeue_after_;
@@ -72,6 +73,7 @@ void KindMetrics::reconciled(const Outcome& o, Steady::duration took) const {
   }
   sink_->counter_add(metric::reconcile_total, *result, 1);
   if (failed) sink_->counter_add(metric::reconcile_errors_total, controller_, 1);
+  if (terminal) sink_->counter_add(metric::terminal_reconcile_errors_total, controller_, 1);
   sink_->histogram_observe(metric::reconcile_time, controller_, seconds(took));
 }
 

@@ -47,7 +47,7 @@ class KindMetrics {
   MetricLabels controller_;  // {controller}
   MetricLabels queue_;       // {name}
   MetricLabels kind_;        // {kind}
-  MetricLabels success_, error_, requeue_, requeue_after_, terminal_error_;
+  MetricLabels success_, error_, requeue_, requeue_after_;
 };
 
 }  // namespace beehive::detail

@@ -35,9 +35,10 @@ namespace {
 std::string help_of(std::string_view name) {
   static const std::map<std::string_view, std::string_view> help = {
       {metric::reconcile_total,
-       "Reconcile passes per controller and result (success, error, requeue, requeue_after, "
-       "terminal_error)."},
+       "Reconcile passes per controller and result (success, error, requeue, requeue_after)."},
       {metric::reconcile_errors_total, "Reconcile passes that failed, per controller."},
+      {metric::terminal_reconcile_errors_total,
+       "Reconcile passes that failed and are not retried, per controller."},
       {metric::reconcile_time, "Duration of one reconcile pass in seconds (steady clock)."},
       {metric::max_concurrent_reconciles, "Workers of the controller."},
       {metric::active_workers, "Reconcile passes in flight per controller."},
@@ -59,6 +60,7 @@ std::string help_of(std::string_view name) {
        "Duration of one committed write transaction, BEGIN to COMMIT, in seconds."},
       {metric::group_commit_size, "Requests answered by one committed write transaction."},
       {metric::watch_subscribers, "Object and event watches the watch hub serves."},
+      {metric::leader, "1 while this process runs and leads the processes on its store."},
   };
   auto it = help.find(name);
   return std::string(it == help.end() ? std::string_view("Reported by beehive.") : it->second);
@@ -109,7 +111,7 @@ struct PrometheusMetrics::Impl {
     prometheus::Family<prometheus::Counter>* counters = nullptr;
     prometheus::Family<prometheus::Gauge>* gauges = nullptr;
     prometheus::Family<prometheus::Histogram>* histograms = nullptr;
-    const std::vector<double>* bounds = nullptr;
+    std::vector<double> bounds;
     /// Null for a label set Prometheus refused.
     std::map<MetricLabels, void*, std::less<>> series;
   };
@@ -124,8 +126,9 @@ struct PrometheusMetrics::Impl {
     }
   };
 
-  std::vector<double> seconds;
-  std::vector<double> sizes = size_buckets();
+  /// The bounds of every histogram in seconds, when the constructor was given them;
+  /// otherwise each has its own (buckets_for).
+  std::optional<std::vector<double>> seconds;
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::shared_ptr<Scrape> scrape = std::make_shared<Scrape>(this);
 
@@ -166,7 +169,8 @@ struct PrometheusMetrics::Impl {
                                   .Name(std::string(name))
                                   .Help(help)
                                   .Register(*registry);
-            fam.bounds = name == metric::group_commit_size ? &sizes : &seconds;
+            fam.bounds =
+                seconds && name != metric::group_commit_size ? *seconds : buckets_for(name);
             break;
         }
       } catch (const std::exception&) {  // a name Prometheus does not accept: ignored
@@ -190,7 +194,7 @@ struct PrometheusMetrics::Impl {
       if (f->gauges) made = &f->gauges->Add(to_labels(labels));
       if (f->histograms)
         made = &f->histograms->Add(to_labels(labels),
-                                   prometheus::Histogram::BucketBoundaries(*f->bounds));
+                                   prometheus::Histogram::BucketBoundaries(f->bounds));
     } catch (const std::exception&) {  // a label name Prometheus does not accept
     }
     f->series.emplace(labels, made);
@@ -249,6 +253,29 @@ std::vector<double> PrometheusMetrics::default_buckets() {
 std::vector<double> PrometheusMetrics::size_buckets() {
   return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 }
+
+std::vector<double> PrometheusMetrics::buckets_for(std::string_view name) {
+  if (name == metric::group_commit_size) return size_buckets();
+  // A commit takes tens of microseconds on SQLite, a millisecond or so on PostgreSQL:
+  // Prometheus' defaults would put nearly every one in their first bucket.
+  if (name == metric::commit_seconds)
+    return {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+            0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10};
+  // client-go's work queue layout: 10 ns to 1000 s, ten times apart.
+  if (name == metric::workqueue_queue_duration || name == metric::workqueue_work_duration) {
+    std::vector<double> b;
+    for (double x = 1e-8; b.size() < 12; x *= 10) b.push_back(x);
+    return b;
+  }
+  // controller-runtime's reconcile_time layout: fine up to a second, then up to a minute.
+  if (name == metric::reconcile_time)
+    return {0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+            0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+            6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
+  return default_buckets();
+}
+
+PrometheusMetrics::PrometheusMetrics() : impl_(std::make_shared<Impl>()) {}
 
 PrometheusMetrics::PrometheusMetrics(std::vector<double> buckets)
     : impl_(std::make_shared<Impl>()) {

@@ -10,6 +10,7 @@ void declare_store_metrics(MetricsSink& sink) {
   sink.declare(metric::commit_seconds, MetricType::histogram, none);
   sink.declare(metric::group_commit_size, MetricType::histogram, none);
   sink.declare(metric::watch_subscribers, MetricType::gauge, none);
+  sink.declare(metric::leader, MetricType::gauge, none);
 }
 
 void report_commit(MetricsSink& sink, std::chrono::steady_clock::duration took,
@@ -20,6 +21,10 @@ void report_commit(MetricsSink& sink, std::chrono::steady_clock::duration took,
 
 void report_watch_subscribers(MetricsSink& sink, std::size_t watches) {
   sink.gauge_set(metric::watch_subscribers, none, static_cast<double>(watches));
+}
+
+void report_leader(MetricsSink& sink, bool leads) {
+  sink.gauge_set(metric::leader, none, leads ? 1 : 0);
 }
 
 }  // namespace beehive::detail

@@ -1,10 +1,10 @@
 #pragma once
 
 // The series that belong to the Beehive rather than to a kind: the writer's commits
-// (beehive_commit_seconds, beehive_group_commit_size) and the watch hub's subscribers
-// (beehive_watch_subscribers). Free functions on the sink, called where the events
-// happen (the WriteEngine on the writer's thread, the watch hub actor); the sink is
-// thread-safe.
+// (beehive_commit_seconds, beehive_group_commit_size), the watch hub's subscribers
+// (beehive_watch_subscribers) and leadership (beehive_leader). Free functions on the
+// sink, called where the events happen (the WriteEngine on the writer's thread, the
+// watch hub actor, the leadership callback); the sink is thread-safe.
 
 #include <chrono>
 #include <cstddef>
@@ -19,5 +19,7 @@ void declare_store_metrics(MetricsSink& sink);
 void report_commit(MetricsSink& sink, std::chrono::steady_clock::duration took,
                    std::size_t requests);
 void report_watch_subscribers(MetricsSink& sink, std::size_t watches);
+/// Whether this process runs and leads (beehive_leader).
+void report_leader(MetricsSink& sink, bool leads);
 
 }  // namespace beehive::detail
