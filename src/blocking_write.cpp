@@ -112,10 +112,14 @@ void BeehiveCore::within(const Context& ctx, const std::function<void(const Cont
     if (txn->depth() + 1 >= max_nesting)
       throw Error(errc::invalid_argument,
                   "within blocks nest at most " + std::to_string(max_nesting) + " deep");
+    ctx.throw_if_done();
     step(txn, SessionCmd::savepoint);
     txn->mark();
     try {
       fn(ctx);
+      // A block whose context ended before it returned is undone, as any call whose
+      // context ends first writes nothing.
+      ctx.throw_if_done();
     } catch (...) {
       txn->drop_to_mark();
       undo(txn, SessionCmd::rollback_to);
@@ -131,6 +135,10 @@ void BeehiveCore::within(const Context& ctx, const std::function<void(const Cont
   try {
     OpenSession open(this);
     fn(inner);
+    // Ended before the block returned: rolled back. Once the commit is asked for, it
+    // completes whatever the deadline does (a write is never reported failed when it
+    // committed).
+    inner.throw_if_done();
   } catch (...) {
     txn->take_post_commit();  // dropped; they hold the block's context, which holds txn
     undo(txn, SessionCmd::rollback);

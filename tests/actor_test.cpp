@@ -1236,6 +1236,36 @@ TEST_F(ActorTest, AnActorWatchesEventRuns) {
   caf::anon_send_exit(subscriber, caf::exit_reason::user_shutdown);
 }
 
+// A watch request whose CAF timeout passed before its snapshot was read still made a
+// subscription (its reply, the id, was dropped): `unsubscribe_atom` + the subscriber
+// ends every one of that actor's subscriptions, open or opening, and no other actor's.
+TEST_F(ActorTest, UnsubscribingAnActorEndsEveryOneOfItsSubscriptionsAndNoOthers) {
+  register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
+                                                [](auto&, auto&, auto&) { return Result{}; });
+  Widgets w(*bh_, widget_kind);
+  auto o = w.create(ctx_, {"a", 1});
+  for (int i = 0; i < 200; ++i) w.create(ctx_, {"b", i});
+  auto hub = bh_->watch_hub();
+  caf::scoped_actor app{sys_}, other{sys_};
+  auto app_actor = caf::actor_cast<caf::actor>(app);
+  ask<std::uint64_t>(hub, watch_request{widget_kind, std::nullopt, app_actor});
+  ask<std::uint64_t>(hub, watch_request{widget_kind, o.id, app_actor, true});
+  ask<std::uint64_t>(hub, event_watch_request{o.id, {}, app_actor});
+  ask<std::uint64_t>(hub,
+                     watch_request{widget_kind, std::nullopt, caf::actor_cast<caf::actor>(other)});
+  // One given up on at once: its reply is dropped, whether or not its snapshot was read.
+  app->request(hub, std::chrono::nanoseconds(1),
+               watch_request{widget_kind, std::nullopt, app_actor})
+      .receive([](std::uint64_t) {}, [](caf::error&) {});
+  app->send(hub, unsubscribe_atom::value, app_actor);
+  auto state = ask<watch_hub_state>(hub, inspect_atom::value);
+  EXPECT_EQ(state.object_watches, 1u);  // the other actor's
+  EXPECT_EQ(state.event_watches, 0u);
+  EXPECT_EQ(state.monitored, 1u);
+  beehive::testing::settle(*bh_, ctx_);
+  EXPECT_EQ(ask<watch_hub_state>(hub, inspect_atom::value).object_watches, 1u);
+}
+
 TEST_F(ActorTest, UpdateStatusAtAnOlderGenerationWithTheStoredStatusWritesNothing) {
   register_controller<WidgetSpec, WidgetStatus>(*bh_, widget_kind,
                                                 [](auto&, auto&, auto&) { return Result{}; });

@@ -312,9 +312,9 @@ TEST_F(WithinTest, ARequeueInsideABlockRunsAfterItsCommitAndNeverAfterARollback)
 }
 
 // A requeue inside a block says no_controller for a kind without one, as outside; and
-// once the block committed, the requeue runs even when the block's deadline passed
-// before the commit (the commit does not give up at it either).
-TEST_F(WithinTest, ARequeueInsideABlockSaysNoControllerAndOutlivesTheBlocksDeadline) {
+// a block whose deadline passed before it returned is rolled back (deadline_exceeded):
+// its requeue never runs, its writes never land.
+TEST_F(WithinTest, ARequeueInsideABlockSaysNoControllerAndDiesWithTheBlocksDeadline) {
   start();
   settle();
   Widgets gadgets(*bh_, gadget_kind);  // no controller
@@ -326,12 +326,48 @@ TEST_F(WithinTest, ARequeueInsideABlockSaysNoControllerAndOutlivesTheBlocksDeadl
   auto e = w.create(ctx_, {"e", 1});
   settle();
   const int before = recorder_->count(e.id);
-  cc_->within(ctx_.with_timeout(100ms), [&](const Context& tx) {
-    w.requeue(tx, e.id);
-    while (!tx.done()) std::this_thread::yield();  // the deadline passes inside the block
-  });
+  EXPECT_ERRC(cc_->within(ctx_.with_timeout(100ms),
+                          [&](const Context& tx) {
+                            w.requeue(tx, e.id);
+                            w.create(tx, {"late", 1}, with_slug("late"));
+                            // The deadline passes inside the block.
+                            while (!tx.done()) std::this_thread::yield();
+                          }),
+              errc::deadline_exceeded);
+  settle();
+  EXPECT_EQ(recorder_->count(e.id), before) << "the rolled-back block's requeue ran";
+  EXPECT_ERRC(w.get_by_slug(ctx_, "late"), errc::not_found);
+  // A block that returns in time commits: its requeue runs.
+  cc_->within(ctx_.with_timeout(10s), [&](const Context& tx) { w.requeue(tx, e.id); });
   settle();
   EXPECT_EQ(recorder_->count(e.id), before + 1) << "the committed block's requeue was lost";
+}
+
+// A nested block with a context that ended runs nothing and throws its error; one whose
+// context ends inside it is undone to its savepoint, and the outer block goes on.
+TEST_F(WithinTest, ANestedBlockWhoseContextEndedIsUndoneAndTheOuterBlockGoesOn) {
+  auto w = widgets();
+  Context cancelled;
+  std::function<void()> cancel;
+  std::tie(cancelled, cancel) = ctx_.with_cancel();
+  cancel();
+  bool ran = false;
+  cc_->within(ctx_, [&](const Context& tx) {
+    w.create(tx, {"outer", 1}, with_slug("outer"));
+    EXPECT_ERRC(cc_->within(tx.with_timeout(0ms), [&](const Context&) { ran = true; }),
+                errc::deadline_exceeded);
+    EXPECT_ERRC(cc_->within(tx.with_timeout(50ms),
+                            [&](const Context& inner) {
+                              w.create(inner, {"inner", 1}, with_slug("inner"));
+                              while (!inner.done()) std::this_thread::yield();
+                            }),
+                errc::deadline_exceeded);
+  });
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(w.get_by_slug(ctx_, "outer").spec.color, "outer");
+  EXPECT_ERRC(w.get_by_slug(ctx_, "inner"), errc::not_found);
+  EXPECT_ERRC(cc_->within(cancelled, [&](const Context&) { ran = true; }), errc::cancelled);
+  EXPECT_FALSE(ran);
 }
 
 TEST_F(WithinTest, WatchChangesComeAfterTheOutermostCommitAndNeverAfterARollback) {

@@ -128,11 +128,18 @@ using store_writer_actor =
         caf::reacts_to<subscribe_atom, caf::actor>, caf::reacts_to<unsubscribe_atom, caf::actor>>;
 
 /// Fans committed changes out to watches: blocking streams and actor subscribers.
+/// `unsubscribe_atom` + an id ends that subscription; + an actor ends every object and
+/// event subscription of that actor, open or opening. A watch request's reply (the id)
+/// comes once its snapshot is read: one that comes after the request's CAF timeout is
+/// dropped by CAF, and the subscription it named lives on, unknown to the subscriber.
+/// Ask with `caf::infinite`, or end such leftovers with `unsubscribe_atom` + yourself
+/// before asking again.
 using watch_hub_actor =
     caf::typed_actor<caf::replies_to<watch_request>::with<std::uint64_t>,
                      caf::replies_to<pull_atom, std::uint64_t>::with<std::vector<object_change>>,
                      caf::replies_to<event_watch_request>::with<std::uint64_t>,
                      caf::reacts_to<unsubscribe_atom, std::uint64_t>,
+                     caf::reacts_to<unsubscribe_atom, caf::actor>,
                      caf::replies_to<inspect_atom>::with<watch_hub_state>>;
 
 /// One kind's reconcile loop: its work queue, workers, backoff ladder and schedules.

@@ -154,11 +154,14 @@ class ControllerClient {
 
   /// Runs `fn` in one transaction: its writes made with the context it receives (from
   /// this client, other ControllerClients and Clients) commit together when it returns
-  /// and roll back when it throws (the exception propagates). Nested blocks are
-  /// savepoints, at most 1000 deep counting the outermost (`invalid_argument` beyond,
-  /// the enclosing blocks intact). Side effects (reconcile wakes, watch changes, with_on_create callbacks)
-  /// happen after the outermost commit only. The transaction holds the store's single
-  /// writer: keep slow I/O outside it.
+  /// and roll back when it throws (the exception propagates). A block whose `ctx` ended
+  /// before it returned is rolled back too, and throws `cancelled` or
+  /// `deadline_exceeded` (one that ended before it began runs nothing); once the commit
+  /// is asked for, it completes. Nested blocks are savepoints, at most 1000 deep counting
+  /// the outermost (`invalid_argument` beyond, the enclosing blocks intact). Side effects
+  /// (reconcile wakes, watch changes, with_on_create callbacks) happen after the
+  /// outermost commit only. The transaction holds the store's single writer: keep slow
+  /// I/O outside it.
   void within(const Context& ctx, const std::function<void(const Context&)>& fn) const {
     core_.within(ctx, fn);
   }

@@ -584,6 +584,53 @@ void finish_shutdown(Self self) {
   self->quit();
 }
 
+/// Ends subscription `id`, open or opening, as `unsubscribe_atom` asks.
+void unsubscribe(Self self, std::uint64_t id) {
+  auto& st = self->state;
+  if (auto it = st.subs.find(id); it != st.subs.end()) {
+    drop(it->second);
+    release_subscriber(st, it->second.actor);
+    st.subs.erase(it);
+  }
+  // A blocking stream hears that its subscription is gone rather than wait for
+  // ever (an actor may name a wrong id), whether it was open or opening.
+  if (auto it = st.event_subs.find(id); it != st.event_subs.end()) {
+    if (it->second.core) it->second.core->finish(errc::not_found);
+    release_subscriber(st, it->second.filter.subscriber);
+    st.event_subs.erase(it);
+  }
+  if (auto it = st.opening.find(id); it != st.opening.end()) {
+    it->second.abandoned->store(true, std::memory_order_relaxed);
+    drop(it->second.sub);
+    it->second.ready(id);
+    st.opening.erase(it);
+  }
+  if (auto it = st.opening_events.find(id); it != st.opening_events.end()) {
+    it->second.abandoned->store(true, std::memory_order_relaxed);
+    if (it->second.sub.core) it->second.sub.core->finish(errc::not_found);
+    it->second.ready(id);
+    st.opening_events.erase(it);
+  }
+}
+
+/// Ends every subscription of `subscriber`, open or opening: what a watch request's
+/// reply named when the requester had given up waiting for it (CAF dropped it).
+void unsubscribe_all(Self self, const caf::actor& subscriber) {
+  if (!subscriber) return;  // the blocking streams' "subscriber"
+  auto& st = self->state;
+  auto of = subscriber.address();
+  std::vector<std::uint64_t> ids;
+  for (auto& [id, s] : st.subs)
+    if (s.actor.address() == of) ids.push_back(id);
+  for (auto& [id, s] : st.event_subs)
+    if (s.filter.subscriber.address() == of) ids.push_back(id);
+  for (auto& [id, o] : st.opening)
+    if (o.sub.actor.address() == of) ids.push_back(id);
+  for (auto& [id, o] : st.opening_events)
+    if (o.sub.filter.subscriber.address() == of) ids.push_back(id);
+  for (auto id : ids) unsubscribe(self, id);
+}
+
 }  // namespace
 
 WatchHubState::~WatchHubState() {
@@ -697,31 +744,11 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         return out;
       },
       [self](unsubscribe_atom, std::uint64_t id) {
-        auto& st = self->state;
-        if (auto it = st.subs.find(id); it != st.subs.end()) {
-          drop(it->second);
-          release_subscriber(st, it->second.actor);
-          st.subs.erase(it);
-        }
-        // A blocking stream hears that its subscription is gone rather than wait for
-        // ever (an actor may name a wrong id), whether it was open or opening.
-        if (auto it = st.event_subs.find(id); it != st.event_subs.end()) {
-          if (it->second.core) it->second.core->finish(errc::not_found);
-          release_subscriber(st, it->second.filter.subscriber);
-          st.event_subs.erase(it);
-        }
-        if (auto it = st.opening.find(id); it != st.opening.end()) {
-          it->second.abandoned->store(true, std::memory_order_relaxed);
-          drop(it->second.sub);
-          it->second.ready(id);
-          st.opening.erase(it);
-        }
-        if (auto it = st.opening_events.find(id); it != st.opening_events.end()) {
-          it->second.abandoned->store(true, std::memory_order_relaxed);
-          if (it->second.sub.core) it->second.sub.core->finish(errc::not_found);
-          it->second.ready(id);
-          st.opening_events.erase(it);
-        }
+        unsubscribe(self, id);
+        after_opening(self);
+      },
+      [self](unsubscribe_atom, const caf::actor& subscriber) {
+        unsubscribe_all(self, subscriber);
         after_opening(self);
       },
       [self](settle_atom) {

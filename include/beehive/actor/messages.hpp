@@ -43,10 +43,11 @@ struct store_writer_state {
 // -- watch_hub ----------------------------------------------------------------
 
 /// Subscribes `subscriber` to the objects of `gk` (or to the one object `id`). The hub
-/// replies the subscription id; the changes are each object as it stands (`Added`),
-/// then every later change in commit order. The subscription ends with
-/// `unsubscribe_atom` + the id, when the subscriber terminates, or when the beehive
-/// stops (the subscriber then receives `watch_ended`).
+/// replies the subscription id once the snapshot is read (see watch_hub_actor about a
+/// request's timeout); the changes are each object as it stands (`Added`), then every
+/// later change in commit order. The subscription ends with `unsubscribe_atom` + the id
+/// (or + the subscriber: all of its subscriptions), when the subscriber terminates, or
+/// when the beehive stops (the subscriber then receives `watch_ended`).
 ///
 /// Pushed (`pull == false`), each change is sent to the subscriber as an
 /// `object_change` message as it commits: simplest, but a subscriber that falls behind

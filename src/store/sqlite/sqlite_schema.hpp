@@ -21,6 +21,6 @@ int latest_version();
 /// by a newer schema. `before_migrating(from)` runs, in the transaction, before an
 /// existing schema (from >= 1) is migrated; it may throw to refuse.
 std::int64_t migrate_and_open_session(SQLite::Database& db,
-                                      const std::function<void(int from)>& before_migrating);
+                                      const std::function<void(int from)>& before_migrating = {});
 
 }  // namespace beehive::store::sqlite_schema
