@@ -18,6 +18,7 @@
 #include "child_process.hpp"
 #include "controller_fixture.hpp"
 #include "store/sqlite/run_lock.hpp"
+#include "tools/process.hpp"
 
 namespace beehive::test {
 namespace {
@@ -95,6 +96,38 @@ TEST_F(ProcessClaimTest, AStoreOpenedThroughADanglingSymlinkClaimsItsTarget) {
   EXPECT_EQ(said, "store_in_use");
   EXPECT_EQ(peer.wait(), 3);
   stop(ctx_);
+}
+
+// A database its user may read but not write is refused before SQLite touches it:
+// SQLite would open it read-only, and its first read would leave -wal and -shm files
+// with the database's mode behind, so that opens kept failing once the mode was put
+// right. (Run as root, the other process runs as another user, whom the mode binds.)
+TEST_F(ProcessClaimTest, ADatabaseItsUserCannotWriteIsRefusedAndLeftAsItWas) {
+  namespace fs = std::filesystem;
+  auto dir = dir_.file("ro");
+  fs::create_directory(dir);
+  auto file = dir / "app.db";
+  { auto store = sqlite::open(file); }
+  std::vector<std::string> cmd;
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(fs::exists("/usr/bin/setpriv"))
+        << "run as root, the test needs setpriv to run the peer as another user";
+    cmd = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    for (auto& p : {dir, file}) ASSERT_EQ(::chown(p.c_str(), 65534, 65534), 0) << p;
+  }
+  cmd.push_back(BEEHIVE_PEER);
+  cmd.push_back(file.string());
+  fs::permissions(file, fs::perms::owner_read);
+  auto refused = run(cmd);
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("cannot open for writing"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(dir / "app.db-wal"));
+  EXPECT_FALSE(fs::exists(dir / "app.db-shm"));
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  Process peer(cmd, /*pipe_stdin=*/true);
+  EXPECT_EQ(peer.read_line(), "started");
+  auto r = peer.wait();  // stdin ends: it stops
+  EXPECT_EQ(r.status, 0) << r.err;
 }
 
 // A store opened by a relative path keeps naming the same file after the process

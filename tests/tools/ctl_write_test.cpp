@@ -518,6 +518,44 @@ TEST_F(CtlWriteTest, AWriteCommandSaysABusyDatabaseIsBusyNotForeign) {
   EXPECT_NE(r.err.find("is not a beehive database"), std::string::npos) << r.err;
 }
 
+// A database this user may read but not write is refused before SQLite touches it: it
+// would open it read-only, and its first read would leave -wal and -shm files with the
+// database's mode behind, so that opens kept failing once the mode was put right.
+TEST_F(CtlWriteTest, ADatabaseThisUserCannotWriteIsRefusedAndLeftAsItWas) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> as;
+  auto dir = dir_.file("ro");
+  fs::create_directory(dir);
+  auto file = dir / "app.db";
+  {
+    auto store = sqlite::open(file);
+    Beehive bh(store);
+    Widgets(bh, widget_kind).create(ctx_, {"a", 1}, with_slug("a"));
+  }
+  if (::geteuid() == 0) {  // as another user, whom the mode binds
+    ASSERT_TRUE(fs::exists("/usr/bin/setpriv"))
+        << "run as root, the test needs setpriv to run the tool as another user";
+    as = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+    for (auto& p : {dir, file}) ASSERT_EQ(::chown(p.c_str(), 65534, 65534), 0) << p;
+  }
+  fs::permissions(file, fs::perms::owner_read);
+  auto label = [&] {
+    std::vector<std::string> cmd{as};
+    for (auto& a : std::vector<std::string>{BEEHIVE_CTL, "--db", file.string(), "label",
+                                            "Widget.acme.com", "a", "env=x"})
+      cmd.push_back(a);
+    return run(cmd);
+  };
+  auto r = label();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot open for writing"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "app.db-wal"));
+  EXPECT_FALSE(fs::exists(dir / "app.db-shm"));
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  r = label();
+  EXPECT_OK(r);
+}
+
 // Another program's SQLite database given by mistake: every write command refuses it,
 // and leaves it as it was (no beehive tables, its journal mode unchanged).
 TEST_F(CtlWriteTest, WriteCommandsRefuseAnSqliteFileThatHoldsNoStore) {

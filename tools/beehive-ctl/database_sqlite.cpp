@@ -12,6 +12,7 @@
 
 #include "database.hpp"
 #include "failure.hpp"
+#include "store/sqlite/private_files.hpp"
 #include "store/sqlite/run_lock.hpp"
 #include "store/sqlite/sqlite_connection.hpp"
 #include "store/sqlite/sqlite_reader.hpp"
@@ -211,6 +212,9 @@ void require_sqlite_store_to_write(const Location& where) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(where.file, ec))
     throw NotFound("no such database file: " + where.file.string());
+  // Not even looked at when this user cannot write it: the look would leave -wal and
+  // -shm files behind with the database's mode (see require_writable).
+  store::require_writable(where.file);
   // Looked at read-only first: opening it through the store would make any SQLite file
   // (another program's) a beehive database, tables, WAL mode and all.
   bool holds_store = false;

@@ -70,6 +70,35 @@ void create_following(const std::filesystem::path& file, int links_followed) {
 
 void create_private(const std::filesystem::path& file) { create_following(file, 0); }
 
+void require_writable(const std::filesystem::path& file) {
+  auto writable = [](const std::filesystem::path& p, int mode) {
+    return ::faccessat(AT_FDCWD, p.c_str(), mode, AT_EACCESS) == 0;
+  };
+  if (!writable(file, R_OK | W_OK)) fail("cannot open for writing", file, errno);
+  bool side_files = true;
+  for (const char* suffix : {"-wal", "-shm"}) {
+    auto side = file;
+    side += suffix;
+    struct stat st {};
+    if (::stat(side.c_str(), &st) != 0) {
+      side_files = false;
+      continue;
+    }
+    if (!writable(side, R_OK | W_OK))
+      throw Error(errc::store, "cannot open for writing " + side.string() + ": " +
+                                   std::strerror(errno) +
+                                   " (left by a run that could not write the database? remove "
+                                   "it while nothing runs on the database)");
+  }
+  auto dir = file.parent_path();
+  if (!side_files && !writable(dir, W_OK | X_OK))
+    throw Error(errc::store, "cannot create files in " + dir.string() + ": " +
+                                 std::strerror(errno) +
+                                 " (SQLite keeps its -wal and -shm files "
+                                 "beside " +
+                                 file.filename().string() + ")");
+}
+
 std::string exposure(const std::filesystem::path& file) {
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) return {};

@@ -102,6 +102,7 @@ std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) 
   auto resolved = std::filesystem::canonical(file, ec);
   if (ec)  // another name would be claimed than the one another process resolves
     throw Error(errc::store, "cannot resolve " + file.string() + ": " + ec.message());
+  store::require_writable(resolved);
   try {
     return std::make_shared<store::SqliteStore>(resolved, options);
   } catch (const SQLite::Exception& e) {
