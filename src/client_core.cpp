@@ -196,6 +196,12 @@ ObjectRow ClientCore::set_labels(const Context& ctx, ObjectID id, Labels labels,
       .row;
 }
 
+void check_list_read(const ReadSettings& read) {
+  if (read.resume_from)
+    throw Error(errc::invalid_argument,
+                "with_resume_from applies to watch and watch_list, not to a list");
+}
+
 ClientCore::RowPage ClientCore::list_page(const Context& ctx, std::size_t limit,
                                           std::string_view continue_token, unsigned loads,
                                           const ReadSettings& read) const {

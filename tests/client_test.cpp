@@ -54,6 +54,25 @@ concept GetTakes = requires(const Widgets& w, const Context& ctx, const Opt& o) 
 static_assert(GetTakes<LoadOption>);
 static_assert(!GetTakes<ReadOption>);
 
+// A change carries no relations: a watch takes read options only.
+template <class Opt>
+concept WatchTakes = requires(const Widgets& w, const Context& ctx, const Opt& o) {
+  w.watch(ctx, ObjectID{1}, o);
+  w.watch_list(ctx, o);
+};
+static_assert(WatchTakes<ReadOption>);
+static_assert(!WatchTakes<LoadOption>);
+
+// A resume position is a watch's: a list refuses it rather than ignore it.
+TEST_F(ClientTest, AListRefusesAResumePosition) {
+  Widgets w(bh(), widget_kind);
+  w.create(ctx_, {"a", 1});
+  EXPECT_ERRC_WITH(w.list(ctx_, with_resume_from(1)), errc::invalid_argument, "with_resume_from");
+  EXPECT_ERRC_WITH(w.list_page(ctx_, 10, "", with_resume_from(1)), errc::invalid_argument,
+                   "with_resume_from");
+  EXPECT_EQ(w.list(ctx_, with_selector(""), load_owner()).size(), 1u);
+}
+
 // create builds the object it returns rather than reading it back: it must be what the
 // store holds, field by field.
 TEST_F(ClientTest, CreateReturnsWhatTheStoreHolds) {

@@ -159,11 +159,13 @@ class Client {
   }
 
   /// Every object of the kind, by id; with with_selector, those whose labels match. A
-  /// row that does not decode is skipped and logged.
+  /// row that does not decode is skipped and logged. Options: LoadOptions and
+  /// with_selector (with_resume_from is a watch's: `invalid_argument`).
   template <class... Opts>
   std::vector<ObjectType> list(const Context& ctx, const Opts&... opts) const {
     auto bits = detail::load_bits(opts...);
     auto read = detail::read_settings(opts...);
+    detail::check_list_read(read);
     if (read.selector) return decode_all(core_.list_page(ctx, 0, {}, bits, read).rows);
     std::vector<ObjectType> out;
     auto* m = core_.migrator();
@@ -181,8 +183,9 @@ class Client {
   template <class... Opts>
   Page<Spec, Status> list_page(const Context& ctx, std::size_t limit,
                                std::string_view continue_token, const Opts&... opts) const {
-    auto page = core_.list_page(ctx, limit, continue_token, detail::load_bits(opts...),
-                                detail::read_settings(opts...));
+    auto read = detail::read_settings(opts...);
+    detail::check_list_read(read);
+    auto page = core_.list_page(ctx, limit, continue_token, detail::load_bits(opts...), read);
     return {decode_all(std::move(page.rows)), std::move(page.continue_token)};
   }
 
@@ -239,19 +242,20 @@ class Client {
   /// that reads it) replays it (held at 0, below the store's first row, the resume is
   /// watch_too_old: the listing afresh has it); a removal is delivered all the same, its
   /// metadata alone
-  /// (default spec, no status).
+  /// (default spec, no status). Options: ReadOptions only (a change carries no
+  /// relations: a LoadOption is refused at compile time rather than ignored).
   template <class... Opts>
-  Stream<Change<Spec, Status>> watch(const Context& ctx, ObjectID id, const Opts&... opts) const {
-    return typed(core_.watch(ctx, id, detail::read_settings(opts...)));
-  }
+  requires(std::same_as<Opts, ReadOption>&&...) Stream<Change<Spec, Status>> watch(
+      const Context& ctx, ObjectID id, const Opts&... opts)
+  const { return typed(core_.watch(ctx, id, detail::read_settings(opts...))); }
 
   /// Watches the whole kind, as `watch` does one object; with with_selector, the objects
   /// that match (one that starts matching arrives as `Added`, one that stops as
   /// `Deleted`).
   template <class... Opts>
-  Stream<Change<Spec, Status>> watch_list(const Context& ctx, const Opts&... opts) const {
-    return typed(core_.watch(ctx, std::nullopt, detail::read_settings(opts...)));
-  }
+  requires(std::same_as<Opts, ReadOption>&&...) Stream<Change<Spec, Status>> watch_list(
+      const Context& ctx, const Opts&... opts)
+  const { return typed(core_.watch(ctx, std::nullopt, detail::read_settings(opts...))); }
 
   /// The object's event runs, newest first (the run begun or extended last comes first,
   /// whatever the clock did to last_at), filtered by

@@ -118,6 +118,9 @@ constexpr unsigned bits_of(const ReadOption&) { return 0; }
 inline void apply_read(ReadSettings&, const LoadOption&) {}
 inline void apply_read(ReadSettings& s, const ReadOption& o) { o.apply(s); }
 
+/// Throws invalid_argument for what a list cannot take: a resume position (watches').
+void check_list_read(const ReadSettings& read);
+
 /// The LoadOption bits among a read's options.
 template <class... Opts>
 unsigned load_bits(const Opts&... opts) {
