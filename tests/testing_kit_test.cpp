@@ -506,6 +506,58 @@ TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
   EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(dir); }, 10s));
 }
 
+// TestBeehive::stop() does the same: a pass that ignores its cancelled context fails
+// the test there (once), rather than hanging it.
+TEST(TestingKit, ATestBeehiveStopWhosePassIgnoresItFailsTheTestInsteadOfHanging) {
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::filesystem::path dir;
+  auto test_body = [&] {
+    TestBeehive t;
+    dir = t.path().parent_path();
+    std::promise<void> entered;
+    register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
+                                                  [&](auto&, auto&, auto&) {
+                                                    entered.set_value();
+                                                    released.wait();  // ignores ctx
+                                                    return Result{};
+                                                  });
+    Widgets w(t.beehive(), widget_kind);
+    t.start();
+    w.create({}, {"red", 1});
+    entered.get_future().wait();
+    t.stop();
+    t.stop();  // a no-op: nothing more to report
+  };
+  EXPECT_NONFATAL_FAILURE(test_body(), "still running");
+  release.set_value();
+  EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(dir); }, 10s));
+}
+
+// A settle inside a within block waits for work that waits for the block: at its
+// deadline it says so.
+TEST(TestingKit, ASettleInsideAWithinBlockSaysWhatItWaitsIn) {
+  Gate gate;
+  TestBeehive t;
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      t.beehive(), widget_kind, [&](auto& ctx, auto& cc, auto& o) {
+        gate.pass();
+        cc.update_status(ctx, o.id, o.generation, WidgetStatus{true});  // waits for the block
+        return Result{};
+      });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  w.create({}, {"red", 1});
+  gate.wait_entered();
+  cc.within({}, [&](const Context&) {
+    gate.open();
+    EXPECT_ERRC_WITH(beehive::testing::settle(t.beehive(), Context{}.with_timeout(300ms)),
+                     errc::deadline_exceeded, "within block");
+  });
+  t.settle();
+  EXPECT_THAT(w.list({}).at(0), IsSettled());
+}
+
 // Once unsubscribe returns, the listener is not running and never runs again.
 TEST(TestingKit, AClockListenerUnsubscribedIsNotRunningOnceUnsubscribeReturns) {
   ManualClock clock;

@@ -18,9 +18,13 @@
 /// every committed change handed to every watch and actor subscriber), without sleeping
 /// or polling. Time moves only when the test moves it, so a backoff, a `requeue_after`
 /// or a resync happens exactly when `advance` passes its due time, at that time.
-/// Inside a `within` block, collection or event-log work that needs the store's writer
-/// waits for the block to end, and so does a `settle` called there: settle before
-/// opening the block (a `start` leaves such work behind it).
+/// Inside a `within` block, work that needs the store's writer (a pass's writes,
+/// collection, event-log sweeps) waits for the block to end, and so does a `settle`
+/// called there, until its deadline: settle before opening the block, with nothing
+/// running (a `start` and every write leave such work behind them). A settle whose
+/// deadline passes says what it was waiting in. It knows this process's work only: on a
+/// standby (PostgreSQL, another process leads) it returns once the standby's own work is
+/// done, the reconciles being the leader's, elsewhere.
 ///
 /// Including this header also makes GoogleTest print beehive's value types readably
 /// (`Time` as RFC 3339 with milliseconds, durations with their unit, objects, conditions,
@@ -76,8 +80,10 @@ class TestBeehive {
   const std::filesystem::path& path() const { return path_; }
 
   void start();
-  /// Stops (without a deadline); a second stop is a no-op. A stop that threw (called
-  /// inside a within block) can be called again.
+  /// Stops; a second stop is a no-op. A stop that threw (called inside a within block)
+  /// can be called again. A pass that ignores its cancelled context fails the test after
+  /// 10 s instead of hanging it (as the destructor does), and the beehive is left to end
+  /// when the pass returns.
   void stop();
   /// settle(beehive(), a context of 10 s).
   void settle();
@@ -106,6 +112,12 @@ class TestBeehive {
   std::shared_ptr<Store> store_;
   std::unique_ptr<Beehive> bh_;
   Stop stop_;
+  /// A stop gave up on a pass still running: the Beehive is destroyed on a thread of its
+  /// own, once the pass returns.
+  bool stuck_ = false;
+  /// Fails the test for a stop that gave up (`why`: its error) and hands the beehive to
+  /// a detached thread.
+  void abandon(const Error& why);
 };
 
 /// Matches an object whose observed generation is its generation (its controller has

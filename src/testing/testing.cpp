@@ -15,10 +15,24 @@
 #include <beehive/detail/saturate.hpp>
 
 #include "beehive_core.hpp"
+#include "thread_guards.hpp"
 
 namespace beehive::testing {
 
-void settle(Beehive& bh, const Context& ctx) { bh.core()->settle(ctx); }
+void settle(Beehive& bh, const Context& ctx) {
+  try {
+    bh.core()->settle(ctx);
+  } catch (const Error& e) {
+    if (e.code() != errc::deadline_exceeded || ctx.error() != errc::deadline_exceeded) throw;
+    throw Error(errc::deadline_exceeded,
+                std::string("settle: still busy at its deadline: ") +
+                    (!detail::open_sessions.empty()
+                         ? "this thread holds a within block open, and work that needs the "
+                           "store's writer (a pass's write, collection) waits for it to end"
+                         : "a reconcile that does not return, or work that never ends (a "
+                           "reconcile that writes what wakes it again on every pass)"));
+  }
+}
 
 namespace {
 /// How long the destructor's stop waits for passes it cancelled.
@@ -37,29 +51,35 @@ TestBeehive::TestBeehive(Fresh) {
   store_ = sqlite::open(path_.string());
 }
 
+void TestBeehive::abandon(const Error& why) {
+  // A pass that ignores its cancelled context would hold the Beehive's destruction (and
+  // the test binary) for ever: fail the test instead, and leave the beehive and its
+  // database behind.
+  ADD_FAILURE() << "stop gave up after " << stuck_pass_grace.count() << " s: " << why.what()
+                << " (does every reconcile return when its context ends?); the beehive ends "
+                   "once it returns";
+  stuck_ = true;
+  stop_ = nullptr;
+}
+
 TestBeehive::~TestBeehive() {
   try {
     if (stop_) stop_(Context{}.with_timeout(stuck_pass_grace));
     stop_ = nullptr;
   } catch (const Error& e) {
-    if (e.code() == errc::deadline_exceeded) {
-      // A pass that ignores its cancelled context would hold the Beehive's destruction
-      // (and the test binary) for ever: fail the test instead, and leave the beehive and
-      // its database behind.
-      ADD_FAILURE() << "a reconcile was still running " << stuck_pass_grace.count()
-                    << " s after stop cancelled it (does it return when its context "
-                       "ends?); its beehive ends once it returns";
-      // The Beehive's end waits for that pass: on a thread of its own, so that the test
-      // binary goes on.
-      std::thread([bh = std::move(bh_), store = std::move(store_), dir = dir_]() mutable {
-        bh.reset();
-        store.reset();
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec);
-      }).detach();
-      return;
-    }
+    if (e.code() == errc::deadline_exceeded) abandon(e);
   } catch (...) {
+  }
+  if (stuck_) {
+    // The Beehive's end waits for that pass: on a thread of its own, so that the test
+    // binary goes on.
+    std::thread([bh = std::move(bh_), store = std::move(store_), dir = dir_]() mutable {
+      bh.reset();
+      store.reset();
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }).detach();
+    return;
   }
   bh_.reset();
   store_.reset();
@@ -70,8 +90,15 @@ TestBeehive::~TestBeehive() {
 void TestBeehive::start() { stop_ = bh_->start(Context{}); }
 
 void TestBeehive::stop() {
-  // Dropped only once it ran: a stop refused (inside a within block) can be asked again.
-  if (stop_) stop_(Context{});
+  if (!stop_) return;
+  try {
+    stop_(Context{}.with_timeout(stuck_pass_grace));
+  } catch (const Error& e) {
+    // Kept when refused (inside a within block): it can be asked again.
+    if (e.code() != errc::deadline_exceeded) throw;
+    abandon(e);
+    return;
+  }
   stop_ = nullptr;
 }
 
