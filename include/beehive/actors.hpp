@@ -115,7 +115,9 @@ using store_writer_request_types =
 /// processes' changes were trimmed from the change log before this process read them.
 /// A subscription lasts until `unsubscribe_atom`, the subscriber's end, or the stop
 /// (the subscriber then receives `watch_ended`); it carries over to a store_writer
-/// restarted after a crash. Subscribing twice delivers once. Every commit is sent, one
+/// restarted after a crash. `subscribe_atom` is a message, not a request: sent while the
+/// store_writer restarts (its handle null, or the old one's), it is lost without a word;
+/// subscribe with the handle `store_writer()` gives once it is not null again. Subscribing twice delivers once. Every commit is sent, one
 /// message each: a subscriber slower than the writer accumulates them in its mailbox
 /// (a watch with `watch_request::pull` is the bounded feed).
 ///
