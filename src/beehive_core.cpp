@@ -443,6 +443,9 @@ void BeehiveCore::stop_now(const Context& ctx) {
   if (state_ == State::stopped) return;
   bool was_running = state_ == State::running;
   state_ = State::draining;
+  // A draining process leads nothing (is_leader says so): nor does the gauge, before
+  // leadership is handed over below.
+  if (services_.metrics) report_leader(*services_.metrics, false);
   cancel_reconciles_();  // reconciles in flight see their context end now
   auto report = stop_actors(ctx);
   state_ = State::stopped;

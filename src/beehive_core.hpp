@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include <beehive/actors.hpp>
@@ -236,8 +237,9 @@ class BeehiveCore : public std::enable_shared_from_this<BeehiveCore> {
 
   /// Called by the store (on its thread) when this process's leadership changes.
   void leadership_changed(bool leads);
-  /// Tells the leadership streams `leads` unless it is what they were told last.
-  void report_leadership(bool leads);
+  /// Tells the leadership streams (and the leader gauge) `leads`, or what the store says
+  /// now (read under their lock), unless it is what they were told last.
+  void report_leadership(std::optional<bool> leads);
   /// Subscribes to the store's leadership changes (start), and unsubscribes, ending
   /// the leadership streams (stop).
   void follow_leadership();

@@ -5,6 +5,7 @@
 // leadership_changed runs on the store's thread; the rest on callers' threads. The
 // streams are guarded by leadership_mu_.
 
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -51,9 +52,12 @@ void BeehiveCore::leadership_changed(bool leads) {
   report_leadership(leads);
 }
 
-void BeehiveCore::report_leadership(bool leads) {
+void BeehiveCore::report_leadership(std::optional<bool> told) {
   // The streams hear each change once: what they were told last is not told again.
   std::lock_guard g(leadership_mu_);
+  // Read under the lock when not told: a change reported meanwhile is not undone by a
+  // value read before it.
+  const bool leads = told ? *told : backend_->leads();
   if (leads == leads_reported_) return;
   leads_reported_ = leads;
   for (auto& s : leadership_streams_) s->push(0, leads);
@@ -63,7 +67,7 @@ void BeehiveCore::report_leadership(bool leads) {
 void BeehiveCore::follow_leadership() {
   backend_->on_leadership([this](bool leads) { leadership_changed(leads); });
   // Whatever start found follows what the streams were told before it (not leading).
-  report_leadership(backend_->leads());
+  report_leadership(std::nullopt);
 }
 
 void BeehiveCore::unfollow_leadership() {

@@ -46,9 +46,9 @@ bool steers_layout(unsigned cp) {
          (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-}  // namespace
-
-std::string printable(std::string_view text, bool keep_newlines) {
+/// printable(), or with `json` printable_json(): the same code points escaped, but as
+/// JSON writes them (\u00NN for the controls and DEL).
+std::string escaped(std::string_view text, bool keep_newlines, bool json) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -58,6 +58,8 @@ std::string printable(std::string_view text, bool keep_newlines) {
         out += static_cast<char>(c);
       else if (c == '\n')
         out += keep_newlines ? "\n" : "\\n";
+      else if (json)
+        out += hex_escape("\\u%04x", c);
       else if (c == '\r')
         out += "\\r";
       else if (c == '\t')
@@ -80,5 +82,13 @@ std::string printable(std::string_view text, bool keep_newlines) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string printable(std::string_view text, bool keep_newlines) {
+  return escaped(text, keep_newlines, false);
+}
+
+std::string printable_json(std::string_view json) { return escaped(json, true, true); }
 
 }  // namespace beehive

@@ -22,4 +22,10 @@ namespace beehive {
 /// multi-line error message).
 std::string printable(std::string_view text, bool keep_newlines = false);
 
+/// JSON text (an encoder's output, which escapes the C0 controls in strings but may leave
+/// DEL, the C1 and the bidirectional controls raw) with those written as JSON escapes
+/// (\u007f, \u009b, \u202e): the same JSON value, safe to print. Its newlines (the
+/// encoder's indentation) are kept.
+std::string printable_json(std::string_view json);
+
 }  // namespace beehive

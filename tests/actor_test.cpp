@@ -584,6 +584,7 @@ TEST_F(ActorTest, TheGcAndEventLogRespawnedWhileTheWriterRestartsAnswerAskAgain)
   EXPECT_ERRC(ask<Event>(bh_->event_log(),
                          record_event_request{widget_kind, o.id, {"", EventType::Normal, "Up"}}),
               errc::store);
+  EXPECT_ERRC(ask<int>(bh_->event_log(), sweep_atom::value), errc::store);
   held.release();
   EXPECT_TRUE(eventually([&] {
     try {

@@ -31,6 +31,14 @@ class ProcessClaimTest : public BeehiveTest {
     register_controller<WidgetSpec, WidgetStatus>(bh, widget_kind,
                                                   [](auto&, auto&, auto&) { return Result{}; });
   }
+  /// Another process starting on `db` is refused with store_in_use.
+  void expect_another_process_refused(const std::filesystem::path& db) {
+    ChildProcess peer(BEEHIVE_PEER, {db.string()});
+    auto said = peer.read_line();
+    if (said == "started") peer.write_line("");  // should it start after all: let it stop
+    EXPECT_EQ(said, "store_in_use") << db;
+    EXPECT_EQ(peer.wait(), 3);
+  }
 };
 
 TEST_F(ProcessClaimTest, AnotherProcessCannotStartWhileThisOneRuns) {
@@ -68,11 +76,7 @@ TEST_F(ProcessClaimTest, AnotherProcessOpeningTheFileThroughASymlinkCannotStart)
   auto stop = bh().start(ctx_);
   auto alias = dir_.file("alias.db");
   std::filesystem::create_symlink(db_path(), alias);
-  ChildProcess peer(BEEHIVE_PEER, {alias.string()});
-  auto said = peer.read_line();
-  if (said == "started") peer.write_line("");  // should it start after all: let it stop
-  EXPECT_EQ(said, "store_in_use");
-  EXPECT_EQ(peer.wait(), 3);
+  expect_another_process_refused(alias);
   stop(ctx_);
 }
 
@@ -90,11 +94,7 @@ TEST_F(ProcessClaimTest, AStoreOpenedThroughADanglingSymlinkClaimsItsTarget) {
   using P = std::filesystem::perms;
   EXPECT_EQ(std::filesystem::status(target).permissions() & (P::group_all | P::others_all),
             P::none);
-  ChildProcess peer(BEEHIVE_PEER, {target.string()});
-  auto said = peer.read_line();
-  if (said == "started") peer.write_line("");  // should it start after all: let it stop
-  EXPECT_EQ(said, "store_in_use");
-  EXPECT_EQ(peer.wait(), 3);
+  expect_another_process_refused(target);
   stop(ctx_);
 }
 

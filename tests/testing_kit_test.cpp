@@ -479,6 +479,23 @@ TEST(TestingKit, AStopRefusedInsideAWithinBlockCanBeAskedAgain) {
   EXPECT_ERRC(t.settle(), errc::stopped);
 }
 
+/// Starts `t` with a widget whose pass ignores its context and waits for `released`;
+/// returns once that pass runs.
+void start_with_a_pass_ignoring_stop(TestBeehive& t, std::shared_future<void> released) {
+  auto entered = std::make_shared<std::promise<void>>();
+  auto running = entered->get_future();
+  register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
+                                                [entered, released](auto&, auto&, auto&) {
+                                                  entered->set_value();
+                                                  released.wait();  // ignores ctx
+                                                  return Result{};
+                                                });
+  Widgets w(t.beehive(), widget_kind);
+  t.start();
+  w.create({}, {"red", 1});
+  running.wait();
+}
+
 // A pass that ignores its cancelled context fails the test at the TestBeehive's end
 // instead of hanging the test binary; the beehive ends once the pass returns.
 TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
@@ -488,17 +505,7 @@ TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
   auto test_body = [&] {
     TestBeehive t;
     dir = t.path().parent_path();
-    std::promise<void> entered;
-    register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
-                                                  [&](auto&, auto&, auto&) {
-                                                    entered.set_value();
-                                                    released.wait();  // ignores ctx
-                                                    return Result{};
-                                                  });
-    Widgets w(t.beehive(), widget_kind);
-    t.start();
-    w.create({}, {"red", 1});
-    entered.get_future().wait();
+    start_with_a_pass_ignoring_stop(t, released);
   };
   EXPECT_NONFATAL_FAILURE(test_body(), "still running");
   EXPECT_TRUE(std::filesystem::exists(dir));  // left behind while the pass runs
@@ -515,17 +522,7 @@ TEST(TestingKit, ATestBeehiveStopWhosePassIgnoresItFailsTheTestInsteadOfHanging)
   auto test_body = [&] {
     TestBeehive t;
     dir = t.path().parent_path();
-    std::promise<void> entered;
-    register_controller<WidgetSpec, WidgetStatus>(t.beehive(), widget_kind,
-                                                  [&](auto&, auto&, auto&) {
-                                                    entered.set_value();
-                                                    released.wait();  // ignores ctx
-                                                    return Result{};
-                                                  });
-    Widgets w(t.beehive(), widget_kind);
-    t.start();
-    w.create({}, {"red", 1});
-    entered.get_future().wait();
+    start_with_a_pass_ignoring_stop(t, released);
     t.stop();
     t.stop();  // a no-op: nothing more to report
   };

@@ -56,7 +56,8 @@
 ///   beehive_watch_subscribers               gauge: object and event watches the watch hub
 ///       serves (blocking streams and actor subscribers).
 ///   beehive_leader                          gauge: 1 while this process runs and leads the
-///       processes on its store (SQLite: while it runs), else 0. Of several processes on
+///       processes on its store (SQLite: while it runs), else 0 (from the moment a stop
+///       begins). Of several processes on
 ///       one PostgreSQL store, the kind gauges of the one at 1 are the ones to read.
 ///
 /// Every series exists from the moment it is known: the store's and the hub's when the

@@ -23,6 +23,13 @@ void sweep(Self self) {
     st.again = true;
     return;
   }
+  if (!st.periodic.writer) {  // restarting: the event log spawned with its successor sweeps
+    for (auto& rp : st.waiting)
+      rp.deliver(make_error(errc::store, "the store writer is restarting; ask again"));
+    st.waiting.clear();
+    st.settling.check(idle(st));
+    return;
+  }
   st.counts.sweeping = true;
   st.swept_for = std::move(st.waiting);
   st.waiting.clear();

@@ -21,6 +21,7 @@ void trim(Self self) {
   // No bound at all keeps every entry: nothing to ask the writer.
   const auto& keep = st.log_retention;
   if (st.trimming || (keep.entries <= 0 && keep.max_age.count() <= 0)) return;
+  if (!st.periodic.writer) return;  // restarting: the gc spawned with its successor trims
   st.trimming = true;
   self->request(st.periodic.writer, caf::infinite, st.log_retention)
       .then(
@@ -42,6 +43,8 @@ void pass(Self self) {
     st.again = true;
     return;
   }
+  // Restarting: the gc spawned with its successor runs the pass (the cascade stays owed).
+  if (!st.periodic.writer) return;
   st.running = true;
   self->request(st.periodic.writer, caf::infinite,
                 collect_request{std::exchange(st.cascade, false)})

@@ -789,7 +789,7 @@ TEST_F(CtlTest, StoredTextCannotControlTheTerminal) {
                         "\xe2\x80\xae"
                         "txt.exe";
   auto evil = Widgets(*bh_, widget_kind)
-                  .create(ctx_, {"x", 1}, with_slug("s" + esc + "\nforged row\t" + c1 + rlo));
+                  .create(ctx_, {"x\x7f", 1}, with_slug("s" + esc + "\nforged row\t" + c1 + rlo));
   widgets_cc_->set_condition(ctx_, evil.id,
                              {"Ready" + esc, ConditionStatus::False, "Why" + c1, "msg" + rlo});
   widgets_cc_->record_event(ctx_, evil.id,
@@ -828,8 +828,10 @@ TEST_F(CtlTest, StoredTextCannotControlTheTerminal) {
     EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << cmd[0] << ": " << r.out;
     EXPECT_EQ(r.out.find("\xe2\x80\xae"), std::string::npos) << cmd[0] << ": " << r.out;
     auto j = Json::parse(r.out);
+    EXPECT_EQ(r.out.find('\x7f'), std::string::npos) << cmd[0] << ": " << r.out;
     if (cmd[0] == "get") {
       EXPECT_EQ(j["slug"], "s" + esc + "\nforged row\t" + c1 + rlo);
+      EXPECT_EQ(j["spec"]["color"], "x\x7f");  // DEL too, as JSON escapes it
     } else if (cmd[0] == "events") {
       EXPECT_EQ(j[0]["message"], "m\n" + rlo);
     }

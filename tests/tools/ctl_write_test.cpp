@@ -556,6 +556,24 @@ TEST_F(CtlWriteTest, ADatabaseThisUserCannotWriteIsRefusedAndLeftAsItWas) {
   EXPECT_OK(r);
 }
 
+// A database named by a bare file name, in the working directory, nothing running on it
+// (no -wal or -shm beside it): the write commands take it.
+TEST_F(CtlWriteTest, AWriteCommandTakesADatabaseNamedRelativeToTheWorkingDirectory) {
+  auto dir = dir_.file("here");
+  std::filesystem::create_directory(dir);
+  {
+    Beehive bh(sqlite::open(dir / "app.db"));
+    Widgets(bh, widget_kind).create(ctx_, {"a", 1}, with_slug("a"));
+  }
+  ASSERT_FALSE(std::filesystem::exists(dir / "app.db-wal"));
+  auto r =
+      run({"/bin/sh", "-c", "cd \"$0\" && exec \"$1\" --db app.db label Widget.acme.com a env=x",
+           dir.string(), BEEHIVE_CTL});
+  EXPECT_OK(r);
+  Beehive bh(sqlite::open(dir / "app.db"));
+  EXPECT_EQ(Widgets(bh, widget_kind).get_by_slug(ctx_, "a").labels, (Labels{{"env", "x"}}));
+}
+
 // Another program's SQLite database given by mistake: every write command refuses it,
 // and leaves it as it was (no beehive tables, its journal mode unchanged).
 TEST_F(CtlWriteTest, WriteCommandsRefuseAnSqliteFileThatHoldsNoStore) {

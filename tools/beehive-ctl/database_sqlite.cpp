@@ -214,7 +214,11 @@ void require_sqlite_store_to_write(const Location& where) {
     throw NotFound("no such database file: " + where.file.string());
   // Not even looked at when this user cannot write it: the look would leave -wal and
   // -shm files behind with the database's mode (see require_writable).
-  store::require_writable(where.file);
+  {
+    std::error_code ec;  // as sqlite::open resolves it: the side files are the target's
+    auto resolved = std::filesystem::canonical(where.file, ec);
+    store::require_writable(ec ? where.file : resolved);
+  }
   // Looked at read-only first: opening it through the store would make any SQLite file
   // (another program's) a beehive database, tables, WAL mode and all.
   bool holds_store = false;

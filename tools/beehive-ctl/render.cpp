@@ -97,10 +97,7 @@ std::string clock_time(Time t, Time now) {
   return buf;
 }
 
-std::string json_output(const Json& j) {
-  // dump escapes the C0 controls; its only raw ones are the newlines it indents with.
-  return printable(j.dump(2), /*keep_newlines=*/true);
-}
+std::string json_output(const Json& j) { return printable_json(j.dump(2)); }
 
 Json object_json(const ObjectRow& row, const std::vector<ConditionRow>& conditions) {
   auto& m = row.meta;

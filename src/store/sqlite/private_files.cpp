@@ -91,6 +91,7 @@ void require_writable(const std::filesystem::path& file) {
                                    "it while nothing runs on the database)");
   }
   auto dir = file.parent_path();
+  if (dir.empty()) dir = ".";  // a bare file name: the working directory
   if (!side_files && !writable(dir, W_OK | X_OK))
     throw Error(errc::store, "cannot create files in " + dir.string() + ": " +
                                  std::strerror(errno) +

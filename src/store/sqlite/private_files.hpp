@@ -18,7 +18,8 @@ namespace beehive::store {
 /// target's missing directories). Throws Error(errc::store) when it cannot.
 void create_private(const std::filesystem::path& file);
 
-/// Throws Error(errc::store) unless this process may write `file`, its -wal and -shm
+/// Throws Error(errc::store) unless this process may write `file` (best resolved: the
+/// side files are the link target's), its -wal and -shm
 /// files where they exist, and its directory where they do not (SQLite makes them
 /// there). SQLite would open such a database read-only, and its first read would leave
 /// -wal and -shm files behind with the database's mode: later opens kept failing after

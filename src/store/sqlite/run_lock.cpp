@@ -125,6 +125,15 @@ std::optional<std::int64_t> RunLock::running_session(const std::filesystem::path
   return session;
 }
 
+std::optional<bool> RunLock::held(const std::filesystem::path& database) {
+  int fd = ::open(lock_file(database).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? std::optional<bool>(false) : std::nullopt;
+  int err = try_flock(fd, LOCK_SH);
+  ::close(fd);  // releases the shared lock, if taken
+  if (err == 0) return false;
+  return err == EWOULDBLOCK ? std::optional<bool>(true) : std::nullopt;
+}
+
 RunLock::~RunLock() {
   // Still locked: nobody reads a session that no longer runs.
   if (::ftruncate(fd_, 0) != 0) {

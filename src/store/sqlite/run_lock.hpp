@@ -36,6 +36,10 @@ class RunLock {
   /// left). Looks without holding on: the lock is taken shared for
   /// an instant, which acquire waits out.
   static std::optional<std::int64_t> running_session(const std::filesystem::path& database);
+  /// Whether a beehive holds the lock of `database` now, whichever build (it may have
+  /// written no session); nothing when the lock file cannot be opened (another user's).
+  /// Looks as running_session does.
+  static std::optional<bool> held(const std::filesystem::path& database);
   /// Whom a lock file made by a process of effective user `euid` is handed to: run as
   /// root, the database's owner (as SQLite hands over its -wal and -shm files, so that
   /// the owner's own later runs can open it); otherwise nobody (it stays the maker's).

@@ -37,7 +37,14 @@ class SqliteStore : public Backend {
       return sqlite_schema::migrate_and_open_session(anchor_.db(), [&](int from) {
         // A beehive of an older build running on the file could write no more once its
         // schema changed under it: its users stop it first.
-        if (RunLock::running_session(file_) != std::int64_t{0})
+        auto held = RunLock::held(file_);
+        if (!held)
+          throw Error(errc::store, file_.string() + " has the older schema " +
+                                       std::to_string(from) +
+                                       ", and whether a beehive runs on it cannot be told (its "
+                                       "lock file cannot be opened: another user's?): open it "
+                                       "once as the user that runs it, to migrate it");
+        if (*held)
           throw Error(errc::store_in_use,
                       file_.string() + " has the older schema " + std::to_string(from) +
                           " (this build writes " + std::to_string(sqlite_schema::latest_version()) +
