@@ -496,9 +496,11 @@ void start_with_a_pass_ignoring_stop(TestBeehive& t, std::shared_future<void> re
   running.wait();
 }
 
-// A pass that ignores its cancelled context fails the test at the TestBeehive's end
-// instead of hanging the test binary; the beehive ends once the pass returns.
-TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
+/// A TestBeehive whose pass ignores its cancelled context, ended by its destructor or
+/// (`stop_first`) by stop() (twice: the second a no-op): the test fails once rather than
+/// hang, and the beehive and its database stay while the pass runs, and go once it
+/// returns.
+void expect_a_stuck_pass_to_fail_the_test(bool stop_first) {
   std::promise<void> release;
   auto released = release.get_future().share();
   std::filesystem::path dir;
@@ -506,6 +508,10 @@ TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
     TestBeehive t;
     dir = t.path().parent_path();
     start_with_a_pass_ignoring_stop(t, released);
+    if (stop_first) {
+      t.stop();
+      t.stop();
+    }
   };
   EXPECT_NONFATAL_FAILURE(test_body(), "still running");
   EXPECT_TRUE(std::filesystem::exists(dir));  // left behind while the pass runs
@@ -513,22 +519,12 @@ TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
   EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(dir); }, 10s));
 }
 
-// TestBeehive::stop() does the same: a pass that ignores its cancelled context fails
-// the test there (once), rather than hanging it.
+TEST(TestingKit, ATestBeehiveWhosePassIgnoresStopFailsTheTestInsteadOfHanging) {
+  expect_a_stuck_pass_to_fail_the_test(false);
+}
+
 TEST(TestingKit, ATestBeehiveStopWhosePassIgnoresItFailsTheTestInsteadOfHanging) {
-  std::promise<void> release;
-  auto released = release.get_future().share();
-  std::filesystem::path dir;
-  auto test_body = [&] {
-    TestBeehive t;
-    dir = t.path().parent_path();
-    start_with_a_pass_ignoring_stop(t, released);
-    t.stop();
-    t.stop();  // a no-op: nothing more to report
-  };
-  EXPECT_NONFATAL_FAILURE(test_body(), "still running");
-  release.set_value();
-  EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(dir); }, 10s));
+  expect_a_stuck_pass_to_fail_the_test(true);
 }
 
 // A settle inside a within block waits for work that waits for the block: at its
