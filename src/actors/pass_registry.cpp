@@ -18,7 +18,8 @@ bool PassRegistry::running() const {
 
 bool PassRegistry::enter(ObjectID id, const KindMetrics* m) {
   std::lock_guard lk(mu_);
-  const auto now = Steady::now();
+  // The start times are the metrics' only: without a sink no clock is read.
+  const auto now = m ? Steady::now() : Steady::time_point{};
   if (!running_.emplace(id, now).second) {
     refused_.insert(id);
     return false;
@@ -35,7 +36,7 @@ void PassRegistry::leave(ObjectID id, const KindMetrics* m) {
   {
     std::lock_guard lk(mu_);
     auto it = running_.find(id);
-    const auto now = Steady::now();
+    const auto now = m ? Steady::now() : Steady::time_point{};
     if (m && it != running_.end()) m->work_finished(id, now - it->second);
     running_.erase(it);
     if (m) report(*m, now);

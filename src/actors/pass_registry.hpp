@@ -64,7 +64,7 @@ class PassRegistry {
   void report(const KindMetrics& m, Steady::time_point now) const;
 
   mutable std::mutex mu_;
-  std::unordered_map<ObjectID, Steady::time_point> running_;  // since when
+  std::unordered_map<ObjectID, Steady::time_point> running_;  // since when (with metrics)
   std::unordered_set<ObjectID> refused_;                      // held ids a pass found held
   std::function<void(ObjectID)> released_;
 };
