@@ -386,8 +386,12 @@ TEST(TestingKit, AdvanceStepsThroughEveryDueTimeInOrder) {
   int widgets = 0, gadgets = 0;
   for (auto& [at, name] : passes) {
     auto since = std::chrono::duration_cast<std::chrono::milliseconds>(at - t0);
-    if (name == "widget") EXPECT_EQ(since, (++widgets) * 1s);
-    if (name == "gadget") EXPECT_EQ(since, (++gadgets) * 3s);
+    if (name == "widget") {
+      EXPECT_EQ(since, (++widgets) * 1s);
+    }
+    if (name == "gadget") {
+      EXPECT_EQ(since, (++gadgets) * 3s);
+    }
   }
   EXPECT_EQ(widgets, 10);
   EXPECT_EQ(gadgets, 3);
@@ -639,6 +643,22 @@ TEST(TestingKit, MatchersExplainWhatDiffers) {
   EXPECT_EQ(why.str(), "generation 2, observed generation 1");
   m.observed_generation = 2;
   EXPECT_THAT(m, IsSettled());
+}
+
+TEST(TestingKit, HasConditionIgnoresAConditionObservedAtAnOlderGeneration) {
+  // After a spec change, Ready=True reported for the previous spec says nothing of this one.
+  ObjectMeta m;
+  m.generation = 3;
+  m.conditions.push_back({"Ready", ConditionStatus::True, "Up", "", false, 2});
+  EXPECT_THAT(m, ::testing::Not(HasCondition("Ready", ConditionStatus::True)));
+  ::testing::StringMatchResultListener why;
+  EXPECT_FALSE(
+      ::testing::ExplainMatchResult(HasCondition("Ready", ConditionStatus::True), m, &why));
+  EXPECT_EQ(why.str(), "its Ready condition was observed at generation 2, the object is at 3");
+  m.conditions[0].observed_generation = 3;
+  EXPECT_THAT(m, HasCondition("Ready", ConditionStatus::True));
+  m.conditions[0].observed_generation = 0;  // not given: nothing to compare
+  EXPECT_THAT(m, HasCondition("Ready", ConditionStatus::True));
 }
 
 TEST(TestingKit, ValuesPrintReadably) {

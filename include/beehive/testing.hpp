@@ -123,7 +123,9 @@ class TestBeehive {
 /// Matches an object whose observed generation is its generation (its controller has
 /// reconciled its current spec).
 ::testing::Matcher<const ObjectMeta&> IsSettled();
-/// Matches an object with a condition of `type` at `status`.
+/// Matches an object with a condition of `type` at `status`, observed at the object's
+/// generation (or with no observed generation given): a condition left from an older
+/// spec does not match.
 ::testing::Matcher<const ObjectMeta&> HasCondition(std::string type, ConditionStatus s);
 
 /// `t` as RFC 3339 in UTC with milliseconds ("2026-12-01T18:04:05.123Z").

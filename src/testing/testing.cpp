@@ -164,9 +164,17 @@ class HasConditionMatcher : public ::testing::MatcherInterface<const ObjectMeta&
   bool MatchAndExplain(const ObjectMeta& m, ::testing::MatchResultListener* l) const override {
     for (auto& c : m.conditions) {
       if (c.type != type_) continue;
-      if (c.status == status_) return true;
-      *l << "its " << type_ << " condition is " << to_string(c.status);
-      return false;
+      if (c.status != status_) {
+        *l << "its " << type_ << " condition is " << to_string(c.status);
+        return false;
+      }
+      // A condition observed at an older generation describes a spec that is gone.
+      if (c.observed_generation != 0 && c.observed_generation < m.generation) {
+        *l << "its " << type_ << " condition was observed at generation " << c.observed_generation
+           << ", the object is at " << m.generation;
+        return false;
+      }
+      return true;
     }
     *l << "it has no " << type_ << " condition";
     return false;
