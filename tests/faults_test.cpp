@@ -354,6 +354,25 @@ TEST_F(FaultTest, AForeignLockHeldPastTheBusyTimeoutFailsTheWriteWithStore) {
   EXPECT_TRUE(has_slug("blocked"));
 }
 
+// Opening takes the write lock for a moment (it starts the store's session): held by
+// another process past the busy timeout, the open fails naming the file and the cause.
+TEST_F(FaultTest, AnOpenBehindAForeignLockSaysWhichFileIsLockedAndWhy) {
+  open();
+  auto x = widgets().create(ctx_, {"x", 1});
+  close();
+  auto file = dir_.file("beehive.db");
+  ForeignLock lock(file);
+  sqlite::Options opts;
+  opts.busy_timeout = 50ms;
+  auto canonical = std::filesystem::canonical(file).string();
+  EXPECT_ERRC_WITH(sqlite::open(file, opts), errc::store,
+                   "sqlite: cannot open " + canonical + ": database is locked");
+  EXPECT_ERRC_WITH(sqlite::open(file, opts), errc::store, "past busy_timeout, 50 ms");
+  ASSERT_TRUE(lock.release());
+  open();
+  EXPECT_EQ(widgets().get(ctx_, x.id).spec.color, "x");
+}
+
 // SQLite takes the busy timeout as an int of milliseconds. A longer one was cast to
 // garbage for readers and overflowed the writer's own wait into none, so a caller asking
 // to wait for ever (milliseconds::max()) failed at once with "database is locked". Out

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include <beehive/errors.hpp>
 #include <beehive/sqlite.hpp>
 
@@ -33,24 +35,22 @@ class SqliteStore : public Backend {
  public:
   SqliteStore(std::filesystem::path file, sqlite::Options opts)
       : file_(std::move(file)), opts_(opts), anchor_(file_, false, opts_, 0) {
-    session_ = guarded([&] {
-      return sqlite_schema::migrate_and_open_session(anchor_.db(), [&](int from) {
-        // A beehive of an older build running on the file could write no more once its
-        // schema changed under it: its users stop it first.
-        auto held = RunLock::held(file_);
-        if (!held)
-          throw Error(errc::store, file_.string() + " has the older schema " +
-                                       std::to_string(from) +
-                                       ", and whether a beehive runs on it cannot be told (its "
-                                       "lock file cannot be opened: another user's?): open it "
-                                       "once as the user that runs it, to migrate it");
-        if (*held)
-          throw Error(errc::store_in_use,
-                      file_.string() + " has the older schema " + std::to_string(from) +
-                          " (this build writes " + std::to_string(sqlite_schema::latest_version()) +
-                          ") and a beehive runs on it: migrating it would stop that one "
-                          "from writing; stop it first");
-      });
+    // SQLite's exceptions go up unconverted: open() names the file in them.
+    session_ = sqlite_schema::migrate_and_open_session(anchor_.db(), [&](int from) {
+      // A beehive of an older build running on the file could write no more once its
+      // schema changed under it: its users stop it first.
+      auto held = RunLock::held(file_);
+      if (!held)
+        throw Error(errc::store, file_.string() + " has the older schema " + std::to_string(from) +
+                                     ", and whether a beehive runs on it cannot be told (its "
+                                     "lock file cannot be opened: another user's?): open it "
+                                     "once as the user that runs it, to migrate it");
+      if (*held)
+        throw Error(errc::store_in_use,
+                    file_.string() + " has the older schema " + std::to_string(from) +
+                        " (this build writes " + std::to_string(sqlite_schema::latest_version()) +
+                        ") and a beehive runs on it: migrating it would stop that one "
+                        "from writing; stop it first");
     });
     if (opts_.read_connections < 1) opts_.read_connections = 1;
   }
@@ -113,7 +113,13 @@ std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) 
   try {
     return std::make_shared<store::SqliteStore>(resolved, options);
   } catch (const SQLite::Exception& e) {
-    store::rethrow_sqlite(e);
+    // Says which file: an application may open several, and a lock or a foreign file is
+    // that file's trouble.
+    std::string why = resolved.string() + ": " + e.what();
+    if ((e.getErrorCode() & 0xff) == SQLITE_BUSY)
+      why += " (another connection held its write lock past busy_timeout, " +
+             std::to_string(options.busy_timeout.count()) + " ms)";
+    throw Error(errc::store, "sqlite: cannot open " + why);
   }
 }
 
