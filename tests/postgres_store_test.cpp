@@ -145,6 +145,8 @@ class CancelSwallowingProxy {
     closed_ = true;
   }
   int cancels_held() const { return cancels_.load(); }
+  /// New connections taken and never answered (hang_new_connections).
+  int connections_hung() const { return hung_.load(); }
   /// From now on a new connection is taken and never answered, as behind a network that
   /// drops packets; the connections open so far are cut.
   void hang_new_connections() {
@@ -177,7 +179,7 @@ class CancelSwallowingProxy {
       hang = hang_;
     }
     if (code == 80877102 || hang) {
-      if (!hang) ++cancels_;
+      ++(hang ? hung_ : cancels_);
       char sink[64];
       while (::recv(client, sink, sizeof sink, 0) > 0) {  // held until close()
       }
@@ -221,6 +223,7 @@ class CancelSwallowingProxy {
   bool closed_ = false;
   bool hang_ = false;
   std::atomic<int> cancels_{0};
+  std::atomic<int> hung_{0};
 };
 
 class PostgresStore : public BeehiveTest {
@@ -2068,6 +2071,28 @@ TEST_F(PostgresStore, AReadThatMustConnectAgainGivesUpAtItsDeadline) {
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_ERRC(w.get(Context{}.with_timeout(std::chrono::milliseconds(300)), o.id),
               errc::deadline_exceeded);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// The listener's connection lost, it connects again; with the server gone silent that
+// connect waits the connect timeout. A stop meanwhile does not wait it out.
+TEST_F(PostgresStore, ReleasingTheStoreDoesNotWaitForTheListenersConnect) {
+  Widgets(bh(), widget_kind).create(ctx_, {"first", 1});  // the tables exist
+  bh_.reset();
+  store_.reset();
+  CancelSwallowingProxy proxy;
+  postgres::Options opts;
+  opts.schema = test_schema_for(db_path());
+  opts.connect_timeout = std::chrono::seconds(20);
+  auto bh = std::make_unique<Beehive>(postgres::open(proxy.conninfo(), opts));
+  struct CloseFirst {  // should the release hang after all, let go of it
+    CancelSwallowingProxy& p;
+    ~CloseFirst() { p.close(); }
+  } close_first{proxy};
+  proxy.hang_new_connections();  // the listener's connection is cut: it connects again
+  ASSERT_TRUE(eventually([&] { return proxy.connections_hung() >= 1; }));
+  auto t0 = std::chrono::steady_clock::now();
+  bh.reset();  // the store with it
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 

@@ -71,12 +71,14 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   // Whatever hangs (a connection, a statement, a server that stopped answering) is given
   // up at `deadline`, so that a leader steps down in time: its connection is cut rather
   // than the statement cancelled, since a cancel needs the server to answer.
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  // The connection keeps the whole connect timeout for its later reconnects (a connect
+  // bounded by what was left of one attempt would fail the next): this attempt's connect
+  // ends at its deadline through keep_waiting.
   if (!c || c->lost()) {
     c.reset();
     c = std::make_unique<Connection>(
-        conninfo_, schema_, std::clamp(left, std::chrono::milliseconds(1), connect_timeout_),
-        lease_ / 3);
+        conninfo_, schema_, connect_timeout_, lease_ / 3,
+        [this, deadline] { return !stopping_.load() && Clock::now() < deadline; });
   }
   // A stop does not wait for a server that stopped answering: the lease then expires.
   // A takeover that waits (for the lease row's lock) waits for an expired lease's holder:
@@ -211,10 +213,8 @@ void Campaign::loop() {
           Clock::now() + std::min<std::chrono::milliseconds>(renew_every, std::chrono::seconds(1));
       if (!c || c->lost()) {
         c.reset();
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        c = std::make_unique<Connection>(
-            conninfo_, schema_, std::clamp(left, std::chrono::milliseconds(1), connect_timeout_),
-            lease_ / 3);
+        c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_, lease_ / 3,
+                                         [deadline] { return Clock::now() < deadline; });
       }
       c->set_keep_waiting([deadline] { return Clock::now() < deadline; });
       run(*c, Q::lease_release, Params().add(session_).add(term));

@@ -73,7 +73,10 @@ void Listener::loop() {
   while (!stop_.load()) {
     std::unique_ptr<Connection> c;
     try {
-      c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_);
+      // A stop does not wait out a connect to a server that does not answer.
+      c = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_,
+                                       std::chrono::milliseconds{},
+                                       [this] { return !stop_.load(); });
       c->exec("LISTEN " + c->quote_identifier(channel));
       heard({});  // whatever was sent while not listening
       queue.set_listening(true);
