@@ -664,6 +664,48 @@ TEST_F(WatchTest, AWatchGivenUpBeforeItsSnapshotWasReadReadsNothing) {
   EXPECT_EQ(feed.snapshot_reads.load(), before + 1);
 }
 
+// A stop does not wait for the snapshots of watches still opening (a crowd of watchers
+// reconnecting to a large kind held a stop for seconds past its deadline): they end as
+// stopped at once, and their reads are skipped.
+TEST_F(WatchTest, AStopEndsTheWatchesStillOpeningAtOnceAndSkipsTheirReads) {
+  start();
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto& feed = bh_->core()->hub_feed();
+  const auto reads = feed.snapshot_reads.load();
+  auto open_and_read = [](auto open) {
+    try {
+      auto s = open();
+      EXPECT_FALSE(s.next_for(5s).has_value());
+      return s.error();
+    } catch (const Error& e) {
+      return e.code();
+    }
+  };
+  std::vector<std::future<std::error_code>> openers;
+  std::future<void> stopped;
+  {
+    HeldReader held(*bh_->core(), 10s);
+    for (int i = 0; i < 2; ++i) {
+      openers.push_back(std::async(
+          std::launch::async, [&] { return open_and_read([&] { return w.watch_list(ctx_); }); }));
+      openers.push_back(std::async(std::launch::async, [&] {
+        return open_and_read([&] { return w.watch_events(ctx_, a.id); });
+      }));
+    }
+    ASSERT_TRUE(eventually([&] { return feed.watches.load() == 4; }));
+    stopped = std::async(std::launch::async, [stop = std::exchange(stop_, nullptr)] {
+      stop(Context{}.with_timeout(10s));
+    });
+    for (auto& o : openers) {
+      ASSERT_EQ(o.wait_for(5s), std::future_status::ready) << "a watch waited for its snapshot";
+      EXPECT_EQ(o.get(), make_error_code(errc::stopped));
+    }
+  }  // the reader goes on
+  stopped.get();
+  EXPECT_EQ(feed.snapshot_reads.load(), reads);
+}
+
 // A stream whose context is cancelled is over though nobody reads it again: the hub lets
 // it go at the next commit it would have carried. Before, it stayed subscribed, keeping a
 // copy of every change, until its reader called next or dropped it.

@@ -145,7 +145,7 @@ void snapshot_failed(Self self, Openings& opening, std::uint64_t id, const caf::
 /// record the snapshot misses is skipped), then delivers it and serves the watch.
 void add(Self self, std::uint64_t id, WatchHubState::Sub sub, WatchHubState::Ready ready) {
   auto& st = self->state;
-  if (st.stopped) {
+  if (st.stopped || st.draining) {
     end_unopened(id, sub, ready, [&] { end(id, sub, errc::stopped); });
     return;
   }
@@ -332,7 +332,7 @@ void end_events(std::uint64_t id, WatchHubState::EventSub& s, errc code) {
 void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
                 WatchHubState::Ready ready) {
   auto& st = self->state;
-  if (st.stopped) {
+  if (st.stopped || st.draining) {
     end_unopened(id, sub, ready, [&] { end_events(id, sub, errc::stopped); });
     return;
   }
@@ -584,6 +584,24 @@ void finish_shutdown(Self self) {
   self->quit();
 }
 
+/// A stop began: the watches still waiting for their snapshots end as stopped now, their
+/// reads skipped, rather than hold the stop up while the reader reads the kinds (a
+/// reconnecting crowd of watchers of a large kind would, for seconds).
+void end_openings(Self self) {
+  auto& st = self->state;
+  for (auto& [id, o] : st.opening) {
+    o.abandoned->store(true, std::memory_order_relaxed);
+    end_unopened(id, o.sub, o.ready, [&, id = id] { end(id, o.sub, errc::stopped); });
+  }
+  st.opening.clear();
+  for (auto& [id, o] : st.opening_events) {
+    o.abandoned->store(true, std::memory_order_relaxed);
+    end_unopened(id, o.sub, o.ready, [&, id = id] { end_events(id, o.sub, errc::stopped); });
+  }
+  st.opening_events.clear();
+  after_opening(self);
+}
+
 /// Ends subscription `id`, open or opening, as `unsubscribe_atom` asks.
 void unsubscribe(Self self, std::uint64_t id) {
   auto& st = self->state;
@@ -758,7 +776,10 @@ watch_hub_impl::behavior_type watch_hub(Self self, Services services,
         return st.settling.ask(self, st.opening.empty() && st.opening_events.empty());
       },
       [self](hub_wake_atom) { fan_out(self->state, self->state.feed->inbox.take()); },
-      [self](drain_atom) { self->state.draining = true; },
+      [self](drain_atom) {
+        self->state.draining = true;
+        end_openings(self);
+      },
       [self](shutdown_atom) {
         auto& st = self->state;
         // The writer posted its last commit before it sent this.

@@ -13,9 +13,10 @@
 // that exist x watches, whatever the write rate. An event watch's stream likewise holds
 // one entry per run, and no more runs per (object, category) than the retention of the
 // object's kind keeps (with_event_retention; a run beyond it is dropped unread, as the
-// store drops it): without a retention, as many as the store keeps. When the writer has published
-// its last commit (it forwards its shutdown), every watch ends with errc::stopped after what is
-// already queued.
+// store drops it): without a retention, as many as the store keeps. When a stop begins,
+// the watches still waiting for their snapshots end with errc::stopped; when the writer
+// has published its last commit (it forwards its shutdown), every other watch ends so
+// after what is already queued.
 
 #include <atomic>
 #include <chrono>
@@ -189,7 +190,8 @@ struct WatchHubState {
   bool shutdown_pending = false;
   SettleWaiters settling;
   bool stopped = false;
-  bool draining = false;  // stop began: new watches are refused (errc::stopped)
+  /// A stop began: new watches are refused (errc::stopped), those opening ended so.
+  bool draining = false;
   static inline const char* name = "beehive.watch_hub";
 };
 
