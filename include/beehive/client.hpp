@@ -75,7 +75,8 @@ class Client {
   /// create options (with_finalizers, with_owner, with_labels, with_on_create) apply only when it
   /// creates; an update leaves finalizers and owner as they are. with_slug here is
   /// `conflicting_option`, as is with_resource_version (it writes over whatever is stored:
-  /// for a precondition, get the object and `update` it).
+  /// for a precondition, get the object and `update` it). An object being deleted is
+  /// updated, and still goes once its finalizers do: see its `deletion_requested_at`.
   template <class... Opts>
   ObjectType create_or_update(const Context& ctx, std::string_view slug, const Spec& spec,
                               Opts&&... opts) const {

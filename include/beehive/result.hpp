@@ -41,6 +41,8 @@ struct Result {
 /// restart does); resync, timers and wakes leave it alone meanwhile. It keeps
 /// the object's place on the backoff ladder: a retry after the mark is lifted waits the
 /// next step (only a success, or a requeue with reset_backoff, clears the ladder).
+/// Thrown from a teardown (deletion requested), it leaves the object, and any owner
+/// waiting for it to go, until its spec changes or it is requeued by hand.
 class TerminalError : public std::runtime_error {
  public:
   explicit TerminalError(const std::string& what) : std::runtime_error(what) {}
