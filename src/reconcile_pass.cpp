@@ -18,6 +18,26 @@ const RunningReconcile* reconcile_on_this_thread(const void* runtime) {
   return nullptr;
 }
 
+namespace {
+
+/// Why a controller whose build does not version a column (no migrator, or a version of 0)
+/// must not reconcile a row whose column a build that does wrote (a rollback): it would
+/// read that blob as its own format, and its status writes over it are refused
+/// (schema_version_downgrade), failing every pass. Quarantined instead, as a blob
+/// newer than the migrator is.
+std::optional<std::string> versioned_beyond_this_build(const ObjectRow& row, const Migrator* m) {
+  auto check = [](const char* what, int stored, int current) -> std::optional<std::string> {
+    if (current != 0 || stored == 0) return std::nullopt;
+    return std::string(what) + " written at schema version " + std::to_string(stored) +
+           ", which this build does not version (a build with a newer migrator wrote it)";
+  };
+  if (auto why = check("spec", row.spec_version, m ? m->schema_version_spec() : 0)) return why;
+  if (row.status) return check("status", row.status_version, m ? m->schema_version_status() : 0);
+  return std::nullopt;
+}
+
+}  // namespace
+
 Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
   Outcome out;
   if (faults::reconcile_pass) faults::reconcile_pass(true);
@@ -57,6 +77,8 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
     auto row = backend_->reader()->get(id);
     if (!row || row->meta.group != kind.gk.group || row->meta.kind != kind.gk.kind) {
       out.kind = Outcome::gone;
+    } else if (auto why = versioned_beyond_this_build(*row, migrator(kind.gk))) {
+      out = {Outcome::quarantined, {}, *why};
     } else {
       ControllerClientCore core(shared_from_this(), kind.gk);
       out = kind.reconcile(ContextAccess::for_reconcile(parent, this, term), core, *row);
@@ -70,12 +92,12 @@ Outcome BeehiveCore::reconcile_once(const KindEntry& kind, ObjectID id) {
         out = {Outcome::cancelled, {}, out.message};
       else if (out.kind == Outcome::error && !exists())
         out = {Outcome::gone, {}, out.message};
-      if (out.kind == Outcome::quarantined)
-        log(LogLevel::warning,
-            "quarantined " + to_string(kind.gk) + " " + std::to_string(id) +
-                ", which does not decode",
-            {{"kind", to_string(kind.gk)}, {"id", std::to_string(id)}, {"reason", out.message}});
     }
+    if (out.kind == Outcome::quarantined)
+      log(LogLevel::warning,
+          "quarantined " + to_string(kind.gk) + " " + std::to_string(id) +
+              ", which does not decode",
+          {{"kind", to_string(kind.gk)}, {"id", std::to_string(id)}, {"reason", out.message}});
   } catch (const std::exception& e) {
     out = {Outcome::error, {}, e.what()};  // the store failed to read it: retry later
   } catch (...) {

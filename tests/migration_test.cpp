@@ -347,6 +347,55 @@ TEST_F(MigrationTest, ADowngradeIsRefusedOnEveryPath) {
   stop(ctx_);
 }
 
+// A rollback to a build whose controller does not version the kind (no migrator, or a
+// version of 0) quarantines the rows a newer build versioned: it would read them as its
+// own format, and its status writes over them are refused, which failed every pass,
+// retried with backoff for ever.
+TEST_F(MigrationTest, AControllerThatDoesNotVersionAColumnQuarantinesRowsVersionedThere) {
+  open<SpecV1>(std::make_shared<Identity<0, 1>>());  // versions the status alone
+  auto plain = Client<SpecV1, StatusV>(*bh_, person_kind).create(ctx_, {"Ada"});
+  auto status_versioned = Client<SpecV1, StatusV>(*bh_, person_kind).create(ctx_, {"Grace"});
+  cc_->update_status(ctx_, status_versioned.id, 1, {3});
+  open<SpecV1>(std::make_shared<Identity<1, 0>>());  // versions the spec alone
+  auto spec_versioned = Client<SpecV1, StatusV>(*bh_, person_kind).create(ctx_, {"Edsger"});
+  ASSERT_EQ(versions(status_versioned.id), std::make_pair(0, 1));
+  ASSERT_EQ(versions(spec_versioned.id), std::make_pair(1, 0));
+  for (bool with_a_migrator : {false, true}) {
+    SCOPED_TRACE(with_a_migrator ? "a migrator at version 0" : "no migrator");
+    close();
+    reconciles_.clear();
+    store_ = open_test_store(dir_.file("m.db"));
+    bh_ = std::make_unique<Beehive>(store_, with_clock(clock_));
+    auto count = [this](auto&, auto&, auto& o) {
+      std::lock_guard lk(mu_);
+      ++reconciles_[o.id];
+      return Result{};
+    };
+    if (with_a_migrator)
+      register_controller<SpecV1, StatusV>(*bh_, person_kind, count,
+                                           with_migrator(std::make_shared<Identity<0, 0>>()));
+    else
+      register_controller<SpecV1, StatusV>(*bh_, person_kind, count);
+    ::testing::internal::CaptureStderr();
+    auto stop = bh_->start(ctx_);
+    EXPECT_TRUE(eventually([&] { return reconciles(plain.id) == 1; }));
+    beehive::testing::settle(*bh_, ctx_);
+    clock_->advance(1min);  // a retry would have come by now
+    beehive::testing::settle(*bh_, ctx_);
+    stop(ctx_);
+    auto err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(reconciles(status_versioned.id), 0);
+    EXPECT_EQ(reconciles(spec_versioned.id), 0);
+    for (auto id : {status_versioned.id, spec_versioned.id})
+      EXPECT_NE(err.find("quarantined Person.acme.com " + std::to_string(id)), std::string::npos)
+          << err;
+    EXPECT_NE(err.find("status written at schema version 1, which this build does not version"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(err.find("retrying"), std::string::npos) << err;
+  }
+}
+
 // A request from an actor brings no types to decode the written row back with, as the
 // blocking Client does: the writes that decode back are refused all the same when the row
 // holds a status this build cannot read, and write nothing.
