@@ -1602,6 +1602,26 @@ TEST_F(PostgresStore, ConnectionsCommitDurablyAndGiveUpOnASilentNetworkInSeconds
   EXPECT_EQ(setting("", std::chrono::seconds(3)).second, "3000");  // the writer's: its stall limit
 }
 
+// The writer's connection bounds how long a paused process can hold a lock by its stall
+// limit; the others (readers, the listener) leave the role's or the connection string's
+// timeouts as they are: setting them to 0 switched off what a DBA set.
+TEST_F(PostgresStore, OnlyTheConnectionsWithAStallLimitSetTheirOwnLockTimeouts) {
+  auto timeouts = [&](const std::string& extra, std::chrono::milliseconds stall_limit) {
+    store::pg::Connection c(std::string(std::getenv("BEEHIVE_TEST_PG")) + " " + extra,
+                            test_schema_for(db_path()), std::chrono::seconds(5), stall_limit);
+    auto r = c.pipeline({{"",
+                          "SELECT current_setting('lock_timeout'), "
+                          "current_setting('idle_in_transaction_session_timeout')",
+                          {}}});
+    return std::pair(r.at(0).str(0, 0), r.at(0).str(0, 1));
+  };
+  using Seen = std::pair<std::string, std::string>;
+  const std::string dba = "options='-c lock_timeout=7s -c idle_in_transaction_session_timeout=9s'";
+  EXPECT_EQ(timeouts(dba, {}), Seen("7s", "9s"));
+  EXPECT_EQ(timeouts(dba, std::chrono::seconds(3)), Seen("3s", "3s"));
+  EXPECT_EQ(timeouts("", std::chrono::seconds(3)), Seen("3s", "3s"));
+}
+
 // A session the server ends while statements begun ahead run: what was begun fails as
 // lost, and the next statements run on a new session. (When libpq has read the FATAL
 // but not yet the end of the stream it cannot leave pipeline mode: the connection then
@@ -2075,24 +2095,22 @@ TEST_F(PostgresStore, AReadThatMustConnectAgainGivesUpAtItsDeadline) {
 }
 
 // The listener's connection lost, it connects again; with the server gone silent that
-// connect waits the connect timeout. A stop meanwhile does not wait it out.
-TEST_F(PostgresStore, ReleasingTheStoreDoesNotWaitForTheListenersConnect) {
-  Widgets(bh(), widget_kind).create(ctx_, {"first", 1});  // the tables exist
-  bh_.reset();
-  store_.reset();
+// connect waits the connect timeout. Its release (a stop) does not wait it out.
+TEST_F(PostgresStore, ReleasingTheListenerDoesNotWaitForItsConnect) {
   CancelSwallowingProxy proxy;
-  postgres::Options opts;
-  opts.schema = test_schema_for(db_path());
-  opts.connect_timeout = std::chrono::seconds(20);
-  auto bh = std::make_unique<Beehive>(postgres::open(proxy.conninfo(), opts));
   struct CloseFirst {  // should the release hang after all, let go of it
     CancelSwallowingProxy& p;
     ~CloseFirst() { p.close(); }
   } close_first{proxy};
-  proxy.hang_new_connections();  // the listener's connection is cut: it connects again
-  ASSERT_TRUE(eventually([&] { return proxy.connections_hung() >= 1; }));
+  auto shared = std::make_shared<store::pg::SharedState>();
+  shared->note_key = "a key";
+  auto listener = std::make_unique<store::pg::Listener>(
+      proxy.conninfo(), test_schema_for(db_path()), std::chrono::seconds(20), 1, shared);
+  ASSERT_TRUE(eventually([&] { return shared->foreign_commits.load() > 0; }));  // connected
+  proxy.hang_new_connections();  // cut: it connects again, and hangs
+  ASSERT_TRUE(eventually([&] { return proxy.connections_hung() == 1; }));
   auto t0 = std::chrono::steady_clock::now();
-  bh.reset();  // the store with it
+  listener.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 

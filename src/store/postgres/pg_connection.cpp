@@ -273,21 +273,29 @@ void Connection::connect() {
   // disk whatever the role's default: with synchronous_commit off, a write beehive
   // reported (and watches saw) could vanish in a server crash. A stronger level (one
   // that also waits for standbys) is kept.
+  // A connection without a stall limit (a reader, the listener, an open's) leaves the
+  // role's idle-in-transaction and lock timeouts as they are: 0 would switch off what a
+  // DBA set to keep a paused process from holding locks for ever.
   Params p;
-  p.add(quote_identifier(schema_)).add(static_cast<std::int64_t>(stall_limit_.count()));
-  auto vals = p.pointers();
-  auto lens = p.lengths();
-  // Within the connect timeout too.
-  std::string setup =
-      "SELECT set_config('search_path', $1, false), "
-      "set_config('idle_in_transaction_session_timeout', $2, false), "
-      "set_config('lock_timeout', $2, false), set_config('jit', 'off', false), "
+  p.add(quote_identifier(schema_));
+  std::string setup = "SELECT set_config('search_path', $1, false), ";
+  if (stall_limit_.count() > 0) {
+    p.add(static_cast<std::int64_t>(stall_limit_.count()));
+    setup +=
+        "set_config('idle_in_transaction_session_timeout', $2, false), "
+        "set_config('lock_timeout', $2, false), ";
+  }
+  setup +=
+      "set_config('jit', 'off', false), "
       "set_config('default_transaction_isolation', 'read committed', false), "
       "set_config('synchronous_commit', CASE current_setting('synchronous_commit') "
       "WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, false)";
   if (read_only_) setup += ", set_config('default_transaction_read_only', 'on', false)";
-  PGresult* r = setup_result(PQsendQueryParams(conn_, setup.c_str(), 2, nullptr, vals.data(),
-                                               lens.data(), nullptr, 0) == 1,
+  auto vals = p.pointers();
+  auto lens = p.lengths();
+  // Within the connect timeout too.
+  PGresult* r = setup_result(PQsendQueryParams(conn_, setup.c_str(), static_cast<int>(p.size()),
+                                               nullptr, vals.data(), lens.data(), nullptr, 0) == 1,
                              deadline);
   if (!ok(r)) {
     try {
