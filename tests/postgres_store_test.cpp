@@ -115,6 +115,8 @@ class CancelSwallowingProxy {
     PQconninfoFree(opts);
     PQfreemem(err);
     upstream_ = host + "/.s.PGSQL." + port;
+    host_ = host;
+    server_port_ = port;
     listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -138,6 +140,13 @@ class CancelSwallowingProxy {
     return "host=127.0.0.1 port=" + std::to_string(port_) + " user=" + user_ +
            " dbname=" + dbname_ + " sslmode=disable";
   }
+  /// A conninfo naming the proxy first and then `host` and `port`.
+  std::string conninfo_then(const std::string& host, const std::string& port) const {
+    return "host=127.0.0.1," + host + " port=" + std::to_string(port_) + "," + port +
+           " user=" + user_ + " dbname=" + dbname_ + " sslmode=disable";
+  }
+  /// The test server's own host (its socket's directory) and port.
+  std::pair<std::string, std::string> server() const { return {host_, server_port_}; }
   /// Ends every connection, the cancel requests held included.
   void close() {
     std::lock_guard g(mu_);
@@ -214,7 +223,7 @@ class CancelSwallowingProxy {
     }
   }
 
-  std::string upstream_, user_, dbname_;
+  std::string upstream_, user_, dbname_, host_, server_port_;
   int listener_ = -1;
   int port_ = 0;
   std::thread accepting_;
@@ -2112,6 +2121,29 @@ TEST_F(PostgresStore, ReleasingTheListenerDoesNotWaitForItsConnect) {
   auto t0 = std::chrono::steady_clock::now();
   listener.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+// With several hosts in the connection string, one that takes the connection and never
+// answers (a frozen primary) costs its own connect timeout, and the next host is tried:
+// given the whole list, libpq spent the whole timeout on the first.
+TEST_F(PostgresStore, AHostThatNeverAnswersIsPassedOverForTheNextOne) {
+  Widgets(bh(), widget_kind).create(ctx_, {"first", 1});
+  CancelSwallowingProxy frozen;
+  frozen.hang_new_connections();
+  auto [host, port] = frozen.server();
+  postgres::Options o;
+  o.schema = test_schema_for(db_path());
+  o.connect_timeout = std::chrono::milliseconds(500);
+  auto store = postgres::open(frozen.conninfo_then(host, port), o);
+  EXPECT_GE(frozen.connections_hung(), 1);
+  {
+    Beehive other(store);
+    EXPECT_EQ(Widgets(other, widget_kind).list(ctx_).size(), 1u);
+  }
+  // Every host failing: each says why.
+  EXPECT_ERRC_WITH(postgres::open(frozen.conninfo_then("127.0.0.1", "1"), o), errc::store,
+                   "no answer within the connect timeout (500 ms); 127.0.0.1:1: ");
+  frozen.close();
 }
 
 }  // namespace

@@ -53,9 +53,10 @@ struct Options {
   /// At least 300 ms and at most 2 147 483 647 ms (about 24.8 days, PostgreSQL's limit
   /// on a timeout); outside that, `open` throws `errc::invalid_argument`.
   std::chrono::milliseconds lease{10000};
-  /// How long a connection attempt may take before it fails (`errc::store`), the
-  /// session's set-up included; to the millisecond (a `connect_timeout` in `conninfo`
-  /// has no effect). Zero or less, or more than 2 147 483 647 ms, is
+  /// How long a connection attempt to one host may take before it fails (`errc::store`),
+  /// the session's set-up included; to the millisecond (a `connect_timeout` in `conninfo`
+  /// has no effect). With several hosts in `conninfo`, each is tried in turn with a
+  /// timeout of its own, as libpq does. Zero or less, or more than 2 147 483 647 ms, is
   /// `errc::invalid_argument`. Default: 5 s.
   std::chrono::milliseconds connect_timeout{5000};
 };

@@ -181,6 +181,7 @@ Connection::Connection(std::string conninfo, std::string schema,
       stall_limit_(stall_limit),
       keep_waiting_(std::move(keep_waiting)) {
   check_conninfo(conninfo_);
+  hosts_ = hosts_of(conninfo_);
   try {
     connect();
   } catch (...) {  // the destructor will not run
@@ -230,31 +231,34 @@ void Connection::connect() {
   std::vector<const char*> values{app.c_str(), "1", "5", "2", "3", user_timeout.c_str()};
   keys.push_back("dbname");
   values.push_back(conninfo_.c_str());
-  // After `conninfo`, so that it wins: text goes in and out as the UTF-8 beehive checked.
-  // Another client encoding (the conninfo's, PGCLIENTENCODING's) would have the server
-  // re-encode it, storing something else than every other client reads.
-  keys.push_back("client_encoding");
-  values.push_back("UTF8");
-  keys.push_back(nullptr);
-  values.push_back(nullptr);
-  // Connected without blocking, so that the timeout holds to the millisecond (libpq's
-  // own counts whole seconds, two at least) for every step: a server that accepts the
-  // connection and then never answers included.
-  const auto deadline = std::chrono::steady_clock::now() + connect_timeout_;
-  conn_ = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
-  auto step = PGRES_POLLING_WRITING;
-  while (conn_ && PQstatus(conn_) != CONNECTION_BAD && step != PGRES_POLLING_OK &&
-         step != PGRES_POLLING_FAILED) {
-    if (!wait_for_socket(step == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) timed_out();
-    step = PQconnectPoll(conn_);
+  // With several hosts, each is tried on its own, with a connect timeout of its own (as
+  // libpq's connect_timeout is per host): given the whole list, libpq would spend the
+  // whole timeout on a first host that hangs (a frozen primary) and never try the next.
+  const std::size_t base = keys.size();
+  std::string why;
+  std::chrono::steady_clock::time_point deadline;
+  for (std::size_t i = 0; i < std::max<std::size_t>(hosts_.size(), 1); ++i) {
+    keys.resize(base);
+    values.resize(base);
+    if (!hosts_.empty())
+      for (auto& [key, value] : hosts_[i]) {
+        keys.push_back(key);
+        values.push_back(value.c_str());
+      }
+    // After `conninfo`, so that it wins: text goes in and out as the UTF-8 beehive
+    // checked. Another client encoding (the conninfo's, PGCLIENTENCODING's) would have
+    // the server re-encode it, storing something else than every other client reads.
+    keys.push_back("client_encoding");
+    values.push_back("UTF8");
+    keys.push_back(nullptr);
+    values.push_back(nullptr);
+    deadline = std::chrono::steady_clock::now() + connect_timeout_;
+    auto failed = start(keys, values, deadline);
+    if (!failed) break;
+    if (!why.empty()) why += "; ";
+    why += hosts_.empty() ? *failed : host_label(hosts_[i]) + ": " + *failed;
   }
-  if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-    std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
-    while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-    PQfinish(conn_);  // a constructor that throws runs no destructor
-    conn_ = nullptr;
-    throw Error(errc::store, "postgres: cannot connect: " + why);
-  }
+  if (!conn_) throw Error(errc::store, "postgres: cannot connect: " + why);
   try {
     require_server_version(PQserverVersion(conn_));
   } catch (...) {
@@ -334,6 +338,89 @@ void Connection::set_client_check(std::chrono::steady_clock::time_point deadline
 void Connection::check_client_while_waiting() {
   if (std::exchange(check_client_, true)) return;
   set_client_check(std::chrono::steady_clock::now() + connect_timeout_);
+}
+
+std::optional<std::string> Connection::start(const std::vector<const char*>& keys,
+                                             const std::vector<const char*>& values,
+                                             std::chrono::steady_clock::time_point deadline) {
+  // Connected without blocking, so that the timeout holds to the millisecond (libpq's
+  // own counts whole seconds, two at least) for every step: a server that accepts the
+  // connection and then never answers included.
+  conn_ = PQconnectStartParams(keys.data(), values.data(), /*expand_dbname=*/1);
+  auto step = PGRES_POLLING_WRITING;
+  while (conn_ && PQstatus(conn_) != CONNECTION_BAD && step != PGRES_POLLING_OK &&
+         step != PGRES_POLLING_FAILED) {
+    if (!wait_for_socket(step == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline)) {
+      PQfinish(conn_);
+      conn_ = nullptr;
+      if (std::exchange(caller_gave_up_, false))  // no other host either
+        throw Error(errc::store, "postgres: cannot connect: the caller stopped waiting first");
+      return "no answer within the connect timeout (" + std::to_string(connect_timeout_.count()) +
+             " ms)";
+    }
+    step = PQconnectPoll(conn_);
+  }
+  if (conn_ && PQstatus(conn_) == CONNECTION_OK) return std::nullopt;
+  std::string why = conn_ ? PQerrorMessage(conn_) : "out of memory";
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  PQfinish(conn_);
+  conn_ = nullptr;
+  return why;
+}
+
+std::vector<Connection::HostKeys> Connection::hosts_of(const std::string& conninfo) {
+  if (conninfo.find('=') == std::string::npos && conninfo.rfind("postgresql://", 0) != 0 &&
+      conninfo.rfind("postgres://", 0) != 0)
+    return {};  // a database name
+  PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), nullptr);
+  if (!opts) return {};  // check_conninfo has said why
+  auto split = [](const char* list) {
+    std::vector<std::string> out;
+    if (!list) return out;
+    std::string_view rest(list);
+    for (;;) {
+      auto comma = rest.find(',');
+      out.emplace_back(rest.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    return out;
+  };
+  std::vector<std::string> host, hostaddr, port;
+  for (auto* o = opts; o->keyword; ++o) {
+    std::string_view k(o->keyword);
+    if (k == "host") host = split(o->val);
+    if (k == "hostaddr") hostaddr = split(o->val);
+    if (k == "port") port = split(o->val);
+  }
+  PQconninfoFree(opts);
+  std::size_t n = std::max(host.size(), hostaddr.size());
+  // One host, or lists that do not pair up (libpq refuses them, and says why).
+  if (n <= 1 || (!host.empty() && host.size() != n) ||
+      (!hostaddr.empty() && hostaddr.size() != n) || (port.size() > 1 && port.size() != n))
+    return {};
+  std::vector<HostKeys> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!host.empty()) out[i].emplace_back("host", host[i]);
+    if (!hostaddr.empty()) out[i].emplace_back("hostaddr", hostaddr[i]);
+    if (!port.empty()) out[i].emplace_back("port", port.size() == 1 ? port[0] : port[i]);
+  }
+  return out;
+}
+
+std::string Connection::host_label(const HostKeys& keys) {
+  std::string name, port;
+  for (auto& [key, value] : keys) {
+    std::string_view k(key);
+    if (k == "host" && !value.empty())
+      name = value;
+    else if (k == "hostaddr" && name.empty())
+      name = value;
+    else if (k == "port")
+      port = value;
+  }
+  if (name.empty()) name = "(default host)";
+  return port.empty() ? name : name + ":" + port;
 }
 
 void Connection::timed_out() {

@@ -202,6 +202,17 @@ class Connection {
 
  private:
   void connect();
+  /// One host's keywords (host, hostaddr, port), which override the connection string's.
+  using HostKeys = std::vector<std::pair<const char*, std::string>>;
+  /// The hosts of a connection string naming several, each on its own; empty for one.
+  static std::vector<HostKeys> hosts_of(const std::string& conninfo);
+  /// "host:port", for a failure's explanation.
+  static std::string host_label(const HostKeys& keys);
+  /// Connects with `keys` and `values` (null-terminated) by `deadline`: nothing once
+  /// connected (conn_), else why not (conn_ null). Throws once keep_waiting_ says stop.
+  std::optional<std::string> start(const std::vector<const char*>& keys,
+                                   const std::vector<const char*>& values,
+                                   std::chrono::steady_clock::time_point deadline);
   /// Ends a connection attempt that took longer than the connect timeout.
   [[noreturn]] void timed_out();
   /// The answer to a statement connect() sent (`sent`: whether it went), read by
@@ -249,6 +260,7 @@ class Connection {
   [[noreturn]] void fail(PGresult* r, std::string_view what);
 
   std::string conninfo_, schema_;
+  std::vector<HostKeys> hosts_;  // see hosts_of
   std::chrono::milliseconds connect_timeout_, stall_limit_;
   PGconn* conn_ = nullptr;
   bool dropped_ = false;
