@@ -154,6 +154,15 @@ class CancelSwallowingProxy {
     closed_ = true;
   }
   int cancels_held() const { return cancels_.load(); }
+  /// The next bytes a client sends that hold `needle` (any, for "") are not relayed: its
+  /// connection is closed instead, as by a server that ended the idle session as they
+  /// were sent.
+  void drop_next_sending(std::string needle) {
+    std::lock_guard g(mu_);
+    drop_needle_ = std::move(needle);
+    dropping_ = true;
+  }
+  int dropped() const { return dropped_.load(); }
   /// New connections taken and never answered (hang_new_connections).
   int connections_hung() const { return hung_.load(); }
   /// From now on a new connection is taken and never answered, as behind a network that
@@ -215,6 +224,12 @@ class CancelSwallowingProxy {
       for (int i = 0; i < 2; ++i) {
         if (!fds[i].revents) continue;
         auto n = ::recv(fds[i].fd, buf, sizeof buf, 0);
+        if (i == 0 && n > 0 && drops_next(std::string_view(buf, static_cast<std::size_t>(n)))) {
+          // As a server that ended the session just as the client sent this.
+          ::shutdown(client, SHUT_RDWR);
+          ::shutdown(server, SHUT_RDWR);
+          return;
+        }
         if (n <= 0 || ::send(fds[1 - i].fd, buf, n, MSG_NOSIGNAL) != n) {
           ::shutdown(fds[1 - i].fd, SHUT_RDWR);
           return;
@@ -233,6 +248,17 @@ class CancelSwallowingProxy {
   bool hang_ = false;
   std::atomic<int> cancels_{0};
   std::atomic<int> hung_{0};
+  std::string drop_needle_;  // see drop_next_sending
+  bool dropping_ = false;
+  std::atomic<int> dropped_{0};
+
+  bool drops_next(std::string_view sent) {
+    std::lock_guard g(mu_);
+    if (!dropping_ || sent.find(drop_needle_) == std::string_view::npos) return false;
+    dropping_ = false;
+    ++dropped_;
+    return true;
+  }
 };
 
 class PostgresStore : public BeehiveTest {
@@ -2144,6 +2170,40 @@ TEST_F(PostgresStore, AHostThatNeverAnswersIsPassedOverForTheNextOne) {
   EXPECT_ERRC_WITH(postgres::open(frozen.conninfo_then("127.0.0.1", "1"), o), errc::store,
                    "no answer within the connect timeout (500 ms); 127.0.0.1:1: ");
   frozen.close();
+}
+
+// The server ending an idle session (idle_session_timeout, an operator's
+// pg_terminate_backend, a restart) just as a call sends its first statement: the
+// goodbye had not arrived when the call looked, so the statement went on a dead session.
+// A read runs once more on a new one, and so does a write's BEGIN (nothing of the write
+// was sent): neither fails for it.
+TEST_F(PostgresStore, ASessionEndedAsAnIdleCallSendsIsMadeAgainForIt) {
+  auto a = Widgets(bh(), widget_kind).create(ctx_, {"first", 1});
+  CancelSwallowingProxy proxy;
+  struct CloseFirst {
+    CancelSwallowingProxy& p;
+    ~CloseFirst() { p.close(); }
+  } close_first{proxy};
+  store::pg::PgReader reader(proxy.conninfo(), test_schema_for(db_path()), std::chrono::seconds(5),
+                             /*session=*/1);
+  ASSERT_TRUE(reader.get(a.id, 0).has_value());
+  proxy.drop_next_sending("");  // the read's statement: nothing else goes on the reader
+  auto again = reader.get(a.id, 0);
+  EXPECT_EQ(proxy.dropped(), 1);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->meta.id, a.id);
+
+  bh_.reset();
+  store_.reset();
+  postgres::Options o;
+  o.schema = test_schema_for(db_path());
+  auto bh = std::make_unique<Beehive>(postgres::open(proxy.conninfo(), o));
+  Widgets w(*bh, widget_kind);
+  w.update(ctx_, a.id, {"second", 2});  // the writer's session is made, idle after
+  proxy.drop_next_sending("bh_begin");
+  EXPECT_EQ(w.update(ctx_, a.id, {"third", 3}).spec.size, 3);
+  EXPECT_EQ(proxy.dropped(), 2);
+  EXPECT_EQ(w.get(ctx_, a.id).spec.color, "third");
 }
 
 }  // namespace

@@ -183,6 +183,8 @@ class Connection {
   void set_keep_waiting(std::function<bool()> keep_waiting) {
     keep_waiting_ = std::move(keep_waiting);
   }
+  /// Whether the caller set_keep_waiting named still waits (true without one).
+  bool caller_waits() const { return !keep_waiting_ || keep_waiting_(); }
   /// From now on every transaction of this connection, and of the ones that replace it,
   /// is read-only: the server refuses writes (beehive-ctl's read commands).
   void set_read_only();

@@ -75,56 +75,66 @@ class Reading : public Interface {
         reads_(conn_, session) {}
 
   std::optional<ObjectRow> get(ObjectID id, unsigned loads) override {
-    return reads_.get(id, loads);
+    return again_if_dropped([&] { return reads_.get(id, loads); });
   }
   std::optional<ObjectRow> get_by_slug(const GroupKind& gk, std::string_view slug,
                                        unsigned loads) override {
-    return reads_.get_by_slug(gk, slug, loads);
+    return again_if_dropped([&] { return reads_.get_by_slug(gk, slug, loads); });
   }
   std::vector<ObjectRow> list(const GroupKind& gk, unsigned loads) override {
-    return reads_.list(gk, loads);
+    return again_if_dropped([&] { return reads_.list(gk, loads); });
   }
   void list_each(const GroupKind& gk, const std::function<void(ObjectRow&&)>& each) override {
-    reads_.list_each(gk, each);
+    bool handed = false;  // rows already handed out are not handed out again
+    again_if_dropped(
+        [&] {
+          reads_.list_each(gk, [&](ObjectRow&& row) {
+            handed = true;
+            each(std::move(row));
+          });
+        },
+        &handed);
   }
   std::vector<ObjectRow> snapshot(const GroupKind& gk, std::optional<ObjectID> id,
                                   const std::shared_ptr<const LabelSelector>& selector,
                                   std::int64_t& rv) override {
-    return reads_.snapshot(gk, id, selector, rv);
+    return again_if_dropped([&] { return reads_.snapshot(gk, id, selector, rv); });
   }
   std::vector<Ref> related(ObjectID id, unsigned relation) override {
-    return reads_.related(id, relation);
+    return again_if_dropped([&] { return reads_.related(id, relation); });
   }
-  bool has_incoming_refs(ObjectID id) override { return reads_.has_incoming_refs(id); }
+  bool has_incoming_refs(ObjectID id) override {
+    return again_if_dropped([&] { return reads_.has_incoming_refs(id); });
+  }
   std::vector<ObjectRow> list_owned_objects(const GroupKind& gk, ObjectID owner,
                                             unsigned loads) override {
-    return reads_.list_owned_objects(gk, owner, loads);
+    return again_if_dropped([&] { return reads_.list_owned_objects(gk, owner, loads); });
   }
   std::vector<Event> list_events(ObjectID id, const detail::EventQuery& q) override {
-    return reads_.list_events(id, q);
+    return again_if_dropped([&] { return reads_.list_events(id, q); });
   }
   std::optional<Event> current_run(ObjectID id, const std::string& category) override {
-    return reads_.current_run(id, category);
+    return again_if_dropped([&] { return reads_.current_run(id, category); });
   }
   std::vector<event_run> event_snapshot(ObjectID id, const detail::EventQuery& q,
                                         std::int64_t& rv) override {
-    return reads_.event_snapshot(id, q, rv);
+    return again_if_dropped([&] { return reads_.event_snapshot(id, q, rv); });
   }
   std::vector<std::pair<ObjectID, std::int64_t>> list_ids(const GroupKind& gk,
                                                           bool unsettled_only) override {
-    return reads_.list_ids(gk, unsettled_only);
+    return again_if_dropped([&] { return reads_.list_ids(gk, unsettled_only); });
   }
   std::vector<ObjectRow> list_where(const GroupKind& gk, const ListQuery& q,
                                     unsigned loads) override {
-    return reads_.list_where(gk, q, loads);
+    return again_if_dropped([&] { return reads_.list_where(gk, q, loads); });
   }
   ChangeLogRead changes_since(std::int64_t rv, const std::optional<GroupKind>& gk,
                               std::optional<ObjectID> id,
                               const std::vector<std::int64_t>& skip) override {
-    return reads_.changes_since(rv, gk, id, skip);
+    return again_if_dropped([&] { return reads_.changes_since(rv, gk, id, skip); });
   }
   std::vector<event_run> event_runs_between(std::int64_t after, std::int64_t through) override {
-    return reads_.event_runs_between(after, through);
+    return again_if_dropped([&] { return reads_.event_runs_between(after, through); });
   }
 
   /// The connection was lost: the pool closes it rather than lending it again.
@@ -137,6 +147,23 @@ class Reading : public Interface {
   std::uint64_t round_trips() const { return conn_.round_trips(); }
 
  protected:
+  /// Runs the read `fn` once more on a new session when the server ended the idle one as
+  /// it was sent (an idle_session_timeout, an operator's pg_terminate_backend, a restart):
+  /// a goodbye that had not arrived yet when the call looked (Connection::ensure). A
+  /// read inside the writer's transaction is not: the transaction went with the session.
+  /// Nor one whose caller gave up (which cuts the connection), nor one that already
+  /// handed something out (`*handed`).
+  template <class Fn>
+  auto again_if_dropped(Fn&& fn, const bool* handed = nullptr) -> decltype(fn()) {
+    const bool idle = !conn_.in_transaction();
+    try {
+      return fn();
+    } catch (const Error&) {
+      if (!idle || !conn_.lost() || !conn_.caller_waits() || (handed && *handed)) throw;
+    }
+    return fn();
+  }
+
   Connection conn_;
   Reads reads_;
 };

@@ -79,14 +79,18 @@ void PgWriter::begin() {
       if (conn_.lost()) conn_.reconnect();  // nothing of this write was sent on it
     }
   }
-  if (r.empty()) {
+  for (int attempt = 0; r.empty(); ++attempt) {
     std::vector<Statement> s = begin_statements();
     if (prefetch) s.push_back(statement(Q::get_with_owner, Params().add(*prefetch)));
     try {
       r = conn_.pipeline(std::move(s), keep_waiting);
-    } catch (...) {
+    } catch (const Error&) {
       rollback();  // the BEGIN went through: an aborted transaction would refuse what follows
-      throw;
+      // The server ended the idle session as the BEGIN went (an idle_session_timeout,
+      // pg_terminate_backend; its goodbye not read yet): nothing of the write was sent,
+      // so once more on a new session rather than fail the write for it.
+      if (attempt > 0 || !conn_.lost() || !keep_waiting()) throw;
+      conn_.reconnect();
     }
   }
   if (auto version = r[2].i64(0, 0); version > pg_schema::latest_version()) {
