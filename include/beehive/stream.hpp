@@ -75,10 +75,16 @@ class Stream {
   bool done() const { return !core_ || core_->done(); }
 
   /// Why it ended: empty when its own context or `close()` ended it, `errc::stopped`
-  /// when the beehive stopped.
+  /// when the beehive stopped; `errc::store` when beehive's actors restarted after a
+  /// crash or the snapshot could not be read, `errc::watch_too_old` when the change log
+  /// no longer reaches back to a resume point: open the watch again (from
+  /// `resource_version()`, or afresh for `watch_too_old`).
   std::error_code error() const { return core_ ? core_->error() : std::error_code{}; }
 
-  /// Where a watch of objects can resume from (with_resume_from) having missed nothing:
+  /// Where a watch of objects can resume from (with_resume_from) having missed nothing
+  /// (at least once: a change already read may come again after a resume, when it was
+  /// delivered in the place of an older change of its object; one at or below the
+  /// version already held for that object can be dropped):
   /// the snapshot's version once the snapshot has been delivered, then the version of
   /// the store's commits it has been through, its own changes delivered (a watch opened
   /// with with_resume_from starts at its `rv`). So a quiet watch's position follows the
