@@ -85,13 +85,22 @@ ObjectRow ClientCore::create(const Context& ctx, std::string spec,
   return std::move(r.row);
 }
 
-/// A converged write: the stored row already holds these bytes at this version, so the
-/// write would change nothing and need not take the writer at all. Not inside `within`,
-/// whose reads must see the transaction.
+/// A converged write: the stored row already holds this spec, so the write would change
+/// nothing and need not take the writer at all. Not inside `within`, whose reads must see
+/// the transaction. The spec is held when the row has these bytes at this version, or
+/// an older blob that `m` converts to these very bytes: writing it would only re-stamp
+/// the blob (the next real write does), yet count as a spec change (a generation, a
+/// reconcile) once per object after a migrator is added.
 bool already_stored(const Context& ctx, const std::optional<ObjectRow>& row, const GroupKind& gk,
-                    const std::string& spec, int version) {
-  return !ContextAccess::transaction(ctx) && row && same_kind(*row, gk) && row->spec == spec &&
-         row->spec_version == version;
+                    const std::string& spec, int version, const Migrator* m) {
+  if (ContextAccess::transaction(ctx) || !row || !same_kind(*row, gk)) return false;
+  if (row->spec_version == version) return row->spec == spec;
+  if (!m || row->spec_version > version) return false;
+  try {
+    return detail::dump_json(detail::load_blob(row->spec, row->spec_version, m, true)) == spec;
+  } catch (const std::exception&) {  // it does not convert: the write says so
+    return false;
+  }
 }
 
 ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug, std::string spec,
@@ -111,7 +120,7 @@ ObjectRow ClientCore::create_or_update(const Context& ctx, std::string_view slug
   if (!ContextAccess::transaction(ctx)) {
     refuse_write_beside_open_block(rt_.get(), false);
     auto row = rt_->read(ctx, [&](store::Reader& r) { return r.get_by_slug(gk_, slug, 0); });
-    if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
+    if (already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_), migrator())) {
       if (check) check(*row);
       return std::move(*row);
     }
@@ -172,7 +181,7 @@ ObjectRow ClientCore::update(const Context& ctx, ObjectID id, std::string spec, 
     // A converged write with a stale version is still a conflict: the writer says so.
     bool version_ok =
         !s.resource_version || (row && row->meta.resource_version == *s.resource_version);
-    if (version_ok && already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_))) {
+    if (version_ok && already_stored(ctx, row, gk_, spec, rt_->spec_version(gk_), migrator())) {
       if (check) check(*row);
       return std::move(*row);
     }

@@ -114,7 +114,9 @@ void refuse_downgrade(const char* what, int stored, int writing) {
 ObjectRow WriteOps::update_row(const ObjectRow& row, const std::string& spec, int spec_version) {
   refuse_downgrade("spec", row.spec_version, spec_version);
   // Re-applying the stored bytes is no write at all: no generation, no version, no wake.
-  // The same bytes at a newer schema version are a real write: they re-stamp the blob.
+  // The same bytes at a newer schema version re-stamp the blob. (A Client outside
+  // `within` writes nothing when the older blob converts to the bytes it writes: see
+  // already_stored in client_core.cpp.)
   if (row.spec == spec && row.spec_version == spec_version) return row;
   ObjectRow out = row;  // as the UPDATE leaves it: no need to read it back
   out.spec = spec;
