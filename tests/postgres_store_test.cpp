@@ -1735,6 +1735,23 @@ TEST_F(PostgresStore, ProcessesOpeningOneNewSchemaAtOnceAllGetItWithSessionsOfTh
   EXPECT_EQ(Widgets(bh, widget_kind).get(ctx_, o.id).spec.size, 1);
 }
 
+// An open waits for another process's open (or migration) whatever lock_timeout the
+// role or the connection string sets: replicas starting together must not fail for it.
+TEST_F(PostgresStore, AnOpenWaitsForAnotherOpenWhateverTheLockTimeout) {
+  auto schema = test_schema_for(dir_.file("waits.db"));
+  OpenTransaction other(schema, "SELECT pg_advisory_xact_lock(hashtext('beehive:" + schema + "'))");
+  auto opened = std::async(std::launch::async, [&] {
+    return postgres::open(
+        std::string(std::getenv("BEEHIVE_TEST_PG")) + " options='-c lock_timeout=100'",
+        {.schema = schema});
+  });
+  EXPECT_EQ(opened.wait_for(1s), std::future_status::timeout);  // still waiting, past 100 ms
+  other.commit();
+  ASSERT_EQ(opened.wait_for(10s), std::future_status::ready);
+  Beehive bh(opened.get());
+  EXPECT_TRUE(Widgets(bh, widget_kind).list(ctx_).empty());
+}
+
 // Options PostgreSQL would misread are refused before anything is created: a schema name
 // it would truncate to another's (63 bytes at most), a connect timeout of zero (libpq's
 // "for ever", which would fail every connection here) or too large for a deadline, and
@@ -2204,6 +2221,23 @@ TEST_F(PostgresStore, ASessionEndedAsAnIdleCallSendsIsMadeAgainForIt) {
   EXPECT_EQ(w.update(ctx_, a.id, {"third", 3}).spec.size, 3);
   EXPECT_EQ(proxy.dropped(), 2);
   EXPECT_EQ(w.get(ctx_, a.id).spec.color, "third");
+}
+
+// A read that had to make its session anew and could not (the server out of reach) is
+// not run again: a second connect would only double its wait.
+TEST_F(PostgresStore, AReadThatCannotConnectIsNotRunAgain) {
+  auto a = Widgets(bh(), widget_kind).create(ctx_, {"first", 1});
+  CancelSwallowingProxy proxy;
+  struct CloseFirst {
+    CancelSwallowingProxy& p;
+    ~CloseFirst() { p.close(); }
+  } close_first{proxy};
+  store::pg::PgReader reader(proxy.conninfo(), test_schema_for(db_path()),
+                             std::chrono::milliseconds(300), /*session=*/1);
+  ASSERT_TRUE(reader.get(a.id, 0).has_value());
+  proxy.hang_new_connections();  // its session cut, and no new one answered
+  EXPECT_THROW(reader.get(a.id, 0), Error);
+  EXPECT_EQ(proxy.connections_hung(), 1);
 }
 
 }  // namespace

@@ -149,8 +149,9 @@ void Campaign::end_blockers(int pid, Clock::time_point deadline) {
     auto keep_waiting = [this, deadline] { return !stopping_.load() && Clock::now() < deadline; };
     if (!helper_ || helper_->lost()) {
       helper_.reset();
-      helper_ = std::make_unique<Connection>(conninfo_, schema_, std::min(left, connect_timeout_),
-                                             lease_ / 3, keep_waiting);
+      // The whole connect timeout, kept for its reconnects: keep_waiting bounds this one.
+      helper_ = std::make_unique<Connection>(conninfo_, schema_, connect_timeout_, lease_ / 3,
+                                             keep_waiting);
     }
     helper_->set_keep_waiting(keep_waiting);
     run(*helper_, Q::lease_blockers_end, Params().add(static_cast<std::int64_t>(pid)));

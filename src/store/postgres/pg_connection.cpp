@@ -201,6 +201,7 @@ void Connection::set_read_only() {
 }
 
 void Connection::connect() {
+  ++connects_;
   if (conn_) PQfinish(conn_);
   dropped_ = false;
   in_txn_ = false;
@@ -387,17 +388,27 @@ std::vector<Connection::HostKeys> Connection::hosts_of(const std::string& connin
     return out;
   };
   std::vector<std::string> host, hostaddr, port;
+  bool whole_list = false;  // options that choose among the hosts: libpq must see them all
   for (auto* o = opts; o->keyword; ++o) {
-    std::string_view k(o->keyword);
+    std::string_view k(o->keyword), v(o->val ? o->val : "");
     if (k == "host") host = split(o->val);
     if (k == "hostaddr") hostaddr = split(o->val);
     if (k == "port") port = split(o->val);
+    if ((k == "load_balance_hosts" && !v.empty() && v != "disable") ||
+        (k == "target_session_attrs" && v == "prefer-standby"))
+      whole_list = true;
   }
   PQconninfoFree(opts);
   std::size_t n = std::max(host.size(), hostaddr.size());
-  // One host, or lists that do not pair up (libpq refuses them, and says why).
-  if (n <= 1 || (!host.empty() && host.size() != n) ||
-      (!hostaddr.empty() && hostaddr.size() != n) || (port.size() > 1 && port.size() != n))
+  auto has_empty = [](const std::vector<std::string>& list) {
+    return std::any_of(list.begin(), list.end(), [](auto& e) { return e.empty(); });
+  };
+  // One host; lists that do not pair up (libpq refuses them, and says why); an empty
+  // entry (libpq's default there, which an override cannot spell); or a choice among
+  // the hosts: the whole list goes to libpq as given.
+  if (n <= 1 || whole_list || (!host.empty() && host.size() != n) ||
+      (!hostaddr.empty() && hostaddr.size() != n) || (port.size() > 1 && port.size() != n) ||
+      has_empty(host) || has_empty(hostaddr) || has_empty(port))
     return {};
   std::vector<HostKeys> out(n);
   for (std::size_t i = 0; i < n; ++i) {

@@ -197,6 +197,8 @@ class Connection {
   /// Round trips to the server so far: statements run one by one, pipelines, and
   /// statements prepared on first use.
   std::uint64_t round_trips() const { return round_trips_; }
+  /// Sessions made (or tried) so far: a caller can tell whether a call made a new one.
+  std::uint64_t connects() const { return connects_; }
   /// A quoted identifier (the schema, a channel name), safe to splice into SQL text.
   std::string quote_identifier(std::string_view name) const;
   PGconn* raw() { return conn_; }
@@ -283,6 +285,7 @@ class Connection {
   std::string after_error_;
   std::uint64_t deferred_total_ = 0;
   std::uint64_t round_trips_ = 0;
+  std::uint64_t connects_ = 0;
 };
 
 }  // namespace beehive::store::pg

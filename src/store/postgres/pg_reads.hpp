@@ -152,14 +152,18 @@ class Reading : public Interface {
   /// a goodbye that had not arrived yet when the call looked (Connection::ensure). A
   /// read inside the writer's transaction is not: the transaction went with the session.
   /// Nor one whose caller gave up (which cuts the connection), nor one that already
-  /// handed something out (`*handed`).
+  /// handed something out (`*handed`), nor one that made its session itself (a server
+  /// out of reach: another connect would only double the wait).
   template <class Fn>
   auto again_if_dropped(Fn&& fn, const bool* handed = nullptr) -> decltype(fn()) {
-    const bool idle = !conn_.in_transaction();
+    const bool idle = !conn_.in_transaction() && !conn_.lost();
+    const auto connects = conn_.connects();
     try {
       return fn();
     } catch (const Error&) {
-      if (!idle || !conn_.lost() || !conn_.caller_waits() || (handed && *handed)) throw;
+      if (!idle || !conn_.lost() || conn_.connects() != connects || !conn_.caller_waits() ||
+          (handed && *handed))
+        throw;
     }
     return fn();
   }

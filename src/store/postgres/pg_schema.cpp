@@ -178,6 +178,9 @@ Opened migrate_and_open_session(pg::Connection& c, std::chrono::milliseconds idl
     // A paused opener's transaction holds the lock below and, while it migrates, the
     // counters' rows every write takes: the server ends it once idle for that long.
     c.exec("SET LOCAL idle_in_transaction_session_timeout = " + std::to_string(idle_limit.count()));
+    // The others wait for it whatever lock_timeout the role or the connection string
+    // sets (an opener that stalls is ended by the idle timeout above, not waited for).
+    c.exec("SET LOCAL lock_timeout = 0");
     // Processes opening one new schema at once: the first creates it, the others wait.
     c.run("", lock_sql, pg::Params().add("beehive:" + c.schema()));
     if (auto hook = pg::faults::inside_open_migration.load()) hook();

@@ -82,14 +82,16 @@ void PgWriter::begin() {
   for (int attempt = 0; r.empty(); ++attempt) {
     std::vector<Statement> s = begin_statements();
     if (prefetch) s.push_back(statement(Q::get_with_owner, Params().add(*prefetch)));
+    const auto connects = conn_.connects();
     try {
       r = conn_.pipeline(std::move(s), keep_waiting);
-    } catch (const Error&) {
+    } catch (...) {
       rollback();  // the BEGIN went through: an aborted transaction would refuse what follows
       // The server ended the idle session as the BEGIN went (an idle_session_timeout,
       // pg_terminate_backend; its goodbye not read yet): nothing of the write was sent,
-      // so once more on a new session rather than fail the write for it.
-      if (attempt > 0 || !conn_.lost() || !keep_waiting()) throw;
+      // so once more on a new session rather than fail the write for it. Not when the
+      // pipeline made its session itself (a server out of reach: the wait would double).
+      if (attempt > 0 || !conn_.lost() || conn_.connects() != connects || !keep_waiting()) throw;
       conn_.reconnect();
     }
   }

@@ -112,12 +112,15 @@ std::shared_ptr<Store> open(const std::filesystem::path& file, Options options) 
   store::require_writable(resolved);
   try {
     return std::make_shared<store::SqliteStore>(resolved, options);
+  } catch (const Error& e) {  // beehive's own (a newer schema): named too, once
+    if (e.message().find(resolved.string()) != std::string::npos) throw;
+    throw Error(e.value(), "sqlite: cannot open " + resolved.string() + ": " + e.message());
   } catch (const SQLite::Exception& e) {
     // Says which file: an application may open several, and a lock or a foreign file is
     // that file's trouble.
     std::string why = resolved.string() + ": " + e.what();
     if ((e.getErrorCode() & 0xff) == SQLITE_BUSY)
-      why += " (another connection held its write lock past busy_timeout, " +
+      why += " (another connection held a lock on it past busy_timeout, " +
              std::to_string(options.busy_timeout.count()) + " ms)";
     throw Error(errc::store, "sqlite: cannot open " + why);
   }
