@@ -521,6 +521,42 @@ TEST_F(GcTest, ATargetsDeletionRequestWakesItsDependents) {
   EXPECT_TRUE(w.list_dependencies(ctx_, dependent.id).empty());
 }
 
+// A dependent that failed for good (TerminalError) is still woken by its target's
+// deletion request, whichever process made it: it must drop its edge, or the target
+// would be held for ever (a terminal mark is lifted only by a new spec or a requeue).
+TEST_F(GcTest, ATargetsDeletionRequestWakesADependentThatFailedForGood) {
+  Widgets gadgets(*bh_, gadget_kind);
+  recorder_->set_body([&gadgets](auto& ctx, auto& cc, auto& o) {
+    bool dropped = false;
+    for (auto& d : cc.list_dependencies(ctx, o.id))
+      if (gadgets.get(ctx, d.id).deletion_requested_at) {
+        cc.remove_dependency(ctx, o.id, d.id);
+        dropped = true;
+      }
+    if (!dropped) throw TerminalError("its targets are not what it needs");
+    return Result{};
+  });
+  auto stop_first = stop_before_locals();
+  auto cc = register_widgets();
+  auto w = widgets();
+  auto here = gadgets.create(ctx_, {"here", 1});
+  auto there = gadgets.create(ctx_, {"there", 1});
+  auto dependent = w.create(ctx_, {"dependent", 1});
+  cc.add_dependency(ctx_, dependent.id, here.id);
+  cc.add_dependency(ctx_, dependent.id, there.id);
+  start();
+  settle();  // failed for good: only a new spec or a requeue would run it again
+  const auto passes = recorder_->count(dependent.id);
+  gadgets.remove(ctx_, here.id);
+  settle();
+  EXPECT_EQ(recorder_->count(dependent.id), passes + 1);
+  EXPECT_TRUE(gone(gadgets, ctx_, here.id));
+  Beehive other(open_test_store(dir_.file("beehive.db")));
+  Widgets(other, gadget_kind).remove(ctx_, there.id);
+  EXPECT_TRUE(eventually([&] { return gone(gadgets, ctx_, there.id); }, 5s));
+  EXPECT_TRUE(w.list_dependencies(ctx_, dependent.id).empty());
+}
+
 // A dependent's deletion request ends its claim at once (has_incoming_refs no longer
 // counts it), so a deleting target waiting for its last claim hears of it then, not
 // when the dependent is finally removed.

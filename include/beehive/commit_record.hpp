@@ -58,8 +58,9 @@ struct commit_record {
   /// controller.
   std::vector<Ref> wakes;
   /// Objects requeued by hand through the change log (`beehive-ctl requeue`, or
-  /// `Client::requeue` on a standby): their kind's controller reconciles each, lifting a
-  /// terminal mark, as an in-process requeue does.
+  /// `Client::requeue` on a standby), and the dependents of objects whose deletion was
+  /// requested (which must drop their edges for the object to go): their kind's
+  /// controller reconciles each, lifting a terminal mark, as an in-process requeue does.
   std::vector<Ref> requeues;
   /// Those of `requeues` asked for with the retry backoff reset: the controller forgets
   /// the object's place on its backoff ladder before it queues it.

@@ -36,7 +36,7 @@ struct Result {
 /// failure is logged once and recorded as a Warning event on the object (category
 /// "reconcile", reason "TerminalError", the message). The object is reconciled again
 /// only when its spec changes (or its deletion is requested), it is requeued by hand,
-/// or the process restarts (or its controller does: after a crash of beehive's own
+/// the deletion of an object it depends on is requested, or the process restarts (or its controller does: after a crash of beehive's own
 /// actors, its successor starts without the marks and backoff ladders, as a process
 /// restart does); resync, timers and wakes leave it alone meanwhile. It keeps
 /// the object's place on the backoff ladder: a retry after the mark is lifted waits the

@@ -226,11 +226,12 @@ void WriteEngine::publish_foreign_commits(const commit_record* own, bool* own_pu
       change.owner = owner.front();
     if (c.type == ChangeType::Deleted) rec.edges_removed = true;
     // Dependents wake on their targets' conditions and deletion requests, whichever
-    // process made them.
+    // process made them (a deletion's wakes lift a terminal mark, as in WriteOps).
     if (c.type != ChangeType::Deleted &&
         (c.parts & (object_change::conditions | object_change::deletion)))
       for (auto& dependent : w.related(c.ref.id, LoadOption::dependents))
-        rec.wakes.push_back(std::move(dependent));
+        (c.parts & object_change::deletion ? rec.requeues : rec.wakes)
+            .push_back(std::move(dependent));
     rec.changes.push_back(std::move(change));
   }
   if (!carried.empty()) {  // below everything read from the log

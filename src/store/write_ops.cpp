@@ -161,9 +161,11 @@ ObjectRow WriteOps::mark_deleted(const ObjectRow& row) {
   w_.request_deletion(row.meta.id, now_, w_.next_resource_version());
   auto out = changed(row.meta.id, object_change::deletion);
   // Its dependents hold it: they hear of it now, not at a resync that skips them once
-  // settled. And a dependent being deleted no longer claims its targets: a deleting one
-  // waiting for its last claim to go (has_incoming_refs) hears of it too.
-  wake_dependents(row.meta.id);
+  // settled, and as requeues, which lift a terminal mark (a dependent that failed for
+  // good would otherwise never drop its edge, and hold the object for ever). And a
+  // dependent being deleted no longer claims its targets: a deleting one waiting for its
+  // last claim to go (has_incoming_refs) hears of it too.
+  wake_dependents(row.meta.id, /*lift=*/true);
   released(w_.related(row.meta.id, LoadOption::dependencies));
   return out;
 }
@@ -308,8 +310,9 @@ ObjectRow WriteOps::add_finalizer(const GroupKind& gk, ObjectID id, const std::s
   return changed(id, object_change::finalizers);
 }
 
-void WriteOps::wake_dependents(ObjectID id) {
-  for (auto& ref : w_.related(id, LoadOption::dependents)) rec_.wakes.push_back(std::move(ref));
+void WriteOps::wake_dependents(ObjectID id, bool lift) {
+  for (auto& ref : w_.related(id, LoadOption::dependents))
+    (lift ? rec_.requeues : rec_.wakes).push_back(std::move(ref));
 }
 
 bool WriteOps::add_dependency(const GroupKind& gk, ObjectID from, ObjectID to) {

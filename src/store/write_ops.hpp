@@ -179,8 +179,9 @@ class WriteOps {
   /// object being collected), so none is read: a target with a million such dependents
   /// costs no million reads (round trips, on PostgreSQL) in one pass.
   void released(const std::vector<Ref>& targets, bool all_deleting = false);
-  /// Queues the dependents of `id` for a wake (its conditions changed).
-  void wake_dependents(ObjectID id);
+  /// Queues the dependents of `id` for a wake (its conditions changed), or with `lift`
+  /// as requeues, which lift a terminal mark (its deletion was requested).
+  void wake_dependents(ObjectID id, bool lift = false);
   ObjectRow update_row(const ObjectRow& row, const std::string& spec, int spec_version);
   ObjectRow mark_deleted(const ObjectRow& row);
   ObjectRow reread(ObjectID id);
