@@ -120,9 +120,11 @@ class ControllerClient {
 
   /// Adds a depends_on edge from this kind's `from` to any existing `to`: when `to`'s
   /// conditions change, `from` is reconciled. A new edge also reconciles `from` once
-  /// more (the pass that added it may have read `to` before a change no edge carried);
-  /// repeating an existing edge writes nothing. A `to` being deleted takes no new dependent (`invalid_argument`): its
-  /// teardown may have begun. Commits alone, or joins `within`.
+  /// more (the pass that added it may have read `to` before a change no edge carried):
+  /// keep edges rather than drop them all and add them back, which would wake `from`
+  /// after every pass. Repeating an existing edge writes nothing. A `to` being deleted
+  /// takes no new dependent (`invalid_argument`): its teardown may have begun. Commits
+  /// alone, or joins `within`.
   void add_dependency(const Context& ctx, ObjectID from, ObjectID to) const {
     core_.add_dependency(ctx, from, to);
   }
