@@ -485,13 +485,48 @@ TEST_F(ReconcileApiTest, AWatchedKindsChangeReconcilesTheMappedIdsAndAThrowingMa
   Gadgets g(*bh_, gadget_kind);
   auto gadget = g.create(ctx_, {"x", 1});  // generation 1: widget 1
   ASSERT_TRUE(eventually([&] { return recorder_->count(first.id) == 2; }));
-  g.update(ctx_, gadget.id, {"x", 2});  // generation 2: widget 2
-  ASSERT_TRUE(eventually([&] { return recorder_->count(second.id) == 2; }));
+  g.update(ctx_, gadget.id, {"x", 2});  // generation 2: widget 2, and widget 1 it left
+  ASSERT_TRUE(eventually(
+      [&] { return recorder_->count(second.id) == 2 && recorder_->count(first.id) == 3; }));
   g.create(ctx_, {"x", 3}, with_slug("bad"));
   ASSERT_TRUE(eventually([&] { return log.contains("map failed"); }));
   g.update(ctx_, gadget.id, {"x", 3});  // still served after the throw
   ASSERT_TRUE(eventually([&] { return recorder_->count(second.id) == 3; }));
-  EXPECT_EQ(recorder_->count(first.id), 2);
+  EXPECT_EQ(recorder_->count(first.id), 3);
+}
+
+// A watched object that moves from one id to another wakes both: the one it left may have
+// to notice (controller-runtime maps the old object and the new). Right after start too:
+// what it mapped to is learnt from a listing then.
+TEST_F(ReconcileApiTest, AWatchedObjectThatMovesToAnotherIdWakesTheOneItLeftToo) {
+  auto stop_first = stop_before_locals();
+  register_widgets(with_resync_interval(0s),
+                   with_watches(gadget_kind, [](const ObjectMeta& m) -> std::vector<ObjectID> {
+                     auto it = m.labels.find("for");
+                     if (it == m.labels.end()) return {};
+                     return {std::stoll(it->second)};
+                   }));
+  auto w = widgets();
+  auto a = w.create(ctx_, {"a", 1});
+  auto b = w.create(ctx_, {"b", 1});
+  Gadgets g(*bh_, gadget_kind);
+  auto gadget = g.create(ctx_, {"x", 1}, with_labels({{"for", std::to_string(a.id)}}));
+  start();
+  settle();
+  ASSERT_EQ(recorder_->count(a.id), 1);
+  ASSERT_EQ(recorder_->count(b.id), 1);
+  g.set_labels(ctx_, gadget.id, {{"for", std::to_string(b.id)}});  // learnt at start
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 2);
+  EXPECT_EQ(recorder_->count(b.id), 2);
+  g.set_labels(ctx_, gadget.id, {{"for", std::to_string(a.id)}});  // learnt from a change
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 3);
+  EXPECT_EQ(recorder_->count(b.id), 3);
+  g.set_labels(ctx_, gadget.id, {});  // for nobody now: the one it left still hears of it
+  settle();
+  EXPECT_EQ(recorder_->count(a.id), 4);
+  EXPECT_EQ(recorder_->count(b.id), 3);
 }
 
 // A controller slower than the commits (here: a map it runs that blocks) takes what they

@@ -128,8 +128,10 @@ Option with_rate_limit(double per_second, int burst);
 /// deletion, removal) reconciles its owner. Give it once per child kind.
 Option with_owns(GroupKind child);
 /// register_controller: a committed change of an object of `other` reconciles the ids of
-/// this kind that `map` returns for it (ids of other kinds, and missing ones, are
-/// skipped at their pass). `map` runs on beehive's threads, possibly several at once,
+/// this kind that `map` returns for it, and those it returned for the object's previous
+/// state (ids of other kinds, and missing ones, are skipped at their pass). What each
+/// object maps to is remembered (learnt at start from a listing of `other`, calling
+/// `map` for each object): memory grows with the objects that map to some id. `map` runs on beehive's threads, possibly several at once,
 /// with the object as committed (a removed one with its final body): keep it quick and
 /// thread-safe, and do no blocking calls into the beehive in it. An exception it throws
 /// is logged and maps to nothing.

@@ -362,10 +362,68 @@ void resync(Self self) {
 
 void restart(Self self);
 
+std::vector<ObjectID> map_watched(
+    Self self, const GroupKind& other,
+    const std::function<std::vector<ObjectID>(const ObjectMeta&)>& map, const ObjectMeta& meta);
+
+/// Wakes what watched object `meta` maps to under `with_watches` entry `i`, and what it
+/// mapped to before (a change that moves it from one id to another concerns both);
+/// remembers the new mapping.
+void wake_watchers(Self self, std::size_t i, const ObjectMeta& meta, bool removed) {
+  auto& st = self->state;
+  auto& [other, map] = st.kind->settings.watches[i];
+  auto targets = map_watched(self, other, map, meta);
+  auto& known = st.watched_targets[i];
+  if (auto it = known.find(meta.id); it != known.end()) {
+    for (auto id : it->second) enqueue(self, id);
+    known.erase(it);
+  }
+  for (auto id : targets) enqueue(self, id);
+  if (!removed && !targets.empty()) known.emplace(meta.id, std::move(targets));
+}
+
+/// Learns what every object of the watched kinds maps to now (a listing per kind on the
+/// reader), keeping what a change taught meanwhile: that is newer.
+void learn_watched(Self self) {
+  auto& st = self->state;
+  auto& watches = st.kind->settings.watches;
+  st.watched_targets.assign(watches.size(), {});
+  for (std::size_t i = 0; i < watches.size(); ++i) {
+    ReadJob job = [gk = watches[i].first](store::Reader& r) {
+      std::vector<ObjectRow> metas;
+      r.list_each(gk, [&](ObjectRow&& row) {
+        row.spec.clear();  // the map reads the metadata only
+        row.status.reset();
+        metas.push_back(std::move(row));
+      });
+      return caf::make_message(std::move(metas));
+    };
+    ++st.pending_reads;
+    self->request(st.services.reader, caf::infinite, std::move(job))
+        .then(
+            [self, i](std::vector<ObjectRow>& rows) {
+              auto& st = self->state;
+              --st.pending_reads;
+              auto& [other, map] = st.kind->settings.watches[i];
+              auto& known = st.watched_targets[i];
+              for (auto& row : rows)
+                if (!known.count(row.meta.id))
+                  if (auto targets = map_watched(self, other, map, row.meta); !targets.empty())
+                    known.emplace(row.meta.id, std::move(targets));
+              st.settling.check(idle(self));
+            },
+            [self](caf::error&) {  // a move before the next start wakes the new ids only
+              --self->state.pending_reads;
+              self->state.settling.check(idle(self));
+            });
+  }
+}
+
 /// Lists the kind and queues every object (at start, and when this process takes over
 /// as the leader), then dispatches.
 void start(Self self) {
   if (self->state.kind->metrics) count_objects(self);
+  learn_watched(self);
   self->state.start_listing = true;
   list_kind(
       self, false,
@@ -679,9 +737,9 @@ void on_records(Self self, const commit_record& rec) {
     if (wakes_controller(gk, c) && c.row.meta.resource_version > st.listed_rv)
       enqueue(self, c.row.meta.id, true);  // a new spec, or a deletion: lifts a terminal mark
     if (wakes_owner(gk, cfg, c)) enqueue(self, c.owner->id);
-    for (auto& [other, map] : cfg.watches)
-      if (of_kind(c.row.meta, other))
-        for (auto id : map_watched(self, other, map, c.row.meta)) enqueue(self, id);
+    for (std::size_t i = 0; i < cfg.watches.size(); ++i)
+      if (of_kind(c.row.meta, cfg.watches[i].first))
+        wake_watchers(self, i, c.row.meta, c.parts & object_change::removed);
   }
   for (auto& ref : rec.wakes)  // dependents of targets whose conditions changed
     if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
