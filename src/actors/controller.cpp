@@ -373,48 +373,62 @@ void wake_watchers(Self self, std::size_t i, const ObjectMeta& meta, bool remove
   auto& st = self->state;
   auto& [other, map] = st.kind->settings.watches[i];
   auto targets = map_watched(self, other, map, meta);
-  auto& known = st.watched_targets[i];
-  if (auto it = known.find(meta.id); it != known.end()) {
+  auto& w = st.watched[i];
+  if (w.listings > 0) w.seen.insert(meta.id);
+  if (auto it = w.known.find(meta.id); it != w.known.end()) {
     for (auto id : it->second) enqueue(self, id);
-    known.erase(it);
+    w.known.erase(it);
   }
   for (auto id : targets) enqueue(self, id);
-  if (!removed && !targets.empty()) known.emplace(meta.id, std::move(targets));
+  if (!removed && !targets.empty()) w.known.emplace(meta.id, std::move(targets));
 }
 
-/// Learns what every object of the watched kinds maps to now (a listing per kind on the
-/// reader), keeping what a change taught meanwhile: that is newer.
+/// Learns what every object of the watched kinds maps to now: a listing per kind on the
+/// reader, which calls `map` there (it must be thread-safe) and hands back only the
+/// (object, id) pairs, so that a large kind is never held whole. What a change taught
+/// while the listing was out is newer, and kept.
 void learn_watched(Self self) {
   auto& st = self->state;
   auto& watches = st.kind->settings.watches;
-  st.watched_targets.assign(watches.size(), {});
   for (std::size_t i = 0; i < watches.size(); ++i) {
-    ReadJob job = [gk = watches[i].first](store::Reader& r) {
-      std::vector<ObjectRow> metas;
+    ReadJob job = [gk = watches[i].first, map = watches[i].second](store::Reader& r) {
+      IdList pairs;  // watched object, id it maps to
       r.list_each(gk, [&](ObjectRow&& row) {
-        row.spec.clear();  // the map reads the metadata only
-        row.status.reset();
-        metas.push_back(std::move(row));
+        try {
+          for (auto id : map(row.meta)) pairs.emplace_back(row.meta.id, id);
+        } catch (...) {  // logged when a change of the object maps it
+        }
       });
-      return caf::make_message(std::move(metas));
+      return caf::make_message(std::move(pairs));
     };
     ++st.pending_reads;
+    ++st.watched[i].listings;
     self->request(st.services.reader, caf::infinite, std::move(job))
         .then(
-            [self, i](std::vector<ObjectRow>& rows) {
+            [self, i](IdList& pairs) {
               auto& st = self->state;
               --st.pending_reads;
-              auto& [other, map] = st.kind->settings.watches[i];
-              auto& known = st.watched_targets[i];
-              for (auto& row : rows)
-                if (!known.count(row.meta.id))
-                  if (auto targets = map_watched(self, other, map, row.meta); !targets.empty())
-                    known.emplace(row.meta.id, std::move(targets));
+              auto& w = st.watched[i];
+              std::unordered_map<ObjectID, std::vector<ObjectID>> fresh;
+              for (auto [id, target] : pairs)
+                if (!w.seen.count(id)) fresh[id].push_back(target);
+              for (auto id : w.seen)
+                if (auto it = w.known.find(id); it != w.known.end())
+                  fresh.emplace(id, std::move(it->second));
+              w.known = std::move(fresh);
+              if (--w.listings == 0) w.seen.clear();
               st.settling.check(idle(self));
             },
-            [self](caf::error&) {  // a move before the next start wakes the new ids only
-              --self->state.pending_reads;
-              self->state.settling.check(idle(self));
+            [self, i](caf::error& err) {
+              auto& st = self->state;
+              --st.pending_reads;
+              if (--st.watched[i].listings == 0) st.watched[i].seen.clear();
+              // A move before the next start wakes only the ids it moves to.
+              st.services.log(LogLevel::warning, "listing a watched kind failed",
+                              {{"kind", to_string(st.kind->gk)},
+                               {"watched", to_string(st.kind->settings.watches[i].first)},
+                               {"reason", error_message(err)}});
+              st.settling.check(idle(self));
             });
   }
 }
@@ -745,7 +759,9 @@ void on_records(Self self, const commit_record& rec) {
     if (ref.group == gk.group && ref.kind == gk.kind) enqueue(self, ref.id);
   for (auto& ref : rec.backoff_resets)  // before their requeues below
     if (ref.group == gk.group && ref.kind == gk.kind) st.backoff.erase(ref.id);
-  for (auto& ref : rec.requeues)  // by hand, through the change log
+  // By hand (through the change log too), and dependents of targets whose deletion was
+  // requested, which must drop their edges.
+  for (auto& ref : rec.requeues)
     if (ref.group == gk.group && ref.kind == gk.kind) {
       st.timers.erase(ref.id);
       enqueue(self, ref.id, true);  // lifts a terminal mark
@@ -768,6 +784,7 @@ controller_impl::behavior_type controller(Self self, std::shared_ptr<KindEntry> 
                                           std::vector<caf::actor> workers, RecordInboxPtr inbox) {
   auto& st = self->state;
   st.kind = std::move(kind);
+  st.watched.resize(st.kind->settings.watches.size());
   st.inbox = std::move(inbox);  // attached by the root, before it subscribes
   st.services = std::move(services);
   st.scheduler = std::move(scheduler);

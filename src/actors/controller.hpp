@@ -145,10 +145,17 @@ struct ControllerState {
   Time rate_wake{Time::max()};    // when the next token is due, while ids wait for one
   std::minstd_rand random{std::random_device{}()};  // backoff jitter
   TimerSet timers;                                  // pending backoff / requeue_after
-  /// Per `with_watches` entry (in its order): the ids each watched object mapped to when
-  /// last seen, so that a change moving it to others wakes those it left too (only
-  /// objects that mapped to some). Learnt from a listing at start, then from changes.
-  std::vector<std::unordered_map<ObjectID, std::vector<ObjectID>>> watched_targets;
+  /// Per `with_watches` entry (in its order, sized at spawn: records may come before
+  /// start): the ids each watched object mapped to when last seen, so that a change
+  /// moving it to others wakes those it left too (only objects that mapped to some).
+  /// Learnt from a listing at start, then from changes.
+  struct WatchedTargets {
+    std::unordered_map<ObjectID, std::vector<ObjectID>> known;
+    /// Ids a commit record taught while a listing was out: its older reply leaves them.
+    std::unordered_set<ObjectID> seen;
+    int listings = 0;
+  };
+  std::vector<WatchedTargets> watched;
   std::int64_t listed_rv = 0;  // highest resource version the start listing saw
   int listings = 0;            // start and resync listings out (on the reader)
   std::unordered_set<ObjectID> removed_while_listing;  // while listings > 0
