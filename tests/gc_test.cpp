@@ -16,8 +16,27 @@
 namespace beehive::test {
 namespace {
 
-using GcTest = ControllerTest;
 using WidgetChange = Change<WidgetSpec, WidgetStatus>;
+
+class GcTest : public ControllerTest {
+ protected:
+  /// A widget depending on two gadgets, `here` and `there`, its controller registered
+  /// and started, everything settled.
+  struct DependentOfTwo {
+    ObjectID here, there, dependent;
+  };
+  DependentOfTwo dependent_of_two(Widgets& gadgets) {
+    auto cc = register_widgets();
+    auto here = gadgets.create(ctx_, {"here", 1});
+    auto there = gadgets.create(ctx_, {"there", 1});
+    auto dependent = widgets().create(ctx_, {"dependent", 1});
+    cc.add_dependency(ctx_, dependent.id, here.id);
+    cc.add_dependency(ctx_, dependent.id, there.id);
+    start();
+    settle();
+    return {here.id, there.id, dependent.id};
+  }
+};
 
 /// Reads changes until `pred` holds for one; returns the changes read.
 std::vector<WidgetChange> read_until(Stream<WidgetChange>& s,
@@ -503,22 +522,14 @@ TEST_F(GcTest, ATargetsDeletionRequestWakesItsDependents) {
     return Result{};
   });
   auto stop_first = stop_before_locals();
-  auto cc = register_widgets();
-  auto w = widgets();
-  auto here = gadgets.create(ctx_, {"here", 1});
-  auto there = gadgets.create(ctx_, {"there", 1});
-  auto dependent = w.create(ctx_, {"dependent", 1});
-  cc.add_dependency(ctx_, dependent.id, here.id);
-  cc.add_dependency(ctx_, dependent.id, there.id);
-  start();
-  settle();  // the dependent is settled: no resync would run it again
-  gadgets.remove(ctx_, here.id);
+  auto [here, there, dependent] = dependent_of_two(gadgets);  // settled: no resync runs it
+  gadgets.remove(ctx_, here);
   settle();  // the clock never moves
-  EXPECT_TRUE(gone(gadgets, ctx_, here.id));
+  EXPECT_TRUE(gone(gadgets, ctx_, here));
   Beehive other(open_test_store(dir_.file("beehive.db")));
-  Widgets(other, gadget_kind).remove(ctx_, there.id);
-  EXPECT_TRUE(eventually([&] { return gone(gadgets, ctx_, there.id); }, 5s));
-  EXPECT_TRUE(w.list_dependencies(ctx_, dependent.id).empty());
+  Widgets(other, gadget_kind).remove(ctx_, there);
+  EXPECT_TRUE(eventually([&] { return gone(gadgets, ctx_, there); }, 5s));
+  EXPECT_TRUE(widgets().list_dependencies(ctx_, dependent).empty());
 }
 
 // A dependent that failed for good (TerminalError) is still woken by its target's
@@ -534,25 +545,18 @@ TEST_F(GcTest, ATargetsDeletionRequestWakesADependentThatFailedForGood) {
     throw TerminalError("its targets are not what it needs");
   });
   auto stop_first = stop_before_locals();
-  auto cc = register_widgets();
-  auto w = widgets();
-  auto here = gadgets.create(ctx_, {"here", 1});
-  auto there = gadgets.create(ctx_, {"there", 1});
-  auto dependent = w.create(ctx_, {"dependent", 1});
-  cc.add_dependency(ctx_, dependent.id, here.id);
-  cc.add_dependency(ctx_, dependent.id, there.id);
-  start();
-  settle();  // failed for good: only a new spec or a requeue would run it again
-  const auto passes = recorder_->count(dependent.id);
-  gadgets.remove(ctx_, here.id);
+  // Failed for good: only a new spec or a requeue would run it again.
+  auto [here, there, dependent] = dependent_of_two(gadgets);
+  const auto passes = recorder_->count(dependent);
+  gadgets.remove(ctx_, here);
   settle();
-  EXPECT_EQ(recorder_->count(dependent.id), passes + 1);
-  EXPECT_TRUE(gone(gadgets, ctx_, here.id));
+  EXPECT_EQ(recorder_->count(dependent), passes + 1);
+  EXPECT_TRUE(gone(gadgets, ctx_, here));
   Beehive other(open_test_store(dir_.file("beehive.db")));  // another process's request
-  Widgets(other, gadget_kind).remove(ctx_, there.id);
-  EXPECT_TRUE(eventually([&] { return gone(gadgets, ctx_, there.id); }, 5s));
-  EXPECT_EQ(recorder_->count(dependent.id), passes + 2);
-  EXPECT_TRUE(w.list_dependencies(ctx_, dependent.id).empty());
+  Widgets(other, gadget_kind).remove(ctx_, there);
+  EXPECT_TRUE(eventually([&] { return gone(gadgets, ctx_, there); }, 5s));
+  EXPECT_EQ(recorder_->count(dependent), passes + 2);
+  EXPECT_TRUE(widgets().list_dependencies(ctx_, dependent).empty());
 }
 
 // A dependent's deletion request ends its claim at once (has_incoming_refs no longer

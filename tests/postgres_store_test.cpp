@@ -261,6 +261,13 @@ class CancelSwallowingProxy {
   }
 };
 
+/// Closes a proxy as it leaves scope: declared after the proxy and before what uses it,
+/// it lets go of what hangs on the proxy before that goes (a beehive, a reader).
+struct ClosedFirst {
+  CancelSwallowingProxy& p;
+  ~ClosedFirst() { p.close(); }
+};
+
 class PostgresStore : public BeehiveTest {
  protected:
   void SetUp() override {
@@ -2105,10 +2112,7 @@ TEST_F(PostgresStore, ACancelThatGetsNoAnswerDoesNotHoldUpTheWriter) {
   auto bh = std::make_unique<Beehive>(postgres::open(proxy.conninfo(), o));
   Widgets w(*bh, widget_kind);
   auto obj = w.create(ctx_, {"a", 1});
-  struct CloseFirst {  // should the writer hang after all, let go of it before stopping
-    CancelSwallowingProxy& p;
-    ~CloseFirst() { p.close(); }
-  } close_first{proxy};
+  ClosedFirst close_first{proxy};  // should the writer hang after all, let go of it before stopping
 
   OpenTransaction other(o.schema,
                         "SELECT value FROM beehive_meta WHERE key = 'resource_version' FOR UPDATE");
@@ -2135,10 +2139,7 @@ TEST_F(PostgresStore, AReadThatMustConnectAgainGivesUpAtItsDeadline) {
   auto bh = std::make_unique<Beehive>(postgres::open(proxy.conninfo(), opts));
   Widgets w(*bh, widget_kind);
   ASSERT_EQ(w.get(ctx_, o.id).spec.color, "first");  // a reader connected
-  struct CloseFirst {  // connects still hanging let go before the beehive goes
-    CancelSwallowingProxy& p;
-    ~CloseFirst() { p.close(); }
-  } close_first{proxy};
+  ClosedFirst close_first{proxy};  // connects still hanging let go before the beehive goes
   proxy.hang_new_connections();
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_ERRC(w.get(Context{}.with_timeout(std::chrono::milliseconds(300)), o.id),
@@ -2150,10 +2151,7 @@ TEST_F(PostgresStore, AReadThatMustConnectAgainGivesUpAtItsDeadline) {
 // connect waits the connect timeout. Its release (a stop) does not wait it out.
 TEST_F(PostgresStore, ReleasingTheListenerDoesNotWaitForItsConnect) {
   CancelSwallowingProxy proxy;
-  struct CloseFirst {  // should the release hang after all, let go of it
-    CancelSwallowingProxy& p;
-    ~CloseFirst() { p.close(); }
-  } close_first{proxy};
+  ClosedFirst close_first{proxy};  // should the release hang after all, let go of it
   auto shared = std::make_shared<store::pg::SharedState>();
   shared->note_key = "a key";
   auto listener = std::make_unique<store::pg::Listener>(
@@ -2197,10 +2195,7 @@ TEST_F(PostgresStore, AHostThatNeverAnswersIsPassedOverForTheNextOne) {
 TEST_F(PostgresStore, ASessionEndedAsAnIdleCallSendsIsMadeAgainForIt) {
   auto a = Widgets(bh(), widget_kind).create(ctx_, {"first", 1});
   CancelSwallowingProxy proxy;
-  struct CloseFirst {
-    CancelSwallowingProxy& p;
-    ~CloseFirst() { p.close(); }
-  } close_first{proxy};
+  ClosedFirst close_first{proxy};
   store::pg::PgReader reader(proxy.conninfo(), test_schema_for(db_path()), std::chrono::seconds(5),
                              /*session=*/1);
   ASSERT_TRUE(reader.get(a.id, 0).has_value());
@@ -2228,10 +2223,7 @@ TEST_F(PostgresStore, ASessionEndedAsAnIdleCallSendsIsMadeAgainForIt) {
 TEST_F(PostgresStore, AReadThatCannotConnectIsNotRunAgain) {
   auto a = Widgets(bh(), widget_kind).create(ctx_, {"first", 1});
   CancelSwallowingProxy proxy;
-  struct CloseFirst {
-    CancelSwallowingProxy& p;
-    ~CloseFirst() { p.close(); }
-  } close_first{proxy};
+  ClosedFirst close_first{proxy};
   store::pg::PgReader reader(proxy.conninfo(), test_schema_for(db_path()),
                              std::chrono::milliseconds(300), /*session=*/1);
   ASSERT_TRUE(reader.get(a.id, 0).has_value());
