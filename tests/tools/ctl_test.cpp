@@ -795,6 +795,9 @@ TEST_F(CtlTest, StoredTextCannotControlTheTerminal) {
   widgets_cc_->record_event(ctx_, evil.id,
                             EventSpec{"cat" + esc, EventType::Warning, "R" + c1, "m\n" + rlo});
   const auto id = std::to_string(evil.id);
+  widgets_cc_->add_finalizer(ctx_, evil.id, "acme.com/hold");  // the delete below leaves it
+  start();  // an application for the requeue to reach
+  ASSERT_TRUE(eventually([&] { return bh_->is_leader(); }));
   for (std::vector<std::string> cmd : {std::vector<std::string>{"get", "Widget.acme.com"},
                                        {"describe", "Widget.acme.com", id},
                                        {"events", "Widget.acme.com", id},

@@ -827,6 +827,8 @@ TEST_F(CtlWriteTest, WatchFromAVersionTheLogNoLongerHoldsIsTooOld) {
 
 TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
   auto a = widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  auto stop = bh_->start(ctx_);  // the application the requeue is for
+  ASSERT_TRUE(eventually([&] { return bh_->is_leader(); }));
   auto r = ctl({"requeue", "widget", "a"});
   EXPECT_OK(r);
   EXPECT_EQ(r.out, "Widget.acme.com/a requeued\n");
@@ -837,6 +839,27 @@ TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
   EXPECT_OK(w);
   EXPECT_EQ(lines(w.out).size(), 1u) << w.out;
   EXPECT_EQ(ctl({"requeue", "widget", "nope"}).status, 1);
+  stop(ctx_);
+}
+
+// With no application running nothing would ever act on a requeue: it is refused, not
+// reported done, and nothing is recorded.
+TEST_F(CtlWriteTest, ARequeueWithNoApplicationRunningIsRefusedAndRecordsNothing) {
+  widgets().create(ctx_, {"red", 1}, with_slug("a"));
+  const auto logged = [&] { return query_test_store(db_path(), "SELECT count(*) FROM change_log"); };
+  const auto before = logged();
+  auto r = ctl({"requeue", "widget", "a"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("Widget.acme.com/a not requeued: no application runs on"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(test_backend_is_postgres() ? "leadership lease" : "run lock"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(logged(), before);
+  // A missing object is still said as such.
+  EXPECT_NE(ctl({"requeue", "widget", "nope"}).err.find("nope"), std::string::npos);
 }
 
 // A write command migrates an older schema forward, but not under a running
@@ -869,7 +892,7 @@ TEST_F(CtlWriteTest, AWriteCommandDoesNotMigrateAnOlderSchemaUnderARunningApplic
     return;
   }
   ::close(running);  // the application stopped: the write migrates the file
-  EXPECT_OK(ctl({"requeue", "widget", "a"}));
+  EXPECT_OK(ctl({"label", "widget", "a", "env=prod"}));
   EXPECT_EQ(schema_version(), latest);
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,12 @@ class Database {
   /// Who wrote a liveness condition that reads as Unknown, for messages: SQLite trusts
   /// the running beehive's store session, PostgreSQL the leading process's.
   virtual const char* stale_liveness_writer() const = 0;
+  /// Whether an application runs on the store to act on a requeue: on SQLite a started
+  /// beehive (it holds the file's run lock), on PostgreSQL a leader (its leadership
+  /// lease is live). Nothing when the tool cannot tell (a lock file of another user's).
+  virtual std::optional<bool> application_runs() = 0;
+  /// What application_runs() == false means, for messages.
+  virtual const char* nobody_runs() const = 0;
   /// Looks again at whose liveness conditions hold, for a command that runs on while an
   /// application starts or stops (watch). PostgreSQL's reads ask at every read already.
   virtual void refresh_liveness() {}

@@ -104,6 +104,14 @@ class PostgresDatabase final : public Database {
 
   const char* stale_liveness_writer() const override { return "a process that does not lead now"; }
 
+  std::optional<bool> application_runs() override {
+    return conn()
+        .run("ctl_leader_runs", "SELECT EXISTS (SELECT 1 FROM leadership WHERE expires_at > now())")
+        .boolean(0, 0);
+  }
+
+  const char* nobody_runs() const override { return "no process holds its leadership lease"; }
+
  protected:
   void begin_snapshot() override { conn().exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); }
   void end_snapshot() noexcept override {

@@ -174,6 +174,14 @@ class SqliteDatabase final : public Database {
     return session_ == kNoSession ? "a beehive that is not running" : "an earlier session";
   }
 
+  std::optional<bool> application_runs() override {
+    std::error_code ec;
+    auto canonical = std::filesystem::canonical(file_, ec);  // as sqlite::open names its lock
+    return store::RunLock::held(ec ? file_ : canonical);
+  }
+
+  const char* nobody_runs() const override { return "no started beehive holds its run lock"; }
+
   void refresh_liveness() override {
     session_ = store::guarded([&] { return liveness_session(file_, db()); });
     conn().set_session(session_);
