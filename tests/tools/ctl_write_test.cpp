@@ -846,13 +846,14 @@ TEST_F(CtlWriteTest, RequeueIsLoggedWithoutChangingTheObject) {
 // reported done, and nothing is recorded.
 TEST_F(CtlWriteTest, ARequeueWithNoApplicationRunningIsRefusedAndRecordsNothing) {
   widgets().create(ctx_, {"red", 1}, with_slug("a"));
-  const auto logged = [&] { return query_test_store(db_path(), "SELECT count(*) FROM change_log"); };
+  const auto logged = [&] {
+    return query_test_store(db_path(), "SELECT count(*) FROM change_log");
+  };
   const auto before = logged();
   auto r = ctl({"requeue", "widget", "a"});
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_NE(r.err.find("Widget.acme.com/a not requeued: no application runs on"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("Widget.acme.com/a not requeued: no application runs on"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find(test_backend_is_postgres() ? "leadership lease" : "run lock"),
             std::string::npos)
