@@ -87,7 +87,7 @@ int run_describe(Database& db, const DescribeOptions& o, std::ostream& out) {
   auto conditions = db.conditions(m.id);
   out << "Conditions:" << (conditions.empty() ? " -" : "") << '\n';
   if (!conditions.empty()) {
-    Table t({"CONDITION", "REASON", "SINCE", "MESSAGE"});
+    Table t({"CONDITION", "REASON", "SINCE", "GENERATION", "MESSAGE"});
     for (auto& c : conditions) {
       auto name = c.condition.type + "=" + to_string(c.condition.status);
       if (c.condition.liveness)
@@ -95,8 +95,14 @@ int run_describe(Database& db, const DescribeOptions& o, std::ostream& out) {
                     ? " (liveness)"
                     : std::string(" (liveness, written ") + to_string(c.stored) + " by " +
                           db.stale_liveness_writer() + ")";
-      t.add(
-          {name, c.condition.reason, age(c.last_transition_at, now) + " ago", c.condition.message});
+      // The generation the controller observed it at: an older one than the object's
+      // describes a spec since changed.
+      auto generation = c.condition.observed_generation == 0
+                            ? std::string("-")
+                            : std::to_string(c.condition.observed_generation) +
+                                  (stale(c.condition, m) ? "(stale)" : "");
+      t.add({name, c.condition.reason, age(c.last_transition_at, now) + " ago", generation,
+             c.condition.message});
     }
     t.print(out, "  ");
   }

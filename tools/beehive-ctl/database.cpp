@@ -20,11 +20,16 @@ void require_schema_version(const std::string& name, int version, int latest) {
     throw std::runtime_error(name + " was written by a newer beehive (schema " +
                              std::to_string(version) + ", this build reads " +
                              std::to_string(latest) + ")");
+  // The tool is newer than the application that wrote the store: the way to read it is
+  // the application's own beehive-ctl. Migrating is one-way (the older application could
+  // no longer open it), so it is named as such, not advised.
   if (version < latest)
-    throw std::runtime_error(name + " has the older schema " + std::to_string(version) +
-                             " (this build reads " + std::to_string(latest) +
-                             "); open it once with the application (or a beehive-ctl write "
-                             "command) to migrate it; the read commands never write");
+    throw std::runtime_error(
+        name + " has the older schema " + std::to_string(version) + " (this beehive-ctl reads " +
+        std::to_string(latest) +
+        "): read it with the beehive-ctl of the application's own build. The read commands "
+        "never write; opening it with a newer application, or with a write command of this "
+        "tool, migrates it for good, and the older application could no longer open it");
 }
 
 std::string migration_refusal(const std::string& name, int version, int latest) {

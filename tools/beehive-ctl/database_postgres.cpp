@@ -71,14 +71,15 @@ class PostgresDatabase final : public Database {
       SELECT type, status, reason, message, liveness <> 0,
              liveness <> 0 AND session IS DISTINCT FROM (
                SELECT l.holder FROM leadership AS l WHERE l.id = 1 AND l.expires_at > now()),
-             last_transition_at
+             last_transition_at, observed_generation
       FROM conditions WHERE object_id = $1 ORDER BY type COLLATE "C")sql",
                         pg::Params().add(std::int64_t{id}));
     std::vector<ConditionRow> out;
     for (int i = 0; i < r.rows(); ++i) {
       ConditionRow row;
       row.stored = condition_status_from_string(r.str(i, 1));
-      row.condition = {r.str(i, 0), row.stored, r.str(i, 2), r.str(i, 3), r.boolean(i, 4)};
+      row.condition = {r.str(i, 0), row.stored,      r.str(i, 2),
+                       r.str(i, 3), r.boolean(i, 4), r.i64(i, 7)};
       if (r.boolean(i, 5)) row.condition.status = ConditionStatus::Unknown;
       row.last_transition_at = from_millis(r.i64(i, 6));
       out.push_back(std::move(row));

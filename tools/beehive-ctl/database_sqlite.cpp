@@ -132,15 +132,17 @@ class SqliteDatabase final : public Database {
   std::vector<ConditionRow> conditions(ObjectID id) override {
     return store::guarded([&] {
       SQLite::Statement s(db(), R"sql(
-        SELECT type, status, reason, message, liveness, session, last_transition_at
+        SELECT type, status, reason, message, liveness, session, last_transition_at,
+               observed_generation
         FROM conditions WHERE object_id = ?1 ORDER BY type)sql");
       s.bind(1, id);
       std::vector<ConditionRow> out;
       while (s.executeStep()) {
         ConditionRow r;
         r.stored = condition_status_from_string(s.getColumn(1).getString());
-        r.condition = {s.getColumn(0).getString(), r.stored, s.getColumn(2).getString(),
-                       s.getColumn(3).getString(), s.getColumn(4).getInt() != 0};
+        r.condition = {s.getColumn(0).getString(),   r.stored,
+                       s.getColumn(2).getString(),   s.getColumn(3).getString(),
+                       s.getColumn(4).getInt() != 0, s.getColumn(7).getInt64()};
         // The library's liveness rule (store/sqlite/row_statement.cpp, RowStatement::row).
         if (r.condition.liveness && s.getColumn(5).getInt64() != conn().session())
           r.condition.status = ConditionStatus::Unknown;

@@ -121,10 +121,13 @@ Json object_json(const ObjectRow& row, const std::vector<ConditionRow>& conditio
   j["status_version"] = row.status_version;
   Json conds = Json::array();
   for (auto& c : conditions) {
-    Json cj{
-        {"type", c.condition.type},         {"status", to_string(c.condition.status)},
-        {"reason", c.condition.reason},     {"message", c.condition.message},
-        {"liveness", c.condition.liveness}, {"last_transition_at", iso_time(c.last_transition_at)}};
+    Json cj{{"type", c.condition.type},
+            {"status", to_string(c.condition.status)},
+            {"reason", c.condition.reason},
+            {"message", c.condition.message},
+            {"liveness", c.condition.liveness},
+            {"observed_generation", c.condition.observed_generation},
+            {"last_transition_at", iso_time(c.last_transition_at)}};
     // A stale liveness condition reads as Unknown; keep what was written visible.
     if (c.stored != c.condition.status) cj["stored_status"] = to_string(c.stored);
     conds.push_back(std::move(cj));
@@ -183,9 +186,13 @@ Table object_table() {
       {"ID", "SLUG", "GENERATION", "OBSERVED", "READY", "CONDITIONS", "AGE", "DELETING", "LABELS"});
 }
 
+bool stale(const Condition& c, const ObjectMeta& m) {
+  return c.observed_generation != 0 && c.observed_generation < m.generation;
+}
+
 std::string ready_status(const ObjectMeta& m) {
   for (auto& c : m.conditions)
-    if (c.type == "Ready") return to_string(c.status);
+    if (c.type == "Ready") return std::string(to_string(c.status)) + (stale(c, m) ? "(stale)" : "");
   return "-";
 }
 

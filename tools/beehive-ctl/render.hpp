@@ -51,7 +51,12 @@ std::string ref_name(const Ref& r, const std::optional<std::string>& slug = std:
 /// what they wrote.
 std::string object_name(const ObjectMeta& m);
 
-/// The Ready condition's status, "-" without one (the READY column).
+/// Whether `c` was observed at an older generation of the object than its current one (a
+/// condition that gives no generation is taken as current).
+bool stale(const Condition& c, const ObjectMeta& m);
+
+/// The Ready condition's status, "(stale)" appended when it was observed at an older
+/// generation; "-" without one (the READY column).
 std::string ready_status(const ObjectMeta& m);
 
 /// "k=v,k2=v2" by key, "<none>" without labels (the LABELS column).
