@@ -186,6 +186,46 @@ TEST(TestingKit, AResyncReconcilesEveryUnsettledObjectOnce) {
   EXPECT_EQ(count(settles), 1);
 }
 
+// An id queued several times runs once: a resync falling due with the object's own timer
+// (requeue_after, a retry) queues what that timer's pass already reconciles, and ran it a
+// second time at the same instant (and, for a retry, climbed the ladder twice).
+TEST(TestingKit, AResyncFallingDueWithAnObjectsTimerRunsItOnce) {
+  for (bool failing : {false, true}) {
+    SCOPED_TRACE(failing ? "retries" : "requeue_after");
+    TestBeehive t(with_resync_interval(failing ? 7s : 30s));
+    auto mu = std::make_shared<std::mutex>();
+    auto at = std::make_shared<std::vector<Time>>();
+    register_controller<WidgetSpec, WidgetStatus>(
+        t.beehive(), widget_kind, [mu, at, failing](const Context&, auto& c, auto&) -> Result {
+          {
+            std::lock_guard lk(*mu);
+            at->push_back(c.now());
+          }
+          if (failing) throw std::runtime_error("down");
+          return Result{10s};  // never settles: each resync lists it too
+        });
+    Widgets w(t.beehive(), widget_kind);
+    t.start();
+    const Time t0 = t.clock().now();
+    w.create({}, {"red", 1});
+    t.settle();
+    t.advance(60s);
+    std::vector<std::chrono::milliseconds> since;
+    {
+      std::lock_guard lk(*mu);
+      for (auto x : *at)
+        since.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(x - t0));
+    }
+    // requeue_after: every 10 s, the resyncs at 30 and 60 s among them. Retries: 1, 2,
+    // 4 s apart, then the resyncs every 7 s (each one pass, its ladder one step).
+    std::vector<std::chrono::milliseconds> expected =
+        failing ? std::vector<std::chrono::milliseconds>{0s,  1s,  3s,  7s,  14s, 21s,
+                                                         28s, 35s, 42s, 49s, 56s}
+                : std::vector<std::chrono::milliseconds>{0s, 10s, 20s, 30s, 40s, 50s, 60s};
+    EXPECT_EQ(since, expected);
+  }
+}
+
 TEST(TestingKit, SettleWaitsForTheGarbageCollectorsCascade) {
   TestBeehive t;
   Counting c;

@@ -220,6 +220,7 @@ void dispatch(Self self) {
     st.queue.pop_front();
     st.queued.erase(id);
     st.in_flight.insert(id);
+    if (st.resync_listing) st.passed_while_resyncing.insert(id);
     st.awaiting_release.erase(id);  // queued again meanwhile (a commit): this pass decides
     // This pass supersedes the object's pending retry or requeue_after: what it returns
     // schedules the next one (the newest schedule wins).
@@ -348,12 +349,15 @@ void resync(Self self) {
   auto ended = [self] {
     auto& st = self->state;
     st.resync_listing = false;
+    st.passed_while_resyncing.clear();
     if (std::exchange(st.resync_again, false) && !st.draining) resync(self);
   };
   list_kind(
       self, true,
       [self, ended](const IdList& ids) {
-        for (auto [id, rv] : ids) enqueue(self, id);
+        auto& st = self->state;
+        for (auto [id, rv] : ids)
+          if (!st.passed_while_resyncing.count(id)) enqueue(self, id);
         dispatch(self);
         ended();
       },

@@ -162,8 +162,12 @@ struct ControllerState {
   bool start_listing = false;                          // a start listing is out
   bool lost_while_listing = false;  // others' changes were lost meanwhile: list again after it
   Time next_resync{Time::max()};
-  bool resync_listing = false;        // a resync's listing is in flight
-  bool resync_again = false;          // a resync tick came meanwhile: list once more after it
+  bool resync_listing = false;  // a resync's listing is in flight
+  bool resync_again = false;    // a resync tick came meanwhile: list once more after it
+  // Passes begun while a resync's listing is out: they reconcile their objects as the
+  // listing would, which does not queue them again (a timer falling due with the resync
+  // would otherwise run its object twice at once).
+  std::unordered_set<ObjectID> passed_while_resyncing;
   std::uint64_t resync_listings = 0;  // begun (inspect)
   Time relist_at{Time::max()};        // a start listing that failed is tried again then
   Time recount_at{Time::max()};       // a count listing that failed is tried again then

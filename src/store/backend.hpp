@@ -164,6 +164,14 @@ class Writer : public Reader {
   virtual void describe_commit(const commit_record& rec) { (void)rec; }
   virtual void commit() = 0;
   virtual void rollback() = 0;
+  /// Ends a transaction whose resource versions and object ids were handed to a caller
+  /// as it went (a `within` block's, begun with savepoint(0)) without its writes: rolls
+  /// back to savepoint 0 and commits the counters alone, so that no later transaction,
+  /// of this process or another, hands the same values out again (a caller may hold
+  /// them: an id named outside, a version kept as a precondition). A plain rollback()
+  /// when nothing was handed out, or when the transaction is past saving (this process
+  /// still never hands them out again).
+  virtual void rollback_keeping_counters() { rollback(); }
   /// False once the transaction has ended: besides commit and rollback, the database
   /// rolls a transaction back by itself on some failures (an I/O error, a full disk),
   /// and whatever ran after that would commit on its own.

@@ -602,7 +602,12 @@ void WriteEngine::end_session() {
 void WriteEngine::abort_session(bool stopped) {
   if (!session_) return;
   if (stopped) aborted_session_ = session_;
-  cfg_.writer->rollback();
+  // A stop does not wait for a commit (of the counters alone): this writer still never
+  // hands the block's versions and ids out again.
+  if (stopped)
+    cfg_.writer->rollback();
+  else
+    cfg_.writer->rollback_keeping_counters();
   end_session();
   catch_up_after_session();
 }
@@ -628,6 +633,14 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       session_began_ = began();
       LockWait wait(w, [caller] { return !caller || !caller->abandoned(); });
       w.begin();
+      // The block's writes hand their versions and ids to its caller as they go: should
+      // it roll back, they are kept from reuse (rollback_keeping_counters).
+      try {
+        w.savepoint(0);
+      } catch (...) {
+        w.rollback();
+        throw;
+      }
       session_ = next_session_number();
       WriteReply reply;
       reply.session = session_;
@@ -681,7 +694,10 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       break;
     }
     case SessionCmd::rollback:
-      w.rollback();
+      if (live)
+        w.rollback_keeping_counters();
+      else
+        w.rollback();
       end_session();
       catch_up_after_session();
       break;

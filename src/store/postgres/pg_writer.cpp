@@ -115,6 +115,11 @@ void PgWriter::begin() {
   // transaction's versions are never taken for all there is up to them.
   if (rv_ != known_rv_) ++counted_commits_;
   known_rv_ = rv_;
+  locked_id_ = last_id_;
+  // Never below what this writer handed out before (rollback_keeping_counters stores
+  // them; when it could not, this commit does).
+  rv_ = std::max(rv_, rv_floor_);
+  last_id_ = std::max(last_id_, id_floor_);
   if (prefetch) prefetched_ = Prefetched{*prefetch, row_with_owner(*prefetch, r[3])};
 }
 
@@ -252,6 +257,20 @@ void PgWriter::resolve_lost_commit(const Error& why) {
           last + ")");
 }
 
+void PgWriter::rollback_keeping_counters() {
+  bool handed_out = rv_ != known_rv_ || last_id_ != locked_id_;
+  if (handed_out && !conn_.lost() && conn_.in_transaction()) {
+    try {
+      rollback_to(0);
+      note_.clear();  // no change of the block's is committed: a bare note
+      commit();
+      return;
+    } catch (const Error&) {  // past saving: this writer still never hands them out again
+    }
+  }
+  rollback();
+}
+
 void PgWriter::rollback() {
   conn_.discard();
   owners_.clear();
@@ -291,9 +310,9 @@ void PgWriter::set_lock_wait(std::function<bool()> keep_waiting) {
   keep_waiting_ = std::move(keep_waiting);
 }
 
-std::int64_t PgWriter::next_resource_version() { return ++rv_; }
+std::int64_t PgWriter::next_resource_version() { return rv_floor_ = ++rv_; }
 
-ObjectID PgWriter::next_object_id() { return ++last_id_; }
+ObjectID PgWriter::next_object_id() { return id_floor_ = ++last_id_; }
 
 void PgWriter::fence(std::int64_t began_in) {
   // Fencing: the leader's writes hold the lease row (FOR KEY SHARE) until they commit, so a

@@ -68,6 +68,7 @@ class PgWriter : public Reading<Writer> {
   void describe_commit(const commit_record& rec) override;
   void commit() override;
   void rollback() override;
+  void rollback_keeping_counters() override;
   bool in_transaction() override;
   std::int64_t data_version() override;
   std::vector<std::string> commit_notes(bool all_sent) override;
@@ -179,6 +180,10 @@ class PgWriter : public Reading<Writer> {
   std::string note_;                  // the commit's note (describe_commit), sent by commit
   NoteKey note_key_;                  // signs it
   std::int64_t last_id_ = 0;
+  std::int64_t locked_id_ = 0;  // the id counter as begin() locked it
+  // The last version and id this writer handed out, ever: a transaction that handed
+  // them out and then rolled back may have a caller holding them (a block's writes).
+  std::int64_t rv_floor_ = 0, id_floor_ = 0;
   bool leader_work_ = false;      // the open transaction must be fenced by the lease
   std::int64_t fenced_term_ = 0;  // the term it checked (0: not checked yet)
   std::function<bool()> keep_waiting_;

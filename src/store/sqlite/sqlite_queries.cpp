@@ -62,6 +62,10 @@ std::string sql_for(Query q) {
                         coalesce((SELECT max(id) FROM objects), 0))sql";
     case Query::reserve_object_ids:
       return "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'objects'";
+    case Query::raise_object_id_counter:
+      return R"sql(INSERT INTO sqlite_sequence (name, seq)
+                   SELECT 'objects', ?1 WHERE NOT EXISTS
+                     (SELECT 1 FROM sqlite_sequence WHERE name = 'objects'))sql";
     case Query::insert_object:
       return R"sql(INSERT INTO objects (id, "group", kind, slug, spec, spec_version, generation,
              resource_version, finalizers, created_at, updated_at, labels)

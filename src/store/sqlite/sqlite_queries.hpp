@@ -17,6 +17,7 @@ enum class Query : int {
   resource_version,
   last_object_id,
   reserve_object_ids,
+  raise_object_id_counter,
   insert_object,
   update_spec,
   request_deletion,

@@ -29,6 +29,8 @@ void SqliteWriter::begin() {
   rv_taken_ = false;
   last_logged_rv_ = 0;
   ids_checked_ = false;
+  ids_taken_ = false;
+  keep_ids_ = false;
   guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   // Only when another connection committed since: a process alone on its file pays
   // nothing for it. A failed check leaves no transaction open (it would hold the file's
@@ -77,6 +79,7 @@ void SqliteWriter::commit() {
       s->exec();
       rv_taken_ = false;
     }
+    if (keep_ids_) keep_id_counter();
   });
   try {
     guarded([&] { conn_.exec("COMMIT"); });
@@ -110,6 +113,18 @@ void SqliteWriter::rollback() {
   if (in_transaction()) conn_.db().tryExec("ROLLBACK");
 }
 
+void SqliteWriter::rollback_keeping_counters() {
+  if ((rv_taken_ || ids_taken_) && in_transaction()) {
+    try {
+      rollback_to(0);
+      commit();  // the version counter (rv_taken_) and the id counter (keep_ids_)
+      return;
+    } catch (const Error&) {  // past saving: this writer still never hands them out again
+    }
+  }
+  rollback();
+}
+
 bool SqliteWriter::in_transaction() { return !sqlite3_get_autocommit(conn_.db().getHandle()); }
 
 std::int64_t SqliteWriter::data_version() { return conn_.data_version(); }
@@ -126,11 +141,14 @@ std::int64_t SqliteWriter::next_resource_version() {
     rv_ = guarded([&] {
       auto s = conn_.use(Query::resource_version);
       s->executeStep();
-      return s->getColumn(0).getInt64();
+      // Versions handed out by a transaction that then rolled back may be held by
+      // their callers (a block's writes): never handed out again.
+      return std::max(s->getColumn(0).getInt64(), rv_floor_);
     });
   }
   rv_taken_ = true;
-  return ++*rv_;
+  rv_floor_ = ++*rv_;
+  return *rv_;
 }
 
 // Counted here like resource versions; an id allocated by a write that failed is
@@ -142,7 +160,9 @@ std::int64_t SqliteWriter::next_resource_version() {
 // id ever committed, so ids are never reused. Within the block the count goes on from
 // memory, checked once per transaction against the file: when the counter is not the
 // one this writer left (another process, or a rolled-back reservation), counting
-// resumes after it, as it does after a restart (skipping what was reserved, unused).
+// resumes after it, as it does after a restart (skipping what was reserved, unused),
+// but never below the last id this writer handed out (a rolled-back block's caller may
+// hold it; commit raises the counter again when a savepoint's rollback undid it).
 ObjectID SqliteWriter::next_object_id() {
   if (!ids_checked_) {
     guarded([&] {
@@ -151,11 +171,12 @@ ObjectID SqliteWriter::next_object_id() {
       auto counter = s->getColumn(0).getInt64(), max_id = s->getColumn(1).getInt64();
       if (counter != id_ceiling_ || max_id > last_id_) {
         id_ceiling_ = counter;
-        last_id_ = std::max(counter, max_id);
+        last_id_ = std::max({last_id_, counter, max_id});
       }
     });
     ids_checked_ = true;
   }
+  ids_taken_ = true;
   ++last_id_;
   // No counter row until the first object is inserted: AUTOINCREMENT writes that one.
   if (last_id_ > id_ceiling_ && id_ceiling_ > 0) {
@@ -183,8 +204,26 @@ void SqliteWriter::rollback_to(int depth) {
     conn_.exec("RELEASE s" + std::to_string(depth));
   });
   // The log entry last written may be gone with the savepoint, while a version taken
-  // before it (an event's) stays: commit stores the counter.
+  // before it (an event's) stays: commit stores the counter. So may the id counter's
+  // raise, while the ids stay handed out: commit raises it again.
   last_logged_rv_ = 0;
+  if (ids_taken_) keep_ids_ = true;
+}
+
+void SqliteWriter::keep_id_counter() {
+  {
+    auto s = conn_.use(Query::last_object_id);
+    s->executeStep();
+    if (s->getColumn(0).getInt64() >= last_id_) return;
+  }
+  // No counter row when the first object ever was rolled back: one is added, which
+  // AUTOINCREMENT then reads.
+  for (auto q : {Query::reserve_object_ids, Query::raise_object_id_counter}) {
+    auto s = conn_.use(q);
+    s->bind(1, last_id_);
+    s->exec();
+  }
+  id_ceiling_ = last_id_;
 }
 
 int SqliteWriter::on_busy(void* self, int attempt) {

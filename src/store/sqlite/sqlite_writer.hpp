@@ -27,6 +27,7 @@ class SqliteWriter : public ConnectionReader<Writer> {
   void begin() override;
   void commit() override;
   void rollback() override;
+  void rollback_keeping_counters() override;
   bool in_transaction() override;
   std::int64_t data_version() override;
   void set_lock_wait(std::function<bool()> keep_waiting) override;
@@ -104,8 +105,15 @@ class SqliteWriter : public ConnectionReader<Writer> {
   std::chrono::milliseconds busy_timeout_;
   std::chrono::steady_clock::time_point busy_since_{};
   std::function<bool()> keep_waiting_;
+  /// Raises the file's id counter to the last id handed out, where a rollback to a
+  /// savepoint may have undone its raise.
+  void keep_id_counter();
+
   std::optional<std::int64_t> rv_;  // the transaction's last resource version, once read
+  std::int64_t rv_floor_ = 0;       // the last version this writer handed out, ever
   bool ids_checked_ = false;        // this transaction has compared the id counter with the file
+  bool ids_taken_ = false;          // this transaction allocated an id
+  bool keep_ids_ = false;           // ... and rolled back to a savepoint since: see commit
   ObjectID last_id_ = 0;            // the last object id this writer allocated
   ObjectID id_ceiling_ = -1;        // the id counter as this writer left it (-1: not read yet)
   static constexpr ObjectID kReservedIds = 1024;
