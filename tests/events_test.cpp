@@ -520,6 +520,41 @@ TEST_F(EventsTest, WatchEventsEndsOnCloseOnItsContextAndAfterStop) {
   EXPECT_ERRC(w.watch_events(ctx_, o.id), errc::stopped);
 }
 
+/// Event watches the hub holds.
+std::size_t event_watches(Beehive& bh) {
+  auto hub = bh.watch_hub();
+  caf::scoped_actor self{hub->home_system()};
+  std::size_t n = 0;
+  self->request(hub, caf::infinite, inspect_atom::value)
+      .receive([&](const watch_hub_state& st) { n = st.event_watches; },
+               [](caf::error&) { FAIL(); });
+  return n;
+}
+
+// An object's events go with it, and no run can come after (ids are never reused): a
+// watch of them delivers what is pending, then ends with not_found, rather than be held
+// for ever. So does one still opening as the object goes.
+TEST_F(EventsTest, AnEventWatchEndsWithNotFoundOnceItsObjectIsRemoved) {
+  auto w = widgets();
+  auto o = w.create(ctx_, {"a", 1});
+  auto other = w.create(ctx_, {"b", 1});
+  emit(o.id, "", EventType::Normal, "Before");
+  auto s = w.watch_events(ctx_, o.id);
+  auto stays = w.watch_events(ctx_, other.id);
+  ASSERT_TRUE(s.next_for(5s).has_value());
+  emit(o.id, "", EventType::Warning, "Last");
+  start();
+  w.remove(ctx_, o.id);  // no finalizer: collected at once
+  settle();
+  std::vector<std::string> reasons;
+  while (auto e = s.next_for(5s)) reasons.push_back(e->reason);
+  EXPECT_EQ(reasons, std::vector<std::string>{"Last"});
+  EXPECT_TRUE(s.done());
+  EXPECT_EQ(s.error(), make_error_code(errc::not_found));
+  EXPECT_EQ(event_watches(*bh_), 1u);  // the other object's
+  EXPECT_FALSE(stays.done());
+}
+
 /// Runs waiting in the event watches' streams, not yet read.
 std::size_t unread_runs(Beehive& bh) {
   auto hub = bh.watch_hub();

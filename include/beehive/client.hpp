@@ -277,7 +277,10 @@ class Client {
   /// The runs list_events would return, oldest first, then every new run and extension
   /// that passes the filters, conflated per run (a slow reader sees a run's latest
   /// count): snapshot and live runs read as one chronological stream. with_event_limit
-  /// caps the snapshot to the newest n runs. Same ending rules as watch.
+  /// caps the snapshot to the newest n runs. Same ending rules as watch; besides, once
+  /// the object is removed (its runs with it) the stream delivers what is pending and
+  /// ends with `not_found`. A missing object's stream stays open, empty (it may be
+  /// about to be created).
   template <class... Opts>
   Stream<Event> watch_events(const Context& ctx, ObjectID id, const Opts&... opts) const {
     std::function<std::optional<Event>(event_run &&)> strip = [](event_run&& r) {

@@ -78,7 +78,8 @@ class Stream {
   /// when the beehive stopped; `errc::store` when beehive's actors restarted after a
   /// crash or the snapshot could not be read, `errc::watch_too_old` when the change log
   /// no longer reaches back to a resume point: open the watch again (from
-  /// `resource_version()`, or afresh for `watch_too_old`).
+  /// `resource_version()`, or afresh for `watch_too_old`); `errc::not_found` when the
+  /// object whose events it follows (watch_events) was removed.
   std::error_code error() const { return core_ ? core_->error() : std::error_code{}; }
 
   /// Where a watch of objects can resume from (with_resume_from) having missed nothing

@@ -362,10 +362,19 @@ void add_events(Self self, std::uint64_t id, WatchHubState::EventSub sub,
             st.opening_events.erase(it);
             auto& sub = o.sub;
             sub.floor = floor;
-            if (!kind.empty()) learn_kind(st, sub, kind.front());
+            if (!kind.empty())
+              learn_kind(st, sub, kind.front());
+            else if (o.kind)
+              learn_kind(st, sub, *o.kind);
             for (auto& r : o.held)
               if (r.resource_version > floor && passes(sub.filter, r.event)) runs.push_back(r);
             deliver(sub, runs, st.services.timers->wall_now());
+            if (o.removed) {  // as in fan_out
+              o.ready(id);
+              end_events(id, sub, errc::not_found);
+              after_opening(self);
+              return;
+            }
             watch_subscriber(st, sub.filter.subscriber);
             st.event_subs.emplace(id, std::move(sub));
             o.ready(id);
@@ -498,12 +507,26 @@ void end_lost(WatchHubState& st, std::int64_t lost_through) {
 /// lock of its stream, with one wake-up. Ends the subscriptions whose streams ended.
 void fan_out(WatchHubState& st, const HubBatch& batch) {
   if (batch.lost_through > 0) end_lost(st, batch.lost_through);
+  // The batch's change of each object (one each), for the event watches: a change of
+  // their object teaches its kind, its removal ends them.
+  std::unordered_map<ObjectID, const QueuedChange*> by_id;
+  if (!st.event_subs.empty() || !st.opening_events.empty())
+    for (auto& q : batch.changes) by_id.emplace(q.change.row.meta.id, &q);
+  auto change_of = [&](ObjectID id) -> const QueuedChange* {
+    auto it = by_id.find(id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
   for (auto& [id, o] : st.opening)
     for (auto& q : batch.changes)
       if (matches(o.sub, q.change.row)) o.hold(q);
-  for (auto& [id, o] : st.opening_events)
+  for (auto& [id, o] : st.opening_events) {
     for (auto& r : batch.events)
       if (passes(o.sub.filter, r.event)) o.hold(r);
+    if (auto* q = change_of(o.sub.filter.id)) {
+      o.kind = GroupKind{q->change.row.meta.group, q->change.row.meta.kind};
+      o.removed = o.removed || q->change.type == ChangeType::Deleted;
+    }
+  }
   for (auto it = st.subs.begin(); it != st.subs.end();) {
     auto& s = it->second;
     bool alive = true;
@@ -536,12 +559,9 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
     auto wanted = [&](const event_run& r) {
       return r.resource_version > s.floor && passes(s.filter, r.event);
     };
-    if (!s.kind_known && s.core)  // the object did not exist when the watch opened
-      for (auto& q : batch.changes)
-        if (q.change.row.meta.id == s.filter.id) {
-          learn_kind(st, s, {q.change.row.meta.group, q.change.row.meta.kind});
-          break;
-        }
+    const auto* own = change_of(s.filter.id);
+    if (own && !s.kind_known && s.core)  // the object did not exist when the watch opened
+      learn_kind(st, s, {own->change.row.meta.group, own->change.row.meta.kind});
     bool alive = true;
     if (s.core) {
       auto now = st.services.timers->wall_now();
@@ -552,6 +572,12 @@ void fan_out(WatchHubState& st, const HubBatch& batch) {
     } else {
       for (auto& r : batch.events)
         if (wanted(r)) caf::anon_send(s.filter.subscriber, r);
+    }
+    if (alive && own && own->change.type == ChangeType::Deleted) {
+      // Its events went with it, and none can come (ids are never reused): what is
+      // pending is delivered, then the watch ends rather than wait for ever.
+      end_events(it->first, s, errc::not_found);
+      alive = false;
     }
     if (alive) {
       ++it;

@@ -160,6 +160,10 @@ struct WatchHubState {
     Ready ready;
     /// As OpeningSub's.
     std::shared_ptr<std::atomic<bool>> abandoned = std::make_shared<std::atomic<bool>>(false);
+    /// What changes of the object taught while the snapshot was read: its kind (one
+    /// created meanwhile, which the snapshot may not have found) and its removal.
+    std::optional<GroupKind> kind{};
+    bool removed = false;
     void hold(const event_run& r) {
       auto [at, fresh] = held_at.try_emplace(r.event.id, held.size());
       if (fresh)

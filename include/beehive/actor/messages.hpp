@@ -96,7 +96,9 @@ struct event_watch_request {
 /// - `errc::watch_too_old` / `errc::watch_too_new`: its `resume_from` lies below what the
 ///   change log still holds (or is 0, no position), or above its head (subscribe afresh,
 ///   without it);
-/// - `errc::store`: the watch hub failed; its restart serves a new subscription.
+/// - `errc::store`: the watch hub failed; its restart serves a new subscription;
+/// - `errc::not_found`: the object an event subscription follows was removed (its runs
+///   with it; none can come after).
 /// A pulled subscription that ended answers a later `pull_atom` with `not_found`.
 struct watch_ended {
   std::uint64_t subscription = 0;
