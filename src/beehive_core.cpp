@@ -444,7 +444,9 @@ void BeehiveCore::stop_now(const Context& ctx) {
   bool was_running = state_ == State::running;
   state_ = State::draining;
   // A draining process leads nothing (is_leader says so): nor does the gauge, before
-  // leadership is handed over below.
+  // leadership is handed over below. Nor does it take the lead meanwhile: it would run
+  // no controllers, and hold every other process off until its stop ends.
+  if (was_running) backend_->stand_down();
   if (services_.metrics) report_leader(*services_.metrics, false);
   cancel_reconciles_();  // reconciles in flight see their context end now
   auto report = stop_actors(ctx);

@@ -1007,6 +1007,63 @@ TEST_F(HaTest, AStoppingLeaderHandsOverToAStandbyAtOnce) {
   EXPECT_EQ(b->wait(), 0);
 }
 
+// A standby whose stop waits (for an open within block) runs no controllers any more: it
+// must not take the lease the leader hands over meanwhile, which would hold every other
+// standby off until that stop ends. A standby started then takes over at once.
+TEST_F(HaTest, AStandbyThatIsStoppingTakesNoLeadership) {
+  constexpr auto long_lease = 10s;
+  auto a = node(schema(), false, long_lease);
+  ASSERT_EQ(a->read_line(), "leader");
+  Beehive b(open_candidate(long_lease));
+  auto cc = register_controller<WidgetSpec, WidgetStatus>(
+      b, widget_kind, [](const Context&, auto&, const auto&) { return Result{}; });
+  auto b_changes = b.watch_leadership({});
+  ASSERT_EQ(b_changes.next_for(5s), std::optional<bool>(false));
+  auto stop_b = b.start({});
+  std::promise<void> entered, release;
+  std::thread block([&] {
+    cc.within({}, [&](const Context&) {
+      entered.set_value();
+      release.get_future().wait();
+    });
+  });
+  entered.get_future().wait();
+  std::thread stopping([&] {
+    try {
+      stop_b(Context{}.with_timeout(30s));  // waits for the block
+    } catch (const Error&) {
+    }
+  });
+  // Draining: its clients say stopped (the block goes on).
+  ASSERT_TRUE(eventually([&] {
+    try {
+      Widgets(b, widget_kind).list({});
+      return false;
+    } catch (const Error& e) {
+      return e.code() == errc::stopped;
+    }
+  }));
+  a->write_line("quit");  // hands the lease over
+  EXPECT_EQ(a->wait(), 0);
+  // A standby looks at the lease every 250 ms: six looks, and none takes it.
+  EXPECT_FALSE(eventually(
+      [&] {
+        return query_test_store(path_, "SELECT count(*) FROM leadership WHERE expires_at > now()")
+                   .at(0)
+                   .at(0) != "0";
+      },
+      1500ms))
+      << "the stopping standby took the lease";
+  auto c = node(schema(), false, long_lease);
+  EXPECT_TRUE(read_until(*c, "leader"));  // 10 s at most: the lease is 10 s
+  release.set_value();
+  block.join();
+  stopping.join();
+  EXPECT_EQ(b_changes.next_for(0ms), std::nullopt) << "the stopping standby took the lead";
+  c->write_line("quit");
+  EXPECT_EQ(c->wait(), 0);
+}
+
 TEST_F(HaTest, AStandbyStoppedWhileItsTakeoverWaitsForALockTakesNothingAfterwards) {
   stop_a_standby_whose_take_waits({});
 }

@@ -370,6 +370,10 @@ class Backend : public Store {
   /// pass that begins then has no term to write in); 0 when the store has no terms
   /// (SQLite, whose one process always leads).
   virtual std::int64_t term() const { return 0; }
+  /// A stop began: from now on this process takes no leadership (a draining process
+  /// runs no controllers, and would hold the others off until its stop ends); a lease
+  /// it holds is still renewed until the claim goes. A later claim() campaigns again.
+  virtual void stand_down() {}
   /// Called, on a thread of the store's, whenever leads() changes while claimed; an
   /// empty function unsubscribes. Returns once no earlier function runs any more.
   virtual void on_leadership(std::function<void(bool)> changed) { (void)changed; }

@@ -120,8 +120,10 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
   const auto unrenewed_for = std::max(lease_, seen_lease_);
   take.add(!seen_version_.empty() && Clock::now() - seen_since_ >= unrenewed_for ? seen_version_
                                                                                  : std::string());
+  // A process whose beehive stops renews a lease it holds, but takes none.
+  const bool may_take = !shared_->standing_down.load(std::memory_order_acquire);
   s.push_back(statement(Q::lease_renew, p));
-  s.push_back(statement(Q::lease_take, take));
+  if (may_take) s.push_back(statement(Q::lease_take, take));
   s.push_back(statement(Q::lease_look));
   auto r = c->pipeline(std::move(s));
   auto version = r.back().rows() ? r.back().str(0, 0) : std::string();
@@ -132,8 +134,9 @@ std::int64_t Campaign::attempt(std::unique_ptr<Connection>& c, Clock::time_point
     seen_since_ = Clock::now();
     seen_lease_ = std::chrono::milliseconds(r.back().rows() ? r.back().i64(0, 1) : 0);
   }
-  const auto& renewed = r[r.size() - 3];
+  const auto& renewed = r[r.size() - (may_take ? 3 : 2)];
   if (renewed.rows()) return renewed.i64(0, 0);
+  if (!may_take) return 0;
   const auto& taken = r[r.size() - 2];
   return taken.rows() ? taken.i64(0, 0) : 0;
 }

@@ -112,6 +112,7 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
   // Any number of processes may run on the store: the claim is a campaign for
   // leadership, which ends (and hands the lease over) with the handle.
   std::shared_ptr<void> claim() override {
+    shared_->standing_down.store(false, std::memory_order_release);
     auto weak = weak_from_this();
     return std::make_shared<Campaign>(conninfo_, opts_.schema, opts_.connect_timeout, opts_.lease,
                                       session_, shared_, [weak](bool leads) {
@@ -122,6 +123,7 @@ class PgStore : public Backend, public std::enable_shared_from_this<PgStore> {
 
   std::string exposure() const override { return {}; }
   std::string identity() const override { return where_; }
+  void stand_down() override { shared_->standing_down.store(true, std::memory_order_release); }
 
   // A fenced write that found the lease taken over says so at once, before the campaign
   // steps down.

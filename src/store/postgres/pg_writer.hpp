@@ -36,6 +36,8 @@ struct SharedState {
   std::atomic<std::int64_t> term{0};
   /// Set by a transaction that found the lease taken by another term (fenced off).
   std::atomic<bool> deposed{false};
+  /// Set while the beehive stops (Backend::stand_down): the campaign takes no lease.
+  std::atomic<bool> standing_down{false};
   /// Marks this process deposed and wakes the campaign, which steps down at once.
   void depose() {
     deposed.store(true, std::memory_order_release);
