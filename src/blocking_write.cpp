@@ -45,17 +45,25 @@ std::vector<Ref> BeehiveCore::related(const Context& ctx, ObjectID id, unsigned 
   return read(ctx, [&](store::Reader& r) { return r.related(id, relation); });
 }
 
+namespace {
+
+/// Calls from two threads would interleave the block's savepoints: a nested block's
+/// release or rollback could end the other thread's.
+void require_its_thread(const Transaction& txn) {
+  if (!txn.on_its_thread())
+    throw Error(errc::invalid_argument,
+                "a within block's context was used on another thread than the block's; "
+                "make the block's calls from the thread running it");
+}
+
+}  // namespace
+
 WriteReply BeehiveCore::write(const Context& ctx, WriteOp op, RowCheck check) {
   ensure_running(ctx);
   ctx.throw_if_done();
   auto w = std::make_shared<BlockingWrite>();
   if (auto txn = ContextAccess::transaction(ctx)) {
-    // Calls from two threads would interleave the block's savepoints: a nested block's
-    // release or rollback could end the other thread's.
-    if (!txn->on_its_thread())
-      throw Error(errc::invalid_argument,
-                  "a within block's context was used on another thread than the block's; "
-                  "make the block's calls from the thread running it");
+    require_its_thread(*txn);
     w->session = txn->session();
   } else {
     refuse_write_beside_open_block(this, false);
@@ -106,6 +114,7 @@ void BeehiveCore::within(const Context& ctx, const std::function<void(const Cont
     }
   };
   if (auto txn = ContextAccess::transaction(ctx)) {
+    require_its_thread(*txn);  // before its nesting is read: it is the block thread's
     // Each level costs a few KB of the caller's stack: a runaway recursion gets an error,
     // not a crash (about 2 250 levels overflowed a default 8 MiB stack).
     constexpr std::size_t max_nesting = 1000;
@@ -129,10 +138,12 @@ void BeehiveCore::within(const Context& ctx, const std::function<void(const Cont
     step(txn, SessionCmd::release);
     return;
   }
-  auto begun = write(ctx, SessionCmd{SessionCmd::begin}, {});
-  auto txn = std::make_shared<Transaction>(this, begun.session);
-  auto inner = ContextAccess::with_transaction(ctx, txn);
+  // Made first: once the session has begun, nothing may fail before the path that
+  // rolls it back (the writer would serve that session alone until stop's deadline).
+  auto txn = std::make_shared<Transaction>(this);
+  txn->begun(write(ctx, SessionCmd{SessionCmd::begin}, {}).session);
   try {
+    auto inner = ContextAccess::with_transaction(ctx, txn);
     OpenSession open(this);
     fn(inner);
     // Ended before the block returned: rolled back. Once the commit is asked for, it

@@ -16,7 +16,10 @@ namespace beehive::detail {
 
 class Transaction {
  public:
-  Transaction(const void* owner, std::uint64_t session) : owner_(owner), session_(session) {}
+  /// Made before its session begins (so that nothing can fail between the begin and
+  /// the block's rollback path): begun() names the session.
+  explicit Transaction(const void* owner) : owner_(owner) {}
+  void begun(std::uint64_t session) noexcept { session_ = session; }
 
   /// Whether the caller runs on the thread that opened the block. The block's calls
   /// (its nested blocks' savepoints above all) must come one after another, from it.
@@ -46,7 +49,7 @@ class Transaction {
 
  private:
   const void* owner_;
-  std::uint64_t session_;
+  std::uint64_t session_ = 0;
   std::thread::id thread_ = std::this_thread::get_id();
   std::vector<std::function<void()>> post_commit_;
   std::vector<std::size_t> marks_;
