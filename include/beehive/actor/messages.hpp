@@ -174,7 +174,9 @@ struct gc_state {
 
 /// The event_log actor's state, for `inspect_atom`. Runs are counted from the commit
 /// records of every event write, whichever way it reached the store (other processes'
-/// included, once this process has read them).
+/// included, once this process has read them). Another process's writes are read back
+/// folded, a run's latest state per read: the writes to one run between two reads count
+/// once, as an extension unless the run was read at its first event.
 struct event_log_state {
   std::uint64_t runs_started = 0;
   std::uint64_t runs_extended = 0;
