@@ -607,6 +607,39 @@ TEST_F(WithinTest, IdsAndVersionsARolledBackBlockHandedOutAreNeverHandedOutAgain
   EXPECT_GT(w.create(ctx_, {"mine", 1}).id, ghost);
 }
 
+// The same for a block a stop rolled back (its deadline passed while the block was open):
+// the writer that knew what it handed out is gone with the stop.
+TEST_F(WithinTest, IdsAndVersionsOfABlockAStopRolledBackAreNeverHandedOutAgain) {
+  start();
+  auto w = widgets();
+  auto x = w.create(ctx_, {"x", 1});
+  ObjectID ghost = 0;
+  std::int64_t seen = 0;
+  std::promise<void> wrote, release;
+  std::thread block([&] {
+    try {
+      cc_->within(ctx_, [&](const Context& tx) {
+        ghost = w.create(tx, {"ghost", 1}).id;
+        seen = w.update(tx, x.id, {"mine", 1}).resource_version;
+        wrote.set_value();
+        release.get_future().wait();
+      });
+    } catch (const Error&) {  // rolled back by the stop
+    }
+  });
+  wrote.get_future().wait();
+  EXPECT_ERRC(stop_(Context{}.with_timeout(300ms)), errc::deadline_exceeded);
+  stop_ = nullptr;
+  release.set_value();
+  block.join();
+  cc_.reset();
+  open();
+  auto again = widgets();
+  EXPECT_ERRC(again.get(ctx_, ghost), errc::not_found);
+  EXPECT_GT(again.create(ctx_, {"after", 1}).id, ghost);
+  EXPECT_GT(again.update(ctx_, x.id, {"after", 1}).resource_version, seen);
+}
+
 // The same for the first object a store ever had, and for a nested block rolled back
 // inside one that commits, across restarts (nothing a writer remembered survives them).
 TEST_F(WithinTest, IdsRolledBackBlocksHandedOutStayUsedAcrossARestart) {

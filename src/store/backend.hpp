@@ -164,13 +164,15 @@ class Writer : public Reader {
   virtual void describe_commit(const commit_record& rec) { (void)rec; }
   virtual void commit() = 0;
   virtual void rollback() = 0;
-  /// Ends a transaction whose resource versions and object ids were handed to a caller
-  /// as it went (a `within` block's, begun with savepoint(0)) without its writes: rolls
-  /// back to savepoint 0 and commits the counters alone, so that no later transaction,
-  /// of this process or another, hands the same values out again (a caller may hold
-  /// them: an id named outside, a version kept as a precondition). A plain rollback()
-  /// when nothing was handed out, or when the transaction is past saving (this process
-  /// still never hands them out again).
+  /// A `within` block's transaction has begun (after begin()): its writes hand their
+  /// resource versions and object ids to the caller as they go (see
+  /// rollback_keeping_counters).
+  virtual void session_begun() {}
+  /// Ends such a transaction without its writes, and keeps the store's counters above
+  /// what it handed out, so that no later transaction, of this process or another, hands
+  /// the same values out again (a caller may hold them: an id named outside, a version
+  /// kept as a precondition). Each writer also never hands a value out twice itself;
+  /// when storing the counters fails, its next commit stores them.
   virtual void rollback_keeping_counters() { rollback(); }
   /// False once the transaction has ended: besides commit and rollback, the database
   /// rolls a transaction back by itself on some failures (an I/O error, a full disk),

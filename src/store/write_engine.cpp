@@ -602,12 +602,7 @@ void WriteEngine::end_session() {
 void WriteEngine::abort_session(bool stopped) {
   if (!session_) return;
   if (stopped) aborted_session_ = session_;
-  // A stop does not wait for a commit (of the counters alone): this writer still never
-  // hands the block's versions and ids out again.
-  if (stopped)
-    cfg_.writer->rollback();
-  else
-    cfg_.writer->rollback_keeping_counters();
+  cfg_.writer->rollback_keeping_counters();
   end_session();
   catch_up_after_session();
 }
@@ -636,7 +631,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       // The block's writes hand their versions and ids to its caller as they go: should
       // it roll back, they are kept from reuse (rollback_keeping_counters).
       try {
-        w.savepoint(0);
+        w.session_begun();
       } catch (...) {
         w.rollback();
         throw;
@@ -672,7 +667,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
     case SessionCmd::commit: {
       if (!live) {
         auto err = broken_session();
-        w.rollback();
+        w.rollback_keeping_counters();
         end_session();
         throw err;
       }
@@ -680,7 +675,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       try {
         commit_transaction(changes);
       } catch (...) {
-        w.rollback();
+        w.rollback_keeping_counters();
         end_session();
         throw;
       }
@@ -694,10 +689,7 @@ WriteReply WriteEngine::session_step(SessionCmd::Kind kind, const WaitingCaller*
       break;
     }
     case SessionCmd::rollback:
-      if (live)
-        w.rollback_keeping_counters();
-      else
-        w.rollback();
+      w.rollback_keeping_counters();
       end_session();
       catch_up_after_session();
       break;

@@ -121,6 +121,12 @@ std::string sql_for(Q q) {
                  current_setting('block_size')::int - current_setting('max_identifier_length')::int
                    - 129 AND pg_notification_queue_usage() < 0.05
                THEN $6::text ELSE $7::text END))sql";
+    case Q::raise_counters:
+      // After a rollback that could not store them: the counters raised to at least the
+      // values a block handed out (PgWriter::rollback_keeping_counters).
+      return R"sql(UPDATE beehive_meta SET value = greatest(value, CASE key
+               WHEN 'resource_version' THEN $1::bigint ELSE $2::bigint END)
+             WHERE key IN ('resource_version', 'object_id'))sql";
     case Q::read_token:
       return "SELECT token FROM write_tokens WHERE session = $1";
     case Q::insert_object:

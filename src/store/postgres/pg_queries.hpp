@@ -21,6 +21,7 @@ enum class Q : int {
   try_lock_counters,
   schema_version,
   close_transaction,
+  raise_counters,
   read_token,
   insert_object,
   update_spec,

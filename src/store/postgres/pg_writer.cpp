@@ -257,18 +257,42 @@ void PgWriter::resolve_lost_commit(const Error& why) {
           last + ")");
 }
 
+void PgWriter::session_begun() { savepoint(0); }  // sent with the block's first statement
+
 void PgWriter::rollback_keeping_counters() {
   bool handed_out = rv_ != known_rv_ || last_id_ != locked_id_;
   if (handed_out && !conn_.lost() && conn_.in_transaction()) {
+    // In the block's own transaction, still holding the counters: no other process can
+    // take them in between.
     try {
       rollback_to(0);
-      note_.clear();  // no change of the block's is committed: a bare note
-      commit();
+      commit_counters();
       return;
-    } catch (const Error&) {  // past saving: this writer still never hands them out again
+    } catch (const Error&) {
     }
   }
   rollback();
+  // Past saving (a failed commit, a lost connection): raised on their own, or by this
+  // writer's next commit (it counts from rv_floor_ and id_floor_).
+  if (!handed_out || conn_.lost()) return;
+  try {
+    run(conn_, Q::raise_counters, Params().add(rv_floor_).add(id_floor_));
+  } catch (const Error&) {
+  }
+}
+
+void PgWriter::commit_counters() {
+  // Nothing else changed: a bare note. A COMMIT lost with its connection is not read
+  // back (rollback_keeping_counters falls back), so no wait of connect timeouts here.
+  auto bare = write_commit_note(session_, known_rv_, rv_, nullptr, NoteKey());
+  Params p;
+  p.add(rv_).add(last_id_).add(session_).add(token_).add(channel_).add(bare).add(bare);
+  std::vector<Statement> s;
+  s.push_back(statement(Q::close_transaction, std::move(p)));
+  s.push_back({"bh_commit", "COMMIT", {}});
+  begin_ahead_ = false;
+  conn_.pipeline(std::move(s));
+  known_rv_ = rv_;
 }
 
 void PgWriter::rollback() {

@@ -70,6 +70,7 @@ class PgWriter : public Reading<Writer> {
   void describe_commit(const commit_record& rec) override;
   void commit() override;
   void rollback() override;
+  void session_begun() override;
   void rollback_keeping_counters() override;
   bool in_transaction() override;
   std::int64_t data_version() override;
@@ -159,6 +160,8 @@ class PgWriter : public Reading<Writer> {
   /// BEGIN and what every transaction reads first: the counters, locked, and the
   /// schema's version.
   std::vector<Statement> begin_statements();
+  /// Commits the open transaction (rolled back to savepoint 0) with the counters alone.
+  void commit_counters();
 
   std::int64_t session_;
   std::shared_ptr<SharedState> shared_;

@@ -62,6 +62,8 @@ std::string sql_for(Query q) {
                         coalesce((SELECT max(id) FROM objects), 0))sql";
     case Query::reserve_object_ids:
       return "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'objects'";
+    case Query::raise_resource_version:
+      return "UPDATE beehive_meta SET value = max(value, ?1) WHERE key = 'resource_version'";
     case Query::raise_object_id_counter:
       return R"sql(INSERT INTO sqlite_sequence (name, seq)
                    SELECT 'objects', ?1 WHERE NOT EXISTS

@@ -18,6 +18,7 @@ enum class Query : int {
   last_object_id,
   reserve_object_ids,
   raise_object_id_counter,
+  raise_resource_version,
   insert_object,
   update_spec,
   request_deletion,

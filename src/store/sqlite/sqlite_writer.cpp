@@ -31,6 +31,7 @@ void SqliteWriter::begin() {
   ids_checked_ = false;
   ids_taken_ = false;
   keep_ids_ = false;
+  handed_out_ = false;
   guarded([&] { conn_.exec("BEGIN IMMEDIATE"); });
   // Only when another connection committed since: a process alone on its file pays
   // nothing for it. A failed check leaves no transaction open (it would hold the file's
@@ -114,15 +115,26 @@ void SqliteWriter::rollback() {
 }
 
 void SqliteWriter::rollback_keeping_counters() {
-  if ((rv_taken_ || ids_taken_) && in_transaction()) {
-    try {
-      rollback_to(0);
-      commit();  // the version counter (rv_taken_) and the id counter (keep_ids_)
-      return;
-    } catch (const Error&) {  // past saving: this writer still never hands them out again
-    }
-  }
   rollback();
+  if (!handed_out_) return;
+  // A transaction of its own, right after: another process could only take the file's
+  // lock in between (this one's writer takes it next, and counts from rv_floor_ and
+  // last_id_ anyway). A savepoint kept over the whole block instead would cost every
+  // write of a large block a growing statement journal.
+  try {
+    guarded([&] {
+      conn_.exec("BEGIN IMMEDIATE");
+      auto s = conn_.use(Query::raise_resource_version);
+      s->bind(1, rv_floor_);
+      s->exec();
+    });
+    guarded([&] { keep_id_counter(); });
+    guarded([&] { conn_.exec("COMMIT"); });
+    if (checked_version_) checked_version_ = file_version();  // as commit(): its own change
+  } catch (const Error&) {
+    rollback();  // its next commit stores them (rv_floor_, last_id_)
+  }
+  handed_out_ = false;
 }
 
 bool SqliteWriter::in_transaction() { return !sqlite3_get_autocommit(conn_.db().getHandle()); }
@@ -147,6 +159,7 @@ std::int64_t SqliteWriter::next_resource_version() {
     });
   }
   rv_taken_ = true;
+  handed_out_ = true;
   rv_floor_ = ++*rv_;
   return *rv_;
 }
@@ -177,6 +190,7 @@ ObjectID SqliteWriter::next_object_id() {
     ids_checked_ = true;
   }
   ids_taken_ = true;
+  handed_out_ = true;
   ++last_id_;
   // No counter row until the first object is inserted: AUTOINCREMENT writes that one.
   if (last_id_ > id_ceiling_ && id_ceiling_ > 0) {

@@ -114,6 +114,7 @@ class SqliteWriter : public ConnectionReader<Writer> {
   bool ids_checked_ = false;        // this transaction has compared the id counter with the file
   bool ids_taken_ = false;          // this transaction allocated an id
   bool keep_ids_ = false;           // ... and rolled back to a savepoint since: see commit
+  bool handed_out_ = false;         // this transaction took a version or an id
   ObjectID last_id_ = 0;            // the last object id this writer allocated
   ObjectID id_ceiling_ = -1;        // the id counter as this writer left it (-1: not read yet)
   static constexpr ObjectID kReservedIds = 1024;
