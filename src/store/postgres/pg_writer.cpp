@@ -272,12 +272,18 @@ void PgWriter::rollback_keeping_counters() {
     }
   }
   rollback();
-  // Past saving (a failed commit, a lost connection): raised on their own, or by this
-  // writer's next commit (it counts from rv_floor_ and id_floor_).
+  // Past saving (a failed commit): raised in a transaction of their own, through the
+  // counters' queue (lock_counters, in key order: no deadlock with other writers). A
+  // process queued for them may have taken them first; on a lost connection, this
+  // writer's next commit stores them (it counts from rv_floor_ and id_floor_).
   if (!handed_out || conn_.lost()) return;
   try {
-    run(conn_, Q::raise_counters, Params().add(rv_floor_).add(id_floor_));
+    auto s = begin_statements();
+    s.push_back(statement(Q::raise_counters, Params().add(rv_floor_).add(id_floor_)));
+    s.push_back({"bh_commit", "COMMIT", {}});
+    conn_.pipeline(std::move(s));
   } catch (const Error&) {
+    rollback();
   }
 }
 

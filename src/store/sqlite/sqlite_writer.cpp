@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include "store/sqlite/sqlite_schema.hpp"
 
@@ -117,10 +118,15 @@ void SqliteWriter::rollback() {
 void SqliteWriter::rollback_keeping_counters() {
   rollback();
   if (!handed_out_) return;
-  // A transaction of its own, right after: another process could only take the file's
-  // lock in between (this one's writer takes it next, and counts from rv_floor_ and
-  // last_id_ anyway). A savepoint kept over the whole block instead would cost every
-  // write of a large block a growing statement journal.
+  // A transaction of its own, right after. Best effort against other processes on the
+  // file: one waiting for its lock could take it in between and count from the stored
+  // counters (this writer itself counts from rv_floor_ and last_id_ whatever happens).
+  // A savepoint kept over the whole block instead would cost every write of a large
+  // block a growing statement journal. A lock another process holds is not waited for
+  // long: a stop, or the writes queued behind, would wait with it.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  auto keep = std::exchange(keep_waiting_,
+                            [deadline] { return std::chrono::steady_clock::now() < deadline; });
   try {
     guarded([&] {
       conn_.exec("BEGIN IMMEDIATE");
@@ -134,6 +140,7 @@ void SqliteWriter::rollback_keeping_counters() {
   } catch (const Error&) {
     rollback();  // its next commit stores them (rv_floor_, last_id_)
   }
+  keep_waiting_ = std::move(keep);
   handed_out_ = false;
 }
 
